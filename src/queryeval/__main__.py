@@ -1,0 +1,4 @@
+from queryeval.cli.app import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

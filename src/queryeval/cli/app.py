@@ -1,0 +1,62 @@
+"""The ``queryeval`` Typer application and its entry point.
+
+Errors raised on purpose (:class:`~queryeval.errors.QueryevalError`) become one line on
+stderr and the error's exit code (2 for bad input); a traceback only with ``--debug``, which
+may appear anywhere on the command line.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+import typer
+
+from queryeval.cli import schema as schema_cmd
+from queryeval.cli import validate as validate_cmd
+from queryeval.cli.console import err_console
+from queryeval.errors import QueryevalError
+
+app = typer.Typer(
+    name="queryeval",
+    help="Evaluate how well AI data assistants find the right data.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("validate")(validate_cmd.command)
+app.command("schema")(schema_cmd.command)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+) -> None:
+    """queryeval: suite -> system -> outputs -> scores -> run log -> reports."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        result = app(args=args, prog_name="queryeval", standalone_mode=False)
+        return int(result or 0) if isinstance(result, int) else 0
+    except QueryevalError as err:
+        if debug:
+            traceback.print_exc()
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        return err.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted", markup=False)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("interrupted", markup=False)
+        return 130

@@ -1,0 +1,88 @@
+"""One error tree for queryeval.
+
+Every error a user can cause carries its context (file, line or record, field) so the CLI
+can print exactly one line and exit with code 2. Errors raised by the system under test are
+*not* in this tree's user-facing branch: they are recorded on the case (see
+:class:`SystemCallError`) and the run goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class QueryevalError(Exception):
+    """Base of every error queryeval raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(QueryevalError):
+    """Bad user input: a file, a record in it, a field in the record.
+
+    ``str(err)`` is the one line the CLI prints, e.g.
+    ``cases/mex.yaml:12: conversation[0].target...values[0].id: field required``.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        record: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+        self.record = record
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = ""
+        if self.path:
+            where = self.path
+            if self.line is not None:
+                where += f":{self.line}"
+            elif self.record is not None:
+                where += f": record {self.record}"
+        elif self.record is not None:
+            where = f"record {self.record}"
+        parts = [p for p in (where, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class ConfigError(QueryevalError):
+    """A bad option or combination of options (also exit code 2)."""
+
+    exit_code = 2
+
+
+class SystemCallError(QueryevalError):
+    """A call to the system under test failed.
+
+    ``kind`` is one of: ``exception``, ``timeout``, ``connection``, ``http_status``,
+    ``malformed``, ``missing``, ``process``. ``retryable`` tells the runner whether another
+    attempt may succeed.
+    """
+
+    def __init__(self, kind: str, message: str, *, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        super().__init__(f"{kind}: {message}")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
+
+
+class GateFailure(QueryevalError):
+    """A quality gate (``--fail-under``, ``--fail-on-regression``) was not met."""
+
+    exit_code = 1

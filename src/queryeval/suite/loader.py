@@ -1,0 +1,135 @@
+"""Load a suite: a YAML file, a multi-document YAML file, or a folder of them.
+
+A YAML document holds one case (a mapping) or a list of cases. Every error names the file,
+the line and the field, e.g.::
+
+    cases/mex.yaml:12: conversation[0].target.indicator_selection[0].dimensions[1].values[0].id: field required
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from queryeval.errors import InputError
+from queryeval.suite.models import Case
+from queryeval.suite.yamlsrc import YamlDoc, format_loc, read_yaml_documents
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class Suite:
+    """The cases of a suite, where each came from, and a hash of the source files."""
+
+    cases: list[Case]
+    sources: list[Path]
+    hash: str
+    origin: dict[str, tuple[str, int]] = field(default_factory=dict)  # case id -> (file, line)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def task_kinds(self) -> set[str]:
+        kinds: set[str] = set()
+        for case in self.cases:
+            kinds |= case.task_kinds()
+        return kinds
+
+
+def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
+    """sha256 over each file's relative name and bytes, in sorted order."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        name = p.relative_to(root).as_posix() if root and root in p.parents else p.name
+        h.update(name.encode() + b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> InputError:
+    """Turn pydantic's first error into one InputError line naming file, line and field."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = (*prefix, *first["loc"])
+    msg = first["msg"]
+    msg = msg[:1].lower() + msg[1:]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+    return InputError(msg, path=doc.path, line=doc.line_of(loc), field=format_loc(loc) or None)
+
+
+def _cases_from_doc(doc: YamlDoc) -> list[tuple[Case, tuple]]:
+    items: list[tuple[object, tuple]]
+    if isinstance(doc.data, list):
+        items = [(item, (i,)) for i, item in enumerate(doc.data)]
+    elif isinstance(doc.data, dict):
+        items = [(doc.data, ())]
+    else:
+        raise InputError(
+            f"a case must be a mapping (or a list of mappings), got {type(doc.data).__name__}",
+            path=doc.path, line=doc.line,
+        )
+    out = []
+    for item, prefix in items:
+        if not isinstance(item, dict):
+            raise InputError("a case must be a mapping", path=doc.path,
+                             line=doc.line_of(prefix), field=format_loc(prefix) or None)
+        try:
+            case = Case.model_validate(item)
+        except ValidationError as exc:
+            raise validation_error(exc, doc, prefix) from None
+        out.append((case, prefix))
+    return out
+
+
+def yaml_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file())
+        if not files:
+            raise InputError("no .yaml or .yml files in folder", path=path)
+        return files
+    return [path]
+
+
+def load_yaml_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    files = yaml_files(path)
+    cases: list[Case] = []
+    origin: dict[str, tuple[str, int]] = {}
+    for f in files:
+        for doc in read_yaml_documents(f):
+            for case, prefix in _cases_from_doc(doc):
+                line = doc.line_of(prefix)
+                if case.id in origin:
+                    first_file, first_line = origin[case.id]
+                    raise InputError(
+                        f"duplicate case id {case.id!r} (first defined at {first_file}:{first_line})",
+                        path=f, line=doc.line_of((*prefix, "id")), field=format_loc((*prefix, "id")),
+                    )
+                origin[case.id] = (str(f), line)
+                cases.append(case)
+    if not cases:
+        raise InputError("suite has no cases", path=path)
+    root = path if path.is_dir() else None
+    return Suite(cases=cases, sources=files, hash=hash_files(files, root), origin=origin)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load a suite from a path, choosing the reader from the path's form."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
+        return load_yaml_suite(path)
+    raise InputError(
+        f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml or a folder",
+        path=path,
+    )

@@ -1,0 +1,140 @@
+"""Typed test cases (pydantic).
+
+The schema is seed 000's YAML test case: ``id``, ``name``, ``tags``, ``comments`` and a
+``conversation`` of turns ``{role, content, target}``. ``target`` is the one place where every
+task kind puts its ground truth; this module defines ``indicator_selection`` (seed 000). Other
+task kinds add their own optional key to :class:`Target`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_STRICT = ConfigDict(extra="forbid", coerce_numbers_to_str=True, str_strip_whitespace=False)
+
+
+class Term(BaseModel):
+    """One term of a dimension, matched on the exact ``(id, name)`` pair."""
+
+    model_config = _STRICT
+
+    id: str = Field(description="Term code, e.g. an SDMX code such as 'LP' or 'MEX'.")
+    name: str = Field(description="Term name, e.g. 'Mexico'.")
+
+    def key(self) -> tuple[str, str]:
+        return (self.id, self.name)
+
+
+class DimensionSelection(BaseModel):
+    model_config = _STRICT
+
+    dimension_name: str = Field(description="Dimension, e.g. INDICATOR or COUNTRY.")
+    values: list[Term] = Field(default_factory=list)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v):
+        return [] if v is None else v
+
+
+class DatasetSelection(BaseModel):
+    model_config = _STRICT
+
+    dataset_id: str = Field(description="Dataset identifier, e.g. 'IMF.RES:WEO'.")
+    dimensions: list[DimensionSelection] = Field(default_factory=list)
+
+    @field_validator("dimensions", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v):
+        return [] if v is None else v
+
+
+IndicatorSelection = list[DatasetSelection]
+
+
+class Target(BaseModel):
+    """Ground truth of one user turn. Each task kind owns one key."""
+
+    model_config = _STRICT
+
+    indicator_selection: list[DatasetSelection] | None = Field(
+        default=None,
+        description="Seed 000: the terms the system should select, per dataset and dimension. "
+        "An empty list (or no key) means the system should select nothing.",
+    )
+
+    def task_kinds(self) -> set[str]:
+        """The task keys this target sets (present, even if empty)."""
+        return {k for k in self.model_fields_set if k in TASK_KEYS}
+
+
+TASK_KEYS = ("indicator_selection",)
+
+
+class Turn(BaseModel):
+    model_config = _STRICT
+
+    role: Literal["user", "assistant", "system"]
+    content: str
+    target: Target | None = Field(
+        default=None,
+        description="Ground truth for this user turn; a user turn with a target is scored.",
+    )
+
+    @model_validator(mode="after")
+    def _target_only_on_user(self) -> Turn:
+        if self.target is not None and self.role != "user":
+            raise ValueError("only user turns can carry a target")
+        return self
+
+
+class Case(BaseModel):
+    """One test case: a conversation whose user turns may carry ground truth."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        coerce_numbers_to_str=True,
+        json_schema_extra={"title": "queryeval test case"},
+    )
+
+    id: str = Field(min_length=1, description="Unique case id (a UUID in seed 000).")
+    name: str = ""
+    tags: list[str] = Field(default_factory=list)
+    comments: str = ""
+    conversation: list[Turn] = Field(min_length=1)
+
+    @field_validator("name", "comments", mode="before")
+    @classmethod
+    def _none_is_blank(cls, v):
+        return "" if v is None else v
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _none_is_no_tags(cls, v):
+        return [] if v is None else v
+
+    @model_validator(mode="after")
+    def _has_user_turn(self) -> Case:
+        if not any(t.role == "user" for t in self.conversation):
+            raise ValueError("conversation has no user turn")
+        return self
+
+    def scored_turns(self) -> list[int]:
+        """Indices (into ``conversation``) of user turns that carry a target."""
+        return [i for i, t in enumerate(self.conversation) if t.role == "user" and t.target is not None]
+
+    def task_kinds(self) -> set[str]:
+        kinds: set[str] = set()
+        for i in self.scored_turns():
+            kinds |= self.conversation[i].target.task_kinds()  # type: ignore[union-attr]
+        return kinds
+
+
+def case_json_schema() -> dict:
+    """JSON Schema of one case document, for editors (yaml-language-server) and tools."""
+    schema = Case.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://queryeval.dev/schema/case.json"
+    return schema

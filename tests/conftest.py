@@ -1,0 +1,25 @@
+"""Shared fixtures. ``shared_data`` points at ../shared/data (public check data, never copied
+into the project); tests that need it skip with a clear reason when it is absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    data = SHARED / "data"
+    if not data.is_dir():
+        pytest.skip(f"public check data not found at {data} (../shared/data beside the checkout)")
+    return data
+
+
+@pytest.fixture(scope="session")
+def examples_dir() -> Path:
+    return EXAMPLES
