@@ -1,0 +1,1 @@
+"""Reports people read: Excel, console (and later HTML, comparisons)."""

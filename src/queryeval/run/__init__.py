@@ -1,0 +1,1 @@
+"""Running an evaluation: concurrency, retries, timeouts, resume, and the run log."""

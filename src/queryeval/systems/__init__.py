@@ -1,0 +1,1 @@
+"""The system under test behind one small protocol, plus built-in engines."""
