@@ -13,6 +13,7 @@ import traceback
 import click
 import typer
 
+from queryeval.cli import run as run_cmd
 from queryeval.cli import schema as schema_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+app.command("run")(run_cmd.command)
 app.command("validate")(validate_cmd.command)
 app.command("schema")(schema_cmd.command)
 

@@ -1,0 +1,98 @@
+"""``queryeval run``: evaluate a suite against a system (or recorded outputs), or resume a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from queryeval.cli.console import console, err_console
+
+
+def _parse_options(items: list[str]) -> dict:
+    """``key=value`` pairs; values are read as JSON when they parse (true, 3, 0.5, [..])."""
+    from queryeval.errors import ConfigError
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip().replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip().replace("-", "_")] = value
+    return out
+
+
+def command(
+    suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
+    responses: Path | None = typer.Option(None, "--responses", "-r", help="Recorded outputs (JSONL)."),
+    system: str | None = typer.Option(
+        None, "--system", "-s",
+        help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
+    task: str | None = typer.Option(None, "--task", help="Task kind (inferred from the targets)."),
+    out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Cases in flight."),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Per-call timeout, seconds."),
+    retries: int = typer.Option(2, "--retries", min=0, help="Retries of transient failures."),
+    backoff: float = typer.Option(0.5, "--backoff", min=0.0, help="First retry wait, seconds."),
+    on_error: str | None = typer.Option(
+        None, "--on-error", help="score (failed calls score as empty output) or skip."),
+    option: list[str] = typer.Option(
+        [], "--option", help="Task option KEY=VALUE, e.g. include_extra_dimensions=false."),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="Continue an interrupted run: its batch_<id>.json or run folder."),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: redo failed cases."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip the Excel report."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from queryeval.errors import ConfigError
+    from queryeval.run.evaluate import RunConfig, resume_run, start_run
+
+    bar = Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=err_console, disable=quiet, transient=False,
+    )
+    handle = bar.add_task("cases", total=None)
+
+    def progress(advance: int, total: int) -> None:
+        if total:
+            bar.update(handle, total=total)
+        if advance:
+            bar.advance(handle, advance)
+
+    with bar:
+        if resume is not None:
+            if suite is not None or responses is not None or system is not None:
+                raise ConfigError("--resume takes the run's own configuration; drop SUITE/--system/--responses")
+            result = resume_run(resume, retry_errors=retry_errors, progress=progress)
+        else:
+            if suite is None:
+                raise ConfigError("missing SUITE (or --resume RUN)")
+            task_options = _parse_options(option)
+            if on_error is not None:
+                task_options["on_error"] = on_error
+            config = RunConfig(
+                suite=str(suite), task=task, system=system,
+                responses=str(responses) if responses else None, out=str(out),
+                concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+                task_options=task_options, reports=not no_report,
+            )
+            result = start_run(config, progress=progress)
+
+    for w in result.warnings:
+        err_console.print(f"warning: {w}", markup=False, highlight=False)
+    if not quiet:
+        summary = result.task.summary(result.metrics)
+        for renderable in summary if isinstance(summary, list) else [summary]:
+            console.print(renderable)
+    paths = result.log.paths
+    written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
+    if paths.report_xlsx.exists():
+        written.append(paths.report_xlsx)
+    console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)

@@ -1,0 +1,45 @@
+"""JSON Lines with line numbers: every bad line becomes one InputError naming file and line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+
+
+def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for every non-blank line (1-based line numbers).
+
+    Streams the file: memory stays flat however long it is. A UTF-8 BOM on the first line
+    is accepted; invalid UTF-8, invalid JSON, or (with ``objects_only``) a value that is not
+    a JSON object raise :class:`InputError`.
+    """
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("line is not valid UTF-8", path=path, line=lineno) from None
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
+                                 path=path, line=lineno) from None
+            except RecursionError:
+                raise InputError("invalid JSON: nesting too deep", path=path, line=lineno) from None
+            if objects_only and not isinstance(value, dict):
+                raise InputError(f"expected a JSON object, got {type(value).__name__}",
+                                 path=path, line=lineno)
+            yield lineno, value

@@ -1,0 +1,120 @@
+"""Seed 000's Excel report: sheet "Overview" (one row per case, the seed's details cell) and
+sheet "Statistics" ("Data Query Metrics", then per-dimension, per-dataset and per-tag tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openpyxl import Workbook
+
+from queryeval.report.xlsx import (
+    FIGURE,
+    TITLE_FONT,
+    TOP,
+    WRAP_TOP,
+    cell_text,
+    save,
+    set_widths,
+    write_header,
+    write_table,
+)
+
+
+def _terms(title: str, terms: list) -> list[str]:
+    return [f"{title} [{len(terms)}]", *(f"  * {i}: {n}" for i, n in terms)]
+
+
+def dimension_block(d: dict) -> list[str]:
+    """One dimension in the seed's cell format."""
+    lines = [f"{d['dataset_id']} / {d['dimension']}"]
+    if d["in_target"]:
+        lines.append(f"[recall: {d['recall']:.2f}, precision: {d['precision']:.2f}]")
+        lines += _terms("True Positives", d["tp"])
+        lines += _terms("False Negatives", d["fn"])
+    lines += _terms("False Positives", d["fp"])
+    return lines
+
+
+def turn_details(turn: dict) -> str:
+    blocks: list[str] = []
+    if turn.get("error"):
+        blocks.append(f"ERROR ({turn['error']['kind']}): {turn['error']['message']}")
+    dims = turn["scores"]["dimensions"]
+    in_target = [d for d in dims if d["in_target"]]
+    extra = [d for d in dims if not d["in_target"]]
+    blocks += ["\n".join(dimension_block(d)) for d in in_target]
+    if not dims:
+        blocks.append("(nothing expected, nothing selected)")
+    if extra:
+        blocks.append("dimensions not in target\n" + "\n\n".join("\n".join(dimension_block(d)) for d in extra))
+    return "\n\n".join(blocks)
+
+
+def details_text(record: dict) -> str:
+    """The "indicator selection details" cell of a case (every scored turn)."""
+    turns = record["turns"]
+    if len(turns) == 1:
+        return turn_details(turns[0])
+    return "\n\n".join(
+        f"=== turn {t['turn']}: {t.get('question', '')}\n{turn_details(t)}" for t in turns
+    )
+
+
+def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Overview"
+    headers = ["id", "name", "tags", "macro recall", "macro precision",
+               "indicator selection details", "status"]
+    write_header(ws, 1, headers)
+    for i, r in enumerate(records, start=2):
+        values = [r["case_id"], r["name"], ", ".join(r["tags"]), r["scores"]["macro_recall"],
+                  r["scores"]["macro_precision"], cell_text(details_text(r)),
+                  "error: " + ", ".join(r["error_kinds"]) if r["status"] == "error" else "ok"]
+        for j, v in enumerate(values, start=1):
+            c = ws.cell(row=i, column=j, value=v)
+            c.alignment = WRAP_TOP if j in (2, 6) else TOP
+            if j in (4, 5):
+                c.number_format = FIGURE
+    ws.freeze_panes = "A2"
+    ws.auto_filter.ref = f"A1:G{max(1, len(records)) + 1}"
+    set_widths(ws, {1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14})
+
+    st = wb.create_sheet("Statistics")
+    o = metrics["overall_metrics"]
+    st.cell(row=1, column=1, value="Data Query Metrics").font = TITLE_FONT
+    write_header(st, 2, ["metric", "value"])
+    overall_rows = [
+        ("macro precision", o["macro_precision"]), ("macro recall", o["macro_recall"]),
+        ("micro precision", o["micro_precision"]), ("micro recall", o["micro_recall"]),
+        ("cases", o["total_cases"]), ("scored cases", o["scored_cases"]),
+        ("scored turns", o["scored_turns"]), ("cases with errors", o["errors"]),
+        ("cases with dimensions not in target", o["cases_with_dimensions_not_in_target"]),
+    ]
+    row = 3
+    for name, value in overall_rows:
+        st.cell(row=row, column=1, value=name).alignment = TOP
+        c = st.cell(row=row, column=2, value=value)
+        if isinstance(value, float):
+            c.number_format = FIGURE
+        row += 1
+    row += 1
+    groups = metrics["group_metrics"]
+    dim_headers = ["in target", "not in target", "TP", "FP", "FN", "mean precision",
+                   "mean recall", "micro precision", "micro recall"]
+    dim_keys = ["in_target", "not_in_target", "tp", "fp", "fn", "mean_precision",
+                "mean_recall", "micro_precision", "micro_recall"]
+    for title, key in (("Per dimension", "dimension"), ("Per dataset", "dataset")):
+        row = write_table(
+            st, row, [key, *dim_headers],
+            ([name, *(g[k] for k in dim_keys)] for name, g in groups[key].items()),
+            figure_cols=range(7, 11), title=title,
+        )
+    write_table(
+        st, row, ["tag", "cases", "macro precision", "macro recall"],
+        ([tag, g["cases"], g["macro_precision"], g["macro_recall"]] for tag, g in groups["tag"].items()),
+        figure_cols=(3, 4), title="Per tag",
+    )
+    st.freeze_panes = "A3"
+    set_widths(st, {1: 36, **{c: 15 for c in range(2, 11)}})
+    return save(wb, path)

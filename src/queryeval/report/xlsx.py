@@ -1,0 +1,67 @@
+"""Shared openpyxl helpers: header style, number formats, column widths, atomic save."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+from queryeval.io.atomic import atomic_path
+
+HEADER_FONT = Font(bold=True, color="FFFFFF")
+HEADER_FILL = PatternFill("solid", fgColor="305496")
+TITLE_FONT = Font(bold=True, size=13)
+WRAP_TOP = Alignment(wrap_text=True, vertical="top")
+TOP = Alignment(vertical="top")
+FIGURE = "0.00"
+EXCEL_CELL_LIMIT = 32767
+
+
+def cell_text(text: str, note: str = "… (truncated; full details in the results JSONL)") -> str:
+    """Text that fits in one Excel cell."""
+    if len(text) <= EXCEL_CELL_LIMIT:
+        return text
+    return text[: EXCEL_CELL_LIMIT - len(note) - 1] + "\n" + note
+
+
+def write_header(ws: Worksheet, row: int, headers: Sequence[str], col: int = 1) -> None:
+    for j, h in enumerate(headers, start=col):
+        c = ws.cell(row=row, column=j, value=h)
+        c.font = HEADER_FONT
+        c.fill = HEADER_FILL
+        c.alignment = Alignment(vertical="center", wrap_text=True)
+
+
+def write_table(ws: Worksheet, row: int, headers: Sequence[str], rows: Iterable[Sequence[Any]],
+                *, figure_cols: Iterable[int] = (), title: str | None = None) -> int:
+    """Write an optional title, a header row and data rows; returns the next free row."""
+    if title:
+        ws.cell(row=row, column=1, value=title).font = TITLE_FONT
+        row += 1
+    write_header(ws, row, headers)
+    row += 1
+    figure_cols = set(figure_cols)
+    for values in rows:
+        for j, v in enumerate(values, start=1):
+            c = ws.cell(row=row, column=j, value=v)
+            c.alignment = TOP
+            if j in figure_cols and isinstance(v, float):
+                c.number_format = FIGURE
+        row += 1
+    return row + 1
+
+
+def set_widths(ws: Worksheet, widths: dict[int, float]) -> None:
+    for col, width in widths.items():
+        ws.column_dimensions[get_column_letter(col)].width = width
+
+
+def save(wb: Workbook, path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        wb.save(tmp)
+    return Path(path)

@@ -1,0 +1,196 @@
+"""Start, resume and finish a run: suite -> system -> outputs -> scores -> run log -> reports."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import queryeval
+from queryeval.errors import ConfigError
+from queryeval.run.log import RunLog, now_iso
+from queryeval.run.runner import RetryPolicy, run_cases
+from queryeval.suite.loader import Suite, load_suite
+from queryeval.suite.models import Case
+from queryeval.systems.base import System, make_system
+from queryeval.systems.recorded import RecordedSystem
+from queryeval.tasks.base import Task, get_task, infer_task
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run; stored in the batch file so a run can be resumed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    task: str | None = None
+    system: str | None = None
+    responses: str | None = None
+    out: str = "runs"
+    concurrency: int = Field(4, ge=1, le=1024)
+    timeout: float | None = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=100)
+    backoff: float = Field(0.5, ge=0)
+    task_options: dict[str, Any] = Field(default_factory=dict)
+    reports: bool = True
+
+
+@dataclass
+class RunResult:
+    log: RunLog
+    task: Task
+    metrics: dict
+    records: list[dict]
+    newly_done: int
+    warnings: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[int, int], Any]  # (advance, total) callbacks are wired by the CLI
+
+
+def _git_commit(folder: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def software_info() -> dict:
+    return {
+        "package_version": queryeval.__version__,
+        "git_commit": _git_commit(Path(queryeval.__file__).resolve().parent),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[str]]:
+    if bool(config.system) == bool(config.responses):
+        raise ConfigError("give exactly one of --system or --responses")
+    suite = load_suite(config.suite)
+    task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
+    cases = [c for c in suite.cases if task.scored_turns(c)]
+    if not cases:
+        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}")
+    warnings: list[str] = []
+    system: System
+    if config.responses:
+        recorded = RecordedSystem.load(config.responses, task)
+        warnings += recorded.bind({c.id: task.scored_turns(c) for c in cases})
+        system = recorded
+    else:
+        system = make_system(config.system or "")
+    return suite, task, system, cases, warnings
+
+
+def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> dict:
+    cfg = config.model_dump()
+    cfg["suite"] = str(Path(config.suite).resolve())
+    if config.responses:
+        cfg["responses"] = str(Path(config.responses).resolve())
+    cfg["out"] = str(Path(config.out).resolve())
+    cfg["task"] = task.name
+    cfg["task_options"] = task.options.model_dump()
+    return {
+        "task": task.name,
+        "evaluation_config": {**cfg, "num_samples": n_cases},
+        "suite_info": {
+            "path": cfg["suite"],
+            "hash": suite.hash,
+            "files": [str(p) for p in suite.sources],
+            "cases": len(suite.cases),
+        },
+        "software_info": software_info(),
+    }
+
+
+def _execute(log: RunLog, task: Task, system: System, todo: list[Case], config: RunConfig,
+             progress: Progress | None) -> int:
+    def on_record(record: dict) -> None:
+        log.append(record)
+        if progress:
+            progress(1, 0)
+
+    try:
+        return run_cases(
+            todo, system, task, on_record=on_record, concurrency=config.concurrency,
+            timeout=config.timeout,
+            policy=RetryPolicy(retries=config.retries, backoff=config.backoff),
+            stop=threading.Event(),
+        )
+    finally:
+        log.close()
+        system.close()
+
+
+def finish(log: RunLog, task: Task, order: list[str] | None = None, *, reports: bool = True) -> tuple[dict, list[dict]]:
+    """Aggregate the records of a log and write the CSV, metrics and reports atomically."""
+    records = log.read_records()
+    if order:
+        rank = {cid: i for i, cid in enumerate(order)}
+        records.sort(key=lambda r: rank.get(r["case_id"], len(rank)))
+    metrics = task.aggregate(records)
+    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(r)))
+    log.write_metrics(metrics)
+    if reports:
+        task.write_reports(log.paths, records, metrics)
+    log.mark_complete()
+    return metrics, records
+
+
+def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResult:
+    suite, task, system, cases, warnings = _prepare(config)
+    log = RunLog.create(config.out, _batch_fields(config, suite, task, len(cases)))
+    if progress:
+        progress(0, len(cases))
+    done = _execute(log, task, system, cases, config, progress)
+    metrics, records = finish(log, task, [c.id for c in cases], reports=config.reports)
+    return RunResult(log, task, metrics, records, done, warnings)
+
+
+def resume_run(location: str | Path, *, retry_errors: bool = False,
+               progress: Progress | None = None) -> RunResult:
+    """Continue an interrupted run: cases already in the results file are not repeated."""
+    log = RunLog.open(location)
+    stored = dict(log.batch.get("evaluation_config", {}))
+    stored.pop("num_samples", None)
+    try:
+        config = RunConfig.model_validate(stored)
+    except ValidationError as exc:
+        raise ConfigError(f"{log.paths.batch}: cannot read the run's configuration: {exc.errors()[0]['msg']}") from None
+    suite, task, system, cases, warnings = _prepare(config)
+    expected = log.batch.get("suite_info", {}).get("hash")
+    if expected and expected != suite.hash:
+        system.close()
+        raise ConfigError(
+            f"suite {config.suite} changed since the run started ({expected[:19]}… vs "
+            f"{suite.hash[:19]}…); start a new run instead of resuming"
+        )
+    records = log.read_records(repair=True)
+    if retry_errors:
+        kept = [r for r in records if r.get("status") != "error"]
+        if len(kept) != len(records):
+            log.rewrite_records(kept)
+        records = kept
+    done_ids = {r["case_id"] for r in records}
+    todo = [c for c in cases if c.id not in done_ids]
+    log.batch["status"] = "running"
+    log.batch.setdefault("resumed_at", []).append(now_iso())
+    log.write_batch()
+    if progress:
+        progress(0, len(cases))
+        progress(len(cases) - len(todo), 0)
+    done = _execute(log, task, system, todo, config, progress) if todo else 0
+    if not todo:
+        system.close()
+    metrics, records = finish(log, task, [c.id for c in cases], reports=config.reports)
+    return RunResult(log, task, metrics, records, done, warnings)
+

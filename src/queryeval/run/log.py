@@ -1,0 +1,213 @@
+"""The run log, in seed 002's layout, for every task kind::
+
+    OUT/YYYY-MM-DD/batch_<id>.json      run metadata and configuration (status running/complete)
+    OUT/YYYY-MM-DD/results_<id>.jsonl   one line per case, appended as cases finish
+    OUT/YYYY-MM-DD/results_<id>.csv     flattened results
+    OUT/YYYY-MM-DD/metrics_<id>.json    overall_metrics and per-group figures
+
+Every file carries ``log_schema`` (the JSONL through the batch file). JSON and CSV files are
+written atomically; the JSONL is append-only and flushed per line, so a killed run loses at
+most the line being written, which :meth:`RunLog.read_records` drops (and repairs) on resume.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import ConfigError, InputError
+from queryeval.io.atomic import atomic_open, write_text_atomic
+
+LOG_SCHEMA = "queryeval.runlog/1"
+FSYNC_EVERY = 64
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=_json_default, allow_nan=False, **kw)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    folder: Path
+    batch_id: str
+
+    def _p(self, prefix: str, suffix: str) -> Path:
+        return self.folder / f"{prefix}_{self.batch_id}{suffix}"
+
+    @property
+    def batch(self) -> Path:
+        return self._p("batch", ".json")
+
+    @property
+    def results_jsonl(self) -> Path:
+        return self._p("results", ".jsonl")
+
+    @property
+    def results_csv(self) -> Path:
+        return self._p("results", ".csv")
+
+    @property
+    def metrics(self) -> Path:
+        return self._p("metrics", ".json")
+
+    @property
+    def report_xlsx(self) -> Path:
+        return self._p("report", ".xlsx")
+
+
+def now_iso() -> str:
+    return dt.datetime.now().isoformat(timespec="microseconds")
+
+
+class RunLog:
+    """Writes (and re-opens) one batch of the run log."""
+
+    def __init__(self, paths: RunPaths, batch: dict) -> None:
+        self.paths = paths
+        self.batch = batch
+        self._fh = None
+        self._since_sync = 0
+
+    # --- creating and opening -------------------------------------------------------------
+    @classmethod
+    def create(cls, out: str | Path, batch_fields: dict, batch_id: str | None = None) -> RunLog:
+        batch_id = batch_id or str(uuid.uuid4())
+        folder = Path(out) / dt.date.today().isoformat()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create output folder {folder}: {exc.strerror or exc}") from None
+        batch = {"log_schema": LOG_SCHEMA, "batch_id": batch_id, "timestamp": now_iso(),
+                 "status": "running", **batch_fields}
+        log = cls(RunPaths(folder, batch_id), batch)
+        log.write_batch()
+        log.paths.results_jsonl.touch()
+        return log
+
+    @classmethod
+    def open(cls, location: str | Path) -> RunLog:
+        """Open a batch from its ``batch_<id>.json``, or a folder holding exactly one
+        unfinished batch (searched recursively, so ``OUT`` or ``OUT/YYYY-MM-DD`` both work)."""
+        location = Path(location)
+        if location.is_dir():
+            candidates = sorted(location.rglob("batch_*.json"))
+            running = [p for p in candidates if _read_json(p).get("status") != "complete"]
+            pick = running or candidates
+            if len(pick) != 1:
+                names = ", ".join(p.name for p in pick) or "none"
+                raise ConfigError(
+                    f"{location}: expected one unfinished batch to resume, found {len(pick)} ({names}); "
+                    "pass the batch_<id>.json file"
+                )
+            location = pick[0]
+        if not location.is_file() or not location.name.startswith("batch_"):
+            raise ConfigError(f"{location}: not a batch_<id>.json file or run folder")
+        batch = _read_json(location)
+        schema = batch.get("log_schema")
+        if schema != LOG_SCHEMA:
+            raise InputError(f"unsupported log schema {schema!r} (this queryeval reads {LOG_SCHEMA})",
+                             path=location, field="log_schema")
+        return cls(RunPaths(location.parent, batch["batch_id"]), batch)
+
+    # --- writing --------------------------------------------------------------------------
+    def write_batch(self) -> None:
+        write_text_atomic(self.paths.batch, dumps(self.batch, indent=2) + "\n")
+
+    def append(self, record: dict) -> None:
+        """Append one case's record and flush it to the OS (survives a kill -9)."""
+        if self._fh is None:
+            self._fh = open(self.paths.results_jsonl, "a", encoding="utf-8")  # noqa: SIM115
+        self._fh.write(dumps(record) + "\n")
+        self._fh.flush()
+        self._since_sync += 1
+        if self._since_sync >= FSYNC_EVERY:
+            os.fsync(self._fh.fileno())
+            self._since_sync = 0
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+
+    def read_records(self, *, repair: bool = False) -> list[dict]:
+        """Every complete record; a final line cut short by a crash is dropped (and, with
+        ``repair``, removed from the file). A later record for the same case id replaces an
+        earlier one."""
+        path = self.paths.results_jsonl
+        if not path.exists():
+            return []
+        data = path.read_bytes()
+        records: dict[str, dict] = {}
+        good_end = 0
+        pos = 0
+        lineno = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            lineno += 1
+            if nl == -1:  # no newline: the line being written when the run died
+                break
+            line = data[pos:nl]
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise InputError("corrupt result line", path=path, line=lineno) from None
+                records[str(rec["case_id"])] = rec
+            pos = nl + 1
+            good_end = pos
+        if repair and good_end < len(data):
+            with open(path, "r+b") as fh:
+                fh.truncate(good_end)
+        return list(records.values())
+
+    def rewrite_records(self, records: Iterable[dict]) -> None:
+        """Replace the JSONL atomically (used to drop errored cases before retrying them)."""
+        self.close()
+        with atomic_open(self.paths.results_jsonl) as fh:
+            for r in records:
+                fh.write(dumps(r) + "\n")
+
+    def write_csv(self, columns: list[str], rows: Iterable[dict]) -> None:
+        with atomic_open(self.paths.results_csv, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+    def write_metrics(self, metrics: dict) -> None:
+        doc = {"log_schema": LOG_SCHEMA, "batch_id": self.paths.batch_id,
+               "timestamp": now_iso(), "task": self.batch.get("task"), **metrics}
+        write_text_atomic(self.paths.metrics, dumps(doc, indent=2) + "\n")
+
+    def mark_complete(self) -> None:
+        self.batch["status"] = "complete"
+        self.batch["completed_at"] = now_iso()
+        self.write_batch()
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read run log file: {exc}", path=path) from None

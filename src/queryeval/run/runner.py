@@ -1,0 +1,126 @@
+"""Calling the system for every case: a concurrency limit, a per-call timeout, retries with
+exponential backoff for transient failures, and per-case error capture.
+
+Cases run in a thread pool (``concurrency`` cases in flight); a case's scored turns run in
+order. Each finished case is handed to ``on_record`` on the calling thread, which appends it
+to the run log, so nothing computed is lost if the run is killed.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from queryeval.errors import SystemCallError
+from queryeval.suite.models import Case
+from queryeval.systems.base import System
+from queryeval.tasks.base import Task, TurnOutcome
+
+
+@dataclass
+class RetryPolicy:
+    retries: int = 2
+    """Extra attempts after the first, for retryable failures only."""
+    backoff: float = 0.5
+    """First wait in seconds; doubles each attempt (with jitter), capped at ``backoff_max``."""
+    backoff_max: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        base = min(self.backoff * (2 ** (attempt - 1)), self.backoff_max)
+        return base * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not crypto
+
+
+def _describe_malformed(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"{loc}: {err['msg']}" if loc else err["msg"]
+    return str(exc)
+
+
+def call_turn(system: System, task: Task, request: dict, *, timeout: float | None,
+              policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> TurnOutcome:
+    """One scored turn: call, validate the output, retry transient failures."""
+    attempt = 0
+    started = time.perf_counter()
+    while True:
+        attempt += 1
+        t0 = time.perf_counter()
+        try:
+            raw = system.call(request, timeout)
+            latency = (time.perf_counter() - t0) * 1000
+            try:
+                output = task.parse_output(raw)
+            except (ValidationError, ValueError, TypeError) as exc:
+                raise SystemCallError("malformed", _describe_malformed(exc)) from None
+            return TurnOutcome(turn=request["turn"], output=output, attempts=attempt,
+                               latency_ms=latency)
+        except SystemCallError as err:
+            if err.retryable and attempt <= policy.retries:
+                sleep(policy.delay(attempt, err.retry_after))
+                continue
+            return TurnOutcome(
+                turn=request["turn"], error={"kind": err.kind, "message": err.message},
+                attempts=attempt, latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:  # noqa: BLE001 - an adapter bug must not kill the run
+            return TurnOutcome(
+                turn=request["turn"],
+                error={"kind": "exception", "message": f"{type(exc).__name__}: {exc}"},
+                attempts=attempt, latency_ms=(time.perf_counter() - started) * 1000,
+            )
+
+
+def evaluate_case(case: Case, system: System, task: Task, *, timeout: float | None,
+                  policy: RetryPolicy) -> dict:
+    outcomes = [call_turn(system, task, req, timeout=timeout, policy=policy)
+                for req in task.requests(case)]
+    return task.score_case(case, outcomes)
+
+
+def run_cases(cases: Iterable[Case], system: System, task: Task, *,
+              on_record: Callable[[dict], Any], concurrency: int = 4,
+              timeout: float | None = 60.0, policy: RetryPolicy | None = None,
+              stop: threading.Event | None = None) -> int:
+    """Evaluate ``cases`` with at most ``concurrency`` in flight; returns the number done.
+
+    Submission is bounded (never more than ``2 * concurrency`` futures pending), so a suite of
+    a million cases does not create a million futures up front.
+    """
+    policy = policy or RetryPolicy()
+    stop = stop or threading.Event()
+    done = 0
+    it = iter(cases)
+    pending: set[Future] = set()
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="queryeval-case")
+    try:
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < 2 * max(1, concurrency) and not stop.is_set():
+                case = next(it, None)
+                if case is None:
+                    exhausted = True
+                    break
+                pending.add(pool.submit(evaluate_case, case, system, task,
+                                        timeout=timeout, policy=policy))
+            if not pending:
+                break
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                on_record(fut.result())
+                done += 1
+    finally:
+        stop.set()
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+    return done

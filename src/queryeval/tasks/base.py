@@ -1,0 +1,177 @@
+"""What a task kind is: how a case becomes requests, how outputs are scored and aggregated.
+
+Kept apart as in inspect_ai: the suite (cases), the system (solver) and the task's scorer
+never reach into one another. A result record holds the targets and the outputs of every
+scored turn, so a log can be re-scored and reported without calling the system again.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from queryeval.errors import ConfigError
+from queryeval.suite.models import Case
+
+
+class TaskOptions(BaseModel):
+    """Options every task understands."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    on_error: Literal["score", "skip"] = "score"
+    """``score``: a turn whose call failed is scored as an empty output (it counts against
+    the system); ``skip``: cases with an error are left out of the means (counted apart)."""
+
+
+@dataclass
+class TurnOutcome:
+    """What one call to the system produced for one scored turn."""
+
+    turn: int
+    output: Any = None
+    error: dict | None = None
+    attempts: int = 0
+    latency_ms: float | None = None
+
+
+class Task(ABC):
+    """A task kind. Subclasses set ``name``, ``Options`` and implement the abstract methods."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[TaskOptions]] = TaskOptions
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        if isinstance(options, TaskOptions):
+            self.options = options
+        else:
+            try:
+                self.options = self.Options.model_validate(options or {})
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                field = ".".join(str(p) for p in err["loc"])
+                raise ConfigError(f"task option {field}: {err['msg']}") from None
+
+    # --- requests -----------------------------------------------------------------------
+    def scored_turns(self, case: Case) -> list[int]:
+        """User turns this task scores: those whose target sets this task's key, or sets no
+        task key at all (``target: {}`` means "expect nothing")."""
+        out = []
+        for i in case.scored_turns():
+            kinds = case.conversation[i].target.task_kinds()  # type: ignore[union-attr]
+            if not kinds or self.name in kinds:
+                out.append(i)
+        return out
+
+    def requests(self, case: Case) -> list[dict]:
+        """One request per scored user turn: the conversation so far (targets stripped)."""
+        out = []
+        for i in self.scored_turns(case):
+            messages = [{"role": t.role, "content": t.content} for t in case.conversation[: i + 1]]
+            out.append({"task": self.name, "case_id": case.id, "turn": i, "messages": messages})
+        return out
+
+    @abstractmethod
+    def parse_output(self, raw: Any) -> Any:
+        """Validate a system's raw output; raise ValueError/ValidationError if malformed.
+        Returns the canonical JSON-able output stored in the log."""
+
+    @abstractmethod
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        """One line of a recorded-responses file -> ``(case_id, turn or None, output)``."""
+
+    # --- scoring ------------------------------------------------------------------------
+    @abstractmethod
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        """The case's result record (JSON-able), targets and outputs included."""
+
+    @abstractmethod
+    def rescore_record(self, record: dict) -> dict:
+        """Recompute a record's scores from the targets and outputs it holds."""
+
+    @abstractmethod
+    def aggregate(self, records: list[dict]) -> dict:
+        """``{"overall_metrics": {...}, "group_metrics": {...}}`` over result records."""
+
+    # --- outputs ------------------------------------------------------------------------
+    csv_columns: ClassVar[list[str]] = []
+
+    @abstractmethod
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        """Flattened rows of one record for ``results_<id>.csv``."""
+
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list[Path]:
+        """Task-specific reports beside the log (e.g. the xlsx); returns files written."""
+        return []
+
+    def summary(self, metrics: dict) -> Any:
+        """A rich renderable summarising the metrics for the console."""
+        from queryeval.report.console import overall_table
+
+        return overall_table(metrics)
+
+    # --- helpers shared by tasks ----------------------------------------------------------
+    @staticmethod
+    def base_record(case: Case, outcomes: list[TurnOutcome]) -> dict:
+        errors = [o.error for o in outcomes if o.error]
+        return {
+            "case_id": case.id,
+            "name": case.name,
+            "tags": list(case.tags),
+            "status": "error" if errors else "ok",
+            "error_kinds": sorted({e["kind"] for e in errors}),
+        }
+
+    def counted(self, records: list[dict]) -> list[dict]:
+        """Records that enter the means under the ``on_error`` option."""
+        if self.options.on_error == "skip":
+            return [r for r in records if r.get("status") != "error"]
+        return records
+
+    @staticmethod
+    def error_summary(records: list[dict]) -> dict:
+        kinds: Counter[str] = Counter()
+        for r in records:
+            kinds.update(r.get("error_kinds", []))
+        return {
+            "errors": sum(1 for r in records if r.get("status") == "error"),
+            "errors_by_kind": dict(sorted(kinds.items())),
+        }
+
+
+_REGISTRY: dict[str, str] = {
+    "indicator_selection": "queryeval.tasks.selection:SelectionTask",
+}
+
+
+def task_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_task(name: str, options: dict | None = None) -> Task:
+    import importlib
+
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+    module, _, cls = _REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(options)
+
+
+def infer_task(kinds: set[str], requested: str | None) -> str:
+    """The task of a run: the one asked for, or the only kind the suite's targets hold."""
+    if requested:
+        if requested not in _REGISTRY:
+            raise ConfigError(f"unknown task {requested!r}; known tasks: {', '.join(task_names())}")
+        return requested
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    if not kinds:
+        raise ConfigError("the suite's targets name no task; pass --task "
+                          f"({', '.join(task_names())})")
+    raise ConfigError(f"the suite holds several tasks ({', '.join(sorted(kinds))}); pick one with --task")
