@@ -61,12 +61,14 @@ def command(
     handle = bar.add_task("cases", total=None)
 
     def progress(advance: int, total: int) -> None:
+        """Started on the first call, once the suite has loaded, so errors print alone."""
         if total:
             bar.update(handle, total=total)
+            bar.start()
         if advance:
             bar.advance(handle, advance)
 
-    with bar:
+    try:
         if resume is not None:
             if suite is not None or responses is not None or system is not None:
                 raise ConfigError("--resume takes the run's own configuration; drop SUITE/--system/--responses")
@@ -84,6 +86,8 @@ def command(
                 task_options=task_options, reports=not no_report,
             )
             result = start_run(config, progress=progress)
+    finally:
+        bar.stop()
 
     for w in result.warnings:
         err_console.print(f"warning: {w}", markup=False, highlight=False)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from queryeval.errors import SystemCallError
 from queryeval.suite.models import Case
+from queryeval.suite.yamlsrc import format_loc
 from queryeval.systems.base import System
 from queryeval.tasks.base import Task, TurnOutcome
 
@@ -42,8 +43,9 @@ class RetryPolicy:
 def _describe_malformed(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        return f"{loc}: {err['msg']}" if loc else err["msg"]
+        loc = format_loc(err["loc"])
+        msg = err["msg"][:1].lower() + err["msg"][1:]
+        return f"{loc}: {msg}" if loc else msg
     return str(exc)
 
 

@@ -1,0 +1,216 @@
+"""The run end to end through the CLI: the README's example command, the four log files and
+the xlsx, bad input (exit 2, one line, no traceback), a run killed with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from queryeval.cli.app import main
+from queryeval.run.log import LOG_SCHEMA, RunLog
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "examples" / "sdmx" / "suite"
+RESPONSES = REPO / "examples" / "sdmx" / "responses.jsonl"
+SYSTEM = REPO / "examples" / "sdmx" / "system.py"
+
+
+def run_files(out: Path) -> dict[str, Path]:
+    (batch,) = out.rglob("batch_*.json")
+    bid = batch.stem.removeprefix("batch_")
+    folder = batch.parent
+    return {
+        "batch": batch, "jsonl": folder / f"results_{bid}.jsonl", "csv": folder / f"results_{bid}.csv",
+        "metrics": folder / f"metrics_{bid}.json", "xlsx": folder / f"report_{bid}.xlsx",
+    }
+
+
+def cli(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "queryeval", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def test_example_run_writes_the_four_log_files_and_the_report(tmp_path):
+    out = tmp_path / "runs"
+    code = main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"])
+    assert code == 0
+    files = run_files(out)
+    for path in files.values():
+        assert path.is_file(), path
+    assert files["batch"].parent.name == time.strftime("%Y-%m-%d")
+    batch = json.loads(files["batch"].read_text())
+    assert batch["log_schema"] == LOG_SCHEMA and batch["status"] == "complete"
+    assert batch["evaluation_config"]["num_samples"] == 23
+    assert batch["suite_info"]["hash"].startswith("sha256:")
+    assert batch["software_info"]["package_version"]
+    lines = files["jsonl"].read_text().splitlines()
+    assert len(lines) == 23
+    assert len({json.loads(line)["case_id"] for line in lines}) == 23
+    metrics = json.loads(files["metrics"].read_text())
+    overall = metrics["overall_metrics"]
+    assert set(metrics["group_metrics"]) == {"tag", "dimension", "dataset"}
+    # the means in overall_metrics are the means of the per-case figures in the JSONL
+    cases = [json.loads(line) for line in lines]
+    assert overall["macro_recall"] == pytest.approx(
+        sum(c["scores"]["macro_recall"] for c in cases) / 23)
+    assert overall["macro_precision"] == pytest.approx(
+        sum(c["scores"]["macro_precision"] for c in cases) / 23)
+    assert overall["total_cases"] == 23 and overall["scored_turns"] == 25 and overall["errors"] == 0
+    header = files["csv"].read_text().splitlines()[0]
+    assert header.startswith("case_id,name,tags,turn,dataset_id,dimension,in_target,tp,fp,fn")
+
+
+def test_python_and_cmd_systems_give_the_same_metrics(tmp_path):
+    m = {}
+    for name, spec in {"python": f"python:{SYSTEM}:select",
+                       "cmd": f"cmd:{sys.executable} {SYSTEM}",
+                       }.items():
+        out = tmp_path / name
+        assert main(["run", str(SUITE), "--system", spec, "--out", str(out), "-q", "--no-report"]) == 0
+        m[name] = json.loads(run_files(out)["metrics"].read_text())["overall_metrics"]
+    out = tmp_path / "recorded"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q", "--no-report"]) == 0
+    m["recorded"] = json.loads(run_files(out)["metrics"].read_text())["overall_metrics"]
+    assert m["python"] == m["cmd"] == m["recorded"]
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "mex.yaml"
+    bad.write_text("id: x\nconversation:\n- role: user\n  content: hi\n  target:\n    indicator_selection:\n    - dimensions: []\n")
+    proc = cli("run", str(bad), "--responses", str(RESPONSES), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {bad}:7: conversation[0].target.indicator_selection[0].dataset_id: field required"
+    assert "Traceback" not in proc.stderr
+    debug = cli("--debug", "validate", str(bad))
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_option_errors_exit_2(tmp_path):
+    proc = cli("run", str(SUITE), "--out", str(tmp_path))
+    assert proc.returncode == 2 and "exactly one of --system or --responses" in proc.stderr
+    proc = cli("run", str(SUITE), "--responses", str(RESPONSES), "--option", "nope=1", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "task option nope" in proc.stderr
+    proc = cli("run", str(SUITE), "--responses", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path))
+    assert proc.returncode == 2 and "missing.jsonl: cannot read file" in proc.stderr
+
+
+def test_validate_and_schema_commands(tmp_path):
+    proc = cli("validate", str(SUITE))
+    assert proc.returncode == 0 and "23 cases, 25 scored turns, 3 file(s)" in proc.stdout
+    proc = cli("schema")
+    schema = json.loads(proc.stdout)
+    assert schema["title"] == "queryeval test case"
+
+
+def test_failing_system_is_recorded_and_the_run_goes_on(tmp_path):
+    mod = tmp_path / "half.py"
+    mod.write_text(
+        "import sys\nsys.path.insert(0, %r)\nfrom system import select as real\n"
+        "def select(req):\n"
+        "    if 'GDP' in req['messages'][-1]['content']:\n"
+        "        raise RuntimeError('model overloaded')\n"
+        "    return real(req)\n" % str(SYSTEM.parent))
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--system", f"python:{mod}:select", "--out", str(out), "-q"]) == 0
+    files = run_files(out)
+    records = [json.loads(x) for x in files["jsonl"].read_text().splitlines()]
+    errored = [r for r in records if r["status"] == "error"]
+    assert len(records) == 23 and len(errored) == 6
+    assert all(r["error_kinds"] == ["exception"] for r in errored)
+    overall = json.loads(files["metrics"].read_text())["overall_metrics"]
+    assert overall["errors"] == 6 and overall["errors_by_kind"] == {"exception": 6}
+    # on_error=skip leaves the failed cases out of the means
+    out2 = tmp_path / "o2"
+    assert main(["run", str(SUITE), "--system", f"python:{mod}:select", "--out", str(out2), "-q",
+                 "--on-error", "skip", "--no-report"]) == 0
+    overall2 = json.loads(run_files(out2)["metrics"].read_text())["overall_metrics"]
+    assert overall2["scored_cases"] == 17 and overall2["total_cases"] == 23
+
+
+def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
+    slow = tmp_path / "slow.py"
+    slow.write_text(
+        "import sys, time\nsys.path.insert(0, %r)\nfrom system import select as real\n"
+        "def select(req):\n    time.sleep(0.15)\n    return real(req)\n" % str(SYSTEM.parent))
+    spec = f"python:{slow}:select"
+    # the uninterrupted reference run
+    ref = tmp_path / "ref"
+    assert main(["run", str(SUITE), "--system", spec, "--out", str(ref), "-q", "-c", "2", "--no-report"]) == 0
+    ref_metrics = json.loads(run_files(ref)["metrics"].read_text())
+    # a run killed with SIGKILL part-way
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "queryeval", "run", str(SUITE), "--system", spec,
+                             "--out", str(out), "-q", "-c", "2"], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    jsonl = None
+    while time.time() < deadline:
+        found = list(out.rglob("results_*.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= 6:
+            jsonl = found[0]
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert jsonl is not None, "the run never wrote results"
+    partial = len(jsonl.read_text().splitlines())
+    assert 6 <= partial < 23
+    files = run_files(out)
+    assert not files["metrics"].exists()
+    assert json.loads(files["batch"].read_text())["status"] == "running"
+    # simulate the line being written at the moment of the kill
+    with open(jsonl, "a") as fh:
+        fh.write('{"case_id": "half-writ')
+    assert main(["run", "--resume", str(out), "-q"]) == 0
+    lines = jsonl.read_text().splitlines()
+    ids = [json.loads(x)["case_id"] for x in lines]
+    assert len(ids) == 23 and len(set(ids)) == 23
+    got = json.loads(files["metrics"].read_text())
+    assert got["overall_metrics"] == ref_metrics["overall_metrics"]
+    assert got["group_metrics"] == ref_metrics["group_metrics"]
+    assert json.loads(files["batch"].read_text())["status"] == "complete"
+    assert files["xlsx"].exists()
+
+
+def test_resume_refuses_a_changed_suite_and_ambiguous_folders(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text((SUITE / "cpi.yaml").read_text())
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
+    log = RunLog.open(next(out.rglob("batch_*.json")))
+    suite.write_text(suite.read_text().replace("Mexico", "Mexico City"))
+    proc = cli("run", "--resume", str(log.paths.batch))
+    assert proc.returncode == 2 and "changed since the run started" in proc.stderr
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
+    proc = cli("run", "--resume", str(out))
+    assert proc.returncode == 2 and "found 2" in proc.stderr
+
+
+def test_resume_retry_errors_redoes_only_failed_cases(tmp_path):
+    state = tmp_path / "state"
+    mod = tmp_path / "flaky.py"
+    mod.write_text(
+        "import sys, pathlib\nsys.path.insert(0, %r)\nfrom system import select as real\n"
+        "def select(req):\n"
+        "    if not pathlib.Path(%r).exists() and 'Mexico' in req['messages'][-1]['content']:\n"
+        "        raise RuntimeError('down')\n"
+        "    return real(req)\n" % (str(SYSTEM.parent), str(state)))
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--system", f"python:{mod}:select", "--out", str(out), "-q", "--no-report"]) == 0
+    before = json.loads(run_files(out)["metrics"].read_text())["overall_metrics"]
+    assert before["errors"] > 0
+    state.touch()
+    assert main(["run", "--resume", str(out), "--retry-errors", "-q"]) == 0
+    files = run_files(out)
+    after = json.loads(files["metrics"].read_text())["overall_metrics"]
+    assert after["errors"] == 0
+    ids = [json.loads(x)["case_id"] for x in files["jsonl"].read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 23
