@@ -15,6 +15,8 @@ import typer
 
 from queryeval.cli import run as run_cmd
 from queryeval.cli import schema as schema_cmd
+from queryeval.cli import tokens as tokens_cmd
+from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
 from queryeval.errors import QueryevalError
@@ -30,6 +32,8 @@ app = typer.Typer(
 app.command("run")(run_cmd.command)
 app.command("validate")(validate_cmd.command)
 app.command("schema")(schema_cmd.command)
+app.command("tune")(tune_cmd.command)
+app.command("tokens")(tokens_cmd.command)
 
 
 @app.callback()
