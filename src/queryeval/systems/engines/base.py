@@ -1,0 +1,216 @@
+"""What every query engine returns and raises.
+
+A query written by a machine must never crash an evaluation run. Every engine therefore
+either returns a :class:`QueryResult` or raises one of three typed errors, all carrying a
+``reason`` string that the runner records on the case (the case then scores 0):
+
+* :class:`QueryRefused` -- the safety checks rejected the query *before* execution
+  (SPARQL Update, ``SERVICE``, DML/DDL, stacked SQL statements, file access ...);
+* :class:`QueryTimeout` -- the query ran past its time limit and was stopped;
+* :class:`QueryFailed` -- the engine reported an error (syntax error, unknown table,
+  a worker process that died, an HTTP error from an endpoint ...).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from queryeval.errors import ConfigError, QueryevalError
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_ROWS = 100_000
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+class QueryExecutionError(QueryevalError):
+    """Base of the errors a query can cause. ``kind`` names the class for run logs."""
+
+    kind = "failed"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{self.kind}: {reason}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record the runner stores on the case."""
+        return {"kind": self.kind, "reason": self.reason}
+
+
+class QueryRefused(QueryExecutionError):
+    """The query was refused before execution by a safety check."""
+
+    kind = "refused"
+
+
+class QueryTimeout(QueryExecutionError):
+    """The query ran past ``timeout_s`` and was interrupted (or its worker killed)."""
+
+    kind = "timeout"
+
+
+class QueryFailed(QueryExecutionError):
+    """The engine (or endpoint) reported an error; ``syntax_error`` when it is a parse error."""
+
+    kind = "failed"
+
+    def __init__(self, reason: str, *, syntax_error: bool = False) -> None:
+        self.syntax_error = syntax_error
+        super().__init__(reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reason": self.reason, "syntax_error": self.syntax_error}
+
+
+ResultKind = Literal["select", "ask", "graph", "sql"]
+
+
+@dataclass
+class QueryResult:
+    """One executed query's answer.
+
+    ``rows`` hold one tuple per solution, aligned with ``columns``. For SPARQL each cell
+    is a SPARQL-JSON term dict (``{"type": "uri"|"literal"|"bnode"|"triple", "value": ...,
+    "datatype"?: ..., "xml:lang"?: ...}``) or ``None`` for an unbound variable; for SQL
+    each cell is the Python value the driver returned (``None`` for NULL). ``truncated``
+    is true when the result had more than ``max_rows`` rows and only the first
+    ``max_rows`` were kept. ``elapsed_ms`` is the wall time of execution plus fetching,
+    as seen by the caller. ASK queries have no columns and carry ``boolean``; CONSTRUCT
+    and DESCRIBE queries (``kind="graph"``) have the columns subject, predicate, object.
+    """
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+    elapsed_ms: float = 0.0
+    kind: ResultKind = "select"
+    boolean: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def to_sparql_json(self) -> dict[str, Any]:
+        """The SPARQL 1.1 Query Results JSON form (what the table metrics consume).
+
+        SQL values become literals typed as the matching XSD datatype (int -> integer,
+        float -> double, Decimal -> decimal, bool -> boolean, date/datetime/time ->
+        date/dateTime/time, bytes -> hexBinary, str -> a plain literal); NULL and
+        unbound cells are left out of the binding, as the format requires. Duplicate SQL
+        column names get a ``_2``, ``_3`` ... suffix because SPARQL variables are unique.
+        """
+        if self.kind == "ask":
+            return {"head": {}, "boolean": bool(self.boolean)}
+        names = unique_names(self.columns)
+        bindings: list[dict[str, Any]] = []
+        for row in self.rows:
+            binding: dict[str, Any] = {}
+            for name, cell in zip(names, row, strict=True):
+                if cell is None:
+                    continue
+                binding[name] = cell if self.kind != "sql" else sql_value_to_term(cell)
+            bindings.append(binding)
+        return {"head": {"vars": names}, "results": {"bindings": bindings}}
+
+    def to_table_json(self) -> dict[str, Any]:
+        """``{"columns": [...], "rows": [[...]]}`` with JSON-safe scalars.
+
+        SPARQL terms become their lexical ``value`` (None when unbound); SQL values stay
+        as they are when JSON has them (int, float, str, bool, None) and become strings
+        otherwise (Decimal, dates, bytes as hex). ASK gives one column ``boolean``.
+        """
+        if self.kind == "ask":
+            return {"columns": ["boolean"], "rows": [[bool(self.boolean)]]}
+        if self.kind == "sql":
+            rows = [[sql_value_to_json(v) for v in row] for row in self.rows]
+        else:
+            rows = [[None if t is None else term_text(t) for t in row] for row in self.rows]
+        return {"columns": list(self.columns), "rows": rows}
+
+
+class Engine(Protocol):
+    """What the runner needs from an engine."""
+
+    def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult: ...
+
+    def close(self) -> None: ...
+
+
+def execute(engine: Engine, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+            max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
+    """Run ``query`` on ``engine``; raises QueryRefused, QueryTimeout or QueryFailed."""
+    return engine.execute(query, timeout_s=timeout_s, max_rows=max_rows)
+
+
+def check_limits(timeout_s: float, max_rows: int) -> None:
+    """Reject nonsensical limits (a programming or configuration error, not a query's)."""
+    if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
+        raise ConfigError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
+        raise ConfigError(f"max_rows must be an integer >= 0, got {max_rows!r}")
+
+
+def unique_names(columns: Sequence[str]) -> list[str]:
+    """Column names made unique by suffixing repeats with ``_2``, ``_3`` ..."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in columns:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def term_text(term: dict[str, Any]) -> str:
+    """A SPARQL-JSON term's text: the value, or ``<< s p o >>`` for a triple term."""
+    if term.get("type") == "triple":
+        v = term["value"]
+        return "<< " + " ".join(term_text(v[k]) for k in ("subject", "predicate", "object")) + " >>"
+    return str(term.get("value", ""))
+
+
+def sql_value_to_term(value: Any) -> dict[str, Any]:
+    """A SQL value as a SPARQL-JSON literal (see :meth:`QueryResult.to_sparql_json`)."""
+    if isinstance(value, bool):
+        return {"type": "literal", "value": "true" if value else "false",
+                "datatype": XSD + "boolean"}
+    if isinstance(value, int):
+        return {"type": "literal", "value": str(value), "datatype": XSD + "integer"}
+    if isinstance(value, float):
+        return {"type": "literal", "value": repr(value), "datatype": XSD + "double"}
+    if isinstance(value, decimal.Decimal):
+        return {"type": "literal", "value": str(value), "datatype": XSD + "decimal"}
+    if isinstance(value, _dt.datetime):
+        return {"type": "literal", "value": value.isoformat(), "datatype": XSD + "dateTime"}
+    if isinstance(value, _dt.date):
+        return {"type": "literal", "value": value.isoformat(), "datatype": XSD + "date"}
+    if isinstance(value, _dt.time):
+        return {"type": "literal", "value": value.isoformat(), "datatype": XSD + "time"}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"type": "literal", "value": bytes(value).hex().upper(),
+                "datatype": XSD + "hexBinary"}
+    return {"type": "literal", "value": str(value)}
+
+
+def sql_value_to_json(value: Any) -> Any:
+    """A SQL value as a JSON-safe scalar (non-JSON types become strings)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b16encode(bytes(value)).decode("ascii")
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,209 @@
+"""Refuse dangerous SPARQL before it reaches an engine.
+
+Refused (:class:`QueryRefused`):
+
+* **SPARQL Update** -- any operation keyword (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE,
+  ADD, MOVE, COPY, WITH, USING) anywhere in the text, and any request whose first
+  keyword after the prologue is not SELECT, ASK, CONSTRUCT or DESCRIBE. None of these
+  words is legal in a SPARQL *query*, so finding one as a keyword token is proof enough.
+* **SERVICE** -- federated queries make the engine issue HTTP requests (pyoxigraph and
+  rdflib both do; an ASK with SERVICE fires the request from ``Store.query`` itself).
+* **FROM / FROM NAMED** naming a graph outside ``allowed_graphs`` -- rdflib fetches
+  ``FROM <http://...>`` and reads ``FROM <file:...>``; remote endpoints may do the same.
+
+Why a tokenizer and not a parse tree: pyoxigraph (0.5) parses queries only inside
+``Store.query``, which also *evaluates* ASK queries eagerly (measured: the SERVICE request
+was sent), and exposes no algebra to walk. The checks therefore run on a lexer that follows
+the SPARQL 1.1 grammar's terminals: keywords are only recognised outside string literals,
+IRIs and comments; ``?service``, ``ex:SERVICE`` and ``"SERVICE"`` are not keywords, while
+``service`` and ``SeRvIcE`` are (SPARQL keywords are case-insensitive). The SPARQL spec
+lets ``\\uXXXX`` escapes appear anywhere and be decoded before parsing; oxigraph decodes them
+only inside strings and IRIs, other engines may decode them everywhere, so the checks run on
+both the raw and the decoded text and refuse if either view is dangerous. Text the lexer
+cannot tokenise (an unterminated string, say) is scanned conservatively: the stray quote
+becomes a one-character token and what follows is checked as code. A refusal on contrived
+text is acceptable; letting a SERVICE through is not. The engine's own parser still
+reports syntax errors after the checks pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from queryeval.systems.engines.base import QueryRefused
+
+__all__ = ["QueryRefused", "SparqlCheck", "Token", "check_sparql", "tokenize"]
+
+QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
+UPDATE_KEYWORDS = frozenset({
+    "INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
+    "WITH", "USING",
+})
+
+_PN_CHARS_BASE = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff"
+_PN_CHARS = _PN_CHARS_BASE + "_\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
+
+_TOKEN_RE = re.compile(
+    rf"""
+    (?P<ws>\s+)
+  | (?P<comment>\#[^\n\r]*)
+  | (?P<iri><[^<>"{{}}|^`\\\x00-\x20]*>)
+  | (?P<string>
+        '''(?:(?:'|'')?(?:[^'\\]|\\.))*'''
+      | \"\"\"(?:(?:"|"")?(?:[^"\\]|\\.))*\"\"\"
+      | '(?:[^'\\\n\r]|\\.)*'
+      | "(?:[^"\\\n\r]|\\.)*"
+    )
+  | (?P<var>[?$][{_PN_CHARS}]+)
+  | (?P<langtag>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
+  | (?P<pname>(?:[{_PN_CHARS_BASE}_](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?)?:(?:(?:[{_PN_CHARS}:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%])(?:(?:[{_PN_CHARS}.:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%])*(?:[{_PN_CHARS}:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%]))?)?)
+  | (?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<punct>\^\^|\|\||&&|!=|<=|>=|[{{}}()\[\];,.*=!<>&|+\-/^@?$])
+  | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+_ESCAPE_RE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One lexical token: ``kind`` is a group name of the lexer, ``text`` the source text."""
+
+    kind: str
+    text: str
+    pos: int
+
+
+@dataclass
+class SparqlCheck:
+    """What the checks learned about a query that passed them.
+
+    ``form`` is SELECT, ASK, CONSTRUCT or DESCRIBE (upper case); ``prefixes`` the prefixes
+    the query declares itself; ``datasets`` the ``(named, iri)`` pairs of its FROM clauses.
+    """
+
+    form: str
+    prefixes: dict[str, str] = field(default_factory=dict)
+    datasets: list[tuple[bool, str]] = field(default_factory=list)
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split SPARQL text into tokens, dropping whitespace and comments."""
+    out: list[Token] = []
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or "other"
+        if kind in ("ws", "comment"):
+            continue
+        out.append(Token(kind, m.group(), m.start()))
+    return out
+
+
+def decode_codepoint_escapes(text: str) -> str:
+    r"""Decode ``\uXXXX`` / ``\UXXXXXXXX`` everywhere, as SPARQL 1.1 section 19.2 says."""
+
+    def repl(m: re.Match[str]) -> str:
+        code = int(m.group(1) or m.group(2), 16)
+        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else m.group()
+
+    return _ESCAPE_RE.sub(repl, text)
+
+
+def check_sparql(
+    text: str,
+    *,
+    allowed_graphs: Collection[str] = (),
+    prefixes: Mapping[str, str] | None = None,
+) -> SparqlCheck:
+    """Check ``text`` and describe it; raise :class:`QueryRefused` when it must not run.
+
+    ``allowed_graphs`` lists the graph IRIs a FROM / FROM NAMED clause may name (for the
+    embedded store: its own named graphs). ``prefixes`` are the default prefixes the
+    engine will supply, used to expand ``FROM ex:g``.
+    """
+    if not isinstance(text, str):
+        raise QueryRefused(f"query must be text, got {type(text).__name__}")
+    views = [text]
+    decoded = decode_codepoint_escapes(text)
+    if decoded != text:
+        views.append(decoded)
+    result: SparqlCheck | None = None
+    for view in views:
+        check = _check_view(tokenize(view), allowed_graphs, prefixes or {},
+                            escaped=view is not text)
+        result = result or check
+    assert result is not None  # views is never empty
+    return result
+
+
+def _check_view(tokens: list[Token], allowed_graphs: Collection[str],
+                default_prefixes: Mapping[str, str], *, escaped: bool) -> SparqlCheck:
+    note = " (after decoding \\u escapes)" if escaped else ""
+    words = [(i, t.text.upper()) for i, t in enumerate(tokens) if t.kind == "word"]
+    for _, word in words:
+        if word == "SERVICE":
+            raise QueryRefused(f"SERVICE (federated query to another endpoint) is not allowed{note}")
+        if word in UPDATE_KEYWORDS:
+            raise QueryRefused(f"SPARQL Update is not allowed ({word}){note}")
+
+    # Prologue: BASE <iri> | PREFIX pname: <iri>, then the query form.
+    declared: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        up = tok.text.upper() if tok.kind == "word" else ""
+        if up == "BASE":
+            i += 2
+        elif up == "PREFIX":
+            if i + 2 < len(tokens) and tokens[i + 1].kind == "pname" and tokens[i + 2].kind == "iri":
+                declared[tokens[i + 1].text.rstrip(":")] = tokens[i + 2].text[1:-1]
+            i += 3
+        else:
+            break
+    if i >= len(tokens):
+        raise QueryRefused("empty query: no SELECT, ASK, CONSTRUCT or DESCRIBE")
+    first = tokens[i]
+    form = first.text.upper() if first.kind == "word" else ""
+    if form not in QUERY_FORMS:
+        raise QueryRefused(
+            f"not a SPARQL query: expected SELECT, ASK, CONSTRUCT or DESCRIBE, found {first.text!r}{note}"
+        )
+
+    allowed = set(allowed_graphs)
+    known = {**default_prefixes, **declared}
+    datasets: list[tuple[bool, str]] = []
+    for j, word in words:
+        if word != "FROM":
+            continue
+        k = j + 1
+        named = k < len(tokens) and tokens[k].kind == "word" and tokens[k].text.upper() == "NAMED"
+        if named:
+            k += 1
+        target = tokens[k] if k < len(tokens) else None
+        iri = _resolve(target, known)
+        clause = "FROM NAMED" if named else "FROM"
+        if iri is None:
+            shown = target.text if target else "end of query"
+            raise QueryRefused(f"{clause} must name a graph IRI, found {shown!r}{note}")
+        if iri not in allowed:
+            raise QueryRefused(
+                f"{clause} <{iri}> names a graph outside the store (engines may fetch it){note}"
+            )
+        datasets.append((named, iri))
+    return SparqlCheck(form=form, prefixes=declared, datasets=datasets)
+
+
+def _resolve(token: Token | None, prefixes: Mapping[str, str]) -> str | None:
+    if token is None:
+        return None
+    if token.kind == "iri":
+        return token.text[1:-1]
+    if token.kind == "pname":
+        prefix, _, local = token.text.partition(":")
+        if prefix in prefixes:
+            return prefixes[prefix] + re.sub(r"\\(.)", r"\1", local)
+    return None

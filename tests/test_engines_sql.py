@@ -1,0 +1,231 @@
+"""SQL engines on sqlite and DuckDB files: results, limits, errors, the statement check."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from queryeval.errors import InputError
+from queryeval.systems.engines import (
+    DuckDBEngine,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SqliteEngine,
+)
+from queryeval.systems.engines.sql_safety import check_sql
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+PEOPLE = [(1, "Alice", 30, 1.5), (2, "Bob", 25, None), (3, "Carol", None, 2.25)]
+
+
+def make_sqlite(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, age INTEGER, score REAL)")
+    con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", PEOPLE)
+    con.execute("CREATE TABLE nums (n INTEGER)")
+    con.executemany("INSERT INTO nums VALUES (?)", [(i,) for i in range(100)])
+    con.commit()
+    con.close()
+    return path
+
+
+def make_duckdb(path: Path) -> Path:
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE people (id INTEGER, name VARCHAR, age INTEGER, score DOUBLE)")
+    con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", [list(r) for r in PEOPLE])
+    con.execute("CREATE TABLE nums AS SELECT range::INTEGER AS n FROM range(100)")
+    con.execute("CREATE TABLE typed AS SELECT DATE '2024-02-29' AS d, 1.25::DECIMAL(5,2) AS m, "
+                "TRUE AS b, TIMESTAMP '2024-01-02 03:04:05' AS ts")
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def sqlite_engine(tmp_path_factory: pytest.TempPathFactory):
+    path = make_sqlite(tmp_path_factory.mktemp("sqlite") / "db.sqlite")
+    with SqliteEngine(path) as eng:
+        yield eng
+
+
+@pytest.fixture(scope="module")
+def duckdb_engine(tmp_path_factory: pytest.TempPathFactory):
+    path = make_duckdb(tmp_path_factory.mktemp("duckdb") / "db.duckdb")
+    with DuckDBEngine(path) as eng:
+        yield eng
+
+
+@pytest.fixture(params=["sqlite", "duckdb"])
+def sql_engine(request: pytest.FixtureRequest):
+    return request.getfixturevalue(f"{request.param}_engine")
+
+
+def test_select_returns_columns_rows_and_nulls(sql_engine) -> None:
+    r = sql_engine.execute("SELECT id, name, age, score FROM people ORDER BY id")
+    assert r.columns == ["id", "name", "age", "score"]
+    assert r.rows == PEOPLE
+    assert r.kind == "sql" and not r.truncated and r.elapsed_ms >= 0
+    js = r.to_sparql_json()
+    assert js["head"]["vars"] == ["id", "name", "age", "score"]
+    assert js["results"]["bindings"][1] == {
+        "id": {"type": "literal", "value": "2", "datatype": XSD + "integer"},
+        "name": {"type": "literal", "value": "Bob"},
+        "age": {"type": "literal", "value": "25", "datatype": XSD + "integer"},
+    }
+    assert r.to_table_json() == {"columns": ["id", "name", "age", "score"],
+                                 "rows": [list(p) for p in PEOPLE]}
+
+
+def test_with_union_and_aggregates(sql_engine) -> None:
+    r = sql_engine.execute(
+        "WITH adults AS (SELECT name, age FROM people WHERE age >= 26) "
+        "SELECT name FROM adults UNION ALL SELECT 'x' ORDER BY 1")
+    assert r.rows == [("Alice",), ("x",)]
+    r = sql_engine.execute("SELECT count(*), sum(n), max(n) FROM nums WHERE n % 2 = 0")
+    assert r.rows == [(50, 2450, 98)]
+
+
+def test_row_limit(sql_engine) -> None:
+    r = sql_engine.execute("SELECT n FROM nums ORDER BY n", max_rows=10)
+    assert r.rows == [(i,) for i in range(10)] and r.truncated
+    r = sql_engine.execute("SELECT n FROM nums", max_rows=100)
+    assert r.row_count == 100 and not r.truncated
+    r = sql_engine.execute("SELECT n FROM nums", max_rows=0)
+    assert r.rows == [] and r.truncated and r.columns == ["n"]
+
+
+def test_infinite_recursive_cte_stops_at_the_row_limit(sql_engine) -> None:
+    r = sql_engine.execute(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+        max_rows=5, timeout_s=5)
+    assert r.rows == [(1,), (2,), (3,), (4,), (5,)] and r.truncated
+
+
+def test_cross_join_count_times_out_and_engine_recovers(sql_engine) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(QueryTimeout) as err:
+        sql_engine.execute("SELECT count(*) FROM nums a, nums b, nums c, nums d, nums e, nums f",
+                           timeout_s=0.3)
+    assert time.monotonic() - t0 < 10  # unbounded, this runs for many minutes
+    assert err.value.to_dict() == {"kind": "timeout", "reason": err.value.reason}
+    assert sql_engine.execute("SELECT count(*) FROM nums").rows == [(100,)]
+
+
+def test_errors_are_failed_queries(sql_engine) -> None:
+    with pytest.raises(QueryFailed) as err:
+        sql_engine.execute("SELECT * FROM no_such_table")
+    assert not err.value.syntax_error and "no_such_table" in err.value.reason
+    with pytest.raises(QueryRefused, match="could not parse"):
+        sql_engine.execute("SELEC name FROM people")
+
+
+def test_duckdb_types_become_typed_literals(duckdb_engine: DuckDBEngine) -> None:
+    r = duckdb_engine.execute("SELECT d, m, b, ts FROM typed")
+    assert r.rows == [(dt.date(2024, 2, 29), decimal.Decimal("1.25"), True,
+                       dt.datetime(2024, 1, 2, 3, 4, 5))]
+    b = r.to_sparql_json()["results"]["bindings"][0]
+    assert b["d"] == {"type": "literal", "value": "2024-02-29", "datatype": XSD + "date"}
+    assert b["m"] == {"type": "literal", "value": "1.25", "datatype": XSD + "decimal"}
+    assert b["b"] == {"type": "literal", "value": "true", "datatype": XSD + "boolean"}
+    assert b["ts"]["value"] == "2024-01-02T03:04:05" and b["ts"]["datatype"] == XSD + "dateTime"
+    assert r.to_table_json()["rows"] == [["2024-02-29", "1.25", True, "2024-01-02T03:04:05"]]
+
+
+def test_duplicate_column_names_are_suffixed_in_sparql_json(sql_engine) -> None:
+    r = sql_engine.execute("SELECT 1 AS a, 2 AS a")
+    assert r.columns == ["a", "a"]
+    assert r.to_sparql_json()["head"]["vars"] == ["a", "a_2"]
+
+
+def test_sqlite_denies_functions_off_the_safe_list(sqlite_engine: SqliteEngine) -> None:
+    with pytest.raises(QueryRefused, match=r"FUNCTION\(randomblob\)"):
+        sqlite_engine.execute("SELECT randomblob(1000000000)")
+    assert sqlite_engine.execute("SELECT upper('a'), abs(-2), round(2.5)").rows == [("A", 2, 3.0)]
+
+
+def test_missing_database_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        SqliteEngine(tmp_path / "nope.sqlite")
+    with pytest.raises(InputError, match="not found"):
+        DuckDBEngine(tmp_path / "nope.duckdb")
+    assert list(tmp_path.iterdir()) == []  # opening read-only never creates the file
+    (tmp_path / "junk.sqlite").write_bytes(b"this is not a database" * 10)
+    with pytest.raises(InputError, match="cannot open sqlite database"):
+        SqliteEngine(tmp_path / "junk.sqlite")
+
+
+# ----------------------------------------------------------------------- statement check
+
+ACCEPTED = [
+    "SELECT 1",
+    "SELECT 1;",
+    "select name from people where age > 3 order by 1 limit 5",
+    "WITH x AS (SELECT 1 AS a) SELECT * FROM x",
+    "SELECT 1 UNION SELECT 2",
+    "(SELECT 1)",
+    "VALUES (1), (2)",
+]
+REFUSED = [
+    ("SELECT 1; DROP TABLE people", "exactly one statement"),
+    ("INSERT INTO people VALUES (9, 'x', 1, 1)", "INSERT"),
+    ("UPDATE people SET age = 0", "UPDATE"),
+    ("DELETE FROM people", "DELETE"),
+    ("DROP TABLE people", "DROP"),
+    ("CREATE TABLE t (a INT)", "CREATE"),
+    ("PRAGMA user_version = 5", "PRAGMA"),
+    ("ATTACH DATABASE 'x.db' AS x", "ATTACH"),
+    ("SELECT * INTO t2 FROM people", "INTO"),
+    ("BEGIN", "BEGIN"),
+    ("EXPLAIN SELECT 1", "EXPLAIN"),
+    ("", "empty statement"),
+    (";", "empty statement"),
+]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "duckdb"])
+@pytest.mark.parametrize("sql", ACCEPTED)
+def test_check_accepts_plain_queries(sql: str, dialect: str) -> None:
+    check_sql(sql, dialect)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "duckdb"])
+@pytest.mark.parametrize("sql,reason", REFUSED)
+def test_check_refuses_with_a_reason(sql: str, reason: str, dialect: str) -> None:
+    with pytest.raises(QueryRefused) as err:
+        check_sql(sql, dialect)  # type: ignore[arg-type]
+    assert reason in err.value.reason
+
+
+@pytest.mark.parametrize("sql,reason", [
+    ("SELECT * FROM read_csv('/etc/passwd')", "READ_CSV"),
+    ("SELECT * FROM read_parquet('x.parquet')", "READ_PARQUET"),
+    ("SELECT * FROM glob('*')", "glob"),
+    ("SELECT * FROM '/etc/passwd'", "looks like a file"),
+    ("SELECT * FROM 'https://example.org/x.csv'", "looks like a file"),
+    ("SELECT * FROM query('DROP TABLE people')", "query"),
+    ("SELECT read_text('/etc/passwd')", "read_text"),
+    ("SELECT getenv('HOME')", "getenv"),
+    ("COPY people TO 'out.csv'", "COPY"),
+    ("INSTALL httpfs", "INSTALL"),
+    ("LOAD httpfs", "LOAD"),
+    ("SET threads = 1", "SET"),
+    ("CALL pragma_version()", "CALL"),
+])
+def test_check_refuses_duckdb_file_and_config_access(sql: str, reason: str) -> None:
+    with pytest.raises(QueryRefused) as err:
+        check_sql(sql, "duckdb")
+    assert reason in err.value.reason
+
+
+def test_check_allows_duckdb_generators() -> None:
+    check_sql("SELECT * FROM range(10)", "duckdb")
+    check_sql("SELECT * FROM generate_series(1, 3)", "duckdb")
+    check_sql("SELECT * FROM unnest([1, 2])", "duckdb")
+    check_sql('SELECT * FROM "people"', "duckdb")
