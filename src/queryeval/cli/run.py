@@ -33,6 +33,18 @@ def command(
         None, "--system", "-s",
         help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
     task: str | None = typer.Option(None, "--task", help="Task kind (inferred from the targets)."),
+    labels: Path | None = typer.Option(None, "--labels", help="DABench labels JSONL (with a questions JSONL suite)."),
+    tables: Path | None = typer.Option(None, "--tables", help="Answers: folder of the questions' table files."),
+    match: str | None = typer.Option(None, "--match", help="Answers: numeric (default) or strict."),
+    missing: str | None = typer.Option(None, "--missing", help="Answers: wrong (default) or skip."),
+    export: list[str] = typer.Option([], "--export", help="Extra output, e.g. dabench."),
+    reformat: bool = typer.Option(False, "--reformat", help="Answers: reformat free text with an LLM first."),
+    reformat_model: str | None = typer.Option(None, "--reformat-model", help="Chat model for --reformat."),
+    reformat_base_url: str = typer.Option(
+        "https://api.openai.com/v1", "--reformat-base-url", help="OpenAI-compatible base URL."),
+    reformat_key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
+    reformat_temperature: float = typer.Option(0.0, "--reformat-temperature"),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Cases in flight."),
     timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Per-call timeout, seconds."),
@@ -77,10 +89,20 @@ def command(
             if suite is None:
                 raise ConfigError("missing SUITE (or --resume RUN)")
             task_options = _parse_options(option)
-            if on_error is not None:
-                task_options["on_error"] = on_error
+            flags = {"on_error": on_error, "match": match, "missing": missing,
+                     "tables": str(tables.resolve()) if tables else None}
+            task_options.update({k: v for k, v in flags.items() if v is not None})
+            if export:
+                task_options["export"] = export
+            if reformat:
+                if not reformat_model:
+                    raise ConfigError("--reformat needs --reformat-model")
+                task_options["reformat"] = {
+                    "base_url": reformat_base_url, "model": reformat_model,
+                    "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
+                }
             config = RunConfig(
-                suite=str(suite), task=task, system=system,
+                suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
                 responses=str(responses) if responses else None, out=str(out),
                 concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
                 task_options=task_options, reports=not no_report,

@@ -29,6 +29,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     suite: str
+    labels: str | None = None
     task: str | None = None
     system: str | None = None
     responses: str | None = None
@@ -75,7 +76,7 @@ def software_info() -> dict:
 def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[str]]:
     if bool(config.system) == bool(config.responses):
         raise ConfigError("give exactly one of --system or --responses")
-    suite = load_suite(config.suite)
+    suite = load_suite(config.suite, labels=config.labels)
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
     cases = [c for c in suite.cases if task.scored_turns(c)]
     if not cases:
@@ -94,8 +95,9 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[s
 def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> dict:
     cfg = config.model_dump()
     cfg["suite"] = str(Path(config.suite).resolve())
-    if config.responses:
-        cfg["responses"] = str(Path(config.responses).resolve())
+    for key in ("responses", "labels"):
+        if cfg[key]:
+            cfg[key] = str(Path(cfg[key]).resolve())
     cfg["out"] = str(Path(config.out).resolve())
     cfg["task"] = task.name
     cfg["task_options"] = task.options.model_dump()

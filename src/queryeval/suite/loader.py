@@ -122,14 +122,59 @@ def load_yaml_suite(path: str | Path) -> Suite:
     return Suite(cases=cases, sources=files, hash=hash_files(files, root), origin=origin)
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load a suite from a path, choosing the reader from the path's form."""
+def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
+    """DABench questions + labels JSONL -> single-turn cases with ``target.answers``.
+
+    The question's concepts, level, constraints, format and file name go into
+    ``case.metadata``; cases come in labels-file order (the reference's order).
+    """
+    from queryeval.suite.dabench import read_labels, read_questions
+    from queryeval.suite.dabench import join_cases
+
+    questions, labels = Path(questions), Path(labels)
+    q_records = read_questions(questions)
+    l_records = read_labels(labels)
+    line_of = {r.id: r.line for r in l_records}
+    cases: list[Case] = []
+    origin: dict[str, tuple[str, int]] = {}
+    for q in join_cases(q_records, l_records, labels_path=labels):
+        cases.append(Case(
+            id=q.id, name=q.question[:80],
+            metadata={"concepts": q.concepts, "level": q.level, "constraints": q.constraints,
+                      "format": q.format, "file_name": q.file_name, "label_pairs": q.label_pairs},
+            conversation=[{"role": "user", "content": q.question,
+                           "target": {"answers": [{"name": n, "value": v} for n, v in q.answers]}}],
+        ))
+        origin[q.id] = (str(labels), line_of.get(q.id, 0))
+    if not cases:
+        raise InputError("no labelled questions", path=labels)
+    return Suite(cases=cases, sources=[questions, labels],
+                 hash=hash_files([questions, labels]), origin=origin)
+
+
+def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
+    """Load a suite from a path, choosing the reader from the path's form.
+
+    * a folder, ``.yaml`` or ``.yml``: suite YAML;
+    * ``.jsonl`` with ``labels``: DABench questions + labels.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
+    if labels is not None:
+        if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
+            raise InputError("--labels goes with a DABench questions .jsonl file, not a YAML suite",
+                             path=path)
+        if not Path(labels).exists():
+            raise InputError("no such file", path=labels)
+        return load_dabench_suite(path, labels)
     if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
         return load_yaml_suite(path)
+    if path.suffix.lower() == ".jsonl":
+        raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl",
+                         path=path)
     raise InputError(
-        f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml or a folder",
+        f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
+        "or DABench questions .jsonl with --labels",
         path=path,
     )

@@ -8,7 +8,7 @@ task kinds add their own optional key to :class:`Target`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -54,6 +54,15 @@ class DatasetSelection(BaseModel):
 IndicatorSelection = list[DatasetSelection]
 
 
+class AnswerItem(BaseModel):
+    """One closed-form sub-answer (seed 001): ``@name[value]`` in a response."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^\w+$", description="Answer name, word characters only.")
+    value: str = Field(description="Expected value, compared as text or as a number.")
+
+
 class Target(BaseModel):
     """Ground truth of one user turn. Each task kind owns one key."""
 
@@ -65,12 +74,25 @@ class Target(BaseModel):
         "An empty list (or no key) means the system should select nothing.",
     )
 
+    answers: list[AnswerItem] | None = Field(
+        default=None,
+        description="Seed 001: closed-form answers, a list of {name, value} or a mapping "
+        "name -> value; a repeated name keeps its last value.",
+    )
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _answers_mapping(cls, v):
+        if isinstance(v, dict):
+            return [{"name": k, "value": val} for k, val in v.items()]
+        return v
+
     def task_kinds(self) -> set[str]:
         """The task keys this target sets (present, even if empty)."""
         return {k for k in self.model_fields_set if k in TASK_KEYS}
 
 
-TASK_KEYS = ("indicator_selection",)
+TASK_KEYS = ("indicator_selection", "answers")
 
 
 class Turn(BaseModel):
@@ -103,12 +125,22 @@ class Case(BaseModel):
     name: str = ""
     tags: list[str] = Field(default_factory=list)
     comments: str = ""
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Task context that is not ground truth, e.g. for answers: concepts, "
+        "level, constraints, format, file_name.",
+    )
     conversation: list[Turn] = Field(min_length=1)
 
     @field_validator("name", "comments", mode="before")
     @classmethod
     def _none_is_blank(cls, v):
         return "" if v is None else v
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _none_is_no_metadata(cls, v):
+        return {} if v is None else v
 
     @field_validator("tags", mode="before")
     @classmethod

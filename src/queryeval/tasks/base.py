@@ -147,6 +147,7 @@ class Task(ABC):
 
 _REGISTRY: dict[str, str] = {
     "indicator_selection": "queryeval.tasks.selection:SelectionTask",
+    "answers": "queryeval.tasks.answers:AnswersTask",
 }
 
 

@@ -1,0 +1,79 @@
+"""Seed 001's Excel report: sheet "Overview" (one row per question) and sheet "Statistics"
+with the seed's two tables (overall PSAQ/ABQ/UASQ; ABQ by number of concepts) and the
+per-concept (and per-level) figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openpyxl import Workbook
+
+from queryeval.report.xlsx import TOP, WRAP_TOP, cell_text, save, set_widths, write_header, write_table
+
+PERCENT = "0.00%"
+
+
+def _subs_text(record: dict) -> str:
+    return "\n".join(
+        f"{'✓' if s['matched'] else '✗'} @{s['name']}: expected [{s['expected']}], "
+        f"got {'[' + s['extracted'] + ']' if s['extracted'] is not None else '(none)'}"
+        for s in record["subquestions"]
+    )
+
+
+def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Overview"
+    headers = ["id", "question", "concepts", "level", "sub-answers", "proportion correct",
+               "all correct", "response", "status"]
+    write_header(ws, 1, headers)
+    for i, r in enumerate(records, start=2):
+        s = r["scores"] or {}
+        if r["status"] == "error":
+            status = f"error: {r['error']['kind']}"
+        elif r["skipped"]:
+            status = "missing (skipped)"
+        elif not r["answered"]:
+            status = "missing (scored 0)"
+        else:
+            status = "ok"
+        text = r["response"] if r.get("reformatted") is None else (
+            f"{r['reformatted']}\n\n--- original response ---\n{r['response']}")
+        values = [r["case_id"], r["question"], ", ".join(r["concepts"]), r["level"],
+                  _subs_text(r), s.get("proportion_correct"), s.get("all_correct"),
+                  cell_text(text or ""), status]
+        for j, v in enumerate(values, start=1):
+            c = ws.cell(row=i, column=j, value=v)
+            c.alignment = WRAP_TOP if j in (2, 5, 8) else TOP
+            if j in (6, 7) and v is not None:
+                c.number_format = PERCENT if j == 6 else "0"
+    ws.freeze_panes = "B2"
+    ws.auto_filter.ref = f"A1:I{max(1, len(records)) + 1}"
+    set_widths(ws, {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18})
+
+    st = wb.create_sheet("Statistics")
+    o = metrics["overall_metrics"]
+    row = write_table(st, 1, ["PSAQ", "ABQ", "UASQ", "questions", "answered", "missing", "sub-questions"],
+                      [[o["psaq"], o["abq"], o["uasq"], o["questions"], o["answered"], o["missing"],
+                        o["subquestions"]]], title="Closed-form metrics")
+    groups = metrics["group_metrics"]
+    by_group = groups.get("concept_group", {})
+    row = write_table(
+        st, row, ["1 concept", ">1 concepts", "Overall"],
+        [[by_group.get("1", {}).get("abq"), by_group.get(">1", {}).get("abq"), o["abq"]]],
+        title="ABQ by number of concepts",
+    )
+    stat_keys = ["questions", "subquestions", "abq", "psaq", "uasq"]
+    for title, key in (("Per concept", "concept"), ("Per number of concepts", "concept_count"),
+                       ("Per level", "level")):
+        if groups.get(key):
+            row = write_table(st, row, [key, *stat_keys],
+                              ([name, *(g[k] for k in stat_keys)] for name, g in groups[key].items()),
+                              title=title)
+    for r in st.iter_rows():
+        for c in r:
+            if isinstance(c.value, float):
+                c.number_format = PERCENT
+    set_widths(st, {1: 34, **{c: 14 for c in range(2, 8)}})
+    return save(wb, path)

@@ -1,0 +1,251 @@
+"""Seed 001: closed-form answers (``@name[value]``) scored with PSAQ, ABQ and UASQ.
+
+The system answers each question in free text; every ``@name[value]`` is extracted and
+compared with the labels (:mod:`queryeval.metrics.answers`). An optional *reformat* step asks
+an OpenAI-compatible model to rewrite a free-text answer into the ``@name[value]`` format
+first (cached on disk). See docs/answers.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from queryeval.errors import ConfigError
+from queryeval.metrics.answers import QuestionScore, SubScore, closed_form_metrics, score_question
+from queryeval.suite.models import Case
+from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+
+
+class ReformatOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    model: str
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    cache_dir: str = ".queryeval-cache/reformat"
+
+
+class AnswersOptions(TaskOptions):
+    match: Literal["numeric", "strict"] = "numeric"
+    """numeric: equal strings, or both numbers differing by < 1e-6; strict: string equality."""
+    missing: Literal["wrong", "skip"] = "wrong"
+    """wrong: a missing/empty response scores 0 and is counted; skip: the reference's rule."""
+    tables: str | None = None
+    """Folder the questions' table files are resolved under (sent to the system)."""
+    export: list[Literal["dabench"]] = Field(default_factory=list)
+    reformat: ReformatOptions | None = None
+
+
+class _Concepts:
+    """What :func:`closed_form_metrics` needs of a question."""
+
+    __slots__ = ("concepts", "level")
+
+    def __init__(self, concepts: list[str], level: str | None) -> None:
+        self.concepts = concepts
+        self.level = level
+
+
+def _question_score(record: dict) -> QuestionScore:
+    subs = tuple(SubScore(s["name"], s["expected"], s["extracted"], s["matched"])
+                 for s in record["subquestions"])
+    return QuestionScore(subs=subs, answered=record["answered"], skipped=record["skipped"],
+                         extracted=record.get("extracted", {}))
+
+
+class AnswersTask(Task):
+    name = "answers"
+    Options = AnswersOptions
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._reformatter = None
+        self._lock = threading.Lock()
+
+    # --- requests and outputs -------------------------------------------------------------
+    def requests(self, case: Case) -> list[dict]:
+        out = super().requests(case)
+        meta = case.metadata
+        file_name = meta.get("file_name")
+        table_path = None
+        if file_name and self.options.tables:
+            table_path = str((Path(self.options.tables) / str(file_name)).resolve())
+        for req in out:
+            req.update({
+                "question": case.conversation[req["turn"]].content,
+                "constraints": meta.get("constraints"),
+                "format": meta.get("format"),
+                "file_name": file_name,
+                "table_path": table_path,
+            })
+        return out
+
+    def parse_output(self, raw: Any) -> str | None:
+        """Accept ``{"response": "..."}`` or the text itself; ``null`` is a missing answer."""
+        if isinstance(raw, dict):
+            if "response" not in raw:
+                raise ValueError("output has no 'response' key")
+            raw = raw["response"]
+        if raw is None or isinstance(raw, str):
+            return raw
+        raise ValueError(f"response must be text, got {type(raw).__name__}")
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        """DABench's ``{"id", "response"}`` (or ``case_id`` for id)."""
+        key = "id" if "id" in obj else "case_id"
+        if key not in obj:
+            raise ValueError("id: field required")
+        cid = obj[key]
+        if isinstance(cid, bool) or not isinstance(cid, (int, str)):
+            raise ValueError(f"{key}: must be an integer or a string")
+        if "response" not in obj:
+            raise ValueError("response: field required")
+        response = obj["response"]
+        if response is not None and not isinstance(response, str):
+            raise ValueError("response: must be a string or null")
+        return str(cid), obj.get("turn"), response
+
+    # --- reformat ------------------------------------------------------------------------------
+    def _reformat(self, case: Case, response: str) -> tuple[str | None, dict | None]:
+        from queryeval.systems.reformat import ReformatConfig, ReformatItem, Reformatter
+
+        opts = self.options.reformat
+        with self._lock:
+            if self._reformatter is None:
+                self._reformatter = Reformatter(ReformatConfig(
+                    base_url=opts.base_url, model=opts.model, api_key_env=opts.api_key_env,
+                    temperature=opts.temperature, cache_dir=Path(opts.cache_dir),
+                ))
+        result = self._reformatter.reformat(ReformatItem(
+            id=case.id, question=case.conversation[-1].content if case.conversation else "",
+            format=str(case.metadata.get("format", "")), response=response,
+        ))
+        if result.error:
+            return None, {"kind": "reformat", "message": result.error.get("message", "")}
+        return result.text, None
+
+    # --- scoring -----------------------------------------------------------------------------
+    def _score(self, expected: list[tuple[str, str]], text: str | None) -> QuestionScore:
+        return score_question(expected, text, match=self.options.match, missing=self.options.missing)
+
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        if len(outcomes) != 1:
+            raise ConfigError(f"case {case.id!r}: the answers task scores one user turn per case")
+        (o,) = outcomes
+        target = case.conversation[o.turn].target
+        expected = [(a.name, a.value) for a in (target.answers or [])] if target else []
+        if not expected:
+            raise ConfigError(f"case {case.id!r}: target.answers is empty")
+        error = o.error if o.error and o.error["kind"] != "missing" else None
+        response = o.output if o.error is None else None
+        reformatted = None
+        if response and self.options.reformat is not None:
+            reformatted, reformat_error = self._reformat(case, response)
+            error = error or reformat_error
+        record = self.base_record(case, [TurnOutcome(turn=o.turn, error=error)])
+        record.update({
+            "turn": o.turn,
+            "question": case.conversation[o.turn].content,
+            "concepts": list(case.metadata.get("concepts") or []),
+            "level": case.metadata.get("level"),
+            "response": response,
+            "reformatted": reformatted,
+            "error": error,
+            "attempts": o.attempts,
+            "latency_ms": o.latency_ms,
+            "expected": [list(p) for p in expected],
+        })
+        return self._fill_scores(record)
+
+    def _fill_scores(self, record: dict) -> dict:
+        text = record["reformatted"] if record.get("reformatted") is not None else record["response"]
+        qs = self._score([tuple(p) for p in record["expected"]], text)
+        record["answered"] = qs.answered
+        record["skipped"] = qs.skipped
+        record["extracted"] = dict(qs.extracted)
+        record["subquestions"] = [
+            {"name": s.name, "expected": s.expected, "extracted": s.extracted, "matched": s.matched}
+            for s in qs.subs
+        ]
+        record["scores"] = None if qs.skipped else {
+            "proportion_correct": qs.proportion,
+            "all_correct": 1.0 if qs.all_correct else 0.0,
+            "correct_subquestions": qs.correct,
+            "subquestions": qs.total,
+        }
+        return record
+
+    def rescore_record(self, record: dict) -> dict:
+        return self._fill_scores(dict(record))
+
+    # --- aggregation ---------------------------------------------------------------------------
+    def aggregate(self, records: list[dict]) -> dict:
+        counted = self.counted(records)
+        scores = [_question_score(r) for r in counted]
+        questions = [_Concepts(r["concepts"], r["level"]) for r in counted]
+        m = closed_form_metrics(scores, questions)
+        overall = {k: m[k] for k in ("psaq", "abq", "uasq", "questions", "answered", "missing",
+                                     "subquestions", "correct_questions", "correct_subquestions")}
+        overall.update({
+            "total_cases": len(records),
+            "skipped_missing": sum(1 for s in scores if s.skipped),
+            "match": self.options.match,
+            "missing_mode": self.options.missing,
+            **self.error_summary(records),
+        })
+        groups = {"concept": m["by_concept"], "concept_count": m["by_concept_count"],
+                  "concept_group": m["by_concept_group"]}
+        if "by_level" in m:
+            groups["level"] = m["by_level"]
+        return {"overall_metrics": overall, "group_metrics": groups}
+
+    # --- flat outputs ----------------------------------------------------------------------------
+    csv_columns = ["case_id", "question", "concepts", "level", "answered", "skipped", "name",
+                   "expected", "extracted", "matched", "proportion_correct", "all_correct",
+                   "error"]
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        scores = record["scores"] or {}
+        base = {
+            "case_id": record["case_id"], "question": record["question"],
+            "concepts": "; ".join(record["concepts"]), "level": record["level"],
+            "answered": record["answered"], "skipped": record["skipped"],
+            "proportion_correct": scores.get("proportion_correct"),
+            "all_correct": scores.get("all_correct"),
+            "error": f"{record['error']['kind']}: {record['error']['message']}" if record["error"] else "",
+        }
+        for s in record["subquestions"]:
+            yield {**base, **s}
+
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
+        from queryeval.report.answers_xlsx import write_answers_xlsx
+
+        written = [write_answers_xlsx(paths.report_xlsx, records, metrics)]
+        if "dabench" in self.options.export:
+            from queryeval.export.dabench import write_dabench_analysis
+
+            counted = self.counted(records)
+            m = closed_form_metrics([_question_score(r) for r in counted],
+                                    [_Concepts(r["concepts"], r["level"]) for r in counted])
+            target = paths.folder / f"dabench_{paths.batch_id}.json"
+            written.append(write_dabench_analysis(target, m))
+        if self._reformatter is not None:
+            self._reformatter.close()
+            self._reformatter = None
+        return written
+
+    def summary(self, metrics: dict) -> Any:
+        from queryeval.report.console import group_table, overall_table
+
+        return [
+            overall_table(metrics, keys=["psaq", "abq", "uasq", "questions", "answered",
+                                         "missing", "subquestions", "errors"]),
+            group_table(metrics["group_metrics"]["concept_group"], "number of concepts",
+                        ["questions", "abq", "psaq", "uasq"]),
+        ]

@@ -1,0 +1,231 @@
+"""Seed 001 through the runner: DABench native files and suite YAML, both missing modes,
+both match modes, a system that gets the question and its table path, the reference export,
+the reformat step against a loopback fake OpenAI server, and the xlsx."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from queryeval.cli.app import main
+
+SUITE = """\
+id: q1
+metadata: {concepts: [Summary Statistics], level: easy, format: "@a[x] @b[y]", file_name: t1.csv}
+conversation:
+- {role: user, content: Two values?, target: {answers: [{name: a, value: "1"}, {name: b, value: "2"}]}}
+---
+id: q2
+metadata: {concepts: [Summary Statistics, Correlation Analysis], level: hard, format: "@c[x]", file_name: t2.csv}
+conversation:
+- {role: user, content: One value?, target: {answers: {c: "5"}}}
+---
+id: q3
+metadata: {concepts: [Correlation Analysis], level: easy, format: "@d[] @e[] @f[]", file_name: t1.csv}
+conversation:
+- {role: user, content: Three words?, target: {answers: {d: x, e: y, f: z}}}
+---
+id: q4
+metadata: {concepts: [Outlier Detection], level: hard, format: "@g[n]", file_name: t3.csv}
+conversation:
+- {role: user, content: Count?, target: {answers: {g: "10"}}}
+"""
+
+RESPONSES = [
+    {"id": "q1", "response": "a is @a[1] and b is @b[3]"},  # 1 of 2
+    {"id": "q2", "response": "@c[5.0000001]"},  # numeric match (|diff| < 1e-6), strict miss
+    {"id": "q3", "response": "@d[x] @e[y] @f[z]"},  # 3 of 3
+    {"id": "q4", "response": ""},  # empty: missing
+]
+
+
+def files(out: Path) -> dict:
+    (batch,) = out.rglob("batch_*.json")
+    bid = batch.stem.removeprefix("batch_")
+    return {k: batch.parent / f"{k}_{bid}.{ext}" for k, ext in
+            (("results", "jsonl"), ("metrics", "json"), ("report", "xlsx"), ("dabench", "json"),
+             ("batch", "json"))}
+
+
+@pytest.fixture
+def suite(tmp_path):
+    p = tmp_path / "suite.yaml"
+    p.write_text(SUITE)
+    r = tmp_path / "responses.jsonl"
+    r.write_text("".join(json.dumps(x) + "\n" for x in RESPONSES))
+    return p, r
+
+
+def run(tmp_path, suite, responses, *extra) -> dict:
+    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+    assert main(["run", str(suite), "--responses", str(responses), "--out", str(out), "-q", *extra]) == 0
+    return files(out)
+
+
+def overall(f) -> dict:
+    return json.loads(f["metrics"].read_text())["overall_metrics"]
+
+
+def test_hand_computed_metrics_differ_and_follow_the_modes(tmp_path, suite):
+    s, r = suite
+    f = run(tmp_path, s, r)
+    o = overall(f)
+    # missing=wrong: PSAQ = (1/2 + 1 + 1 + 0)/4, ABQ = 2/4, UASQ = (1+1+3+0)/(2+1+3+1)
+    assert o["psaq"] == pytest.approx(0.625)
+    assert o["abq"] == 0.5
+    assert o["uasq"] == pytest.approx(5 / 7)
+    assert (o["questions"], o["answered"], o["missing"], o["subquestions"]) == (4, 3, 1, 7)
+    groups = json.loads(f["metrics"].read_text())["group_metrics"]
+    assert groups["concept"]["Summary Statistics"]["abq"] == 0.5
+    assert groups["concept"]["Correlation Analysis"]["abq"] == 1.0
+    assert groups["concept"]["Outlier Detection"]["abq"] == 0.0
+    assert groups["concept_group"]["1"]["abq"] == pytest.approx(1 / 3)
+    assert groups["concept_group"][">1"]["abq"] == 1.0
+    assert groups["level"]["easy"]["psaq"] == pytest.approx(0.75)
+    # missing=skip (the reference): q4 leaves every denominator
+    o = overall(run(tmp_path, s, r, "--missing", "skip"))
+    assert o["psaq"] == pytest.approx(2.5 / 3) and o["abq"] == pytest.approx(2 / 3)
+    assert o["uasq"] == pytest.approx(5 / 6) and o["questions"] == 3 and o["missing"] == 1
+    # match=strict: "5.0000001" != "5"
+    o = overall(run(tmp_path, s, r, "--match", "strict"))
+    assert o["psaq"] == pytest.approx(0.375) and o["abq"] == 0.25 and o["uasq"] == pytest.approx(4 / 7)
+
+
+def test_per_case_results_hold_expected_and_extracted(tmp_path, suite):
+    s, r = suite
+    f = run(tmp_path, s, r)
+    recs = {x["case_id"]: x for x in map(json.loads, f["results"].read_text().splitlines())}
+    assert recs["q1"]["subquestions"] == [
+        {"name": "a", "expected": "1", "extracted": "1", "matched": True},
+        {"name": "b", "expected": "2", "extracted": "3", "matched": False},
+    ]
+    assert recs["q4"]["answered"] is False and recs["q4"]["scores"]["proportion_correct"] == 0.0
+    wb = openpyxl.load_workbook(f["report"])
+    assert wb.sheetnames == ["Overview", "Statistics"]
+    ov = wb["Overview"]
+    assert ov["A2"].value == "q1" and ov["F2"].value == 0.5 and ov["F2"].number_format == "0.00%"
+    assert "✗ @b: expected [2], got [3]" in ov["E2"].value
+    assert ov["I5"].value == "missing (scored 0)"
+    st = wb["Statistics"]
+    cells = [tuple(row) for row in st.iter_rows(values_only=True)]
+    assert cells[0][0] == "Closed-form metrics"
+    assert cells[1][:3] == ("PSAQ", "ABQ", "UASQ")
+    assert cells[2][0] == pytest.approx(0.625)
+    i = [r[0] for r in cells].index("ABQ by number of concepts")
+    assert cells[i + 1][:3] == ("1 concept", ">1 concepts", "Overall")
+    assert cells[i + 2][:3] == (pytest.approx(1 / 3), 1.0, 0.5)
+
+
+def test_missing_recorded_line_counts_as_missing_not_as_an_error(tmp_path, suite):
+    s, r = suite
+    r.write_text("".join(json.dumps(x) + "\n" for x in RESPONSES[:3]))
+    o = overall(run(tmp_path, s, r))
+    assert o["missing"] == 1 and o["errors"] == 0 and o["abq"] == 0.5
+
+
+def test_system_receives_question_constraints_format_and_table_path(tmp_path, suite):
+    s, _ = suite
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    mod = tmp_path / "sys.py"
+    mod.write_text(
+        "import json\nSEEN = []\n"
+        "def answer(req):\n"
+        "    SEEN.append(req)\n"
+        "    with open(%r, 'a') as fh: fh.write(json.dumps(req) + '\\n')\n"
+        "    return {'response': '@a[1] @b[2] @c[5] @d[x] @e[y] @f[z] @g[10]'}\n"
+        % str(tmp_path / "seen.jsonl"))
+    out = tmp_path / "o"
+    assert main(["run", str(s), "--system", f"python:{mod}:answer", "--tables", str(tables),
+                 "--out", str(out), "-q"]) == 0
+    assert overall(files(out))["abq"] == 1.0
+    seen = {x["case_id"]: x for x in map(json.loads, (tmp_path / "seen.jsonl").read_text().splitlines())}
+    q1 = seen["q1"]
+    assert q1["task"] == "answers" and q1["question"] == "Two values?"
+    assert q1["format"] == "@a[x] @b[y]" and q1["file_name"] == "t1.csv"
+    assert q1["table_path"] == str((tables / "t1.csv").resolve())
+
+
+def test_dabench_export_matches_the_reference_structure(tmp_path, suite):
+    s, r = suite
+    f = run(tmp_path, s, r, "--export", "dabench", "--missing", "skip")
+    doc = json.loads(f["dabench"].read_text())
+    assert doc["main_results"] == {"Accuracy by Question": round(2 / 3, 4),
+                                   "Accuracy Proportional by Sub-Question": round(2.5 / 3, 4),
+                                   "Accuracy by Sub-Question": round(5 / 6, 4)}
+    assert doc["concept_accuracy_analysis"] == {"Summary Statistics": 0.5, "Correlation Analysis": 1.0}
+    assert doc["two_or_more_concepts_accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("era", ["current", "seed-era"])
+def test_labels_as_responses_score_one_on_the_public_data(tmp_path, shared_data, era):
+    d = shared_data / "dabench" / era
+    responses = tmp_path / "perfect.jsonl"
+    with responses.open("w") as fh:
+        for line in (d / "da-dev-labels.jsonl").read_text().splitlines():
+            lab = json.loads(line)
+            text = "Answer: " + " ".join(f"@{n}[{v}]" for n, v in lab["common_answers"])
+            fh.write(json.dumps({"id": lab["id"], "response": text}) + "\n")
+    out = tmp_path / "o"
+    assert main(["run", str(d / "da-dev-questions.jsonl"), "--labels", str(d / "da-dev-labels.jsonl"),
+                 "--responses", str(responses), "--out", str(out), "-q", "--no-report"]) == 0
+    o = overall(files(out))
+    assert (o["psaq"], o["abq"], o["uasq"]) == (1.0, 1.0, 1.0)
+    assert o["questions"] == {"current": 257, "seed-era": 396}[era]
+
+
+class FakeOpenAI:
+    """A loopback OpenAI-compatible chat-completions server that rewrites to @name[value]."""
+
+    def __init__(self):
+        self.calls = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.calls += 1
+                original = body["messages"][1]["content"]
+                content = {"a=1, b=2": "@a[1] @b[2]"}.get(original, "@x[0]")
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_reformat_step_runs_and_caches(tmp_path, suite, monkeypatch):
+    s, _ = suite
+    r = tmp_path / "free.jsonl"
+    r.write_text(json.dumps({"id": "q1", "response": "a=1, b=2"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    fake = FakeOpenAI()
+    try:
+        args = ["--reformat", "--reformat-model", "fake", "--reformat-base-url", fake.url,
+                "--reformat-key-env", ""]
+        f = run(tmp_path, s, r, *args)
+        recs = {x["case_id"]: x for x in map(json.loads, f["results"].read_text().splitlines())}
+        assert recs["q1"]["reformatted"] == "@a[1] @b[2]"
+        assert recs["q1"]["scores"]["all_correct"] == 1.0
+        assert fake.calls == 1  # only q1 had a response
+        run(tmp_path, s, r, *args)
+        assert fake.calls == 1  # second run served from the cache
+    finally:
+        fake.close()
