@@ -38,6 +38,14 @@ def command(
     match: str | None = typer.Option(None, "--match", help="Answers: numeric (default) or strict."),
     missing: str | None = typer.Option(None, "--missing", help="Answers: wrong (default) or skip."),
     export: list[str] = typer.Option([], "--export", help="Extra output, e.g. dabench."),
+    corpus: Path | None = typer.Option(None, "--corpus", help="Retrieval: chunks (JSONL, CSV or Parquet)."),
+    k: str | None = typer.Option(None, "--k", help="Retrieval: comma-separated k values, e.g. 5,10,25."),
+    dataset: list[str] = typer.Option([], "--dataset", help="Retrieval: keep this dataset (repeatable; 'all')."),
+    min_score: float | None = typer.Option(None, "--min-score", help="Retrieval: drop chunks scoring below."),
+    sampling: float | None = typer.Option(None, "--sampling", help="Retrieval: fraction to sample per dataset."),
+    random_seed: int | None = typer.Option(None, "--random-seed", help="Seed for --sampling."),
+    retriever: str | None = typer.Option(None, "--retriever", help="Built-in retriever: bm25 or dense."),
+    model: str | None = typer.Option(None, "--model", help="Dense model: a local sentence-transformers path."),
     reformat: bool = typer.Option(False, "--reformat", help="Answers: reformat free text with an LLM first."),
     reformat_model: str | None = typer.Option(None, "--reformat-model", help="Chat model for --reformat."),
     reformat_base_url: str = typer.Option(
@@ -90,10 +98,15 @@ def command(
                 raise ConfigError("missing SUITE (or --resume RUN)")
             task_options = _parse_options(option)
             flags = {"on_error": on_error, "match": match, "missing": missing,
-                     "tables": str(tables.resolve()) if tables else None}
+                     "tables": str(tables.resolve()) if tables else None,
+                     "corpus": str(corpus.resolve()) if corpus else None, "k": k,
+                     "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
+                     "retriever": retriever, "model": model}
             task_options.update({k: v for k, v in flags.items() if v is not None})
             if export:
                 task_options["export"] = export
+            if dataset:
+                task_options["dataset"] = dataset
             if reformat:
                 if not reformat_model:
                     raise ConfigError("--reformat needs --reformat-model")
@@ -122,3 +135,6 @@ def command(
     if paths.report_xlsx.exists():
         written.append(paths.report_xlsx)
     console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
+    for opts, batch_id in result.log.batch.get("derived_batches", {}).items():
+        console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
+                      markup=False, highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import threading
@@ -74,21 +75,24 @@ def software_info() -> dict:
 
 
 def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[str]]:
-    if bool(config.system) == bool(config.responses):
-        raise ConfigError("give exactly one of --system or --responses")
+    if config.system and config.responses:
+        raise ConfigError("give one of --system or --responses, not both")
     suite = load_suite(config.suite, labels=config.labels)
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
-    cases = [c for c in suite.cases if task.scored_turns(c)]
+    cases = task.select_cases([c for c in suite.cases if task.scored_turns(c)])
     if not cases:
-        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}")
+        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}"
+                          " (after filters)")
     warnings: list[str] = []
     system: System
     if config.responses:
         recorded = RecordedSystem.load(config.responses, task)
         warnings += recorded.bind({c.id: task.scored_turns(c) for c in cases})
         system = recorded
+    elif config.system:
+        system = make_system(config.system)
     else:
-        system = make_system(config.system or "")
+        system = task.default_system()
     return suite, task, system, cases, warnings
 
 
@@ -103,7 +107,7 @@ def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> 
     cfg["task_options"] = task.options.model_dump()
     return {
         "task": task.name,
-        "evaluation_config": {**cfg, "num_samples": n_cases},
+        "evaluation_config": {**cfg, "num_samples": n_cases, **task.batch_info()},
         "suite_info": {
             "path": cfg["suite"],
             "hash": suite.hash,
@@ -144,8 +148,39 @@ def finish(log: RunLog, task: Task, order: list[str] | None = None, *, reports: 
     log.write_metrics(metrics)
     if reports:
         task.write_reports(log.paths, records, metrics)
+    _write_variants(log, task, records)
     log.mark_complete()
     return metrics, records
+
+
+def _write_variants(log: RunLog, task: Task, records: list[dict]) -> None:
+    """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
+    options, each a complete batch of its own. Ids are kept in the parent batch, so finishing
+    again (after a resume) rewrites them instead of adding more."""
+    variants = task.variant_options()
+    if not variants:
+        return
+    known = log.batch.get("derived_batches", {})
+    base_opts = task.options.model_dump()
+    for opts in variants:
+        key = json.dumps(opts, sort_keys=True)
+        vtask = get_task(task.name, {**base_opts, **opts})
+        fields = {k: v for k, v in log.batch.items()
+                  if k not in ("log_schema", "batch_id", "timestamp", "status", "derived_batches",
+                               "completed_at", "resumed_at")}
+        config = dict(fields.get("evaluation_config", {}))
+        config["task_options"] = vtask.options.model_dump()
+        config.update(vtask.batch_info())
+        fields.update({"evaluation_config": config, "derived_from": log.paths.batch_id})
+        vlog = RunLog.create(log.paths.folder, fields, batch_id=known.get(key), dated=False)
+        vrecords = [vtask.rescore_record(r) for r in records]
+        vlog.rewrite_records(vrecords)
+        vmetrics = vtask.aggregate(vrecords)
+        vlog.write_csv(vtask.csv_columns, (row for r in vrecords for row in vtask.csv_rows(r)))
+        vlog.write_metrics(vmetrics)
+        vlog.mark_complete()
+        known[key] = vlog.paths.batch_id
+    log.batch["derived_batches"] = known
 
 
 def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResult:
@@ -162,8 +197,8 @@ def resume_run(location: str | Path, *, retry_errors: bool = False,
                progress: Progress | None = None) -> RunResult:
     """Continue an interrupted run: cases already in the results file are not repeated."""
     log = RunLog.open(location)
-    stored = dict(log.batch.get("evaluation_config", {}))
-    stored.pop("num_samples", None)
+    stored = {k: v for k, v in log.batch.get("evaluation_config", {}).items()
+              if k in RunConfig.model_fields}
     try:
         config = RunConfig.model_validate(stored)
     except ValidationError as exc:

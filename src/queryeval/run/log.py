@@ -89,9 +89,11 @@ class RunLog:
 
     # --- creating and opening -------------------------------------------------------------
     @classmethod
-    def create(cls, out: str | Path, batch_fields: dict, batch_id: str | None = None) -> RunLog:
+    def create(cls, out: str | Path, batch_fields: dict, batch_id: str | None = None,
+               *, dated: bool = True) -> RunLog:
+        """A new batch under ``out/YYYY-MM-DD/`` (or directly in ``out`` when not ``dated``)."""
         batch_id = batch_id or str(uuid.uuid4())
-        folder = Path(out) / dt.date.today().isoformat()
+        folder = Path(out) / dt.date.today().isoformat() if dated else Path(out)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -152,11 +152,23 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
                  hash=hash_files([questions, labels]), origin=origin)
 
 
+def _csv_has_column(path: Path, column: str) -> bool:
+    import csv
+
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return column in header
+
+
 def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     """Load a suite from a path, choosing the reader from the path's form.
 
     * a folder, ``.yaml`` or ``.yml``: suite YAML;
-    * ``.jsonl`` with ``labels``: DABench questions + labels.
+    * ``.jsonl`` with ``labels``: DABench questions + labels;
+    * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions.
     """
     path = Path(path)
     if not path.exists():
@@ -173,6 +185,10 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     if path.suffix.lower() == ".jsonl":
         raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl",
                          path=path)
+    if path.suffix.lower() == ".csv" and _csv_has_column(path, "content_hash"):
+        from queryeval.suite.retrieval import read_questions_csv
+
+        return read_questions_csv(path)
     raise InputError(
         f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
         "or DABench questions .jsonl with --labels",

@@ -63,6 +63,20 @@ class AnswerItem(BaseModel):
     value: str = Field(description="Expected value, compared as text or as a number.")
 
 
+class RetrievalTarget(BaseModel):
+    """Seed 002: the chunk that answers the question, identified by its content's MD5."""
+
+    model_config = _STRICT
+
+    content_hash: str = Field(
+        pattern=r"^[0-9a-fA-F]{32}$",
+        description="MD5 hex digest of the expected chunk's content (UTF-8).")
+    chunk_id: str = ""
+    document_name: str = ""
+    dataset: str = ""
+    answer: str = ""
+
+
 class Target(BaseModel):
     """Ground truth of one user turn. Each task kind owns one key."""
 
@@ -87,12 +101,33 @@ class Target(BaseModel):
             return [{"name": k, "value": val} for k, val in v.items()]
         return v
 
+    retrieval: RetrievalTarget | None = Field(
+        default=None, description="Seed 002: the chunk a retriever should find.")
+
+    fields: dict[str, list[str] | str] | None = Field(
+        default=None,
+        description="Seed 004: the values a retriever must find, per field: a list of values, "
+        "or one ';'-separated string (\"';\" is a literal ';'), split when read.",
+    )
+
+    @field_validator("fields", mode="after")
+    @classmethod
+    def _split_fields(cls, v):
+        if v is None:
+            return v
+        from queryeval.metrics.fields import split_ground_truth
+
+        for name in v:
+            if not name.strip():
+                raise ValueError("field names must not be empty")
+        return {k: split_ground_truth(x) if isinstance(x, str) else list(x) for k, x in v.items()}
+
     def task_kinds(self) -> set[str]:
         """The task keys this target sets (present, even if empty)."""
         return {k for k in self.model_fields_set if k in TASK_KEYS}
 
 
-TASK_KEYS = ("indicator_selection", "answers")
+TASK_KEYS = ("indicator_selection", "answers", "retrieval", "fields")
 
 
 class Turn(BaseModel):

@@ -69,6 +69,22 @@ class Task(ABC):
                 out.append(i)
         return out
 
+    def select_cases(self, cases: list[Case]) -> list[Case]:
+        """Cases to run, in run order (tasks may filter or sample)."""
+        return cases
+
+    def default_system(self) -> Any:
+        """The built-in system used when neither --system nor --responses is given."""
+        raise ConfigError("give --system or --responses")
+
+    def batch_info(self) -> dict:
+        """Extra fields for the batch file's ``evaluation_config`` (e.g. seed 002's k_value)."""
+        return {}
+
+    def variant_options(self) -> list[dict]:
+        """Task options of extra batches derived from this run's records (e.g. other k)."""
+        return []
+
     def requests(self, case: Case) -> list[dict]:
         """One request per scored user turn: the conversation so far (targets stripped)."""
         out = []
@@ -148,6 +164,8 @@ class Task(ABC):
 _REGISTRY: dict[str, str] = {
     "indicator_selection": "queryeval.tasks.selection:SelectionTask",
     "answers": "queryeval.tasks.answers:AnswersTask",
+    "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
+    "fields": "queryeval.tasks.fields:FieldsTask",
 }
 
 

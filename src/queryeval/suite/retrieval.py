@@ -1,0 +1,169 @@
+"""Seed 002 inputs: the questions CSV and the corpus of chunks (JSONL, CSV or Parquet).
+
+Questions CSV columns: ``question, answer, document_name, dataset, chunk_id, content_hash``
+and an optional ``id``. The case id is the reference's ``qa_pair_id``: the 16 raw bytes of
+MD5 over ``{dataset}||{question}||{answer}`` read as a UUID, unless ``id`` is non-empty.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+from queryeval.io.jsonl import iter_jsonl
+from queryeval.suite.loader import Suite, hash_files
+from queryeval.suite.models import Case
+
+QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
+_MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+def qa_pair_id(dataset: str, question: str, answer: str) -> str:
+    """The reference's deterministic id: MD5 bytes of ``dataset||question||answer`` as a UUID."""
+    digest = hashlib.md5(f"{dataset}||{question}||{answer}".encode()).digest()  # noqa: S324
+    return str(uuid.UUID(bytes=digest))
+
+
+def content_hash(text: str) -> str:
+    """MD5 hex digest of a chunk's content (UTF-8), as the reference compares chunks."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()  # noqa: S324
+
+
+def _open_csv(path: Path):
+    try:
+        return path.open(encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+
+
+def read_questions_csv(path: str | Path) -> Suite:
+    """Read a seed 002 questions CSV into single-turn cases with ``target.retrieval``."""
+    path = Path(path)
+    cases: list[Case] = []
+    origin: dict[str, tuple[str, int]] = {}
+    with _open_csv(path) as fh:
+        reader = csv.DictReader(fh)
+        try:
+            header = reader.fieldnames or []
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise InputError(f"invalid CSV header: {exc}", path=path, line=1) from None
+        missing = [c for c in QUESTION_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)}; the header has: "
+                             f"{', '.join(header) or '(nothing)'}", path=path, line=1)
+        try:
+            for row in reader:
+                line = reader.line_num
+                if None in row:
+                    raise InputError("more fields than the header", path=path, line=line)
+                values = {k: (row.get(k) or "") for k in (*QUESTION_COLUMNS, "id")}
+                if any(row.get(k) is None for k in QUESTION_COLUMNS):
+                    raise InputError("fewer fields than the header", path=path, line=line)
+                if not values["question"].strip():
+                    raise InputError("empty question", path=path, line=line, field="question")
+                if not _MD5.match(values["content_hash"]):
+                    raise InputError(f"not an MD5 hex digest: {values['content_hash']!r}",
+                                     path=path, line=line, field="content_hash")
+                cid = values["id"].strip() or qa_pair_id(values["dataset"], values["question"],
+                                                         values["answer"])
+                if cid in origin:
+                    raise InputError(
+                        f"duplicate qa_pair_id {cid} (same dataset, question and answer as "
+                        f"line {origin[cid][1]})", path=path, line=line, field="question")
+                origin[cid] = (str(path), line)
+                cases.append(Case(
+                    id=cid, name=values["question"][:80], tags=[values["dataset"]] if values["dataset"] else [],
+                    metadata={"dataset": values["dataset"]},
+                    conversation=[{"role": "user", "content": values["question"], "target": {
+                        "retrieval": {k: values[k] for k in
+                                      ("content_hash", "chunk_id", "document_name", "dataset", "answer")}}}],
+                ))
+        except csv.Error as exc:
+            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
+        except UnicodeDecodeError:
+            raise InputError("file is not valid UTF-8", path=path, line=reader.line_num + 1) from None
+    if not cases:
+        raise InputError("no questions", path=path)
+    return Suite(cases=cases, sources=[path], hash=hash_files([path]), origin=origin)
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    content: str
+    document_name: str = ""
+    dataset: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.content_hash:
+            self.content_hash = content_hash(self.content)
+
+
+def _chunk(rec: dict, path: Path, where: dict) -> Chunk:
+    for key in ("chunk_id", "content"):
+        value = rec.get(key)
+        if value is None or (isinstance(value, str) and not value and key == "chunk_id"):
+            raise InputError("field required", path=path, field=key, **where)
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise InputError(f"must be text, got {type(value).__name__}", path=path, field=key, **where)
+    meta = {k: v for k, v in rec.items() if k not in ("chunk_id", "content", "document_name", "dataset")}
+    return Chunk(chunk_id=str(rec["chunk_id"]), content=str(rec["content"]),
+                 document_name=str(rec.get("document_name") or ""), dataset=str(rec.get("dataset") or ""),
+                 metadata=meta)
+
+
+def read_corpus(path: str | Path) -> list[Chunk]:
+    """Chunks from JSONL, CSV or Parquet (columns chunk_id, content, document_name, dataset,
+    and any metadata). Duplicate chunk ids are an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    suffix = path.suffix.lower()
+    chunks: list[Chunk] = []
+    seen: dict[str, str] = {}
+
+    def add(rec: dict, where: dict) -> None:
+        chunk = _chunk(rec, path, where)
+        if chunk.chunk_id in seen:
+            raise InputError(f"duplicate chunk_id {chunk.chunk_id!r} (first at {seen[chunk.chunk_id]})",
+                             path=path, field="chunk_id", **where)
+        seen[chunk.chunk_id] = f"line {where['line']}" if "line" in where else f"row {where['record']}"
+        chunks.append(chunk)
+
+    if suffix == ".jsonl":
+        for line, rec in iter_jsonl(path):
+            add(rec, {"line": line})
+    elif suffix == ".csv":
+        with _open_csv(path) as fh:
+            reader = csv.DictReader(fh)
+            try:
+                for rec in reader:
+                    add(rec, {"line": reader.line_num})
+            except csv.Error as exc:
+                raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
+            except UnicodeDecodeError:
+                raise InputError("file is not valid UTF-8", path=path) from None
+    elif suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InputError("reading Parquet needs pyarrow: pip install pyarrow", path=path) from None
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
+            raise InputError(f"invalid Parquet: {exc}", path=path) from None
+        for i, rec in enumerate(table.to_pylist()):
+            add(rec, {"record": str(i)})
+    else:
+        raise InputError(f"unknown corpus format {suffix!r}; expected .jsonl, .csv or .parquet", path=path)
+    if not chunks:
+        raise InputError("corpus has no chunks", path=path)
+    return chunks

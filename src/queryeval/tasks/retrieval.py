@@ -1,0 +1,312 @@
+"""Seed 002: retrieval recall@k over chunks, with the reference's run-log layout.
+
+A question is answered correctly at k when a chunk whose content's MD5 equals the question's
+``content_hash`` is among the first k retrieved (after ``min_score`` drops low scores). One
+retrieval pass at the largest k serves every k: the run is scored at the largest k and one
+more batch (four files) is derived for each smaller k. See docs/retrieval.md.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from queryeval.errors import ConfigError
+from queryeval.suite.models import Case
+from queryeval.suite.retrieval import content_hash
+from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+
+
+class RetrievalOptions(TaskOptions):
+    k: list[int] = Field(default_factory=lambda: [5, 10, 25])
+    dataset: list[str] = Field(default_factory=list)
+    """Keep only these datasets (empty, or ``all``: every dataset)."""
+    min_score: float | None = None
+    """Drop retrieved chunks scoring below this, after the top-k cut (as the reference)."""
+    sampling: float | None = Field(default=None, gt=0)
+    random_seed: int | None = None
+    corpus: str | None = None
+    retriever: str = "bm25"
+    model: str | None = None
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _parse_k(cls, v):
+        if isinstance(v, (int, str)):
+            v = [v]
+        out = []
+        for item in v:
+            for part in str(item).split(","):
+                if part.strip():
+                    out.append(int(part))
+        if not out or min(out) < 1:
+            raise ValueError("k must be positive integers, e.g. 5,10,25")
+        return sorted(set(out))
+
+    @field_validator("dataset", mode="before")
+    @classmethod
+    def _parse_dataset(cls, v):
+        if v is None or v == "all" or v == ["all"]:
+            return []
+        return [v] if isinstance(v, str) else v
+
+
+def _chunk_scores(chunks: list[dict]) -> list[float]:
+    return [c["score"] for c in chunks if isinstance(c.get("score"), (int, float))]
+
+
+class RetrievalTask(Task):
+    name = "retrieval"
+    Options = RetrievalOptions
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._corpus = None
+        self._by_id: dict[str, Any] = {}
+
+    @property
+    def k(self) -> int:
+        return max(self.options.k)
+
+    # --- corpus and default system ---------------------------------------------------------
+    def corpus(self):
+        if self._corpus is None and self.options.corpus:
+            from queryeval.suite.retrieval import read_corpus
+
+            self._corpus = read_corpus(self.options.corpus)
+            self._by_id = {c.chunk_id: c for c in self._corpus}
+        return self._corpus
+
+    def default_system(self):
+        if not self.options.corpus:
+            raise ConfigError("retrieval needs --corpus CHUNKS (built-in retriever), --system or --responses")
+        from queryeval.systems.retrieval import BuiltinRetrievalSystem
+
+        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever, self.options.model)
+
+    # --- case selection (dataset filter, then stratified sampling) -------------------------------
+    def select_cases(self, cases: list[Case]) -> list[Case]:
+        wanted = set(self.options.dataset)
+        if wanted:
+            cases = [c for c in cases if self._target(c).dataset in wanted]
+        frac = self.options.sampling
+        if frac is None or frac >= 1.0:
+            return cases
+        rng = random.Random(self.options.random_seed)  # noqa: S311 - reproducible sampling
+        groups: dict[str, list[Case]] = defaultdict(list)
+        for c in cases:
+            groups[self._target(c).dataset].append(c)
+        sampled: list[Case] = []
+        for group in groups.values():
+            sampled.extend(rng.sample(group, max(1, int(len(group) * frac))))
+        rng.shuffle(sampled)
+        return sampled
+
+    @staticmethod
+    def _target(case: Case):
+        for turn in case.conversation:
+            if turn.target is not None and turn.target.retrieval is not None:
+                return turn.target.retrieval
+        raise ConfigError(f"case {case.id!r} has no target.retrieval")
+
+    # --- requests and outputs -------------------------------------------------------------------
+    def requests(self, case: Case) -> list[dict]:
+        out = super().requests(case)
+        for req in out:
+            req.update({"question": case.conversation[req["turn"]].content, "k": self.k,
+                        "dataset": self._target(case).dataset})
+        return out
+
+    def parse_output(self, raw: Any) -> list[dict]:
+        """``{"retrieved_chunks": [{chunk_id, score, content?, content_hash?}, ...]}`` or the
+        bare list, best first. Each chunk needs its content, its content_hash, or a chunk_id
+        found in ``--corpus``."""
+        if isinstance(raw, dict):
+            if "retrieved_chunks" not in raw:
+                raise ValueError("output has no 'retrieved_chunks' key")
+            raw = raw["retrieved_chunks"]
+        if not isinstance(raw, list):
+            raise ValueError(f"retrieved_chunks must be a list, got {type(raw).__name__}")
+        self.corpus()
+        out = []
+        for i, ch in enumerate(raw):
+            if not isinstance(ch, dict):
+                raise ValueError(f"[{i}]: a chunk must be an object")
+            chunk_id = "" if ch.get("chunk_id") is None else str(ch["chunk_id"])
+            score = ch.get("score")
+            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+                raise ValueError(f"[{i}].score: must be a number")
+            text = ch.get("content")
+            digest = ch.get("content_hash")
+            if isinstance(text, str):
+                digest = content_hash(text)
+            elif not isinstance(digest, str):
+                known = self._by_id.get(chunk_id)
+                if known is None:
+                    raise ValueError(f"[{i}]: chunk {chunk_id!r} has no content or content_hash "
+                                     "and is not in the corpus")
+                text, digest = known.content, known.content_hash
+            out.append({"chunk_id": chunk_id, "score": None if score is None else float(score),
+                        "content": text, "content_hash": digest})
+        return out
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        key = "qa_pair_id" if "qa_pair_id" in obj else "case_id"
+        if key not in obj:
+            raise ValueError("qa_pair_id: field required")
+        if "retrieved_chunks" not in obj:
+            raise ValueError("retrieved_chunks: field required")
+        return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])
+
+    # --- scoring ---------------------------------------------------------------------------------
+    def _evaluate(self, record: dict) -> dict:
+        k = self.k
+        source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
+        chunks = list(source)[:k]
+        if self.options.min_score is not None:
+            if len(source) > len(chunks) or any(c["score"] is None or c["score"] < self.options.min_score
+                                                  for c in chunks):
+                record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
+            chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
+        expected = record["expected_chunk"]["content_hash"].lower()
+        hashes = [str(c["content_hash"]).lower() for c in chunks]
+        rank = hashes.index(expected) + 1 if expected in hashes else None
+        hits = sum(h == expected for h in hashes)
+        record["retrieved_chunks"] = chunks
+        record["evaluation_result"] = {
+            "correct_chunk_retrieved": rank is not None,
+            "rank_if_found": rank,
+            "retrieval_time_ms": record["evaluation_result"]["retrieval_time_ms"],
+        }
+        record["k"] = k
+        record["scores"] = {
+            f"recall@{k}": 1.0 if rank else 0.0,
+            f"hit_rate@{k}": 1.0 if rank else 0.0,
+            f"mrr@{k}": 1.0 / rank if rank else 0.0,
+            f"ndcg@{k}": 1.0 / math.log2(rank + 1) if rank else 0.0,
+            f"map@{k}": 1.0 / rank if rank else 0.0,
+            f"precision@{k}": hits / k,
+        }
+        return record
+
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        (o,) = outcomes
+        t = self._target(case)
+        record = self.base_record(case, outcomes)
+        record.update({
+            "qa_pair_id": case.id,
+            "question": case.conversation[o.turn].content,
+            "expected_answer": t.answer,
+            "dataset": t.dataset,
+            "expected_chunk": {"name": t.document_name, "source": t.dataset,
+                               "chunk_id": t.chunk_id, "content_hash": t.content_hash},
+            "evaluation_result": {"retrieval_time_ms": o.latency_ms},
+            "error": o.error,
+            "attempts": o.attempts,
+            "retrieved_chunks": o.output or [],
+        })
+        return self._evaluate(record)
+
+    def rescore_record(self, record: dict) -> dict:
+        return self._evaluate(dict(record))
+
+    # --- aggregation -----------------------------------------------------------------------------
+    def _figures(self, records: list[dict]) -> dict:
+        k = self.k
+        n = len(records)
+        correct = sum(r["evaluation_result"]["correct_chunk_retrieved"] for r in records)
+        wrong_scores = [max(s) for r in records if not r["evaluation_result"]["correct_chunk_retrieved"]
+                        for s in [_chunk_scores(r["retrieved_chunks"])] if s]
+        out = {
+            "recall_at_k": correct / n if n else None,
+            "sample_size": n,
+            "avg_score_incorrect": float(np.mean(wrong_scores)) if wrong_scores else None,
+        }
+        for name in ("mrr", "ndcg", "hit_rate", "precision", "map"):
+            key = f"{name}@{k}"
+            out[key] = float(np.mean([r["scores"][key] for r in records])) if n else None
+        return out
+
+    def aggregate(self, records: list[dict]) -> dict:
+        counted = self.counted(records)
+        k = self.k
+        fig = self._figures(counted)
+        wrong = [r for r in counted if not r["evaluation_result"]["correct_chunk_retrieved"]]
+        per_ds = Counter(r["dataset"] for r in wrong)
+        analysis = {
+            "incorrect_retrievals_count": len(wrong),
+            "avg_score_incorrect": fig["avg_score_incorrect"],
+            "datasets_with_incorrect_retrievals": [d for d, _ in sorted(per_ds.items(), key=lambda x: (-x[1], x[0]))],
+        }
+        times = [r["evaluation_result"]["retrieval_time_ms"] for r in counted
+                 if r["evaluation_result"]["retrieval_time_ms"] is not None]
+        overall = {
+            "recall_at_k": fig["recall_at_k"],
+            "mean_retrieval_time_ms": float(np.mean(times)) if times else None,
+            "total_questions": len(counted),
+            "successful_retrievals": len(counted) - len(wrong),
+            "incorrect_retrievals_analysis": analysis,
+            "k": k,
+            f"recall@{k}": fig["recall_at_k"],
+            **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
+            **self.error_summary(records),
+        }
+        groups: dict[str, list[dict]] = defaultdict(list)
+        for r in counted:
+            groups[r["dataset"]].append(r)
+        dataset_metrics = {ds: self._figures(rs) for ds, rs in groups.items()}
+        return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
+                "incorrect_retrievals_analysis": analysis,
+                "group_metrics": {"dataset": dataset_metrics}}
+
+    def batch_info(self) -> dict:
+        return {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
+
+    def variant_options(self) -> list[dict]:
+        """One derived batch per smaller k (the run itself is scored at the largest k)."""
+        return [{"k": [k]} for k in self.options.k if k != self.k]
+
+    # --- flat outputs ----------------------------------------------------------------------------
+    csv_columns = [
+        "qa_pair_id", "question", "rank", "similarity_score", "retrieved_chunk_id",
+        "retrieved_content", "retrieved_content_hash", "expected_chunk_content_hash",
+        "expected_chunk_name", "expected_chunk_source", "expected_chunk_id", "is_correct_chunk",
+        "evaluation_result_correct_chunk_retrieved", "evaluation_result_rank_if_found",
+        "evaluation_result_retrieval_time_ms",
+    ]
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        exp = record["expected_chunk"]
+        ev = record["evaluation_result"]
+        base = {
+            "qa_pair_id": record["qa_pair_id"], "question": record["question"],
+            "expected_chunk_content_hash": exp["content_hash"], "expected_chunk_name": exp["name"],
+            "expected_chunk_source": exp["source"], "expected_chunk_id": exp["chunk_id"],
+            "evaluation_result_correct_chunk_retrieved": ev["correct_chunk_retrieved"],
+            "evaluation_result_rank_if_found": ev["rank_if_found"],
+            "evaluation_result_retrieval_time_ms": ev["retrieval_time_ms"],
+        }
+        if not record["retrieved_chunks"]:
+            yield base
+        for i, c in enumerate(record["retrieved_chunks"], start=1):
+            yield {**base, "rank": i, "similarity_score": c["score"], "retrieved_chunk_id": c["chunk_id"],
+                   "retrieved_content": c["content"], "retrieved_content_hash": c["content_hash"],
+                   "is_correct_chunk": str(c["content_hash"]).lower() == exp["content_hash"].lower()}
+
+    def summary(self, metrics: dict) -> Any:
+        from queryeval.report.console import group_table, overall_table
+
+        k = self.k
+        return [
+            overall_table(metrics, keys=["recall_at_k", f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
+                                         "mean_retrieval_time_ms", "total_questions",
+                                         "successful_retrievals", "errors"], title=f"Overall (k={k})"),
+            group_table(metrics["dataset_metrics"], "dataset",
+                        ["sample_size", "recall_at_k", f"mrr@{k}", "avg_score_incorrect"]),
+        ]
