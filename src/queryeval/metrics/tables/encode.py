@@ -1,0 +1,158 @@
+"""Integer encoding of two tables and the per-(gold column, predicted column) statistics the
+mapping search works from.
+
+Every cell becomes an integer id (``0`` = unbound), jointly for gold and prediction, so a
+row is a vector of ints and a mapping's row multiset intersection is a vectorised
+group-and-count instead of the reference's pairwise row comparison. Raw values are
+factorised first and only the distinct raw values are normalised, so a 10k-row table costs
+one hash pass plus a normalisation call per distinct value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from queryeval.metrics.tables.model import (
+    Cell,
+    Table,
+    buildingqa_entity,
+    buildingqa_normalize,
+    clean_normalize,
+)
+
+_SMALL = 2048
+
+
+def factorize(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..k-1`` for an int64 or object array (object: ``None`` gets ``-1``).
+
+    pandas' hash-based ``factorize`` when available (linear time); ``numpy.unique`` otherwise.
+    """
+    if len(values) < _SMALL and values.dtype != object:
+        return _np_factorize(values)  # less overhead than pandas on short arrays
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is installed wherever the tests run
+        return _np_factorize(values)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), len(uniques)
+
+
+def _np_factorize(values: np.ndarray) -> tuple[np.ndarray, int]:
+    if values.dtype == object:  # pragma: no cover - only without pandas
+        mask = np.array([v is None for v in values], dtype=bool)
+        present = values[~mask].astype(str)
+        uniques, inverse = np.unique(present, return_inverse=True)
+        codes = np.full(len(values), -1, dtype=np.int64)
+        codes[~mask] = inverse
+        return codes, len(uniques)
+    uniques, inverse = np.unique(values, return_inverse=True)
+    return inverse.astype(np.int64), len(uniques)
+
+
+@dataclass
+class Encoded:
+    """Two tables as integer matrices plus the pairwise column statistics.
+
+    ``gold_cols[j]`` / ``pred_cols[c]``: row-value ids per column (``0`` = unbound).
+    ``n_values``: one more than the largest row-value id. ``overlap[j, c]``: multiset
+    overlap of the row values of gold column ``j`` and predicted column ``c``
+    (``Σ_v min(count_gold(v), count_pred(v))``). ``set_precision[j, c]`` /
+    ``set_recall[j, c]``: the entity-set precision and recall of the pair, as the entity F1
+    defines them (1.0 for an empty set). ``ent_tp``, ``gold_set_sizes``, ``pred_set_sizes``
+    keep the integers behind them.
+    """
+
+    gold_cols: list[np.ndarray]
+    pred_cols: list[np.ndarray]
+    n_values: int
+    overlap: np.ndarray
+    ent_tp: np.ndarray
+    gold_set_sizes: np.ndarray
+    pred_set_sizes: np.ndarray
+    set_precision: np.ndarray
+    set_recall: np.ndarray
+    gold_ent_cols: list[np.ndarray]
+    pred_ent_cols: list[np.ndarray]
+
+
+def _matrix(table: Table) -> np.ndarray:
+    out = np.empty((table.n_rows, table.n_columns), dtype=object)
+    for i, row in enumerate(table.rows):
+        out[i, :] = row
+    return out
+
+
+def _map_uniques(raw_codes: np.ndarray, uniques: list[str],
+                 func: Callable[[Cell], Cell], none_id: int | None) -> tuple[np.ndarray, int]:
+    """Ids after applying ``func`` to each distinct raw value: ``0`` stands for a ``None``
+    cell when ``none_id`` is ``None``; otherwise ``None`` cells take ``none_id``'s value."""
+    mapped = np.array([func(u) for u in uniques] + [None], dtype=object)
+    codes, count = factorize(mapped)
+    ids = codes + 1  # 0 is reserved for unbound
+    if none_id is not None:
+        ids[-1] = ids[none_id]
+    return ids[raw_codes], count + 1  # raw code -1 picks the trailing None slot
+
+
+def encode(gold: Table, pred: Table, rules: str) -> Encoded:
+    """Encode both tables under ``rules`` (see :mod:`queryeval.metrics.tables.model`).
+
+    clean: one normalisation (:func:`clean_normalize`) for rows and entity sets; unbound
+    cells are not entities. buildingqa: rows use :func:`buildingqa_normalize` (unbound is its
+    own value), entity sets use raw strings with unbound read as ``""``.
+    """
+    g_mat, p_mat = _matrix(gold), _matrix(pred)
+    flat = np.concatenate([g_mat.ravel(order="F"), p_mat.ravel(order="F")])
+    raw_codes, _ = factorize(flat)
+    uniques_arr = np.empty(raw_codes.max(initial=-1) + 1, dtype=object)
+    uniques_arr[raw_codes[raw_codes >= 0]] = flat[raw_codes >= 0]
+    uniques: list[str] = list(uniques_arr)
+
+    if rules == "buildingqa":
+        row_ids, n_values = _map_uniques(raw_codes, uniques, buildingqa_normalize, None)
+        empty_slot = len(uniques)  # where "" would be appended for absent cells
+        extended = [*uniques, ""]
+        ent_ids, _ = _map_uniques(raw_codes, extended, buildingqa_entity, empty_slot)
+        ent_exclude = -1
+    else:
+        row_ids, n_values = _map_uniques(raw_codes, uniques, clean_normalize, None)
+        ent_ids = row_ids
+        ent_exclude = 0  # unbound cells are not entities
+
+    n_gold = gold.n_rows * gold.n_columns
+    g_ids, p_ids = row_ids[:n_gold], row_ids[n_gold:]
+    g_ent, p_ent = ent_ids[:n_gold], ent_ids[n_gold:]
+    gold_cols = [g_ids[j * gold.n_rows:(j + 1) * gold.n_rows] for j in range(gold.n_columns)]
+    pred_cols = [p_ids[c * pred.n_rows:(c + 1) * pred.n_rows] for c in range(pred.n_columns)]
+    gold_ent = [g_ent[j * gold.n_rows:(j + 1) * gold.n_rows] for j in range(gold.n_columns)]
+    pred_ent = [p_ent[c * pred.n_rows:(c + 1) * pred.n_rows] for c in range(pred.n_columns)]
+
+    g_counts = [np.unique(col, return_counts=True) for col in gold_cols]
+    p_counts = [np.unique(col, return_counts=True) for col in pred_cols]
+    g_sets = [_entity_set(col, ent_exclude) for col in gold_ent]
+    p_sets = [_entity_set(col, ent_exclude) for col in pred_ent]
+
+    shape = (gold.n_columns, pred.n_columns)
+    overlap = np.zeros(shape, dtype=np.int64)
+    ent_tp = np.zeros(shape, dtype=np.int64)
+    for j, (gu, gc) in enumerate(g_counts):
+        for c, (pu, pc) in enumerate(p_counts):
+            _, gi, pi = np.intersect1d(gu, pu, assume_unique=True, return_indices=True)
+            overlap[j, c] = int(np.minimum(gc[gi], pc[pi]).sum())
+            ent_tp[j, c] = len(np.intersect1d(g_sets[j], p_sets[c], assume_unique=True))
+    g_sizes = np.array([len(s) for s in g_sets], dtype=np.int64)
+    p_sizes = np.array([len(s) for s in p_sets], dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(p_sizes[None, :] > 0, ent_tp / p_sizes[None, :], 1.0)
+        recall = np.where(g_sizes[:, None] > 0, ent_tp / g_sizes[:, None], 1.0)
+    return Encoded(gold_cols, pred_cols, int(n_values), overlap, ent_tp, g_sizes, p_sizes,
+                   precision.reshape(shape), recall.reshape(shape), gold_ent, pred_ent)
+
+
+def _entity_set(col: np.ndarray, exclude: int) -> np.ndarray:
+    values = np.unique(col)
+    return values[values != exclude]

@@ -1,0 +1,306 @@
+"""Exact column-mapping search by branch and bound.
+
+Problem. Gold has ``g`` columns, the prediction ``p >= g``. A mapping ``σ`` sends each gold
+column ``j`` to a distinct predicted column ``σ(j)``; there are ``p!/(p-g)!`` of them. Its
+score is the pair (row tp, entity F1), compared lexicographically: row tp is the multiset
+intersection of the gold rows with the predicted rows projected through ``σ`` (row F1 is
+``2·tp/(n_gold+n_pred)``, increasing in tp, so maximising tp maximises row F1), and entity
+F1 is ``F1(P̄, R̄)`` with ``P̄ = (1/g)·Σ_j sp[j, σ(j)]``, ``R̄ = (1/g)·Σ_j sr[j, σ(j)]``.
+
+Search. Depth-first over the gold columns in a fixed order; a node is a partial mapping of
+the first ``d`` of them. For each node we keep the gold and predicted rows grouped by their
+values on the assigned columns (integer group ids, refined one column at a time by
+``factorize(group · V + value)``).
+
+Bounds, and why they are admissible (never below the best completion's score):
+
+1. ``tp(σ) <= tp(partial)``: projecting rows onto a subset of the gold columns can only
+   merge groups, and for a group split into sub-groups ``Σ_i min(a_i, b_i) <= min(Σa_i,
+   Σb_i)``. So the partial intersection bounds every completion (and it only decreases
+   with depth). The same fact lets us drop rows whose group has no counterpart on the
+   other side: they can never be matched deeper down.
+2. ``tp(σ) <= overlap[j, σ(j)]`` for every ``j`` (bound 1 with the single column ``j``),
+   hence ``tp(σ) <= min_{j unassigned} max_{c free} overlap[j, c]``.
+3. Entity F1 is increasing in ``P̄`` and in ``R̄`` (``∂F1/∂P = 2R²/(P+R)² >= 0``), and
+   ``P̄ <= (Σ_assigned sp + Σ_{j unassigned} max_{c free} sp[j, c]) / g`` (each term is
+   maximised separately, dropping the distinct-columns constraint), likewise ``R̄``; so
+   F1 of those two upper bounds bounds the entity F1 of every completion.
+
+A child is pruned when its bound pair is lexicographically at most the incumbent's
+(``tp_ub < best_tp``, or equal tp and ``ent_ub <= best_ent + 1e-12``): it cannot improve
+the figures (ties give equal figures, so dropping them loses nothing).
+
+Symmetries (each preserves both figures, so one representative suffices): identical
+predicted columns are interchangeable, so only the lowest-index free member of each class
+of identical predicted columns is tried; identical gold columns can swap their predicted
+columns, so their predicted indices must increase along the search order. Any mapping is
+brought into this canonical form by swaps that keep its score and lexicographically
+decrease its index sequence, so the canonical mappings include an optimum.
+
+Budget. Every group refinement counts as a node; past ``max_nodes`` nodes or
+``max_seconds`` seconds the search stops and returns its incumbent with ``exact=False``.
+The incumbent starts as a greedy mapping on the pairwise overlaps, evaluated outside the
+budget, so a result always exists.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from queryeval.metrics.tables.encode import Encoded, factorize
+
+EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on the mapping search. ``None`` disables a limit. A node is one refinement of
+    the row groups (one pass over the still-matchable rows). The defaults finish every real
+    case we have seen exactly; a time limit makes results depend on machine speed, so set
+    ``max_seconds=None`` where reproducibility matters more than latency."""
+
+    max_nodes: int | None = 200_000
+    max_seconds: float | None = 30.0
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best mapping found (predicted column index per gold column), its row tp, whether
+    the search finished (``exact``) and how many nodes it explored."""
+
+    mapping: tuple[int, ...]
+    tp: int
+    exact: bool
+    nodes: int
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def f1_from_sums(psum: float, rsum: float, g: int) -> float:
+    """Entity F1 from summed per-column precisions / recalls over ``g`` columns."""
+    p, r = psum / g, rsum / g
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+class _Search:
+    def __init__(self, enc: Encoded, budget: Budget) -> None:
+        self.enc = enc
+        self.budget = budget
+        self.g = len(enc.gold_cols)
+        self.p = len(enc.pred_cols)
+        self.V = enc.n_values
+        self.ov = enc.overlap
+        self.sp = enc.set_precision
+        self.sr = enc.set_recall
+        self.nodes = 0
+        self.counting = True
+        self.start = time.perf_counter()
+        self.order = self._gold_order()
+        self.prev_twin = self._gold_twins()
+        self.pred_class = self._pred_classes()
+        self.sigma = [-1] * self.g
+        self.used = [False] * self.p
+        self.best_tp = -1
+        self.best_ent = -1.0
+        self.best_map: tuple[int, ...] = ()
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _gold_order(self) -> list[int]:
+        """Fewest useful candidates first (small branching near the root), then the most
+        distinct values (groups split fastest)."""
+        cands = (self.ov > 0).sum(axis=1)
+        distinct = [len(np.unique(col)) for col in self.enc.gold_cols]
+        return sorted(range(self.g), key=lambda j: (cands[j], -distinct[j], j))
+
+    def _gold_twins(self) -> list[int]:
+        """For each gold column, the previous identical gold column in search order, or -1."""
+        prev = [-1] * self.g
+        last: dict[tuple[bytes, bytes], int] = {}
+        for j in self.order:
+            key = (self.enc.gold_cols[j].tobytes(), self.enc.gold_ent_cols[j].tobytes())
+            if key in last:
+                prev[j] = last[key]
+            last[key] = j
+        return prev
+
+    def _pred_classes(self) -> list[int]:
+        classes: dict[tuple[bytes, bytes], int] = {}
+        out = []
+        for c in range(self.p):
+            key = (self.enc.pred_cols[c].tobytes(), self.enc.pred_ent_cols[c].tobytes())
+            out.append(classes.setdefault(key, len(classes)))
+        return out
+
+    # -- primitives ----------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        if not self.counting:
+            return
+        self.nodes += 1
+        b = self.budget
+        if b.max_nodes is not None and self.nodes > b.max_nodes:
+            raise _OutOfBudget
+        if (b.max_seconds is not None and self.nodes % 32 == 0
+                and time.perf_counter() - self.start > b.max_seconds):
+            raise _OutOfBudget
+
+    def _refine(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
+                j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Split the row groups by gold column ``j`` / predicted column ``c``; return the new
+        tp and the still-matchable rows with their new group ids."""
+        if len(gi) == 0 or len(pi) == 0:
+            return 0, gi[:0], gk[:0], pi[:0], pk[:0]
+        self._tick()
+        key_g = gk * self.V + self.enc.gold_cols[j][gi]
+        key_p = pk * self.V + self.enc.pred_cols[c][pi]
+        codes, k = factorize(np.concatenate([key_g, key_p]))
+        cg, cp = codes[:len(gi)], codes[len(gi):]
+        cnt_g = np.bincount(cg, minlength=k)
+        cnt_p = np.bincount(cp, minlength=k)
+        tp = int(np.minimum(cnt_g, cnt_p).sum())
+        keep_g = cnt_p[cg] > 0
+        keep_p = cnt_g[cp] > 0
+        return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+
+    def evaluate(self, mapping: tuple[int, ...]) -> int:
+        """Row tp of a complete mapping."""
+        gi = np.arange(len(self.enc.gold_cols[0]) if self.g else 0)
+        pi = np.arange(len(self.enc.pred_cols[0]) if self.p else 0)
+        gk = np.zeros(len(gi), dtype=np.int64)
+        pk = np.zeros(len(pi), dtype=np.int64)
+        tp = min(len(gi), len(pi))
+        for j, c in enumerate(mapping):
+            tp, gi, gk, pi, pk = self._refine(gi, gk, pi, pk, j, c)
+        return tp
+
+    def _entity(self, mapping: tuple[int, ...]) -> float:
+        psum = sum(self.sp[j, c] for j, c in enumerate(mapping))
+        rsum = sum(self.sr[j, c] for j, c in enumerate(mapping))
+        return f1_from_sums(psum, rsum, self.g)
+
+    def _offer(self, mapping: tuple[int, ...], tp: int, ent: float) -> None:
+        if tp > self.best_tp or (tp == self.best_tp and ent > self.best_ent + EPS):
+            self.best_tp, self.best_ent, self.best_map = tp, ent, mapping
+
+    def _prunable(self, tp_ub: int, ent_ub: float) -> bool:
+        return tp_ub < self.best_tp or (tp_ub == self.best_tp and ent_ub <= self.best_ent + EPS)
+
+    # -- search --------------------------------------------------------------------------------
+
+    def _incumbent(self) -> None:
+        """Greedy mapping (search order, best free column by overlap then set precision +
+        recall), evaluated outside the budget so a result always exists."""
+        used: set[int] = set()
+        mapping = [0] * self.g
+        for j in self.order:
+            c = max((x for x in range(self.p) if x not in used),
+                    key=lambda x: (self.ov[j, x], self.sp[j, x] + self.sr[j, x], -x))
+            mapping[j] = c
+            used.add(c)
+        m = tuple(mapping)
+        self.counting = False
+        try:
+            self._offer(m, self.evaluate(m), self._entity(m))
+        finally:
+            self.counting = True
+
+    def _remaining_bounds(self, depth: int, free: list[int]
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bounds 2 and 3 for the gold columns after ``depth``, one entry per choice of
+        ``free[k]`` for the current gold column (which removes it from the others' options):
+        (tp bound, Σ max precision, Σ max recall)."""
+        rest = self.order[depth + 1:]
+        n_free = len(free)
+        if not rest:
+            inf = np.full(n_free, np.iinfo(np.int64).max, dtype=np.int64)
+            zero = np.zeros(n_free)
+            return inf, zero, zero
+        ix = np.ix_(rest, free)
+        pick = np.arange(n_free)[None, :]
+        out = []
+        for matrix in (self.ov, self.sp, self.sr):
+            sub = matrix[ix]
+            arg = sub.argmax(axis=1)
+            top1 = sub[np.arange(len(rest)), arg]
+            masked = sub.copy()
+            masked[np.arange(len(rest)), arg] = np.iinfo(np.int64).min if matrix is self.ov \
+                else -np.inf
+            top2 = masked.max(axis=1)  # free has more members than rest, so this exists
+            out.append(np.where(arg[:, None] == pick, top2[:, None], top1[:, None]))
+        return out[0].min(axis=0), out[1].sum(axis=0), out[2].sum(axis=0)
+
+    def _candidates(self, j: int) -> list[int]:
+        lo = self.sigma[self.prev_twin[j]] if self.prev_twin[j] >= 0 else -1
+        seen: set[int] = set()
+        out = []
+        for c in range(self.p):
+            if self.used[c] or self.pred_class[c] in seen:
+                continue
+            seen.add(self.pred_class[c])  # lowest free member of each class only
+            if c > lo:
+                out.append(c)
+        return out
+
+    def _dfs(self, depth: int, tp: int, psum: float, rsum: float, gi: np.ndarray,
+             gk: np.ndarray, pi: np.ndarray, pk: np.ndarray) -> None:
+        if depth == self.g:
+            self._offer(tuple(self.sigma), tp, f1_from_sums(psum, rsum, self.g))
+            return
+        j = self.order[depth]
+        free = [x for x in range(self.p) if not self.used[x]]
+        tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
+        position = {c: k for k, c in enumerate(free)}
+        children = []
+        for c in self._candidates(j):
+            k = position[c]
+            ps, rs = psum + self.sp[j, c], rsum + self.sr[j, c]
+            ent_ub = f1_from_sums(ps + p_rest[k], rs + r_rest[k], self.g)
+            rest_ub = int(tp_rest[k])
+            if self._prunable(min(tp, int(self.ov[j, c]), rest_ub), ent_ub):
+                continue
+            child = self._refine(gi, gk, pi, pk, j, c)
+            if self._prunable(min(child[0], rest_ub), ent_ub):
+                continue
+            children.append((child[0], ps + rs, c, ps, rs, ent_ub, rest_ub, child))
+        children.sort(key=lambda ch: (-ch[0], -ch[1], ch[2]))
+        for ctp, _, c, ps, rs, ent_ub, rest_ub, child in children:
+            if self._prunable(min(ctp, rest_ub), ent_ub):
+                continue
+            self.sigma[j], self.used[c] = c, True
+            self._dfs(depth + 1, ctp, ps, rs, *child[1:])
+            self.sigma[j], self.used[c] = -1, False
+
+    def run(self) -> SearchResult:
+        n_gold = len(self.enc.gold_cols[0])
+        n_pred = len(self.enc.pred_cols[0])
+        exact = True
+        self._incumbent()
+        try:
+            root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                    np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
+            self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+        except _OutOfBudget:
+            exact = False
+        return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
+
+
+def best_mapping(enc: Encoded, budget: Budget | None = None) -> SearchResult:
+    """The mapping maximising (row tp, entity F1), by branch and bound (module docstring).
+
+    Requires at least one gold column, ``p >= g`` and rows on both sides.
+    """
+    if not enc.gold_cols or len(enc.pred_cols) < len(enc.gold_cols):
+        raise ValueError("the search needs 1 <= gold columns <= predicted columns")
+    return _Search(enc, budget or Budget()).run()
+
+
+def positional_tp(enc: Encoded) -> int:
+    """Row tp of the positional mapping (gold column i -> predicted column i)."""
+    search = _Search(enc, Budget(max_nodes=None, max_seconds=None))
+    return search.evaluate(tuple(range(len(enc.gold_cols))))
