@@ -46,6 +46,10 @@ def command(
     random_seed: int | None = typer.Option(None, "--random-seed", help="Seed for --sampling."),
     retriever: str | None = typer.Option(None, "--retriever", help="Built-in retriever: bm25 or dense."),
     model: str | None = typer.Option(None, "--model", help="Dense model: a local sentence-transformers path."),
+    graph: list[Path] = typer.Option([], "--graph", help="Query: RDF file(s) to run queries on (embedded store)."),
+    database: Path | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file."),
+    endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
+    rules: str | None = typer.Option(None, "--rules", help="Query: clean (default) or buildingqa metric rules."),
     reformat: bool = typer.Option(False, "--reformat", help="Answers: reformat free text with an LLM first."),
     reformat_model: str | None = typer.Option(None, "--reformat-model", help="Chat model for --reformat."),
     reformat_base_url: str = typer.Option(
@@ -107,6 +111,14 @@ def command(
                 task_options["export"] = export
             if dataset:
                 task_options["dataset"] = dataset
+            sources = [str(p.resolve()) for p in graph] + ([str(database.resolve())] if database else []) \
+                + ([endpoint] if endpoint else [])
+            if sum(bool(x) for x in (graph, database, endpoint)) > 1:
+                raise ConfigError("give one of --graph, --database or --endpoint")
+            if sources:
+                task_options["source"] = ",".join(sources)
+            if rules:
+                task_options["rules"] = rules
             if reformat:
                 if not reformat_model:
                     raise ConfigError("--reformat needs --reformat-model")

@@ -43,3 +43,31 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
                 raise InputError(f"expected a JSON object, got {type(value).__name__}",
                                  path=path, line=lineno)
             yield lineno, value
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` from a JSONL file, or from a CSV file (header row = keys; the line
+    is where the record starts)."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        yield from iter_jsonl(path)
+        return
+    import csv
+
+    try:
+        fh = path.open(encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    with fh:
+        reader = csv.DictReader(fh)
+        start = 2
+        try:
+            for row in reader:
+                if None in row:
+                    raise InputError("more fields than the header", path=path, line=start)
+                yield start, row
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
+        except UnicodeDecodeError:
+            raise InputError("file is not valid UTF-8", path=path, line=start) from None

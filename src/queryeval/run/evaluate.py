@@ -139,6 +139,13 @@ def _execute(log: RunLog, task: Task, system: System, todo: list[Case], config: 
 
 def finish(log: RunLog, task: Task, order: list[str] | None = None, *, reports: bool = True) -> tuple[dict, list[dict]]:
     """Aggregate the records of a log and write the CSV, metrics and reports atomically."""
+    try:
+        return _finish(log, task, order, reports=reports)
+    finally:
+        task.close()
+
+
+def _finish(log: RunLog, task: Task, order: list[str] | None, *, reports: bool) -> tuple[dict, list[dict]]:
     records = log.read_records()
     if order:
         rank = {cid: i for i, cid in enumerate(order)}

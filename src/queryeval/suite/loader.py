@@ -86,8 +86,17 @@ def _cases_from_doc(doc: YamlDoc) -> list[tuple[Case, tuple]]:
             case = Case.model_validate(item)
         except ValidationError as exc:
             raise validation_error(exc, doc, prefix) from None
+        _resolve_sources(case, doc.path.parent)
         out.append((case, prefix))
     return out
+
+
+def _resolve_sources(case: Case, folder: Path) -> None:
+    """Relative ``target.query.source`` paths are relative to the suite file."""
+    for turn in case.conversation:
+        q = turn.target.query if turn.target is not None else None
+        if q is not None and q.source and not q.source.startswith(("http://", "https://")):
+            q.source = ",".join(str((folder / p.strip()).resolve()) for p in q.source.split(","))
 
 
 def yaml_files(path: Path) -> list[Path]:
@@ -168,7 +177,8 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
 
     * a folder, ``.yaml`` or ``.yml``: suite YAML;
     * ``.jsonl`` with ``labels``: DABench questions + labels;
-    * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions.
+    * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions;
+    * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries).
     """
     path = Path(path)
     if not path.exists():
@@ -185,6 +195,10 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     if path.suffix.lower() == ".jsonl":
         raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl",
                          path=path)
+    if path.suffix.lower() == ".json":
+        from queryeval.suite.buildingqa import read_buildingqa
+
+        return read_buildingqa(path)
     if path.suffix.lower() == ".csv" and _csv_has_column(path, "content_hash"):
         from queryeval.suite.retrieval import read_questions_csv
 

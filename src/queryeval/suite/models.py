@@ -77,6 +77,21 @@ class RetrievalTarget(BaseModel):
     answer: str = ""
 
 
+class QueryTarget(BaseModel):
+    """Seed 003: the gold query whose result table a predicted query should reproduce."""
+
+    model_config = _STRICT
+
+    gold: str = Field(min_length=1, description="The gold SPARQL or SQL query.")
+    language: Literal["sparql", "sql"] | None = Field(
+        default=None, description="Inferred from the source when left out.")
+    source: str | None = Field(
+        default=None,
+        description="Where to run it: RDF file(s) (comma-separated), a SPARQL endpoint URL, "
+        "a .sqlite/.db or .duckdb file. Relative paths are relative to the suite file; "
+        "default: the run's --graph/--database/--endpoint.")
+
+
 class Target(BaseModel):
     """Ground truth of one user turn. Each task kind owns one key."""
 
@@ -122,12 +137,15 @@ class Target(BaseModel):
                 raise ValueError("field names must not be empty")
         return {k: split_ground_truth(x) if isinstance(x, str) else list(x) for k, x in v.items()}
 
+    query: QueryTarget | None = Field(
+        default=None, description="Seed 003: the gold query of a text-to-query case.")
+
     def task_kinds(self) -> set[str]:
         """The task keys this target sets (present, even if empty)."""
         return {k for k in self.model_fields_set if k in TASK_KEYS}
 
 
-TASK_KEYS = ("indicator_selection", "answers", "retrieval", "fields")
+TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields")
 
 
 class Turn(BaseModel):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from queryeval.errors import InputError, SystemCallError
-from queryeval.io.jsonl import iter_jsonl
+from queryeval.io.jsonl import iter_records
 from queryeval.suite.yamlsrc import format_loc
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class RecordedSystem:
         path = Path(path)
         entries: dict[Key, Any] = {}
         lines: dict[Key, int] = {}
-        for lineno, obj in iter_jsonl(path):
+        for lineno, obj in iter_records(path):
             try:
                 case_id, turn, output = task.read_recorded_line(obj)
             except ValidationError as exc:

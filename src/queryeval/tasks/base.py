@@ -77,6 +77,9 @@ class Task(ABC):
         """The built-in system used when neither --system nor --responses is given."""
         raise ConfigError("give --system or --responses")
 
+    def close(self) -> None:
+        """Release what the task opened (engines, clients)."""
+
     def batch_info(self) -> dict:
         """Extra fields for the batch file's ``evaluation_config`` (e.g. seed 002's k_value)."""
         return {}
@@ -165,6 +168,7 @@ _REGISTRY: dict[str, str] = {
     "indicator_selection": "queryeval.tasks.selection:SelectionTask",
     "answers": "queryeval.tasks.answers:AnswersTask",
     "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
+    "query": "queryeval.tasks.query:QueryTask",
     "fields": "queryeval.tasks.fields:FieldsTask",
 }
 

@@ -1,0 +1,57 @@
+"""A task-agnostic Excel report: sheet "Overview" from the task's flat CSV rows, sheet
+"Statistics" from ``overall_metrics`` and every group in ``group_metrics``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from openpyxl import Workbook
+
+from queryeval.report.xlsx import FIGURE, TITLE_FONT, TOP, WRAP_TOP, cell_text, save, set_widths, write_header, write_table
+
+
+def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, columns: list[str],
+                       rows: Callable[[dict], Iterable[dict]], *, wrap: Iterable[str] = ()) -> Path:
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Overview"
+    write_header(ws, 1, columns)
+    wrap = set(wrap)
+    i = 2
+    for record in records:
+        for row in rows(record):
+            for j, col in enumerate(columns, start=1):
+                v = row.get(col)
+                if isinstance(v, (list, dict)):
+                    v = str(v)
+                c = ws.cell(row=i, column=j, value=cell_text(v) if isinstance(v, str) else v)
+                c.alignment = WRAP_TOP if col in wrap else TOP
+                if isinstance(v, float):
+                    c.number_format = FIGURE
+            i += 1
+    ws.freeze_panes = "B2"
+    set_widths(ws, {j: (60 if col in wrap else max(10, min(30, len(col) + 4)))
+                    for j, col in enumerate(columns, start=1)})
+
+    st = wb.create_sheet("Statistics")
+    st.cell(row=1, column=1, value="Overall").font = TITLE_FONT
+    write_header(st, 2, ["metric", "value"])
+    r = 3
+    for key, value in metrics["overall_metrics"].items():
+        if isinstance(value, (dict, list)):
+            continue
+        st.cell(row=r, column=1, value=key)
+        c = st.cell(row=r, column=2, value=value)
+        if isinstance(value, float):
+            c.number_format = FIGURE
+        r += 1
+    r += 1
+    for name, groups in metrics.get("group_metrics", {}).items():
+        if not groups:
+            continue
+        keys = [k for k, v in next(iter(groups.values())).items() if not isinstance(v, (dict, list))]
+        r = write_table(st, r, [name, *keys], ([g, *(vals.get(k) for k in keys)] for g, vals in groups.items()),
+                        figure_cols=range(2, len(keys) + 2), title=f"By {name}")
+    set_widths(st, {1: 30, **{c: 16 for c in range(2, 12)}})
+    return save(wb, path)

@@ -1,0 +1,292 @@
+"""Seed 003: text-to-query cases scored on their result tables.
+
+The system returns a query; the gold and predicted queries both run on the same engine
+(embedded pyoxigraph store, SPARQL endpoint, sqlite or DuckDB — read-only, updates refused,
+timeouts and row limits), and the two result tables are compared with arity, entity-set,
+row-matching and exact-match F1 (:mod:`queryeval.metrics.tables`). See docs/tables.md and
+docs/execution.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from queryeval.errors import ConfigError
+from queryeval.suite.models import Case
+from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+
+RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
+SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
+F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
+RATE_KEYS = ("syntax_ok", "returns_results", "perfect_match")
+
+
+class QueryOptions(TaskOptions):
+    source: str | None = None
+    """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
+    sqlite (.sqlite/.db) or DuckDB (.duckdb) file. A case's own ``target.query.source`` wins."""
+    rules: Literal["clean", "buildingqa"] = "clean"
+    timeout_s: float = 30.0
+    max_rows: int = 100_000
+    store_dir: str | None = None
+    """Where embedded SPARQL stores persist between runs (default .queryeval-cache/oxigraph)."""
+    search_nodes: int = 200_000
+    """Node budget of the column-mapping search (results say whether the search was exact)."""
+
+
+def _lang_of(source: str) -> str:
+    first = source.split(",")[0].strip().lower()
+    if first.startswith(("http://", "https://")) or Path(first).suffix in RDF_SUFFIXES:
+        return "sparql"
+    return "sql"
+
+
+class QueryTask(Task):
+    name = "query"
+    Options = QueryOptions
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._engines: dict[str, Any] = {}
+        self._gold: dict[tuple[str, str], dict] = {}
+        self._lock = threading.Lock()
+
+    # --- engines --------------------------------------------------------------------------
+    def _source(self, case_target) -> str:
+        source = case_target.source or self.options.source
+        if not source:
+            raise ConfigError("no place to run queries: pass --graph, --database or --endpoint "
+                              "(or set target.query.source)")
+        return source
+
+    def engine(self, source: str):
+        with self._lock:
+            if source not in self._engines:
+                self._engines[source] = self._open(source)
+            return self._engines[source]
+
+    def _open(self, source: str):
+        from queryeval.systems import engines as eng
+
+        if source.startswith(("http://", "https://")):
+            return eng.RemoteSparqlEngine(source)
+        paths = [p.strip() for p in source.split(",") if p.strip()]
+        suffix = Path(paths[0]).suffix.lower()
+        if suffix in RDF_SUFFIXES:
+            key = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:16]
+            root = Path(self.options.store_dir or ".queryeval-cache/oxigraph")
+            return eng.LocalSparqlEngine(paths, store_dir=root / key)
+        if suffix in SQLITE_SUFFIXES:
+            return eng.SqliteEngine(paths[0])
+        if suffix == ".duckdb":
+            return eng.DuckDBEngine(paths[0])
+        raise ConfigError(f"cannot tell what kind of source {source!r} is (RDF file, endpoint URL, "
+                          ".sqlite/.db or .duckdb)")
+
+    def close(self) -> None:
+        with self._lock:
+            for e in self._engines.values():
+                e.close()
+            self._engines.clear()
+
+    def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
+        """(result table as SPARQL JSON or None, execution info)."""
+        from queryeval.systems.engines import QueryExecutionError
+
+        engine = self.engine(source)
+        try:
+            res = engine.execute(query, timeout_s=self.options.timeout_s, max_rows=self.options.max_rows)
+        except QueryExecutionError as err:
+            kind = type(err).__name__.removeprefix("Query").lower()  # refused / timeout / failed
+            syntax = bool(getattr(err, "syntax_error", False))
+            return None, {"status": kind, "reason": err.reason, "syntax_error": syntax}
+        table = res.to_table_json() if res.kind in ("ask", "graph") else res.to_sparql_json()
+        return table, {"status": "ok", "kind": res.kind, "rows": res.row_count, "columns": len(res.columns),
+                                      "truncated": res.truncated, "elapsed_ms": res.elapsed_ms}
+
+    def _gold_result(self, source: str, query: str) -> tuple[dict | None, dict]:
+        key = (source, query)
+        with self._lock:
+            hit = self._gold.get(key)
+        if hit is None:
+            hit = dict(zip(("table", "info"), self._execute(source, query), strict=True))
+            with self._lock:
+                self._gold[key] = hit
+        return hit["table"], hit["info"]
+
+    # --- requests and outputs ----------------------------------------------------------------
+    @staticmethod
+    def _target(case: Case):
+        for turn in case.conversation:
+            if turn.target is not None and turn.target.query is not None:
+                return turn.target.query
+        raise ConfigError(f"case {case.id!r} has no target.query")
+
+    def requests(self, case: Case) -> list[dict]:
+        out = super().requests(case)
+        t = self._target(case)
+        source = t.source or self.options.source
+        for req in out:
+            req.update({"question": case.conversation[req["turn"]].content,
+                        "language": t.language or (_lang_of(source) if source else "sparql"),
+                        "source": source})
+        return out
+
+    def parse_output(self, raw: Any) -> str:
+        """``{"query": "..."}`` or the query text itself."""
+        if isinstance(raw, dict):
+            if "query" not in raw:
+                raise ValueError("output has no 'query' key")
+            raw = raw["query"]
+        if not isinstance(raw, str):
+            raise ValueError(f"query must be text, got {type(raw).__name__}")
+        return raw
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        """``{"case_id", "query"}``, or a BuildingQA predictions row (``query_id``,
+        ``question_number``, ``building``, ``generated_sparql``)."""
+        if "generated_sparql" in obj and "query_id" in obj:
+            from queryeval.suite.buildingqa import case_id
+
+            building = Path(str(obj.get("building") or "")).stem
+            return case_id(building, str(obj["query_id"]), obj["question_number"]), None, \
+                str(obj["generated_sparql"] or "")
+        if "case_id" not in obj:
+            raise ValueError("case_id: field required")
+        if "query" not in obj:
+            raise ValueError("query: field required")
+        return str(obj["case_id"]), obj.get("turn"), self.parse_output(obj["query"])
+
+    # --- scoring ---------------------------------------------------------------------------------
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        (o,) = outcomes
+        t = self._target(case)
+        record = self.base_record(case, outcomes)
+        record.update({
+            "question": case.conversation[o.turn].content,
+            "metadata": dict(case.metadata),
+            "source": self._source(t),
+            "language": t.language or _lang_of(self._source(t)),
+            "gold_query": t.gold,
+            "predicted_query": o.output,
+            "error": o.error,
+            "attempts": o.attempts,
+            "latency_ms": o.latency_ms,
+        })
+        return self._fill_scores(record)
+
+    def _fill_scores(self, record: dict) -> dict:
+        from queryeval.metrics.tables import Budget, table_scores
+
+        gold, gold_info = self._gold_result(record["source"], record["gold_query"])
+        record["gold_execution"] = gold_info
+        if gold is None:
+            record["status"] = "error"
+            record["error_kinds"] = sorted({*record.get("error_kinds", []), "gold_query"})
+            record["scores"] = None
+            return record
+        pred_query = record["predicted_query"]
+        if pred_query is None:
+            pred, info = None, {"status": "no_query", "reason": "the system returned no query"}
+        else:
+            pred, info = self._execute(record["source"], pred_query)
+        record["predicted_execution"] = info
+        scores = {k: 0.0 for k in (*F1_KEYS, *RATE_KEYS)}
+        if pred is not None:
+            engine = self.engine(record["source"])
+            try:
+                ts = table_scores(pred, gold, rules=self.options.rules,
+                                  budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
+                                  pred_query=pred_query if record["language"] == "sparql" else None,
+                                  gold_query=record["gold_query"] if record["language"] == "sparql" else None,
+                                  prefixes=getattr(engine, "prefixes", None))
+            except Exception as exc:  # noqa: BLE001 - an unscorable result scores 0, recorded
+                record["predicted_execution"] = {**info, "status": "unscorable",
+                                                 "reason": f"{type(exc).__name__}: {exc}"}
+                scores["syntax_ok"] = 1.0
+                record["scores"] = scores
+                return record
+            scores.update({k: float(getattr(ts, k)) for k in F1_KEYS})
+            scores["syntax_ok"] = 1.0
+            scores["returns_results"] = 1.0 if ts.pred_rows > 0 else 0.0
+            scores["perfect_match"] = 1.0 if ts.exact_match_f1 == 1.0 else 0.0
+            record["mapping"] = list(ts.mapping) if ts.mapping is not None else None
+            record["mapping_exact"] = ts.exact
+        else:
+            scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
+        record["scores"] = scores
+        return record
+
+    def rescore_record(self, record: dict) -> dict:
+        out = dict(record)
+        out["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]
+        out["status"] = "error" if out["error_kinds"] else "ok"
+        return self._fill_scores(out)
+
+    # --- aggregation -------------------------------------------------------------------------------
+    def _means(self, records: list[dict]) -> dict:
+        out: dict[str, Any] = {"cases": len(records)}
+        for k in (*F1_KEYS, *RATE_KEYS):
+            vals = [r["scores"][k] for r in records]
+            out[k] = float(np.mean(vals)) if vals else None
+        return out
+
+    def aggregate(self, records: list[dict]) -> dict:
+        scored = [r for r in self.counted(records) if r["scores"] is not None]
+        overall = self._means(scored)
+        overall.update({
+            "total_cases": len(records),
+            "gold_failures": sum(1 for r in records if r["scores"] is None),
+            "inexact_mapping_searches": sum(1 for r in scored if r.get("mapping_exact") is False),
+            "rules": self.options.rules,
+            **self.error_summary(records),
+        })
+        groups: dict[str, dict[str, list[dict]]] = {"question_source": defaultdict(list),
+                                                    "building": defaultdict(list)}
+        for r in scored:
+            meta = r.get("metadata", {})
+            if meta.get("question_source"):
+                groups["question_source"][meta["question_source"]].append(r)
+            if meta.get("building"):
+                groups["building"][meta["building"]].append(r)
+        return {"overall_metrics": overall,
+                "group_metrics": {g: {k: self._means(v) for k, v in sorted(d.items())}
+                                  for g, d in groups.items() if d}}
+
+    # --- outputs -----------------------------------------------------------------------------------
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "gold_rows", "gold_columns",
+                   "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
+                   "gold_query", "predicted_query", "error"]
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        g = record.get("gold_execution") or {}
+        p = record.get("predicted_execution") or {}
+        yield {
+            "case_id": record["case_id"], "question": record["question"],
+            **(record["scores"] or {}),
+            "gold_rows": g.get("rows"), "gold_columns": g.get("columns"),
+            "predicted_rows": p.get("rows"), "predicted_columns": p.get("columns"),
+            "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
+            "gold_query": record["gold_query"], "predicted_query": record["predicted_query"],
+            "error": f"{record['error']['kind']}: {record['error']['message']}" if record.get("error") else "",
+        }
+
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
+        from queryeval.report.query_xlsx import write_query_xlsx
+
+        return [write_query_xlsx(paths.report_xlsx, records, metrics, self.csv_columns, self.csv_rows)]
+
+    def summary(self, metrics: dict) -> Any:
+        from queryeval.report.console import group_table, overall_table
+
+        out = [overall_table(metrics, keys=[*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"])]
+        for name, groups in metrics["group_metrics"].items():
+            out.append(group_table(groups, name, ["cases", *F1_KEYS]))
+        return out
