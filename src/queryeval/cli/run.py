@@ -70,6 +70,8 @@ def command(
         None, "--resume", help="Continue an interrupted run: its batch_<id>.json or run folder."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: redo failed cases."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the Excel report."),
+    executor: str = typer.Option("local", "--executor", help="local (threads) or ray."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster address (default: start a local one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
@@ -131,6 +133,7 @@ def command(
                 responses=str(responses) if responses else None, out=str(out),
                 concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
                 task_options=task_options, reports=not no_report,
+                executor=executor, ray_address=ray_address,
             )
             result = start_run(config, progress=progress)
     finally:

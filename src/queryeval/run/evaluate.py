@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -9,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,6 +42,8 @@ class RunConfig(BaseModel):
     backoff: float = Field(0.5, ge=0)
     task_options: dict[str, Any] = Field(default_factory=dict)
     reports: bool = True
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
 
 
 @dataclass
@@ -125,8 +128,13 @@ def _execute(log: RunLog, task: Task, system: System, todo: list[Case], config: 
         if progress:
             progress(1, 0)
 
+    runner = run_cases
+    if config.executor == "ray":
+        from queryeval.run.ray_executor import run_cases_ray
+
+        runner = functools.partial(run_cases_ray, config=config)
     try:
-        return run_cases(
+        return runner(
             todo, system, task, on_record=on_record, concurrency=config.concurrency,
             timeout=config.timeout,
             policy=RetryPolicy(retries=config.retries, backoff=config.backoff),
