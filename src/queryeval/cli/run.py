@@ -86,11 +86,15 @@ def command(
     )
     handle = bar.add_task("cases", total=None)
 
+    started = []
+
     def progress(advance: int, total: int) -> None:
         """Started on the first call, once the suite has loaded, so errors print alone."""
         if total:
             bar.update(handle, total=total)
-            bar.start()
+            if not started:
+                bar.start()
+                started.append(True)
         if advance:
             bar.advance(handle, advance)
 
@@ -137,7 +141,8 @@ def command(
             )
             result = start_run(config, progress=progress)
     finally:
-        bar.stop()
+        if started:
+            bar.stop()
 
     for w in result.warnings:
         err_console.print(f"warning: {w}", markup=False, highlight=False)
