@@ -8,7 +8,15 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from queryeval.report.xlsx import TOP, WRAP_TOP, cell_text, save, set_widths, write_header, write_table
+from queryeval.report.xlsx import (
+    TOP,
+    WRAP_TOP,
+    cell_text,
+    save,
+    set_widths,
+    write_header,
+    write_table,
+)
 
 PERCENT = "0.00%"
 

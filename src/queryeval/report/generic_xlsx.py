@@ -8,7 +8,17 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from queryeval.report.xlsx import FIGURE, TITLE_FONT, TOP, WRAP_TOP, cell_text, save, set_widths, write_header, write_table
+from queryeval.report.xlsx import (
+    FIGURE,
+    TITLE_FONT,
+    TOP,
+    WRAP_TOP,
+    cell_text,
+    save,
+    set_widths,
+    write_header,
+    write_table,
+)
 
 
 def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, columns: list[str],

@@ -137,8 +137,7 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
     The question's concepts, level, constraints, format and file name go into
     ``case.metadata``; cases come in labels-file order (the reference's order).
     """
-    from queryeval.suite.dabench import read_labels, read_questions
-    from queryeval.suite.dabench import join_cases
+    from queryeval.suite.dabench import join_cases, read_labels, read_questions
 
     questions, labels = Path(questions), Path(labels)
     q_records = read_questions(questions)

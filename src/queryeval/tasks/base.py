@@ -77,7 +77,7 @@ class Task(ABC):
         """The built-in system used when neither --system nor --responses is given."""
         raise ConfigError("give --system or --responses")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the task opened (engines, clients)."""
 
     def batch_info(self) -> dict:
