@@ -214,3 +214,23 @@ def test_resume_retry_errors_redoes_only_failed_cases(tmp_path):
     assert after["errors"] == 0
     ids = [json.loads(x)["case_id"] for x in files["jsonl"].read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 23
+
+
+def test_usage_errors_exit_2_without_traceback(tmp_path):
+    for args in (["run", "--bogus"], ["report", "a", "b"], ["run", str(SUITE), "--concurrency", "zero"]):
+        proc = cli(*args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr and "Error" in proc.stderr
+
+
+def test_fail_under_gates_the_exit_code(tmp_path):
+    args = ["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(tmp_path), "-q", "--no-report"]
+    passed = cli(*args, "--fail-under", "macro_recall=0.8", "--fail-under", "macro_precision=0.8")
+    assert passed.returncode == 0 and "gates passed: macro_recall >= 0.8, macro_precision >= 0.8" in passed.stdout
+    failed = cli(*args, "--fail-under", "macro_recall=0.9")
+    assert failed.returncode == 1
+    assert "macro_recall = 0.8478 < 0.9" in failed.stderr
+    # the run log is complete even when the gate fails
+    assert len(list(tmp_path.rglob("metrics_*.json"))) == 2
+    unknown = cli(*args, "--fail-under", "recall=0.9")
+    assert unknown.returncode == 2 and "macro_recall" in unknown.stderr

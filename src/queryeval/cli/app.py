@@ -10,9 +10,11 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
+from queryeval.cli import compare as compare_cmd
+from queryeval.cli import report as report_cmd
+from queryeval.cli import rescore as rescore_cmd
 from queryeval.cli import run as run_cmd
 from queryeval.cli import schema as schema_cmd
 from queryeval.cli import tokens as tokens_cmd
@@ -20,6 +22,11 @@ from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
 from queryeval.errors import QueryevalError
+
+# Typer vendors its own click: take the exception classes from Typer's public ones.
+_CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_EXIT = typer.Exit
+_ABORT = typer.Abort
 
 app = typer.Typer(
     name="queryeval",
@@ -30,6 +37,9 @@ app = typer.Typer(
 )
 
 app.command("run")(run_cmd.command)
+app.command("report")(report_cmd.command)
+app.command("compare")(compare_cmd.command)
+app.command("rescore")(rescore_cmd.command)
 app.command("validate")(validate_cmd.command)
 app.command("schema")(schema_cmd.command)
 app.command("tune")(tune_cmd.command)
@@ -55,12 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
         return err.exit_code
-    except click.exceptions.Exit as exc:
+    except _EXIT as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except _ABORT:
         err_console.print("aborted", markup=False)
         return 130
-    except click.ClickException as exc:
+    except _CLICK_EXCEPTION as exc:
         exc.show()
         return exc.exit_code
     except KeyboardInterrupt:

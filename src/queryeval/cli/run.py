@@ -73,12 +73,17 @@ def command(
     executor: str = typer.Option("local", "--executor", help="local (threads) or ray."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster address (default: start a local one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    fail_under: list[str] = typer.Option(
+        [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
 ) -> None:
     """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from queryeval.errors import ConfigError
+    from queryeval.report.gates import check_thresholds, parse_thresholds
     from queryeval.run.evaluate import RunConfig, resume_run, start_run
+
+    thresholds = parse_thresholds(fail_under)
 
     bar = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -152,9 +157,12 @@ def command(
             console.print(renderable)
     paths = result.log.paths
     written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
-    if paths.report_xlsx.exists():
-        written.append(paths.report_xlsx)
+    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
     console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     for opts, batch_id in result.log.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
+                      markup=False, highlight=False)
+    if thresholds:
+        check_thresholds(result.metrics, thresholds)
+        console.print("gates passed: " + ", ".join(f"{k} >= {v:g}" for k, v in thresholds.items()),
                       markup=False, highlight=False)

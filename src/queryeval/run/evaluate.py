@@ -165,6 +165,10 @@ def _finish(log: RunLog, task: Task, order: list[str] | None, *, reports: bool) 
         task.write_reports(log.paths, records, metrics)
     _write_variants(log, task, records)
     log.mark_complete()
+    if reports:
+        from queryeval.report.html import write_html_report
+
+        write_html_report(log.paths.batch)
     return metrics, records
 
 

@@ -1,0 +1,37 @@
+"""``queryeval rescore RUN``: recompute scores and reports with other task options, from the
+log alone (the system is not called again). Writes a new batch; the source is not modified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from queryeval.cli.console import console
+
+
+def command(
+    run: Path = typer.Argument(..., help="Run log: its batch_<id>.json, a file of the batch, or a one-run folder."),
+    option: list[str] = typer.Option(
+        [], "--option", help="Task option KEY=VALUE overriding the run's, e.g. include_extra_dimensions=false."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Output folder of the new batch (default: the source run's)."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip the Excel and HTML reports."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary."),
+) -> None:
+    """Re-score RUN with other task options into a new batch."""
+    from queryeval.cli.run import _parse_options
+    from queryeval.report.rescore import rescore_run
+
+    result = rescore_run(run, _parse_options(option), out=out, reports=not no_report)
+    if not quiet:
+        summary = result.task.summary(result.metrics)
+        for renderable in summary if isinstance(summary, list) else [summary]:
+            console.print(renderable)
+    paths = result.log.paths
+    changed = ", ".join(f"{k}={v}" for k, v in result.changed_options.items()) or "none"
+    console.print(f"re-scored {result.source_batch_id} (changed options: {changed})",
+                  markup=False, highlight=False, soft_wrap=True)
+    written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
+    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
+    console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False, soft_wrap=True)

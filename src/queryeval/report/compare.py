@@ -1,0 +1,437 @@
+"""Compare two runs of the same task case by case: differences, significance, flipped cases.
+
+Cases are paired by ``case_id``. For every per-case metric (a number in each record's
+``scores``, or whatever the task's ``case_metrics(record)`` hook returns) the comparison
+holds the means of A and B, the difference B − A with a paired bootstrap CI, a paired
+randomization (sign-flip) test and a paired t-test, Holm-adjusted p-values across metrics,
+and the cases that improved or regressed. Also here: :func:`load_run` (open any run log for
+reading), and the console / JSON / xlsx outputs; the HTML output is in
+:mod:`queryeval.report.html_compare`. See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import ConfigError, GateFailure, InputError
+from queryeval.report import stats
+from queryeval.run.log import RunLog, dumps
+
+#: Changes smaller than this are float noise, not flips.
+FLIP_EPS = 1e-12
+_LOG_FILE = re.compile(r"^(?:batch|results|metrics|report)_(?P<id>.+?)\.(?:json|jsonl|csv|xlsx|html)$")
+_LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|errors?)$|_ms$")
+
+
+# --- reading runs -----------------------------------------------------------------------------
+@dataclass
+class LoadedRun:
+    """A run log read back: batch metadata, records, metrics (None if not finished), task."""
+
+    log: RunLog
+    records: list[dict]
+    metrics: dict | None
+    task: Any  # queryeval.tasks.base.Task, or None when the task kind is not installed
+
+    @property
+    def batch(self) -> dict:
+        return self.log.batch
+
+    @property
+    def batch_id(self) -> str:
+        return self.log.paths.batch_id
+
+    @property
+    def task_name(self) -> str | None:
+        return self.batch.get("task")
+
+    @property
+    def task_options(self) -> dict:
+        return dict(self.batch.get("evaluation_config", {}).get("task_options") or {})
+
+    def label(self) -> str:
+        return f"{self.batch_id[:8]} ({self.log.paths.folder.name})"
+
+
+def resolve_batch(location: str | Path) -> Path:
+    """The ``batch_<id>.json`` for a batch file, any file of the batch (results, metrics,
+    report), or a folder holding exactly one batch (searched recursively)."""
+    path = Path(location)
+    if path.is_dir():
+        found = sorted(path.rglob("batch_*.json"))
+        if len(found) != 1:
+            names = ", ".join(str(p.relative_to(path)) for p in found[:6]) or "none"
+            more = f" and {len(found) - 6} more" if len(found) > 6 else ""
+            raise ConfigError(f"{path}: expected one run (batch_<id>.json), found {len(found)} "
+                              f"({names}{more}); pass the batch_<id>.json file")
+        return found[0]
+    match = _LOG_FILE.match(path.name)
+    if not path.exists() or not match:
+        raise ConfigError(f"{path}: not a run log (a batch_<id>.json, a file of the batch, or a run folder)")
+    batch = path.with_name(f"batch_{match['id']}.json")
+    if not batch.is_file():
+        raise ConfigError(f"{path}: no {batch.name} beside it")
+    return batch
+
+
+def load_run(location: str | Path | LoadedRun) -> LoadedRun:
+    """Open a run log for reading (never modifies it)."""
+    if isinstance(location, LoadedRun):
+        return location
+    from queryeval.tasks.base import get_task
+
+    log = RunLog.open(resolve_batch(location))
+    records = _in_csv_order(log, log.read_records())
+    metrics = None
+    if log.paths.metrics.is_file():
+        import json
+
+        try:
+            metrics = json.loads(log.paths.metrics.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read metrics: {exc}", path=log.paths.metrics) from None
+    opts = log.batch.get("evaluation_config", {}).get("task_options") or {}
+    try:
+        task = get_task(log.batch.get("task") or "", opts)
+    except ConfigError:
+        task = None
+    return LoadedRun(log, records, metrics, task)
+
+
+def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:
+    """Records in the order of ``results_<id>.csv`` (the suite's order, written by ``finish``);
+    the JSONL holds them in completion order. Cases absent from the CSV keep their order, last."""
+    import csv
+
+    path = log.paths.results_csv
+    if not path.is_file():
+        return records
+    rank: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                rank.setdefault(str(row.get("case_id")), len(rank))
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return records
+    return sorted(records, key=lambda r: rank.get(str(r["case_id"]), len(rank)))
+
+
+# --- per-case metrics -------------------------------------------------------------------------
+def default_case_metrics(record: dict) -> dict[str, float]:
+    """Every finite number (not bool) directly in ``record["scores"]``."""
+    scores = record.get("scores") or {}
+    return {
+        k: float(v) for k, v in scores.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
+def case_metrics(task: Any, record: dict) -> dict[str, float]:
+    """Per-case metrics of a record: the task's ``case_metrics(record)`` hook when it has one
+    (a task whose per-case figures live elsewhere), else :func:`default_case_metrics`."""
+    hook = getattr(task, "case_metrics", None)
+    return hook(record) if callable(hook) else default_case_metrics(record)
+
+
+def lower_is_better(task: Any, metric: str) -> bool:
+    """Direction of a metric: the task's ``lower_is_better_metrics`` when set, else by name
+    (ranks, latencies, costs, token and error counts are better lower)."""
+    declared = getattr(task, "lower_is_better_metrics", None)
+    if declared is not None:
+        return metric in declared
+    return bool(_LOWER_IS_BETTER.search(metric))
+
+
+# --- the comparison ---------------------------------------------------------------------------
+@dataclass
+class Flip:
+    case_id: str
+    name: str | None
+    a: float
+    b: float
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+
+@dataclass
+class MetricComparison:
+    metric: str
+    n: int
+    mean_a: float | None
+    mean_b: float | None
+    diff: float | None
+    """mean(B − A) over the paired cases."""
+    ci_low: float | None
+    ci_high: float | None
+    p_randomization: float | None
+    randomization_method: str
+    p_ttest: float | None
+    p_holm: float | None = None
+    """Holm-adjusted randomization p (the one the regression gate uses)."""
+    p_ttest_holm: float | None = None
+    binary: bool = False
+    lower_is_better: bool = False
+    improved: list[Flip] = field(default_factory=list)
+    regressed: list[Flip] = field(default_factory=list)
+
+    def worse(self) -> bool:
+        """B is worse than A on this metric (direction-aware)."""
+        if self.diff is None:
+            return False
+        return self.diff > 0 if self.lower_is_better else self.diff < 0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for key in ("improved", "regressed"):
+            out[key] = [{**asdict(f), "delta": f.delta} for f in getattr(self, key)]
+        return out
+
+
+@dataclass
+class Comparison:
+    task: str | None
+    run_a: dict
+    run_b: dict
+    paired: int
+    only_a: list[str]
+    only_b: list[str]
+    excluded: list[str]
+    """Paired cases left out because a call failed and a run uses ``on_error=skip``."""
+    metrics: list[MetricComparison]
+    alpha: float
+    confidence: float
+    resamples: int
+    seed: int | None
+
+    def metric(self, name: str) -> MetricComparison:
+        for m in self.metrics:
+            if m.metric == name:
+                return m
+        raise KeyError(name)
+
+    def regressions(self) -> list[MetricComparison]:
+        """Metrics where B is worse and the Holm-adjusted randomization p is below alpha."""
+        return [m for m in self.metrics if m.worse() and m.p_holm is not None and m.p_holm < self.alpha]
+
+    def to_dict(self) -> dict:
+        return {
+            "comparison_schema": "queryeval.compare/1", "task": self.task,
+            "run_a": self.run_a, "run_b": self.run_b, "paired_cases": self.paired,
+            "only_in_a": self.only_a, "only_in_b": self.only_b, "excluded": self.excluded,
+            "alpha": self.alpha, "confidence": self.confidence, "resamples": self.resamples,
+            "seed": self.seed, "metrics": [m.to_dict() for m in self.metrics],
+            "regressions": [m.metric for m in self.regressions()],
+        }
+
+
+def _run_info(run: LoadedRun) -> dict:
+    cfg = run.batch.get("evaluation_config", {})
+    return {
+        "batch_id": run.batch_id, "path": str(run.log.paths.batch), "status": run.batch.get("status"),
+        "timestamp": run.batch.get("timestamp"), "system": cfg.get("system"),
+        "responses": cfg.get("responses"), "task_options": run.task_options,
+        "cases": len(run.records),
+    }
+
+
+def _flips(ids: list[str], names: dict[str, Any], xs: list[float], ys: list[float],
+           lower: bool) -> tuple[list[Flip], list[Flip]]:
+    improved, regressed = [], []
+    for cid, x, y in zip(ids, xs, ys, strict=True):
+        gain = (x - y) if lower else (y - x)
+        if gain > FLIP_EPS:
+            improved.append(Flip(cid, names.get(cid), x, y))
+        elif gain < -FLIP_EPS:
+            regressed.append(Flip(cid, names.get(cid), x, y))
+    return improved, regressed
+
+
+def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], ys: list[float], *,
+                    lower: bool, confidence: float, resamples: int, seed: int | None,
+                    exact_max_n: int) -> MetricComparison:
+    if not ids:
+        return MetricComparison(metric, 0, None, None, None, None, None, None, "none", None,
+                                lower_is_better=lower)
+    diffs = [y - x for x, y in zip(xs, ys, strict=True)]
+    ci = stats.bootstrap_ci(diffs, confidence=confidence, resamples=resamples, seed=seed)
+    rand = stats.sign_flip_test(diffs, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
+    improved, regressed = _flips(ids, names, xs, ys, lower)
+    return MetricComparison(
+        metric, len(ids), sum(xs) / len(xs), sum(ys) / len(ys), ci.mean, ci.low, ci.high,
+        rand.p_value, rand.method, stats.paired_t_test(xs, ys).p_value,
+        binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
+        improved=improved, regressed=regressed,
+    )
+
+
+def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
+                 metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
+                 confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
+                 exact_max_n: int = 20) -> Comparison:
+    """Pair two runs' cases by id and compare every per-case metric (or those named).
+
+    Raises ConfigError when the runs are of different task kinds, when a named metric is not
+    a per-case metric of both runs, or when ``alpha``/``resamples`` are out of range.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
+    if resamples < 1:
+        raise ConfigError(f"resamples must be >= 1, got {resamples}")
+    a, b = load_run(run_a), load_run(run_b)
+    if a.task_name != b.task_name:
+        raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
+                          f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
+    by_a = {r["case_id"]: r for r in a.records}
+    by_b = {r["case_id"]: r for r in b.records}
+    paired = [cid for cid in by_a if cid in by_b]
+    excluded: list[str] = []
+    if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
+        excluded = [cid for cid in paired
+                    if "error" in (by_a[cid].get("status"), by_b[cid].get("status"))]
+        paired = [cid for cid in paired if cid not in set(excluded)]
+    task = a.task or b.task
+    vals_a = {cid: case_metrics(task, by_a[cid]) for cid in paired}
+    vals_b = {cid: case_metrics(task, by_b[cid]) for cid in paired}
+    available: list[str] = []
+    for cid in paired:
+        for k in vals_a[cid]:
+            if k not in available and any(k in vals_b[c] for c in paired):
+                available.append(k)
+    if metrics:
+        unknown = [m for m in metrics if m not in available]
+        if unknown:
+            raise ConfigError(f"unknown metric(s) {', '.join(unknown)}; per-case metrics of both "
+                              f"runs: {', '.join(available) or 'none'}")
+        chosen = list(dict.fromkeys(metrics))
+    else:
+        chosen = available
+    names = {cid: by_a[cid].get("name") for cid in paired}
+    results = []
+    for metric in chosen:
+        ids = [cid for cid in paired if metric in vals_a[cid] and metric in vals_b[cid]]
+        results.append(_compare_metric(
+            metric, ids, names, [vals_a[c][metric] for c in ids], [vals_b[c][metric] for c in ids],
+            lower=lower_is_better(task, metric), confidence=confidence, resamples=resamples,
+            seed=seed, exact_max_n=exact_max_n))
+    for m, p in zip(results, stats.holm([m.p_randomization for m in results]), strict=True):
+        m.p_holm = p
+    for m, p in zip(results, stats.holm([m.p_ttest for m in results]), strict=True):
+        m.p_ttest_holm = p
+    return Comparison(
+        task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(paired),
+        only_a=[c for c in by_a if c not in by_b], only_b=[c for c in by_b if c not in by_a],
+        excluded=excluded, metrics=results, alpha=alpha, confidence=confidence,
+        resamples=resamples, seed=seed,
+    )
+
+
+def check_regression(comparison: Comparison) -> None:
+    """The ``--fail-on-regression`` gate: raise GateFailure naming every metric where B is
+    significantly worse than A (Holm-adjusted randomization p < alpha)."""
+    bad = comparison.regressions()
+    if not bad:
+        return
+    lines = [
+        f"{m.metric}: {m.mean_a:.4f} (A) -> {m.mean_b:.4f} (B), difference {m.diff:+.4f}, "
+        f"Holm-adjusted p = {m.p_holm:.4g} < alpha {comparison.alpha:g} "
+        f"({len(m.regressed)} case(s) regressed)"
+        for m in bad
+    ]
+    raise GateFailure("significant regression: " + "; ".join(lines))
+
+
+# --- outputs ----------------------------------------------------------------------------------
+def _f(v: float | None, spec: str = ".4f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def console_renderables(comp: Comparison, *, max_flips: int = 10) -> list:
+    """Rich tables: the per-metric summary, then the flipped cases of each metric."""
+    from rich.table import Table
+
+    head = Table(title=f"Compare {comp.task}: A={comp.run_a['batch_id'][:8]} "
+                       f"B={comp.run_b['batch_id'][:8]} ({comp.paired} paired cases"
+                       f", {len(comp.only_a)} only in A, {len(comp.only_b)} only in B)",
+                 title_justify="left")
+    for col in ("metric", "n", "mean A", "mean B", "B − A", f"{comp.confidence:.0%} CI",
+                "p rand.", "p t-test", "p Holm", "improved", "regressed"):
+        head.add_column(col, justify="left" if col == "metric" else "right")
+    for m in comp.metrics:
+        style = "bold red" if m in comp.regressions() else None
+        head.add_row(m.metric, str(m.n), _f(m.mean_a), _f(m.mean_b), _f(m.diff, "+.4f"),
+                     f"[{_f(m.ci_low, '+.4f')}, {_f(m.ci_high, '+.4f')}]", _f(m.p_randomization, ".4g"),
+                     _f(m.p_ttest, ".4g"), _f(m.p_holm, ".4g"), str(len(m.improved)),
+                     str(len(m.regressed)), style=style)
+    out: list = [head]
+    for m in comp.metrics:
+        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
+        if not flips:
+            continue
+        t = Table(title=f"{m.metric}: flipped cases", title_justify="left")
+        for col in ("change", "case", "A", "B"):
+            t.add_column(col)
+        for kind, f in flips[:max_flips]:
+            t.add_row(kind, f"{f.case_id} {f.name or ''}".strip(), _f(f.a), _f(f.b))
+        if len(flips) > max_flips:
+            t.add_row("…", f"{len(flips) - max_flips} more (see --json/--xlsx/--html)", "", "")
+        out.append(t)
+    return out
+
+
+def write_json(comp: Comparison, path: str | Path) -> Path:
+    from queryeval.io.atomic import write_text_atomic
+
+    write_text_atomic(path, dumps(comp.to_dict(), indent=2) + "\n")
+    return Path(path)
+
+
+def _sheet_title(name: str, used: set[str]) -> str:
+    base = re.sub(r"[\[\]:*?/\\]", "_", name)[:31] or "metric"
+    title, i = base, 2
+    while title.lower() in used or title.lower() == "summary":
+        suffix = f"~{i}"
+        title, i = base[: 31 - len(suffix)] + suffix, i + 1
+    used.add(title.lower())
+    return title
+
+
+def write_xlsx(comp: Comparison, path: str | Path) -> Path:
+    """Sheet ``Summary`` (one row per metric) and one sheet per metric with its flipped cases."""
+    from openpyxl import Workbook
+
+    from queryeval.report.xlsx import save, set_widths, write_table
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Summary"
+    info = [("task", comp.task), ("run A", comp.run_a["batch_id"]), ("run B", comp.run_b["batch_id"]),
+            ("paired cases", comp.paired), ("only in A", len(comp.only_a)),
+            ("only in B", len(comp.only_b)), ("excluded (errors, on_error=skip)", len(comp.excluded)),
+            ("alpha", comp.alpha), ("resamples", comp.resamples), ("seed", comp.seed)]
+    row = write_table(ws, 1, ["field", "value"], info, title="Comparison")
+    headers = ["metric", "n", "mean A", "mean B", "B - A", "CI low", "CI high", "p randomization",
+               "p t-test", "p Holm", "p t-test Holm", "improved", "regressed", "significant regression"]
+    regress = {m.metric for m in comp.regressions()}
+    rows = [[m.metric, m.n, m.mean_a, m.mean_b, m.diff, m.ci_low, m.ci_high, m.p_randomization,
+             m.p_ttest, m.p_holm, m.p_ttest_holm, len(m.improved), len(m.regressed),
+             "yes" if m.metric in regress else "no"] for m in comp.metrics]
+    write_table(ws, row, headers, rows, figure_cols=(3, 4, 5, 6, 7), title="Metrics")
+    ws.freeze_panes = None
+    set_widths(ws, {1: 34, **{j: 14 for j in range(2, 15)}})
+    used: set[str] = set()
+    for m in comp.metrics:
+        sheet = wb.create_sheet(_sheet_title(m.metric, used))
+        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
+        write_table(sheet, 1, ["change", "case_id", "name", "A", "B", "B - A"],
+                    [[k, f.case_id, f.name, f.a, f.b, f.delta] for k, f in flips],
+                    figure_cols=(4, 5, 6), title=f"{m.metric}: flipped cases ({len(flips)})")
+        sheet.freeze_panes = "A3"
+        set_widths(sheet, {1: 12, 2: 40, 3: 40, 4: 10, 5: 10, 6: 10})
+    return save(wb, path)

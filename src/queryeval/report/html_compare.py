@@ -1,0 +1,86 @@
+"""The HTML output of ``queryeval compare``: a self-contained page with the per-metric
+summary (means, difference with its bootstrap CI, p-values), a chart of the means of A and B,
+and the flipped cases of each metric in a filterable, sortable table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from queryeval.report.compare import Comparison
+from queryeval.report.html_page import esc, fmt, num_cell, page
+from queryeval.report.html_svg import bar_chart
+
+
+def _run_rows(comp: Comparison) -> str:
+    rows = []
+    for label, info in (("A", comp.run_a), ("B", comp.run_b)):
+        system = info.get("system") or f"recorded: {info.get('responses')}"
+        rows.append(f"<tr><th>{label}</th><td>{esc(info.get('batch_id'))}</td><td>{esc(system)}</td>"
+                    f"<td>{esc(json.dumps(info.get('task_options', {}), ensure_ascii=False))}</td>"
+                    f"<td>{esc(info.get('path'))}</td></tr>")
+    return ("<table><thead><tr><th>run</th><th>batch</th><th>system</th><th>task options</th>"
+            f"<th>batch file</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def render_comparison(comp: Comparison) -> str:
+    """The HTML text of a comparison."""
+    regress = {m.metric for m in comp.regressions()}
+    rows = []
+    for m in comp.metrics:
+        cls = "worse" if m.metric in regress else ("better" if m.p_holm is not None and
+                                                   m.p_holm < comp.alpha else "")
+        ci = f"[{fmt(m.ci_low)}, {fmt(m.ci_high)}]"
+        rows.append(f'<tr><td class="{cls}">{esc(m.metric)}</td>{num_cell(m.n)}{num_cell(m.mean_a)}'
+                    f"{num_cell(m.mean_b)}{num_cell(m.diff)}<td class=\"num\">{esc(ci)}</td>"
+                    f"{num_cell(m.p_randomization)}{num_cell(m.p_ttest)}{num_cell(m.p_holm)}"
+                    f"{num_cell(len(m.improved))}{num_cell(len(m.regressed))}</tr>")
+    summary = ("<table><thead><tr><th>metric</th><th>n</th><th>mean A</th><th>mean B</th>"
+               f"<th>B − A</th><th>{comp.confidence:.0%} CI of B − A</th><th>p randomization</th>"
+               "<th>p t-test</th><th>p Holm</th><th>improved</th><th>regressed</th></tr></thead>"
+               f"<tbody>{''.join(rows)}</tbody></table>")
+    rate = [m for m in comp.metrics if m.mean_a is not None and 0 <= m.mean_a <= 1
+            and m.mean_b is not None and 0 <= m.mean_b <= 1]
+    chart = bar_chart([(m.metric, [m.mean_a, m.mean_b]) for m in rate], ["A", "B"],
+                      title="Means of A and B") if rate else ""
+    flips = []
+    for m in comp.metrics:
+        for kind, items in (("improved", m.improved), ("regressed", m.regressed)):
+            for f in items:
+                cls = "better" if kind == "improved" else "worse"
+                flips.append(f'<tr data-status="{kind}"><td>{esc(m.metric)}</td>'
+                             f'<td class="{cls}">{kind}</td><td>{esc(f.case_id)}</td>'
+                             f"<td>{esc(f.name)}</td>{num_cell(f.a)}{num_cell(f.b)}{num_cell(f.delta)}</tr>")
+    n_imp = sum(len(m.improved) for m in comp.metrics)
+    n_reg = sum(len(m.regressed) for m in comp.metrics)
+    flip_table = (
+        '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
+        'aria-label="filter cases"><select id="filter-status" aria-label="change">'
+        f'<option value="">all ({len(flips)})</option><option value="improved">improved ({n_imp})'
+        f'</option><option value="regressed">regressed ({n_reg})</option></select>'
+        '<span id="filter-count" class="note"></span></div><table id="cases"><thead><tr>'
+        "<th>metric</th><th>change</th><th>case</th><th>name</th><th class=\"num\">A</th>"
+        "<th class=\"num\">B</th><th class=\"num\">B − A</th></tr></thead>"
+        f"<tbody>{''.join(flips)}</tbody></table>"
+    )
+    verdict = (f'<p class="worse">significant regression: {esc(", ".join(sorted(regress)))}</p>'
+               if regress else '<p class="better">no significant regression</p>')
+    unpaired = (f"<p class=\"note\">{comp.paired} paired cases; only in A: {len(comp.only_a)}; "
+                f"only in B: {len(comp.only_b)}; excluded (failed calls, on_error=skip): "
+                f"{len(comp.excluded)}. p-values: paired sign-flip randomization test "
+                f"(exact up to 20 pairs, else {comp.resamples} seeded resamples), paired t-test; "
+                f"Holm-adjusted across {len(comp.metrics)} metrics; alpha {comp.alpha:g}.</p>")
+    lists = "".join(
+        f"<details><summary>cases only in {label} ({len(ids)})</summary><pre>{esc(chr(10).join(ids))}"
+        "</pre></details>" for label, ids in (("A", comp.only_a), ("B", comp.only_b)) if ids)
+    body = (f"<h1>Comparison · {esc(comp.task)}</h1>{_run_rows(comp)}{verdict}{unpaired}{lists}"
+            f"<h2>Metrics</h2>{summary}<div class=\"charts\">{chart}</div>"
+            f"<h2>Flipped cases</h2>{flip_table}")
+    return page(f"queryeval compare · {comp.task}", body)
+
+
+def write_comparison_html(comp: Comparison, path: str | Path) -> Path:
+    from queryeval.io.atomic import write_text_atomic
+
+    write_text_atomic(path, render_comparison(comp))
+    return Path(path)

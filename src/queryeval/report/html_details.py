@@ -1,0 +1,148 @@
+"""Per-task renderers of one case's details in the HTML report.
+
+:func:`render_details` picks, in order: the task's own ``html_details(record) -> str`` hook,
+a renderer registered here for the task name (:data:`RENDERERS`), or the generic fallback
+that shows each turn's question, error, expected (target) and produced (output) values and
+scores as pretty JSON. Every user-supplied string goes through :func:`esc`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from queryeval.report.html_page import esc, fmt
+
+
+def _pretty(value: Any) -> str:
+    return esc(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def _error(turn: dict) -> str:
+    err = turn.get("error")
+    if not err:
+        return ""
+    if isinstance(err, dict):
+        text = f"{err.get('kind', 'error')}: {err.get('message', '')}"
+    else:
+        text = str(err)
+    return f'<p class="error">call failed — {esc(text)}</p>'
+
+
+def _question(turn: dict) -> str:
+    label = f"turn {turn.get('turn')}" if "turn" in turn else "turn"
+    q = turn.get("question")
+    return f"<h4>{esc(label)}{': ' + esc(q) if q else ''}</h4>"
+
+
+# --- generic --------------------------------------------------------------------------------
+def generic_details(record: dict) -> str:
+    """Each turn's target, output, error and scores; a record without turns as JSON."""
+    turns = record.get("turns")
+    if not isinstance(turns, list) or not turns:
+        shown = {k: v for k, v in record.items() if k not in ("case_id", "name", "tags")}
+        return f"<pre>{_pretty(shown)}</pre>"
+    parts = []
+    for t in turns:
+        if not isinstance(t, dict):
+            parts.append(f"<pre>{_pretty(t)}</pre>")
+            continue
+        parts.append(_question(t) + _error(t))
+        parts.append('<div class="charts">'
+                     f'<div><b>expected</b><pre>{_pretty(t.get("target"))}</pre></div>'
+                     f'<div><b>produced</b><pre>{_pretty(t.get("output"))}</pre></div></div>')
+        if t.get("scores") is not None:
+            parts.append(f'<details><summary>scores</summary><pre>{_pretty(t["scores"])}</pre></details>')
+    return "".join(parts)
+
+
+# --- term selection (seed 000) ----------------------------------------------------------------
+def _terms(terms: list) -> str:
+    if not terms:
+        return "—"
+    items = "".join(f"<li><code>{esc(t[0])}</code> {esc(t[1])}</li>" if isinstance(t, (list, tuple))
+                    and len(t) == 2 else f"<li>{esc(t)}</li>" for t in terms)
+    return f'<ul class="terms">{items}</ul>'
+
+
+def selection_details(record: dict) -> str:
+    """Per turn, one row per (dataset, dimension): precision, recall, the terms found, the
+    missed terms (false negatives) and the extra ones (false positives)."""
+    parts = []
+    for t in record.get("turns", []):
+        parts.append(_question(t) + _error(t))
+        dims = (t.get("scores") or {}).get("dimensions", [])
+        if not dims:
+            parts.append('<p class="note">nothing expected, nothing selected</p>')
+            continue
+        rows = []
+        for d in dims:
+            where = f"{d['dataset_id']} / {d['dimension']}"
+            status = "" if d.get("in_target") else ' <span class="fail">(not in target)</span>'
+            cls = "pass" if not d.get("fn") and not d.get("fp") else "fail"
+            rows.append(
+                f'<tr><td class="{cls}">{esc(where)}{status}</td>'
+                f'<td class="num">{esc(fmt(d.get("precision")))}</td>'
+                f'<td class="num">{esc(fmt(d.get("recall")))}</td>'
+                f"<td>{_terms(d.get('tp', []))}</td><td>{_terms(d.get('fn', []))}</td>"
+                f"<td>{_terms(d.get('fp', []))}</td></tr>")
+        parts.append("<table><thead><tr><th>dataset / dimension</th><th>precision</th><th>recall</th>"
+                     "<th>found (TP)</th><th>missed (FN)</th><th>extra (FP)</th></tr></thead>"
+                     f"<tbody>{''.join(rows)}</tbody></table>")
+    return "".join(parts)
+
+
+# --- retrieval (seed 002) and queries (seed 003) ----------------------------------------------
+def retrieval_details(record: dict) -> str:
+    """The question, the expected chunk, and the retrieved chunks in rank order with the
+    correct one marked."""
+    expected = record["expected_chunk"] or {}
+    result = record.get("evaluation_result") or {}
+    want = expected.get("content_hash")
+    rows = []
+    for rank, c in enumerate(record.get("retrieved_chunks") or [], start=1):
+        ok = want is not None and c.get("content_hash") == want
+        rows.append(f'<tr><td class="num">{rank}</td><td class="{"pass" if ok else ""}">'
+                    f'{esc(c.get("chunk_id"))}{" ✔" if ok else ""}</td>'
+                    f'<td class="num">{esc(fmt(c.get("score")))}</td>'
+                    f'<td>{esc((c.get("content") or "")[:400])}</td></tr>')
+    err = _error(record)
+    return (f"<h4>{esc(record.get('question'))}</h4>{err}"
+            f"<p>expected chunk <code>{esc(expected.get('chunk_id'))}</code> "
+            f"({esc(expected.get('name'))}); found at rank {esc(fmt(result.get('rank_if_found')))}</p>"
+            "<table><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>content</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def query_details(record: dict) -> str:
+    """Gold and predicted queries side by side, their executions and the scores."""
+    gold, pred = record["gold_query"], record.get("predicted_query")
+    return (f"<h4>{esc(record.get('question'))}</h4>{_error(record)}"
+            '<div class="charts">'
+            f'<div><b>gold query</b><pre>{esc(gold)}</pre>'
+            f'<pre>{_pretty(record.get("gold_execution"))}</pre></div>'
+            f'<div><b>predicted query</b><pre>{esc(pred)}</pre>'
+            f'<pre>{_pretty(record.get("predicted_execution"))}</pre></div></div>'
+            f'<details><summary>scores</summary><pre>{_pretty(record.get("scores"))}</pre></details>')
+
+
+#: Task name -> renderer of a record's details (HTML). Other task kinds register here or give
+#: their Task class an ``html_details(record)`` method.
+RENDERERS: dict[str, Callable[[dict], str]] = {
+    "indicator_selection": selection_details,
+    "retrieval": retrieval_details,
+    "query": query_details,
+}
+
+
+def render_details(task_name: str | None, task: Any, record: dict) -> str:
+    hook = getattr(task, "html_details", None)
+    if callable(hook):
+        return hook(record)
+    renderer = RENDERERS.get(task_name or "", generic_details)
+    try:
+        return renderer(record)
+    except (KeyError, TypeError, IndexError, AttributeError):
+        # a record of an older or unexpected shape: show it rather than fail the report
+        return generic_details(record)

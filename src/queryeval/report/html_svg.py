@@ -1,0 +1,128 @@
+"""Inline SVG charts for the HTML reports, drawn in Python (no JavaScript library, no network).
+
+Two charts, both on a fixed [0, 1] scale because every figure they show is a proportion:
+:func:`bar_chart` (horizontal grouped bars, optional confidence whiskers) and
+:func:`radar_chart` (the seed 001 "spider chart": one axis per group member). All text is
+escaped; long labels are shortened on screen and given in full in a ``<title>`` tooltip.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+PALETTE = ["#2f6db5", "#e07b24", "#3a9a5b", "#b23a48", "#7d5ba6", "#8c6d31"]
+
+
+def _short(text: str, limit: int = 34) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _num(v: float) -> str:
+    return f"{v:.1f}".rstrip("0").rstrip(".") if v == v else "0"
+
+
+def _legend(series: Sequence[str], x: float, y: float) -> tuple[list[str], float]:
+    out, cx = [], x
+    for i, name in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        out.append(f'<rect x="{_num(cx)}" y="{_num(y - 9)}" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{_num(cx + 14)}" y="{_num(y)}" class="lg">{escape(name)}</text>')
+        cx += 24 + 7 * len(name)
+    return out, cx
+
+
+def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[str], *,
+              title: str, ci: Sequence[Sequence[tuple[float, float] | None]] | None = None,
+              width: int = 760, label_width: int = 230) -> str:
+    """Horizontal grouped bars on [0, 1]: one group per row, one bar per series.
+
+    ``rows``: ``(label, values per series)``; a None value is drawn as "n/a".
+    ``ci``: per row, per series, an optional ``(low, high)`` whisker.
+    """
+    bar_h, gap, top = 13, 9, 34 if len(series) > 1 else 16
+    plot_x, plot_w = label_width, width - label_width - 56
+    group_h = bar_h * len(series) + gap
+    height = top + group_h * len(rows) + 24
+    parts = [f'<svg class="chart bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    if len(series) > 1:
+        parts += _legend(series, plot_x, 16)[0]
+    axis_y = top + group_h * len(rows)
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = plot_x + tick * plot_w
+        parts.append(f'<line x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" y2="{axis_y}" class="grid"/>'
+                     f'<text x="{_num(x)}" y="{axis_y + 14}" class="tick">{tick:g}</text>')
+    for r, (label, values) in enumerate(rows):
+        y0 = top + r * group_h
+        parts.append(f'<text x="{plot_x - 8}" y="{_num(y0 + (group_h - gap) / 2 + 4)}" class="lab">'
+                     f'<title>{escape(label)}</title>{escape(_short(label))}</text>')
+        for s, value in enumerate(values):
+            y = y0 + s * bar_h
+            color = PALETTE[s % len(PALETTE)]
+            if value is None or not math.isfinite(value):
+                parts.append(f'<text x="{plot_x + 4}" y="{y + bar_h - 3}" class="val">n/a</text>')
+                continue
+            w = max(0.0, min(1.0, value)) * plot_w
+            parts.append(f'<rect x="{plot_x}" y="{y + 1}" width="{_num(w)}" height="{bar_h - 2}" '
+                         f'fill="{color}"><title>{escape(label)} · {escape(series[s])}: '
+                         f'{value:.4f}</title></rect>')
+            whisker = ci[r][s] if ci is not None else None
+            end = w
+            if whisker is not None:
+                lo, hi = (plot_x + max(0.0, min(1.0, v)) * plot_w for v in whisker)
+                cy = y + bar_h / 2
+                parts.append(f'<path d="M{_num(lo)} {_num(cy)}H{_num(hi)}M{_num(lo)} {_num(cy - 4)}'
+                             f'v8M{_num(hi)} {_num(cy - 4)}v8" class="ci"/>')
+                end = max(w, hi - plot_x)
+            parts.append(f'<text x="{_num(plot_x + end + 4)}" y="{y + bar_h - 3}" class="val">'
+                         f'{value:.3f}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, title: str,
+                size: int = 460) -> str:
+    """A spider chart on [0, 1]: one axis per label (at least 3), one polygon per series."""
+    if len(labels) < 3:
+        raise ValueError("a radar chart needs at least 3 axes")
+    n = len(labels)
+    pad_x, pad_top = 130, 40
+    r = size / 2 - 30
+    cx, cy = pad_x + r, pad_top + r + 10
+    width, height = int(2 * (pad_x + r)), int(cy + r + 40)
+
+    def point(i: int, v: float) -> tuple[float, float]:
+        angle = 2 * math.pi * i / n - math.pi / 2
+        return cx + r * v * math.cos(angle), cy + r * v * math.sin(angle)
+
+    parts = [f'<svg class="chart radar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    parts += _legend(list(series), 10, 16)[0]
+    for level in (0.25, 0.5, 0.75, 1.0):
+        pts = " ".join(f"{_num(x)},{_num(y)}" for x, y in (point(i, level) for i in range(n)))
+        parts.append(f'<polygon points="{pts}" class="ring"/>')
+        lx, ly = point(0, level)
+        parts.append(f'<text x="{_num(lx + 3)}" y="{_num(ly + 10)}" class="tick">{level:g}</text>')
+    for i, label in enumerate(labels):
+        x, y = point(i, 1.0)
+        parts.append(f'<line x1="{_num(cx)}" y1="{_num(cy)}" x2="{_num(x)}" y2="{_num(y)}" class="grid"/>')
+        lx, ly = point(i, 1.08)
+        anchor = "middle" if abs(lx - cx) < 1e-6 * size + 2 else ("start" if lx > cx else "end")
+        parts.append(f'<text x="{_num(lx)}" y="{_num(ly + 4)}" text-anchor="{anchor}" class="lab2">'
+                     f'<title>{escape(label)}</title>{escape(_short(label, 22))}</text>')
+    for s, (name, values) in enumerate(series.items()):
+        if len(values) != n:
+            raise ValueError(f"series {name!r} has {len(values)} values for {n} axes")
+        color = PALETTE[s % len(PALETTE)]
+        pts = [point(i, max(0.0, min(1.0, v))) for i, v in enumerate(values)]
+        parts.append(f'<polygon points="{" ".join(f"{_num(x)},{_num(y)}" for x, y in pts)}" '
+                     f'fill="{color}" fill-opacity="0.15" stroke="{color}" stroke-width="2"/>')
+        for (x, y), label, v in zip(pts, labels, values, strict=True):
+            parts.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="3" fill="{color}">'
+                         f'<title>{escape(label)} · {escape(name)}: {v:.4f}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,84 @@
+"""Re-score a run log with other task options, without calling the system again.
+
+The records hold every scored turn's target and output, so the task rebuilt with the stored
+``task_options`` updated by the new ones can recompute each record
+(:meth:`Task.rescore_record`) and the aggregates (:meth:`Task.aggregate`). The result is a
+NEW batch (new id) in the usual layout whose batch file says where it came from
+(``rescored_from``: source batch id, path and the options that changed). The source run is
+only read, never written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import ConfigError
+from queryeval.report.compare import load_run
+from queryeval.run.log import RunLog, now_iso
+
+
+@dataclass
+class RescoreResult:
+    log: RunLog
+    task: Any
+    metrics: dict
+    records: list[dict]
+    source_batch_id: str
+    changed_options: dict
+
+
+def rescore_run(source: str | Path, options: dict | None = None, *, out: str | Path | None = None,
+                reports: bool = True, html: bool = True) -> RescoreResult:
+    """Re-score ``source`` (a batch file, a file of the batch, or a one-run folder) with
+    ``options`` overriding its stored task options; write the new batch under ``out``
+    (default: the source's output folder, i.e. the parent of its date folder).
+
+    Raises ConfigError for an unknown task kind or invalid options (the task validates them),
+    and when the source has no records.
+    """
+    from queryeval.run.evaluate import finish, software_info
+    from queryeval.tasks.base import get_task
+
+    run = load_run(source)
+    if not run.task_name:
+        raise ConfigError(f"{run.log.paths.batch}: the batch names no task")
+    if not run.records:
+        raise ConfigError(f"{run.log.paths.results_jsonl}: no records to re-score")
+    stored = run.task_options
+    task = get_task(run.task_name, {**stored, **(options or {})})
+    new_options = task.options.model_dump()
+    changed = {k: v for k, v in new_options.items() if stored.get(k) != v}
+
+    src = run.batch
+    config = dict(src.get("evaluation_config", {}))
+    config["task_options"] = new_options
+    target = Path(out) if out is not None else run.log.paths.folder.parent
+    config["out"] = str(target.resolve())
+    fields = {
+        "task": run.task_name,
+        "evaluation_config": config,
+        "suite_info": src.get("suite_info"),
+        "software_info": software_info(),
+        "rescored_from": {
+            "batch_id": run.batch_id,
+            "path": str(run.log.paths.batch.resolve()),
+            "task_options": stored,
+            "changed_options": changed,
+            "rescored_at": now_iso(),
+        },
+    }
+    log = RunLog.create(target, fields)
+    try:
+        for record in run.records:
+            log.append(task.rescore_record(record))
+    finally:
+        log.close()
+    order = [r["case_id"] for r in run.records]
+    metrics, records = finish(log, task, order, reports=reports)
+    if html and reports:
+        from queryeval.report.html import write_html_report
+
+        write_html_report(log.paths.batch)
+    return RescoreResult(log, task, metrics, records, run.batch_id, changed)

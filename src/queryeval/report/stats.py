@@ -1,0 +1,216 @@
+"""Statistics for reports and run comparisons (numpy/scipy, no I/O).
+
+* :func:`bootstrap_ci` — percentile bootstrap confidence interval of a mean. Seeded; the
+  resampled indices are drawn as one ``(resamples, n)`` matrix (in blocks bounded in memory)
+  and the means are taken along the rows.
+* :func:`sign_flip_test` — the paired randomization test: under H0 (the two systems are
+  exchangeable on every case) each paired difference is equally likely to carry either sign,
+  so the null distribution of the mean difference is the set of its 2**n sign flips. Exact
+  enumeration for ``n <= exact_max_n`` (meet in the middle: the sums of the two halves' flips
+  are added as an outer sum), seeded Monte Carlo otherwise, with the +1 correction
+  ``p = (hits + 1) / (resamples + 1)`` so a sampled p is never 0.
+* :func:`paired_t_test` — scipy's ``ttest_rel`` with the zero-variance cases made explicit.
+* :func:`holm` — Holm-Bonferroni step-down adjustment across metrics.
+* :func:`paired_bootstrap_ci` — bootstrap CI of the mean of the paired differences.
+
+See docs/reports.md for why these tests and these conventions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _sp
+
+#: Largest number of entries of one resampling block (indices or signs); bounds memory.
+BLOCK_ELEMENTS = 4_000_000
+
+
+def _as_1d(values: Sequence[float] | np.ndarray, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite numbers (no NaN/inf)")
+    return arr
+
+
+def _blocks(total: int, per_row: int) -> list[int]:
+    """Row counts of blocks whose ``rows * per_row`` stays under :data:`BLOCK_ELEMENTS`."""
+    rows = max(1, BLOCK_ELEMENTS // max(per_row, 1))
+    out = []
+    while total > 0:
+        out.append(min(rows, total))
+        total -= out[-1]
+    return out
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """A mean with its percentile bootstrap interval (``low``/``high`` None when n == 0)."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n,
+                "confidence": self.confidence}
+
+
+def bootstrap_means(values: Sequence[float] | np.ndarray, *, resamples: int = 10_000,
+                    seed: int | None = 0) -> np.ndarray:
+    """The ``resamples`` bootstrap means of ``values`` (resampling cases with replacement)."""
+    arr = _as_1d(values)
+    n = arr.size
+    if n == 0:
+        raise ValueError("cannot bootstrap an empty sample")
+    if resamples < 1:
+        raise ValueError("resamples must be >= 1")
+    rng = np.random.default_rng(seed)
+    parts = []
+    for rows in _blocks(resamples, n):
+        idx = rng.integers(0, n, size=(rows, n))
+        parts.append(arr[idx].mean(axis=1))
+    return np.concatenate(parts)
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.95,
+                 resamples: int = 10_000, seed: int | None = 0) -> MeanCI:
+    """Percentile bootstrap CI of the mean.
+
+    ``n == 0``: mean and bounds are None. ``n == 1`` or constant values: the interval is the
+    single point (every resample has the same mean). Bounds are the ``(1-confidence)/2`` and
+    ``(1+confidence)/2`` quantiles (linear interpolation) of the resampled means.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    arr = _as_1d(values)
+    if arr.size == 0:
+        return MeanCI(None, None, None, 0, confidence)
+    mean = float(arr.mean())
+    if np.all(arr == arr[0]):
+        return MeanCI(mean, mean, mean, int(arr.size), confidence)
+    means = bootstrap_means(arr, resamples=resamples, seed=seed)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return MeanCI(mean, float(low), float(high), int(arr.size), confidence)
+
+
+def paired_bootstrap_ci(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
+                        confidence: float = 0.95, resamples: int = 10_000,
+                        seed: int | None = 0) -> MeanCI:
+    """Bootstrap CI of ``mean(b - a)``: cases are resampled as pairs."""
+    a_arr, b_arr = _paired(a, b)
+    return bootstrap_ci(b_arr - a_arr, confidence=confidence, resamples=resamples, seed=seed)
+
+
+def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a_arr, b_arr = _as_1d(a, "a"), _as_1d(b, "b")
+    if a_arr.shape != b_arr.shape:
+        raise ValueError(f"paired samples differ in length ({a_arr.size} vs {b_arr.size})")
+    return a_arr, b_arr
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """A two-sided p-value and how it was obtained."""
+
+    p_value: float | None
+    statistic: float | None
+    method: str
+    resamples: int | None = None
+    """Sign patterns evaluated (2**n when exact)."""
+
+
+def _sign_matrix(k: int) -> np.ndarray:
+    """All 2**k sign vectors of length k as rows of +-1."""
+    bits = (np.arange(2**k, dtype=np.int64)[:, None] >> np.arange(k, dtype=np.int64)) & 1
+    return (bits * 2 - 1).astype(float)
+
+
+def _tolerance(diffs: np.ndarray) -> float:
+    """Slack for ``|T*| >= |T_obs|`` so sums equal in exact arithmetic count as ties despite
+    floating-point rounding in a different summation order."""
+    return 1e-9 * max(float(np.abs(diffs).sum()), 1e-300)
+
+
+def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_000,
+                   seed: int | None = 0, exact_max_n: int = 20) -> TestResult:
+    """Two-sided paired randomization (sign-flip) test of ``mean(diffs) == 0``.
+
+    The statistic is the sum of the differences (equivalent to the mean for fixed n).
+    Exact: ``p = #{flips with |T*| >= |T_obs|} / 2**n`` (the identity flip is one of them, so
+    p >= 2**-n). Monte Carlo: ``p = (hits + 1) / (resamples + 1)``. Zero differences carry no
+    sign information but are kept (they do not change T*). ``n == 0`` gives ``p = None``.
+    """
+    d = _as_1d(diffs, "diffs")
+    n = d.size
+    if n == 0:
+        return TestResult(None, None, "none")
+    observed = float(d.sum())
+    threshold = abs(observed) - _tolerance(d)
+    if not np.any(d):
+        return TestResult(1.0, 0.0, "exact", 2**n if n <= exact_max_n else None)
+    if n <= exact_max_n:
+        half = n // 2
+        left = _sign_matrix(half) @ d[:half] if half else np.zeros(1)
+        right = _sign_matrix(n - half) @ d[half:]
+        hits = 0
+        for rows in _blocks(left.size, right.size):
+            chunk, left = left[:rows], left[rows:]
+            hits += int(np.count_nonzero(np.abs(chunk[:, None] + right[None, :]) >= threshold))
+        total = 2**n
+        return TestResult(hits / total, observed, "exact", total)
+    if resamples < 1:
+        raise ValueError("resamples must be >= 1")
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for rows in _blocks(resamples, n):
+        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
+        hits += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
+    return TestResult((hits + 1) / (resamples + 1), observed, "monte_carlo", resamples)
+
+
+def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> TestResult:
+    """Two-sided paired t-test of ``mean(b - a) == 0`` (``scipy.stats.ttest_rel``).
+
+    Zero variance of the differences is decided explicitly instead of scipy's NaN/warning:
+    all differences 0 (identical scores) → ``p = 1.0``; all equal and non-zero → ``p = 0.0``
+    (the limit as the variance goes to 0; t is ±inf). Fewer than 2 pairs → ``p = None``.
+    """
+    a_arr, b_arr = _paired(a, b)
+    d = b_arr - a_arr
+    if d.size < 2:
+        return TestResult(None, None, "t")
+    if np.all(d == d[0]):
+        if d[0] == 0:
+            return TestResult(1.0, 0.0, "t")
+        return TestResult(0.0, math.copysign(math.inf, d[0]), "t")
+    res = _sp.ttest_rel(b_arr, a_arr)
+    return TestResult(float(res.pvalue), float(res.statistic), "t")
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-Bonferroni adjusted p-values, in the input order.
+
+    With the m valid p-values sorted ascending, ``adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j))``
+    (1-based). None entries (no test possible) stay None and do not count in m. Rejecting
+    where ``adj < alpha`` controls the family-wise error rate at alpha.
+    """
+    valid = [(p, i) for i, p in enumerate(p_values) if p is not None and not math.isnan(p)]
+    for p, _ in valid:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p-value out of [0, 1]: {p}")
+    out: list[float | None] = [None] * len(p_values)
+    m = len(valid)
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted(valid)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
