@@ -26,6 +26,27 @@ def _parse_options(items: list[str]) -> dict:
     return out
 
 
+def _per_field(items: list[str], cast):
+    """``["5"]`` -> 5; ``["item=5", "type=2"]`` -> ``{"item": 5, "type": 2}``."""
+    from queryeval.errors import ConfigError
+
+    if len(items) == 1 and "=" not in items[0]:
+        try:
+            return cast(items[0])
+        except ValueError:
+            raise ConfigError(f"expected a number, got {items[0]!r}") from None
+    out = {}
+    for item in items:
+        key, sep, value = item.rpartition("=")
+        if not sep or not key:
+            raise ConfigError(f"expected FIELD=VALUE, got {item!r}")
+        try:
+            out[key] = cast(value)
+        except ValueError:
+            raise ConfigError(f"expected a number in {item!r}") from None
+    return out
+
+
 def command(
     suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
     responses: Path | None = typer.Option(None, "--responses", "-r", help="Recorded outputs (JSONL)."),
@@ -50,6 +71,9 @@ def command(
     database: Path | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
     rules: str | None = typer.Option(None, "--rules", help="Query: clean (default) or buildingqa metric rules."),
+    data: Path | None = typer.Option(None, "--data", help="Fields: the data table whose values are retrieved."),
+    n: list[str] = typer.Option([], "--n", help="Fields: values retrieved per field: N, or FIELD=N (repeatable)."),
+    tuning: Path | None = typer.Option(None, "--tuning", help="Fields: N and model per field from a `queryeval tune` JSON."),
     reformat: bool = typer.Option(False, "--reformat", help="Answers: reformat free text with an LLM first."),
     reformat_model: str | None = typer.Option(None, "--reformat-model", help="Chat model for --reformat."),
     reformat_base_url: str = typer.Option(
@@ -130,6 +154,12 @@ def command(
                 task_options["source"] = ",".join(sources)
             if rules:
                 task_options["rules"] = rules
+            if data:
+                task_options["data"] = str(data.resolve())
+            if tuning:
+                task_options["tuning"] = str(tuning.resolve())
+            if n:
+                task_options["n"] = _per_field(n, int)
             if reformat:
                 if not reformat_model:
                     raise ConfigError("--reformat needs --reformat-model")

@@ -1,4 +1,7 @@
-"""``queryeval tune EVALUATION --rankings FILE``: the model and the exact N per field (seed 004)."""
+"""``queryeval tune EVALUATION --data DATA [--model M ...]``: the model and the exact N per
+field (seed 004). The rankings come from the built-in retrievers (each (model, field) indexed
+once, one full ranking per question serving every N), or from a precomputed ``--rankings``
+JSON."""
 
 from __future__ import annotations
 
@@ -21,13 +24,43 @@ def _parse_descriptions(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _evaluation(path: Path, question_column: str, fields: list[str] | None,
+                known: list[str] | None):
+    """The evaluation table, from CSV/xlsx or from a suite YAML's ``target.fields``."""
+    from queryeval.errors import InputError
+    from queryeval.suite.fields import evaluation_from_cases, load_evaluation_table
+
+    if path.is_dir() or path.suffix.lower() in (".yaml", ".yml"):
+        from queryeval.suite.loader import load_yaml_suite
+
+        ev = evaluation_from_cases(load_yaml_suite(path).cases, path, fields)
+        if known is not None:
+            for name in ev.fields:
+                if name not in known:
+                    raise InputError(f"unknown field (data table fields: {', '.join(known)})",
+                                     path=path, field=name)
+        return ev
+    return load_evaluation_table(path, question_column, fields, known)
+
+
 def command(
     evaluation: Path = typer.Argument(..., help="Evaluation table (CSV/xlsx): a question column "
-                                      "and one ';'-separated ground-truth column per field."),
-    rankings: Path = typer.Option(..., "--rankings", help="Precomputed rankings JSON "
-                                  "(see docs/fields.md for its shape)."),
-    data: Path | None = typer.Option(None, "--data", help="Data table (CSV/Parquet/xlsx): checks "
-                                     "field names, gives token costs and value counts."),
+                                      "and one ';'-separated ground-truth column per field; or a "
+                                      "suite YAML whose targets hold 'fields'."),
+    data: Path | None = typer.Option(None, "--data", help="Data table (CSV/Parquet/xlsx) whose "
+                                     "field values are retrieved (needed unless --rankings)."),
+    model: list[str] | None = typer.Option(None, "--model", "-m", help="Candidate model, "
+                                           "repeatable, first wins MRR ties: minilm (default), "
+                                           "bm25, or a local sentence-transformers directory."),
+    rankings: Path | None = typer.Option(None, "--rankings", help="Precomputed rankings JSON "
+                                         "instead of retrieving (see docs/fields.md)."),
+    device: str | None = typer.Option(None, "--device", help="Torch device for dense models "
+                                      "(cpu, cuda; default: sentence-transformers' choice)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder "
+                                          "(default $QUERYEVAL_CACHE_DIR/embeddings or "
+                                          "./.queryeval-cache/embeddings)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the "
+                                  "embedding cache."),
     description: list[str] | None = typer.Option(None, "--description",
                                                  help="FIELD=COLUMN description column."),
     question_column: str = typer.Option("Question", "--question-column"),
@@ -45,17 +78,29 @@ def command(
     """Choose each field's model (highest mean MRR) and N (exact: most questions passed, then
     highest recall, then fewest tokens, within the budget)."""
     from queryeval.errors import ConfigError
-    from queryeval.suite.fields import load_data_table, load_evaluation_table
+    from queryeval.suite.fields import load_data_table
     from queryeval.tune import InfeasibleBudget, tune
     from queryeval.tune.output import print_result, write_csv, write_json, write_xlsx
-    from queryeval.tune.rankings import field_inputs, load_rankings
 
+    if rankings is None and data is None:
+        raise ConfigError("tune needs --data DATA_TABLE (to retrieve) or --rankings FILE")
+    if rankings is not None and model:
+        raise ConfigError("--model picks retrievers; with --rankings the models are the file's")
     table = load_data_table(data, _parse_descriptions(description)) if data else None
     known = list(table.fields) if table else None
-    ev = load_evaluation_table(evaluation, question_column, field or None, known)
-    ranks = load_rankings(rankings)
-    values = {name: f.values for name, f in table.fields.items()} if table else None
-    inputs = field_inputs(ranks, ev.ground_truth, rankings, values)
+    ev = _evaluation(evaluation, question_column, field or None, known)
+    if rankings is not None:
+        from queryeval.tune.rankings import field_inputs, load_rankings
+
+        values = {name: f.values for name, f in table.fields.items()} if table else None
+        inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
+    else:
+        from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
+
+        cache: object = False if no_cache else (cache_dir if cache_dir else True)
+        ranked = rank_fields(table, ev.questions, ev.fields, model or ["minilm"],
+                             factory=default_factory(cache=cache, device=device))
+        inputs = tune_inputs(ranked, ev.ground_truth)
     try:
         result = tune(inputs, budget=None if unlimited else budget, min_n=min_n,
                       node_limit=node_limit)

@@ -232,3 +232,67 @@ def load_evaluation_table(
     if not questions:
         raise InputError("no questions", path=path, line=1)
     return EvaluationTable(path=path, questions=questions, ground_truth=truth, lines=lines)
+
+
+# ------------------------------------------------------------------ as a suite for ``run``
+
+
+def looks_like_fields_table(path: str | Path, question_column: str = "Question") -> bool:
+    """Whether ``path`` (``.csv``/``.xlsx``) is a fields evaluation table: its header has the
+    question column and no ``content_hash`` column (that one marks seed 002's questions CSV).
+    Unreadable files answer False, so the caller's own error message applies."""
+    path = Path(path)
+    if path.suffix.lower() not in EVALUATION_SUFFIXES or not path.is_file():
+        return False
+    try:
+        header, _ = read_rows(path, EVALUATION_SUFFIXES)
+    except (InputError, OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return question_column in header and "content_hash" not in header
+
+
+def load_fields_suite(path: str | Path, *, question_column: str = "Question",
+                      fields: Sequence[str] | None = None):
+    """An evaluation table as a suite: one single-turn case per question, ground truth under
+    ``target.fields``; case ids ``q1``, ``q2``... in table order (``load_suite`` calls this
+    for a ``.csv``/``.xlsx`` suite that :func:`looks_like_fields_table`)."""
+    from queryeval.suite.loader import Suite, hash_files
+    from queryeval.suite.models import Case
+
+    table = load_evaluation_table(path, question_column, fields)
+    cases: list[Case] = []
+    origin: dict[str, tuple[str, int]] = {}
+    for i, (question, line) in enumerate(zip(table.questions, table.lines, strict=True), start=1):
+        cid = f"q{i}"
+        truth = {name: table.ground_truth[name][i - 1] for name in table.fields}
+        cases.append(Case(id=cid, name=question[:80], conversation=[
+            {"role": "user", "content": question, "target": {"fields": truth}}]))
+        origin[cid] = (str(table.path), line)
+    return Suite(cases=cases, sources=[table.path], hash=hash_files([table.path]), origin=origin)
+
+
+def evaluation_from_cases(cases: Sequence, path: str | Path,
+                          fields: Sequence[str] | None = None) -> EvaluationTable:
+    """The evaluation table of a suite's ``target.fields`` turns (for ``tune`` on YAML): one
+    question per scored turn (its text), every question evaluated on the same fields."""
+    path = Path(path)
+    questions: list[str] = []
+    truths: list[dict[str, list[str]]] = []
+    for case in cases:
+        for i in case.scored_turns():
+            target = case.conversation[i].target
+            if target is None or target.fields is None:
+                continue
+            questions.append(case.conversation[i].content)
+            truths.append(dict(target.fields))
+    if not questions:
+        raise InputError("no question has target.fields", path=path)
+    names = list(fields) if fields else list(dict.fromkeys(f for t in truths for f in t))
+    for q, t in enumerate(truths):
+        missing = [f for f in names if f not in t]
+        if missing:
+            raise InputError(f"question {q + 1} ({questions[q][:40]!r}) has no ground truth for "
+                             f"field(s) {', '.join(missing)}; tuning needs every question on "
+                             "every field (an empty list means nothing to find)", path=path)
+    ground_truth = {f: [list(t[f]) for t in truths] for f in names}
+    return EvaluationTable(path=path, questions=questions, ground_truth=ground_truth)

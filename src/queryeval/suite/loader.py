@@ -177,7 +177,9 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     * a folder, ``.yaml`` or ``.yml``: suite YAML;
     * ``.jsonl`` with ``labels``: DABench questions + labels;
     * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions;
-    * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries).
+    * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries);
+    * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
+      field-retrieval evaluation table.
     """
     path = Path(path)
     if not path.exists():
@@ -202,6 +204,11 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
         from queryeval.suite.retrieval import read_questions_csv
 
         return read_questions_csv(path)
+    if path.suffix.lower() in (".csv", ".xlsx"):
+        from queryeval.suite.fields import load_fields_suite, looks_like_fields_table
+
+        if looks_like_fields_table(path):
+            return load_fields_suite(path)
     raise InputError(
         f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
         "or DABench questions .jsonl with --labels",

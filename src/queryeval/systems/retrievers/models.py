@@ -93,8 +93,15 @@ def force_offline() -> None:
 
 def _load(path: Path, device: str | None) -> Any:
     force_offline()
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sentence_transformers import SentenceTransformer
 
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights" bars would clutter our own output
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
     try:
         return SentenceTransformer(str(path), device=device, local_files_only=True)
     except (OSError, ValueError) as exc:

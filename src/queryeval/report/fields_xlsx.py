@@ -1,0 +1,73 @@
+"""Seed 004's Excel report: sheet "Questions" (one row per question and field: N, recall, MRR,
+passed, found and missing values, what was retrieved) and sheet "Summary" (the overall
+figures and one row per field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openpyxl import Workbook
+
+from queryeval.metrics.fields import join_ground_truth
+from queryeval.report.xlsx import (
+    TOP,
+    WRAP_TOP,
+    cell_text,
+    save,
+    set_widths,
+    write_header,
+    write_table,
+)
+
+PERCENT = "0.00%"
+RATIO = "0.0000"
+
+
+def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
+    """Write the report; values are the run's own figures, never rounded (formats only)."""
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Questions"
+    headers = ["id", "question", "field", "N", "recall", "MRR", "passed", "depth",
+               "ground truth", "found", "missing", "retrieved (top N)", "question passed",
+               "status"]
+    write_header(ws, 1, headers)
+    row = 2
+    for r in records:
+        for t in r["turns"]:
+            status = f"error: {t['error']['kind']}" if t["error"] else "ok"
+            for f, s in t["scores"]["fields"].items():
+                ranked = (t["output"] or {}).get(f, [])
+                values = [r["case_id"], t["question"], f, s["n"], s["recall"], s["mrr"],
+                          "yes" if s["passed"] else "no", s["depth"],
+                          cell_text(join_ground_truth(t["target"][f])),
+                          cell_text(join_ground_truth(s["found"])),
+                          cell_text(join_ground_truth(s["missing"])),
+                          cell_text(join_ground_truth(ranked[: s["n"]])),
+                          "yes" if t["scores"]["passed"] else "no", status]
+                for j, v in enumerate(values, start=1):
+                    c = ws.cell(row=row, column=j, value=v)
+                    c.alignment = WRAP_TOP if j in (2, 9, 10, 11, 12) else TOP
+                    if j in (5, 6) and isinstance(v, float):
+                        c.number_format = RATIO
+                row += 1
+    ws.freeze_panes = "B2"
+    ws.auto_filter.ref = f"A1:N{max(2, row - 1)}"
+    set_widths(ws, {1: 8, 2: 50, 3: 16, 4: 6, 5: 9, 6: 9, 7: 8, 8: 7, 9: 30, 10: 30, 11: 30,
+                    12: 40, 13: 10, 14: 14})
+
+    st = wb.create_sheet("Summary")
+    o = metrics["overall_metrics"]
+    keys = ["passed", "questions", "pass_rate", "avg_recall", "mrr", "errors"]
+    nxt = write_table(st, 1, keys, [[o.get(k) for k in keys]], title="Overall")
+    fkeys = ["n", "model", "questions", "passed", "pass_rate", "avg_recall", "mrr"]
+    write_table(st, nxt, ["field", *fkeys],
+                ([name, *(g.get(k) for k in fkeys)]
+                 for name, g in metrics["group_metrics"]["field"].items()),
+                title="Per field")
+    for line in st.iter_rows():
+        for c in line:
+            if isinstance(c.value, float):
+                c.number_format = RATIO
+    set_widths(st, {1: 22, **{c: 12 for c in range(2, 9)}})
+    return save(wb, path)

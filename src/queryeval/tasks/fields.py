@@ -1,0 +1,415 @@
+"""Seed 004: field-value retrieval. Does RETRIEVE(field, question, N, model) find the values a
+question needs?
+
+A case's user turn carries ``target.fields``: per field the values that must be found. The
+system returns, per field, a ranked list of values; each (question, field) is scored with
+recall@N, MRR (over the whole returned list) and passed (every item within the first N); a
+question passes when every field passes (the seed's ``[Passed] = [Avg Recall] = 1``).
+
+The system under test is by default the built-in retriever over a data table (task options
+``data``, ``model``, ``descriptions``, ``depth``): see :class:`FieldsSystem` and
+:func:`builtin`. See docs/fields.md for the request/response shapes and every convention.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from queryeval.errors import ConfigError, InputError
+from queryeval.metrics.fields import (
+    FieldScore,
+    QuestionScore,
+    aggregate,
+    depth_from_ranks,
+    distinct,
+    ground_truth_ranks,
+    join_ground_truth,
+    mrr_from_ranks,
+    question_score,
+    recall_from_ranks,
+)
+from queryeval.suite.models import Case
+from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+
+DEFAULT_MODEL = "minilm"
+NonNegInt = Annotated[int, Field(ge=0)]
+
+
+class FieldsOptions(TaskOptions):
+    data: str | None = None
+    """Data table (CSV/Parquet/xlsx) the built-in retriever ranks values from."""
+    model: str | dict[str, str] | None = None
+    """Built-in retriever model, one for all fields or per field: ``minilm`` (default),
+    ``bm25`` or a local sentence-transformers directory."""
+    n: NonNegInt | dict[str, NonNegInt] | None = None
+    """Cut-off N, one for all fields or per field; unset: the question's number of distinct
+    ground-truth items (the seed's RECALL default)."""
+    tuning: str | None = None
+    """A ``queryeval tune --json`` file: N and model per field (``n``/``model`` given here
+    take precedence)."""
+    descriptions: dict[str, str] = Field(default_factory=dict)
+    """field -> description column of the data table (besides ``<field>__description``)."""
+    depth: NonNegInt | None = None
+    """Built-in retriever: values returned per field (unset: all, so MRR covers the full
+    ranking as in ``tune``)."""
+    send_values: bool = False
+    """Send each field's candidate values (from ``data``) in the request."""
+    device: str | None = None
+    cache_dir: str | None = None
+    """Embedding cache folder (default: the retrievers' default cache)."""
+
+    @field_validator("data", "tuning", "cache_dir")
+    @classmethod
+    def _absolute(cls, v: str | None) -> str | None:
+        # stored in the batch file: a resumed run may start from another directory
+        return str(Path(v).expanduser().resolve()) if v else v
+
+
+class _RecordedLine(BaseModel):
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+
+    case_id: str
+    turn: int | None = None
+
+
+def _value_text(v: Any, where: str) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{where}: expected a string, got {type(v).__name__}")
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def parse_fields_output(raw: Any) -> dict[str, list[str]]:
+    """``{"fields": {field: [values]}}`` or the bare mapping; ``null`` is "nothing retrieved".
+    Numbers are read as text (``3.0`` -> ``"3"``, as the table readers do)."""
+    if raw is None:
+        return {}
+    if isinstance(raw, dict) and isinstance(raw.get("fields"), dict):
+        raw = raw["fields"]
+    elif isinstance(raw, dict) and "fields" in raw and raw["fields"] is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object of field -> ranked values, got {type(raw).__name__}")
+    out: dict[str, list[str]] = {}
+    for name, values in raw.items():
+        if values is None:
+            out[str(name)] = []
+            continue
+        if not isinstance(values, list):
+            raise ValueError(f"fields.{name}: expected a list of values")
+        out[str(name)] = [_value_text(v, f"fields.{name}[{i}]") for i, v in enumerate(values)]
+    return out
+
+
+def score_field(ranked: list[str], truth: list[str], n: int | None) -> dict:
+    """One (question, field): recall@N, MRR over the returned list, passed, found, missing.
+
+    ``n`` None: N = number of distinct ground-truth items. Empty ground truth: recall 1,
+    MRR 1, passed (nothing to find).
+    """
+    items = distinct(truth)
+    cut = len(items) if n is None else n
+    ranks = ground_truth_ranks(ranked, items)
+    depth = depth_from_ranks(ranks)
+    return {
+        "n": cut,
+        "recall": recall_from_ranks(ranks, cut),
+        "mrr": mrr_from_ranks(ranks),
+        "passed": depth is not None and depth <= cut,
+        "depth": depth,
+        "found": [i for i, r in zip(items, ranks.tolist(), strict=True) if r <= cut],
+        "missing": [i for i, r in zip(items, ranks.tolist(), strict=True) if r > cut],
+    }
+
+
+def _load_tuning(path: str) -> dict[str, dict]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        rows = doc["rows"]
+        return {str(r["Field Name"]): {"n": int(r["N"]), "model": str(r["Model"])} for r in rows}
+    except FileNotFoundError:
+        raise InputError("file not found", path=p) from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"not a 'queryeval tune --json' file: {exc}", path=p) from None
+
+
+class FieldsTask(Task):
+    name = "fields"
+    Options = FieldsOptions
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._tuning = _load_tuning(self.options.tuning) if self.options.tuning else {}
+
+    # --- per-field settings -------------------------------------------------------------------
+    def n_for(self, field: str) -> int | None:
+        n = self.options.n
+        if isinstance(n, dict):
+            if field in n:
+                return n[field]
+        elif n is not None:
+            return n
+        return self._tuning.get(field, {}).get("n")
+
+    def model_for(self, field: str) -> str:
+        m = self.options.model
+        if isinstance(m, dict):
+            if field in m:
+                return m[field]
+        elif m is not None:
+            return m
+        return self._tuning.get(field, {}).get("model", DEFAULT_MODEL)
+
+    # --- requests and outputs -------------------------------------------------------------------
+    def _turn_fields(self, case: Case, turn: int) -> list[str]:
+        target = case.conversation[turn].target
+        return list(target.fields or {}) if target is not None else []
+
+    def retriever_config(self, fields: list[str]) -> dict:
+        """What the built-in retriever needs for these fields (sent when ``data`` is set)."""
+        o = self.options
+        return {"data": o.data, "models": {f: self.model_for(f) for f in fields},
+                "descriptions": dict(o.descriptions), "depth": o.depth, "device": o.device,
+                "cache_dir": o.cache_dir}
+
+    def requests(self, case: Case) -> list[dict]:
+        out = super().requests(case)
+        for req in out:
+            fields = self._turn_fields(case, req["turn"])
+            req["question"] = case.conversation[req["turn"]].content
+            req["fields"] = fields
+            req["n"] = {f: self.n_for(f) for f in fields}
+            if self.options.data:
+                req["retriever"] = self.retriever_config(fields)
+                if self.options.send_values:
+                    table = _table(self.options.data, self.options.descriptions)
+                    req["values"] = {f: list(table.fields[f].values) if f in table.fields else []
+                                     for f in fields}
+        return out
+
+    def parse_output(self, raw: Any) -> dict[str, list[str]]:
+        return parse_fields_output(raw)
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        line = _RecordedLine.model_validate(obj)
+        if "fields" not in obj:
+            raise ValueError("fields: field required")
+        return line.case_id, line.turn, parse_fields_output({"fields": obj["fields"]})
+
+    def select_cases(self, cases: list[Case]) -> list[Case]:
+        """All cases, after checking that every evaluated field is in the data table (when
+        there is one), so a typo fails the run at once instead of every case."""
+        if self.options.data:
+            table = _table(self.options.data, self.options.descriptions)
+            for case in cases:
+                for turn in self.scored_turns(case):
+                    for f in self._turn_fields(case, turn):
+                        if f not in table.fields:
+                            raise ConfigError(
+                                f"case {case.id!r}: field {f!r} is not in the data table "
+                                f"{self.options.data} ({', '.join(table.fields)})")
+        return cases
+
+    def default_system(self) -> FieldsSystem:
+        """The built-in retriever over ``data`` (the system when none is given)."""
+        if not self.options.data:
+            raise ConfigError("the fields task needs a data table for its built-in retriever "
+                              "(--option data=PATH), or a system (--system/--responses)")
+        return FieldsSystem(self.options.data, self.options.descriptions,
+                            device=self.options.device, cache_dir=self.options.cache_dir)
+
+    # --- scoring ------------------------------------------------------------------------------
+    def _score_turn(self, target: dict[str, list[str]], output: dict[str, list[str]] | None) -> dict:
+        output = output or {}
+        fields = {f: score_field(output.get(f, []), truth, self.n_for(f))
+                  for f, truth in target.items()}
+        if not fields:
+            return {"fields": {}, "recall": None, "mrr": None, "passed": None}
+        q = question_score([FieldScore(f, s["recall"], s["mrr"], s["passed"])
+                            for f, s in fields.items()])
+        return {"fields": fields, "recall": q.recall, "mrr": q.mrr, "passed": q.passed}
+
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        record = self.base_record(case, outcomes)
+        turns = []
+        for o in outcomes:
+            target = case.conversation[o.turn].target
+            truth = {f: list(v) for f, v in ((target.fields or {}) if target else {}).items()}
+            turns.append({
+                "turn": o.turn, "question": case.conversation[o.turn].content, "target": truth,
+                "output": o.output, "error": o.error, "attempts": o.attempts,
+                "latency_ms": o.latency_ms, "scores": self._score_turn(truth, o.output),
+            })
+        record["turns"] = turns
+        record["scores"] = self._case_scores(turns)
+        return record
+
+    @staticmethod
+    def _case_scores(turns: list[dict]) -> dict:
+        scored = [t["scores"] for t in turns if t["scores"]["passed"] is not None]
+        if not scored:
+            return {"recall": None, "mrr": None, "passed": None}
+        return {"recall": math.fsum(s["recall"] for s in scored) / len(scored),
+                "mrr": math.fsum(s["mrr"] for s in scored) / len(scored),
+                "passed": all(s["passed"] for s in scored)}
+
+    def rescore_record(self, record: dict) -> dict:
+        out = dict(record)
+        out["turns"] = [{**t, "scores": self._score_turn(t["target"], t["output"])}
+                        for t in record["turns"]]
+        out["scores"] = self._case_scores(out["turns"])
+        return out
+
+    # --- aggregation ------------------------------------------------------------------------------
+    def aggregate(self, records: list[dict]) -> dict:
+        counted = self.counted(records)
+        turns = [(r, t) for r in counted for t in r["turns"] if t["scores"]["passed"] is not None]
+        agg = aggregate([QuestionScore(t["scores"]["recall"], t["scores"]["mrr"],
+                                       t["scores"]["passed"]) for _, t in turns])
+        overall = {
+            "passed": agg.passed, "questions": agg.questions, "pass_rate": agg.pass_rate,
+            "avg_recall": agg.avg_recall, "mrr": agg.mrr,
+            "total_cases": len(records), "scored_cases": len(counted),
+            **self.error_summary(records),
+        }
+        by_field: dict[str, list[dict]] = defaultdict(list)
+        by_tag: dict[str, list[dict]] = defaultdict(list)
+        for r, t in turns:
+            for f, s in t["scores"]["fields"].items():
+                by_field[f].append(s)
+            for tag in r["tags"] or ["(no tag)"]:
+                by_tag[tag].append(t["scores"])
+        fields = {}
+        for f, scores in by_field.items():
+            a = aggregate([QuestionScore(s["recall"], s["mrr"], s["passed"]) for s in scores])
+            ns = {s["n"] for s in scores}
+            fields[f] = {"questions": a.questions, "passed": a.passed, "pass_rate": a.pass_rate,
+                         "avg_recall": a.avg_recall, "mrr": a.mrr,
+                         "n": ns.pop() if len(ns) == 1 else None,
+                         "model": self.model_for(f) if self.options.data else None}
+        tags = {}
+        for tag, scores in sorted(by_tag.items()):
+            a = aggregate([QuestionScore(s["recall"], s["mrr"], s["passed"]) for s in scores])
+            tags[tag] = {"questions": a.questions, "passed": a.passed, "pass_rate": a.pass_rate,
+                         "avg_recall": a.avg_recall, "mrr": a.mrr}
+        return {"overall_metrics": overall, "group_metrics": {"field": fields, "tag": tags}}
+
+    # --- flat outputs -------------------------------------------------------------------------------
+    csv_columns = ["case_id", "name", "tags", "turn", "question", "field", "n", "recall", "mrr",
+                   "passed", "depth", "ground_truth", "found", "missing", "retrieved",
+                   "question_recall", "question_mrr", "question_passed", "error"]
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        for t in record["turns"]:
+            base = {
+                "case_id": record["case_id"], "name": record["name"],
+                "tags": ";".join(record["tags"]), "turn": t["turn"], "question": t["question"],
+                "question_recall": t["scores"]["recall"], "question_mrr": t["scores"]["mrr"],
+                "question_passed": t["scores"]["passed"],
+                "error": f"{t['error']['kind']}: {t['error']['message']}" if t["error"] else "",
+            }
+            for f, s in t["scores"]["fields"].items():
+                ranked = (t["output"] or {}).get(f, [])
+                yield {**base, "field": f, "n": s["n"], "recall": s["recall"], "mrr": s["mrr"],
+                       "passed": s["passed"], "depth": s["depth"],
+                       "ground_truth": join_ground_truth(t["target"][f]),
+                       "found": join_ground_truth(s["found"]),
+                       "missing": join_ground_truth(s["missing"]),
+                       "retrieved": join_ground_truth(ranked[: s["n"]])}
+
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
+        from queryeval.report.fields_xlsx import write_fields_xlsx
+
+        return [write_fields_xlsx(paths.report_xlsx, records, metrics)]
+
+    def summary(self, metrics: dict) -> Any:
+        from queryeval.report.console import group_table, overall_table
+
+        return [
+            overall_table(metrics, keys=["passed", "questions", "pass_rate", "avg_recall", "mrr",
+                                         "errors"]),
+            group_table(metrics["group_metrics"]["field"], "field",
+                        ["n", "model", "questions", "passed", "avg_recall", "mrr"]),
+        ]
+
+
+# ------------------------------------------------------------------ the built-in system
+
+_TABLES: dict[tuple, Any] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def _table(data: str, descriptions: dict[str, str]):
+    """The data table, read once per process, (path, descriptions) and file version."""
+    from queryeval.suite.fields import load_data_table
+
+    try:
+        st = Path(data).stat()
+        version: tuple = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        version = ()  # load_data_table reports the missing file
+    key = (data, tuple(sorted(descriptions.items())), version)
+    with _TABLES_LOCK:
+        if key not in _TABLES:
+            _TABLES[key] = load_data_table(data, descriptions)
+        return _TABLES[key]
+
+
+class FieldsSystem:
+    """RETRIEVE with the built-in retrievers: answers ``{"fields": {field: ranked values}}``.
+
+    Each (model, field) is indexed once, on first use; requests name their fields and carry
+    the model per field (``request["retriever"]["models"]``, else :data:`DEFAULT_MODEL`).
+    """
+
+    def __init__(self, data: str, descriptions: dict[str, str] | None = None, *,
+                 device: str | None = None, cache_dir: str | None = None) -> None:
+        from queryeval.tune.retrieve import FieldRetrieverPool, default_factory
+
+        self.name = f"builtin:fields:{Path(data).name}"
+        table = _table(data, dict(descriptions or {}))
+        self.pool = FieldRetrieverPool(
+            table, factory=default_factory(cache=cache_dir or True, device=device))
+
+    def call(self, request: dict, timeout: float | None = None) -> dict:
+        cfg = request.get("retriever") or {}
+        models = cfg.get("models") or {}
+        fields = request.get("fields") or []
+        chosen = {f: models.get(f, DEFAULT_MODEL) for f in fields}
+        return {"fields": self.pool.retrieve(request["question"], chosen, cfg.get("depth"))}
+
+    def close(self) -> None:
+        pass
+
+
+_SYSTEMS: dict[str, FieldsSystem] = {}
+_SYSTEMS_LOCK = threading.Lock()
+
+
+def builtin(request: dict) -> dict:
+    """``--system python:queryeval.tasks.fields:builtin``: the built-in retriever as a Python
+    system, configured by the request's ``retriever`` settings (the task sends them when the
+    ``data`` option is set). One :class:`FieldsSystem` per configuration per process."""
+    cfg = request.get("retriever")
+    if not cfg or not cfg.get("data"):
+        raise ConfigError("the built-in fields retriever needs the task option data=PATH")
+    key = json.dumps({k: cfg.get(k) for k in ("data", "descriptions", "device", "cache_dir")},
+                     sort_keys=True)
+    with _SYSTEMS_LOCK:
+        if key not in _SYSTEMS:
+            _SYSTEMS[key] = FieldsSystem(cfg["data"], cfg.get("descriptions") or {},
+                                         device=cfg.get("device"), cache_dir=cfg.get("cache_dir"))
+        system = _SYSTEMS[key]
+    return system.call(request)
