@@ -18,6 +18,7 @@ from queryeval.cli import rescore as rescore_cmd
 from queryeval.cli import run as run_cmd
 from queryeval.cli import schema as schema_cmd
 from queryeval.cli import tokens as tokens_cmd
+from queryeval.cli import trec as trec_cmd
 from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
@@ -44,6 +45,7 @@ app.command("validate")(validate_cmd.command)
 app.command("schema")(schema_cmd.command)
 app.command("tune")(tune_cmd.command)
 app.command("tokens")(tokens_cmd.command)
+app.command("trec")(trec_cmd.command)
 
 
 @app.callback()

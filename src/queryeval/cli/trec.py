@@ -1,0 +1,66 @@
+"""``queryeval trec QRELS RUN -m ndcg@10 -m recall@100``: trec_eval-compatible scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from queryeval.cli.console import console
+
+
+def command(
+    qrels: Path = typer.Argument(..., help="TREC qrels file: qid iter docid relevance."),
+    run: Path = typer.Argument(..., help="TREC run file: qid Q0 docid rank score tag."),
+    metric: list[str] = typer.Option(
+        ..., "-m", "--metric",
+        help="Metric, repeatable: ndcg@10, recall@100, mrr@10, map, precision@5, hit_rate@10 "
+        "(trec_eval names such as ndcg_cut.10 or P.5 work too).",
+    ),
+    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print every query."),
+    missing_query: str = typer.Option(
+        "zero", "--missing-query",
+        help="A judged query absent from the run: 'zero' scores it 0 (trec_eval -c), "
+        "'skip' leaves it out (pytrec_eval).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Score a TREC run against TREC qrels with trec_eval's conventions."""
+    from queryeval.errors import ConfigError
+    from queryeval.metrics.ranking import parse_metrics
+    from queryeval.suite.trec import evaluate_files
+
+    try:
+        parse_metrics(metric)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if missing_query not in ("zero", "skip"):
+        raise ConfigError(f"--missing-query must be 'zero' or 'skip', got {missing_query!r}")
+    try:
+        result = evaluate_files(qrels, run, metric, per_query=per_query,
+                                missing_query=missing_query)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if as_json:
+        out: dict = {"queries": len(result.qids), "missing_queries": result.n_missing,
+                     "missing_query": missing_query, "means": result.means}
+        if per_query:
+            out["per_query"] = {
+                q: {m: float(v[i]) for m, v in result.per_query.items()}
+                for i, q in enumerate(result.qids)
+            }
+        console.print_json(json.dumps(out))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{run.name} vs {qrels.name}: {len(result.qids)} queries"
+                  f" ({result.n_missing} judged but missing from the run, {missing_query})")
+    table.add_column("query")
+    for name in result.means:
+        table.add_column(name, justify="right")
+    if per_query:
+        for i, q in enumerate(result.qids):
+            table.add_row(q, *(f"{result.per_query[m][i]:.4f}" for m in result.means))
+    table.add_row("all", *(f"{v:.4f}" for v in result.means.values()), style="bold")
+    console.print(table)

@@ -1,0 +1,28 @@
+"""Ranking metrics with trec_eval's conventions, vectorised (no JIT, no warm-up).
+
+``evaluate(qrels, run, ["ndcg@10", "recall@100"])`` takes the dict shapes pytrec_eval and ranx
+take and returns the same numbers as pytrec_eval. One metric per module (``_recall``,
+``_precision``, ``_ndcg``, ``_map``, ``_mrr``, ``_hit_rate``), all reading one shared sparse
+structure: the trec_eval rank of every relevant retrieved document (see ``_ranks``).
+Conventions and design: docs/ranking.md.
+"""
+
+from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
+from queryeval.metrics.ranking._columns import Columns, DuplicateEntryError, arrays_from_columns
+from queryeval.metrics.ranking._evaluate import RankingResult, evaluate, evaluate_arrays
+from queryeval.metrics.ranking._names import KNOWN_METRICS, MetricSpec, parse_metric, parse_metrics
+
+__all__ = [
+    "KNOWN_METRICS",
+    "Columns",
+    "DuplicateEntryError",
+    "MetricSpec",
+    "RankingArrays",
+    "RankingResult",
+    "arrays_from_columns",
+    "arrays_from_dicts",
+    "evaluate",
+    "evaluate_arrays",
+    "parse_metric",
+    "parse_metrics",
+]

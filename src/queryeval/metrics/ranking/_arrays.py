@@ -1,0 +1,230 @@
+"""The engine's array form of a (qrels, run) pair, and its builder from pytrec_eval/ranx dicts.
+
+Only what the metrics need is kept:
+
+* the run, flat: every evaluated query's retrieved scores, one contiguous segment per query
+  (``seg_start``/``seg_len``; segments tile ``scores`` but may appear in any query order);
+* the *positive* judgements (relevance > 0), one row each: query index, gain, the score the run
+  gave that document (NaN when the run did not retrieve it) and its docid (read only to break
+  score ties the trec_eval way).
+
+Unjudged and non-relevant retrieved documents matter only through their scores (they push
+relevant ones down), so the engine never needs to know *which* of them a query retrieved,
+except when a score ties with a relevant document's score; ``docids_at`` fetches those few
+docids lazily.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain, repeat
+
+import numpy as np
+
+MISSING_QUERY_MODES = ("zero", "skip")
+
+
+@dataclass
+class RankingArrays:
+    """A (qrels, run) pair ready for :func:`queryeval.metrics.ranking.evaluate_arrays`.
+
+    Attributes:
+        qids: evaluated query ids, sorted; position ``i`` is query index ``i``.
+        seg_start, seg_len: int64 ``[n_queries]``; query ``i``'s retrieved scores are
+            ``scores[seg_start[i] : seg_start[i] + seg_len[i]]`` (length 0: not in the run).
+        scores: float64 ``[N]``, no NaN.
+        docids_at: maps flat indices into ``scores`` to their docids (an object array).
+        judged_q: int64 ``[R]``, query index of each positive judgement.
+        judged_gain: float64 ``[R]``, its relevance level (> 0), the nDCG gain.
+        judged_score: float64 ``[R]``, the run's score for that document, NaN if not retrieved.
+        judged_docid: object ``[R]``, its docid.
+        n_missing: judged queries the run does not contain (scored 0 under
+            ``missing_query="zero"``, left out under ``"skip"``).
+    """
+
+    qids: list[str]
+    seg_start: np.ndarray
+    seg_len: np.ndarray
+    scores: np.ndarray
+    docids_at: Callable[[np.ndarray], np.ndarray]
+    judged_q: np.ndarray
+    judged_gain: np.ndarray
+    judged_score: np.ndarray
+    judged_docid: np.ndarray
+    n_missing: int = 0
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+
+def check_missing_query(mode: str) -> None:
+    if mode not in MISSING_QUERY_MODES:
+        raise ValueError(
+            f"missing_query must be one of {', '.join(MISSING_QUERY_MODES)}, got {mode!r}"
+        )
+
+
+def check_scores(scores: np.ndarray, where: Callable[[int], str]) -> None:
+    """Reject NaN scores: trec_eval's order is undefined for them."""
+    bad = np.flatnonzero(np.isnan(scores))
+    if bad.size:
+        raise ValueError(f"run score is NaN for {where(int(bad[0]))}; scores must be numbers")
+
+
+def _float_array(values, count: int, what: str) -> np.ndarray:
+    try:
+        return np.fromiter(values, dtype=np.float64, count=count)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numbers: {exc}") from None
+
+
+def relevance_as_int(rels: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
+    """Relevance levels must be integers (pytrec_eval refuses anything else)."""
+    bad = np.flatnonzero(~np.isfinite(rels) | (rels != np.floor(rels)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"relevance must be an integer, got {rels[i]!r} for {where(i)}")
+    return rels.astype(np.int64)
+
+
+def _is_mapping(x: object) -> bool:
+    return type(x) is dict or isinstance(x, Mapping)
+
+
+def _values(x: Mapping):
+    return x.values()
+
+
+def _values_of(items: list):
+    """``x.values()`` for each item; the C-level ``dict.values`` when all are plain dicts."""
+    if all(type(x) is dict for x in items):
+        return map(dict.values, items)
+    return map(_values, items)
+
+
+def _check_mappings(qids: list[str], values: list, what: str, value: str) -> None:
+    """Every per-query value must be a mapping (type check fast-pathed for plain dicts)."""
+    if all(type(v) is dict for v in values):
+        return
+    for q, v in zip(qids, values, strict=False):
+        if not isinstance(v, Mapping):
+            raise ValueError(f"{what}[{q!r}] must be a mapping {{docid: {value}}}")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while we allocate many short-lived objects.
+
+    With millions of live dict entries, a full collection triggered by our temporary lists
+    and bound methods costs more than the conversion itself; nothing we allocate is cyclic.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def arrays_from_dicts(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    missing_query: str = "zero",
+) -> RankingArrays:
+    """Flatten pytrec_eval/ranx-shaped dicts into :class:`RankingArrays` in one pass each.
+
+    Evaluated queries: every query in ``qrels`` (``missing_query="zero"``) or those also in
+    ``run`` (``"skip"``). Run queries absent from ``qrels`` are never evaluated.
+    """
+    check_missing_query(missing_query)
+    with gc_paused():
+        return _arrays_from_dicts(qrels, run, missing_query)
+
+
+def _arrays_from_dicts(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    missing_query: str,
+) -> RankingArrays:
+    if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
+        raise ValueError("qrels and run must be mappings {qid: {docid: value}}")
+    for q in chain(qrels, run):
+        if type(q) is not str and not isinstance(q, str):
+            raise ValueError(f"query ids must be strings, got {q!r}")
+    # A query with an empty judgement dict is not judged (pytrec_eval drops it too).
+    judged = [q for q, j in qrels.items() if not _is_mapping(j) or len(j) > 0]
+    if missing_query == "zero":
+        qids = sorted(judged)
+    else:
+        qids = sorted(q for q in judged if q in run)
+    empty: dict[str, float] = {}
+    segs = [run.get(q) for q in qids]
+    n_missing = sum(1 for q in judged if q not in run)
+    segs = [empty if s is None else s for s in segs]
+    _check_mappings(qids, segs, "run", "score")
+    nq = len(qids)
+    seg_len = np.fromiter(map(len, segs), dtype=np.int64, count=nq)
+    seg_start = np.cumsum(seg_len) - seg_len
+    n = int(seg_len.sum())
+    scores = _float_array(chain.from_iterable(_values_of(segs)), n, "run scores")
+
+    def _where_run(i: int) -> str:
+        qi = int(np.searchsorted(seg_start + seg_len, i, side="right"))
+        return f"query {qids[qi]!r}, document {list(segs[qi])[i - seg_start[qi]]!r}"
+
+    check_scores(scores, _where_run)
+
+    judgements = [qrels[q] for q in qids]
+    _check_mappings(qids, judgements, "qrels", "relevance")
+    j_len = np.fromiter(map(len, judgements), dtype=np.int64, count=nq)
+    r_all = int(j_len.sum())
+    rels = _float_array(chain.from_iterable(_values_of(judgements)), r_all, "relevance")
+    j_docs = np.fromiter(chain.from_iterable(judgements), dtype=object, count=r_all)
+
+    def _where_qrels(i: int) -> str:
+        qi = int(np.searchsorted(np.cumsum(j_len), i, side="right"))
+        return f"query {qids[qi]!r}, document {j_docs[i]!r}"
+
+    rels_int = relevance_as_int(rels, _where_qrels)
+    # The run's score of every judged document: one C-level dict lookup per judgement.
+    getters = [s.get for s in segs]
+    j_score = np.fromiter(
+        chain.from_iterable(map(map, getters, judgements, repeat(repeat(np.nan)))),
+        dtype=np.float64,
+        count=r_all,
+    )
+    j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
+    pos = rels_int > 0
+
+    def docids_at(idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty(idx.size, dtype=object)
+        qi = np.searchsorted(seg_start + seg_len, idx, side="right")
+        order = np.argsort(qi, kind="stable")
+        bounds = np.flatnonzero(np.diff(qi[order])) + 1
+        for group in np.split(order, bounds):
+            if group.size == 0:
+                continue
+            q = int(qi[group[0]])
+            keys = list(segs[q])
+            local = idx[group] - seg_start[q]
+            out[group] = [keys[i] for i in local.tolist()]
+        return out
+
+    return RankingArrays(
+        qids=qids,
+        seg_start=seg_start,
+        seg_len=seg_len,
+        scores=scores,
+        docids_at=docids_at,
+        judged_q=j_q[pos],
+        judged_gain=rels_int[pos].astype(np.float64),
+        judged_score=j_score[pos],
+        judged_docid=j_docs[pos],
+        n_missing=n_missing,
+    )

@@ -1,0 +1,283 @@
+"""TREC qrels and run files: fast readers straight to the ranking engine's arrays.
+
+Formats (whitespace-separated, one judgement or retrieved document per line; blank lines
+are skipped), as trec_eval reads them:
+
+* qrels: ``qid iter docid relevance`` (relevance an integer; ``iter`` ignored);
+* run:   ``qid Q0 docid rank score tag`` (``Q0``, ``rank`` and ``tag`` ignored: the order is
+  trec_eval's, by score then docid, never the file's rank column).
+
+The fast path is pyarrow's multi-threaded CSV reader with a single-space delimiter and
+dictionary-encoded id columns; a file it cannot take (tabs, repeated spaces, a bad line) is
+re-read line by line in Python, which either parses it (any whitespace is fine) or raises
+:class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
+pair may occur only once per file, as trec_eval requires.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from queryeval.errors import InputError
+from queryeval.metrics.ranking import (
+    Columns,
+    DuplicateEntryError,
+    RankingArrays,
+    RankingResult,
+    arrays_from_columns,
+    evaluate_arrays,
+)
+from queryeval.metrics.ranking._columns import first_duplicate, names_at
+
+_QRELS_COLUMNS = ("qid", "iter", "docid", "relevance")
+_RUN_COLUMNS = ("qid", "Q0", "docid", "rank", "score", "tag")
+
+
+# --------------------------------------------------------------------------- slow, exact path
+
+
+def _parse_python(path: Path, kind: str) -> Columns:
+    """Line-by-line reader: any whitespace; the first bad line raises an InputError."""
+    names = _QRELS_COLUMNS if kind == "qrels" else _RUN_COLUMNS
+    value_col = 3 if kind == "qrels" else 4
+    q_index: dict[str, int] = {}
+    d_index: dict[str, int] = {}
+    q_codes: list[int] = []
+    d_codes: list[int] = []
+    values: list[float] = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=lineno) from None
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != len(names):
+                raise InputError(
+                    f"expected {len(names)} whitespace-separated columns "
+                    f"({' '.join(names)}), got {len(parts)}",
+                    path=path, line=lineno,
+                )
+            text = parts[value_col]
+            field = f"column {value_col + 1} ({names[value_col]})"
+            if kind == "qrels":
+                try:
+                    value: float = int(text)
+                except ValueError:
+                    raise InputError(
+                        f"relevance must be an integer, got {text!r}",
+                        path=path, line=lineno, field=field,
+                    ) from None
+            else:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise InputError(
+                        f"score must be a number, got {text!r}", path=path, line=lineno, field=field
+                    ) from None
+                if math.isnan(value):
+                    raise InputError("score is NaN", path=path, line=lineno, field=field)
+            q_codes.append(q_index.setdefault(parts[0], len(q_index)))
+            d_codes.append(d_index.setdefault(parts[2], len(d_index)))
+            values.append(value)
+    return Columns(
+        q=np.asarray(q_codes, dtype=np.int64),
+        names_q=list(q_index),
+        doc=np.asarray(d_codes, dtype=np.int64),
+        names_doc=np.asarray(list(d_index), dtype=object),
+        value=np.asarray(values, dtype=np.int64 if kind == "qrels" else np.float64),
+    )
+
+
+# --------------------------------------------------------------------------- fast path
+
+
+def _bad_names(names) -> bool:
+    """An empty id (from repeated spaces) or one holding other whitespace (a tab): only the
+    exact path splits such lines the way trec_eval does."""
+    import pyarrow.compute as pc
+
+    if len(names) == 0:
+        return False
+    return bool(pc.any(pc.match_substring_regex(names, r"^$|\s")).as_py())
+
+
+def _parse_arrow(path: Path, kind: str) -> Columns | None:
+    """pyarrow reader; None when pyarrow is missing or the file needs the exact path."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency; keep a safe fallback
+        return None
+    names = _QRELS_COLUMNS if kind == "qrels" else _RUN_COLUMNS
+    value_name = "relevance" if kind == "qrels" else "score"
+    ids = pa.dictionary(pa.int32(), pa.string())
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={
+                    "qid": ids,
+                    "docid": ids,
+                    value_name: pa.int64() if kind == "qrels" else pa.float64(),
+                },
+                include_columns=["qid", "docid", value_name],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
+        return None
+    table = table.unify_dictionaries()
+    q = table.column("qid").combine_chunks()
+    d = table.column("docid").combine_chunks()
+    if q.null_count or d.null_count or _bad_names(q.dictionary) or _bad_names(d.dictionary):
+        return None
+    value = table.column(value_name).to_numpy()
+    if kind == "run" and np.isnan(value).any():
+        return None  # let the exact path name the line
+    return Columns(
+        q=q.indices.to_numpy(zero_copy_only=False),
+        names_q=q.dictionary.to_pylist(),
+        doc=d.indices.to_numpy(zero_copy_only=False),
+        names_doc=d.dictionary,
+        value=value,
+    )
+
+
+def _read_columns(path: str | Path, kind: str) -> Columns:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    cols = _parse_arrow(path, kind)
+    if cols is None:
+        cols = _parse_python(path, kind)
+    return cols
+
+
+def read_qrels_columns(path: str | Path) -> Columns:
+    """Read a qrels file into dictionary-encoded columns (the engine's input)."""
+    return _read_columns(path, "qrels")
+
+
+def read_run_columns(path: str | Path) -> Columns:
+    """Read a run file into dictionary-encoded columns (the engine's input)."""
+    return _read_columns(path, "run")
+
+
+# --------------------------------------------------------------------------- to the engine
+
+
+def _doc_mapping(qrels: Columns, run: Columns) -> np.ndarray:
+    """For each distinct qrels docid, its code among the run docids (-1: never retrieved)."""
+    if not isinstance(run.names_doc, np.ndarray) and not isinstance(qrels.names_doc, np.ndarray):
+        import pyarrow.compute as pc
+
+        mapped = pc.index_in(qrels.names_doc, value_set=run.names_doc)
+        return mapped.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    run_names = names_at(run.names_doc, np.arange(len(run.names_doc))).tolist()
+    index = {name: i for i, name in enumerate(run_names)}
+    names = names_at(qrels.names_doc, np.arange(len(qrels.names_doc))).tolist()
+    return np.fromiter((index.get(n, -1) for n in names), dtype=np.int64, count=len(names))
+
+
+def _row_lines(path: Path, rows: Sequence[int]) -> list[int]:
+    """1-based line numbers of 0-based data rows (blank lines are not rows)."""
+    wanted = sorted(set(rows))
+    found: dict[int, int] = {}
+    row = -1
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if raw.strip():
+                row += 1
+                if row in wanted:
+                    found[row] = lineno
+                    if len(found) == len(wanted):
+                        break
+    return [found[r] for r in rows]
+
+
+def build_arrays(
+    qrels_path: str | Path, run_path: str | Path, missing_query: str = "zero"
+) -> RankingArrays:
+    """Read both files and build the engine's arrays without any per-query Python dict."""
+    qrels = read_qrels_columns(qrels_path)
+    run = read_run_columns(run_path)
+    try:
+        arrays = arrays_from_columns(qrels, run, _doc_mapping(qrels, run), missing_query)
+    except DuplicateEntryError as exc:
+        path = Path(qrels_path if exc.what == "qrels" else run_path)
+        first, second = _row_lines(path, exc.rows)
+        raise InputError(
+            f"query {exc.qid!r}, document {exc.docid!r} also on line {first}; "
+            "each (query, document) pair may occur once",
+            path=path, line=second,
+        ) from None
+    return arrays
+
+
+def evaluate_files(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    metrics: str | Sequence[str],
+    *,
+    per_query: bool = False,
+    missing_query: str = "zero",
+) -> RankingResult:
+    """Evaluate a TREC run file against a TREC qrels file (see ``ranking.evaluate``)."""
+    arrays = build_arrays(qrels_path, run_path, missing_query)
+    return evaluate_arrays(arrays, metrics, per_query=per_query)
+
+
+# --------------------------------------------------------------------------- dict shapes
+
+
+def _to_dicts(cols: Columns, cast) -> dict[str, dict]:
+    order = np.argsort(cols.q, kind="stable")
+    q = cols.q[order]
+    docs = names_at(cols.names_doc, cols.doc[order]).tolist()
+    values = cols.value[order].tolist()
+    bounds = np.flatnonzero(np.diff(q)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(values)]
+    out: dict[str, dict] = {}
+    for a, b in zip(starts, ends, strict=False):
+        if b > a:
+            out[cols.names_q[int(q[a])]] = dict(zip(docs[a:b], map(cast, values[a:b]), strict=False))
+    return out
+
+
+def _check_unique(path: Path, cols: Columns, what: str) -> None:
+    dup = first_duplicate(cols.q, cols.doc, len(cols.names_doc))
+    if dup is not None:
+        first, second = _row_lines(path, dup)
+        qid = cols.names_q[int(cols.q[dup[0]])]
+        docid = names_at(cols.names_doc, cols.doc[[dup[0]]])[0]
+        raise InputError(
+            f"query {qid!r}, document {docid!r} also on line {first}; "
+            f"each (query, document) pair may occur once in a {what} file",
+            path=path, line=second,
+        )
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Read a qrels file as ``{qid: {docid: relevance}}`` (pytrec_eval's shape)."""
+    cols = read_qrels_columns(path)
+    _check_unique(Path(path), cols, "qrels")
+    return _to_dicts(cols, int)
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """Read a run file as ``{qid: {docid: score}}`` (pytrec_eval's shape)."""
+    cols = read_run_columns(path)
+    _check_unique(Path(path), cols, "run")
+    return _to_dicts(cols, float)
