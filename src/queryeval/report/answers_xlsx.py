@@ -9,12 +9,12 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from queryeval.report.xlsx import (
-    TOP,
-    WRAP_TOP,
     cell_text,
+    finish_sheet,
     save,
     set_widths,
     write_header,
+    write_row,
     write_table,
 )
 
@@ -51,14 +51,9 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
         values = [r["case_id"], r["question"], ", ".join(r["concepts"]), r["level"],
                   _subs_text(r), s.get("proportion_correct"), s.get("all_correct"),
                   cell_text(text or ""), status]
-        for j, v in enumerate(values, start=1):
-            c = ws.cell(row=i, column=j, value=v)
-            c.alignment = WRAP_TOP if j in (2, 5, 8) else TOP
-            if j in (6, 7) and v is not None:
-                c.number_format = PERCENT if j == 6 else "0"
-    ws.freeze_panes = "B2"
-    ws.auto_filter.ref = f"A1:I{max(1, len(records)) + 1}"
-    set_widths(ws, {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18})
+        write_row(ws, i, values, wrap=(2, 5, 8), formats={6: PERCENT, 7: "0"})
+    finish_sheet(ws, len(headers), len(records) + 1,
+                 {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18})
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

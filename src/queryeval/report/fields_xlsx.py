@@ -10,12 +10,12 @@ from openpyxl import Workbook
 
 from queryeval.metrics.fields import join_ground_truth
 from queryeval.report.xlsx import (
-    TOP,
-    WRAP_TOP,
     cell_text,
+    finish_sheet,
     save,
     set_widths,
     write_header,
+    write_row,
     write_table,
 )
 
@@ -45,16 +45,10 @@ def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> P
                           cell_text(join_ground_truth(s["missing"])),
                           cell_text(join_ground_truth(ranked[: s["n"]])),
                           "yes" if t["scores"]["passed"] else "no", status]
-                for j, v in enumerate(values, start=1):
-                    c = ws.cell(row=row, column=j, value=v)
-                    c.alignment = WRAP_TOP if j in (2, 9, 10, 11, 12) else TOP
-                    if j in (5, 6) and isinstance(v, float):
-                        c.number_format = RATIO
+                write_row(ws, row, values, wrap=(2, 9, 10, 11, 12), formats={5: RATIO, 6: RATIO})
                 row += 1
-    ws.freeze_panes = "B2"
-    ws.auto_filter.ref = f"A1:N{max(2, row - 1)}"
-    set_widths(ws, {1: 8, 2: 50, 3: 16, 4: 6, 5: 9, 6: 9, 7: 8, 8: 7, 9: 30, 10: 30, 11: 30,
-                    12: 40, 13: 10, 14: 14})
+    finish_sheet(ws, 14, row - 1, {1: 8, 2: 50, 3: 16, 4: 6, 5: 9, 6: 9, 7: 8, 8: 7, 9: 30, 10: 30,
+                                   11: 30, 12: 40, 13: 10, 14: 14})
 
     st = wb.create_sheet("Summary")
     o = metrics["overall_metrics"]

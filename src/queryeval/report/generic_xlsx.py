@@ -11,12 +11,12 @@ from openpyxl import Workbook
 from queryeval.report.xlsx import (
     FIGURE,
     TITLE_FONT,
-    TOP,
-    WRAP_TOP,
     cell_text,
+    finish_sheet,
     save,
     set_widths,
     write_header,
+    write_row,
     write_table,
 )
 
@@ -28,21 +28,18 @@ def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, col
     ws.title = "Overview"
     write_header(ws, 1, columns)
     wrap = set(wrap)
+    wrap_cols = [j for j, col in enumerate(columns, start=1) if col in wrap]
     i = 2
     for record in records:
         for row in rows(record):
-            for j, col in enumerate(columns, start=1):
-                v = row.get(col)
-                if isinstance(v, (list, dict)):
-                    v = str(v)
-                c = ws.cell(row=i, column=j, value=cell_text(v) if isinstance(v, str) else v)
-                c.alignment = WRAP_TOP if col in wrap else TOP
-                if isinstance(v, float):
-                    c.number_format = FIGURE
+            values = [row.get(col) for col in columns]
+            values = [cell_text(str(v) if isinstance(v, (list, dict)) else v)
+                      if isinstance(v, (str, list, dict)) else v for v in values]
+            write_row(ws, i, values, wrap=wrap_cols,
+                      formats={j: FIGURE for j, v in enumerate(values, start=1) if isinstance(v, float)})
             i += 1
-    ws.freeze_panes = "B2"
-    set_widths(ws, {j: (60 if col in wrap else max(10, min(30, len(col) + 4)))
-                    for j, col in enumerate(columns, start=1)})
+    finish_sheet(ws, len(columns), i - 1, {j: (60 if col in wrap else max(10, min(30, len(col) + 4)))
+                                           for j, col in enumerate(columns, start=1)})
 
     st = wb.create_sheet("Statistics")
     st.cell(row=1, column=1, value="Overall").font = TITLE_FONT

@@ -11,11 +11,12 @@ from queryeval.report.xlsx import (
     FIGURE,
     TITLE_FONT,
     TOP,
-    WRAP_TOP,
     cell_text,
+    finish_sheet,
     save,
     set_widths,
     write_header,
+    write_row,
     write_table,
 )
 
@@ -71,14 +72,9 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -
         values = [r["case_id"], r["name"], ", ".join(r["tags"]), r["scores"]["macro_recall"],
                   r["scores"]["macro_precision"], cell_text(details_text(r)),
                   "error: " + ", ".join(r["error_kinds"]) if r["status"] == "error" else "ok"]
-        for j, v in enumerate(values, start=1):
-            c = ws.cell(row=i, column=j, value=v)
-            c.alignment = WRAP_TOP if j in (2, 6) else TOP
-            if j in (4, 5):
-                c.number_format = FIGURE
-    ws.freeze_panes = "A2"
-    ws.auto_filter.ref = f"A1:G{max(1, len(records)) + 1}"
-    set_widths(ws, {1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14})
+        write_row(ws, i, values, wrap=(2, 6), formats={4: FIGURE, 5: FIGURE})
+    finish_sheet(ws, len(headers), len(records) + 1,
+                 {1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14}, freeze="A2")
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

@@ -37,6 +37,27 @@ def write_header(ws: Worksheet, row: int, headers: Sequence[str], col: int = 1) 
         c.alignment = Alignment(vertical="center", wrap_text=True)
 
 
+def write_row(ws: Worksheet, row: int, values: Sequence[Any], *, wrap: Iterable[int] = (),
+              formats: dict[int, str] | None = None) -> None:
+    """One data row: top-aligned cells, wrapped text in the ``wrap`` columns, number formats
+    by column (applied to numbers only). Columns are 1-based."""
+    wrap = set(wrap)
+    formats = formats or {}
+    for j, v in enumerate(values, start=1):
+        c = ws.cell(row=row, column=j, value=v)
+        c.alignment = WRAP_TOP if j in wrap else TOP
+        if j in formats and isinstance(v, (int, float)) and not isinstance(v, bool):
+            c.number_format = formats[j]
+
+
+def finish_sheet(ws: Worksheet, n_columns: int, last_row: int, widths: dict[int, float],
+                 freeze: str = "B2") -> None:
+    """Frozen header, an auto-filter over the table, column widths."""
+    ws.freeze_panes = freeze
+    ws.auto_filter.ref = f"A1:{get_column_letter(n_columns)}{max(2, last_row)}"
+    set_widths(ws, widths)
+
+
 def write_table(ws: Worksheet, row: int, headers: Sequence[str], rows: Iterable[Sequence[Any]],
                 *, figure_cols: Iterable[int] = (), title: str | None = None) -> int:
     """Write an optional title, a header row and data rows; returns the next free row."""
@@ -45,13 +66,9 @@ def write_table(ws: Worksheet, row: int, headers: Sequence[str], rows: Iterable[
         row += 1
     write_header(ws, row, headers)
     row += 1
-    figure_cols = set(figure_cols)
+    formats = dict.fromkeys(figure_cols, FIGURE)
     for values in rows:
-        for j, v in enumerate(values, start=1):
-            c = ws.cell(row=row, column=j, value=v)
-            c.alignment = TOP
-            if j in figure_cols and isinstance(v, float):
-                c.number_format = FIGURE
+        write_row(ws, row, list(values), formats=formats)
         row += 1
     return row + 1
 
