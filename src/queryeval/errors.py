@@ -62,6 +62,29 @@ class ConfigError(QueryevalError):
     exit_code = 2
 
 
+class OutputError(QueryevalError):
+    """Writing the run log or a report failed (disk full, read-only folder, ...): exit code 2.
+
+    ``str(err)`` is one line naming the file and the operating system's reason, e.g.
+    ``cannot write runs/2024-05-01/results_x.jsonl: No space left on device``. What was
+    written before stays readable, and ``queryeval run --resume`` continues from it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, path: str | Path, reason: str, *, action: str = "write") -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"cannot {action} {self.path}: {reason}")
+
+    @classmethod
+    def from_os(cls, path: str | Path, exc: OSError, *, action: str = "write") -> OutputError:
+        """Build from an ``OSError``: the reason is its ``strerror`` (``No space left on
+        device``, ``Permission denied``, ...), falling back to the exception's text."""
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return cls(path, reason, action=action)
+
+
 class SystemCallError(QueryevalError):
     """A call to the system under test failed.
 

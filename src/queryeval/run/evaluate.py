@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import platform
 import subprocess
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import queryeval
-from queryeval.errors import ConfigError
+from queryeval.errors import ConfigError, OutputError
 from queryeval.run.log import RunLog, now_iso
 from queryeval.run.runner import RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
@@ -80,6 +82,10 @@ def software_info() -> dict:
 def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[str]]:
     if config.system and config.responses:
         raise ConfigError("give one of --system or --responses, not both")
+    if config.executor == "ray":
+        from queryeval.run.ray_executor import import_ray
+
+        import_ray()  # fail with one clear line before any run file is written
     suite = load_suite(config.suite, labels=config.labels)
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
     cases = task.select_cases([c for c in suite.cases if task.scored_turns(c)])
@@ -94,6 +100,11 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[s
         system = recorded
     elif config.system:
         system = make_system(config.system)
+    elif config.executor == "ray":
+        from queryeval.systems.retrievers.ray_embed import index_with_ray
+
+        with index_with_ray(address=config.ray_address):  # corpus embedding on Ray Data
+            system = task.default_system()
     else:
         system = task.default_system()
     return suite, task, system, cases, warnings
@@ -134,15 +145,42 @@ def _execute(log: RunLog, task: Task, system: System, todo: list[Case], config: 
 
         runner = functools.partial(run_cases_ray, config=config)
     try:
-        return runner(
+        done = runner(
             todo, system, task, on_record=on_record, concurrency=config.concurrency,
             timeout=config.timeout,
             policy=RetryPolicy(retries=config.retries, backoff=config.backoff),
             stop=threading.Event(),
         )
-    finally:
-        log.close()
+    except BaseException:
+        log.close(quiet=True)  # the error on its way up is the one to report
         system.close()
+        raise
+    try:
+        log.close()
+    finally:
+        system.close()
+    return done
+
+
+def _written_file(exc: OSError, fallback: Path) -> Path:
+    """The file a failed report write was for: the error's own file name, mapped back from
+    the temporary file of an atomic write (``.NAME.XXXX.tmp``) to ``NAME``; else ``fallback``."""
+    if not exc.filename:
+        return fallback
+    path = Path(str(exc.filename))
+    name = path.name
+    if name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 3:
+        return path.with_name(name[1:-len(".tmp")].rsplit(".", 1)[0])
+    return path
+
+
+@contextlib.contextmanager
+def _reporting(fallback: Path) -> Iterator[None]:
+    """An ``OSError`` while writing a report becomes one :class:`OutputError` line."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError.from_os(_written_file(exc, fallback), exc) from None
 
 
 def finish(log: RunLog, task: Task, order: list[str] | None = None, *, reports: bool = True) -> tuple[dict, list[dict]]:
@@ -162,20 +200,23 @@ def _finish(log: RunLog, task: Task, order: list[str] | None, *, reports: bool) 
     log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(r)))
     log.write_metrics(metrics)
     if reports:
-        task.write_reports(log.paths, records, metrics)
+        with _reporting(log.paths.report_xlsx):
+            task.write_reports(log.paths, records, metrics)
     _write_variants(log, task, records)
     log.mark_complete()
     if reports:
         from queryeval.report.html import write_html_report
 
-        write_html_report(log.paths.batch)
+        with _reporting(log.paths.folder / f"report_{log.paths.batch_id}.html"):
+            write_html_report(log.paths.batch)
     return metrics, records
 
 
 def _write_variants(log: RunLog, task: Task, records: list[dict]) -> None:
     """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
-    options, each a complete batch of its own. Ids are kept in the parent batch, so finishing
-    again (after a resume) rewrites them instead of adding more."""
+    options, each a complete batch of its own. Their ids are derived from the parent's id and
+    the options (and kept in the parent batch), so finishing again, after a resume or after a
+    kill part-way through writing them, rewrites the same batches instead of adding more."""
     variants = task.variant_options()
     if not variants:
         return
@@ -191,7 +232,9 @@ def _write_variants(log: RunLog, task: Task, records: list[dict]) -> None:
         config["task_options"] = vtask.options.model_dump()
         config.update(vtask.batch_info())
         fields.update({"evaluation_config": config, "derived_from": log.paths.batch_id})
-        vlog = RunLog.create(log.paths.folder, fields, batch_id=known.get(key), dated=False)
+        batch_id = known.get(key) or str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                     f"queryeval:{log.paths.batch_id}:{key}"))
+        vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vrecords = [vtask.rescore_record(r) for r in records]
         vlog.rewrite_records(vrecords)
         vmetrics = vtask.aggregate(vrecords)
@@ -216,6 +259,9 @@ def resume_run(location: str | Path, *, retry_errors: bool = False,
                progress: Progress | None = None) -> RunResult:
     """Continue an interrupted run: cases already in the results file are not repeated."""
     log = RunLog.open(location)
+    if "derived_from" in log.batch:
+        parent = log.paths.folder / f"batch_{log.batch['derived_from']}.json"
+        raise ConfigError(f"{log.paths.batch}: derived from {parent}; resume that one")
     stored = {k: v for k, v in log.batch.get("evaluation_config", {}).items()
               if k in RunConfig.model_fields}
     try:

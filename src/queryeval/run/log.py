@@ -6,23 +6,30 @@
     OUT/YYYY-MM-DD/metrics_<id>.json    overall_metrics and per-group figures
 
 Every file carries ``log_schema`` (the JSONL through the batch file). JSON and CSV files are
-written atomically; the JSONL is append-only and flushed per line, so a killed run loses at
-most the line being written, which :meth:`RunLog.read_records` drops (and repairs) on resume.
+written atomically; the JSONL is append-only and written per line with one unbuffered
+``write``, so a killed run loses at most the line being written, which
+:meth:`RunLog.read_records` drops (and repairs) on resume.
+
+A write that fails (disk full, read-only folder, file-size limit) raises
+:class:`~queryeval.errors.OutputError` naming the file and the OS reason: the CLI prints that
+one line and exits 2. A failed append is cut back to the last whole line, so the JSONL stays
+valid and ``--resume`` continues from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError, InputError
+from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.io.atomic import atomic_open, write_text_atomic
 
 LOG_SCHEMA = "queryeval.runlog/1"
@@ -74,6 +81,27 @@ class RunPaths:
         return self._p("report", ".xlsx")
 
 
+@contextlib.contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised while writing ``path`` into one :class:`OutputError` line."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError.from_os(path, exc) from None
+
+
+def write_all(fh: Any, data: bytes) -> None:
+    """Write every byte of ``data`` to the unbuffered file ``fh`` (a raw write may be short).
+
+    The one place the results JSONL is written, so tests can make it fail like a full disk."""
+    view = memoryview(data)
+    while view:
+        n = fh.write(view)
+        if not n:
+            raise OSError(f"short write to {getattr(fh, 'name', 'file')}")
+        view = view[n:]
+
+
 def now_iso() -> str:
     return dt.datetime.now().isoformat(timespec="microseconds")
 
@@ -84,7 +112,8 @@ class RunLog:
     def __init__(self, paths: RunPaths, batch: dict) -> None:
         self.paths = paths
         self.batch = batch
-        self._fh = None
+        self._fh: Any = None
+        self._size = 0
         self._since_sync = 0
 
     # --- creating and opening -------------------------------------------------------------
@@ -102,17 +131,22 @@ class RunLog:
                  "status": "running", **batch_fields}
         log = cls(RunPaths(folder, batch_id), batch)
         log.write_batch()
-        log.paths.results_jsonl.touch()
+        with writing(log.paths.results_jsonl):
+            log.paths.results_jsonl.touch()
         return log
 
     @classmethod
     def open(cls, location: str | Path) -> RunLog:
         """Open a batch from its ``batch_<id>.json``, or a folder holding exactly one
-        unfinished batch (searched recursively, so ``OUT`` or ``OUT/YYYY-MM-DD`` both work)."""
+        unfinished batch (searched recursively, so ``OUT`` or ``OUT/YYYY-MM-DD`` both work).
+
+        Derived batches (``derived_from``, e.g. retrieval's smaller k) are not runs of their
+        own: their parent rewrites them when it finishes, so a folder search never picks one."""
         location = Path(location)
         if location.is_dir():
-            candidates = sorted(location.rglob("batch_*.json"))
-            running = [p for p in candidates if _read_json(p).get("status") != "complete"]
+            docs = {p: _read_json(p) for p in sorted(location.rglob("batch_*.json"))}
+            candidates = [p for p, d in docs.items() if "derived_from" not in d]
+            running = [p for p in candidates if docs[p].get("status") != "complete"]
             pick = running or candidates
             if len(pick) != 1:
                 names = ", ".join(p.name for p in pick) or "none"
@@ -128,29 +162,63 @@ class RunLog:
         if schema != LOG_SCHEMA:
             raise InputError(f"unsupported log schema {schema!r} (this queryeval reads {LOG_SCHEMA})",
                              path=location, field="log_schema")
-        return cls(RunPaths(location.parent, batch["batch_id"]), batch)
+        batch_id = batch.get("batch_id")
+        if not isinstance(batch_id, str) or not batch_id or any(c in batch_id for c in "/\\\0"):
+            raise InputError(f"batch_id must be a file-name-safe string, got {batch_id!r:.80}",
+                             path=location, field="batch_id")
+        return cls(RunPaths(location.parent, batch_id), batch)
 
     # --- writing --------------------------------------------------------------------------
     def write_batch(self) -> None:
-        write_text_atomic(self.paths.batch, dumps(self.batch, indent=2) + "\n")
+        with writing(self.paths.batch):
+            write_text_atomic(self.paths.batch, dumps(self.batch, indent=2) + "\n")
 
     def append(self, record: dict) -> None:
-        """Append one case's record and flush it to the OS (survives a kill -9)."""
-        if self._fh is None:
-            self._fh = open(self.paths.results_jsonl, "a", encoding="utf-8")  # noqa: SIM115
-        self._fh.write(dumps(record) + "\n")
-        self._fh.flush()
-        self._since_sync += 1
-        if self._since_sync >= FSYNC_EVERY:
-            os.fsync(self._fh.fileno())
-            self._since_sync = 0
+        """Append one case's record with one unbuffered write (the OS has it at once, so it
+        survives a kill -9; fsync every ``FSYNC_EVERY`` lines and at close).
 
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+        If the write fails, the file is cut back to its last whole line and
+        :class:`OutputError` is raised: the lines already written stay valid."""
+        data = (dumps(record) + "\n").encode("utf-8")
+        path = self.paths.results_jsonl
+        try:
+            if self._fh is None:
+                self._fh = open(path, "ab", buffering=0)  # noqa: SIM115 - kept open across appends
+                self._size = os.fstat(self._fh.fileno()).st_size
+            write_all(self._fh, data)
+            self._size += len(data)
+            self._since_sync += 1
+            if self._since_sync >= FSYNC_EVERY:
+                os.fsync(self._fh.fileno())
+                self._since_sync = 0
+        except OSError as exc:
+            self._abandon()
+            raise OutputError.from_os(path, exc) from None
+
+    def _abandon(self) -> None:
+        """After a failed append: drop a partly written line (best effort) and close."""
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(fh.fileno(), self._size)
+        with contextlib.suppress(OSError):
+            fh.close()
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Sync and close the results file. ``quiet``: swallow errors (used while another
+        error is already on its way up, so it is the one reported)."""
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        try:
+            os.fsync(fh.fileno())
+        except OSError as exc:
+            if not quiet:
+                raise OutputError.from_os(self.paths.results_jsonl, exc) from None
+        finally:
+            with contextlib.suppress(OSError):
+                fh.close()
 
     def read_records(self, *, repair: bool = False) -> list[dict]:
         """Every complete record; a final line cut short by a crash is dropped (and, with
@@ -173,25 +241,29 @@ class RunLog:
             if line.strip():
                 try:
                     rec = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                except (ValueError, RecursionError):  # bad JSON or UTF-8, huge numbers, depth
                     raise InputError("corrupt result line", path=path, line=lineno) from None
+                if not isinstance(rec, dict) or "case_id" not in rec:
+                    raise InputError("corrupt result line: not an object with a case_id",
+                                     path=path, line=lineno) from None
                 records[str(rec["case_id"])] = rec
             pos = nl + 1
             good_end = pos
         if repair and good_end < len(data):
-            with open(path, "r+b") as fh:
+            with writing(path), open(path, "r+b") as fh:
                 fh.truncate(good_end)
         return list(records.values())
 
     def rewrite_records(self, records: Iterable[dict]) -> None:
         """Replace the JSONL atomically (used to drop errored cases before retrying them)."""
         self.close()
-        with atomic_open(self.paths.results_jsonl) as fh:
+        with writing(self.paths.results_jsonl), atomic_open(self.paths.results_jsonl) as fh:
             for r in records:
                 fh.write(dumps(r) + "\n")
 
     def write_csv(self, columns: list[str], rows: Iterable[dict]) -> None:
-        with atomic_open(self.paths.results_csv, "w", newline="") as fh:
+        with writing(self.paths.results_csv), \
+                atomic_open(self.paths.results_csv, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
             for row in rows:
@@ -200,7 +272,8 @@ class RunLog:
     def write_metrics(self, metrics: dict) -> None:
         doc = {"log_schema": LOG_SCHEMA, "batch_id": self.paths.batch_id,
                "timestamp": now_iso(), "task": self.batch.get("task"), **metrics}
-        write_text_atomic(self.paths.metrics, dumps(doc, indent=2) + "\n")
+        with writing(self.paths.metrics):
+            write_text_atomic(self.paths.metrics, dumps(doc, indent=2) + "\n")
 
     def mark_complete(self) -> None:
         self.batch["status"] = "complete"
@@ -210,6 +283,13 @@ class RunLog:
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read run log file: {exc}", path=path) from None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, a huge number
+        raise InputError(f"cannot read run log file: {' '.join(str(exc).split())[:300]}",
+                         path=path) from None
+    except RecursionError:
+        raise InputError("cannot read run log file: JSON nested too deep", path=path) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"cannot read run log file: expected a JSON object, got {type(doc).__name__}",
+                         path=path)
+    return doc

@@ -8,11 +8,12 @@ to the run log, so nothing computed is lost if the run is killed.
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,34 +96,44 @@ def run_cases(cases: Iterable[Case], system: System, task: Task, *,
               stop: threading.Event | None = None) -> int:
     """Evaluate ``cases`` with at most ``concurrency`` in flight; returns the number done.
 
-    Submission is bounded (never more than ``2 * concurrency`` futures pending), so a suite of
-    a million cases does not create a million futures up front.
+    Submission is bounded (never more than ``2 * concurrency`` cases pending), so a suite of
+    a million cases does not create a million futures up front. Finished cases arrive on a
+    queue (one ``put`` per case) rather than through ``concurrent.futures.wait``, which locks
+    every pending future on each call: at concurrency 64 that cost the calling thread more
+    than the records it writes (see docs/reliability.md, "Load").
     """
     policy = policy or RetryPolicy()
     stop = stop or threading.Event()
+    window = 2 * max(1, concurrency)
     done = 0
+    pending = 0
     it = iter(cases)
-    pending: set[Future] = set()
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="queryeval-case")
+    submitted: list[Future] = []
     try:
         exhausted = False
         while True:
-            while not exhausted and len(pending) < 2 * max(1, concurrency) and not stop.is_set():
+            while not exhausted and pending < window and not stop.is_set():
                 case = next(it, None)
                 if case is None:
                     exhausted = True
                     break
-                pending.add(pool.submit(evaluate_case, case, system, task,
-                                        timeout=timeout, policy=policy))
+                fut = pool.submit(evaluate_case, case, system, task, timeout=timeout, policy=policy)
+                fut.add_done_callback(finished.put)
+                submitted.append(fut)
+                pending += 1
             if not pending:
                 break
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                on_record(fut.result())
-                done += 1
+            fut = finished.get()
+            pending -= 1
+            if len(submitted) > 4 * window:  # forget finished futures now and then
+                submitted = [f for f in submitted if not f.done()]
+            on_record(fut.result())
+            done += 1
     finally:
         stop.set()
-        for fut in pending:
+        for fut in submitted:
             fut.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
     return done

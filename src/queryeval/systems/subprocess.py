@@ -1,7 +1,9 @@
 """A command as the system under test: one process per call, JSON in on stdin, JSON out.
 
 A process that runs past the timeout is killed (retryable); a non-zero exit is retryable
-(the process may have crashed transiently); stdout that is not JSON is recorded as malformed.
+(the process may have crashed transiently); stdout that is not JSON, or larger than
+``max_output_bytes`` (default :data:`MAX_OUTPUT_BYTES`, the HTTP adapter's limit), is recorded
+as malformed.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from typing import Any
 
 from queryeval.errors import ConfigError, SystemCallError
 
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+"""Largest stdout accepted as an answer, in bytes (per system: ``max_output_bytes``)."""
+
 
 class SubprocessSystem:
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, *, max_output_bytes: int | None = None) -> None:
+        self.max_output_bytes = MAX_OUTPUT_BYTES if max_output_bytes is None else max_output_bytes
         try:
             self.argv = shlex.split(command)
         except ValueError as exc:
@@ -39,6 +45,8 @@ class SubprocessSystem:
             raise SystemCallError(
                 "process", f"exit code {proc.returncode}: {tail[0][:200]}", retryable=True,
             )
+        if len(proc.stdout) > self.max_output_bytes:
+            raise SystemCallError("malformed", f"output larger than {self.max_output_bytes} bytes")
         try:
             return json.loads(proc.stdout)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,11 @@ def default_prefixes(
 
 
 CacheArg = EmbeddingCache | str | os.PathLike[str] | bool
+
+#: When set, ``hook(retriever, texts) -> (n, dim) float32`` embeds the corpus instead of the
+#: retriever's in-process embedder (``ray_embed.index_with_ray`` sets it to use Ray Data).
+CORPUS_EMBEDDER: ContextVar[Callable[[Any, list[str]], np.ndarray] | None] = ContextVar(
+    "queryeval_corpus_embedder", default=None)
 
 
 def _make_cache(cache: CacheArg) -> EmbeddingCache | None:
@@ -155,6 +162,10 @@ class DenseRetriever(ScoringRetriever):
         return self._doc_matrix
 
     def _index_texts(self, texts: list[str]) -> None:
+        hook = CORPUS_EMBEDDER.get()
+        if hook is not None:
+            self._doc_matrix = hook(self, texts)
+            return
         self._doc_matrix = self.embedder.embed(texts, prefix=self.passage_prefix)
 
     def embed_queries(self, queries: list[str]) -> np.ndarray:
