@@ -3,11 +3,42 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+
+
+def json_value_error(exc: ValueError) -> str:
+    """The message for a ``ValueError`` from ``json.loads`` that is not a JSONDecodeError:
+    an integer longer than Python's int/str conversion limit (4,300 digits by default)."""
+    text = " ".join(str(exc).split())
+    if "digits" in text:
+        return f"invalid JSON: a number has more than {sys.get_int_max_str_digits()} digits"
+    return f"invalid JSON: {text[:300]}"
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(text: str | bytes, value: Any) -> bool:
+    """Whether parsed JSON ``value`` holds a lone UTF-16 surrogate (``"\\ud800"``): JSON
+    allows the escape, but the text is no Unicode and fails when hashed or written as UTF-8.
+    Only an escape in the raw ``text`` can produce one, so clean lines cost one regex scan."""
+    raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    if not _SURROGATE_ESCAPE.search(raw):
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+LONE_SURROGATE = "invalid JSON: a \\u escape encodes a lone surrogate, which is not a character"
 
 
 def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
@@ -39,6 +70,10 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
                                  path=path, line=lineno) from None
             except RecursionError:
                 raise InputError("invalid JSON: nesting too deep", path=path, line=lineno) from None
+            except ValueError as exc:
+                raise InputError(json_value_error(exc), path=path, line=lineno) from None
+            if lone_surrogate(text, value):
+                raise InputError(LONE_SURROGATE, path=path, line=lineno)
             if objects_only and not isinstance(value, dict):
                 raise InputError(f"expected a JSON object, got {type(value).__name__}",
                                  path=path, line=lineno)

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queryeval.errors import InputError
+from queryeval.io.jsonl import LONE_SURROGATE, json_value_error, lone_surrogate
 from queryeval.suite.loader import Suite, hash_files
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc
@@ -47,13 +48,20 @@ def case_id(building: str, query_id: str, question_number: int | str) -> str:
 def read_buildingqa(path: str | Path) -> Suite:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        data = json.loads(text)
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     except UnicodeDecodeError:
         raise InputError("file is not valid UTF-8", path=path) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting too deep", path=path) from None
+    except ValueError as exc:
+        raise InputError(json_value_error(exc), path=path) from None
+    if lone_surrogate(text, data):
+        raise InputError(LONE_SURROGATE, path=path)
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):

@@ -36,7 +36,8 @@ from pydantic import (
 )
 
 from queryeval.errors import InputError
-from queryeval.suite.yamlsrc import format_loc
+from queryeval.io.jsonl import LONE_SURROGATE, json_value_error, lone_surrogate
+from queryeval.suite.yamlsrc import format_loc, printable
 
 _NAME = re.compile(r"\w+")
 
@@ -156,7 +157,7 @@ def text_line_of_offset(data: bytes, offset: int) -> int:
 def _validation_error(exc: ValidationError, path: Path, line: int) -> InputError:
     errors = exc.errors(include_url=False)
     first = errors[0]
-    msg = str(first["msg"])
+    msg = printable(str(first["msg"]))
     msg = msg[:1].lower() + msg[1:]
     if msg.startswith("value error, "):
         msg = msg[len("value error, "):]
@@ -175,6 +176,12 @@ def read_jsonl_records(path: str | Path, model: type[R]) -> list[R]:
             data = json.loads(raw)
         except json.JSONDecodeError as e:
             raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", path=path, line=n) from None
+        except RecursionError:
+            raise InputError("invalid JSON: nesting too deep", path=path, line=n) from None
+        except ValueError as e:
+            raise InputError(json_value_error(e), path=path, line=n) from None
+        if lone_surrogate(raw, data):
+            raise InputError(LONE_SURROGATE, path=path, line=n)
         if not isinstance(data, dict):
             raise InputError(
                 f"expected a JSON object, got {type(data).__name__}", path=path, line=n

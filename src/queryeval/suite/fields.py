@@ -26,6 +26,7 @@ from pathlib import Path
 
 from queryeval.errors import InputError
 from queryeval.metrics.fields import split_ground_truth
+from queryeval.suite.yamlsrc import printable
 
 DESCRIPTION_SUFFIX = "__description"
 DATA_SUFFIXES = (".csv", ".parquet", ".xlsx")
@@ -77,12 +78,21 @@ def _cell(value: object) -> str:
 
 
 def _rows_csv(path: Path) -> Iterator[tuple[int, list[str]]]:
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    with fh:
         reader = csv.reader(fh)
         start = 1
-        for row in reader:
-            yield start, row
-            start = reader.line_num + 1
+        try:
+            for row in reader:
+                yield start, row
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num or start) from None
+        except UnicodeDecodeError:
+            raise InputError("file is not valid UTF-8", path=path, line=start) from None
 
 
 def _rows_xlsx(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -91,13 +101,25 @@ def _rows_xlsx(path: Path) -> Iterator[tuple[int, list[str]]]:
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises several types for a bad file
-        raise InputError(f"cannot read workbook: {exc}", path=path) from exc
+        raise InputError(f"cannot read workbook: {_one_line(exc)}", path=path) from None
+    number = 0
     try:
+        if not wb.worksheets:
+            raise InputError("workbook has no worksheet", path=path)
         ws = wb.worksheets[0]
         for number, row in enumerate(ws.iter_rows(values_only=True), start=1):
             yield number, [_cell(v) for v in row]
+    except InputError:
+        raise
+    except Exception as exc:  # a damaged sheet inside a readable zip: same many types
+        raise InputError(f"cannot read workbook: {_one_line(exc)}", path=path,
+                         line=number + 1) from None
     finally:
         wb.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def _rows_parquet(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -105,9 +127,13 @@ def _rows_parquet(path: Path) -> Iterator[tuple[int, list[str]]]:
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("reading Parquet needs the 'pyarrow' package", path=path) from exc
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+        # decoding can fail here too (e.g. a string column holding invalid UTF-8)
+        columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
+        raise InputError(f"invalid Parquet: {_one_line(exc)}", path=path) from None
     yield 1, list(table.column_names)
-    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
     for i in range(table.num_rows):
         yield i + 2, [_cell(col[i]) for col in columns]
 
@@ -135,7 +161,7 @@ def read_rows(path: str | Path, suffixes: Sequence[str] = DATA_SUFFIXES) -> tupl
         if not name:
             raise InputError(f"column {i + 1} has no name", path=path, line=header_line)
         if name in seen:
-            raise InputError("duplicate column", path=path, line=header_line, field=name)
+            raise InputError("duplicate column", path=path, line=header_line, field=printable(name))
         seen.add(name)
     records: list[tuple[int, list[str]]] = []
     for line, cells in rows:
@@ -160,13 +186,13 @@ def load_data_table(path: str | Path, descriptions: Mapping[str, str] | None = N
             desc_of[name[: -len(DESCRIPTION_SUFFIX)]] = name
     for fld, column in (descriptions or {}).items():
         if column not in header:
-            raise InputError("description column not found", path=path, line=1, field=column)
+            raise InputError("description column not found", path=path, line=1, field=printable(column))
         desc_of[fld] = column
     desc_columns = set(desc_of.values())
     field_names = [h for h in header if h not in desc_columns]
     for fld, column in desc_of.items():
         if fld not in field_names:
-            raise InputError(f"describes unknown field {fld!r}", path=path, line=1, field=column)
+            raise InputError(f"describes unknown field {fld!r}", path=path, line=1, field=printable(column))
     index = {h: i for i, h in enumerate(header)}
     fields: dict[str, FieldData] = {}
     for name in field_names:
@@ -199,14 +225,14 @@ def load_evaluation_table(
     path = Path(path)
     header, records = read_rows(path, EVALUATION_SUFFIXES)
     if question_column not in header:
-        raise InputError(f"missing question column (columns: {', '.join(header)})",
+        raise InputError(f"missing question column (columns: {printable(', '.join(header))})",
                          path=path, line=1, field=question_column)
     if fields is None:
         fields = [h for h in header if h != question_column]
     else:
         for name in fields:
             if name not in header:
-                raise InputError("missing ground-truth column", path=path, line=1, field=name)
+                raise InputError("missing ground-truth column", path=path, line=1, field=printable(name))
     if not fields:
         raise InputError("no ground-truth column", path=path, line=1)
     if known_fields is not None:
@@ -214,8 +240,8 @@ def load_evaluation_table(
         for name in fields:
             if name not in known:
                 raise InputError(
-                    f"unknown field (data table fields: {', '.join(known_fields)})",
-                    path=path, line=1, field=name,
+                    f"unknown field (data table fields: {printable(', '.join(known_fields))})",
+                    path=path, line=1, field=printable(name),
                 )
     index = {h: i for i, h in enumerate(header)}
     questions: list[str] = []

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from queryeval.errors import InputError
 from queryeval.suite.models import Case
-from queryeval.suite.yamlsrc import YamlDoc, format_loc, read_yaml_documents
+from queryeval.suite.yamlsrc import YamlDoc, format_loc, printable, read_yaml_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -57,7 +57,7 @@ def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> 
     errors = exc.errors(include_url=False)
     first = errors[0]
     loc = (*prefix, *first["loc"])
-    msg = first["msg"]
+    msg = printable(first["msg"])
     msg = msg[:1].lower() + msg[1:]
     if first["type"] == "extra_forbidden":
         msg = "unknown field"

@@ -19,6 +19,7 @@ from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
 from queryeval.suite.loader import Suite, hash_files
 from queryeval.suite.models import Case
+from queryeval.suite.yamlsrc import printable
 
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
 _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -56,7 +57,7 @@ def read_questions_csv(path: str | Path) -> Suite:
         missing = [c for c in QUESTION_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; the header has: "
-                             f"{', '.join(header) or '(nothing)'}", path=path, line=1)
+                             f"{printable(', '.join(header)) or '(nothing)'}", path=path, line=1)
         try:
             for row in reader:
                 line = reader.line_num
@@ -157,10 +158,11 @@ def read_corpus(path: str | Path) -> list[Chunk]:
         except ImportError:
             raise InputError("reading Parquet needs pyarrow: pip install pyarrow", path=path) from None
         try:
-            table = pq.read_table(path)
+            # to_pylist decodes the strings: invalid UTF-8 in a column fails there
+            records = pq.read_table(path).to_pylist()
         except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
-            raise InputError(f"invalid Parquet: {exc}", path=path) from None
-        for i, rec in enumerate(table.to_pylist()):
+            raise InputError(f"invalid Parquet: {' '.join(str(exc).split())[:300]}", path=path) from None
+        for i, rec in enumerate(records):
             add(rec, {"record": str(i)})
     else:
         raise InputError(f"unknown corpus format {suffix!r}; expected .jsonl, .csv or .parquet", path=path)

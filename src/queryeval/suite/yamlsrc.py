@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.reader import ReaderError
 
 from queryeval.errors import InputError
 
@@ -44,6 +45,14 @@ class YamlDoc:
         return self.line
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (newlines, NUL, ...) escaped as in a Python literal,
+    so a key or value taken from a bad file cannot break an error message's one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def format_loc(loc: Loc) -> str:
     """``('conversation', 0, 'target')`` -> ``conversation[0].target``."""
     out = ""
@@ -51,32 +60,130 @@ def format_loc(loc: Loc) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + printable(str(part))
     return out
 
 
-def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
-    lines[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # resolve YAML merge keys (<<)
-        out: dict[Any, Any] = {}
+# Aliases let a few lines of YAML stand for an exponentially large tree ("billion laughs").
+# We walk composed nodes, so every alias is expanded: refuse a document once the nodes
+# reached again through aliases exceed both this many and ALIAS_RATIO times the distinct
+# nodes seen. Legitimate reuse (a shared block referenced from many cases) stays far below.
+MAX_ALIAS_EXPANSION = 100_000
+ALIAS_RATIO = 10
+# Merge keys (``<<``) are flattened by PyYAML before we see them, and merging a mapping that
+# merges others repeats their keys: refuse when the flattened pairs would exceed this.
+MAX_MERGED_PAIRS = 100_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _one_line(text: str) -> str:
+    """PyYAML's messages span lines ("...\n  in '<unicode string>', line 3"): one line."""
+    return " ".join(str(text).split())
+
+
+class _Walker:
+    """Builds plain data from a composed document, counting alias expansions."""
+
+    def __init__(self, loader: Any, path: Path) -> None:
+        self.loader = loader
+        self.path = path
+        self.seen: set[int] = set()
+        self.visits = 0
+        self.merged: dict[int, int] = {}  # mapping node -> pairs its merge keys brought
+
+    def _count(self, node: yaml.Node) -> None:
+        self.visits += 1
+        self.seen.add(id(node))
+        expanded = self.visits - len(self.seen)
+        if expanded > MAX_ALIAS_EXPANSION and expanded > ALIAS_RATIO * len(self.seen):
+            raise InputError(
+                f"YAML aliases expand to more than {MAX_ALIAS_EXPANSION} nodes "
+                f"({len(self.seen)} written); refusing an alias bomb",
+                path=self.path, line=node.start_mark.line + 1,
+            )
+
+    def _merged_pairs(self, node: yaml.MappingNode, memo: dict[int, int]) -> int:
+        """How many key/value pairs ``flatten_mapping`` would produce (memoised per node)."""
+        if id(node) in memo:
+            return memo[id(node)]
+        memo[id(node)] = 0  # a merge cycle counts as nothing (PyYAML rejects it anyway)
+        total = 0
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if isinstance(key, list):
-                key = tuple(key)
-            if key in out:
-                raise InputError(
-                    f"duplicate key {key!r}",
-                    path=path,
-                    line=key_node.start_mark.line + 1,
-                    field=format_loc((*loc, str(key))),
-                )
-            child = (*loc, key if isinstance(key, (str, int)) else str(key))
-            out[key] = _walk(loader, value_node, child, lines, path)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(loader, item, (*loc, i), lines, path) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+            if key_node.tag == _MERGE_TAG:
+                subs = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                total += sum(self._merged_pairs(sub, memo) for sub in subs
+                             if isinstance(sub, yaml.MappingNode))
+            else:
+                total += 1
+            if total > MAX_MERGED_PAIRS:
+                break
+        memo[id(node)] = total
+        return total
+
+    def _construct(self, node: yaml.Node, loc: Loc) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            # e.g. an integer of more than 4300 digits, a timestamp with month 13, a
+            # !!timestamp tag on text that is no date
+            raise InputError(f"cannot read value {node.tag.rsplit(':', 1)[-1]}: "
+                             f"{_one_line(str(exc) or type(exc).__name__)[:200]}",
+                             path=self.path, line=node.start_mark.line + 1,
+                             field=format_loc(loc) or None) from None
+
+    def walk(self, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
+        self._count(node)
+        lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            if any(k.tag == _MERGE_TAG for k, _ in node.value) and \
+                    self._merged_pairs(node, {}) > MAX_MERGED_PAIRS:
+                raise InputError(f"YAML merge keys (<<) expand to more than {MAX_MERGED_PAIRS} "
+                                 "entries; refusing a merge bomb",
+                                 path=self.path, line=node.start_mark.line + 1,
+                                 field=format_loc(loc) or None)
+            if id(node) not in self.merged:
+                own = sum(1 for k, _ in node.value if k.tag != _MERGE_TAG)
+                self.loader.flatten_mapping(node)  # resolve YAML merge keys (<<), in place
+                self.merged[id(node)] = len(node.value) - own
+            n_merged = self.merged[id(node)]
+            out: dict[Any, Any] = {}
+            written: set[Any] = set()
+            # flatten_mapping puts the merged pairs first: a later pair wins, so the
+            # mapping's own keys override merged ones, as YAML wants; only a key written
+            # twice in the mapping itself is a duplicate.
+            for index, (key_node, value_node) in enumerate(node.value):
+                self._count(key_node)
+                key = self._construct(key_node, loc)
+                if isinstance(key, list):
+                    key = tuple(key)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise InputError(f"a mapping key must be a scalar, got {type(key).__name__}",
+                                     path=self.path, line=key_node.start_mark.line + 1,
+                                     field=format_loc(loc) or None) from None
+                if index >= n_merged and key in written:
+                    raise InputError(
+                        f"duplicate key {key!r}",
+                        path=self.path,
+                        line=key_node.start_mark.line + 1,
+                        field=format_loc((*loc, str(key))),
+                    )
+                if index >= n_merged:
+                    written.add(key)
+                child = (*loc, key if isinstance(key, (str, int)) else str(key))
+                out[key] = self.walk(value_node, child, lines)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.walk(item, (*loc, i), lines) for i, item in enumerate(node.value)]
+        return self._construct(node, loc)
+
+
+def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+    """Plain data of ``node`` (one document), filling ``lines`` with the line of every path."""
+    return _Walker(loader, path).walk(node, loc, lines)
 
 
 def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
@@ -106,9 +213,14 @@ def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
+        raise InputError(f"invalid YAML: {_one_line(problem)}", path=path, line=line) from None
+    except ReaderError as exc:  # a control character or bad encoding in the text
+        line = text.count("\n", 0, exc.position) + 1 if isinstance(exc.position, int) else None
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise InputError(f"invalid YAML: unacceptable character {char}: {_one_line(exc.reason)}",
+                         path=path, line=line) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", path=path) from None
+        raise InputError(f"invalid YAML: {_one_line(str(exc))}", path=path) from None
     except RecursionError:
         raise InputError("invalid YAML: nesting too deep", path=path) from None
     finally:

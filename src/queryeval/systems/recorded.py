@@ -15,12 +15,25 @@ from pydantic import ValidationError
 
 from queryeval.errors import InputError, SystemCallError
 from queryeval.io.jsonl import iter_records
-from queryeval.suite.yamlsrc import format_loc
+from queryeval.suite.yamlsrc import format_loc, printable
 
 if TYPE_CHECKING:
     from queryeval.tasks.base import Task
 
 Key = tuple[str, "int | None"]
+
+
+def _turn(value: Any, path: Path, lineno: int) -> int | None:
+    """A line's ``turn``: an integer, or absent. A CSV cell is text, so digits are read as
+    an integer there and an empty cell as absent."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        return int(value)
+    if isinstance(value, str) and not value.strip():
+        return None
+    raise InputError(f"must be an integer, got {type(value).__name__}",
+                     path=path, line=lineno, field="turn")
 
 
 class RecordedSystem:
@@ -40,10 +53,11 @@ class RecordedSystem:
                 case_id, turn, output = task.read_recorded_line(obj)
             except ValidationError as exc:
                 err = exc.errors(include_url=False)[0]
-                msg = err["msg"][:1].lower() + err["msg"][1:]
+                msg = printable(err["msg"][:1].lower() + err["msg"][1:])
                 raise InputError(msg, path=path, line=lineno, field=format_loc(err["loc"]) or None) from None
             except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(str(exc).strip("'\""), path=path, line=lineno) from None
+                raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
+            turn = _turn(turn, path, lineno)
             key = (case_id, turn)
             if key in entries:
                 raise InputError(

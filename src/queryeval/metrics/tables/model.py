@@ -80,6 +80,8 @@ def cell_to_str(value: Any) -> Cell:
     SQL lexical forms ``true``/``false``; a pyoxigraph term (or anything with a string
     ``.value``) gives its value; a SPARQL JSON cell ``{"value": ...}`` gives its value.
     """
+    while isinstance(value, Mapping):  # a loop: nested {"value": {"value": ...}} from a file
+        value = value.get("value")
     if value is None:
         return None
     if isinstance(value, str):
@@ -88,9 +90,6 @@ def cell_to_str(value: Any) -> Cell:
         return "true" if value else "false"
     if isinstance(value, float):
         return None if math.isnan(value) else repr(value)
-    if isinstance(value, Mapping):
-        inner = value.get("value")
-        return None if inner is None else cell_to_str(inner)
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     inner = getattr(value, "value", None)
@@ -214,7 +213,19 @@ def _bqa_cell(row: Mapping[str, Any], column: str) -> Cell:
     return "" if text is None else text
 
 
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
 def _header_rows_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]]) -> Table:
+    if not _is_list(columns):
+        raise InputError(f"columns must be a list, got {type(columns).__name__}", field="columns")
+    if not _is_list(rows):
+        raise InputError(f"rows must be a list, got {type(rows).__name__}", field="rows")
+    for i, row in enumerate(rows):
+        if not _is_list(row):
+            raise InputError(f"row {i} is {type(row).__name__}, expected a list of cells",
+                             field="rows")
     names = [str(c) for c in columns]
     return Table(names, [tuple(cell_to_str(v) for v in row) for row in rows])
 
@@ -260,6 +271,9 @@ def as_table(data: Any, *, rules: str = "clean") -> Table:
                 raise InputError("results.bindings must be a list", field="results.bindings")
             head = data.get("head") or {}
             head_vars = head.get("vars") if isinstance(head, Mapping) else None
+            if head_vars is not None and not _is_list(head_vars):
+                raise InputError(f"head.vars must be a list, got {type(head_vars).__name__}",
+                                 field="head.vars")
             return _bindings_table(bindings, head_vars, rules)
         if "columns" in data and "rows" in data:
             table = _header_rows_table(data["columns"], data["rows"])
