@@ -278,3 +278,135 @@ def test_strategies_agree_on_dense_hits() -> None:
     for name in names:
         np.testing.assert_array_equal(a.per_query[name], b.per_query[name])
         np.testing.assert_array_equal(a.per_query[name], c.per_query[name])
+
+
+# ---------------------------------------------------------------- run pair index (file path)
+
+
+@st.composite
+def _segments(draw):
+    """Random grouped entries: segment lengths (0 allowed), docs with optional duplicates."""
+    n_docs = draw(st.integers(1, 12))
+    lens = draw(st.lists(st.integers(0, 7), min_size=1, max_size=6))
+    docs = []
+    for n in lens:
+        pool = draw(st.permutations(range(n_docs)))
+        seg = list(pool[: min(n, n_docs)])
+        if seg and draw(st.booleans()):  # maybe plant a duplicate
+            seg.append(draw(st.sampled_from(seg)))
+        docs.append(seg)
+    order = draw(st.permutations(range(len(lens))))  # segment order in the flat array
+    return n_docs, docs, order
+
+
+@settings(max_examples=200, deadline=None)
+@given(_segments())
+def test_run_pairs_layouts_match_a_dict_oracle(case) -> None:
+    from queryeval.metrics.ranking._pairs import RunPairs
+
+    n_docs, docs, order = case
+    nq = len(docs)
+    seg_start = np.zeros(nq, dtype=np.int64)
+    seg_len = np.array([len(d) for d in docs], dtype=np.int64)
+    flat: list[int] = []
+    where: dict[tuple[int, int], list[int]] = {}
+    for q in order:
+        seg_start[q] = len(flat)
+        for d in docs[q]:
+            where.setdefault((q, d), []).append(len(flat))
+            flat.append(d)
+    doc = np.array(flat, dtype=np.int32)
+    dups = [pos for pos in where.values() if len(pos) > 1]
+    qs = np.repeat(np.arange(nq), n_docs)
+    ds = np.tile(np.arange(n_docs), nq)
+    for layout in ("table", "sorted"):
+        pairs = RunPairs(doc, seg_start, seg_len, n_docs, layout=layout)
+        if dups:
+            assert pairs.duplicate is not None and list(pairs.duplicate) in [p[:2] for p in dups]
+            assert doc[pairs.duplicate[0]] == doc[pairs.duplicate[1]]
+            continue
+        assert pairs.duplicate is None
+        got = pairs.lookup(qs, ds)
+        want = [where.get((int(q), int(d)), [-1])[0] for q, d in zip(qs, ds, strict=True)]
+        assert got.tolist() == want, layout
+
+
+def test_run_pairs_table_pads_uneven_segments() -> None:
+    from queryeval.metrics.ranking._pairs import RunPairs
+
+    # Query 1 has 3 docs, query 0 has 1, query 2 none; flat order: query 1 then query 0.
+    doc = np.array([5, 0, 9, 7])
+    pairs = RunPairs(doc, np.array([3, 0, 0]), np.array([1, 3, 0]), 10, layout="table")
+    assert pairs.layout == "table" and pairs.duplicate is None
+    assert pairs.lookup(np.array([1, 1, 1, 0, 0, 2]), np.array([0, 5, 9, 7, 5, 5])).tolist() == [
+        1, 0, 2, 3, -1, -1]
+    with pytest.raises(ValueError, match="layout"):
+        RunPairs(doc, np.array([3, 0, 0]), np.array([1, 3, 0]), 10, layout="hash")
+
+
+def _columns_pair(rng: np.random.Generator, grouped: bool, uniform: bool):
+    """Random dictionary-encoded qrels/run columns (ties included) and the same as dicts."""
+    from queryeval.metrics.ranking import Columns
+
+    names_q = [f"q{i}" for i in range(30)]
+    names_doc = np.array([f"d{j}" for j in range(25)], dtype=object)
+    rq, rdoc, rscore = [], [], []
+    for i in range(25):  # q25..q29 never retrieved; q0..q4 never judged (see below)
+        n = 10 if uniform else int(rng.integers(1, 20))  # every name must be used
+        got = rng.choice(25, n, replace=False)
+        rq += [i] * n
+        rdoc += got.tolist()
+        rscore += (rng.integers(0, 5, n) / 2).tolist()
+    order = np.arange(len(rq)) if grouped else rng.permutation(len(rq))
+    run = Columns(q=np.array(rq)[order], names_q=names_q[:25], doc=np.array(rdoc)[order],
+                  names_doc=names_doc, value=np.array(rscore)[order])
+    jq, jdoc, jrel = [], [], []
+    for i in range(5, 30):
+        got = rng.choice(25, 6, replace=False)
+        jq += [i] * 6
+        jdoc += got.tolist()
+        jrel += rng.integers(0, 3, 6).tolist()
+    qrels = Columns(q=np.array(jq) - 5, names_q=names_q[5:], doc=np.array(jdoc), names_doc=names_doc,
+                    value=np.array(jrel))
+    qd = {names_q[q]: {} for q in set(jq)}
+    for q, d, r in zip(jq, jdoc, jrel, strict=True):
+        qd[names_q[q]][str(names_doc[d])] = r
+    rd = {names_q[q]: {} for q in set(rq)}
+    for q, d, s in zip(rq, rdoc, rscore, strict=True):
+        rd[names_q[q]][str(names_doc[d])] = s
+    return qrels, run, qd, rd
+
+
+@pytest.mark.parametrize(("grouped", "uniform"), [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("missing_query", ["zero", "skip"])
+def test_arrays_from_columns_equal_dicts_in_every_layout(grouped, uniform, missing_query) -> None:
+    from queryeval.metrics.ranking import arrays_from_columns
+
+    rng = np.random.default_rng(11)
+    qrels, run, qd, rd = _columns_pair(rng, grouped, uniform)
+    names = ["ndcg@5", "map", "mrr@3", "recall@10", "precision@4", "hit_rate@2"]
+    want = evaluate(qd, rd, names, per_query=True, missing_query=missing_query)
+    identity = np.arange(25)  # qrels and run share one doc dictionary here
+    for layout in ("auto", "table", "sorted"):
+        arrays = arrays_from_columns(qrels, run, identity, missing_query, pair_layout=layout)
+        got = evaluate_arrays(arrays, names, per_query=True)
+        assert got.qids == want.qids and got.n_missing == want.n_missing == 5
+        for name in names:
+            np.testing.assert_array_equal(got.per_query[name], want.per_query[name])
+
+
+def test_arrays_from_columns_errors_name_query_and_document() -> None:
+    from queryeval.metrics.ranking import Columns, DuplicateEntryError, arrays_from_columns
+
+    names_doc = np.array(["a", "b"], dtype=object)
+    qrels = Columns(q=np.array([0]), names_q=["x"], doc=np.array([0]),
+                    names_doc=names_doc, value=np.array([1]))
+    run = Columns(q=np.array([0, 1, 1]), names_q=["z", "x"], doc=np.array([0, 1, 0]),
+                  names_doc=names_doc, value=np.array([1.0, 2.0, np.nan]))
+    with pytest.raises(ValueError, match="NaN for query 'x', document 'a'"):
+        arrays_from_columns(qrels, run, np.array([0, 1]))
+    run.value[2] = 0.5
+    run.doc[2] = 1  # x retrieves b twice: rows 1 and 2
+    with pytest.raises(DuplicateEntryError) as err:
+        arrays_from_columns(qrels, run, np.array([0, 1]))
+    assert (err.value.what, err.value.qid, err.value.docid, err.value.rows) == ("run", "x", "b", (1, 2))

@@ -81,9 +81,14 @@ def test_random_files_fast_and_exact_paths_agree(tmp_path: Path) -> None:
         ("run", "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 high t\n", ":2: column 5 (score)", "got 'high'"),
         ("run", "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 nan t\n", ":2: column 5 (score)", "NaN"),
         ("run", "q1 Q0 a 1 1.0\n", ":1:", "expected 6"),
+        # a no-break space inside an id: whitespace to str.split(), so the fast path defers
+        ("run", "q1 Q0 a 1 1.0 t\nq1 Q0 a\xa0b 2 1.0 t\n", ":2:", "expected 6"),
         ("run", "q1 Q0 a 1 1.0 t\nq2 Q0 a 1 1.0 t\nq1 Q0 a 3 0.5 t\n", ":3:",
          "also on line 1"),
         ("qrels", "q1 0 a 1\nq1 0 a 0\n", ":2:", "also on line 1"),
+        # grouped run (fast path, per-query table): the pair repeats inside its own segment
+        ("run", "q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 a 3 1 t\nq2 Q0 a 1 1 t\n", ":3:",
+         "also on line 1"),
     ],
 )
 def test_errors_name_the_line(tmp_path, kind, text, where, message) -> None:
@@ -99,6 +104,16 @@ def test_errors_name_the_line(tmp_path, kind, text, where, message) -> None:
         reader(bad)
 
 
+def test_bad_qrels_reported_before_bad_run(tmp_path: Path) -> None:
+    # The two files are read concurrently; the qrels error must still win.
+    q = _write(tmp_path, "q", "q1 0 a 1\nq1 0 b x\n")
+    r = _write(tmp_path, "r", "q1 Q0 a 1 high t\n")
+    with pytest.raises(InputError, match=r"q:2: column 4 \(relevance\)"):
+        evaluate_files(q, r, ["mrr"])
+    with pytest.raises(InputError, match=r"r:1: column 5 \(score\)"):
+        evaluate_files(_write(tmp_path, "q2", "q1 0 a 1\n"), r, ["mrr"])
+
+
 def test_invalid_utf8_and_missing_file(tmp_path: Path) -> None:
     p = tmp_path / "r"
     p.write_bytes(b"q1 Q0 a 1 1.0 t\nq1 Q0 \xff 2 1.0 t\n")
@@ -112,6 +127,90 @@ def test_exact_path_used_without_pyarrow(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(trec, "_parse_arrow", lambda path, kind: None)
     q, r = _write(tmp_path, "q", QRELS), _write(tmp_path, "r", RUN)
     assert evaluate_files(q, r, ["mrr"])["mrr"] == pytest.approx((1 / 3 + 1 / 2 + 0) / 3)
+
+
+def test_fast_path_whitespace_class_is_pythons() -> None:
+    """The fast path defers ids holding any character ``str.split()`` splits on."""
+    import sys
+
+    pc = pytest.importorskip("pyarrow.compute")
+    pa = pytest.importorskip("pyarrow")
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000]
+    split = np.array([len(f"a{c}b".split()) == 2 for c in chars])
+    matched = pc.match_substring_regex(pa.array(chars), trec._WHITESPACE).to_numpy(
+        zero_copy_only=False)
+    assert split.sum() == 29 and (matched == split).all()
+
+
+def _realistic_files(tmp_path: Path, seed: int) -> tuple[Path, list[str], list[str]]:
+    """A qrels file and run lines the way systems write them: grouped by query, sorted by
+    score, uneven depth, tied scores, queries judged but not retrieved and the reverse."""
+    rng = np.random.default_rng(seed)
+    qlines, rlines = [], []
+    for i in range(60):
+        if i % 10 != 9:  # q9, q19, ... are retrieved but never judged
+            for j in rng.choice(50, int(rng.integers(1, 9)), replace=False):
+                qlines.append(f"q{i} 0 d{j} {rng.integers(0, 4)}")
+        if i % 7 != 3:  # q3, q10, ... are judged but missing from the run
+            n = int(rng.integers(1, 40))
+            scores = np.sort(rng.integers(0, 8, n) / 4)[::-1]
+            for rank, (j, sc) in enumerate(zip(rng.choice(50, n, replace=False), scores, strict=True)):
+                rlines.append(f"q{i} Q0 d{j} {rank + 1} {sc} sys")
+    return _write(tmp_path, "q", "\n".join(qlines) + "\n"), qlines, rlines
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_path_equals_pytrec_eval_grouped_shuffled_and_spaced(tmp_path, monkeypatch, seed) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    q, _, rlines = _realistic_files(tmp_path, seed)
+    grouped = _write(tmp_path, "grouped", "\n".join(rlines) + "\n")
+    shuffled = _write(tmp_path, "shuffled", "\n".join(np.random.default_rng(seed).permutation(rlines)) + "\n")
+    spaced = _write(tmp_path, "spaced", "\n".join(x.replace(" ", "  \t") for x in rlines) + "\n")
+    with open(q) as fq, open(grouped) as fr:
+        ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), set(PYTREC)).evaluate(
+            pytrec_eval.parse_run(fr))
+    names = list(PYTREC.values())
+    results = {}
+    for name, path in [("grouped", grouped), ("shuffled", shuffled), ("spaced", spaced)]:
+        if name != "spaced":  # clean files must stay on the fast path
+            monkeypatch.setattr(trec, "_parse_python", _no_exact_path)
+        else:
+            monkeypatch.undo()
+        results[name] = evaluate_files(q, path, names, per_query=True, missing_query="skip")
+    monkeypatch.undo()
+    res = results["grouped"]
+    missing = [i for i in range(60) if i % 7 == 3 and i % 10 != 9]
+    assert res.qids == sorted(ref) and res.n_missing == len(missing) == 8
+    for theirs, ours in PYTREC.items():
+        want = [ref[x][theirs.replace(".", "_")] for x in res.qids]
+        np.testing.assert_allclose(res.per_query[ours], want, rtol=0, atol=1e-12)
+        for other in ("shuffled", "spaced"):
+            np.testing.assert_array_equal(results[other].per_query[ours], res.per_query[ours])
+
+
+PYTREC = {"recall.5": "recall@5", "P.3": "precision@3", "ndcg_cut.4": "ndcg@4", "map": "map",
+          "recip_rank": "mrr", "success.2": "hit_rate@2", "ndcg": "ndcg"}
+
+
+def _no_exact_path(path, kind):
+    raise AssertionError(f"{path} left the fast path")
+
+
+def test_fast_and_exact_readers_agree_on_query_order_and_missing(tmp_path, monkeypatch) -> None:
+    # Non-ASCII ids: pyarrow's byte-order sort must equal Python's str order.
+    qrels = "é 0 a 1\nz 0 a 1\nä 0 b 2\n𝔸 0 a 1\nA 0 c 1\n"
+    run = "z Q0 a 1 1 t\né Q0 b 1 2 t\né Q0 a 2 1 t\nunjudged Q0 a 1 1 t\n𝔸 Q0 a 1 1 t\n"
+    q, r = _write(tmp_path, "q", qrels), _write(tmp_path, "r", run)
+    for mode in ("zero", "skip"):
+        fast = evaluate_files(q, r, ["mrr", "ndcg"], per_query=True, missing_query=mode)
+        with monkeypatch.context() as m:
+            m.setattr(trec, "_parse_arrow", lambda path, kind: None)
+            exact = evaluate_files(q, r, ["mrr", "ndcg"], per_query=True, missing_query=mode)
+        assert fast.qids == exact.qids and fast.n_missing == exact.n_missing == 2
+        assert fast.qids == sorted(fast.qids) and ("A" in fast.qids) == (mode == "zero")
+        for name in ("mrr", "ndcg"):
+            np.testing.assert_array_equal(fast.per_query[name], exact.per_query[name])
+    assert fast.query("é")["mrr"] == 0.5 and fast.query("𝔸")["mrr"] == 1.0
 
 
 # ---------------------------------------------------------------- CLI

@@ -31,10 +31,13 @@ from queryeval.metrics.ranking import (
     arrays_from_columns,
     evaluate_arrays,
 )
-from queryeval.metrics.ranking._columns import first_duplicate, names_at
+from queryeval.metrics.ranking._columns import first_duplicate, name_at, names_at, names_list
 
 _QRELS_COLUMNS = ("qid", "iter", "docid", "relevance")
+#: Bytes per parse block of the fast reader (blocks are parsed in parallel).
+_BLOCK_SIZE = 1 << 24
 _RUN_COLUMNS = ("qid", "Q0", "docid", "rank", "score", "tag")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 # --------------------------------------------------------------------------- slow, exact path
@@ -71,9 +74,12 @@ def _parse_python(path: Path, kind: str) -> Columns:
                     value: float = int(text)
                 except ValueError:
                     raise InputError(
-                        f"relevance must be an integer, got {text!r}",
+                        f"relevance must be an integer, got {text!r:.80}",
                         path=path, line=lineno, field=field,
                     ) from None
+                if not _INT64_MIN <= value <= _INT64_MAX:  # the engine's arrays are int64
+                    raise InputError(f"relevance {text!r:.80} is out of range (64-bit integers)",
+                                     path=path, line=lineno, field=field)
             else:
                 try:
                     value = float(text)
@@ -98,14 +104,20 @@ def _parse_python(path: Path, kind: str) -> Columns:
 # --------------------------------------------------------------------------- fast path
 
 
+#: What Python's ``str.split()`` treats as whitespace (ASCII and Unicode), in RE2 syntax.
+_WHITESPACE = (r"[\t-\r\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+               r"\x{202f}\x{205f}\x{3000}]")
+
+
 def _bad_names(names) -> bool:
-    """An empty id (from repeated spaces) or one holding other whitespace (a tab): only the
-    exact path splits such lines the way trec_eval does."""
+    """An empty id (from repeated spaces) or one holding other whitespace (a tab, a no-break
+    space): only the exact path splits such lines the way ``str.split()`` does. One regex
+    pass over the distinct names, not the rows."""
     import pyarrow.compute as pc
 
     if len(names) == 0:
         return False
-    return bool(pc.any(pc.match_substring_regex(names, r"^$|\s")).as_py())
+    return bool(pc.any(pc.match_substring_regex(names, "^$|" + _WHITESPACE)).as_py())
 
 
 def _parse_arrow(path: Path, kind: str) -> Columns | None:
@@ -118,10 +130,13 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
     names = _QRELS_COLUMNS if kind == "qrels" else _RUN_COLUMNS
     value_name = "relevance" if kind == "qrels" else "score"
     ids = pa.dictionary(pa.int32(), pa.string())
+    # The system allocator, not pyarrow's default (mimalloc): on a fresh process mimalloc's
+    # page handling cost ~1.5 s of kernel time for a 10M-line run, the system pool ~0.4 s.
+    pool = pa.system_memory_pool()
     try:
         table = pacsv.read_csv(
             path,
-            read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=list(names), block_size=_BLOCK_SIZE),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False),
             convert_options=pacsv.ConvertOptions(
                 column_types={
@@ -134,24 +149,43 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
                 quoted_strings_can_be_null=False,
                 null_values=[],
             ),
+            memory_pool=pool,
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
         return None
-    table = table.unify_dictionaries()
-    q = table.column("qid").combine_chunks()
-    d = table.column("docid").combine_chunks()
-    if q.null_count or d.null_count or _bad_names(q.dictionary) or _bad_names(d.dictionary):
+    q_codes, q_names = _dictionary_codes(table.column("qid"), pool)
+    d_codes, d_names = _dictionary_codes(table.column("docid"), pool)
+    if q_codes is None or d_codes is None or _bad_names(q_names) or _bad_names(d_names):
         return None
     value = table.column(value_name).to_numpy()
     if kind == "run" and np.isnan(value).any():
         return None  # let the exact path name the line
     return Columns(
-        q=q.indices.to_numpy(zero_copy_only=False),
-        names_q=q.dictionary.to_pylist(),
-        doc=d.indices.to_numpy(zero_copy_only=False),
-        names_doc=d.dictionary,
+        q=q_codes,
+        names_q=q_names,
+        doc=d_codes,
+        names_doc=d_names,
         value=value,
     )
+
+
+def _dictionary_codes(column, pool) -> tuple[np.ndarray | None, object]:
+    """int32 codes and the dictionary of a chunked dictionary column (None: nulls).
+
+    The CSV reader encodes each block with its own dictionary; ``unify_dictionaries``
+    remaps them to one (C++), then the codes are concatenated straight from the chunks'
+    buffers (one copy).
+    """
+    import pyarrow as pa
+
+    if column.null_count:
+        return None, None
+    column = pa.table({"c": column}).unify_dictionaries(memory_pool=pool).column("c")
+    chunks = column.chunks
+    if not chunks:
+        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.string())
+    codes = np.concatenate([c.indices.to_numpy() for c in chunks])
+    return codes, chunks[0].dictionary
 
 
 def _read_columns(path: str | Path, kind: str) -> Columns:
@@ -209,9 +243,21 @@ def _row_lines(path: Path, rows: Sequence[int]) -> list[int]:
 def build_arrays(
     qrels_path: str | Path, run_path: str | Path, missing_query: str = "zero"
 ) -> RankingArrays:
-    """Read both files and build the engine's arrays without any per-query Python dict."""
-    qrels = read_qrels_columns(qrels_path)
-    run = read_run_columns(run_path)
+    """Read both files and build the engine's arrays without any per-query Python dict.
+
+    The qrels file is read in a second thread while the run is read (pyarrow releases the
+    GIL); a bad qrels file is still reported before a bad run file.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(read_qrels_columns, qrels_path)
+        try:
+            run = read_run_columns(run_path)
+        except InputError:
+            pending.result()  # raises the qrels error first, if there is one
+            raise
+        qrels = pending.result()
     try:
         arrays = arrays_from_columns(qrels, run, _doc_mapping(qrels, run), missing_query)
     except DuplicateEntryError as exc:
@@ -235,6 +281,10 @@ def evaluate_files(
 ) -> RankingResult:
     """Evaluate a TREC run file against a TREC qrels file (see ``ranking.evaluate``)."""
     arrays = build_arrays(qrels_path, run_path, missing_query)
+    if arrays.n_queries == 0:
+        what = ("its queries are not in the run (missing_query='skip')" if arrays.n_missing
+                else "the file has no judgement")
+        raise InputError(f"no query to evaluate: {what}", path=qrels_path)
     return evaluate_arrays(arrays, metrics, per_query=per_query)
 
 
@@ -249,10 +299,11 @@ def _to_dicts(cols: Columns, cast) -> dict[str, dict]:
     bounds = np.flatnonzero(np.diff(q)) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(values)]
+    qids = names_list(cols.names_q)
     out: dict[str, dict] = {}
     for a, b in zip(starts, ends, strict=False):
         if b > a:
-            out[cols.names_q[int(q[a])]] = dict(zip(docs[a:b], map(cast, values[a:b]), strict=False))
+            out[qids[int(q[a])]] = dict(zip(docs[a:b], map(cast, values[a:b]), strict=False))
     return out
 
 
@@ -260,7 +311,7 @@ def _check_unique(path: Path, cols: Columns, what: str) -> None:
     dup = first_duplicate(cols.q, cols.doc, len(cols.names_doc))
     if dup is not None:
         first, second = _row_lines(path, dup)
-        qid = cols.names_q[int(cols.q[dup[0]])]
+        qid = name_at(cols.names_q, int(cols.q[dup[0]]))
         docid = names_at(cols.names_doc, cols.doc[[dup[0]]])[0]
         raise InputError(
             f"query {qid!r}, document {docid!r} also on line {first}; "

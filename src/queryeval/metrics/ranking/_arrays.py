@@ -21,10 +21,17 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, repeat
+from typing import Protocol
 
 import numpy as np
 
 MISSING_QUERY_MODES = ("zero", "skip")
+
+
+class NamesByIndex(Protocol):
+    """Anything that integer-array indexing turns into an object array of names."""
+
+    def __getitem__(self, idx: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass
@@ -40,7 +47,8 @@ class RankingArrays:
         judged_q: int64 ``[R]``, query index of each positive judgement.
         judged_gain: float64 ``[R]``, its relevance level (> 0), the nDCG gain.
         judged_score: float64 ``[R]``, the run's score for that document, NaN if not retrieved.
-        judged_docid: object ``[R]``, its docid.
+        judged_docid: its docid: an object array ``[R]``, or any object that integer-array
+            indexing turns into one (the file builder's ``LazyNames``; only tied hits are read).
         n_missing: judged queries the run does not contain (scored 0 under
             ``missing_query="zero"``, left out under ``"skip"``).
     """
@@ -53,7 +61,7 @@ class RankingArrays:
     judged_q: np.ndarray
     judged_gain: np.ndarray
     judged_score: np.ndarray
-    judged_docid: np.ndarray
+    judged_docid: NamesByIndex
     n_missing: int = 0
 
     @property

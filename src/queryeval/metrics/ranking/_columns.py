@@ -1,7 +1,17 @@
 """Builder of :class:`RankingArrays` from columns (what TREC file readers produce).
 
 The columns are dictionary-encoded: integer codes into lists of distinct names. Nothing here
-loops over rows in Python, so a 10-million-line run costs a few vectorised passes.
+loops over rows in Python, so a 10-million-line run costs a few vectorised passes:
+
+* segments: a run file is nearly always grouped by query, which one comparison of adjacent
+  query codes confirms; then the rows are used in place (no copy, no sort). Otherwise one
+  stable sort by query groups them.
+* the run's (query, document) pairs are indexed once (``_pairs.RunPairs``: per-query rows
+  sorted independently, or one global sort) to find duplicated pairs and, by binary search,
+  the run entry of every relevant judgement.
+* query ids are matched by pyarrow kernels (hash look-ups, one string sort) when the reader
+  gives pyarrow dictionaries; docids are never turned into Python strings except for the few
+  that tie-breaking needs.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from queryeval.metrics.ranking._arrays import (
     check_missing_query,
     check_scores,
 )
+from queryeval.metrics.ranking._pairs import RunPairs, sorted_pairs
 
 
 def names_at(names, codes: np.ndarray) -> np.ndarray:
@@ -26,6 +37,24 @@ def names_at(names, codes: np.ndarray) -> np.ndarray:
     if hasattr(names, "take"):  # pyarrow
         return np.asarray(names.take(codes).to_pylist(), dtype=object)
     return np.asarray([names[c] for c in codes.tolist()], dtype=object)
+
+
+class LazyNames:
+    """``names[codes[i]]`` on demand: indexing with an integer array returns an object array.
+
+    Stands in for an object array of docids (``RankingArrays.judged_docid``) so that only the
+    few docids needed to break score ties are ever converted to Python strings.
+    """
+
+    def __init__(self, names, codes: np.ndarray) -> None:
+        self.names = names
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+    def __getitem__(self, idx) -> np.ndarray:
+        return names_at(self.names, self.codes[idx])
 
 
 class DuplicateEntryError(ValueError):
@@ -47,39 +76,129 @@ class Columns:
     """One dictionary-encoded table: ``names_q[q[i]]``, ``names_doc[doc[i]]``, ``value[i]``."""
 
     q: np.ndarray
-    names_q: Sequence[str]
+    names_q: object  # list of str or pyarrow string array
     doc: np.ndarray
-    names_doc: object  # numpy object array or pyarrow string array
+    names_doc: object  # numpy object array, list of str or pyarrow string array
     value: np.ndarray
 
 
 def first_duplicate(q: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[int, int] | None:
-    """Row numbers of the first duplicated (q, doc) pair, or None. One int64 sort."""
+    """Row numbers (ascending) of the first duplicated (q, doc) pair, or None."""
     if q.size < 2:
         return None
-    key = q.astype(np.int64) * max(n_docs, 1) + doc
-    srt = np.sort(key)
-    same = np.flatnonzero(srt[1:] == srt[:-1])
+    keys, rows = sorted_pairs(q, int(q.max()) + 1, doc, n_docs)
+    same = np.flatnonzero(keys[1:] == keys[:-1])
     if same.size == 0:
         return None
-    rows = np.flatnonzero(key == srt[same[0]])
-    return int(rows[0]), int(rows[1])
+    a, b = sorted((int(rows[same[0]]), int(rows[same[0] + 1])))
+    return a, b
 
 
-def _run_index(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted run keys and, aligned, the flat row each came from: one int64 sort.
+def _group_by_query(
+    codes: np.ndarray, code_to_query: np.ndarray, nq: int
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Rows of evaluated queries, grouped in one contiguous segment per query.
 
-    When it fits in 63 bits the row is packed below the key so a value sort (fast, SIMD)
-    replaces an argsort.
+    Returns ``(rows, seg_start, seg_len)``: ``rows`` maps positions to original rows (None:
+    identity: the file was already grouped and every row is kept); the segments tile the
+    positions in increasing ``seg_start`` order.
     """
-    n = key.size
-    top = int(key.max()) + 1 if n else 1
-    if n and top < (1 << 62) // n:
-        packed = key * n + np.arange(n, dtype=np.int64)
-        packed.sort()
-        return packed // n, packed % n
-    order = np.argsort(key, kind="stable")
-    return key[order], order
+    seg_start = np.zeros(nq, dtype=np.int64)
+    seg_len = np.zeros(nq, dtype=np.int64)
+    n = int(codes.size)
+    if n == 0:
+        return None, seg_start, seg_len
+    bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    starts = np.concatenate(([0], bounds))
+    lens = np.diff(np.concatenate((starts, [n])))
+    seg_code = codes[starts]
+    if np.bincount(seg_code).max() == 1:  # grouped: no query in two runs of lines
+        seg_q = code_to_query[seg_code]
+        keep = seg_q >= 0
+        if keep.all():
+            rows = None
+            seg_start[seg_q] = starts
+        else:
+            rows = np.flatnonzero(np.repeat(keep, lens))
+            kept = lens[keep]
+            seg_start[seg_q[keep]] = np.cumsum(kept) - kept
+        seg_len[seg_q[keep]] = lens[keep]
+        return rows, seg_start, seg_len
+    row_query = code_to_query[codes]
+    rows = np.flatnonzero(row_query >= 0)
+    rows = rows[np.argsort(row_query[rows], kind="stable")]
+    counts = np.bincount(row_query[rows], minlength=nq)
+    seg_len[:] = counts
+    seg_start[:] = np.cumsum(counts) - counts
+    return rows, seg_start, seg_len
+
+
+def _query_index(
+    judged: object, in_run: object, missing_query: str
+) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    """Evaluated queries (sorted) and, for each judged / run query name, its index or -1.
+
+    Returns ``(qids, judged_map, run_map, n_missing)``. With pyarrow arrays (what the file
+    reader produces) every step is a C++ kernel: UTF-8 byte order is code-point order, so
+    pyarrow's string sort equals Python's ``sorted``.
+    """
+    if _is_arrow(judged) and _is_arrow(in_run):
+        import pyarrow.compute as pc
+
+        # Sort the judged names once; each run name finds its sorted position by hash.
+        order = pc.sort_indices(judged).to_numpy(zero_copy_only=False)
+        ordered = judged.take(order)
+        judged_map = np.empty(order.size, dtype=np.int64)
+        judged_map[order] = np.arange(order.size)
+        run_map = pc.index_in(in_run, value_set=ordered).fill_null(-1)
+        run_map = run_map.to_numpy(zero_copy_only=False).astype(np.int64)
+        in_both = np.zeros(order.size, dtype=bool)
+        in_both[run_map[run_map >= 0]] = True
+        n_missing = int(order.size - np.count_nonzero(in_both))
+        if missing_query == "zero":
+            return ordered.to_pylist(), judged_map, run_map, n_missing
+        renum = np.where(in_both, np.cumsum(in_both) - 1, -1)  # sorted position -> kept index
+        qids = ordered.filter(in_both).to_pylist()
+        run_map = np.where(run_map >= 0, renum[np.maximum(run_map, 0)], -1)
+        return qids, renum[judged_map], run_map, n_missing
+    judged_names = list(_as_list(judged))
+    run_names = list(_as_list(in_run))
+    run_set = set(run_names)
+    if missing_query == "zero":
+        qids = sorted(set(judged_names))
+    else:
+        qids = sorted(set(judged_names) & run_set)
+    index = {q: i for i, q in enumerate(qids)}
+
+    def to_index_py(names: list[str]) -> np.ndarray:
+        return np.fromiter(map(index.get, names, [-1] * len(names)), dtype=np.int64,
+                           count=len(names))
+
+    n_missing = len(set(judged_names) - run_set)
+    return qids, to_index_py(judged_names), to_index_py(run_names), n_missing
+
+
+def _is_arrow(names: object) -> bool:
+    return hasattr(names, "to_pylist") and hasattr(names, "take")
+
+
+def _as_list(names: object) -> Sequence[str]:
+    return names.to_pylist() if _is_arrow(names) else names  # type: ignore[union-attr]
+
+
+def names_list(names: object) -> list[str]:
+    """All names of a dictionary (list, numpy object array or pyarrow array) as a list."""
+    return list(_as_list(names))
+
+
+def name_at(names: object, code: int) -> str:
+    """One name of a dictionary (list, numpy object array or pyarrow array)."""
+    return str(names_at(names, np.array([code]))[0])
+
+
+def _entry_query(seg_start: np.ndarray, seg_len: np.ndarray, i: int) -> int:
+    """Query index of flat entry ``i`` (segments tile the entries)."""
+    return int(np.flatnonzero((seg_start <= i) & (i < seg_start + seg_len))[0])
 
 
 def arrays_from_columns(
@@ -87,6 +206,8 @@ def arrays_from_columns(
     run: Columns,
     qrels_doc_to_run_doc: np.ndarray,
     missing_query: str = "zero",
+    *,
+    pair_layout: str = "auto",
 ) -> RankingArrays:
     """Build the engine's arrays from dictionary-encoded qrels and run columns.
 
@@ -99,89 +220,57 @@ def arrays_from_columns(
         qrels_doc_to_run_doc: for each distinct qrels docid (``qrels.names_doc``), its code in
             ``run.names_doc``, or -1 when the run never retrieves it.
         missing_query: ``"zero"`` or ``"skip"`` (see :func:`evaluate`).
+        pair_layout: how run pairs are indexed (``"auto"``, ``"table"``, ``"sorted"``; see
+            ``_pairs.RunPairs``); every layout gives the same arrays.
 
     Raises:
         DuplicateEntryError: a (query, document) pair repeats in the run or in the qrels.
         ValueError: a NaN score.
     """
     check_missing_query(missing_query)
-    judged_names = set(qrels.names_q)
-    run_names = set(run.names_q)
-    if missing_query == "zero":
-        qids = sorted(judged_names)
-    else:
-        qids = sorted(judged_names & run_names)
-    index = {q: i for i, q in enumerate(qids)}
+    qids, qrels_map, run_map, n_missing = _query_index(qrels.names_q, run.names_q, missing_query)
     nq = len(qids)
-    n_missing = len(judged_names - run_names)
 
     dup = first_duplicate(qrels.q, qrels.doc, len(qrels.names_doc))
     if dup is not None:
         r = dup[0]
         raise DuplicateEntryError(
-            "qrels", qrels.names_q[qrels.q[r]], names_at(qrels.names_doc, qrels.doc[[r]])[0], dup
+            "qrels", name_at(qrels.names_q, qrels.q[r]), name_at(qrels.names_doc, qrels.doc[r]), dup
         )
 
-    # Run rows -> evaluated query index, dropping queries nobody judged.
-    run_map = np.array([index.get(n, -1) for n in run.names_q], dtype=np.int64)
-    rq = run_map[run.q] if run_map.size else np.zeros(0, dtype=np.int64)
-    rows: np.ndarray | None = None  # original row of each kept entry (None: identity)
-    if not (rq >= 0).all():
-        rows = np.flatnonzero(rq >= 0)
-    # One contiguous segment per query; reorder (stable) only if the file interleaves queries.
-    kept_q = rq if rows is None else rq[rows]
-    change = np.flatnonzero(kept_q[1:] != kept_q[:-1]) + 1
-    n_present = int(np.count_nonzero(np.bincount(kept_q, minlength=nq))) if kept_q.size else 0
-    if change.size + (1 if kept_q.size else 0) != n_present:
-        order = np.argsort(kept_q, kind="stable")
-        rows = order if rows is None else rows[order]
-        kept_q = kept_q[order]
-        change = np.flatnonzero(kept_q[1:] != kept_q[:-1]) + 1
-    rq = kept_q
+    # Run rows -> evaluated query index (queries nobody judged are dropped), grouped.
+    rows, seg_start, seg_len = _group_by_query(np.asarray(run.q), run_map, nq)
     scores = np.ascontiguousarray(run.value if rows is None else run.value[rows], np.float64)
-    doc = np.asarray(run.doc if rows is None else run.doc[rows], dtype=np.int64)
-
-    def _row(i: int) -> int:
-        return int(i if rows is None else rows[i])
+    doc = np.asarray(run.doc if rows is None else run.doc[rows])
 
     def _where(i: int) -> str:
-        return f"query {qids[rq[i]]!r}, document {names_at(run.names_doc, doc[[i]])[0]!r}"
+        q = qids[_entry_query(seg_start, seg_len, i)]
+        return f"query {q!r}, document {names_at(run.names_doc, doc[[i]])[0]!r}"
 
     check_scores(scores, _where)
-    seg_start = np.zeros(nq, dtype=np.int64)
-    seg_len = np.zeros(nq, dtype=np.int64)
-    if rq.size:
-        starts = np.concatenate(([0], change))
-        ends = np.concatenate((change, [rq.size]))
-        seg_start[rq[starts]] = starts
-        seg_len[rq[starts]] = ends - starts
 
-    # Every (query, document) of the run, sorted once: duplicates and judgement look-ups.
-    n_docs = max(len(run.names_doc), 1)
-    keys, flat = _run_index(rq * n_docs + doc)
-    same = np.flatnonzero(keys[1:] == keys[:-1])
-    if same.size:
-        a, b = sorted((_row(int(flat[same[0]])), _row(int(flat[same[0] + 1]))))
-        i = int(flat[same[0]])
+    # Every (query, document) of the run, indexed once: duplicates and judgement look-ups.
+    pairs = RunPairs(doc, seg_start, seg_len, len(run.names_doc), layout=pair_layout)
+    if pairs.duplicate is not None:
+        i, j = pairs.duplicate
+        a, b = sorted((int(i if rows is None else rows[i]), int(j if rows is None else rows[j])))
         raise DuplicateEntryError(
-            "run", qids[rq[i]], names_at(run.names_doc, doc[[i]])[0], (a, b)
+            "run", qids[_entry_query(seg_start, seg_len, i)],
+            names_at(run.names_doc, doc[[i]])[0], (a, b),
         )
 
     # Positive judgements of evaluated queries, and the run's score for each.
-    qrels_map = np.array([index.get(n, -1) for n in qrels.names_q], dtype=np.int64)
     jq = qrels_map[qrels.q] if qrels_map.size else np.zeros(0, dtype=np.int64)
     rel = np.asarray(qrels.value, dtype=np.int64)
-    sel = (jq >= 0) & (rel > 0)
+    sel = np.flatnonzero((jq >= 0) & (rel > 0))
     jq, jdoc, jgain = jq[sel], np.asarray(qrels.doc)[sel], rel[sel].astype(np.float64)
     jscore = np.full(jq.size, np.nan)
-    to_run = np.asarray(qrels_doc_to_run_doc, dtype=np.int64)
-    if keys.size and jq.size:
-        jrun = to_run[jdoc]
-        cand = np.flatnonzero(jrun >= 0)
-        jkey = jq[cand] * n_docs + jrun[cand]
-        at = np.minimum(np.searchsorted(keys, jkey), keys.size - 1)
-        found = keys[at] == jkey
-        jscore[cand[found]] = scores[flat[at[found]]]
+    jrun = np.asarray(qrels_doc_to_run_doc, dtype=np.int64)[jdoc]
+    cand = np.flatnonzero(jrun >= 0)
+    if cand.size:
+        at = pairs.lookup(jq[cand], jrun[cand])
+        found = at >= 0
+        jscore[cand[found]] = scores[at[found]]
     names_doc = run.names_doc
 
     def docids_at(idx: np.ndarray) -> np.ndarray:
@@ -196,6 +285,6 @@ def arrays_from_columns(
         judged_q=jq,
         judged_gain=jgain,
         judged_score=jscore,
-        judged_docid=names_at(qrels.names_doc, jdoc),
+        judged_docid=LazyNames(qrels.names_doc, jdoc),
         n_missing=n_missing,
     )

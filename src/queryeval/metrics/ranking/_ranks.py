@@ -128,10 +128,9 @@ def hit_ranks(
     Returns ``(query_index, rank, gain)`` sorted by (query, rank). ``strategy`` is ``"auto"``,
     ``"count"`` or ``"sort"``; all give identical ranks (tests hold them to it).
     """
-    retrieved = ~np.isnan(arrays.judged_score)
+    retrieved = np.flatnonzero(~np.isnan(arrays.judged_score))
     hq = arrays.judged_q[retrieved]
     hs = arrays.judged_score[retrieved]
-    hdoc = arrays.judged_docid[retrieved]
     gain = arrays.judged_gain[retrieved]
     starts = arrays.seg_start[hq]
     lens = arrays.seg_len[hq]
@@ -147,6 +146,7 @@ def hit_ranks(
     rank = gt
     tied = np.flatnonzero(eq > 1)
     if tied.size:
-        rank[tied] += _ties_above(arrays, starts[tied], lens[tied], hs[tied], hdoc[tied])
+        tied_docids = arrays.judged_docid[retrieved[tied]]  # the only docids ever read
+        rank[tied] += _ties_above(arrays, starts[tied], lens[tied], hs[tied], tied_docids)
     order = np.lexsort((rank, hq))
     return hq[order], rank[order], gain[order]

@@ -1,0 +1,195 @@
+"""Index of a run's (query, document) pairs: duplicate detection and judgement look-ups.
+
+The run's entries are grouped in one contiguous segment per query (``seg_start``/``seg_len``
+tile the flat arrays). Two interchangeable layouts, same answers (tests hold them to it):
+
+* ``table``: one row per segment, each entry packed as ``doc << pb | position`` and the rows
+  sorted independently (``ndarray.sort(axis=1)``: many small, cache-resident sorts, several
+  times faster than one global sort). Rows shorter than the longest are padded with
+  ``n_docs << pb`` (greater than any document). Used while the padding stays under the
+  number of entries (always for a run of fixed depth, the usual TREC run).
+* ``sorted``: one global int64 sort of packed ``(query, document, row)`` keys.
+
+A look-up is a vectorised binary search (one gather per halving step) in the table's row, or a
+``searchsorted`` in the global keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The table layout is used while rows x width <= this many times the number of entries.
+_PAD_FACTOR = 2
+
+
+def bits(n: int) -> int:
+    """Bits needed to hold the values 0 .. n-1 (at least 1)."""
+    return max(int(n - 1).bit_length(), 1)
+
+
+def sorted_pairs(
+    q: np.ndarray, n_q: int, doc: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``q << b | doc`` sorted and, aligned, the row each came from. One int64 sort.
+
+    ``b = bits(n_docs)``, so a key orders as the pair ``(q, doc)``. When the row also fits in
+    63 bits it is packed below the key, and a value sort (SIMD, several times faster than an
+    argsort) does the work; a shift and a mask unpack it.
+    """
+    n = int(q.size)
+    db = bits(n_docs)
+    key = q.astype(np.int64)
+    key <<= db
+    key |= doc
+    if n == 0:
+        return key, np.zeros(0, dtype=np.int64)
+    rb = bits(n)
+    if bits(n_q) + db + rb <= 63:
+        key <<= rb
+        key |= np.arange(n, dtype=np.int64)
+        key.sort()
+        rows = key & ((1 << rb) - 1)
+        key >>= rb
+        return key, rows
+    rows = np.argsort(key, kind="stable")
+    return key[rows], rows
+
+
+class RunPairs:
+    """Which flat entry holds (query, document), and the first duplicated pair if any.
+
+    Args:
+        doc: document code of every flat entry (segments tile it).
+        seg_start, seg_len: per query index, its segment (length 0: not in the run).
+        n_docs: number of document codes (codes are ``0 .. n_docs-1``).
+        layout: ``"auto"``, ``"table"`` or ``"sorted"``.
+
+    Attributes:
+        duplicate: flat positions ``(i, j)``, ``i < j``, of one duplicated pair, or None.
+    """
+
+    def __init__(
+        self,
+        doc: np.ndarray,
+        seg_start: np.ndarray,
+        seg_len: np.ndarray,
+        n_docs: int,
+        layout: str = "auto",
+    ) -> None:
+        self._n_docs = max(int(n_docs), 1)
+        present = np.flatnonzero(seg_len > 0)
+        present = present[np.argsort(seg_start[present], kind="stable")]
+        width = int(seg_len.max()) if seg_len.size else 0
+        if layout == "auto":
+            fits = present.size * width <= _PAD_FACTOR * max(int(doc.size), 1)
+            layout = "table" if fits else "sorted"
+        if layout == "table":
+            self._build_table(doc, seg_start, seg_len, present, width)
+        elif layout == "sorted":
+            self._build_sorted(doc, seg_start, seg_len, present)
+        else:
+            raise ValueError(f"layout must be auto, table or sorted, got {layout!r}")
+        self.layout = layout
+
+    # ------------------------------------------------------------------ table layout
+
+    def _build_table(self, doc, seg_start, seg_len, present, width) -> None:
+        nq = seg_len.size
+        pb = bits(width)
+        limit = (self._n_docs + 1) << pb
+        dtype = np.int32 if limit < 2**31 else np.int64
+        lens = seg_len[present]
+        starts = seg_start[present]
+        n_rows = present.size
+        if n_rows and np.all(lens == width) and np.array_equal(starts, np.arange(n_rows) * width):
+            table = doc[: n_rows * width].astype(dtype).reshape(n_rows, width)
+            table <<= pb
+            table |= np.arange(width, dtype=dtype)
+        else:
+            table = np.full((n_rows, max(width, 1)), self._n_docs << pb, dtype=dtype)
+            row = np.repeat(np.arange(n_rows, dtype=np.int64), lens)
+            flat = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(
+                int(lens.sum()), dtype=np.int64
+            )
+            pos = flat - np.repeat(starts, lens)
+            table[row, pos] = (doc[flat].astype(dtype) << pb) | pos.astype(dtype)
+        table.sort(axis=1)
+        self._table = table
+        self._pb = pb
+        self._row_of_q = np.full(nq, -1, dtype=np.int64)
+        self._row_of_q[present] = np.arange(n_rows)
+        self._row_start = starts.astype(np.int64)
+        self.duplicate = None
+        if width > 1 and n_rows:
+            hi = table >> pb
+            same = (hi[:, 1:] == hi[:, :-1]) & (hi[:, 1:] < self._n_docs)
+            if same.any():
+                r, c = np.unravel_index(int(np.argmax(same)), same.shape)
+                mask = (1 << pb) - 1
+                i, j = sorted((int(table[r, c]) & mask, int(table[r, c + 1]) & mask))
+                self.duplicate = (int(starts[r]) + i, int(starts[r]) + j)
+
+    def _lookup_table(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        out = np.full(q.size, -1, dtype=np.int64)
+        row = self._row_of_q[q]
+        ok = np.flatnonzero(row >= 0)
+        table = self._table
+        if ok.size == 0 or table.size == 0:
+            return out
+        width = table.shape[1]
+        flat = table.ravel()
+        offset = row[ok] * width
+        target = d[ok] << self._pb
+        # Branchless lower bound, every lane in step: ceil(log2(width)) gathers.
+        base = np.zeros(ok.size, dtype=np.int64)
+        n = width
+        while n > 1:
+            half = n >> 1
+            base += np.where(flat[offset + base + half] < target, half, 0)
+            n -= half
+        entry = flat[offset + base].astype(np.int64)
+        base += entry < target
+        found = base < width
+        entry = np.where(found, flat[offset + np.minimum(base, width - 1)], 0).astype(np.int64)
+        found &= (entry >> self._pb) == (target >> self._pb)
+        pos = entry & ((1 << self._pb) - 1)
+        out[ok[found]] = self._row_start[row[ok[found]]] + pos[found]
+        return out
+
+    # ------------------------------------------------------------------ sorted layout
+
+    def _build_sorted(self, doc, seg_start, seg_len, present) -> None:
+        nq = seg_len.size
+        lens = seg_len[present]
+        entry_q = np.repeat(present.astype(np.int64), lens)  # segments tile doc in this order
+        self._keys, self._flat = sorted_pairs(entry_q, nq, doc, self._n_docs)
+        self._db = bits(self._n_docs)
+        self.duplicate = None
+        same = np.flatnonzero(self._keys[1:] == self._keys[:-1])
+        if same.size:
+            i, j = sorted((int(self._flat[same[0]]), int(self._flat[same[0] + 1])))
+            self.duplicate = (i, j)
+
+    def _lookup_sorted(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        out = np.full(q.size, -1, dtype=np.int64)
+        keys = self._keys
+        if keys.size == 0 or q.size == 0:
+            return out
+        key = (q.astype(np.int64) << self._db) | d
+        at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+        found = keys[at] == key
+        out[found] = self._flat[at[found]]
+        return out
+
+    # ------------------------------------------------------------------ look-up
+
+    def lookup(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Flat entry of each (query index, document code) pair; -1 where the run lacks it.
+
+        ``d`` must hold valid codes (``0 <= d < n_docs``).
+        """
+        q = np.asarray(q, dtype=np.int64)
+        d = np.asarray(d, dtype=np.int64)
+        if self.layout == "table":
+            return self._lookup_table(q, d)
+        return self._lookup_sorted(q, d)
