@@ -40,7 +40,17 @@ decrease its index sequence, so the canonical mappings include an optimum.
 Budget. Every group refinement counts as a node; past ``max_nodes`` nodes or
 ``max_seconds`` seconds the search stops and returns its incumbent with ``exact=False``.
 The incumbent starts as a greedy mapping on the pairwise overlaps, evaluated outside the
-budget, so a result always exists.
+budget, so a result always exists. When the search has not finished after
+``_PROBE_NODES`` nodes, a second, seeded incumbent is computed (best two-column pair by
+joint multiset overlap, then greedy by refined tp; ``O(p²)`` refinements, outside the
+budget) and the search restarts with it: on low-cardinality columns the first greedy is a
+guess and a poor incumbent prunes nothing.
+
+Batched children. Before refining the children of a node one by one, bound 1 is computed
+for all of them in one dense count (gold's histogram over (group, value) is shared; the
+predicted keys of the candidates are offset into disjoint ranges), and children it prunes
+are never refined. The batch gives exactly the tp each refinement would (tested), so the
+pruning is the same bound 1, only cheaper; each candidate still counts as one node.
 """
 
 from __future__ import annotations
@@ -53,6 +63,9 @@ import numpy as np
 from queryeval.metrics.tables.encode import Encoded, factorize
 
 EPS = 1e-12
+_DENSE_MIN = 1 << 15  # dense counting is cheaper than hashing below this range
+_PROBE_NODES = 64  # search nodes tried before computing the seeded incumbent
+_BATCH_MAX = 1 << 22  # largest histogram of a batched child evaluation
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,10 @@ class _OutOfBudget(Exception):
     pass
 
 
+class _ProbeOver(Exception):
+    pass
+
+
 def f1_from_sums(psum: float, rsum: float, g: int) -> float:
     """Entity F1 from summed per-column precisions / recalls over ``g`` columns."""
     p, r = psum / g, rsum / g
@@ -99,10 +116,13 @@ class _Search:
         self.sr = enc.set_recall
         self.nodes = 0
         self.counting = True
+        self.probe_until: int | None = None
         self.start = time.perf_counter()
         self.order = self._gold_order()
         self.prev_twin = self._gold_twins()
         self.pred_class = self._pred_classes()
+        self.pred_mat = (np.stack(enc.pred_cols) if self.p
+                         else np.zeros((0, 0), dtype=np.int64))
         self.sigma = [-1] * self.g
         self.used = [False] * self.p
         self.best_tp = -1
@@ -143,6 +163,8 @@ class _Search:
         if not self.counting:
             return
         self.nodes += 1
+        if self.probe_until is not None and self.nodes > self.probe_until:
+            raise _ProbeOver
         b = self.budget
         if b.max_nodes is not None and self.nodes > b.max_nodes:
             raise _OutOfBudget
@@ -159,6 +181,9 @@ class _Search:
         self._tick()
         key_g = gk * self.V + self.enc.gold_cols[j][gi]
         key_p = pk * self.V + self.enc.pred_cols[c][pi]
+        span = (int(max(gk.max(), pk.max())) + 1) * self.V
+        if span <= max(_DENSE_MIN, 2 * (len(gi) + len(pi))):
+            return self._refine_dense(gi, key_g, pi, key_p, span)
         codes, k = factorize(np.concatenate([key_g, key_p]))
         cg, cp = codes[:len(gi)], codes[len(gi):]
         cnt_g = np.bincount(cg, minlength=k)
@@ -167,6 +192,44 @@ class _Search:
         keep_g = cnt_p[cg] > 0
         keep_p = cnt_g[cp] > 0
         return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+
+    @staticmethod
+    def _refine_dense(gi: np.ndarray, key_g: np.ndarray, pi: np.ndarray, key_p: np.ndarray,
+                      span: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_refine` when the keys fit a small dense range (few groups, few values):
+        counting by ``bincount`` instead of hashing. Only groups present on both sides are
+        kept, renumbered densely, so the range stays small at the next level."""
+        cnt_g = np.bincount(key_g, minlength=span)
+        cnt_p = np.bincount(key_p, minlength=span)
+        both = np.minimum(cnt_g, cnt_p)
+        tp = int(both.sum())
+        present = both > 0
+        remap = np.cumsum(present) - 1
+        keep_g = present[key_g]
+        keep_p = present[key_p]
+        return tp, gi[keep_g], remap[key_g[keep_g]], pi[keep_p], remap[key_p[keep_p]]
+
+    def _batch_tp(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
+                  j: int, cands: list[int]) -> np.ndarray | None:
+        """The tp :meth:`_refine` would return for each candidate ``c`` of gold column ``j``,
+        all in one dense count (gold's histogram is shared; the predicted keys of all
+        candidates are offset into disjoint ranges). ``None`` when the key range is not
+        small, or there is nothing to count; then the caller refines one by one. Counts one
+        node per candidate."""
+        if len(gi) == 0 or len(pi) == 0:
+            return None
+        span = (int(max(gk.max(), pk.max())) + 1) * self.V
+        m = len(cands)
+        if span > max(_DENSE_MIN, 2 * (len(gi) + len(pi))) or m * span > _BATCH_MAX:
+            return None
+        for _ in cands:
+            self._tick()
+        hist_g = np.bincount(gk * self.V + self.enc.gold_cols[j][gi], minlength=span)
+        values = self.pred_mat[np.ix_(cands, pi)]
+        keys = (np.arange(m, dtype=np.int64)[:, None] * span + (pk * self.V)[None, :]
+                + values).ravel()
+        hist_p = np.bincount(keys, minlength=m * span).reshape(m, span)
+        return np.minimum(hist_p, hist_g[None, :]).sum(axis=1)
 
     def evaluate(self, mapping: tuple[int, ...]) -> int:
         """Row tp of a complete mapping."""
@@ -209,6 +272,54 @@ class _Search:
             self._offer(m, self.evaluate(m), self._entity(m))
         finally:
             self.counting = True
+
+    def _seeded_incumbent(self) -> None:
+        """A second greedy mapping that looks at rows, not single columns: the first two gold
+        columns of the search order take the pair of predicted columns with the largest
+        two-column multiset overlap (``p·(p-1)`` refinements), then each further gold
+        column takes the free predicted column that keeps the most rows matched.
+
+        Why: with few values per column every single-column overlap is about the same, so
+        the first greedy is a guess; the joint distribution of two columns is not (a true
+        pair of columns repeats the gold pair's sampling fluctuations, a wrong pair does
+        not), and from two correct columns on, the refined tp separates the right column
+        from the others. Costs ``O(p²)`` refinements outside the budget."""
+        n_gold, n_pred = len(self.enc.gold_cols[0]), len(self.enc.pred_cols[0])
+        root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
+        j1, j2 = self.order[0], self.order[1]
+
+        def rank(j: int, c: int, tp: int) -> tuple[int, float, int]:
+            return tp, self.sp[j, c] + self.sr[j, c], -c
+
+        best = None
+        for a in range(self.p):
+            first = self._refine(*root, j1, a)
+            for b in range(self.p):
+                if b == a:
+                    continue
+                second = self._refine(*first[1:], j2, b)
+                key = (second[0], self.sp[j1, a] + self.sr[j1, a] + self.sp[j2, b]
+                       + self.sr[j2, b], -a, -b)
+                if best is None or key > best[0]:
+                    best = (key, a, b, second)
+        if best is None:  # unreachable: p >= g >= 2
+            return
+        _, a, b, state = best
+        mapping = [-1] * self.g
+        mapping[j1], mapping[j2] = a, b
+        used = {a, b}
+        for j in self.order[2:]:
+            options = []
+            for c in range(self.p):
+                if c not in used:
+                    child = self._refine(*state[1:], j, c)
+                    options.append((rank(j, c, child[0]), c, child))
+            _, c, state = max(options, key=lambda o: o[0])
+            mapping[j] = c
+            used.add(c)
+        m = tuple(mapping)
+        self._offer(m, self.evaluate(m), self._entity(m))
 
     def _remaining_bounds(self, depth: int, free: list[int]
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -256,7 +367,7 @@ class _Search:
         free = [x for x in range(self.p) if not self.used[x]]
         tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
         position = {c: k for k, c in enumerate(free)}
-        children = []
+        live = []
         for c in self._candidates(j):
             k = position[c]
             ps, rs = psum + self.sp[j, c], rsum + self.sr[j, c]
@@ -264,6 +375,14 @@ class _Search:
             rest_ub = int(tp_rest[k])
             if self._prunable(min(tp, int(self.ov[j, c]), rest_ub), ent_ub):
                 continue
+            live.append((c, ps, rs, ent_ub, rest_ub))
+        if len(live) > 1:
+            batch = self._batch_tp(gi, gk, pi, pk, j, [x[0] for x in live])
+            if batch is not None:  # bound 1 for every child, one pass; prune before refining
+                live = [x for x, t in zip(live, batch, strict=True)
+                        if not self._prunable(min(int(t), x[4]), x[3])]
+        children = []
+        for c, ps, rs, ent_ub, rest_ub in live:
             child = self._refine(gi, gk, pi, pk, j, c)
             if self._prunable(min(child[0], rest_ub), ent_ub):
                 continue
@@ -281,10 +400,23 @@ class _Search:
         n_pred = len(self.enc.pred_cols[0])
         exact = True
         self._incumbent()
+        root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
         try:
-            root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
-                    np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
-            self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+            try:
+                # Easy cases (distinguishable columns) finish in a few nodes; only when they
+                # do not is the costlier seeded incumbent worth computing, then start over.
+                self.probe_until = self.nodes + _PROBE_NODES if self.g >= 2 else None
+                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+            except _ProbeOver:
+                self.probe_until = None
+                self.sigma, self.used = [-1] * self.g, [False] * self.p
+                self.counting = False
+                try:
+                    self._seeded_incumbent()
+                finally:
+                    self.counting = True
+                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
         except _OutOfBudget:
             exact = False
         return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
