@@ -80,29 +80,44 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
             yield lineno, value
 
 
-def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """``(line, record)`` from a JSONL file, or from a CSV file (header row = keys; the line
-    is where the record starts)."""
-    path = Path(path)
-    if path.suffix.lower() != ".csv":
-        yield from iter_jsonl(path)
-        return
+def iter_csv(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """``(line, cells)`` for every CSV row, header included (the line is where the row starts;
+    a quoted cell may span lines). A BOM is accepted; decoding and CSV errors become one
+    InputError naming the line."""
     import csv
 
+    path = Path(path)
     try:
         fh = path.open(encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
     with fh:
-        reader = csv.DictReader(fh)
-        start = 2
+        reader = csv.reader(fh)
+        start = 1
         try:
             for row in reader:
-                if None in row:
-                    raise InputError("more fields than the header", path=path, line=start)
                 yield start, row
                 start = reader.line_num + 1
         except csv.Error as exc:
-            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
+            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num or start) from None
         except UnicodeDecodeError:
             raise InputError("file is not valid UTF-8", path=path, line=start) from None
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` from a JSONL file, or from a CSV file (header row = keys; missing
+    trailing cells are None; the line is where the record starts)."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        yield from iter_jsonl(path)
+        return
+    header: list[str] | None = None
+    for line, row in iter_csv(path):
+        if header is None:
+            header = row
+            continue
+        if not row:  # a blank line, as csv.DictReader skips it
+            continue
+        if len(row) > len(header):
+            raise InputError("more fields than the header", path=path, line=line)
+        yield line, dict(zip(header, [*row, *[None] * (len(header) - len(row))], strict=True))

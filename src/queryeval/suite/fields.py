@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from queryeval.errors import InputError
+from queryeval.io.jsonl import iter_csv
 from queryeval.metrics.fields import split_ground_truth
 from queryeval.suite.yamlsrc import printable
 
@@ -78,21 +79,7 @@ def _cell(value: object) -> str:
 
 
 def _rows_csv(path: Path) -> Iterator[tuple[int, list[str]]]:
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
-    with fh:
-        reader = csv.reader(fh)
-        start = 1
-        try:
-            for row in reader:
-                yield start, row
-                start = reader.line_num + 1
-        except csv.Error as exc:
-            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num or start) from None
-        except UnicodeDecodeError:
-            raise InputError("file is not valid UTF-8", path=path, line=start) from None
+    return iter_csv(path)
 
 
 def _rows_xlsx(path: Path) -> Iterator[tuple[int, list[str]]]:

@@ -214,3 +214,20 @@ def sql_value_to_json(value: Any) -> Any:
     if isinstance(value, (_dt.date, _dt.time)):
         return value.isoformat()
     return str(value)
+
+
+class ConnectionEngine:
+    """Context-manager plumbing for engines that hold one DB-API connection in ``_conn``."""
+
+    _conn: Any
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -42,6 +42,7 @@ from queryeval.errors import InputError
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT_S,
+    ConnectionEngine,
     QueryFailed,
     QueryRefused,
     QueryResult,
@@ -101,7 +102,7 @@ def _check_file(path: str | Path, what: str) -> Path:
     return p
 
 
-class SqliteEngine:
+class SqliteEngine(ConnectionEngine):
     """Read-only SQL on a sqlite file. One connection, reused; use as a context manager."""
 
     dialect = "sqlite"
@@ -132,17 +133,6 @@ class SqliteEngine:
         detail = arg2 if action == sqlite3.SQLITE_FUNCTION else (arg1 or "")
         self._denied.append(f"{what}({detail})" if detail else what)
         return sqlite3.SQLITE_DENY
-
-    def __enter__(self) -> SqliteEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
@@ -187,7 +177,7 @@ class SqliteEngine:
                            truncated=truncated, elapsed_ms=elapsed, kind="sql")
 
 
-class DuckDBEngine:
+class DuckDBEngine(ConnectionEngine):
     """Read-only SQL on a DuckDB file, no file system or network access."""
 
     dialect = "duckdb"
@@ -210,17 +200,6 @@ class DuckDBEngine:
         except duckdb.Error as exc:
             raise InputError(f"cannot open DuckDB database: {exc}", path=self.path) from None
         self._lock = threading.Lock()
-
-    def __enter__(self) -> DuckDBEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
