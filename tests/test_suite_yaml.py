@@ -151,3 +151,12 @@ def test_json_schema_describes_the_case():
     assert schema["additionalProperties"] is False
     assert "indicator_selection" in schema["$defs"]["Target"]["properties"]
     json.dumps(schema)  # serialisable
+
+
+def test_shipped_schema_file_is_current():
+    """examples/case.schema.json (referenced by the examples' yaml-language-server line)
+    must equal what `queryeval schema` prints today."""
+    shipped = json.loads((Path(__file__).resolve().parents[1] / "examples" / "case.schema.json").read_text())
+    assert shipped == case_json_schema()
+    assert set(shipped["$defs"]["Target"]["properties"]) == {
+        "indicator_selection", "answers", "retrieval", "query", "fields"}
