@@ -148,6 +148,18 @@ def test_sql_on_sqlite_with_a_hostile_prediction(tmp_path):
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
 
 
+def test_missing_graph_fails_before_the_run_starts(tmp_path, capsys):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("id: x\nconversation:\n- role: user\n  content: q\n  target:\n    query: {gold: SELECT 1}\n")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"case_id": "x", "query": "SELECT 1"}) + "\n")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--graph", str(tmp_path / "nope.ttl"),
+                 "--out", str(out), "-q"]) == 2
+    assert "nope.ttl" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_missing_source_is_a_clear_error(tmp_path):
     suite = tmp_path / "s.yaml"
     suite.write_text("id: x\nconversation:\n- role: user\n  content: q\n  target:\n    query: {gold: SELECT 1}\n")

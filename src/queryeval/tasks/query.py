@@ -121,6 +121,13 @@ class QueryTask(Task):
                 self._gold[key] = hit
         return hit["table"], hit["info"]
 
+    def select_cases(self, cases: list[Case]) -> list[Case]:
+        """Open every source the cases name before the run starts, so a missing graph or
+        database is one clear error and no half-started run log."""
+        for source in dict.fromkeys(self._source(self._target(c)) for c in cases):
+            self.engine(source)
+        return cases
+
     # --- requests and outputs ----------------------------------------------------------------
     @staticmethod
     def _target(case: Case):
