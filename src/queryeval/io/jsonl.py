@@ -41,6 +41,23 @@ def lone_surrogate(text: str | bytes, value: Any) -> bool:
 LONE_SURROGATE = "invalid JSON: a \\u escape encodes a lone surrogate, which is not a character"
 
 
+def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = True) -> Any:
+    """One JSONL line's value; every way it can be bad is one InputError naming the line."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting too deep", path=path, line=line) from None
+    except ValueError as exc:
+        raise InputError(json_value_error(exc), path=path, line=line) from None
+    if lone_surrogate(text, value):
+        raise InputError(LONE_SURROGATE, path=path, line=line)
+    if objects_only and not isinstance(value, dict):
+        raise InputError(f"expected a JSON object, got {type(value).__name__}", path=path, line=line)
+    return value
+
+
 def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for every non-blank line (1-based line numbers).
 
@@ -63,21 +80,7 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise InputError("line is not valid UTF-8", path=path, line=lineno) from None
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                 path=path, line=lineno) from None
-            except RecursionError:
-                raise InputError("invalid JSON: nesting too deep", path=path, line=lineno) from None
-            except ValueError as exc:
-                raise InputError(json_value_error(exc), path=path, line=lineno) from None
-            if lone_surrogate(text, value):
-                raise InputError(LONE_SURROGATE, path=path, line=lineno)
-            if objects_only and not isinstance(value, dict):
-                raise InputError(f"expected a JSON object, got {type(value).__name__}",
-                                 path=path, line=lineno)
-            yield lineno, value
+            yield lineno, parse_json_line(text, path=path, line=lineno, objects_only=objects_only)
 
 
 def iter_csv(path: str | Path) -> Iterator[tuple[int, list[str]]]:

@@ -18,7 +18,6 @@ applying DABench's rule for repeated answer names: the last value wins.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -36,7 +35,7 @@ from pydantic import (
 )
 
 from queryeval.errors import InputError
-from queryeval.io.jsonl import LONE_SURROGATE, json_value_error, lone_surrogate
+from queryeval.io.jsonl import parse_json_line
 from queryeval.suite.yamlsrc import format_loc, printable
 
 _NAME = re.compile(r"\w+")
@@ -172,20 +171,7 @@ def read_jsonl_records(path: str | Path, model: type[R]) -> list[R]:
     out: list[R] = []
     seen: dict[str, int] = {}
     for n, raw in _open_lines(path):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", path=path, line=n) from None
-        except RecursionError:
-            raise InputError("invalid JSON: nesting too deep", path=path, line=n) from None
-        except ValueError as e:
-            raise InputError(json_value_error(e), path=path, line=n) from None
-        if lone_surrogate(raw, data):
-            raise InputError(LONE_SURROGATE, path=path, line=n)
-        if not isinstance(data, dict):
-            raise InputError(
-                f"expected a JSON object, got {type(data).__name__}", path=path, line=n
-            )
+        data = parse_json_line(raw, path=path, line=n)
         try:
             rec = model.model_validate(data)
         except ValidationError as e:
