@@ -69,6 +69,14 @@ class Task(ABC):
                 out.append(i)
         return out
 
+    def _target(self, case: Case) -> Any:
+        """The case's first target under this task's key (for single-turn task kinds)."""
+        for turn in case.conversation:
+            value = getattr(turn.target, self.name, None) if turn.target is not None else None
+            if value is not None:
+                return value
+        raise ConfigError(f"case {case.id!r} has no target.{self.name}")
+
     def select_cases(self, cases: list[Case]) -> list[Case]:
         """Cases to run, in run order (tasks may filter or sample)."""
         return cases

@@ -129,13 +129,6 @@ class QueryTask(Task):
         return cases
 
     # --- requests and outputs ----------------------------------------------------------------
-    @staticmethod
-    def _target(case: Case):
-        for turn in case.conversation:
-            if turn.target is not None and turn.target.query is not None:
-                return turn.target.query
-        raise ConfigError(f"case {case.id!r} has no target.query")
-
     def requests(self, case: Case) -> list[dict]:
         out = super().requests(case)
         t = self._target(case)

@@ -108,13 +108,6 @@ class RetrievalTask(Task):
         rng.shuffle(sampled)
         return sampled
 
-    @staticmethod
-    def _target(case: Case):
-        for turn in case.conversation:
-            if turn.target is not None and turn.target.retrieval is not None:
-                return turn.target.retrieval
-        raise ConfigError(f"case {case.id!r} has no target.retrieval")
-
     # --- requests and outputs -------------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
         out = super().requests(case)
