@@ -115,15 +115,12 @@ def command(
     )
     handle = bar.add_task("cases", total=None)
 
-    started = []
-
     def progress(advance: int, total: int) -> None:
         """Started on the first call, once the suite has loaded, so errors print alone."""
         if total:
             bar.update(handle, total=total)
-            if not started:
+            if not bar.live.is_started:
                 bar.start()
-                started.append(True)
         if advance:
             bar.advance(handle, advance)
 
@@ -176,7 +173,7 @@ def command(
             )
             result = start_run(config, progress=progress)
     finally:
-        if started:
+        if bar.live.is_started:
             bar.stop()
 
     for w in result.warnings:
