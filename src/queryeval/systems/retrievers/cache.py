@@ -196,18 +196,41 @@ class CacheSpace:
             self.compact()
 
     def compact(self) -> None:
-        """Merge every readable shard into one new shard, then delete the merged ones."""
+        """Merge every readable shard into one new shard, then delete the merged ones.
+
+        A shard is deleted only when all of its rows were read into the merged shard, which is
+        committed first: with other processes compacting at the same time a row may end up in
+        two shards, never in none.
+        """
         self.refresh()
         names = sorted(self._shards)
         if len(names) < 2:
             return
-        hashes = [h for h, loc in self._index.items() if loc[0] in self._shards]
-        found, vectors = self.get(hashes)
-        if vectors is None:
-            return
-        kept = [h for h, ok in zip(hashes, found.tolist(), strict=True) if ok]
-        self._write_shard(kept, vectors)
+        merged_hashes: list[str] = []
+        merged_rows: list[np.ndarray] = []
+        seen: set[str] = set()
+        copied: list[str] = []
         for name in names:
+            try:
+                hashes = np.load(self.path / f"{name}{_HASHES}", allow_pickle=False)
+            except (OSError, ValueError, EOFError):
+                continue  # gone (another compaction has its rows) or unreadable: keep it
+            if hashes.ndim != 1 or hashes.dtype != np.dtype("S64") or not len(hashes):
+                continue
+            vecs = self._read_rows(name, list(range(len(hashes))))
+            if vecs is None or len(vecs) != len(hashes):
+                continue
+            for h, v in zip(hashes.tolist(), vecs, strict=True):
+                key = h.decode("ascii")
+                if key not in seen:
+                    seen.add(key)
+                    merged_hashes.append(key)
+                    merged_rows.append(v)
+            copied.append(name)
+        if len(copied) < 2:
+            return
+        self._write_shard(merged_hashes, np.stack(merged_rows))
+        for name in copied:
             for suffix in (_HASHES, _VECTORS):  # commit marker first
                 try:
                     (self.path / f"{name}{suffix}").unlink()
