@@ -272,6 +272,7 @@ def resume_run(location: str | Path, *, retry_errors: bool = False,
     expected = log.batch.get("suite_info", {}).get("hash")
     if expected and expected != suite.hash:
         system.close()
+        task.close()
         raise ConfigError(
             f"suite {config.suite} changed since the run started ({expected[:19]}… vs "
             f"{suite.hash[:19]}…); start a new run instead of resuming"
