@@ -1,4 +1,5 @@
-"""``queryeval report RUN``: write the run's self-contained HTML report."""
+"""``queryeval report RUN``: write the run's self-contained HTML report and its task's xlsx
+report (a run of more than ``REPORT_CASE_LIMIT`` cases leaves them to this command)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,19 @@ def command(
         None, "--output", "-o", help="HTML file to write (default: report_<id>.html beside the log)."),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples for the CIs."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    xlsx: bool = typer.Option(True, "--xlsx/--no-xlsx", help="Also write the task's Excel report beside the log."),
 ) -> None:
-    """Write an HTML report (charts, confidence intervals, per-case table) for RUN."""
+    """Write an HTML report (charts, confidence intervals, per-case table) for RUN, and the
+    task's Excel report."""
+    from queryeval.report.compare import load_run
     from queryeval.report.html import write_html_report
 
-    path = write_html_report(run, output, resamples=resamples, seed=seed)
+    loaded = load_run(run)
+    path = write_html_report(loaded, output, resamples=resamples, seed=seed)
     console.print(f"report: {path}", markup=False, highlight=False, soft_wrap=True)
+    if xlsx and loaded.task is not None and loaded.metrics is not None:
+        from queryeval.run.log import writing
+
+        with writing(loaded.log.paths.report_xlsx):
+            for written in loaded.task.write_reports(loaded.log.paths, loaded.records, loaded.metrics):
+                console.print(f"report: {written}", markup=False, highlight=False, soft_wrap=True)

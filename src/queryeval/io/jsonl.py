@@ -65,22 +65,45 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
     is accepted; invalid UTF-8, invalid JSON, or (with ``objects_only``) a value that is not
     a JSON object raise :class:`InputError`.
     """
+    for lineno, _offset, _size, value in iter_jsonl_spans(path, objects_only=objects_only):
+        yield lineno, value
+
+
+def iter_jsonl_spans(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, int, int, Any]]:
+    """Like :func:`iter_jsonl`, with where each line lies in the file: yields
+    ``(line_number, byte_offset, byte_length, value)``; :func:`read_json_span` reads one
+    line back from its offset and length (an index of a file instead of its parsed lines)."""
     path = Path(path)
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    offset = 0
     with fh:
         for lineno, raw in enumerate(fh, start=1):
+            start, offset = offset, offset + len(raw)
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
+                start += 3
             if not raw.strip():
                 continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise InputError("line is not valid UTF-8", path=path, line=lineno) from None
-            yield lineno, parse_json_line(text, path=path, line=lineno, objects_only=objects_only)
+            yield lineno, start, len(raw), parse_json_line(text, path=path, line=lineno,
+                                                           objects_only=objects_only)
+
+
+def read_json_span(fd: int, offset: int, size: int) -> Any:
+    """The JSON value of ``size`` bytes at ``offset`` of an open file descriptor (``os.pread``:
+    no shared file position, so threads may read one descriptor at once)."""
+    import os
+
+    data = os.pread(fd, size, offset)
+    if len(data) != size:
+        raise OSError(f"file changed: {size} bytes expected at offset {offset}, got {len(data)}")
+    return json.loads(data)
 
 
 def iter_csv(path: str | Path) -> Iterator[tuple[int, list[str]]]:

@@ -168,22 +168,97 @@ class HasConcepts(Protocol):
     def level(self) -> str | None: ...
 
 
-def _group_stats(scores: Sequence[QuestionScore]) -> dict:
-    """questions, subquestions, correct counts and the three metrics (None when empty)."""
-    n = len(scores)
-    m = sum(s.total for s in scores)
-    q_right = sum(s.all_correct for s in scores)
-    sq_right = sum(s.correct for s in scores)
-    psaq = sum((Fraction(s.correct, s.total) for s in scores), Fraction(0))
-    return {
-        "questions": n,
-        "subquestions": m,
-        "correct_questions": q_right,
-        "correct_subquestions": sq_right,
-        "psaq": float(psaq / n) if n else None,
-        "abq": q_right / n if n else None,
-        "uasq": sq_right / m if m else None,
-    }
+class _GroupCounts:
+    """One group's running counts. PSAQ's sum of ``correct / M_i`` is kept exact as a count
+    per distinct ``(correct, M_i)`` pair (a handful: M_i is small), so it is O(1) memory and
+    equals the sum of :class:`~fractions.Fraction` terms in any order."""
+
+    __slots__ = ("questions", "subquestions", "correct_questions", "correct_subquestions",
+                 "pairs")
+
+    def __init__(self) -> None:
+        self.questions = self.subquestions = 0
+        self.correct_questions = self.correct_subquestions = 0
+        self.pairs: dict[tuple[int, int], int] = {}
+
+    def add(self, correct: int, total: int) -> None:
+        self.questions += 1
+        self.subquestions += total
+        self.correct_questions += correct == total
+        self.correct_subquestions += correct
+        key = (correct, total)
+        self.pairs[key] = self.pairs.get(key, 0) + 1
+
+    def stats(self) -> dict:
+        """questions, subquestions, correct counts and the three metrics (None when empty)."""
+        n, m = self.questions, self.subquestions
+        psaq = sum((Fraction(c, t) * k for (c, t), k in self.pairs.items()), Fraction(0))
+        return {
+            "questions": n,
+            "subquestions": m,
+            "correct_questions": self.correct_questions,
+            "correct_subquestions": self.correct_subquestions,
+            "psaq": float(psaq / n) if n else None,
+            "abq": self.correct_questions / n if n else None,
+            "uasq": self.correct_subquestions / m if m else None,
+        }
+
+
+class ClosedFormAccumulator:
+    """:func:`closed_form_metrics` one question at a time: :meth:`add` each question (or
+    :meth:`add_counts` its figures), then :meth:`result`. Memory is O(number of groups), so
+    a million questions aggregate from a stream; the result equals the list function's."""
+
+    def __init__(self) -> None:
+        self._all = _GroupCounts()
+        self._answered = 0
+        self._missing = 0
+        self._by_concept: dict[str, _GroupCounts] = {}
+        self._by_count: dict[str, _GroupCounts] = {}
+        self._by_group: dict[str, _GroupCounts] = {}
+        self._by_level: dict[str, _GroupCounts] = {}
+
+    def add(self, score: QuestionScore, question: HasConcepts) -> None:
+        """One question's score and its concepts and level."""
+        self.add_counts(score.correct, score.total, answered=score.answered,
+                        skipped=score.skipped, concepts=question.concepts, level=question.level)
+
+    def add_counts(self, correct: int, total: int, *, answered: bool, skipped: bool,
+                   concepts: Iterable[str], level: str | None) -> None:
+        """One question given by its figures: ``correct`` of ``total`` sub-questions right
+        (``total`` >= 1), whether it was answered and skipped, its concepts and level."""
+        self._answered += bool(answered)
+        self._missing += not answered
+        if skipped:
+            return
+        self._all.add(correct, total)
+        distinct = list(dict.fromkeys(concepts))
+        for c in distinct:
+            _group(self._by_concept, c).add(correct, total)
+        _group(self._by_count, str(len(distinct))).add(correct, total)
+        if distinct:
+            _group(self._by_group, "1" if len(distinct) == 1 else ">1").add(correct, total)
+        if level is not None:
+            _group(self._by_level, level).add(correct, total)
+
+    def result(self) -> dict:
+        """The dict :func:`closed_form_metrics` returns for the questions added so far."""
+        out = self._all.stats()
+        out["answered"] = self._answered
+        out["missing"] = self._missing
+        out["by_concept"] = {k: g.stats() for k, g in self._by_concept.items()}
+        out["by_concept_count"] = {k: g.stats() for k, g in self._by_count.items()}
+        out["by_concept_group"] = {k: g.stats() for k, g in self._by_group.items()}
+        if self._by_level:
+            out["by_level"] = {k: g.stats() for k, g in self._by_level.items()}
+        return out
+
+
+def _group(groups: dict[str, _GroupCounts], key: str) -> _GroupCounts:
+    g = groups.get(key)
+    if g is None:
+        g = groups[key] = _GroupCounts()
+    return g
 
 
 def closed_form_metrics(
@@ -205,31 +280,11 @@ def closed_form_metrics(
       when no scored question has one.
 
     Group dicts keep first-seen order (the reference's order) and only hold non-empty groups.
+    A thin wrapper over :class:`ClosedFormAccumulator`.
     """
     if len(scores) != len(questions):
         raise ValueError(f"{len(scores)} scores for {len(questions)} questions")
-    kept: list[tuple[QuestionScore, HasConcepts]] = [
-        (s, q) for s, q in zip(scores, questions, strict=True) if not s.skipped
-    ]
-    by_concept: dict[str, list[QuestionScore]] = {}
-    by_count: dict[str, list[QuestionScore]] = {}
-    by_group: dict[str, list[QuestionScore]] = {}
-    by_level: dict[str, list[QuestionScore]] = {}
-    for s, q in kept:
-        distinct = list(dict.fromkeys(q.concepts))
-        for c in distinct:
-            by_concept.setdefault(c, []).append(s)
-        by_count.setdefault(str(len(distinct)), []).append(s)
-        if distinct:
-            by_group.setdefault("1" if len(distinct) == 1 else ">1", []).append(s)
-        if q.level is not None:
-            by_level.setdefault(q.level, []).append(s)
-    out = _group_stats([s for s, _ in kept])
-    out["answered"] = sum(s.answered for s in scores)
-    out["missing"] = sum(not s.answered for s in scores)
-    out["by_concept"] = {k: _group_stats(v) for k, v in by_concept.items()}
-    out["by_concept_count"] = {k: _group_stats(v) for k, v in by_count.items()}
-    out["by_concept_group"] = {k: _group_stats(v) for k, v in by_group.items()}
-    if by_level:
-        out["by_level"] = {k: _group_stats(v) for k, v in by_level.items()}
-    return out
+    acc = ClosedFormAccumulator()
+    for s, q in zip(scores, questions, strict=True):
+        acc.add(s, q)
+    return acc.result()

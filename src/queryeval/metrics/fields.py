@@ -27,6 +27,7 @@ whole recall curve.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -306,16 +307,47 @@ def question_score(fields: Sequence[FieldScore]) -> QuestionScore:
     )
 
 
+class AggregateAccumulator:
+    """:func:`aggregate` one question at a time, for a stream of questions: :meth:`add`
+    each, then :meth:`result`. Keeps a question's recall and MRR as two doubles in
+    ``array('d')`` (16 bytes, no object), because ``math.fsum`` needs every term; the result
+    equals :func:`aggregate` over the same questions."""
+
+    __slots__ = ("_recalls", "_mrrs", "_passed")
+
+    def __init__(self) -> None:
+        self._recalls = array("d")
+        self._mrrs = array("d")
+        self._passed = 0
+
+    def add(self, recall: float, mrr: float, passed: bool) -> None:
+        """One question's recall, MRR and whether it passed."""
+        self._recalls.append(recall)
+        self._mrrs.append(mrr)
+        if passed:
+            self._passed += 1
+
+    def __len__(self) -> int:
+        return len(self._recalls)
+
+    def result(self) -> Aggregate:
+        count = len(self._recalls)
+        if count == 0:
+            return Aggregate(passed=0, questions=0, pass_rate=None, avg_recall=None, mrr=None)
+        return Aggregate(
+            passed=self._passed,
+            questions=count,
+            pass_rate=self._passed / count,
+            avg_recall=math.fsum(self._recalls) / count,
+            mrr=math.fsum(self._mrrs) / count,
+        )
+
+
 def aggregate(questions: Sequence[QuestionScore]) -> Aggregate:
-    """``passed`` (count), ``pass_rate``, ``avg_recall`` and ``mrr`` (means over questions)."""
-    count = len(questions)
-    n_passed = sum(1 for q in questions if q.passed)
-    if count == 0:
-        return Aggregate(passed=0, questions=0, pass_rate=None, avg_recall=None, mrr=None)
-    return Aggregate(
-        passed=n_passed,
-        questions=count,
-        pass_rate=n_passed / count,
-        avg_recall=math.fsum(q.recall for q in questions) / count,
-        mrr=math.fsum(q.mrr for q in questions) / count,
-    )
+    """``passed`` (count), ``pass_rate``, ``avg_recall`` and ``mrr`` (means over questions).
+
+    A thin wrapper over :class:`AggregateAccumulator`."""
+    acc = AggregateAccumulator()
+    for q in questions:
+        acc.add(q.recall, q.mrr, q.passed)
+    return acc.result()

@@ -150,21 +150,44 @@ def score_selection(
     )
 
 
+class MicroCounts:
+    """Pooled TP/FP/FN of a stream of dimension scores, one :meth:`add` at a time (the
+    single-pass counterpart of :func:`micro_scores`, which it backs): O(1) memory.
+
+    Dimensions not in target are pooled only when ``include_extra``.
+    """
+
+    __slots__ = ("include_extra", "tp", "fp", "fn")
+
+    def __init__(self, *, include_extra: bool = True) -> None:
+        self.include_extra = include_extra
+        self.tp = self.fp = self.fn = 0
+
+    def add(self, in_target: bool, tp: int, fp: int, fn: int) -> None:
+        """Pool one dimension score's counts (``len`` of its tp, fp and fn sets)."""
+        if not in_target and not self.include_extra:
+            return
+        self.tp += tp
+        self.fp += fp
+        self.fn += fn
+
+    def result(self) -> dict:
+        """Same keys and values as :func:`micro_scores` over the dimensions added."""
+        tp, fp, fn = self.tp, self.fp, self.fn
+        return {
+            "tp": tp, "fp": fp, "fn": fn,
+            "micro_precision": precision(tp, fp, zero_division=0.0) if (tp + fp or fn) else 1.0,
+            "micro_recall": recall(tp, fn),
+        }
+
+
 def micro_scores(dims: Iterable[DimensionScore], *, include_extra: bool = True) -> dict:
     """Pooled TP/FP/FN over many dimension scores, and micro precision and recall.
 
     Micro recall is over target dimensions only (a dimension not in target has nothing to
     find); micro precision includes dimensions not in target when ``include_extra``.
     """
-    tp = fp = fn = 0
+    acc = MicroCounts(include_extra=include_extra)
     for d in dims:
-        if not d.in_target and not include_extra:
-            continue
-        tp += len(d.tp)
-        fp += len(d.fp)
-        fn += len(d.fn)
-    return {
-        "tp": tp, "fp": fp, "fn": fn,
-        "micro_precision": precision(tp, fp, zero_division=0.0) if (tp + fp or fn) else 1.0,
-        "micro_recall": recall(tp, fn),
-    }
+        acc.add(d.in_target, len(d.tp), len(d.fp), len(d.fn))
+    return acc.result()

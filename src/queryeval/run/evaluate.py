@@ -9,7 +9,7 @@ import platform
 import subprocess
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import queryeval
 from queryeval.errors import ConfigError, OutputError
+from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.run.log import RunLog, now_iso
+from queryeval.run.records import RecordStream
 from queryeval.run.runner import RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
 from queryeval.suite.models import Case
@@ -48,14 +50,52 @@ class RunConfig(BaseModel):
     ray_address: str | None = None
 
 
+REPORT_CASE_LIMIT = 100_000
+"""Above this many cases a run writes no xlsx/HTML report by itself (they hold every case in
+memory, and Excel stops at 1,048,576 rows); ``queryeval report RUN`` still writes them."""
+
+
 @dataclass
 class RunResult:
     log: RunLog
     task: Task
     metrics: dict
-    records: list[dict]
+    records: RecordStream
+    """The run's records in suite order, read from the results file on each iteration."""
     newly_done: int
     warnings: list[str] = field(default_factory=list)
+
+
+class Cases:
+    """The cases of a run: re-iterable (each pass reads a lazy suite again), with a count, and
+    each case's rank in run order (:attr:`order`, used to put records in that order)."""
+
+    def __init__(self, make: Callable[[], Iterable[Case]], first: Iterable[Case]) -> None:
+        self._make = make
+        self._fixed = first if isinstance(first, list) else None  # sampled: keep that sample
+        self._first: Iterable[Case] | None = first
+        self.count = 0
+        self.order = IdIndex.from_ids([])
+
+    def __iter__(self) -> Iterator[Case]:
+        if self._fixed is not None:
+            return iter(self._fixed)
+        if self._first is not None:
+            first, self._first = self._first, None
+            return iter(first)
+        return iter(self._make())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def scan(self, task: Task) -> Iterator[tuple[str, list[int]]]:
+        """One pass: count the cases, rank their ids, and yield ``(case id, scored turns)``."""
+        keys = KeyBuilder()
+        for case in self:
+            keys.add(case.id, len(keys))
+            yield case.id, task.scored_turns(case)
+        self.count = len(keys)
+        self.order = keys.build()
 
 
 Progress = Callable[[int, int], Any]  # (advance, total) callbacks are wired by the CLI
@@ -79,7 +119,7 @@ def software_info() -> dict:
     }
 
 
-def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[str]]:
+def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     if config.system and config.responses:
         raise ConfigError("give one of --system or --responses, not both")
     if config.executor == "ray":
@@ -88,16 +128,31 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, list[Case], list[s
         import_ray()  # fail with one clear line before any run file is written
     suite = load_suite(config.suite, labels=config.labels)
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
-    cases = task.select_cases([c for c in suite.cases if task.scored_turns(c)])
-    if not cases:
-        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}"
-                          " (after filters)")
+
+    def make() -> Iterable[Case]:
+        return task.select_cases(c for c in suite.iter_cases() if task.scored_turns(c))
+
+    cases = Cases(make, make())
     warnings: list[str] = []
     system: System
     if config.responses:
         recorded = RecordedSystem.load(config.responses, task)
-        warnings += recorded.bind({c.id: task.scored_turns(c) for c in cases})
+        try:
+            warnings += recorded.bind(cases.scan(task))
+        except BaseException:
+            recorded.close()
+            raise
         system = recorded
+    else:
+        for _ in cases.scan(task):
+            pass
+    if not cases.count:
+        if config.responses:
+            system.close()
+        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}"
+                          " (after filters)")
+    if config.responses:
+        pass
     elif config.system:
         system = make_system(config.system)
     elif config.executor == "ray":
@@ -126,13 +181,13 @@ def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> 
             "path": cfg["suite"],
             "hash": suite.hash,
             "files": [str(p) for p in suite.sources],
-            "cases": len(suite.cases),
+            "cases": len(suite),
         },
         "software_info": software_info(),
     }
 
 
-def _execute(log: RunLog, task: Task, system: System, todo: list[Case], config: RunConfig,
+def _execute(log: RunLog, task: Task, system: System, todo: Iterable[Case], config: RunConfig,
              progress: Progress | None) -> int:
     def on_record(record: dict) -> None:
         log.append(record)
@@ -183,25 +238,34 @@ def _reporting(fallback: Path) -> Iterator[None]:
         raise OutputError.from_os(_written_file(exc, fallback), exc) from None
 
 
-def finish(log: RunLog, task: Task, order: list[str] | None = None, *, reports: bool = True) -> tuple[dict, list[dict]]:
-    """Aggregate the records of a log and write the CSV, metrics and reports atomically."""
+def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
+           reports: bool = True, warnings: list[str] | None = None) -> tuple[dict, RecordStream]:
+    """Aggregate the records of a log and write the CSV, metrics and reports atomically.
+
+    The records are streamed from the results file in ``order`` (case ids, or an IdIndex of
+    ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores. Reports
+    hold every record, so above :data:`REPORT_CASE_LIMIT` cases they are left to
+    ``queryeval report`` (a line is added to ``warnings``)."""
     try:
-        return _finish(log, task, order, reports=reports)
+        return _finish(log, task, order, reports=reports, warnings=warnings)
     finally:
         task.close()
 
 
-def _finish(log: RunLog, task: Task, order: list[str] | None, *, reports: bool) -> tuple[dict, list[dict]]:
-    records = log.read_records()
-    if order:
-        rank = {cid: i for i, cid in enumerate(order)}
-        records.sort(key=lambda r: rank.get(r["case_id"], len(rank)))
+def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
+            warnings: list[str] | None) -> tuple[dict, RecordStream]:
+    records = log.scan_records(order)
     metrics = task.aggregate(records)
     log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(r)))
     log.write_metrics(metrics)
+    if reports and len(records) > REPORT_CASE_LIMIT:
+        reports = False
+        if warnings is not None:
+            warnings.append(f"{len(records):,} cases: no xlsx/HTML report written (more than "
+                            f"{REPORT_CASE_LIMIT:,}); `queryeval report {log.paths.batch}` writes them")
     if reports:
         with _reporting(log.paths.report_xlsx):
-            task.write_reports(log.paths, records, metrics)
+            task.write_reports(log.paths, list(records), metrics)
     _write_variants(log, task, records)
     log.mark_complete()
     if reports:
@@ -212,7 +276,7 @@ def _finish(log: RunLog, task: Task, order: list[str] | None, *, reports: bool) 
     return metrics, records
 
 
-def _write_variants(log: RunLog, task: Task, records: list[dict]) -> None:
+def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
     """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
     options, each a complete batch of its own. Their ids are derived from the parent's id and
     the options (and kept in the parent batch), so finishing again, after a resume or after a
@@ -235,8 +299,8 @@ def _write_variants(log: RunLog, task: Task, records: list[dict]) -> None:
         batch_id = known.get(key) or str(uuid.uuid5(uuid.NAMESPACE_URL,
                                                      f"queryeval:{log.paths.batch_id}:{key}"))
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
-        vrecords = [vtask.rescore_record(r) for r in records]
-        vlog.rewrite_records(vrecords)
+        vlog.rewrite_records(vtask.rescore_record(r) for r in records)
+        vrecords = vlog.scan_records()  # written in the parent's order
         vmetrics = vtask.aggregate(vrecords)
         vlog.write_csv(vtask.csv_columns, (row for r in vrecords for row in vtask.csv_rows(r)))
         vlog.write_metrics(vmetrics)
@@ -251,7 +315,8 @@ def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResu
     if progress:
         progress(0, len(cases))
     done = _execute(log, task, system, cases, config, progress)
-    metrics, records = finish(log, task, [c.id for c in cases], reports=config.reports)
+    del system  # a recorded system's index is not needed to finish
+    metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
     return RunResult(log, task, metrics, records, done, warnings)
 
 
@@ -277,23 +342,22 @@ def resume_run(location: str | Path, *, retry_errors: bool = False,
             f"suite {config.suite} changed since the run started ({expected[:19]}… vs "
             f"{suite.hash[:19]}…); start a new run instead of resuming"
         )
-    records = log.read_records(repair=True)
-    if retry_errors:
-        kept = [r for r in records if r.get("status") != "error"]
-        if len(kept) != len(records):
-            log.rewrite_records(kept)
-        records = kept
-    done_ids = {r["case_id"] for r in records}
-    todo = [c for c in cases if c.id not in done_ids]
+    records = log.scan_records(repair=True, with_ids=True)
+    if retry_errors and any(r.get("status") == "error" for r in records):
+        log.rewrite_records(r for r in records if r.get("status") != "error")
+        records = log.scan_records(with_ids=True)
+    done_ids = records.ids
+    assert done_ids is not None  # noqa: S101 - scanned with_ids just above
+    todo = (c for c in cases if c.id not in done_ids)
+    already = cases.order.count_common(done_ids)  # cases of this run already done
     log.batch["status"] = "running"
     log.batch.setdefault("resumed_at", []).append(now_iso())
     log.write_batch()
     if progress:
         progress(0, len(cases))
-        progress(len(cases) - len(todo), 0)
-    done = _execute(log, task, system, todo, config, progress) if todo else 0
-    if not todo:
+        progress(already, 0)
+    done = _execute(log, task, system, todo, config, progress) if already < len(cases) else 0
+    if already >= len(cases):
         system.close()
-    metrics, records = finish(log, task, [c.id for c in cases], reports=config.reports)
+    metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
     return RunResult(log, task, metrics, records, done, warnings)
-

@@ -31,6 +31,7 @@ from typing import Any
 
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.io.atomic import atomic_open, write_text_atomic
+from queryeval.run.records import RecordStream, scan_records
 
 LOG_SCHEMA = "queryeval.runlog/1"
 FSYNC_EVERY = 64
@@ -223,36 +224,14 @@ class RunLog:
     def read_records(self, *, repair: bool = False) -> list[dict]:
         """Every complete record; a final line cut short by a crash is dropped (and, with
         ``repair``, removed from the file). A later record for the same case id replaces an
-        earlier one."""
-        path = self.paths.results_jsonl
-        if not path.exists():
-            return []
-        data = path.read_bytes()
-        records: dict[str, dict] = {}
-        good_end = 0
-        pos = 0
-        lineno = 0
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            lineno += 1
-            if nl == -1:  # no newline: the line being written when the run died
-                break
-            line = data[pos:nl]
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except (ValueError, RecursionError):  # bad JSON or UTF-8, huge numbers, depth
-                    raise InputError("corrupt result line", path=path, line=lineno) from None
-                if not isinstance(rec, dict) or "case_id" not in rec:
-                    raise InputError("corrupt result line: not an object with a case_id",
-                                     path=path, line=lineno) from None
-                records[str(rec["case_id"])] = rec
-            pos = nl + 1
-            good_end = pos
-        if repair and good_end < len(data):
-            with writing(path), open(path, "r+b") as fh:
-                fh.truncate(good_end)
-        return list(records.values())
+        earlier one, in the earlier one's place."""
+        return list(self.scan_records(repair=repair))
+
+    def scan_records(self, order: Any = None, *, repair: bool = False,
+                     with_ids: bool = False) -> RecordStream:
+        """The records as a stream in ``order`` (case ids, or an IdIndex of ranks), read from
+        disk on each iteration: see :mod:`queryeval.run.records`."""
+        return scan_records(self.paths.results_jsonl, order, repair=repair, with_ids=with_ids)
 
     def rewrite_records(self, records: Iterable[dict]) -> None:
         """Replace the JSONL atomically (used to drop errored cases before retrying them)."""

@@ -9,8 +9,7 @@ the line and the field, e.g.::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -22,32 +21,69 @@ from queryeval.suite.yamlsrc import YamlDoc, format_loc, printable, read_yaml_do
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-@dataclass
 class Suite:
-    """The cases of a suite, where each came from, and a hash of the source files."""
+    """The cases of a suite, where each came from, and a hash of the source files.
 
-    cases: list[Case]
-    sources: list[Path]
-    hash: str
-    origin: dict[str, tuple[str, int]] = field(default_factory=dict)  # case id -> (file, line)
+    Line-based formats are *lazy*: the loader checks every line once (so a bad line stops
+    the run before it starts, naming its line), keeps the count and the task kinds, and
+    :meth:`iter_cases` reads the file again on each pass, one case at a time. Other formats
+    hold their cases in :attr:`cases`. Either way, :meth:`iter_cases` is how a run reads them.
+    """
+
+    def __init__(self, cases: list[Case] | None = None, sources: list[Path] | None = None,
+                 hash: str = "", origin: dict[str, tuple[str, int]] | None = None, *,  # noqa: A002
+                 reader: Callable[[], Iterator[Case]] | None = None, count: int | None = None,
+                 kinds: set[str] | None = None) -> None:
+        if (cases is None) == (reader is None):
+            raise ValueError("give cases or a reader")
+        self._cases = cases
+        self._reader = reader
+        self._count = len(cases) if cases is not None else count
+        self._kinds = kinds
+        self.sources = sources or []
+        self.hash = hash
+        self.origin = origin or {}  # case id -> (file, line), for eager suites
+
+    @property
+    def lazy(self) -> bool:
+        return self._cases is None
+
+    @property
+    def cases(self) -> list[Case]:
+        """Every case in a list (a lazy suite is read into memory on first use)."""
+        if self._cases is None:
+            self._cases = list(self.iter_cases())
+        return self._cases
+
+    def iter_cases(self) -> Iterator[Case]:
+        if self._cases is not None:
+            return iter(self._cases)
+        return self._reader()  # type: ignore[misc]
 
     def __len__(self) -> int:
-        return len(self.cases)
+        if self._count is None:
+            self._count = sum(1 for _ in self.iter_cases())
+        return self._count
 
     def task_kinds(self) -> set[str]:
-        kinds: set[str] = set()
-        for case in self.cases:
-            kinds |= case.task_kinds()
-        return kinds
+        if self._kinds is None:
+            kinds: set[str] = set()
+            for case in self.iter_cases():
+                kinds |= case.task_kinds()
+            self._kinds = kinds
+        return set(self._kinds)
 
 
 def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
-    """sha256 over each file's relative name and bytes, in sorted order."""
+    """sha256 over each file's relative name and bytes, in sorted order (read in 1 MiB
+    pieces: a large suite is hashed without holding it)."""
     h = hashlib.sha256()
     for p in sorted(paths):
         name = p.relative_to(root).as_posix() if root and root in p.parents else p.name
         h.update(name.encode() + b"\0")
-        h.update(p.read_bytes())
+        with p.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
         h.update(b"\0")
     return "sha256:" + h.hexdigest()
 
@@ -176,6 +212,7 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
 
     * a folder, ``.yaml`` or ``.yml``: suite YAML;
     * ``.jsonl`` with ``labels``: DABench questions + labels;
+    * ``.jsonl`` whose lines are cases (a ``conversation`` each): a JSONL suite (lazy);
     * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions;
     * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries);
     * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
@@ -194,8 +231,12 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
         return load_yaml_suite(path)
     if path.suffix.lower() == ".jsonl":
-        raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl",
-                         path=path)
+        from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
+
+        if is_cases_jsonl(path):
+            return read_cases_jsonl(path)
+        raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl "
+                         "(a suite of cases in JSONL has a 'conversation' on each line)", path=path)
     if path.suffix.lower() == ".json":
         from queryeval.suite.buildingqa import read_buildingqa
 
@@ -211,6 +252,6 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
             return load_fields_suite(path)
     raise InputError(
         f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
-        "or DABench questions .jsonl with --labels",
+        "a .jsonl of cases, or DABench questions .jsonl with --labels",
         path=path,
     )

@@ -11,11 +11,13 @@ import csv
 import hashlib
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.io.idindex import KeyBuilder
 from queryeval.io.jsonl import iter_jsonl
 from queryeval.suite.loader import Suite, hash_files
 from queryeval.suite.models import Case
@@ -44,10 +46,30 @@ def _open_csv(path: Path):
 
 
 def read_questions_csv(path: str | Path) -> Suite:
-    """Read a seed 002 questions CSV into single-turn cases with ``target.retrieval``."""
+    """Read a seed 002 questions CSV into single-turn cases with ``target.retrieval``.
+
+    The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
+    case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`)."""
     path = Path(path)
-    cases: list[Case] = []
-    origin: dict[str, tuple[str, int]] = {}
+    keys = KeyBuilder()
+    for line, case in _iter_question_cases(path):
+        keys.add(case.id, line)
+    if not len(keys):
+        raise InputError("no questions", path=path)
+    index = keys.build()
+    dups = index.duplicate_rows()
+    if len(dups):
+        pos = min(dups.tolist(), key=lambda i: int(index.values[i]))
+        first, line = int(index.values[pos - 1]), int(index.values[pos])
+        cid = next(c.id for ln, c in _iter_question_cases(path) if ln == line)
+        raise InputError(f"duplicate qa_pair_id {cid} (same dataset, question and answer as "
+                         f"line {first})", path=path, line=line, field="question")
+    return Suite(reader=lambda: (case for _, case in _iter_question_cases(path)), sources=[path],
+                 hash=hash_files([path]), count=len(keys), kinds={"retrieval"})
+
+
+def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
+    """``(line, case)`` for every row of a questions CSV; a bad row is one InputError."""
     with _open_csv(path) as fh:
         reader = csv.DictReader(fh)
         try:
@@ -73,25 +95,17 @@ def read_questions_csv(path: str | Path) -> Suite:
                                      path=path, line=line, field="content_hash")
                 cid = values["id"].strip() or qa_pair_id(values["dataset"], values["question"],
                                                          values["answer"])
-                if cid in origin:
-                    raise InputError(
-                        f"duplicate qa_pair_id {cid} (same dataset, question and answer as "
-                        f"line {origin[cid][1]})", path=path, line=line, field="question")
-                origin[cid] = (str(path), line)
-                cases.append(Case(
+                yield line, Case(
                     id=cid, name=values["question"][:80], tags=[values["dataset"]] if values["dataset"] else [],
                     metadata={"dataset": values["dataset"]},
                     conversation=[{"role": "user", "content": values["question"], "target": {
                         "retrieval": {k: values[k] for k in
                                       ("content_hash", "chunk_id", "document_name", "dataset", "answer")}}}],
-                ))
+                )
         except csv.Error as exc:
             raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
         except UnicodeDecodeError:
             raise InputError("file is not valid UTF-8", path=path, line=reader.line_num + 1) from None
-    if not cases:
-        raise InputError("no questions", path=path)
-    return Suite(cases=cases, sources=[path], hash=hash_files([path]), origin=origin)
 
 
 @dataclass

@@ -2,31 +2,47 @@
 
 Each line records one answer: ``{"case_id": ..., "turn": ..., <task fields>}``. The task
 decides how a line is read (:meth:`queryeval.tasks.base.Task.read_recorded_line`); this
-module streams the file, reports bad lines with their line number, checks that every line
-fits the suite, and answers requests by (case id, turn).
+module checks every line up front (a bad line stops the run before it starts, naming its
+line), checks that the lines fit the suite, and answers requests by (case id, turn).
+
+A JSONL file is *indexed*, not held: the first pass validates each line and keeps only
+where it lies (byte offset and length) under a 128-bit key of its case id, about 40 bytes a
+line (:mod:`queryeval.io.idindex`); a request reads its line again with ``os.pread`` and
+parses it. A million recorded lines therefore cost tens of megabytes, not gigabytes. A CSV
+file (a quoted cell may span lines) is parsed into memory as before. Pickling (to ship the
+system to Ray workers) sends the outputs themselves, so workers need no access to the file.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from array import array
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from queryeval.errors import InputError, SystemCallError
-from queryeval.io.jsonl import iter_records
+from queryeval.io.idindex import IdIndex, KeyBuilder
+from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span
 from queryeval.suite.yamlsrc import format_loc, printable
 
 if TYPE_CHECKING:
     from queryeval.tasks.base import Task
 
 Key = tuple[str, "int | None"]
+NO_TURN = -1
 
 
 def _turn(value: Any, path: Path, lineno: int) -> int | None:
     """A line's ``turn``: an integer, or absent. A CSV cell is text, so digits are read as
     an integer there and an empty cell as absent."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        if isinstance(value, int) and value < 0:
+            raise InputError("must be a non-negative integer", path=path, line=lineno, field="turn")
         return value
     if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
         return int(value)
@@ -36,8 +52,33 @@ def _turn(value: Any, path: Path, lineno: int) -> int | None:
                      path=path, line=lineno, field="turn")
 
 
+def _read_line(task: Task, obj: Any, path: Path, lineno: int) -> tuple[str, int | None, Any]:
+    try:
+        case_id, turn, output = task.read_recorded_line(obj)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        msg = printable(err["msg"][:1].lower() + err["msg"][1:])
+        raise InputError(msg, path=path, line=lineno, field=format_loc(err["loc"]) or None) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
+    return case_id, _turn(turn, path, lineno), output
+
+
+def _duplicate(case_id: str, turn: int | None, first: int, path: Path, line: int) -> InputError:
+    return InputError(
+        f"duplicate response for case {case_id!r}" + (f" turn {turn}" if turn is not None else "")
+        + f" (first at line {first})", path=path, line=line, field="case_id",
+    )
+
+
 class RecordedSystem:
+    """Answers requests from a recorded-responses file; build with :meth:`load`."""
+
+    inline = True
+    """Answers are at hand: the runner calls it on its own thread, case after case."""
+
     def __init__(self, path: Path, entries: dict[Key, Any], lines: dict[Key, int]) -> None:
+        """In-memory form: ``entries[(case_id, turn)]`` is the output, ``lines`` its line."""
         self.path = path
         self.name = f"responses:{path}"
         self.entries = entries
@@ -46,61 +87,75 @@ class RecordedSystem:
     @classmethod
     def load(cls, path: str | Path, task: Task) -> RecordedSystem:
         path = Path(path)
+        if path.suffix.lower() == ".csv":
+            return cls._load_in_memory(path, task)
+        return IndexedRecordedSystem.build(path, task)
+
+    @classmethod
+    def _load_in_memory(cls, path: Path, task: Task) -> RecordedSystem:
         entries: dict[Key, Any] = {}
         lines: dict[Key, int] = {}
         for lineno, obj in iter_records(path):
-            try:
-                case_id, turn, output = task.read_recorded_line(obj)
-            except ValidationError as exc:
-                err = exc.errors(include_url=False)[0]
-                msg = printable(err["msg"][:1].lower() + err["msg"][1:])
-                raise InputError(msg, path=path, line=lineno, field=format_loc(err["loc"]) or None) from None
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
-            turn = _turn(turn, path, lineno)
+            case_id, turn, output = _read_line(task, obj, path, lineno)
             key = (case_id, turn)
             if key in entries:
-                raise InputError(
-                    f"duplicate response for case {case_id!r}"
-                    + (f" turn {turn}" if turn is not None else "")
-                    + f" (first at line {lines[key]})",
-                    path=path, line=lineno, field="case_id",
-                )
+                raise _duplicate(case_id, turn, lines[key], path, lineno)
             entries[key] = output
             lines[key] = lineno
         return cls(path, entries, lines)
 
-    def bind(self, requests_by_case: dict[str, list[int]]) -> list[str]:
-        """Check the file against the suite's scored turns; returns warnings.
+    def bind(self, scored: Mapping[str, list[int]] | Iterable[tuple[str, list[int]]]) -> list[str]:
+        """Check the file against the suite's scored turns (``(case id, turns)`` pairs, or a
+        mapping); returns warnings.
 
         A line for a turn that is not scored is an error (it names the line); a line
         without ``turn`` is accepted for a case with exactly one scored turn. Lines for case
         ids not in the suite are ignored with a warning (a subset of a suite may be run).
         """
-        warnings = []
+        pairs = scored.items() if isinstance(scored, Mapping) else scored
+        known: dict[str, list[int]] = {}
+        by_case: dict[str, list[Key]] = {}
+        for key in self.lines:
+            by_case.setdefault(key[0], []).append(key)
+        for case_id, turns in pairs:
+            if case_id in by_case:
+                known[case_id] = turns
         unknown = 0
         for (case_id, turn), lineno in list(self.lines.items()):
-            turns = requests_by_case.get(case_id)
+            turns = known.get(case_id)
             if turns is None:
                 unknown += 1
                 continue
-            if turn is None:
-                if len(turns) != 1:
-                    raise InputError(
-                        f"turn is required: case {case_id!r} has {len(turns)} scored turns {turns}",
-                        path=self.path, line=lineno, field="turn",
-                    )
-                self.entries[(case_id, turns[0])] = self.entries.pop((case_id, None))
-                self.lines[(case_id, turns[0])] = self.lines.pop((case_id, None))
-            elif turn not in turns:
+            resolved = self._check_turn(case_id, turn, turns, lineno)
+            if resolved != turn:
+                if (case_id, resolved) in self.entries:
+                    first, again = sorted((lineno, self.lines[(case_id, resolved)]))
+                    raise _duplicate(case_id, resolved, first, self.path, again)
+                self.entries[(case_id, resolved)] = self.entries.pop((case_id, turn))
+                self.lines[(case_id, resolved)] = self.lines.pop((case_id, turn))
+        return self._unknown_warning(unknown)
+
+    def _check_turn(self, case_id: str, turn: int | None, turns: list[int], lineno: int) -> int:
+        """The scored turn a line answers; an InputError naming the line if none."""
+        if turn is None:
+            if len(turns) != 1:
                 raise InputError(
-                    f"turn {turn} of case {case_id!r} is not a user turn with a target "
-                    f"(scored turns: {turns})",
+                    f"turn is required: case {case_id!r} has {len(turns)} scored turns {turns}",
                     path=self.path, line=lineno, field="turn",
                 )
-        if unknown:
-            warnings.append(f"{self.path}: {unknown} response(s) for case ids not in the suite were ignored")
-        return warnings
+            return turns[0]
+        if turn not in turns:
+            raise InputError(
+                f"turn {turn} of case {case_id!r} is not a user turn with a target "
+                f"(scored turns: {turns})",
+                path=self.path, line=lineno, field="turn",
+            )
+        return turn
+
+    def _unknown_warning(self, unknown: int) -> list[str]:
+        if not unknown:
+            return []
+        return [f"{self.path}: {unknown} response(s) for case ids not in the suite were ignored"]
 
     def call(self, request: dict, timeout: float | None) -> Any:
         key = (request["case_id"], request.get("turn"))
@@ -110,3 +165,130 @@ class RecordedSystem:
 
     def close(self) -> None:
         pass
+
+
+class IndexedRecordedSystem(RecordedSystem):
+    """A JSONL responses file answered from an index of its lines (see the module docstring)."""
+
+    def __init__(self, path: Path, task: Task, index: IdIndex, turns: np.ndarray,
+                 offsets: np.ndarray, sizes: np.ndarray, linenos: np.ndarray) -> None:
+        super().__init__(path, {}, {})
+        self.task = task
+        self.index = index  # case id -> row
+        self.turns = turns  # row -> turn (NO_TURN: not given), resolved by bind
+        self.offsets = offsets
+        self.sizes = sizes
+        self.linenos = linenos
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(cls, path: Path, task: Task) -> IndexedRecordedSystem:
+        keys = KeyBuilder()
+        turns, offsets, sizes, linenos = array("q"), array("q"), array("q"), array("q")
+        for lineno, offset, size, obj in iter_jsonl_spans(path):
+            case_id, turn, _output = _read_line(task, obj, path, lineno)
+            keys.add(case_id, len(turns))
+            turns.append(NO_TURN if turn is None else turn)
+            offsets.append(offset)
+            sizes.append(size)
+            linenos.append(lineno)
+
+        def arr(a: array, dtype: type = np.int32) -> np.ndarray:
+            return np.frombuffer(a, dtype=np.int64).astype(dtype) if len(a) else np.empty(0, dtype=dtype)
+
+        system = cls(path, task, keys.build(), arr(turns), arr(offsets, np.int64), arr(sizes),
+                     arr(linenos))
+        system._check_duplicates()
+        return system
+
+    def _check_duplicates(self) -> None:
+        """Two lines for one (case id, turn): the error names the later line of the first
+        such pair in the file, as a reader going line by line would."""
+        hi, lo, n = self.index.hi, self.index.lo, len(self.index)
+        if n < 2:
+            return
+        same = (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])
+        if not same.any():
+            return
+        cuts = np.flatnonzero(~same) + 1
+        starts = np.concatenate(([0], cuts))
+        ends = np.concatenate((cuts, [n]))
+        worst: tuple[int, int, int] | None = None  # (later line, first line, row)
+        for g in np.flatnonzero(ends - starts > 1):
+            first_line: dict[int, int] = {}
+            for pos in range(int(starts[g]), int(ends[g])):
+                row = int(self.index.values[pos])  # rows ascend within a key: file order
+                turn, line = int(self.turns[row]), int(self.linenos[row])
+                if turn in first_line and (worst is None or line < worst[0]):
+                    worst = (line, first_line[turn], row)
+                first_line.setdefault(turn, line)
+        if worst is not None:
+            line, first, row = worst
+            obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
+            case_id, turn, _ = _read_line(self.task, obj, self.path, line)
+            raise _duplicate(case_id, turn, first, self.path, line)
+
+    def bind(self, scored: Mapping[str, list[int]] | Iterable[tuple[str, list[int]]]) -> list[str]:
+        pairs = scored.items() if isinstance(scored, Mapping) else scored
+        used = np.zeros(len(self.turns), dtype=bool)
+        for case_id, turns in pairs:
+            rows = [int(self.index.values[p]) for p in self.index.positions(case_id)]
+            resolved: dict[int, int] = {}
+            for row in rows:
+                used[row] = True
+                given = int(self.turns[row])
+                line = int(self.linenos[row])
+                turn = self._check_turn(case_id, None if given == NO_TURN else given, turns, line)
+                if turn in resolved:
+                    first, again = sorted((line, resolved[turn]))
+                    raise _duplicate(case_id, turn, first, self.path, again)
+                resolved[turn] = line
+                self.turns[row] = turn
+        return self._unknown_warning(int(len(used) - used.sum()))
+
+    def _descriptor(self) -> int:
+        with self._lock:
+            if self._fd is None:
+                try:
+                    self._fd = os.open(self.path, os.O_RDONLY)
+                except OSError as exc:
+                    raise InputError(f"cannot read file: {exc.strerror or exc}", path=self.path) from None
+            return self._fd
+
+    def _rows(self, case_id: str) -> list[int]:
+        return [int(self.index.values[p]) for p in self.index.positions(case_id)]
+
+    def call(self, request: dict, timeout: float | None) -> Any:
+        case_id, turn = request["case_id"], request.get("turn")
+        want = NO_TURN if turn is None else turn
+        for row in self._rows(case_id):
+            if int(self.turns[row]) == want:
+                obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
+                return _read_line(self.task, obj, self.path, int(self.linenos[row]))[2]
+        raise SystemCallError("missing", f"no recorded response in {self.path.name}")
+
+    def outputs(self) -> tuple[dict[Key, Any], dict[Key, int]]:
+        """Every line's output and line number, keyed by (case id, turn): the in-memory form."""
+        entries: dict[Key, Any] = {}
+        lines: dict[Key, int] = {}
+        fd = self._descriptor()
+        for row in range(len(self.turns)):
+            obj = read_json_span(fd, int(self.offsets[row]), int(self.sizes[row]))
+            case_id, _, output = _read_line(self.task, obj, self.path, int(self.linenos[row]))
+            turn = int(self.turns[row])
+            key = (case_id, None if turn == NO_TURN else turn)
+            entries[key] = output
+            lines[key] = int(self.linenos[row])
+        return entries, lines
+
+    def __reduce__(self):
+        entries, lines = self.outputs()
+        return (RecordedSystem, (self.path, entries, lines))
+
+    def close(self) -> None:
+        """Close the file; the index is kept (a closed system still answers, reopening it)."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

@@ -16,8 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.errors import ConfigError
-from queryeval.metrics.answers import QuestionScore, SubScore, closed_form_metrics, score_question
+from queryeval.metrics.answers import (
+    ClosedFormAccumulator,
+    QuestionScore,
+    SubScore,
+    closed_form_metrics,
+    score_question,
+)
 from queryeval.suite.models import Case
+from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 
@@ -185,19 +192,26 @@ class AnswersTask(Task):
         return self._fill_scores(dict(record))
 
     # --- aggregation ---------------------------------------------------------------------------
-    def aggregate(self, records: list[dict]) -> dict:
-        counted = self.counted(records)
-        scores = [_question_score(r) for r in counted]
-        questions = [_Concepts(r["concepts"], r["level"]) for r in counted]
-        m = closed_form_metrics(scores, questions)
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Overall and group figures, reading ``records`` once (a stream works); memory is
+        O(number of groups) (:class:`~queryeval.metrics.answers.ClosedFormAccumulator`)."""
+        tally = Tally(self)
+        acc = ClosedFormAccumulator()
+        skipped = 0
+        for r in tally.counted(records):
+            subs = r["subquestions"]
+            acc.add_counts(sum(s["matched"] for s in subs), len(subs), answered=r["answered"],
+                           skipped=r["skipped"], concepts=r["concepts"], level=r["level"])
+            skipped += bool(r["skipped"])
+        m = acc.result()
         overall = {k: m[k] for k in ("psaq", "abq", "uasq", "questions", "answered", "missing",
                                      "subquestions", "correct_questions", "correct_subquestions")}
         overall.update({
-            "total_cases": len(records),
-            "skipped_missing": sum(1 for s in scores if s.skipped),
+            "total_cases": tally.total,
+            "skipped_missing": skipped,
             "match": self.options.match,
             "missing_mode": self.options.missing,
-            **self.error_summary(records),
+            **tally.error_summary(),
         })
         groups = {"concept": m["by_concept"], "concept_count": m["by_concept_count"],
                   "concept_group": m["by_concept_group"]}

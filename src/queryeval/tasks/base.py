@@ -77,8 +77,11 @@ class Task(ABC):
                 return value
         raise ConfigError(f"case {case.id!r} has no target.{self.name}")
 
-    def select_cases(self, cases: list[Case]) -> list[Case]:
-        """Cases to run, in run order (tasks may filter or sample)."""
+    def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """Cases to run, in run order (tasks may filter or sample). Given a stream, a task
+        should return a stream (a run reads it again for each pass); a list (e.g. a random
+        sample) is kept as it is for every pass. Checks that must stop a run before it starts
+        belong here: the run's first pass over the cases comes before its log is written."""
         return cases
 
     def default_system(self) -> Any:
@@ -123,8 +126,11 @@ class Task(ABC):
         """Recompute a record's scores from the targets and outputs it holds."""
 
     @abstractmethod
-    def aggregate(self, records: list[dict]) -> dict:
-        """``{"overall_metrics": {...}, "group_metrics": {...}}`` over result records."""
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """``{"overall_metrics": {...}, "group_metrics": {...}}`` over result records.
+
+        ``records`` may be a stream read once (a run's results file, in run order): keep no
+        record, only compact per-case numbers (:mod:`queryeval.tasks.accum`)."""
 
     # --- outputs ------------------------------------------------------------------------
     csv_columns: ClassVar[list[str]] = []

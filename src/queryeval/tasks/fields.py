@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,9 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from queryeval.errors import ConfigError, InputError
 from queryeval.metrics.fields import (
+    AggregateAccumulator,
     FieldScore,
-    QuestionScore,
-    aggregate,
     depth_from_ranks,
     distinct,
     ground_truth_ranks,
@@ -37,6 +35,7 @@ from queryeval.metrics.fields import (
     recall_from_ranks,
 )
 from queryeval.suite.models import Case
+from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 DEFAULT_MODEL = "minilm"
@@ -145,6 +144,21 @@ def _load_tuning(path: str) -> dict[str, dict]:
         raise InputError(f"not a 'queryeval tune --json' file: {exc}", path=p) from None
 
 
+class _FieldGroup:
+    """A field's question scores: the aggregate and the distinct cut-offs N seen."""
+
+    __slots__ = ("acc", "ns")
+
+    def __init__(self) -> None:
+        self.acc = AggregateAccumulator()
+        self.ns: set[int] = set()
+
+    def add(self, s: dict) -> None:
+        """One (question, field) score as stored in a record (:func:`score_field`)."""
+        self.acc.add(s["recall"], s["mrr"], s["passed"])
+        self.ns.add(s["n"])
+
+
 class FieldsTask(Task):
     name = "fields"
     Options = FieldsOptions
@@ -208,19 +222,23 @@ class FieldsTask(Task):
             raise ValueError("fields: field required")
         return line.case_id, line.turn, parse_fields_output({"fields": obj["fields"]})
 
-    def select_cases(self, cases: list[Case]) -> list[Case]:
-        """All cases, after checking that every evaluated field is in the data table (when
-        there is one), so a typo fails the run at once instead of every case."""
-        if self.options.data:
-            table = _table(self.options.data, self.options.descriptions)
-            for case in cases:
-                for turn in self.scored_turns(case):
-                    for f in self._turn_fields(case, turn):
-                        if f not in table.fields:
-                            raise ConfigError(
-                                f"case {case.id!r}: field {f!r} is not in the data table "
-                                f"{self.options.data} ({', '.join(table.fields)})")
-        return cases
+    def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """All cases, checking that every evaluated field is in the data table (when there is
+        one), so a typo fails the run before it starts (the run's first pass over the cases)
+        instead of failing every case."""
+        if not self.options.data:
+            return cases
+        return self._checked(cases, _table(self.options.data, self.options.descriptions).fields)
+
+    def _checked(self, cases: Iterable[Case], fields: list[str]) -> Iterator[Case]:
+        for case in cases:
+            for turn in self.scored_turns(case):
+                for f in self._turn_fields(case, turn):
+                    if f not in fields:
+                        raise ConfigError(
+                            f"case {case.id!r}: field {f!r} is not in the data table "
+                            f"{self.options.data} ({', '.join(fields)})")
+            yield case
 
     def default_system(self) -> FieldsSystem:
         """The built-in retriever over ``data`` (the system when none is given)."""
@@ -273,38 +291,53 @@ class FieldsTask(Task):
         return out
 
     # --- aggregation ------------------------------------------------------------------------------
-    def aggregate(self, records: list[dict]) -> dict:
-        counted = self.counted(records)
-        turns = [(r, t) for r in counted for t in r["turns"] if t["scores"]["passed"] is not None]
-        agg = aggregate([QuestionScore(t["scores"]["recall"], t["scores"]["mrr"],
-                                       t["scores"]["passed"]) for _, t in turns])
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Overall, per-field and per-tag figures, reading ``records`` once (a stream works).
+
+        Kept per scored question: its recall and MRR as doubles, overall, per field and per
+        tag (:class:`~queryeval.metrics.fields.AggregateAccumulator`); no record is kept.
+        """
+        tally = Tally(self)
+        overall_acc = AggregateAccumulator()
+        by_field: dict[str, _FieldGroup] = {}
+        by_tag: dict[str, AggregateAccumulator] = {}
+        for r in tally.counted(records):
+            tags = r["tags"] or ["(no tag)"]
+            for t in r["turns"]:
+                q = t["scores"]
+                if q["passed"] is None:
+                    continue
+                overall_acc.add(q["recall"], q["mrr"], q["passed"])
+                for f, s in q["fields"].items():
+                    group = by_field.get(f)
+                    if group is None:
+                        group = by_field[f] = _FieldGroup()
+                    group.add(s)
+                for tag in tags:
+                    acc = by_tag.get(tag)
+                    if acc is None:
+                        acc = by_tag[tag] = AggregateAccumulator()
+                    acc.add(q["recall"], q["mrr"], q["passed"])
+        agg = overall_acc.result()
         overall = {
             "passed": agg.passed, "questions": agg.questions, "pass_rate": agg.pass_rate,
             "avg_recall": agg.avg_recall, "mrr": agg.mrr,
-            "total_cases": len(records), "scored_cases": len(counted),
-            **self.error_summary(records),
+            "total_cases": tally.total, "scored_cases": tally.counted_n,
+            **tally.error_summary(),
         }
-        by_field: dict[str, list[dict]] = defaultdict(list)
-        by_tag: dict[str, list[dict]] = defaultdict(list)
-        for r, t in turns:
-            for f, s in t["scores"]["fields"].items():
-                by_field[f].append(s)
-            for tag in r["tags"] or ["(no tag)"]:
-                by_tag[tag].append(t["scores"])
         fields = {}
-        for f, scores in by_field.items():
-            a = aggregate([QuestionScore(s["recall"], s["mrr"], s["passed"]) for s in scores])
-            ns = {s["n"] for s in scores}
+        for f, group in by_field.items():
+            a = group.acc.result()
             fields[f] = {"questions": a.questions, "passed": a.passed, "pass_rate": a.pass_rate,
                          "avg_recall": a.avg_recall, "mrr": a.mrr,
-                         "n": ns.pop() if len(ns) == 1 else None,
+                         "n": next(iter(group.ns)) if len(group.ns) == 1 else None,
                          "model": self.model_for(f) if self.options.data else None}
-        tags = {}
-        for tag, scores in sorted(by_tag.items()):
-            a = aggregate([QuestionScore(s["recall"], s["mrr"], s["passed"]) for s in scores])
-            tags[tag] = {"questions": a.questions, "passed": a.passed, "pass_rate": a.pass_rate,
-                         "avg_recall": a.avg_recall, "mrr": a.mrr}
-        return {"overall_metrics": overall, "group_metrics": {"field": fields, "tag": tags}}
+        tags_out = {}
+        for tag in sorted(by_tag):
+            a = by_tag[tag].result()
+            tags_out[tag] = {"questions": a.questions, "passed": a.passed,
+                             "pass_rate": a.pass_rate, "avg_recall": a.avg_recall, "mrr": a.mrr}
+        return {"overall_metrics": overall, "group_metrics": {"field": fields, "tag": tags_out}}
 
     # --- flat outputs -------------------------------------------------------------------------------
     csv_columns = ["case_id", "name", "tags", "turn", "question", "field", "n", "recall", "mrr",

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import defaultdict
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
+from queryeval.tasks.accum import Tally, Values, means_by_group
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
@@ -121,12 +120,17 @@ class QueryTask(Task):
                 self._gold[key] = hit
         return hit["table"], hit["info"]
 
-    def select_cases(self, cases: list[Case]) -> list[Case]:
-        """Open every source the cases name before the run starts, so a missing graph or
-        database is one clear error and no half-started run log."""
-        for source in dict.fromkeys(self._source(self._target(c)) for c in cases):
-            self.engine(source)
-        return cases
+    def select_cases(self, cases: Iterable[Case]) -> Iterator[Case]:
+        """Open every source the cases name during the run's first pass over them (before the
+        run starts), so a missing graph or database is one clear error and no half-started
+        run log."""
+        opened: set[str | None] = set()
+        for case in cases:
+            source = self._source(self._target(case))
+            if source not in opened:
+                self.engine(source)
+                opened.add(source)
+            yield case
 
     # --- requests and outputs ----------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
@@ -231,34 +235,65 @@ class QueryTask(Task):
         return self._fill_scores(out)
 
     # --- aggregation -------------------------------------------------------------------------------
-    def _means(self, records: list[dict]) -> dict:
-        out: dict[str, Any] = {"cases": len(records)}
-        for k in (*F1_KEYS, *RATE_KEYS):
-            vals = [r["scores"][k] for r in records]
-            out[k] = float(np.mean(vals)) if vals else None
+    @staticmethod
+    def _means(cases: int, means: Iterable[float | None]) -> dict:
+        """A group's (or the run's) figures: its scored cases and the mean of each score
+        (``None`` for no cases)."""
+        out: dict[str, Any] = {"cases": cases}
+        out.update(zip((*F1_KEYS, *RATE_KEYS), means, strict=True))
         return out
 
-    def aggregate(self, records: list[dict]) -> dict:
-        scored = [r for r in self.counted(records) if r["scores"] is not None]
-        overall = self._means(scored)
-        overall.update({
-            "total_cases": len(records),
-            "gold_failures": sum(1 for r in records if r["scores"] is None),
-            "inexact_mapping_searches": sum(1 for r in scored if r.get("mapping_exact") is False),
-            "rules": self.options.rules,
-            **self.error_summary(records),
-        })
-        groups: dict[str, dict[str, list[dict]]] = {"question_source": defaultdict(list),
-                                                    "building": defaultdict(list)}
-        for r in scored:
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Overall and per-group (``question_source``, ``building`` metadata) means of the
+        scored cases, read from ``records`` once.
+
+        A case whose gold query failed has no scores: it is counted in ``gold_failures`` (an
+        error, so ``on_error: skip`` drops it anyway) and enters no mean. Per scored case it
+        keeps seven floats and one group number per grouping; the group means are taken from
+        the run-wide columns at the end (:func:`means_by_group`), equal to ``np.mean`` over each
+        group's scores in run order. Groups are reported sorted by name."""
+        keys = (*F1_KEYS, *RATE_KEYS)
+        tally = Tally(self)
+        gold_failures = 0
+
+        def watch(rs: Iterable[dict]) -> Iterator[dict]:
+            nonlocal gold_failures
+            for r in rs:
+                if r["scores"] is None:
+                    gold_failures += 1
+                yield r
+
+        cols = [Values() for _ in keys]
+        groupings: dict[str, tuple[dict[Any, int], array]] = {
+            "question_source": ({}, array("i")), "building": ({}, array("i"))}
+        inexact = 0
+        for r in tally.counted(watch(records)):
+            scores = r["scores"]
+            if scores is None:
+                continue
+            for key, col in zip(keys, cols, strict=True):
+                col.add(scores[key])
+            if r.get("mapping_exact") is False:
+                inexact += 1
             meta = r.get("metadata", {})
-            if meta.get("question_source"):
-                groups["question_source"][meta["question_source"]].append(r)
-            if meta.get("building"):
-                groups["building"][meta["building"]].append(r)
-        return {"overall_metrics": overall,
-                "group_metrics": {g: {k: self._means(v) for k, v in sorted(d.items())}
-                                  for g, d in groups.items() if d}}
+            for name, (index, ids) in groupings.items():
+                value = meta.get(name)
+                ids.append(index.setdefault(value, len(index)) if value else -1)
+
+        overall = self._means(len(cols[0]), [c.mean() for c in cols])
+        overall.update({
+            "total_cases": tally.total,
+            "gold_failures": gold_failures,
+            "inexact_mapping_searches": inexact,
+            "rules": self.options.rules,
+            **tally.error_summary(),
+        })
+        group_metrics = {}
+        for name, (index, ids) in groupings.items():
+            if index:
+                per_group = means_by_group(ids, cols, len(index))
+                group_metrics[name] = {value: self._means(*per_group[g]) for value, g in sorted(index.items())}
+        return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------
     csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "gold_rows", "gold_columns",

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter, defaultdict
+from array import array
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 from pydantic import Field, field_validator
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
+from queryeval.tasks.accum import Tally, Values, means_by_group
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 
@@ -55,6 +56,10 @@ class RetrievalOptions(TaskOptions):
         if v is None or v == "all" or v == ["all"]:
             return []
         return [v] if isinstance(v, str) else v
+
+
+_MEAN_METRICS = ("mrr", "ndcg", "hit_rate", "precision", "map")
+"""The per-question scores averaged in the figures, in the order they are reported."""
 
 
 def _chunk_scores(chunks: list[dict]) -> list[float]:
@@ -210,50 +215,84 @@ class RetrievalTask(Task):
         return self._evaluate(dict(record))
 
     # --- aggregation -----------------------------------------------------------------------------
-    def _figures(self, records: list[dict]) -> dict:
-        k = self.k
-        n = len(records)
-        correct = sum(r["evaluation_result"]["correct_chunk_retrieved"] for r in records)
-        wrong_scores = [max(s) for r in records if not r["evaluation_result"]["correct_chunk_retrieved"]
-                        for s in [_chunk_scores(r["retrieved_chunks"])] if s]
+    def _figures(self, n: int, correct: int, wrong_mean: float | None, means: list[float | None]) -> dict:
+        """One dataset's (or the run's) figures from its counts and means: recall is the share
+        of questions whose chunk was found (``None`` for no questions), ``avg_score_incorrect``
+        the mean best score of the missed questions that returned scored chunks."""
         out = {
             "recall_at_k": correct / n if n else None,
             "sample_size": n,
-            "avg_score_incorrect": float(np.mean(wrong_scores)) if wrong_scores else None,
+            "avg_score_incorrect": wrong_mean,
         }
-        for name in ("mrr", "ndcg", "hit_rate", "precision", "map"):
-            key = f"{name}@{k}"
-            out[key] = float(np.mean([r["scores"][key] for r in records])) if n else None
+        out.update(zip(self._metric_keys(), means, strict=True))
         return out
 
-    def aggregate(self, records: list[dict]) -> dict:
-        counted = self.counted(records)
+    def _metric_keys(self) -> list[str]:
+        return [f"{name}@{self.k}" for name in _MEAN_METRICS]
+
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Overall, per-dataset and missed-question figures, read from ``records`` once.
+
+        Per counted question it keeps five floats (the metric scores), its retrieval time, a
+        dataset number and, for a missed one, its best score: the per-dataset means are taken
+        from the run-wide columns at the end (:func:`means_by_group`), so they equal ``np.mean``
+        over each dataset's scores in run order. Datasets appear in first-seen order."""
         k = self.k
-        fig = self._figures(counted)
-        wrong = [r for r in counted if not r["evaluation_result"]["correct_chunk_retrieved"]]
-        per_ds = Counter(r["dataset"] for r in wrong)
+        keys = self._metric_keys()
+        tally = Tally(self)
+        cols = [Values() for _ in keys]
+        times, wrong_scores = Values(), Values()
+        ds_ids, wrong_ids = array("i"), array("i")
+        index: dict[Any, int] = {}
+        sizes: list[int] = []
+        correct: list[int] = []
+        missed: list[int] = []
+        for r in tally.counted(records):
+            ev = r["evaluation_result"]
+            g = index.setdefault(r["dataset"], len(index))
+            if g == len(sizes):
+                sizes.append(0)
+                correct.append(0)
+                missed.append(0)
+            sizes[g] += 1
+            ds_ids.append(g)
+            scores = r["scores"]
+            for key, col in zip(keys, cols, strict=True):
+                col.add(scores[key])
+            hit = ev["correct_chunk_retrieved"]
+            correct[g] += hit
+            if not hit:
+                missed[g] += 1
+                chunk_scores = _chunk_scores(r["retrieved_chunks"])
+                if chunk_scores:
+                    wrong_scores.add(max(chunk_scores))
+                    wrong_ids.append(g)
+            if ev["retrieval_time_ms"] is not None:
+                times.add(ev["retrieval_time_ms"])
+
+        n, n_missed = tally.counted_n, sum(missed)
+        fig = self._figures(n, sum(correct), wrong_scores.mean(), [c.mean() for c in cols])
+        per_ds = {ds: missed[g] for ds, g in index.items() if missed[g]}
         analysis = {
-            "incorrect_retrievals_count": len(wrong),
+            "incorrect_retrievals_count": n_missed,
             "avg_score_incorrect": fig["avg_score_incorrect"],
             "datasets_with_incorrect_retrievals": [d for d, _ in sorted(per_ds.items(), key=lambda x: (-x[1], x[0]))],
         }
-        times = [r["evaluation_result"]["retrieval_time_ms"] for r in counted
-                 if r["evaluation_result"]["retrieval_time_ms"] is not None]
         overall = {
             "recall_at_k": fig["recall_at_k"],
-            "mean_retrieval_time_ms": float(np.mean(times)) if times else None,
-            "total_questions": len(counted),
-            "successful_retrievals": len(counted) - len(wrong),
+            "mean_retrieval_time_ms": times.mean(),
+            "total_questions": n,
+            "successful_retrievals": n - n_missed,
             "incorrect_retrievals_analysis": analysis,
             "k": k,
             f"recall@{k}": fig["recall_at_k"],
             **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
-            **self.error_summary(records),
+            **tally.error_summary(),
         }
-        groups: dict[str, list[dict]] = defaultdict(list)
-        for r in counted:
-            groups[r["dataset"]].append(r)
-        dataset_metrics = {ds: self._figures(rs) for ds, rs in groups.items()}
+        ds_means = means_by_group(ds_ids, cols, len(index))
+        wrong_means = means_by_group(wrong_ids, [wrong_scores], len(index))
+        dataset_metrics = {ds: self._figures(sizes[g], correct[g], wrong_means[g][1][0], ds_means[g][1])
+                           for ds, g in index.items()}
         return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
                 "incorrect_retrievals_analysis": analysis,
                 "group_metrics": {"dataset": dataset_metrics}}

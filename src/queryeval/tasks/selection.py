@@ -8,15 +8,15 @@ docs/term-selection.md for every convention.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from queryeval.metrics.sets import DimensionScore, micro_scores, score_selection
+from queryeval.metrics.sets import MicroCounts, score_selection
 from queryeval.suite.models import Case, DatasetSelection
+from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 _SELECTION = TypeAdapter(list[DatasetSelection])
@@ -39,8 +39,60 @@ def _dump(selection: list[DatasetSelection]) -> list[dict]:
     return [s.model_dump() for s in selection]
 
 
-def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
+class _TagGroup:
+    """A tag's cases: their count and macro figures."""
+
+    __slots__ = ("cases", "precisions", "recalls")
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.precisions, self.recalls = Values(), Values()
+
+    def add(self, precision: float, recall: float) -> None:
+        self.cases += 1
+        self.precisions.add(precision)
+        self.recalls.add(recall)
+
+    def result(self) -> dict:
+        return {"cases": self.cases, "macro_precision": self.precisions.mean(),
+                "macro_recall": self.recalls.mean()}
+
+
+class _DimGroup:
+    """The dimension scores sharing a dimension name (or a dataset): counts, pooled
+    TP/FP/FN, and the precisions and recalls their means are taken over."""
+
+    __slots__ = ("include_extra", "in_target", "not_in_target", "micro", "precisions",
+                 "recalls")
+
+    def __init__(self, include_extra: bool) -> None:
+        self.include_extra = include_extra
+        self.in_target = self.not_in_target = 0
+        self.micro = MicroCounts(include_extra=include_extra)
+        self.precisions, self.recalls = Values(), Values()
+
+    def add(self, d: dict) -> None:
+        """One dimension score, as stored in a record (``DimensionScore.to_dict``)."""
+        if d["in_target"]:
+            self.in_target += 1
+            self.recalls.add(d["recall"])
+        else:
+            self.not_in_target += 1
+        if d["in_target"] or self.include_extra:
+            self.precisions.add(d["precision"])
+        self.micro.add(d["in_target"], len(d["tp"]), len(d["fp"]), len(d["fn"]))
+
+    def result(self) -> dict:
+        micro = self.micro.result()
+        return {
+            "in_target": self.in_target,
+            "not_in_target": self.not_in_target,
+            "tp": micro["tp"], "fp": micro["fp"], "fn": micro["fn"],
+            "mean_precision": self.precisions.mean(),
+            "mean_recall": self.recalls.mean(),
+            "micro_precision": micro["micro_precision"],
+            "micro_recall": micro["micro_recall"] if self.in_target else None,
+        }
 
 
 class SelectionTask(Task):
@@ -106,70 +158,67 @@ class SelectionTask(Task):
         return out
 
     # --- aggregation --------------------------------------------------------------------------
-    def aggregate(self, records: list[dict]) -> dict:
-        counted = self.counted(records)
-        dims = [DimensionScore.from_dict(d) for r in counted for t in r["turns"]
-                for d in t["scores"]["dimensions"]]
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Overall and group figures, reading ``records`` once (a stream works).
+
+        Kept per case: its two macro figures (overall and per tag) and, per dimension score,
+        its precision and recall (per dimension name and per dataset), as floats in
+        :class:`~queryeval.tasks.accum.Values` so the means equal ``np.mean`` over lists to
+        the last bit; the rest is counters per group.
+        """
         include_extra = self.options.include_extra_dimensions
-        micro = micro_scores(dims, include_extra=include_extra)
+        tally = Tally(self)
+        precisions, recalls = Values(), Values()
+        micro = MicroCounts(include_extra=include_extra)
+        scored_turns = 0
+        with_extra = 0
+        by_tag: dict[str, _TagGroup] = {}
+        by_dimension: dict[str, _DimGroup] = {}
+        by_dataset: dict[str, _DimGroup] = {}
+        for r in tally.counted(records):
+            p, rc = r["scores"]["macro_precision"], r["scores"]["macro_recall"]
+            precisions.add(p)
+            recalls.add(rc)
+            for tag in r["tags"] or ["(no tag)"]:
+                group = by_tag.get(tag)
+                if group is None:
+                    group = by_tag[tag] = _TagGroup()
+                group.add(p, rc)
+            scored_turns += len(r["turns"])
+            extra = False
+            for t in r["turns"]:
+                for d in t["scores"]["dimensions"]:
+                    if not d["in_target"]:
+                        extra = True
+                    micro.add(d["in_target"], len(d["tp"]), len(d["fp"]), len(d["fn"]))
+                    for groups, key in ((by_dimension, d["dimension"]),
+                                        (by_dataset, d["dataset_id"])):
+                        dim_group = groups.get(key)
+                        if dim_group is None:
+                            dim_group = groups[key] = _DimGroup(include_extra)
+                        dim_group.add(d)
+            with_extra += extra
+        pooled = micro.result()
         overall = {
-            "macro_precision": _mean([r["scores"]["macro_precision"] for r in counted]),
-            "macro_recall": _mean([r["scores"]["macro_recall"] for r in counted]),
-            "micro_precision": micro["micro_precision"],
-            "micro_recall": micro["micro_recall"],
-            "tp": micro["tp"], "fp": micro["fp"], "fn": micro["fn"],
-            "total_cases": len(records),
-            "scored_cases": len(counted),
-            "scored_turns": sum(len(r["turns"]) for r in counted),
-            "cases_with_dimensions_not_in_target": sum(
-                1 for r in counted
-                if any(not d["in_target"] for t in r["turns"] for d in t["scores"]["dimensions"])
-            ),
-            **self.error_summary(records),
+            "macro_precision": precisions.mean(),
+            "macro_recall": recalls.mean(),
+            "micro_precision": pooled["micro_precision"],
+            "micro_recall": pooled["micro_recall"],
+            "tp": pooled["tp"], "fp": pooled["fp"], "fn": pooled["fn"],
+            "total_cases": tally.total,
+            "scored_cases": tally.counted_n,
+            "scored_turns": scored_turns,
+            "cases_with_dimensions_not_in_target": with_extra,
+            **tally.error_summary(),
         }
         return {
             "overall_metrics": overall,
             "group_metrics": {
-                "tag": self._by_tag(counted),
-                "dimension": self._by_key(dims, lambda d: d.dimension, include_extra),
-                "dataset": self._by_key(dims, lambda d: d.dataset_id, include_extra),
+                "tag": {tag: by_tag[tag].result() for tag in sorted(by_tag)},
+                "dimension": {k: by_dimension[k].result() for k in sorted(by_dimension)},
+                "dataset": {k: by_dataset[k].result() for k in sorted(by_dataset)},
             },
         }
-
-    @staticmethod
-    def _by_tag(records: list[dict]) -> dict:
-        groups: dict[str, list[dict]] = defaultdict(list)
-        for r in records:
-            for tag in r["tags"] or ["(no tag)"]:
-                groups[tag].append(r)
-        return {
-            tag: {
-                "cases": len(rs),
-                "macro_precision": _mean([r["scores"]["macro_precision"] for r in rs]),
-                "macro_recall": _mean([r["scores"]["macro_recall"] for r in rs]),
-            }
-            for tag, rs in sorted(groups.items())
-        }
-
-    @staticmethod
-    def _by_key(dims: list[DimensionScore], key, include_extra: bool) -> dict:
-        groups: dict[str, list[DimensionScore]] = defaultdict(list)
-        for d in dims:
-            groups[key(d)].append(d)
-        out = {}
-        for name, ds in sorted(groups.items()):
-            in_target = [d for d in ds if d.in_target]
-            micro = micro_scores(ds, include_extra=include_extra)
-            out[name] = {
-                "in_target": len(in_target),
-                "not_in_target": len(ds) - len(in_target),
-                "tp": micro["tp"], "fp": micro["fp"], "fn": micro["fn"],
-                "mean_precision": _mean([d.precision for d in ds if d.in_target or include_extra]),
-                "mean_recall": _mean([d.recall for d in in_target]),
-                "micro_precision": micro["micro_precision"],
-                "micro_recall": micro["micro_recall"] if in_target else None,
-            }
-        return out
 
     # --- flat outputs ---------------------------------------------------------------------------
     csv_columns = [

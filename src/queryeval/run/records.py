@@ -1,0 +1,169 @@
+"""The records of a results JSONL as a stream in run order, without holding them.
+
+A first pass over the file keeps, per line, where it lies (offset and length), its rank in
+the run's order and a 128-bit key of its case id: about 50 bytes a line, against a kilobyte
+or more for the parsed record. Duplicates (a case recorded again) keep the last line, at the
+position of the case in the run's order. Each iteration of :class:`RecordStream` then reads
+the kept lines in that order (sequentially when the file is already in order, as it is for a
+run that was not resumed out of order) and parses one record at a time.
+
+The case id is read from the start of a line our writer produced (``{"case_id": "..."``)
+without parsing the rest; any other line is parsed whole. A line that is not valid JSON is
+reported with its line number when it is read.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterator, Sequence
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from pathlib import Path
+
+import numpy as np
+
+from queryeval.errors import InputError
+from queryeval.io.idindex import IdIndex, KeyBuilder
+
+_PREFIX = b'{"case_id": "'
+_UNRANKED = np.iinfo(np.int64).max
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based number of the line starting at ``offset`` (error path only: reads the file)."""
+    count = 1
+    with path.open("rb") as fh:
+        remaining = offset
+        while remaining > 0:
+            chunk = fh.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+    return count
+
+
+def _case_id(line: bytes, path: Path, lineno: int) -> str:
+    if line.startswith(_PREFIX):
+        try:
+            value, _end = scanstring(line.decode("utf-8"), len(_PREFIX))
+            return value
+        except (ValueError, UnicodeDecodeError):
+            pass  # parse the whole line below, for its precise error
+    rec = _parse(line, path, lineno)
+    return str(rec["case_id"])
+
+
+def _parse(line: bytes, path: Path, lineno: int) -> dict:
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):  # bad JSON or UTF-8, huge numbers, depth
+        raise InputError("corrupt result line", path=path, line=lineno) from None
+    if not isinstance(rec, dict) or "case_id" not in rec:
+        raise InputError("corrupt result line: not an object with a case_id", path=path, line=lineno)
+    return rec
+
+
+class RecordStream:
+    """Re-iterable, ordered records of one results file (see the module docstring)."""
+
+    def __init__(self, path: Path, offsets: np.ndarray, sizes: np.ndarray, ids: IdIndex | None) -> None:
+        self.path = path
+        self.offsets = offsets
+        self.sizes = sizes
+        self.ids = ids
+        """The case ids of the kept records (``case_id in stream.ids``), when scanned
+        ``with_ids``."""
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __bool__(self) -> bool:
+        return len(self.offsets) > 0
+
+    def __iter__(self) -> Iterator[dict]:
+        if not len(self.offsets):
+            return
+        with self.path.open("rb", buffering=1 << 20) as fh:
+            for offset, size in zip(self.offsets.tolist(), self.sizes.tolist(), strict=True):
+                fh.seek(offset)  # within the buffer when in order: no system call
+                line = fh.read(size)
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise InputError("corrupt result line", path=self.path,
+                                     line=_line_number(self.path, offset)) from None
+                if not isinstance(rec, dict):
+                    raise InputError("corrupt result line: not an object with a case_id",
+                                     path=self.path, line=_line_number(self.path, offset))
+                yield rec
+
+
+def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
+                 repair: bool = False, with_ids: bool = False) -> RecordStream:
+    """Index the results file at ``path``. ``order`` gives each case id its rank (ids not in
+    it come last, in file order); without it the file's order is kept. A final line cut short
+    by a crash is left out and, with ``repair``, cut from the file. ``with_ids`` keeps the
+    kept records' case ids (:attr:`RecordStream.ids`, 20 bytes a record) for a resume."""
+    if order is not None and not isinstance(order, IdIndex):
+        order = IdIndex.from_ids(order)
+    offsets, sizes = array("q"), array("q")
+    keys = KeyBuilder()
+    good_end = 0
+    total = 0
+    if path.exists():
+        with path.open("rb", buffering=1 << 20) as fh:
+            pos = 0
+            for lineno, line in enumerate(fh, start=1):
+                start, pos = pos, pos + len(line)
+                if not line.endswith(b"\n"):  # the line being written when the run died
+                    break
+                good_end = pos
+                body = line.rstrip(b"\r\n")
+                if not body.strip():
+                    continue
+                keys.add(_case_id(body, path, lineno), len(offsets))
+                offsets.append(start)
+                sizes.append(len(body))
+            total = pos
+    if repair and good_end < total:
+        from queryeval.run.log import writing
+
+        with writing(path), open(path, "r+b") as fh:
+            fh.truncate(good_end)
+    return _ordered(path, keys, offsets, sizes, order, with_ids)
+
+
+def _ordered(path: Path, keys: KeyBuilder, offsets: array, sizes: array,
+             order: IdIndex | None, with_ids: bool) -> RecordStream:
+    """Drop replaced lines (a case's last line wins, in its first line's place when there is
+    no ``order``) and sort the rest by rank in ``order``, then by line."""
+    n = len(offsets)
+    index = keys.build()  # rows ascend within a key
+    hi = np.frombuffer(keys.hi, dtype=np.uint64) if n else np.empty(0, np.uint64)
+    lo = np.frombuffer(keys.lo, dtype=np.uint64) if n else np.empty(0, np.uint64)
+    rows = np.arange(n, dtype=np.int64)
+    rank = rows.copy() if order is None else order.lookup(hi, lo, missing=_UNRANKED)
+    keep = np.ones(n, dtype=bool)
+    dups = index.duplicate_rows()
+    if len(dups):
+        keep[index.values[dups - 1]] = False
+        if order is None:  # the kept (last) line takes the first line's place
+            first_of: dict[int, int] = {}
+            for p in dups.tolist():
+                prev, cur = int(index.values[p - 1]), int(index.values[p])
+                first_of[cur] = first_of.get(prev, prev)
+            for last, first in first_of.items():
+                rank[last] = first
+    kept = rows[keep]
+    ordered = kept[np.lexsort((kept, rank[kept]))]
+    ids = None if not with_ids else index if not len(dups) else _subset(index, keep)
+    del index, hi, lo, rank, rows, keep, kept
+    off = np.frombuffer(offsets, dtype=np.int64) if n else np.empty(0, np.int64)
+    siz = np.frombuffer(sizes, dtype=np.int64) if n else np.empty(0, np.int64)
+    return RecordStream(path, off[ordered], siz[ordered].astype(np.int32), ids)
+
+
+def _subset(index: IdIndex, keep: np.ndarray) -> IdIndex:
+    mask = keep[index.values]
+    return IdIndex(index.hi[mask], index.lo[mask], index.values[mask])

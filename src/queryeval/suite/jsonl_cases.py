@@ -1,0 +1,75 @@
+"""A suite as JSON Lines: one case per line, the same fields as a YAML case document.
+
+    {"id": "c1", "tags": ["gdp"], "conversation": [{"role": "user", "content": "...",
+     "target": {"indicator_selection": [...]}}]}
+
+The form for suites too large for YAML (a YAML document is parsed whole; a JSONL suite of a
+million cases is read one line at a time). The suite is lazy: loading checks every line and
+that ids are unique, keeping only the count, the task kinds and 24 bytes per id; a run reads
+the lines again as it goes. Every error names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from queryeval.errors import InputError
+from queryeval.io.idindex import KeyBuilder
+from queryeval.io.jsonl import iter_jsonl
+from queryeval.suite.loader import Suite, _resolve_sources, hash_files
+from queryeval.suite.models import Case
+from queryeval.suite.yamlsrc import format_loc, printable
+
+
+def is_cases_jsonl(path: Path) -> bool:
+    """Whether the first non-blank line of ``path`` is an object with a ``conversation``
+    (a case), as opposed to a DABench question. A first line that is no JSON object is
+    reported as the error it is."""
+    for _line, value in iter_jsonl(path):
+        return "conversation" in value
+    return False
+
+
+def _case(obj: dict, path: Path, line: int) -> Case:
+    try:
+        case = Case.model_validate(obj)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        first = errors[0]
+        msg = printable(first["msg"])
+        msg = "unknown field" if first["type"] == "extra_forbidden" else msg[:1].lower() + msg[1:]
+        if len(errors) > 1:
+            msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        raise InputError(msg, path=path, line=line, field=format_loc(first["loc"]) or None) from None
+    _resolve_sources(case, path.parent)
+    return case
+
+
+def iter_cases_jsonl(path: Path) -> Iterator[tuple[int, Case]]:
+    """``(line, case)`` for every non-blank line."""
+    for line, obj in iter_jsonl(path):
+        yield line, _case(obj, path, line)
+
+
+def read_cases_jsonl(path: str | Path) -> Suite:
+    path = Path(path)
+    keys = KeyBuilder()
+    kinds: set[str] = set()
+    for line, case in iter_cases_jsonl(path):
+        keys.add(case.id, line)
+        kinds |= case.task_kinds()
+    if not len(keys):
+        raise InputError("suite has no cases", path=path)
+    index = keys.build()
+    dups = index.duplicate_rows()
+    if len(dups):
+        pos = min(dups.tolist(), key=lambda i: int(index.values[i]))
+        first, line = int(index.values[pos - 1]), int(index.values[pos])
+        cid = next(c.id for ln, c in iter_cases_jsonl(path) if ln == line)
+        raise InputError(f"duplicate case id {cid!r} (first defined at {path}:{first})",
+                         path=path, line=line, field="id")
+    return Suite(reader=lambda: (case for _, case in iter_cases_jsonl(path)), sources=[path],
+                 hash=hash_files([path]), count=len(keys), kinds=kinds)
