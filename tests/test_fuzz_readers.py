@@ -186,6 +186,14 @@ FIELDS_DATA_PARQUET = _parquet_bytes([dict(zip(_FIELDS_DATA_ROWS[0], r, strict=T
 _FIELDS_EVAL_ROWS = list(csv.reader(io.StringIO(FIELDS_EVAL_CSV.decode())))
 FIELDS_EVAL_XLSX = _xlsx_bytes(_FIELDS_EVAL_ROWS)
 
+SUITE_JSONL = (
+    b'{"id": "case-1", "name": "cpi mexico", "tags": ["imf", "cpi"], "conversation": [{"role": "user", '
+    b'"content": "How have food prices changed in Mexico?", "target": {"indicator_selection": [{"dataset_id": '
+    b'"IMF.STA:CPI", "dimensions": [{"dimension_name": "COUNTRY", "values": [{"id": "MEX", "name": "Mexico"}]}]}]}}]}\n'
+    b'{"id": "case-2", "conversation": [{"role": "user", "content": "Mean fare?", '
+    b'"target": {"answers": {"mean_fare": "34.65"}}}]}\n'
+)
+
 # ============================================================================ reader calls
 
 
@@ -217,6 +225,14 @@ def _dabench_suite(fixed_name: str, fixed: bytes) -> Callable[[Path], Any]:
         return load_suite(other, labels=path)
 
     return read
+
+
+def _suite_jsonl(path: Path) -> Any:
+    """Load a cases JSONL suite and read it again, as a run's passes do."""
+    from queryeval.suite import load_suite
+
+    suite = load_suite(path)
+    return [c.id for c in suite.iter_cases()]
 
 
 def _questions_csv(path: Path) -> Any:
@@ -557,6 +573,7 @@ class Reader:
 
 READERS: list[Reader] = [
     Reader("suite-yaml", "suite.yaml", SUITE_YAML, _load_suite, yaml_document(SUITE_YAML)),
+    Reader("suite-jsonl", "suite.jsonl", SUITE_JSONL, _suite_jsonl, jsonl_records(SUITE_JSONL)),
     Reader("dabench-questions", "questions.jsonl", DABENCH_QUESTIONS, _dabench("read_questions"),
            jsonl_records(DABENCH_QUESTIONS)),
     Reader("dabench-labels", "labels.jsonl", DABENCH_LABELS, _dabench("read_labels"),

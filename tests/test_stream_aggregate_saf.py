@@ -9,11 +9,9 @@ brute-force oracles that recompute the main figures from targets and outputs, (c
 from __future__ import annotations
 
 import json
-import math
 import tracemalloc
 from fractions import Fraction
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,6 +54,10 @@ def _selection_records(task) -> list[dict]:
         _sel(("DS1", "FREQ", ["A"]), ("DS1", "REF", ["X"]), ("DS1", "UNIT", ["U"])))])
     r2 = _selection_record(task, 2, [], True, [(_sel(("DS2", "FREQ", ["M"])), None)])
     return [r1, r2]
+
+
+def _exact_mean(xs: list[float]) -> float:
+    return float(sum(map(Fraction, xs)) / len(xs))
 
 
 def test_selection_hand_computed():
@@ -149,9 +151,9 @@ def test_selection_matches_brute_force(cases, skip, extra):
     if kept:
         assert o["macro_precision"] == pytest.approx(sum(case_p) / len(case_p), rel=1e-12)
         assert o["macro_recall"] == pytest.approx(sum(case_r) / len(case_r), rel=1e-12)
-        # bit for bit the list-based np.mean over the records' case figures
-        assert o["macro_precision"] == float(np.mean([r["scores"]["macro_precision"] for _, r in kept]))
-        assert o["macro_recall"] == float(np.mean([r["scores"]["macro_recall"] for _, r in kept]))
+        # to the bit: the exact mean of the records' case figures, correctly rounded
+        assert o["macro_precision"] == _exact_mean([r["scores"]["macro_precision"] for _, r in kept])
+        assert o["macro_recall"] == _exact_mean([r["scores"]["macro_recall"] for _, r in kept])
     else:
         assert o["macro_precision"] is None and o["macro_recall"] is None
     assert (o["tp"], o["fp"], o["fn"]) == (tp, fp, fn)
@@ -353,10 +355,10 @@ def test_fields_match_brute_force(cases, skip, n):
         assert o["pass_rate"] == o["passed"] / len(questions)
         assert o["avg_recall"] == pytest.approx(sum(q[0] for q in questions) / len(questions), rel=1e-12)
         assert o["mrr"] == pytest.approx(sum(q[1] for q in questions) / len(questions), rel=1e-12)
-        # bit for bit math.fsum over the records' question figures
+        # to the bit: the exact mean of the records' question figures, correctly rounded
         recalls = [t["scores"]["recall"] for r in records if not (skip and r["status"] == "error")
                    for t in r["turns"] if t["scores"]["passed"] is not None]
-        assert o["avg_recall"] == math.fsum(recalls) / len(recalls)
+        assert o["avg_recall"] == _exact_mean(recalls)
     else:
         assert (o["pass_rate"], o["avg_recall"], o["mrr"]) == (None, None, None)
     tags = m["group_metrics"]["tag"]
@@ -408,8 +410,8 @@ def _fields_make(task, i):
     (SelectionTask, _sel_make), (AnswersTask, _ans_make), (FieldsTask, _fields_make)],
     ids=["selection", "answers", "fields"])
 def test_aggregate_memory_is_flat(task_cls, make):
-    """50,000 records parsed one at a time, as from the results JSONL: the aggregate's peak
-    stays within a few floats per record (a list of these records would hold > 50 MB)."""
+    """50,000 records parsed one at a time, as from the results JSONL: the aggregate keeps
+    nothing per record (measured: ~10 KB in all; a list of these records would hold > 50 MB)."""
     task = task_cls()
     whole, lines = _pool(task, make)
     expected = task.aggregate([json.loads(line) for line in whole * 4])  # a small list, same order
@@ -434,4 +436,4 @@ def test_aggregate_memory_is_flat(task_cls, make):
     assert metrics["overall_metrics"]["total_cases"] == N_RECORDS
     assert per_record * N_RECORDS > 50e6  # the bound below is meaningful
     print(f"{task.name}: peak {peak / 1e6:.2f} MB = {peak / N_RECORDS:.0f} B/record; list {per_record:.0f} B/record")
-    assert peak < 8e6, f"peak {peak / 1e6:.1f} MB for {N_RECORDS} records"
+    assert peak < 200_000, f"peak {peak / 1e6:.1f} MB for {N_RECORDS} records"

@@ -85,6 +85,8 @@ def test_scan_records_orders_and_replaces_like_a_dict(tmp_path_factory, lines, o
     stream = scan_records(path, order, with_ids=True)
     assert list(stream) == expected and list(stream) == expected  # re-iterable
     assert len(stream) == len(expected)
+    # without ids (how a run finishes): equal ranks are equal ids; "g" is not in the order
+    assert list(scan_records(path, order)) == expected
     assert list(scan_records(path)) == list(latest.values())
     assert all(c in stream.ids for c in latest) and "zz" not in stream.ids
 
@@ -263,3 +265,45 @@ def test_peak_memory_per_case_is_small(tmp_path):
             assert metrics["overall_metrics"]["recall_at_k"] == pytest.approx(0.5 if k == 3 else 0.5 / 3, abs=0.02)
     per_case = (peaks[1] - peaks[0]) / 36_000
     assert per_case < 1500, f"{per_case:.0f} bytes of peak RSS per case"
+
+
+# ============================================================================ exact means
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FINITE | st.integers(-5, 5) | st.booleans(), min_size=1, max_size=30), st.randoms())
+def test_exact_mean_is_the_correctly_rounded_mean_in_any_order(values, rnd):
+    from fractions import Fraction
+
+    from queryeval.metrics.mean import ExactMean
+
+    exact = sum(map(Fraction, values)) / len(values)
+    shuffled = list(values)
+    rnd.shuffle(shuffled)
+    for order in (values, shuffled):
+        m = ExactMean()
+        for v in order:
+            m.add(v)
+        assert m.mean() == float(exact) and len(m) == len(values)
+    total = sum(map(Fraction, values))
+    try:
+        expected_sum = float(total)
+    except OverflowError:
+        expected_sum = float("inf") if total > 0 else float("-inf")
+    assert m.sum() == expected_sum
+
+
+def test_exact_mean_zero_division_and_non_finite_values():
+    from queryeval.metrics.mean import ExactMean
+
+    m = ExactMean()
+    assert m.mean() is None and m.sum() == 0.0  # no values: no mean
+    m.add(1e308)
+    m.add(1e308)
+    assert m.mean() == 1e308 and m.sum() == float("inf")  # np.mean would overflow to inf here
+    m.add(float("inf"))
+    assert m.mean() == float("inf")
+    m.add(float("-inf"))
+    assert m.mean() != m.mean()  # inf + -inf: NaN, as IEEE

@@ -106,8 +106,10 @@ def command(
     from queryeval.errors import ConfigError
     from queryeval.report.gates import check_thresholds, parse_thresholds
     from queryeval.run.evaluate import RunConfig, resume_run, start_run
+    from queryeval.run.memory import use_mmap_for_large_blocks
 
     thresholds = parse_thresholds(fail_under)
+    use_mmap_for_large_blocks()  # large runs: freed arrays leave resident memory at once
 
     bar = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

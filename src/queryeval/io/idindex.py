@@ -129,13 +129,8 @@ class IdIndex:
             fresh = np.ones(len(other), dtype=bool)
             fresh[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
             hi, lo = hi[fresh], lo[fresh]
-        left = np.searchsorted(self.hi, hi, side="left")
-        right = np.searchsorted(self.hi, hi, side="right")
-        found = 0
-        for a, b, want in zip(left.tolist(), right.tolist(), lo.tolist(), strict=True):
-            if b > a and (b - a == 1 and int(self.lo[a]) == want or want in self.lo[a:b].tolist()):
-                found += 1
-        return found
+        missing = np.iinfo(np.int64).min
+        return int(np.count_nonzero(self.lookup(hi, lo, missing=missing) != missing))
 
     def duplicate_rows(self) -> np.ndarray:
         """Row numbers whose key equals the previous row's key (the 2nd, 3rd... value of an

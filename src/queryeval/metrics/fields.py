@@ -27,11 +27,12 @@ whole recall curve.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from queryeval.metrics.mean import ExactMean
 
 #: Rank given to a ground-truth item that does not occur in the ranking (larger than any N).
 NOT_FOUND: int = int(np.iinfo(np.int64).max)
@@ -309,21 +310,21 @@ def question_score(fields: Sequence[FieldScore]) -> QuestionScore:
 
 class AggregateAccumulator:
     """:func:`aggregate` one question at a time, for a stream of questions: :meth:`add`
-    each, then :meth:`result`. Keeps a question's recall and MRR as two doubles in
-    ``array('d')`` (16 bytes, no object), because ``math.fsum`` needs every term; the result
-    equals :func:`aggregate` over the same questions."""
+    each, then :meth:`result`. Recall and MRR are exact running means
+    (:class:`~queryeval.metrics.mean.ExactMean`: correctly rounded, order-independent,
+    constant memory)."""
 
-    __slots__ = ("_recalls", "_mrrs", "_passed")
+    __slots__ = ("_mrrs", "_passed", "_recalls")
 
     def __init__(self) -> None:
-        self._recalls = array("d")
-        self._mrrs = array("d")
+        self._recalls = ExactMean()
+        self._mrrs = ExactMean()
         self._passed = 0
 
     def add(self, recall: float, mrr: float, passed: bool) -> None:
         """One question's recall, MRR and whether it passed."""
-        self._recalls.append(recall)
-        self._mrrs.append(mrr)
+        self._recalls.add(recall)
+        self._mrrs.add(mrr)
         if passed:
             self._passed += 1
 
@@ -338,8 +339,8 @@ class AggregateAccumulator:
             passed=self._passed,
             questions=count,
             pass_rate=self._passed / count,
-            avg_recall=math.fsum(self._recalls) / count,
-            mrr=math.fsum(self._mrrs) / count,
+            avg_recall=self._recalls.mean(),
+            mrr=self._mrrs.mean(),
         )
 
 

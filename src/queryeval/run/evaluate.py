@@ -135,24 +135,24 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     cases = Cases(make, make())
     warnings: list[str] = []
     system: System
-    if config.responses:
-        recorded = RecordedSystem.load(config.responses, task)
-        try:
+    recorded = RecordedSystem.load(config.responses, task) if config.responses else None
+    try:  # the first pass over the cases: count, rank, bind recorded answers, task checks
+        if recorded is not None:
             warnings += recorded.bind(cases.scan(task))
-        except BaseException:
+            system = recorded
+        else:
+            for _ in cases.scan(task):
+                pass
+        if not cases.count:
+            raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}"
+                              " (after filters)")
+    except BaseException:
+        if recorded is not None:
             recorded.close()
-            raise
-        system = recorded
-    else:
-        for _ in cases.scan(task):
-            pass
-    if not cases.count:
-        if config.responses:
-            system.close()
-        raise ConfigError(f"no case in {config.suite} has a target for task {task.name!r}"
-                          " (after filters)")
-    if config.responses:
-        pass
+        task.close()
+        raise
+    if recorded is not None:
+        pass  # bound above
     elif config.system:
         system = make_system(config.system)
     elif config.executor == "ray":
@@ -300,7 +300,7 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
                                                      f"queryeval:{log.paths.batch_id}:{key}"))
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
-        vrecords = vlog.scan_records()  # written in the parent's order
+        vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
         vmetrics = vtask.aggregate(vrecords)
         vlog.write_csv(vtask.csv_columns, (row for r in vrecords for row in vtask.csv_rows(r)))
         vlog.write_metrics(vmetrics)
@@ -346,8 +346,7 @@ def resume_run(location: str | Path, *, retry_errors: bool = False,
     if retry_errors and any(r.get("status") == "error" for r in records):
         log.rewrite_records(r for r in records if r.get("status") != "error")
         records = log.scan_records(with_ids=True)
-    done_ids = records.ids
-    assert done_ids is not None  # noqa: S101 - scanned with_ids just above
+    done_ids = records.ids if records.ids is not None else IdIndex.from_ids([])
     todo = (c for c in cases if c.id not in done_ids)
     already = cases.order.count_common(done_ids)  # cases of this run already done
     log.batch["status"] = "running"

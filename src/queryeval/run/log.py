@@ -227,11 +227,12 @@ class RunLog:
         earlier one, in the earlier one's place."""
         return list(self.scan_records(repair=repair))
 
-    def scan_records(self, order: Any = None, *, repair: bool = False,
-                     with_ids: bool = False) -> RecordStream:
+    def scan_records(self, order: Any = None, *, repair: bool = False, with_ids: bool = False,
+                     in_order: bool = False) -> RecordStream:
         """The records as a stream in ``order`` (case ids, or an IdIndex of ranks), read from
-        disk on each iteration: see :mod:`queryeval.run.records`."""
-        return scan_records(self.paths.results_jsonl, order, repair=repair, with_ids=with_ids)
+        disk on each iteration: see :func:`queryeval.run.records.scan_records`."""
+        return scan_records(self.paths.results_jsonl, order, repair=repair, with_ids=with_ids,
+                            in_order=in_order)
 
     def rewrite_records(self, records: Iterable[dict]) -> None:
         """Replace the JSONL atomically (used to drop errored cases before retrying them)."""

@@ -81,11 +81,18 @@ class RecordStream:
     def __bool__(self) -> bool:
         return len(self.offsets) > 0
 
+    def _spans(self, chunk: int = 65_536) -> Iterator[tuple[int, int]]:
+        """(offset, size) pairs, converted to Python ints a chunk at a time (a million at
+        once would be two lists of a million ints: 70 MB)."""
+        for start in range(0, len(self.offsets), chunk):
+            yield from zip(self.offsets[start:start + chunk].tolist(),
+                           self.sizes[start:start + chunk].tolist(), strict=True)
+
     def __iter__(self) -> Iterator[dict]:
         if not len(self.offsets):
             return
         with self.path.open("rb", buffering=1 << 20) as fh:
-            for offset, size in zip(self.offsets.tolist(), self.sizes.tolist(), strict=True):
+            for offset, size in self._spans():
                 fh.seek(offset)  # within the buffer when in order: no system call
                 line = fh.read(size)
                 try:
@@ -100,15 +107,18 @@ class RecordStream:
 
 
 def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
-                 repair: bool = False, with_ids: bool = False) -> RecordStream:
+                 repair: bool = False, with_ids: bool = False, in_order: bool = False) -> RecordStream:
     """Index the results file at ``path``. ``order`` gives each case id its rank (ids not in
     it come last, in file order); without it the file's order is kept. A final line cut short
     by a crash is left out and, with ``repair``, cut from the file. ``with_ids`` keeps the
-    kept records' case ids (:attr:`RecordStream.ids`, 20 bytes a record) for a resume."""
+    kept records' case ids (:attr:`RecordStream.ids`, 20 bytes a record) for a resume.
+    ``in_order``: the file holds each case once, in run order (one this run has just written
+    so): no case id is read and the lines are taken as they are."""
     if order is not None and not isinstance(order, IdIndex):
         order = IdIndex.from_ids(order)
     offsets, sizes = array("q"), array("q")
     keys = KeyBuilder()
+    read_ids = not in_order or with_ids
     good_end = 0
     total = 0
     if path.exists():
@@ -122,7 +132,8 @@ def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
                 body = line.rstrip(b"\r\n")
                 if not body.strip():
                     continue
-                keys.add(_case_id(body, path, lineno), len(offsets))
+                if read_ids:
+                    keys.add(_case_id(body, path, lineno), len(offsets))
                 offsets.append(start)
                 sizes.append(len(body))
             total = pos
@@ -131,19 +142,57 @@ def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
 
         with writing(path), open(path, "r+b") as fh:
             fh.truncate(good_end)
-    return _ordered(path, keys, offsets, sizes, order, with_ids)
-
-
-def _ordered(path: Path, keys: KeyBuilder, offsets: array, sizes: array,
-             order: IdIndex | None, with_ids: bool) -> RecordStream:
-    """Drop replaced lines (a case's last line wins, in its first line's place when there is
-    no ``order``) and sort the rest by rank in ``order``, then by line."""
     n = len(offsets)
+    off = np.frombuffer(offsets, dtype=np.int64) if n else np.empty(0, np.int64)
+    siz = np.frombuffer(sizes, dtype=np.int64) if n else np.empty(0, np.int64)
+    if in_order and not with_ids:
+        return RecordStream(path, off.copy(), siz.astype(np.int32), None)
+    if order is not None and not with_ids:
+        rows = _ranked_rows(keys, order)
+    else:
+        rows, ids = _rows_by_key(keys, order)
+        if with_ids:
+            return RecordStream(path, off[rows], siz[rows].astype(np.int32), ids)
+    return RecordStream(path, off[rows], siz[rows].astype(np.int32), None)
+
+
+def _ranked_rows(keys: KeyBuilder, order: IdIndex) -> np.ndarray:
+    """Rows to read, in ``order``: a case recorded twice keeps its last line; ids not in
+    ``order`` come last, in file order (deduplicated by key). Costs about 40 bytes a line at
+    the peak: no index of all keys is built (equal ranks are equal ids)."""
+    n = len(keys)
+    if not n:
+        return np.empty(0, np.int64)
+    hi = np.frombuffer(keys.hi, dtype=np.uint64)
+    lo = np.frombuffer(keys.lo, dtype=np.uint64)
+    rank = order.lookup(hi, lo, missing=_UNRANKED)
+    by_rank = np.lexsort((np.arange(n), rank))  # by rank, then line
+    sorted_rank = rank[by_rank]
+    last = np.ones(n, dtype=bool)  # the last line of each rank
+    last[:-1] = sorted_rank[1:] != sorted_rank[:-1]
+    ranked = by_rank[last & (sorted_rank != _UNRANKED)]
+    unranked = np.flatnonzero(rank == _UNRANKED)
+    if not len(unranked):
+        return ranked
+    sub = IdIndex(hi[unranked], lo[unranked], unranked)  # rows ascend within a key
+    keep = np.ones(len(sub), dtype=bool)
+    keep[sub.duplicate_rows() - 1] = False
+    return np.concatenate((ranked, np.sort(sub.values[keep].astype(np.int64))))
+
+
+def _rows_by_key(keys: KeyBuilder, order: IdIndex | None) -> tuple[np.ndarray, IdIndex]:
+    """Rows to read and the kept rows' ids: a case's last line wins, in its first line's
+    place when there is no ``order``; sorted by rank in ``order``, then by line."""
+    n = len(keys)
     index = keys.build()  # rows ascend within a key
-    hi = np.frombuffer(keys.hi, dtype=np.uint64) if n else np.empty(0, np.uint64)
-    lo = np.frombuffer(keys.lo, dtype=np.uint64) if n else np.empty(0, np.uint64)
+    if not n:
+        return np.empty(0, np.int64), index
     rows = np.arange(n, dtype=np.int64)
-    rank = rows.copy() if order is None else order.lookup(hi, lo, missing=_UNRANKED)
+    if order is None:
+        rank = rows.copy()
+    else:
+        rank = order.lookup(np.frombuffer(keys.hi, dtype=np.uint64),
+                            np.frombuffer(keys.lo, dtype=np.uint64), missing=_UNRANKED)
     keep = np.ones(n, dtype=bool)
     dups = index.duplicate_rows()
     if len(dups):
@@ -157,11 +206,7 @@ def _ordered(path: Path, keys: KeyBuilder, offsets: array, sizes: array,
                 rank[last] = first
     kept = rows[keep]
     ordered = kept[np.lexsort((kept, rank[kept]))]
-    ids = None if not with_ids else index if not len(dups) else _subset(index, keep)
-    del index, hi, lo, rank, rows, keep, kept
-    off = np.frombuffer(offsets, dtype=np.int64) if n else np.empty(0, np.int64)
-    siz = np.frombuffer(sizes, dtype=np.int64) if n else np.empty(0, np.int64)
-    return RecordStream(path, off[ordered], siz[ordered].astype(np.int32), ids)
+    return ordered, index if not len(dups) else _subset(index, keep)
 
 
 def _subset(index: IdIndex, keep: np.ndarray) -> IdIndex:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
-from queryeval.tasks.accum import Tally, Values, means_by_group
+from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
@@ -249,9 +248,8 @@ class QueryTask(Task):
 
         A case whose gold query failed has no scores: it is counted in ``gold_failures`` (an
         error, so ``on_error: skip`` drops it anyway) and enters no mean. Per scored case it
-        keeps seven floats and one group number per grouping; the group means are taken from
-        the run-wide columns at the end (:func:`means_by_group`), equal to ``np.mean`` over each
-        group's scores in run order. Groups are reported sorted by name."""
+        adds its seven scores to exact running means (:class:`~queryeval.tasks.accum.Values`),
+        overall and in its groups: nothing is kept per case. Groups are reported sorted by name."""
         keys = (*F1_KEYS, *RATE_KEYS)
         tally = Tally(self)
         gold_failures = 0
@@ -264,21 +262,26 @@ class QueryTask(Task):
                 yield r
 
         cols = [Values() for _ in keys]
-        groupings: dict[str, tuple[dict[Any, int], array]] = {
-            "question_source": ({}, array("i")), "building": ({}, array("i"))}
+        groupings: dict[str, dict[Any, list[Values]]] = {"question_source": {}, "building": {}}
         inexact = 0
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
-            for key, col in zip(keys, cols, strict=True):
-                col.add(scores[key])
+            values = [scores[key] for key in keys]
+            for col, v in zip(cols, values, strict=True):
+                col.add(v)
             if r.get("mapping_exact") is False:
                 inexact += 1
             meta = r.get("metadata", {})
-            for name, (index, ids) in groupings.items():
+            for name, groups in groupings.items():
                 value = meta.get(name)
-                ids.append(index.setdefault(value, len(index)) if value else -1)
+                if value:
+                    gcols = groups.get(value)
+                    if gcols is None:
+                        gcols = groups[value] = [Values() for _ in keys]
+                    for col, v in zip(gcols, values, strict=True):
+                        col.add(v)
 
         overall = self._means(len(cols[0]), [c.mean() for c in cols])
         overall.update({
@@ -288,11 +291,10 @@ class QueryTask(Task):
             "rules": self.options.rules,
             **tally.error_summary(),
         })
-        group_metrics = {}
-        for name, (index, ids) in groupings.items():
-            if index:
-                per_group = means_by_group(ids, cols, len(index))
-                group_metrics[name] = {value: self._means(*per_group[g]) for value, g in sorted(index.items())}
+        group_metrics = {
+            name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
+                   for value, gcols in sorted(groups.items())}
+            for name, groups in groupings.items() if groups}
         return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------

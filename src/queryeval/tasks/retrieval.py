@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -20,7 +19,7 @@ from pydantic import Field, field_validator
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
-from queryeval.tasks.accum import Tally, Values, means_by_group
+from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 
 
@@ -64,6 +63,31 @@ _MEAN_METRICS = ("mrr", "ndcg", "hit_rate", "precision", "map")
 
 def _chunk_scores(chunks: list[dict]) -> list[float]:
     return [c["score"] for c in chunks if isinstance(c.get("score"), (int, float))]
+
+
+class _DatasetAcc:
+    """Running figures of one dataset (or of the run): counts and exact means."""
+
+    __slots__ = ("correct", "cols", "missed", "size", "wrong")
+
+    def __init__(self, n_metrics: int) -> None:
+        self.size = self.correct = self.missed = 0
+        self.cols = [Values() for _ in range(n_metrics)]
+        self.wrong = Values()  # best score of each missed question that returned scores
+
+    def add(self, values: list[float], hit: bool, best: float | None) -> None:
+        self.size += 1
+        for col, v in zip(self.cols, values, strict=True):
+            col.add(v)
+        if hit:
+            self.correct += 1
+        else:
+            self.missed += 1
+            if best is not None:
+                self.wrong.add(best)
+
+    def means(self) -> list[float | None]:
+        return [c.mean() for c in self.cols]
 
 
 class RetrievalTask(Task):
@@ -233,50 +257,39 @@ class RetrievalTask(Task):
     def aggregate(self, records: Iterable[dict]) -> dict:
         """Overall, per-dataset and missed-question figures, read from ``records`` once.
 
-        Per counted question it keeps five floats (the metric scores), its retrieval time, a
-        dataset number and, for a missed one, its best score: the per-dataset means are taken
-        from the run-wide columns at the end (:func:`means_by_group`), so they equal ``np.mean``
-        over each dataset's scores in run order. Datasets appear in first-seen order."""
+        Each mean is an exact running sum (:class:`~queryeval.tasks.accum.Values`), overall and
+        per dataset: nothing is kept per question, and the figures do not depend on the order
+        of the records. Datasets appear in first-seen order."""
         k = self.k
         keys = self._metric_keys()
         tally = Tally(self)
-        cols = [Values() for _ in keys]
-        times, wrong_scores = Values(), Values()
-        ds_ids, wrong_ids = array("i"), array("i")
-        index: dict[Any, int] = {}
-        sizes: list[int] = []
-        correct: list[int] = []
-        missed: list[int] = []
+        overall_acc = _DatasetAcc(len(keys))
+        times = Values()
+        per_ds: dict[Any, _DatasetAcc] = {}
         for r in tally.counted(records):
             ev = r["evaluation_result"]
-            g = index.setdefault(r["dataset"], len(index))
-            if g == len(sizes):
-                sizes.append(0)
-                correct.append(0)
-                missed.append(0)
-            sizes[g] += 1
-            ds_ids.append(g)
+            acc = per_ds.get(r["dataset"])
+            if acc is None:
+                acc = per_ds[r["dataset"]] = _DatasetAcc(len(keys))
             scores = r["scores"]
-            for key, col in zip(keys, cols, strict=True):
-                col.add(scores[key])
+            values = [scores[key] for key in keys]
             hit = ev["correct_chunk_retrieved"]
-            correct[g] += hit
+            best = None
             if not hit:
-                missed[g] += 1
                 chunk_scores = _chunk_scores(r["retrieved_chunks"])
-                if chunk_scores:
-                    wrong_scores.add(max(chunk_scores))
-                    wrong_ids.append(g)
+                best = max(chunk_scores) if chunk_scores else None
+            for a in (overall_acc, acc):
+                a.add(values, bool(hit), best)
             if ev["retrieval_time_ms"] is not None:
                 times.add(ev["retrieval_time_ms"])
 
-        n, n_missed = tally.counted_n, sum(missed)
-        fig = self._figures(n, sum(correct), wrong_scores.mean(), [c.mean() for c in cols])
-        per_ds = {ds: missed[g] for ds, g in index.items() if missed[g]}
+        n, n_missed = tally.counted_n, overall_acc.missed
+        fig = self._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
+        missed = {ds: a.missed for ds, a in per_ds.items() if a.missed}
         analysis = {
             "incorrect_retrievals_count": n_missed,
             "avg_score_incorrect": fig["avg_score_incorrect"],
-            "datasets_with_incorrect_retrievals": [d for d, _ in sorted(per_ds.items(), key=lambda x: (-x[1], x[0]))],
+            "datasets_with_incorrect_retrievals": [d for d, _ in sorted(missed.items(), key=lambda x: (-x[1], x[0]))],
         }
         overall = {
             "recall_at_k": fig["recall_at_k"],
@@ -289,10 +302,8 @@ class RetrievalTask(Task):
             **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
             **tally.error_summary(),
         }
-        ds_means = means_by_group(ds_ids, cols, len(index))
-        wrong_means = means_by_group(wrong_ids, [wrong_scores], len(index))
-        dataset_metrics = {ds: self._figures(sizes[g], correct[g], wrong_means[g][1][0], ds_means[g][1])
-                           for ds, g in index.items()}
+        dataset_metrics = {ds: self._figures(a.size, a.correct, a.wrong.mean(), a.means())
+                           for ds, a in per_ds.items()}
         return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
                 "incorrect_retrievals_analysis": analysis,
                 "group_metrics": {"dataset": dataset_metrics}}
