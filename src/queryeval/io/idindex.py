@@ -132,6 +132,16 @@ class IdIndex:
         missing = np.iinfo(np.int64).min
         return int(np.count_nonzero(self.lookup(hi, lo, missing=missing) != missing))
 
+    def first_duplicate(self) -> tuple[int, int] | None:
+        """For ids with several values (line numbers, say): ``(earlier, later)`` values of the
+        pair whose later value is smallest (the duplicate a reader going in order meets
+        first); ``None`` when every id is unique."""
+        dups = self.duplicate_rows()
+        if not len(dups):
+            return None
+        pos = int(dups[np.argmin(self.values[dups])])
+        return int(self.values[pos - 1]), int(self.values[pos])
+
     def duplicate_rows(self) -> np.ndarray:
         """Row numbers whose key equals the previous row's key (the 2nd, 3rd... value of an
         id that occurs more than once)."""

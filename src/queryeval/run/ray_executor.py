@@ -18,7 +18,8 @@ workers do what scales: calling the system under test and scoring each case.
   string on each actor (``make_system``); a relative file path in a ``python:`` or ``cmd:``
   spec is resolved against the driver's working directory, which the actor adopts when it
   exists on its node. Recorded outputs (``--responses``) are put once into the object store
-  (the bound :class:`~queryeval.systems.recorded.RecordedSystem`: a dict of outputs) and every
+  (the bound :class:`~queryeval.systems.recorded.RecordedSystem`, pickled as a dict of its
+  outputs: the driver reads an indexed JSONL into that dict to ship it) and every
   actor reads that one copy, so scoring, the costly part of a recorded run, is spread too. A
   task's built-in system (no ``--system``/``--responses``) is built on each actor by
   ``task.default_system()`` (its embeddings come from the embedding cache when the cache
@@ -41,7 +42,7 @@ import os
 import shlex
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,8 +218,8 @@ def run_cases_ray(cases: Iterable[Case], system: System, task: Task, *,
     policy = policy or RetryPolicy()
     stop = stop or threading.Event()
     concurrency = max(1, concurrency)
-    case_list = cases if isinstance(cases, list) else None
-    if case_list is not None and not case_list:
+    known = len(cases) if isinstance(cases, Sized) else None  # a list, or a run's Cases
+    if known == 0:
         return 0
     it: Iterator[Case] = iter(cases)
     started = ensure_ray(config.ray_address if config is not None else None)
@@ -226,7 +227,7 @@ def run_cases_ray(cases: Iterable[Case], system: System, task: Task, *,
     remote_cls = ray.remote(CaseWorker).options(num_cpus=0, scheduling_strategy="SPREAD")
     args = (kind, value, task.name, task.options.model_dump(), timeout, policy, str(Path.cwd()),
             _actor_env())
-    n_actors = min(concurrency, len(case_list)) if case_list is not None else concurrency
+    n_actors = min(concurrency, known) if known is not None else concurrency
     pool = _Pool(n_actors, lambda: remote_cls.remote(*args))
     pending: dict[Any, tuple[int, Any, Case]] = {}
     again: deque[Case] = deque()  # cases whose actor died, submitted before new ones

@@ -17,9 +17,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from queryeval.errors import InputError
-from queryeval.io.idindex import KeyBuilder
 from queryeval.io.jsonl import iter_jsonl
-from queryeval.suite.loader import Suite, _resolve_sources, hash_files
+from queryeval.suite.loader import Suite, _resolve_sources, lazy_suite
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc, printable
 
@@ -56,20 +55,5 @@ def iter_cases_jsonl(path: Path) -> Iterator[tuple[int, Case]]:
 
 def read_cases_jsonl(path: str | Path) -> Suite:
     path = Path(path)
-    keys = KeyBuilder()
-    kinds: set[str] = set()
-    for line, case in iter_cases_jsonl(path):
-        keys.add(case.id, line)
-        kinds |= case.task_kinds()
-    if not len(keys):
-        raise InputError("suite has no cases", path=path)
-    index = keys.build()
-    dups = index.duplicate_rows()
-    if len(dups):
-        pos = min(dups.tolist(), key=lambda i: int(index.values[i]))
-        first, line = int(index.values[pos - 1]), int(index.values[pos])
-        cid = next(c.id for ln, c in iter_cases_jsonl(path) if ln == line)
-        raise InputError(f"duplicate case id {cid!r} (first defined at {path}:{first})",
-                         path=path, line=line, field="id")
-    return Suite(reader=lambda: (case for _, case in iter_cases_jsonl(path)), sources=[path],
-                 hash=hash_files([path]), count=len(keys), kinds=kinds)
+    return lazy_suite(path, iter_cases_jsonl, empty="suite has no cases", duplicate_field="id",
+                      duplicate=lambda cid, first: f"duplicate case id {cid!r} (first defined at {path}:{first})")

@@ -74,6 +74,32 @@ class Suite:
         return set(self._kinds)
 
 
+def lazy_suite(path: Path, read: Callable[[Path], Iterator[tuple[int, Case]]], *, empty: str,
+               duplicate: Callable[[str, int], str], duplicate_field: str,
+               kinds: set[str] | None = None) -> Suite:
+    """A lazy suite over a line-based file: one checking pass now (every bad line, no case at
+    all, and a repeated id are one InputError naming the line; ids are checked through their
+    128-bit keys, :mod:`queryeval.io.idindex`, not a set), then ``read`` again on each pass.
+    ``read(path)`` yields ``(line, case)``; ``duplicate(id, first_line)`` words the error."""
+    from queryeval.io.idindex import KeyBuilder
+
+    keys = KeyBuilder()
+    found: set[str] = set()
+    for line, case in read(path):
+        keys.add(case.id, line)
+        if kinds is None:
+            found |= case.task_kinds()
+    if not len(keys):
+        raise InputError(empty, path=path)
+    dup = keys.build().first_duplicate()
+    if dup is not None:
+        first, line = dup
+        case_id = next(c.id for ln, c in read(path) if ln == line)
+        raise InputError(duplicate(case_id, first), path=path, line=line, field=duplicate_field)
+    return Suite(reader=lambda: (case for _, case in read(path)), sources=[path],
+                 hash=hash_files([path]), count=len(keys), kinds=found if kinds is None else kinds)
+
+
 def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
     """sha256 over each file's relative name and bytes, in sorted order (read in 1 MiB
     pieces: a large suite is hashed without holding it)."""

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.io.idindex import KeyBuilder
 from queryeval.io.jsonl import iter_jsonl
-from queryeval.suite.loader import Suite, hash_files
+from queryeval.suite.loader import Suite, lazy_suite
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import printable
 
@@ -50,22 +49,10 @@ def read_questions_csv(path: str | Path) -> Suite:
 
     The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
     case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`)."""
-    path = Path(path)
-    keys = KeyBuilder()
-    for line, case in _iter_question_cases(path):
-        keys.add(case.id, line)
-    if not len(keys):
-        raise InputError("no questions", path=path)
-    index = keys.build()
-    dups = index.duplicate_rows()
-    if len(dups):
-        pos = min(dups.tolist(), key=lambda i: int(index.values[i]))
-        first, line = int(index.values[pos - 1]), int(index.values[pos])
-        cid = next(c.id for ln, c in _iter_question_cases(path) if ln == line)
-        raise InputError(f"duplicate qa_pair_id {cid} (same dataset, question and answer as "
-                         f"line {first})", path=path, line=line, field="question")
-    return Suite(reader=lambda: (case for _, case in _iter_question_cases(path)), sources=[path],
-                 hash=hash_files([path]), count=len(keys), kinds={"retrieval"})
+    return lazy_suite(
+        Path(path), _iter_question_cases, empty="no questions", duplicate_field="question",
+        duplicate=lambda cid, first: f"duplicate qa_pair_id {cid} (same dataset, question and answer as line {first})",
+        kinds={"retrieval"})
 
 
 def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
