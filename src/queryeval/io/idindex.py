@@ -82,10 +82,6 @@ class IdIndex:
             return start, start
         return start, end
 
-    def positions(self, value_id: str) -> range:
-        """Row numbers (into :attr:`values`) holding ``value_id``, in ascending value order."""
-        return range(*self._range(value_id))
-
     def get_all(self, value_id: str) -> list[int]:
         start, end = self._range(value_id)
         return [int(v) for v in self.values[start:end]]

@@ -70,20 +70,15 @@ class Cases:
     """The cases of a run: re-iterable (each pass reads a lazy suite again), with a count, and
     each case's rank in run order (:attr:`order`, used to put records in that order)."""
 
-    def __init__(self, make: Callable[[], Iterable[Case]], first: Iterable[Case]) -> None:
+    def __init__(self, make: Callable[[], Iterable[Case]]) -> None:
         self._make = make
+        first = make()  # a generator does no work until read
         self._fixed = first if isinstance(first, list) else None  # sampled: keep that sample
-        self._first: Iterable[Case] | None = first
         self.count = 0
         self.order = IdIndex.from_ids([])
 
     def __iter__(self) -> Iterator[Case]:
-        if self._fixed is not None:
-            return iter(self._fixed)
-        if self._first is not None:
-            first, self._first = self._first, None
-            return iter(first)
-        return iter(self._make())
+        return iter(self._fixed if self._fixed is not None else self._make())
 
     def __len__(self) -> int:
         return self.count
@@ -132,14 +127,13 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     def make() -> Iterable[Case]:
         return task.select_cases(c for c in suite.iter_cases() if task.scored_turns(c))
 
-    cases = Cases(make, make())
+    cases = Cases(make)
     warnings: list[str] = []
     system: System
     recorded = RecordedSystem.load(config.responses, task) if config.responses else None
     try:  # the first pass over the cases: count, rank, bind recorded answers, task checks
         if recorded is not None:
             warnings += recorded.bind(cases.scan(task))
-            system = recorded
         else:
             for _ in cases.scan(task):
                 pass
@@ -152,7 +146,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
         task.close()
         raise
     if recorded is not None:
-        pass  # bound above
+        system = recorded
     elif config.system:
         system = make_system(config.system)
     elif config.executor == "ray":

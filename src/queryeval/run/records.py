@@ -147,13 +147,13 @@ def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
     siz = np.frombuffer(sizes, dtype=np.int64) if n else np.empty(0, np.int64)
     if in_order and not with_ids:
         return RecordStream(path, off.copy(), siz.astype(np.int32), None)
+    ids = None
     if order is not None and not with_ids:
         rows = _ranked_rows(keys, order)
     else:
-        rows, ids = _rows_by_key(keys, order)
-        if with_ids:
-            return RecordStream(path, off[rows], siz[rows].astype(np.int32), ids)
-    return RecordStream(path, off[rows], siz[rows].astype(np.int32), None)
+        rows, kept_ids = _rows_by_key(keys, order)
+        ids = kept_ids if with_ids else None
+    return RecordStream(path, off[rows], siz[rows].astype(np.int32), ids)
 
 
 def _ranked_rows(keys: KeyBuilder, order: IdIndex) -> np.ndarray:

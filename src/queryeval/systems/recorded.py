@@ -233,9 +233,8 @@ class IndexedRecordedSystem(RecordedSystem):
         pairs = scored.items() if isinstance(scored, Mapping) else scored
         used = np.zeros(len(self.turns), dtype=bool)
         for case_id, turns in pairs:
-            rows = [int(self.index.values[p]) for p in self.index.positions(case_id)]
             resolved: dict[int, int] = {}
-            for row in rows:
+            for row in self.index.get_all(case_id):
                 used[row] = True
                 given = int(self.turns[row])
                 line = int(self.linenos[row])
@@ -256,13 +255,10 @@ class IndexedRecordedSystem(RecordedSystem):
                     raise InputError(f"cannot read file: {exc.strerror or exc}", path=self.path) from None
             return self._fd
 
-    def _rows(self, case_id: str) -> list[int]:
-        return [int(self.index.values[p]) for p in self.index.positions(case_id)]
-
     def call(self, request: dict, timeout: float | None) -> Any:
         case_id, turn = request["case_id"], request.get("turn")
         want = NO_TURN if turn is None else turn
-        for row in self._rows(case_id):
+        for row in self.index.get_all(case_id):
             if int(self.turns[row]) == want:
                 obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
                 return _read_line(self.task, obj, self.path, int(self.linenos[row]))[2]
