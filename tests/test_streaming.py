@@ -150,9 +150,14 @@ def test_indexed_responses_report_duplicates_and_turns_by_line(tmp_path):
     system = RecordedSystem.load(path, task)
     with pytest.raises(InputError, match=r"r.jsonl:2: case_id: duplicate response for case 'a' turn 0 \(first at line 1\)"):
         system.bind({"a": [0]})
-    _write_lines(path, [{**line, "turn": -1}])
-    with pytest.raises(InputError, match=r"r.jsonl:1: turn: must be a non-negative integer"):
-        RecordedSystem.load(path, task)
+    for bad in (-1, 2**31, 2**70):  # found by bench/fuzz.py: 2**70 overflowed the index
+        _write_lines(path, [{**line, "turn": bad}])
+        with pytest.raises(InputError, match=r"r.jsonl:1: turn: must be an integer from 0 to 2,147,483,647"):
+            RecordedSystem.load(path, task)
+    csv_path = tmp_path / "r.csv"
+    csv_path.write_text("case_id,turn,query\na," + "9" * 30 + ",SELECT 1\n")
+    with pytest.raises(InputError, match=r"r.csv:2: turn: must be an integer from 0"):
+        RecordedSystem.load(csv_path, get_task("query"))
 
 
 # ============================================================================ lazy suites

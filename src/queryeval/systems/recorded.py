@@ -35,17 +35,19 @@ if TYPE_CHECKING:
 
 Key = tuple[str, "int | None"]
 NO_TURN = -1
+MAX_TURN = 2**31 - 1  # turns are kept as int32 in the index
 
 
 def _turn(value: Any, path: Path, lineno: int) -> int | None:
     """A line's ``turn``: an integer, or absent. A CSV cell is text, so digits are read as
     an integer there and an empty cell as absent."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        if isinstance(value, int) and value < 0:
-            raise InputError("must be a non-negative integer", path=path, line=lineno, field="turn")
-        return value
     if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
-        return int(value)
+        value = int(value)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        if isinstance(value, int) and not 0 <= value <= MAX_TURN:
+            raise InputError(f"must be an integer from 0 to {MAX_TURN:,} (an index into the "
+                             "conversation)", path=path, line=lineno, field="turn")
+        return value
     if isinstance(value, str) and not value.strip():
         return None
     raise InputError(f"must be an integer, got {type(value).__name__}",
