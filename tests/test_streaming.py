@@ -312,3 +312,24 @@ def test_exact_mean_zero_division_and_non_finite_values():
     assert m.mean() == float("inf")
     m.add(float("-inf"))
     assert m.mean() != m.mean()  # inf + -inf: NaN, as IEEE
+
+
+def test_rescore_streams_in_suite_order_and_equals_the_derived_batch(tmp_path):
+    """Re-scoring a retrieval run at k=1 reads the source from disk in its CSV (suite) order and
+    gives the same metrics and CSV as the run's own derived k=1 batch."""
+    from queryeval.report.rescore import rescore_run
+
+    ex = REPO / "examples" / "retrieval"
+    out = tmp_path / "runs"
+    assert main(["run", str(ex / "questions.csv"), "--corpus", str(ex / "corpus.jsonl"), "--k", "1,3",
+                 "--out", str(out), "-q", "--no-report"]) == 0
+    batches = {json.loads(b.read_text())["evaluation_config"]["k_value"]: RunLog.open(b)
+               for b in out.rglob("batch_*.json")}
+    result = rescore_run(batches[3].paths.batch, {"k": [1]}, out=tmp_path / "re", reports=False)
+    derived = batches[1]
+    strip = {"timestamp", "batch_id"}
+    got = {k: v for k, v in json.loads(result.log.paths.metrics.read_text()).items() if k not in strip}
+    want = {k: v for k, v in json.loads(derived.paths.metrics.read_text()).items() if k not in strip}
+    assert got == want and got["overall_metrics"]["total_questions"] == 67
+    assert result.log.paths.results_csv.read_text() == derived.paths.results_csv.read_text()
+    assert [r["qa_pair_id"] for r in result.records] == [r["qa_pair_id"] for r in derived.scan_records()]

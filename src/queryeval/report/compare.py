@@ -106,19 +106,13 @@ def load_run(location: str | Path | LoadedRun) -> LoadedRun:
 def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:
     """Records in the order of ``results_<id>.csv`` (the suite's order, written by ``finish``);
     the JSONL holds them in completion order. Cases absent from the CSV keep their order, last."""
-    import csv
+    from queryeval.run.records import csv_order
 
-    path = log.paths.results_csv
-    if not path.is_file():
+    order = csv_order(log.paths.results_csv)
+    if order is None:
         return records
-    rank: dict[str, int] = {}
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                rank.setdefault(str(row.get("case_id")), len(rank))
-    except (OSError, csv.Error, UnicodeDecodeError):
-        return records
-    return sorted(records, key=lambda r: rank.get(str(r["case_id"]), len(rank)))
+    last = len(order)
+    return sorted(records, key=lambda r: order.get(str(r["case_id"]), last))
 
 
 # --- per-case metrics -------------------------------------------------------------------------

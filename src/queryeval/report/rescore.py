@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
-from queryeval.report.compare import load_run
+from queryeval.report.compare import resolve_batch
 from queryeval.run.log import RunLog, now_iso
+from queryeval.run.records import RecordStream, csv_order
 
 
 @dataclass
@@ -24,7 +25,8 @@ class RescoreResult:
     log: RunLog
     task: Any
     metrics: dict
-    records: list[dict]
+    records: RecordStream
+    """The new batch's records in suite order, read from its results file on each pass."""
     source_batch_id: str
     changed_options: dict
 
@@ -41,29 +43,32 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
     from queryeval.run.evaluate import finish, software_info
     from queryeval.tasks.base import get_task
 
-    run = load_run(source)
-    if not run.task_name:
-        raise ConfigError(f"{run.log.paths.batch}: the batch names no task")
-    if not run.records:
-        raise ConfigError(f"{run.log.paths.results_jsonl}: no records to re-score")
-    stored = run.task_options
-    task = get_task(run.task_name, {**stored, **(options or {})})
+    src_log = RunLog.open(resolve_batch(source))
+    task_name = src_log.batch.get("task")
+    if not task_name:
+        raise ConfigError(f"{src_log.paths.batch}: the batch names no task")
+    order = csv_order(src_log.paths.results_csv)  # the source's suite order
+    source_records = src_log.scan_records(order)  # streamed: a million records stay on disk
+    if not source_records:
+        raise ConfigError(f"{src_log.paths.results_jsonl}: no records to re-score")
+    src = src_log.batch
+    stored = dict(src.get("evaluation_config", {}).get("task_options") or {})
+    task = get_task(task_name, {**stored, **(options or {})})
     new_options = task.options.model_dump()
     changed = {k: v for k, v in new_options.items() if stored.get(k) != v}
 
-    src = run.batch
     config = dict(src.get("evaluation_config", {}))
     config["task_options"] = new_options
-    target = Path(out) if out is not None else run.log.paths.folder.parent
+    target = Path(out) if out is not None else src_log.paths.folder.parent
     config["out"] = str(target.resolve())
     fields = {
-        "task": run.task_name,
+        "task": task_name,
         "evaluation_config": config,
         "suite_info": src.get("suite_info"),
         "software_info": software_info(),
         "rescored_from": {
-            "batch_id": run.batch_id,
-            "path": str(run.log.paths.batch.resolve()),
+            "batch_id": src_log.paths.batch_id,
+            "path": str(src_log.paths.batch.resolve()),
             "task_options": stored,
             "changed_options": changed,
             "rescored_at": now_iso(),
@@ -71,14 +76,13 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
     }
     log = RunLog.create(target, fields)
     try:
-        for record in run.records:
+        for record in source_records:
             log.append(task.rescore_record(record))
     finally:
         log.close()
-    order = [r["case_id"] for r in run.records]
     metrics, records = finish(log, task, order, reports=reports)
     if html and reports:
         from queryeval.report.html import write_html_report
 
         write_html_report(log.paths.batch)
-    return RescoreResult(log, task, metrics, records, run.batch_id, changed)
+    return RescoreResult(log, task, metrics, records, src_log.paths.batch_id, changed)

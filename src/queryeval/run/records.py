@@ -106,6 +106,26 @@ class RecordStream:
                 yield rec
 
 
+def csv_order(path: Path) -> IdIndex | None:
+    """The case order of a finished run, read from its ``results_<id>.csv`` (suite order,
+    as ``finish`` wrote it): each case id of the first column -> its rank (a case's several
+    rows share the rank of its first). ``None`` when the file is missing or unreadable."""
+    import csv
+
+    keys = KeyBuilder()
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            previous = None
+            for i, row in enumerate(csv.reader(fh)):
+                if i == 0 or not row or row[0] == previous:
+                    continue
+                previous = row[0]
+                keys.add(row[0], len(keys))
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return None
+    return keys.build()
+
+
 def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
                  repair: bool = False, with_ids: bool = False, in_order: bool = False) -> RecordStream:
     """Index the results file at ``path``. ``order`` gives each case id its rank (ids not in
