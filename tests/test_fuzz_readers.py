@@ -247,32 +247,25 @@ def _corpus(path: Path) -> Any:
     return read_corpus(path)
 
 
-def _trec_qrels(path: Path) -> Any:
-    from queryeval.suite import trec
+def _trec(kind: str) -> Callable[[Path], Any]:
+    """Read a fuzzed qrels (``kind="qrels"``) or run file, then evaluate it against the
+    fixed other one."""
 
-    trec.read_qrels_columns(path)
-    qrels = trec.read_qrels(path)
-    run = path.parent / "fixed.run"
-    run.write_bytes(RUN)
-    try:
-        trec.evaluate_files(path, run, ["map", "ndcg_cut.10", "recip_rank", "P.5"], per_query=True)
-    finally:
-        run.unlink()
-    return qrels
+    def read(path: Path) -> Any:
+        from queryeval.suite import trec
 
+        getattr(trec, f"read_{kind}_columns")(path)
+        value = getattr(trec, f"read_{kind}")(path)
+        other = path.parent / ("fixed.run" if kind == "qrels" else "fixed.qrels")
+        other.write_bytes(RUN if kind == "qrels" else QRELS)
+        qrels, run = (path, other) if kind == "qrels" else (other, path)
+        try:
+            trec.evaluate_files(qrels, run, ["map", "ndcg_cut.10", "recip_rank", "P.5"], per_query=True)
+        finally:
+            other.unlink()
+        return value
 
-def _trec_run(path: Path) -> Any:
-    from queryeval.suite import trec
-
-    trec.read_run_columns(path)
-    run = trec.read_run(path)
-    qrels = path.parent / "fixed.qrels"
-    qrels.write_bytes(QRELS)
-    try:
-        trec.evaluate_files(qrels, path, ["map", "ndcg_cut.10", "recip_rank", "P.5"], per_query=True)
-    finally:
-        qrels.unlink()
-    return run
+    return read
 
 
 def _buildingqa(path: Path) -> Any:
@@ -590,8 +583,8 @@ READERS: list[Reader] = [
     Reader("corpus-jsonl", "corpus.jsonl", CORPUS_JSONL, _corpus, jsonl_records(CORPUS_JSONL)),
     Reader("corpus-csv", "corpus.csv", CORPUS_CSV, _corpus, csv_table(CORPUS_CSV)),
     Reader("corpus-parquet", "corpus.parquet", CORPUS_PARQUET, _corpus, parquet_table(_CORPUS_RECORDS)),
-    Reader("trec-qrels", "test.qrels", QRELS, _trec_qrels, trec_lines(4)),
-    Reader("trec-run", "test.run", RUN, _trec_run, trec_lines(6)),
+    Reader("trec-qrels", "test.qrels", QRELS, _trec("qrels"), trec_lines(4)),
+    Reader("trec-run", "test.run", RUN, _trec("run"), trec_lines(6)),
     Reader("buildingqa-json", "qa.json", BUILDINGQA_JSON, _buildingqa, json_document(BUILDINGQA_JSON)),
     Reader("fields-data-csv", "data.csv", FIELDS_DATA_CSV, _fields_data, csv_table(FIELDS_DATA_CSV)),
     Reader("fields-data-parquet", "data.parquet", FIELDS_DATA_PARQUET, _fields_data,
@@ -805,7 +798,7 @@ def test_lone_surrogate_escape_is_an_input_error(tmp_path: Path) -> None:
 
 def test_trec_empty_qrels_is_an_input_error(tmp_path: Path) -> None:
     """evaluate_files used to raise ValueError('no query to evaluate') naming no file."""
-    err = _raises_input_error(_trec_qrels, tmp_path / "empty.qrels", b"")
+    err = _raises_input_error(_trec("qrels"), tmp_path / "empty.qrels", b"")
     assert "no query to evaluate" in err.message
 
 
@@ -957,7 +950,7 @@ def test_cli_error_names_file_line_and_field(tmp_path: Path, capsys: pytest.Capt
 
 def test_trec_relevance_beyond_int64_is_an_input_error(tmp_path: Path) -> None:
     """Minimal input hypothesis found: the exact path's np.asarray(dtype=int64) overflowed."""
-    err = _raises_input_error(_trec_qrels, tmp_path / "t.qrels", b"q1 0 d1 999999999999999999999999999999\n")
+    err = _raises_input_error(_trec("qrels"), tmp_path / "t.qrels", b"q1 0 d1 999999999999999999999999999999\n")
     assert err.line == 1 and "out of range" in err.message
     path = tmp_path / "ok.qrels"
     path.write_bytes(b"q1 0 d1 9223372036854775807\n")

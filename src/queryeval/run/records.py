@@ -98,11 +98,9 @@ class RecordStream:
                 try:
                     rec = json.loads(line)
                 except (ValueError, RecursionError):
-                    raise InputError("corrupt result line", path=self.path,
-                                     line=_line_number(self.path, offset)) from None
-                if not isinstance(rec, dict):
-                    raise InputError("corrupt result line: not an object with a case_id",
-                                     path=self.path, line=_line_number(self.path, offset))
+                    rec = None
+                if not isinstance(rec, dict):  # raises, naming the line (counted only now)
+                    _parse(line, self.path, _line_number(self.path, offset))
                 yield rec
 
 
