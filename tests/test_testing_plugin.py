@@ -38,6 +38,7 @@ def test_case(case):
 '''
 
 
+@pytest.mark.slow
 def test_each_case_is_a_test_and_the_failure_says_expected_vs_got(tmp_path):
     (tmp_path / "test_user.py").write_text(USER_TESTS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
