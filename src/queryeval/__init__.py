@@ -43,7 +43,11 @@ _LAZY = {
 }
 _SUBMODULES = ("api", "metrics", "testing", "errors", "tasks", "systems", "suite", "report", "run")
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [  # noqa: RUF022 - the API first, then the types it uses
+    "__version__", "evaluate", "resume", "load", "compare", "Run", "Comparison", "register_task",
+    "Task", "TaskOptions", "TurnOutcome", "Case", "InputError", "ConfigError", "OutputError",
+    "SystemCallError", "QueryevalError", "GateFailure",
+]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time these load on first use
     from queryeval.api.compare import Comparison, compare

@@ -114,11 +114,15 @@ def evaluate(
             :func:`queryeval.register_task` work too.
         out: the run-log folder. ``None``: a temporary folder that lives as long as the
             returned Run (give ``out`` to keep the log and to resume it).
-        options, **kwargs: task options, named like the command-line flags, e.g. ``k=[1, 5]``,
+        options: task options, named like the command-line flags, e.g. ``k=[1, 5]``,
             ``corpus=...``, ``graph=...``/``database=...``/``endpoint=...``, ``data=...``,
             ``n=5``, ``match="strict"``, ``on_error="skip"``.
-        concurrency, timeout, retries, backoff: as ``--concurrency`` etc. Async callables run
-            on one event loop with at most ``concurrency`` calls in flight.
+        **kwargs: task options as keyword arguments (they win over ``options``).
+        concurrency: cases in flight (``--concurrency``). Async callables run on one event
+            loop with at most this many calls in flight.
+        timeout: per-call limit in seconds (``--timeout``; None: no limit).
+        retries: retries of transient failures (``--retries``).
+        backoff: first retry wait in seconds, doubling (``--backoff``).
         reports: also write the xlsx/HTML reports (``run.report()`` writes them later).
         resume: with ``out``: continue the run found there instead of starting a new one.
         progress: ``progress(advance, total)`` callback.
