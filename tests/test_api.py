@@ -166,6 +166,14 @@ def test_object_with_call_sync_and_async_and_close():
     assert qe.evaluate(CASES, system=AsyncBot()).overall == run.overall
 
 
+def test_a_plain_function_returning_a_coroutine_is_awaited():
+    async def abot(request):
+        return bot(request)
+
+    run = qe.evaluate(CASES, system=lambda request: abot(request))
+    assert run.overall["macro_recall"] == pytest.approx(3 / 4) and run.overall["errors"] == 0
+
+
 def test_string_specs_work_as_on_the_command_line():
     run = qe.evaluate(SDMX / "suite", system=f"python:{SDMX / 'system.py'}:select")
     assert run.config["system"] == f"python:{SDMX / 'system.py'}:select"
@@ -384,3 +392,19 @@ def test_compare_finds_a_regression_and_flips():
     with pytest.raises(GateFailure, match="significant regression"):
         cmp.check()
     assert "macro_recall" in cmp._repr_html_() and "significant regression" in cmp._repr_html_()
+
+
+def test_comparison_html_escapes_metric_and_case_text():
+    from queryeval.report.compare import Comparison as Raw
+    from queryeval.report.compare import Flip, MetricComparison
+
+    name = "<img src=x onerror=alert(1)>"
+    m = MetricComparison(name, 1, 1.0, 0.0, -1.0, -1.0, -1.0, 0.01, "exact", 0.02, p_holm=0.01,
+                         regressed=[Flip("c<1>", "<b>", 1.0, 0.0)])
+    raw = Raw(task="<t>", run_a={"batch_id": "<a>"}, run_b={"batch_id": "<b>"}, paired=1,
+              only_a=[], only_b=[], excluded=[], metrics=[m], alpha=0.05, confidence=0.95,
+              resamples=10, seed=0)
+    page = qe.Comparison(raw)._repr_html_()
+    assert "<img" not in page and "<t>" not in page and "<a>" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;t&gt;" in page
+    assert qe.Comparison(raw).regressions == [name]

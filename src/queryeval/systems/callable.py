@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -111,7 +112,11 @@ class _EventLoop:
             assert self._sem is not None  # set before the loop ran anything
             async with self._sem:
                 task = asyncio.ensure_future(make())
-                done, _ = await asyncio.wait({task}, timeout=timeout)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=timeout)
+                except asyncio.CancelledError:  # given up from outside: stop the call too
+                    task.cancel()
+                    raise
                 if not done:
                     task.cancel()
                     raise SystemCallError("timeout", f"no answer within {timeout:g}s",
@@ -160,20 +165,30 @@ class CallableSystem:
         self.name = name or _describe(target)
         self.is_async = _is_async(func)
         self._with_timeout = self._owner is not None and _takes_timeout(func)
-        self._loop = _EventLoop(concurrency) if self.is_async else None
+        self._loop = _EventLoop(concurrency)  # started only if a call needs it
 
     def _args(self, request: dict, timeout: float | None) -> tuple:
         return (request, timeout) if self._with_timeout else (request,)
 
     def call(self, request: dict, timeout: float | None) -> Any:
-        if self._loop is not None:
-            try:
-                return self._loop.run(lambda: self.func(*self._args(request, timeout)), timeout)
-            except SystemCallError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - user code: recorded on the case
-                raise _transient(exc) from None
+        if self.is_async:
+            return self._await(lambda: self.func(*self._args(request, timeout)), timeout)
+        started = time.monotonic()
+        value = self._call_sync(request, timeout)
+        if inspect.isawaitable(value):  # a plain function that returned a coroutine
+            left = None if timeout is None else max(0.001, timeout - (time.monotonic() - started))
+            return self._await(lambda: value, left)
+        return value
 
+    def _await(self, make: Callable[[], Any], timeout: float | None) -> Any:
+        try:
+            return self._loop.run(make, timeout)
+        except SystemCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code: recorded on the case
+            raise _transient(exc) from None
+
+    def _call_sync(self, request: dict, timeout: float | None) -> Any:
         raised: list[SystemCallError] = []
 
         def guarded(req: dict) -> Any:
@@ -191,8 +206,7 @@ class CallableSystem:
             raise
 
     def close(self) -> None:
-        if self._loop is not None:
-            self._loop.stop()
+        self._loop.stop()
         close = getattr(self._owner, "close", None)
         if callable(close):
             close()
