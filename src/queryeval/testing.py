@@ -149,7 +149,8 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     from queryeval.tasks.base import get_task, infer_task
 
     if isinstance(case, SuiteCase):
-        the_case, name, opts = case.case, task or case.task, {**case.options, **task_options(None, **options)}
+        the_case, name = case.case, task or case.task
+        opts = {**case.options, **task_options(None, **options)}
     else:
         (the_case,) = check_cases([case])
         name, opts = infer_task(the_case.task_kinds(), task), task_options(None, **options)

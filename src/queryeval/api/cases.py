@@ -75,7 +75,8 @@ def _absolute_sources(case: Case) -> Case:
 
 
 def check_cases(cases: Any, name: str = "cases") -> list[Case]:
-    """Validate in-memory cases; raise InputError naming ``cases[i].field`` for the first bad one."""
+    """Validate in-memory cases; raise InputError naming ``cases[i].field`` for the first
+    bad one."""
     if _is_dataframe(cases):
         items: Iterable[Any] = _from_dataframe(cases)
     elif isinstance(cases, (str, bytes, Mapping)) or not isinstance(cases, Iterable):

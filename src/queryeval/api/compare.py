@@ -80,7 +80,8 @@ class Comparison:
                 for m in self.raw.metrics
                 for kind, flips in (("improved", m.improved), ("regressed", m.regressed))
                 for f in flips]
-        return pd.DataFrame(rows, columns=["metric", "change", "case_id", "name", "a", "b", "delta"])
+        columns = ["metric", "change", "case_id", "name", "a", "b", "delta"]
+        return pd.DataFrame(rows, columns=columns)
 
     def to_json(self, path: str | os.PathLike) -> Path:
         from queryeval.report.compare import write_json
@@ -122,7 +123,8 @@ class Comparison:
             f"<tr{RED if m.metric in bad else ''}><td>{e(m.metric)}</td>"
             f"<td>{m.n}</td><td>{f(m.mean_a)}</td><td>{f(m.mean_b)}</td>"
             f"<td>{f(m.diff, '+.4f')}</td><td>[{f(m.ci_low, '+.4f')}, {f(m.ci_high, '+.4f')}]</td>"
-            f"<td>{f(m.p_holm, '.4g')}</td><td>{len(m.improved)}</td><td>{len(m.regressed)}</td></tr>"
+            f"<td>{f(m.p_holm, '.4g')}</td><td>{len(m.improved)}</td>"
+            f"<td>{len(m.regressed)}</td></tr>"
             for m in self.raw.metrics)
         a, b = self.raw.run_a, self.raw.run_b
         head = (f"<b>queryeval compare</b> · task <code>{e(str(self.task))}</code> · A "

@@ -26,8 +26,8 @@ def _abs(value: Any) -> str:
 
 def _source(value: Any) -> str:
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    return ",".join(p if str(p).strip().startswith(("http://", "https://")) else _abs(str(p).strip())
-                    for p in parts if str(p).strip())
+    items = [str(p).strip() for p in parts if str(p).strip()]
+    return ",".join(p if p.startswith(("http://", "https://")) else _abs(p) for p in items)
 
 
 def task_options(options: Mapping[str, Any] | None = None, **kwargs: Any) -> dict:
@@ -98,7 +98,7 @@ def evaluate(
     progress: Callable[[int, int], Any] | None = None,
     **kwargs: Any,
 ) -> Run:
-    """Evaluate ``suite`` against ``system`` (or recorded ``responses``) and return the :class:`Run`.
+    """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
 
     Args:
         suite: a suite path (YAML file or folder, cases JSONL, questions CSV, BuildingQA JSON,
@@ -151,9 +151,10 @@ def evaluate(
     spec: str | None = None
     if system is not None and not isinstance(system, str):
         if executor == "ray":
-            raise ConfigError("executor='ray' needs a system spec string (python:…, http…, cmd:…); "
-                              "a Python object cannot be shipped to Ray workers")
-        spec = callable_systems.register(callable_systems.as_system(system, concurrency=concurrency))
+            raise ConfigError("executor='ray' needs a system spec string (python:…, http…, "
+                              "cmd:…); a Python object cannot be shipped to Ray workers")
+        built = callable_systems.as_system(system, concurrency=concurrency)
+        spec = callable_systems.register(built)
     try:
         try:
             config = RunConfig(
@@ -247,7 +248,8 @@ def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = Fals
     if system is not None:
         if isinstance(system, str):
             if system != stored:
-                raise ConfigError(f"{log.paths.batch}: the run's system is {stored!r}, not {system!r}")
+                raise ConfigError(f"{log.paths.batch}: the run's system is {stored!r}, "
+                                  f"not {system!r}")
         elif not (isinstance(stored, str) and stored.startswith(callable_systems.OBJECT_PREFIX)):
             raise ConfigError(f"{log.paths.batch}: the run's system is {stored!r}; system= takes "
                               "a Python object only for runs of a Python object")

@@ -149,7 +149,8 @@ class _EventLoop:
 
 
 class CallableSystem:
-    """A Python callable or an object with ``.call`` as a :class:`~queryeval.systems.base.System`."""
+    """A Python callable, or an object with ``.call``, as a system under test
+    (:class:`~queryeval.systems.base.System`)."""
 
     def __init__(self, target: Any, *, name: str | None = None, concurrency: int = 4) -> None:
         method = getattr(target, "call", None)
