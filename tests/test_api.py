@@ -243,6 +243,28 @@ def test_file_errors_and_option_errors_are_the_clis_one_liners(tmp_path):
         qe.evaluate(CASES, system=bot, task="nope")
 
 
+def test_in_memory_responses_errors_name_the_line_as_an_index():
+    good = {"case_id": "c1", "indicator_selection": []}
+    with pytest.raises(InputError) as err:
+        qe.evaluate(CASES, responses=[good, {"case_id": "c2", "indicator_selection": [{}]}])
+    assert str(err.value) == "responses[1].indicator_selection[0].dataset_id: field required"
+    with pytest.raises(InputError, match=r"^responses\[0\]\.case_id: field required$"):
+        qe.evaluate(CASES, responses=[{"indicator_selection": []}])
+    with pytest.raises(InputError, match=r"^responses\[1\]: expected a mapping, got str$"):
+        qe.evaluate(CASES, responses=[good, "x"])
+    run = qe.evaluate(CASES, responses=[good])  # the others have no answer: recorded as missing
+    assert run.overall["errors_by_kind"] == {"missing": 3}
+
+
+def test_bad_option_containers_and_ray_with_an_object_are_config_errors():
+    with pytest.raises(ConfigError, match="^options must be a mapping of task options, got int$"):
+        qe.evaluate(CASES, system=bot, options=5)
+    with pytest.raises(ConfigError, match="^executor='ray' needs a system spec string"):
+        qe.evaluate(CASES, system=bot, executor="ray")
+    with pytest.raises(ConfigError, match="^give one of graph, database, endpoint or source$"):
+        qe.evaluate(CASES, system=bot, graph="a.ttl", database="b.db")
+
+
 def test_options_as_keywords_or_a_dict():
     target = sel("D", "COUNTRY", MEX)
     extra = [*target, *sel("D", "FREQ", ("M", "Monthly"))]

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from queryeval.api.run import Run
-from queryeval.errors import ConfigError
+from queryeval.errors import ConfigError, InputError
 
 PathLike = str | os.PathLike
 PATH_OPTIONS = ("corpus", "tables", "data", "tuning", "cache_dir", "store_dir")
@@ -35,6 +35,8 @@ def task_options(options: Mapping[str, Any] | None = None, **kwargs: Any) -> dic
     flags (``k``, ``corpus``, ``graph``/``database``/``endpoint`` or ``source``, ``data``,
     ``n``, ``tables``, ``match``, …; dashes or underscores). Paths become absolute;
     ``graph``/``database``/``endpoint`` become the query task's ``source``."""
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"options must be a mapping of task options, got {type(options).__name__}")
     merged: dict[str, Any] = {}
     for key, value in {**dict(options or {}), **kwargs}.items():
         if value is not None:
@@ -165,11 +167,27 @@ def evaluate(
             )
         except ValidationError as exc:
             raise _config_error(exc) from None
-        result = start_run(config, progress=progress)
+        try:
+            result = start_run(config, progress=progress)
+        except InputError as err:
+            raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
+                                   written={k for k, v in ((suite_path, suite),
+                                                           (responses_path, responses))
+                                            if k and not _is_path(v)}) from None
     finally:
         if spec is not None:
             callable_systems.unregister(spec)
     return Run(result.log.paths.batch, warnings=result.warnings, keep=keep)
+
+
+def _in_memory_error(err: InputError, names: dict, written: set) -> InputError:
+    """An error in a file written from in-memory cases or responses (one per line) named as
+    the caller knows it: ``responses[4].indicator_selection: ...`` instead of a temporary
+    file's line 5."""
+    if err.path is None or err.path not in written or err.line is None:
+        return err
+    where = f"{names[err.path]}[{err.line - 1}]"
+    return InputError(err.message, field=f"{where}.{err.field}" if err.field else where)
 
 
 def _inputs(suite: Any, responses: Any, folder: Path) -> tuple[str, str | None]:
@@ -185,7 +203,6 @@ def _inputs(suite: Any, responses: Any, folder: Path) -> tuple[str, str | None]:
 def _write_responses(lines: Any, folder: Path) -> Path:
     import hashlib
 
-    from queryeval.errors import InputError
     from queryeval.io.atomic import write_text_atomic
     from queryeval.run.log import dumps, writing
 
