@@ -44,6 +44,11 @@ def test_example_task_with_and_without_tolerance(registry):
     df = loose.to_pandas().set_index("id")
     assert df.loc["expensive", "row_recall"] == pytest.approx(2 / 3)
     assert loose.groups["tag"].loc["aggregate", "match"] == 1.0
+    del registry["result_set"]  # a later session that has not registered the task
+    again = qe.load(loose.path)
+    assert again.task is None and again.overall == loose.overall
+    assert list(again.to_pandas()["match"]) == [1.0, 1.0, 1.0, 0.0]
+    assert "match" in str(again)
 
 
 def test_registered_task_runs_from_the_cli(registry, tmp_path):
