@@ -115,6 +115,17 @@ def test_async_timeout_cancels_and_records_a_timeout():
     assert sorted(cancelled) == ["c1", "c1", "c2", "c2"]
 
 
+def test_async_code_that_blocks_the_loop_still_times_out():
+    async def blocking(request: dict) -> dict:
+        time.sleep(2)  # wrong in async code: the loop cannot cancel it
+        return bot(request)
+
+    t0 = time.monotonic()
+    run = qe.evaluate(CASES[:1], system=blocking, timeout=0.2, retries=0)
+    assert time.monotonic() - t0 < 8
+    assert run.to_pandas()["error"].tolist() == ["timeout: no answer within 0.2s"]
+
+
 def test_errors_are_recorded_as_for_python_systems():
     calls: dict[str, int] = {}
 

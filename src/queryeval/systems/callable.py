@@ -24,6 +24,7 @@ object is registered; resuming such a run in a new process needs the object agai
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import threading
 import time
@@ -129,7 +130,7 @@ class _EventLoop:
         limit = None if timeout is None else timeout + max(1.0, timeout)
         try:
             return fut.result(limit)
-        except TimeoutError:
+        except concurrent.futures.TimeoutError:  # TimeoutError itself from Python 3.11 on
             if fut.done():  # the call itself raised TimeoutError
                 raise
             fut.cancel()
