@@ -1,20 +1,35 @@
 """Helpers for asserting a suite's quality in a project's own pytest tests.
 
+The whole suite against thresholds::
+
     from queryeval.testing import assert_suite
 
     def test_selection_quality():
         assert_suite("evals/sdmx", system="python:mybot.py:select",
                      thresholds={"macro_recall": 0.8, "macro_precision": 0.75})
+
+Or one test per case, each failing with its own reason (expected vs got)::
+
+    import pytest
+    import queryeval as qe
+
+    @pytest.mark.parametrize("case", qe.testing.cases("evals/sdmx"))
+    def test_case(case):
+        qe.testing.check_case(case, mybot)
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import GateFailure
+from queryeval.suite.models import Case
 
 
 def assert_suite(suite: str | Path, *, responses: str | Path | None = None,
@@ -59,3 +74,152 @@ def assert_suite(suite: str | Path, *, responses: str | Path | None = None,
             extra = f"\n  the run had {overall['errors']} failed call(s): {overall.get('errors_by_kind')}"
         raise AssertionError(f"suite {suite}: {exc}{extra}") from None
     return metrics
+
+
+# --- one test per case -------------------------------------------------------------------------
+REASON_CHARS = 400
+"""Each of "expected" and "got" is cut to this many characters in a failure message."""
+
+
+@dataclass(frozen=True)
+class SuiteCase:
+    """A case of a suite with what is needed to score it alone (its task and task options)."""
+
+    case: Case
+    task: str
+    options: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    def __str__(self) -> str:
+        return self.case.id
+
+    def __repr__(self) -> str:
+        return f"SuiteCase({self.case.id!r}, task={self.task!r})"
+
+
+def cases(suite: Any, *, task: str | None = None, labels: str | Path | None = None,
+          **options: Any) -> list:
+    """The suite's scored cases as ``pytest.param`` values (test ids are the case ids), for
+    ``@pytest.mark.parametrize("case", cases(suite))``. ``suite`` is a path or cases in
+    memory (as for :func:`queryeval.evaluate`); ``task`` and task options (``k``,
+    ``corpus``, ``match``, …) are kept with each case for :func:`check_case`."""
+    import pytest
+
+    from queryeval.api.cases import check_cases
+    from queryeval.api.evaluate import task_options
+    from queryeval.suite.loader import load_suite
+    from queryeval.tasks.base import get_task, infer_task
+
+    opts = task_options(None, **options)
+    if isinstance(suite, (str, os.PathLike)):
+        loaded = load_suite(suite, labels=labels)
+        kinds, items = loaded.task_kinds(), list(loaded.iter_cases())
+    else:
+        items = check_cases(suite)
+        kinds = set().union(*(c.task_kinds() for c in items))
+    name = infer_task(kinds, task)
+    scorer = get_task(name, opts)
+    try:
+        chosen = [c for c in scorer.select_cases(c for c in items if scorer.scored_turns(c))]
+    finally:
+        scorer.close()
+    return [pytest.param(SuiteCase(c, name, opts), id=c.id) for c in chosen]
+
+
+def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: str | None = None,
+               thresholds: Mapping[str, float] | None = None, timeout: float | None = 60.0,
+               retries: int = 2, backoff: float = 0.1, **options: Any) -> dict:
+    """Run one case against ``system`` and raise AssertionError with a readable reason
+    (failing metrics, then expected vs got) unless it passes.
+
+    A case passes when its call succeeded and every deciding per-case score is 1 (the
+    verdict of the HTML report), or, with ``thresholds``, when each named per-case metric
+    is at least its threshold. ``system`` is what :func:`queryeval.evaluate` accepts (None:
+    the task's built-in system). Returns the case's result record."""
+    __tracebackhide__ = True  # pytest shows the caller's line and the reason, not this code
+    from queryeval.api.cases import check_cases
+    from queryeval.api.evaluate import task_options
+    from queryeval.report.compare import case_metrics
+    from queryeval.report.html import verdict
+    from queryeval.run.runner import RetryPolicy, evaluate_case
+    from queryeval.systems.base import make_system
+    from queryeval.tasks.base import get_task, infer_task
+
+    if isinstance(case, SuiteCase):
+        the_case, name = case.case, task or case.task
+        opts = {**case.options, **task_options(None, **options)}
+    else:
+        (the_case,) = check_cases([case])
+        name, opts = infer_task(the_case.task_kinds(), task), task_options(None, **options)
+    scorer = get_task(name, opts)
+    try:
+        runner = make_system(system) if system is not None else scorer.default_system()
+        try:
+            record = evaluate_case(the_case, runner, scorer, timeout=timeout,
+                                   policy=RetryPolicy(retries=retries, backoff=backoff))
+        finally:
+            runner.close()
+    finally:
+        scorer.close()
+    values = case_metrics(scorer, record)
+    if record.get("status") == "error":
+        raise AssertionError(f"case {the_case.id}: the system call failed: {_errors(record)}")
+    if thresholds:
+        unknown = [m for m in thresholds if m not in values]
+        if unknown:
+            raise AssertionError(f"case {the_case.id}: no per-case metric {', '.join(unknown)} "
+                                 f"(has: {', '.join(values) or 'none'})")
+        failed = {m: values[m] for m, t in thresholds.items() if values[m] < t}
+        wanted = {m: thresholds[m] for m in failed}
+    else:
+        failed = {} if verdict(scorer, record, values, name) == "pass" else \
+            {m: v for m, v in values.items() if 0.0 <= v < 1.0}
+        wanted = {m: 1.0 for m in failed}
+        if not failed and verdict(scorer, record, values, name) != "pass":
+            failed = {"verdict": 0.0}
+    if failed:
+        scores = ", ".join(f"{m} = {v:.4g} (wanted >= {wanted.get(m, 1.0):g})"
+                           for m, v in failed.items())
+        expected, got = _expected_got(record)
+        raise AssertionError(f"case {the_case.id}: {scores}\n  expected: {expected}\n"
+                             f"  got:      {got}")
+    return record
+
+
+def _errors(record: dict) -> str:
+    errors = [t.get("error") for t in record.get("turns") or [] if isinstance(t, dict)]
+    errors = [e for e in [record.get("error"), *errors] if e]
+    return "; ".join(f"{e.get('kind')}: {e.get('message')}" for e in errors) or \
+        ", ".join(record.get("error_kinds") or []) or "error"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
+
+
+def _expected_got(record: dict) -> tuple[str, str]:
+    """What the case wanted and what the system gave, in the record's own terms."""
+    turns = record.get("turns")
+    if isinstance(turns, list) and turns:
+        if len(turns) == 1:
+            return _short(turns[0].get("target")), _short(turns[0].get("output"))
+        return (_short({t.get("turn"): t.get("target") for t in turns}),
+                _short({t.get("turn"): t.get("output") for t in turns}))
+    pairs = (("gold_query", "predicted_query"), ("expected", "extracted"),
+             ("expected_chunk", "retrieved_chunks"), ("gold_rows", "predicted_rows"))
+    for want, have in pairs:
+        if want in record:
+            got = record.get(have)
+            if have == "retrieved_chunks" and isinstance(got, list):
+                got = [c.get("chunk_id") for c in got if isinstance(c, dict)]
+            wanted = record[want]
+            if want == "expected_chunk" and isinstance(wanted, dict):
+                wanted = wanted.get("chunk_id")
+            if want == "expected" and isinstance(wanted, list):
+                wanted = dict(tuple(p) for p in wanted)
+            return _short(wanted), _short(got)
+    return _short(record.get("target")), _short(record.get("output"))

@@ -24,28 +24,20 @@ def command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No tables on the console."),
 ) -> None:
     """Compare RUN_B with RUN_A case by case: differences, significance, flipped cases."""
-    from queryeval.report.compare import (
-        check_regression,
-        compare_runs,
-        console_renderables,
-        write_json,
-        write_xlsx,
-    )
+    from queryeval.api.compare import compare
 
-    comp = compare_runs(run_a, run_b, metric or None, alpha=alpha, resamples=resamples, seed=seed)
+    comp = compare(run_a, run_b, metric or None, alpha=alpha, resamples=resamples, seed=seed)
     if not quiet:
-        for renderable in console_renderables(comp):
+        for renderable in comp.renderables():
             console.print(renderable)
     written = []
     if json_out is not None:
-        written.append(write_json(comp, json_out))
+        written.append(comp.to_json(json_out))
     if xlsx_out is not None:
-        written.append(write_xlsx(comp, xlsx_out))
+        written.append(comp.to_xlsx(xlsx_out))
     if html_out is not None:
-        from queryeval.report.html_compare import write_comparison_html
-
-        written.append(write_comparison_html(comp, html_out))
+        written.append(comp.to_html(html_out))
     if written:
         console.print("written: " + ", ".join(str(p) for p in written), markup=False, highlight=False, soft_wrap=True)
     if fail_on_regression:
-        check_regression(comp)
+        comp.check()

@@ -20,15 +20,8 @@ def command(
 ) -> None:
     """Write an HTML report (charts, confidence intervals, per-case table) for RUN, and the
     task's Excel report."""
-    from queryeval.report.compare import load_run
-    from queryeval.report.html import write_html_report
+    from queryeval.api.evaluate import load
 
-    loaded = load_run(run)
-    path = write_html_report(loaded, output, resamples=resamples, seed=seed)
-    console.print(f"report: {path}", markup=False, highlight=False, soft_wrap=True)
-    if xlsx and loaded.task is not None and loaded.metrics is not None:
-        from queryeval.run.log import writing
-
-        with writing(loaded.log.paths.report_xlsx):
-            for written in loaded.task.write_reports(loaded.log.paths, loaded.records, loaded.metrics):
-                console.print(f"report: {written}", markup=False, highlight=False, soft_wrap=True)
+    loaded = load(run)
+    for path in loaded.report(html_path=output, xlsx=xlsx, resamples=resamples, seed=seed):
+        console.print(f"report: {path}", markup=False, highlight=False, soft_wrap=True)

@@ -288,3 +288,16 @@ def closed_form_metrics(
     for s, q in zip(scores, questions, strict=True):
         acc.add(s, q)
     return acc.result()
+
+
+def score(
+    target: Mapping[str, str] | Iterable[tuple[str, str]],
+    response: str | None,
+    *,
+    match: MatchMode = "numeric",
+    missing: MissingMode = "wrong",
+) -> QuestionScore:
+    """:func:`score_question` in the uniform order of every family's ``score`` (ground truth
+    first): ``target`` as ``{name: value}`` or ``[(name, value), ...]``, then the response."""
+    pairs = list(target.items()) if isinstance(target, Mapping) else list(target)
+    return score_question(pairs, response, match=match, missing=missing)

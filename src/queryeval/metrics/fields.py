@@ -352,3 +352,13 @@ def aggregate(questions: Sequence[QuestionScore]) -> Aggregate:
     for q in questions:
         acc.add(q.recall, q.mrr, q.passed)
     return acc.result()
+
+
+def score(target: Sequence[str] | str, ranked_values: Sequence[str], *, n: int | None = None,
+          field: str = "") -> FieldScore:
+    """One field of one question in the uniform order of every family's ``score`` (ground
+    truth first): recall and MRR of ``ranked_values`` within the top ``n`` (all when None),
+    passed when every ground-truth value is found there."""
+    top = len(ranked_values) if n is None else n
+    return FieldScore(field=field, recall=recall(ranked_values, target, top),
+                      mrr=mrr(ranked_values, target, top), passed=passed(ranked_values, target, top))

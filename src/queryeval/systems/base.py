@@ -24,14 +24,22 @@ class System(Protocol):
     def close(self) -> None: ...
 
 
-def make_system(spec: str) -> System:
-    """Build a system from its command-line spec.
+def make_system(spec: str | Any) -> System:
+    """Build a system from its command-line spec (or, from Python, an object).
 
     * ``python:pkg.module:func`` or ``python:path/to/file.py:func`` — a Python callable
       ``func(request: dict) -> dict``;
     * ``http://...`` / ``https://...`` — POST the request as JSON, read JSON back;
     * ``cmd:COMMAND ARGS`` — run a process per call, request JSON on stdin, JSON on stdout.
+    * not a string: a callable (sync or ``async def``) or an object with ``.call``
+      (:mod:`queryeval.systems.callable`); ``object:NAME#TOKEN`` names one registered there.
     """
+    if not isinstance(spec, str) or spec.startswith("object:"):
+        from queryeval.systems import callable as callable_systems
+
+        if isinstance(spec, str):
+            return callable_systems.lookup(spec)
+        return callable_systems.as_system(spec)
     if spec.startswith("python:"):
         from queryeval.systems.python import PythonSystem
 

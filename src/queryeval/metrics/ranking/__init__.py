@@ -26,3 +26,7 @@ __all__ = [
     "parse_metric",
     "parse_metrics",
 ]
+
+score = evaluate
+"""``score(qrels, run, metrics)``: :func:`evaluate` under the name every family uses."""
+__all__.append("score")

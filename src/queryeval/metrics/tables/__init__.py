@@ -42,3 +42,12 @@ __all__ = [
     "sparql_arity",
     "table_scores",
 ]
+
+
+def score(gold, pred, **options) -> TableScores:  # noqa: ANN001 - any table shape
+    """:func:`table_scores` in the uniform order of every family's ``score`` (ground truth
+    first): ``score(gold, pred, rules=..., gold_query=..., pred_query=...)``."""
+    return table_scores(pred, gold, **options)
+
+
+__all__.append("score")

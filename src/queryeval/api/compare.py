@@ -1,0 +1,154 @@
+"""``compare``: the statistics of ``queryeval compare`` (paired bootstrap CI, sign-flip and
+t tests, Holm adjustment, flipped cases) on two runs, as a Python object."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from queryeval.api.run import Run, render_text
+
+
+def _loaded(run: Any) -> Any:
+    return run._load() if isinstance(run, Run) else run
+
+
+class Comparison:
+    """Run B against run A, case by case (wraps :class:`queryeval.report.compare.Comparison`)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        """The underlying :class:`queryeval.report.compare.Comparison`."""
+
+    @property
+    def task(self) -> str | None:
+        return self.raw.task
+
+    @property
+    def paired(self) -> int:
+        """Cases present in both runs (and counted)."""
+        return self.raw.paired
+
+    @property
+    def metrics(self) -> list:
+        """One :class:`~queryeval.report.compare.MetricComparison` per per-case metric."""
+        return self.raw.metrics
+
+    def metric(self, name: str) -> Any:
+        return self.raw.metric(name)
+
+    @property
+    def regressions(self) -> list[str]:
+        """Metrics where B is significantly worse than A (Holm-adjusted randomization
+        p < alpha): the ones ``--fail-on-regression`` fails on."""
+        return [m.metric for m in self.raw.regressions()]
+
+    def check(self) -> None:
+        """Raise :class:`~queryeval.errors.GateFailure` when there is a regression."""
+        from queryeval.report.compare import check_regression
+
+        check_regression(self.raw)
+
+    def to_dict(self) -> dict:
+        """The ``--json`` document."""
+        return self.raw.to_dict()
+
+    def to_pandas(self) -> Any:
+        """One row per metric: n, means, difference B − A with its CI, p-values (raw and
+        Holm-adjusted), counts of improved and regressed cases, and ``regression``."""
+        import pandas as pd
+
+        bad = set(self.regressions)
+        rows = [{
+            "metric": m.metric, "n": m.n, "mean_a": m.mean_a, "mean_b": m.mean_b, "diff": m.diff,
+            "ci_low": m.ci_low, "ci_high": m.ci_high, "p_randomization": m.p_randomization,
+            "p_ttest": m.p_ttest, "p_holm": m.p_holm, "p_ttest_holm": m.p_ttest_holm,
+            "improved": len(m.improved), "regressed": len(m.regressed),
+            "lower_is_better": m.lower_is_better, "regression": m.metric in bad,
+        } for m in self.raw.metrics]
+        return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(rows)
+
+    def flips(self) -> Any:
+        """Every flipped case: metric, change (improved/regressed), case_id, name, a, b, delta."""
+        import pandas as pd
+
+        rows = [{"metric": m.metric, "change": kind, "case_id": f.case_id, "name": f.name,
+                 "a": f.a, "b": f.b, "delta": f.delta}
+                for m in self.raw.metrics
+                for kind, flips in (("improved", m.improved), ("regressed", m.regressed))
+                for f in flips]
+        columns = ["metric", "change", "case_id", "name", "a", "b", "delta"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def to_json(self, path: str | os.PathLike) -> Path:
+        from queryeval.report.compare import write_json
+
+        return write_json(self.raw, path)
+
+    def to_xlsx(self, path: str | os.PathLike) -> Path:
+        from queryeval.report.compare import write_xlsx
+
+        return write_xlsx(self.raw, path)
+
+    def to_html(self, path: str | os.PathLike) -> Path:
+        from queryeval.report.html_compare import write_comparison_html
+
+        return write_comparison_html(self.raw, path)
+
+    def renderables(self) -> list:
+        """The rich tables ``queryeval compare`` prints."""
+        from queryeval.report.compare import console_renderables
+
+        return console_renderables(self.raw)
+
+    def __str__(self) -> str:
+        return render_text(self.renderables())
+
+    def __repr__(self) -> str:
+        return (f"<queryeval.Comparison {self.task} {self.paired} paired cases, "
+                f"{len(self.regressions)} regression(s)>")
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+
+        def f(v: Any, spec: str = ".4f") -> str:
+            return "—" if v is None else e(format(v, spec))
+
+        bad = set(self.regressions)
+        RED = ' style="color:#b00"'  # noqa: N806
+        rows = "".join(
+            f"<tr{RED if m.metric in bad else ''}><td>{e(m.metric)}</td>"
+            f"<td>{m.n}</td><td>{f(m.mean_a)}</td><td>{f(m.mean_b)}</td>"
+            f"<td>{f(m.diff, '+.4f')}</td><td>[{f(m.ci_low, '+.4f')}, {f(m.ci_high, '+.4f')}]</td>"
+            f"<td>{f(m.p_holm, '.4g')}</td><td>{len(m.improved)}</td>"
+            f"<td>{len(m.regressed)}</td></tr>"
+            for m in self.raw.metrics)
+        a, b = self.raw.run_a, self.raw.run_b
+        head = (f"<b>queryeval compare</b> · task <code>{e(str(self.task))}</code> · A "
+                f"<code>{e(str(a.get('batch_id'))[:8])}</code> · B "
+                f"<code>{e(str(b.get('batch_id'))[:8])}</code> · {self.paired} paired cases, "
+                f"{len(self.raw.only_a)} only in A, {len(self.raw.only_b)} only in B")
+        cols = "".join(f"<th>{e(c)}</th>" for c in (
+            "metric", "n", "mean A", "mean B", "B − A", f"{self.raw.confidence:.0%} CI",
+            "p Holm", "improved", "regressed"))
+        verdict = (f"<p>significant regression: {e(', '.join(sorted(bad)))}</p>" if bad
+                   else "<p>no significant regression</p>")
+        return (f"<div class='queryeval-compare'><p>{head}</p><table><tr>{cols}</tr>{rows}"
+                f"</table>{verdict}</div>")
+
+
+def compare(a: Run | str | os.PathLike, b: Run | str | os.PathLike,
+            metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
+            confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0) -> Comparison:
+    """Compare run ``b`` with the baseline ``a`` (Runs or run-log paths), pairing cases by id:
+    the same statistics as ``queryeval compare A B``.
+
+    Raises ConfigError for runs of different tasks or an unknown metric name."""
+    from queryeval.report.compare import compare_runs
+
+    return Comparison(compare_runs(_loaded(a), _loaded(b), list(metrics) if metrics else None,
+                                   alpha=alpha, confidence=confidence, resamples=resamples,
+                                   seed=seed))

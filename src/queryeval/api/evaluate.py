@@ -1,0 +1,291 @@
+"""``evaluate``, ``resume`` and ``load``: runs from Python, through the same runner and run log
+as ``queryeval run`` (:mod:`queryeval.run.evaluate`), so the metrics are the same."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from queryeval.api.run import Run
+from queryeval.errors import ConfigError, InputError
+
+PathLike = str | os.PathLike
+PATH_OPTIONS = ("corpus", "tables", "data", "tuning", "cache_dir", "store_dir")
+"""Task options that name a file or folder: made absolute, as the command line does."""
+LIST_OPTIONS = ("export", "dataset")
+
+
+def _abs(value: Any) -> str:
+    return str(Path(value).expanduser().resolve())
+
+
+def _source(value: Any) -> str:
+    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    items = [str(p).strip() for p in parts if str(p).strip()]
+    return ",".join(p if p.startswith(("http://", "https://")) else _abs(p) for p in items)
+
+
+def task_options(options: Mapping[str, Any] | None = None, **kwargs: Any) -> dict:
+    """Task options from ``options={...}`` and keyword arguments, named as the command-line
+    flags (``k``, ``corpus``, ``graph``/``database``/``endpoint`` or ``source``, ``data``,
+    ``n``, ``tables``, ``match``, …; dashes or underscores). Paths become absolute;
+    ``graph``/``database``/``endpoint`` become the query task's ``source``."""
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"options must be a mapping of task options, got {type(options).__name__}")
+    merged: dict[str, Any] = {}
+    for key, value in {**dict(options or {}), **kwargs}.items():
+        if value is not None:
+            merged[str(key).strip().replace("-", "_")] = value
+    given = [k for k in ("graph", "database", "endpoint") if merged.get(k)]
+    if len(given) > 1 or (given and merged.get("source")):
+        raise ConfigError("give one of graph, database, endpoint or source")
+    if given:
+        key = given[0]
+        value = merged.pop(key)
+        if key == "endpoint":
+            merged["source"] = str(value)
+        else:
+            merged["source"] = _source(value)
+    elif "source" in merged:
+        merged["source"] = _source(merged["source"])
+    for key in PATH_OPTIONS:
+        if isinstance(merged.get(key), (str, os.PathLike)):
+            merged[key] = _abs(merged[key])
+    for key in LIST_OPTIONS:
+        if isinstance(merged.get(key), str):
+            merged[key] = [merged[key]]
+    if isinstance(merged.get("k"), (list, tuple)):
+        merged["k"] = ",".join(str(x) for x in merged["k"])
+    return merged
+
+
+def _config_error(exc: ValidationError) -> ConfigError:
+    err = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"][:1].lower() + err["msg"][1:]
+    return ConfigError(f"{field}: {msg}" if field else msg)
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _one_batch(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.rglob("batch_*.json"))
+
+
+def evaluate(
+    suite: Any,
+    system: Any = None,
+    *,
+    responses: PathLike | list[dict] | None = None,
+    task: str | None = None,
+    labels: PathLike | None = None,
+    out: PathLike | None = None,
+    options: Mapping[str, Any] | None = None,
+    concurrency: int = 4,
+    timeout: float | None = 60.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    reports: bool = False,
+    resume: bool = False,
+    retry_errors: bool = False,
+    executor: str = "local",
+    ray_address: str | None = None,
+    progress: Callable[[int, int], Any] | None = None,
+    **kwargs: Any,
+) -> Run:
+    """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
+
+    Args:
+        suite: a suite path (YAML file or folder, cases JSONL, questions CSV, BuildingQA JSON,
+            fields table; DABench questions JSONL with ``labels``), or cases in memory: a list
+            of dicts or :class:`~queryeval.suite.models.Case` objects, or a pandas DataFrame
+            (one case per row: case fields as columns, or ``id``/``question``/``target``).
+        system: a callable ``f(request) -> dict``, an ``async def`` callable, an object with
+            ``.call(request)`` (or ``.call(request, timeout)``), or a command-line spec
+            (``python:MODULE:FUNC``, ``http(s)://URL``, ``cmd:COMMAND``). Left out with no
+            ``responses``: the task's built-in system (retrievers for retrieval and fields).
+        responses: recorded outputs, a JSONL/CSV path or a list of dicts (one per line).
+        task: the task kind (default: inferred from the targets); custom kinds registered with
+            :func:`queryeval.register_task` work too.
+        out: the run-log folder. ``None``: a temporary folder that lives as long as the
+            returned Run (give ``out`` to keep the log and to resume it).
+        options: task options, named like the command-line flags, e.g. ``k=[1, 5]``,
+            ``corpus=...``, ``graph=...``/``database=...``/``endpoint=...``, ``data=...``,
+            ``n=5``, ``match="strict"``, ``on_error="skip"``.
+        **kwargs: task options as keyword arguments (they win over ``options``).
+        concurrency: cases in flight (``--concurrency``). Async callables run on one event
+            loop with at most this many calls in flight.
+        timeout: per-call limit in seconds (``--timeout``; None: no limit).
+        retries: retries of transient failures (``--retries``).
+        backoff: first retry wait in seconds, doubling (``--backoff``).
+        reports: also write the xlsx/HTML reports (``run.report()`` writes them later).
+        resume: with ``out``: continue the run found there instead of starting a new one.
+        progress: ``progress(advance, total)`` callback.
+
+    Raises:
+        InputError: a bad suite or case (file/line or ``cases[i]`` and field).
+        ConfigError: a bad option or combination.
+    """
+    from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.systems import callable as callable_systems
+
+    if system is not None and responses is not None:
+        raise ConfigError("give one of system or responses, not both")
+    if resume and out is None:
+        raise ConfigError("resume=True needs out=FOLDER (a temporary run log cannot be resumed)")
+    opts = task_options(options, **kwargs)
+    keep = None
+    if out is None:
+        keep = tempfile.TemporaryDirectory(prefix="queryeval-")
+        folder = Path(keep.name)
+    else:
+        folder = Path(out)
+    if resume and _one_batch(folder):
+        return _resume_matching(folder, suite, system, retry_errors=retry_errors, progress=progress)
+    suite_path, responses_path = _inputs(suite, responses, folder / "inputs")
+    spec: str | None = None
+    if system is not None and not isinstance(system, str):
+        if executor == "ray":
+            raise ConfigError("executor='ray' needs a system spec string (python:…, http…, "
+                              "cmd:…); a Python object cannot be shipped to Ray workers")
+        built = callable_systems.as_system(system, concurrency=concurrency)
+        spec = callable_systems.register(built)
+    try:
+        try:
+            config = RunConfig(
+                suite=suite_path, labels=str(labels) if labels is not None else None, task=task,
+                system=spec or system, responses=responses_path, out=str(folder),
+                concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+                task_options=opts, reports=reports, executor=executor, ray_address=ray_address,
+            )
+        except ValidationError as exc:
+            raise _config_error(exc) from None
+        try:
+            result = start_run(config, progress=progress)
+        except InputError as err:
+            raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
+                                   written={k for k, v in ((suite_path, suite),
+                                                           (responses_path, responses))
+                                            if k and not _is_path(v)}) from None
+    finally:
+        if spec is not None:
+            callable_systems.unregister(spec)
+    return Run(result.log.paths.batch, warnings=result.warnings, keep=keep)
+
+
+def _in_memory_error(err: InputError, names: dict, written: set) -> InputError:
+    """An error in a file written from in-memory cases or responses (one per line) named as
+    the caller knows it: ``responses[4].indicator_selection: ...`` instead of a temporary
+    file's line 5."""
+    if err.path is None or err.path not in written or err.line is None:
+        return err
+    where = f"{names[err.path]}[{err.line - 1}]"
+    return InputError(err.message, field=f"{where}.{err.field}" if err.field else where)
+
+
+def _inputs(suite: Any, responses: Any, folder: Path) -> tuple[str, str | None]:
+    """The suite and responses as paths; in-memory ones are written under ``folder``."""
+    from queryeval.api.cases import check_cases, write_cases
+
+    suite_path = str(suite) if _is_path(suite) else str(write_cases(check_cases(suite), folder))
+    if responses is None or _is_path(responses):
+        return suite_path, str(responses) if responses is not None else None
+    return suite_path, str(_write_responses(responses, folder))
+
+
+def _write_responses(lines: Any, folder: Path) -> Path:
+    import hashlib
+
+    from queryeval.io.atomic import write_text_atomic
+    from queryeval.run.log import dumps, writing
+
+    if isinstance(lines, (str, bytes, Mapping)) or not hasattr(lines, "__iter__"):
+        raise InputError(f"expected a path or a list of dicts, got {type(lines).__name__}",
+                         field="responses")
+    out = []
+    for i, line in enumerate(lines):
+        if not isinstance(line, Mapping):
+            raise InputError(f"expected a mapping, got {type(line).__name__}",
+                             field=f"responses[{i}]")
+        try:
+            out.append(dumps(dict(line)) + "\n")
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"not JSON: {exc}", field=f"responses[{i}]") from None
+    text = "".join(out)
+    path = folder / f"responses-{hashlib.sha256(text.encode()).hexdigest()[:16]}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    with writing(path):
+        write_text_atomic(path, text)
+    return path
+
+
+def _resume_matching(folder: Path, suite: Any, system: Any, *, retry_errors: bool,
+                     progress: Callable[[int, int], Any] | None) -> Run:
+    """``evaluate(..., out=folder, resume=True)`` when ``folder`` holds a run: resume it, after
+    checking that it is a run of the same suite."""
+    from queryeval.run.log import RunLog
+
+    log = RunLog.open(folder)
+    stored = str(log.batch.get("evaluation_config", {}).get("suite", ""))
+    if _is_path(suite):
+        if Path(suite).resolve() != Path(stored):
+            raise ConfigError(f"{log.paths.batch} is a run of {stored}, not of {suite}; "
+                              "use another out folder")
+    else:
+        from queryeval.api.cases import check_cases, write_cases
+
+        expected = write_cases(check_cases(suite), folder / "inputs").resolve()
+        if expected != Path(stored):
+            raise ConfigError(f"{log.paths.batch} is a run of other cases ({stored}); "
+                              "use another out folder")
+    return resume(log.paths.batch, system=system, retry_errors=retry_errors, progress=progress)
+
+
+def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = False,
+           progress: Callable[[int, int], Any] | None = None) -> Run:
+    """Continue an interrupted run (its ``batch_<id>.json`` or run folder); cases already in
+    the results file are not repeated. A run of a Python object needs the object again:
+    ``system=obj``. ``retry_errors``: redo the cases whose call failed."""
+    from queryeval.run.evaluate import resume_run
+    from queryeval.run.log import RunLog
+    from queryeval.systems import callable as callable_systems
+
+    location = run.path if isinstance(run, Run) else Path(run)
+    log = RunLog.open(location)
+    cfg = log.batch.get("evaluation_config", {})
+    stored = cfg.get("system")
+    spec = None
+    if system is not None:
+        if isinstance(system, str):
+            if system != stored:
+                raise ConfigError(f"{log.paths.batch}: the run's system is {stored!r}, "
+                                  f"not {system!r}")
+        elif not (isinstance(stored, str) and stored.startswith(callable_systems.OBJECT_PREFIX)):
+            raise ConfigError(f"{log.paths.batch}: the run's system is {stored!r}; system= takes "
+                              "a Python object only for runs of a Python object")
+        else:
+            concurrency = cfg.get("concurrency") if isinstance(cfg.get("concurrency"), int) else 4
+            spec = callable_systems.register(
+                callable_systems.as_system(system, concurrency=concurrency), spec=stored)
+    try:
+        result = resume_run(log.paths.batch, retry_errors=retry_errors, progress=progress)
+    finally:
+        if spec is not None:
+            callable_systems.unregister(spec)
+    keep = run._keep if isinstance(run, Run) else None
+    return Run(result.log.paths.batch, warnings=result.warnings, keep=keep)
+
+
+def load(run: PathLike) -> Run:
+    """Open a finished (or interrupted) run for reading: its ``batch_<id>.json``, any file of
+    the batch, or a folder holding one run. Never modifies the log."""
+    from queryeval.report.compare import resolve_batch
+
+    return Run(resolve_batch(run))

@@ -1,0 +1,271 @@
+"""A run log seen from Python: metrics, one row per scored case or turn, groups, reports."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+
+CONSOLE_WIDTH = 120
+"""``str(run)`` renders its tables at this width, whatever the terminal."""
+
+
+def render_text(renderables: Any) -> str:
+    """Rich renderables as plain text at :data:`CONSOLE_WIDTH` columns (no colour codes)."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=CONSOLE_WIDTH, color_system=None, force_terminal=False,
+                      legacy_windows=False, soft_wrap=False)
+    for r in renderables if isinstance(renderables, list) else [renderables]:
+        console.print(r)
+    return buf.getvalue().rstrip("\n")
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Numbers, booleans and text of nested dicts as ``{"a.b": value}``; lists are left out."""
+    out: dict[str, Any] = {}
+    if not isinstance(value, dict):
+        return out
+    for key, v in value.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(v, dict):
+            out.update(_flat(v, name))
+        elif v is None or isinstance(v, (bool, int, float, str)):
+            out[name] = v
+    return out
+
+
+def _error_text(error: Any) -> str | None:
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return f"{error.get('kind', 'error')}: {error.get('message', '')}"
+    return str(error)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+class Run:
+    """One batch of a run log (``batch_<id>.json`` and the files beside it).
+
+    Returned by :func:`queryeval.evaluate`, :func:`queryeval.resume` and
+    :func:`queryeval.load`. Records are read from disk on first use. A run evaluated with
+    ``out=None`` lives in a temporary folder that is removed when the last Run using it goes.
+    """
+
+    def __init__(self, batch: str | Path, *, warnings: list[str] | None = None,
+                 keep: Any = None) -> None:
+        self.path = Path(batch)
+        """The run's ``batch_<id>.json``."""
+        self.warnings: list[str] = list(warnings or [])
+        """Warnings of the run (e.g. unused recorded responses)."""
+        self._keep = keep  # a TemporaryDirectory: removed once no Run refers to it
+        self._loaded: Any = None
+
+    # --- the log --------------------------------------------------------------------------
+    def _load(self) -> Any:
+        if self._loaded is None:
+            from queryeval.report.compare import load_run
+
+            self._loaded = load_run(self.path)
+        return self._loaded
+
+    @property
+    def folder(self) -> Path:
+        """The folder holding the run's files."""
+        return self.path.parent
+
+    @property
+    def batch(self) -> dict:
+        """The batch document (metadata and configuration)."""
+        return self._load().batch
+
+    @property
+    def batch_id(self) -> str:
+        return self._load().batch_id
+
+    @property
+    def task_name(self) -> str | None:
+        return self._load().task_name
+
+    @property
+    def task(self) -> Any:
+        """The :class:`~queryeval.tasks.base.Task` of the run (None if not installed)."""
+        return self._load().task
+
+    @property
+    def config(self) -> dict:
+        """The run's ``evaluation_config`` (suite, system, task options, …)."""
+        return dict(self.batch.get("evaluation_config", {}))
+
+    @property
+    def status(self) -> str | None:
+        return self.batch.get("status")
+
+    @property
+    def metrics(self) -> dict:
+        """The metrics document, the same dict as ``metrics_<id>.json``: ``overall_metrics``
+        and the task's group figures (``group_metrics``, retrieval's ``dataset_metrics``)."""
+        metrics = self._load().metrics
+        if metrics is None:
+            raise InputError("the run has no metrics yet (not finished; resume it)",
+                             path=self.path)
+        return metrics
+
+    @property
+    def overall(self) -> dict:
+        """``metrics["overall_metrics"]``."""
+        return self.metrics.get("overall_metrics", {})
+
+    @property
+    def records(self) -> list[dict]:
+        """The result records (one per case), in the suite's order."""
+        return self._load().records
+
+    @property
+    def derived(self) -> list[Run]:
+        """Batches derived from this one (e.g. retrieval's smaller k), one Run each."""
+        out = []
+        for batch_id in self.batch.get("derived_batches", {}).values():
+            out.append(Run(self.folder / f"batch_{batch_id}.json", keep=self._keep))
+        return out
+
+    # --- tables -----------------------------------------------------------------------------
+    def case_rows(self) -> list[dict]:
+        """The rows of :meth:`to_pandas` as dicts."""
+        from queryeval.report.compare import case_metrics
+
+        task = self.task
+        hook = getattr(task, "case_metrics", None)
+        rows = []
+        for rec in self.records:
+            base = {"id": rec.get("case_id"), "name": rec.get("name"),
+                    "tags": list(rec.get("tags") or [])}
+            turns = rec.get("turns")
+            if isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns):
+                for t in turns:
+                    rows.append({**base, "turn": t.get("turn"),
+                                 "status": "error" if t.get("error") else "ok",
+                                 "error": _error_text(t.get("error")), **_flat(t.get("scores"))})
+                continue
+            errors = [e for e in [rec.get("error")] if e] or \
+                [{"kind": k, "message": ""} for k in rec.get("error_kinds") or []]
+            row = {**base, "turn": rec.get("turn"), "status": rec.get("status"),
+                   "error": _error_text(errors[0]) if errors else None,
+                   **_flat(rec.get("scores"))}
+            if callable(hook):
+                row.update(case_metrics(task, rec))
+            rows.append(row)
+        return rows
+
+    def to_pandas(self) -> Any:
+        """One row per scored case (per scored turn for multi-turn tasks): ``id``, ``name``,
+        ``tags``, ``turn``, ``status``, ``error`` and every per-case metric (nested scores
+        as dotted names, e.g. ``fields.item.recall``)."""
+        import pandas as pd
+
+        rows = self.case_rows()
+        columns = ["id", "name", "tags", "turn", "status", "error"]
+        for row in rows:
+            columns += [k for k in row if k not in columns]
+        return pd.DataFrame(rows, columns=columns)
+
+    @property
+    def groups(self) -> dict[str, Any]:
+        """Group figures as DataFrames, one per group key (``tag``, ``dimension``, ``field``,
+        ``dataset``, ``concept``, …), one row per group member."""
+        import pandas as pd
+
+        metrics = self.metrics
+        sources: dict[str, Any] = dict(metrics.get("group_metrics") or {})
+        for key, value in metrics.items():
+            if key.endswith("_metrics") and key not in ("overall_metrics", "group_metrics") \
+                    and isinstance(value, dict):
+                sources.setdefault(key[: -len("_metrics")], value)
+        out = {}
+        for key, members in sources.items():
+            if not isinstance(members, dict):
+                continue
+            frame = pd.DataFrame.from_dict(
+                {str(m): _flat(v) for m, v in members.items() if isinstance(v, dict)},
+                orient="index")
+            frame.index.name = key
+            out[key] = frame
+        return out
+
+    # --- reports ----------------------------------------------------------------------------
+    def report(self, folder: str | Path | None = None, *, html_path: str | Path | None = None,
+               xlsx: bool = True, resamples: int = 10_000, seed: int = 0) -> list[Path]:
+        """Write the HTML report and the task's Excel report; return the files written.
+
+        ``folder``: where to write them (default: beside the run log); ``html_path``: the HTML
+        file itself (overrides ``folder`` for it)."""
+        from queryeval.report.html import write_html_report
+        from queryeval.run.log import RunPaths, writing
+
+        loaded = self._load()
+        paths = loaded.log.paths
+        if folder is not None:
+            target = Path(folder)
+            with writing(target):
+                target.mkdir(parents=True, exist_ok=True)
+            paths = RunPaths(target, loaded.batch_id)
+        if html_path is None and folder is not None:
+            html_path = paths.folder / f"report_{loaded.batch_id}.html"
+        with writing(html_path or paths.folder / f"report_{loaded.batch_id}.html"):
+            written = [write_html_report(loaded, html_path, resamples=resamples, seed=seed)]
+        if xlsx and loaded.task is not None and loaded.metrics is not None:
+            with writing(paths.report_xlsx):
+                written += loaded.task.write_reports(paths, loaded.records, loaded.metrics)
+        return [Path(p) for p in written]
+
+    def compare(self, baseline: Run | str | Path, **kwargs: Any) -> Any:
+        """``queryeval.compare(baseline, self, **kwargs)``: this run as B."""
+        from queryeval.api.compare import compare
+
+        return compare(baseline, self, **kwargs)
+
+    # --- display ----------------------------------------------------------------------------
+    def summary(self) -> Any:
+        """The rich renderables ``queryeval run`` prints."""
+        from queryeval.report.console import overall_table
+
+        task = self.task
+        return task.summary(self.metrics) if task is not None else overall_table(self.metrics)
+
+    def __str__(self) -> str:
+        if self._load().metrics is None:
+            return f"run {self.batch_id} ({self.task_name}): not finished"
+        return render_text(self.summary())
+
+    def __repr__(self) -> str:
+        return f"<queryeval.Run {self.task_name} {self.path}>"
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = (f"<b>queryeval run</b> · task <code>{e(str(self.task_name))}</code> · batch "
+                f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
+        if self._load().metrics is None:
+            return f"<div class='queryeval-run'>{head}</div>"
+        rows = "".join(
+            f"<tr><td>{e(str(k))}</td><td style='text-align:right'>{e(_fmt(v))}</td></tr>"
+            for k, v in self.overall.items() if not isinstance(v, (dict, list)))
+        groups = ", ".join(f"{e(k)} ({len(v)})" for k, v in self.groups.items())
+        more = f"<p>groups: {groups}</p>" if groups else ""
+        return (f"<div class='queryeval-run'><p>{head}</p><table><tr><th>metric</th>"
+                f"<th>value</th></tr>{rows}</table>{more}<p><code>{e(str(self.path))}</code>"
+                "</p></div>")
+
+    def to_json(self) -> str:
+        """The metrics document as JSON text."""
+        return json.dumps(self.metrics, ensure_ascii=False, indent=2)
