@@ -223,3 +223,59 @@ def test_dabench_example_tables_are_named_by_the_questions():
     commute = list(csv.DictReader((ANSWERS / "tables" / "commute.csv").open()))
     assert labels[4]["mean_minutes"] == f"{st.mean(float(r['minutes']) for r in commute):.2f}"
     assert labels[7]["friday_trips"] == str(sum(r["weekday"] == "Fri" for r in commute))
+
+
+# ---------------------------------------------------------------- tune: progress and output
+def test_rank_fields_reports_every_step():
+    """One progress call before loading each model, one before ranking each field, one at the
+    end; ``done`` counts finished steps out of models x (1 + fields)."""
+    from queryeval.suite.fields import load_data_table
+    from queryeval.tune.retrieve import rank_fields
+
+    table = load_data_table(REPO / "examples" / "fields" / "ingredients.csv")
+    calls: list[tuple[str, int, int]] = []
+    rank_fields(table, ["cheap milk", "fresh basil"], ["item", "category"], ["bm25"],
+                progress=lambda text, done, total: calls.append((text, done, total)))
+    n_items = len(table.fields["item"].values)
+    n_cats = len(table.fields["category"].values)
+    assert calls == [("loading bm25, embedding 2 questions", 0, 3),
+                     (f"bm25: ranking {n_items} values of item", 1, 3),
+                     (f"bm25: ranking {n_cats} values of category", 2, 3),
+                     ("ranked", 3, 3)]
+
+
+def test_tune_shows_progress_on_a_terminal_and_writes_beside_the_runs(tmp_path, monkeypatch,
+                                                                        capsys):
+    """On a terminal every step shows on stderr; -q hides it (and the table) but still writes
+    the result under --out and prints its path."""
+    import io
+
+    from rich.console import Console
+
+    from queryeval.cli import console as console_mod
+    from queryeval.cli.app import main
+
+    fields = REPO / "examples" / "fields"
+    args = ["tune", str(fields / "evaluation.csv"), "--data", str(fields / "ingredients.csv"),
+            "--model", "bm25"]
+    screen = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console",
+                        Console(file=screen, force_terminal=True, width=200))
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    shown = screen.getvalue()
+    for step in ("reading the tables", "loading bm25, embedding 20 questions",
+                 "bm25: ranking 60 values of item", "choosing N for 3 fields"):
+        assert step in shown, step
+    out = capsys.readouterr().out
+    assert "N and model per field" in out
+    (json_path,) = (tmp_path / "a").rglob("tuning_*.json")
+    assert f"tuning: {json_path}, {json_path.with_suffix('.xlsx')}\n" in out
+
+    screen.truncate(0)
+    assert main([*args, "--out", str(tmp_path / "b"), "-q"]) == 0
+    assert screen.getvalue() == ""
+    out = capsys.readouterr().out
+    (json_path,) = (tmp_path / "b").rglob("tuning_*.json")
+    assert out == f"tuning: {json_path}, {json_path.with_suffix('.xlsx')}\n"
+    doc = json.loads(json_path.read_text())
+    assert doc["summary"]["questions"] == 20 and len(doc["rows"]) == 3

@@ -118,29 +118,36 @@ def command(
                    disable=quiet, transient=True)
     with bar:
         step = bar.add_task("reading the tables", total=None)
+
+        def show(**fields) -> None:
+            """Update the step and draw it now (a fast step still shows once)."""
+            bar.update(step, **fields)
+            bar.refresh()
+
+        show()
         table = load_data_table(data, _parse_descriptions(description)) if data else None
         known = list(table.fields) if table else None
         ev = _evaluation(evaluation, question_column, field or None, known)
         if rankings is not None:
             from queryeval.tune.rankings import field_inputs, load_rankings
 
-            bar.update(step, description=f"reading {rankings.name}")
+            show(description=f"reading {rankings.name}")
             values = {name: f.values for name, f in table.fields.items()} if table else None
             inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
         else:
             from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
 
             def progress(text: str, done: int, total: int) -> None:
-                bar.update(step, description=text, completed=done, total=total)
+                show(description=text, completed=done, total=total)
 
             cache: object = False if no_cache else (cache_dir if cache_dir else True)
             ranked = rank_fields(table, ev.questions, ev.fields, model or ["minilm"],
                                  factory=default_factory(cache=cache, device=device),
                                  progress=progress)
-            bar.update(step, description="token costs of the values", total=None, completed=0)
+            show(description="token costs of the values", total=None, completed=0)
             inputs = tune_inputs(ranked, ev.ground_truth)
-        bar.update(step, description=f"choosing N for {len(inputs)} fields (exact search)",
-                   total=None, completed=0)
+        show(description=f"choosing N for {len(inputs)} fields (exact search)", total=None,
+             completed=0)
         try:
             result = tune(inputs, budget=None if unlimited else budget, min_n=min_n,
                           node_limit=node_limit)
