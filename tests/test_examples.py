@@ -61,6 +61,21 @@ def test_readme_lists_every_task_kind_and_command():
     assert len(COMMANDS) == 12
 
 
+def test_every_task_kind_has_a_shipped_example_in_the_readme():
+    """The README's commands cover every task kind on files in examples/ (the public check
+    data in ../shared/data only adds optional reproduction checks)."""
+    from queryeval.suite import load_suite
+    from queryeval.tasks.base import task_names
+
+    kinds: set[str] = set()
+    for cmd in COMMANDS:
+        args = shlex.split(cmd)
+        if args[1] in ("run", "tune") and not args[2].startswith("-"):
+            labels = args[args.index("--labels") + 1] if "--labels" in args else None
+            kinds |= load_suite(REPO / args[2], labels=REPO / labels if labels else None).task_kinds()
+    assert kinds == set(task_names())
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "examples", tmp_path / "examples")
