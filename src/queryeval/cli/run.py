@@ -10,7 +10,6 @@ import typer
 
 from queryeval.cli.console import console, err_console
 
-
 EXPORTS = ("dabench",)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
