@@ -1,5 +1,11 @@
 """Shared fixtures. ``shared_data`` points at ../shared/data (public check data, never copied
-into the project); tests that need it skip with a clear reason when it is absent."""
+into the project); tests that need it skip with a clear reason when it is absent.
+
+Those tests are optional reproduction checks on the public sets (DABench's dev questions and
+labels, BuildingQA's bldg11 graph and QA file). Every task kind is also covered on data the
+project ships: tests/test_examples.py runs the README's commands on examples/ (term
+selection, DABench-format answers, retrieval, SPARQL tables, fields and tune), and the
+task tests build small inputs of their own (e.g. a BuildingQA QA JSON in test_query_task)."""
 
 from __future__ import annotations
 

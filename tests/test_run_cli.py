@@ -32,9 +32,15 @@ def run_files(out: Path) -> dict[str, Path]:
     }
 
 
-def cli(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = REPO, timeout: float = 120, columns: int | None = None
+        ) -> subprocess.CompletedProcess:
+    """The real command in a subprocess. ``columns`` sets COLUMNS (pytest's readline import
+    sets COLUMNS=80 for children; other callers may have any width or none)."""
+    env = dict(os.environ)
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run([sys.executable, "-m", "queryeval", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+                          text=True, timeout=timeout, check=False, env=env)
 
 
 def test_example_run_writes_the_four_log_files_and_the_report(tmp_path):
@@ -102,12 +108,59 @@ def test_option_errors_exit_2(tmp_path):
     assert proc.returncode == 2 and "missing.jsonl: cannot read file" in proc.stderr
 
 
-def test_validate_and_schema_commands(tmp_path):
-    proc = cli("validate", str(SUITE))
-    assert proc.returncode == 0 and "23 cases, 25 scored turns, 3 file(s)" in proc.stdout
-    proc = cli("schema")
+def deep_copy_of_suite(tmp_path: Path) -> Path:
+    """The example suite at a path of well over 100 characters."""
+    import shutil
+
+    deep = tmp_path.joinpath(*(["a_rather_long_folder_name_for_the_path_test"] * 4)) / "suite"
+    shutil.copytree(SUITE, deep)
+    assert len(str(deep)) > 150
+    return deep
+
+
+@pytest.mark.parametrize("columns", [20, 80, None])
+def test_validate_and_schema_commands(tmp_path, columns):
+    """validate's line is one line whatever the width and the path length (it wrapped at
+    COLUMNS=80 once the checkout path passed ~16 characters)."""
+    suite = deep_copy_of_suite(tmp_path)
+    proc = cli("validate", str(suite), columns=columns)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (f"{suite}: ok, 23 cases, 25 scored turns, 3 file(s), "
+                           "tasks: indicator_selection\n")
+    proc = cli("schema", columns=columns)
     schema = json.loads(proc.stdout)
     assert schema["title"] == "queryeval test case"
+
+
+def test_run_log_line_is_not_wrapped(tmp_path):
+    """The run's "run log: ..." line names every written file on one line at any width."""
+    out = deep_copy_of_suite(tmp_path).parent / "runs"
+    proc = cli("run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
+               columns=30)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
+    files = run_files(out)
+    bid = files["batch"].stem.removeprefix("batch_")
+    listed = line.removeprefix("run log: ").split(", ")
+    assert listed == [str(files[k]) for k in ("batch", "jsonl", "csv", "metrics", "xlsx")] + [
+        str(files["batch"].parent / f"report_{bid}.html")]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
+def test_output_files_follow_the_umask(tmp_path, umask):
+    """Every file of a run (atomic writes via mkstemp too) gets 0o666 & ~umask, as
+    open(path, "w") would; mkstemp alone left them 0600."""
+    out = tmp_path / "runs"
+    old = os.umask(umask)
+    try:
+        code = main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"])
+    finally:
+        os.umask(old)
+    assert code == 0
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert {p.suffix for p in written} == {".json", ".jsonl", ".csv", ".xlsx", ".html"}
+    for path in written:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
 
 
 def test_failing_system_is_recorded_and_the_run_goes_on(tmp_path):

@@ -154,7 +154,8 @@ def tune_cli(tmp_path: Path, examples_dir: Path, *extra: str) -> dict:
     ex = examples_dir / "fields"
     out = tmp_path / "tune"
     args = ["tune", str(ex / "evaluation.csv"), "--data", str(ex / "ingredients.csv"),
-            "--json", f"{out}.json", "--csv", f"{out}.csv", "--xlsx", f"{out}.xlsx", *extra]
+            "--json", f"{out}.json", "--csv", f"{out}.csv", "--xlsx", f"{out}.xlsx",
+            "--out", str(tmp_path / "runs"), *extra]
     assert main(args) == 0
     return json.loads((tmp_path / "tune.json").read_text())
 
@@ -217,7 +218,7 @@ def test_tune_cli_from_a_yaml_suite_and_errors(tmp_path, monkeypatch, capsys):
                      "white drink, target: {fields: {item: [Milk]}}}\n")
     out = tmp_path / "t.json"
     assert main(["tune", str(suite), "--data", str(data), "--model", "bm25", "--unlimited",
-                 "--json", str(out)]) == 0
+                 "--json", str(out), "--out", str(tmp_path / "runs")]) == 0
     (row,) = json.loads(out.read_text())["rows"]
     # BM25: "spice" -> Saffron first; "white drink" -> Milk first: N = 1 passes both
     assert (row["N"], row["passed"], row["recall"]) == (1, 2, 1.0)

@@ -22,6 +22,7 @@ from queryeval.cli import trec as trec_cmd
 from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
+from queryeval.cli.help import Command, Group
 from queryeval.errors import QueryevalError
 
 # Typer vendors its own click: take the exception classes from Typer's public ones.
@@ -31,21 +32,22 @@ _ABORT = typer.Abort
 
 app = typer.Typer(
     name="queryeval",
+    cls=Group,
     help="Evaluate how well AI data assistants find the right data.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
-app.command("run")(run_cmd.command)
-app.command("report")(report_cmd.command)
-app.command("compare")(compare_cmd.command)
-app.command("rescore")(rescore_cmd.command)
-app.command("validate")(validate_cmd.command)
-app.command("schema")(schema_cmd.command)
-app.command("tune")(tune_cmd.command)
-app.command("tokens")(tokens_cmd.command)
-app.command("trec")(trec_cmd.command)
+app.command("run", cls=Command)(run_cmd.command)
+app.command("report", cls=Command)(report_cmd.command)
+app.command("compare", cls=Command)(compare_cmd.command)
+app.command("rescore", cls=Command)(rescore_cmd.command)
+app.command("validate", cls=Command)(validate_cmd.command)
+app.command("schema", cls=Command)(schema_cmd.command)
+app.command("tune", cls=Command)(tune_cmd.command)
+app.command("tokens", cls=Command)(tokens_cmd.command)
+app.command("trec", cls=Command)(trec_cmd.command)
 
 
 @app.callback()

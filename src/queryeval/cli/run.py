@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import typer
 
 from queryeval.cli.console import console, err_console
+
+EXPORTS = ("dabench",)
+
+
+def _choices(option: str, values: list[str], choices: tuple[str, ...]) -> list[str]:
+    """A repeatable option's values, each one of ``choices`` (Typer's Literal covers one value)."""
+    for value in values:
+        if value not in choices:
+            raise typer.BadParameter(
+                f"{value!r} is not one of {', '.join(repr(c) for c in choices)}.", param_hint=option)
+    return values
 
 
 def _parse_options(items: list[str]) -> dict:
@@ -53,24 +65,31 @@ def command(
     system: str | None = typer.Option(
         None, "--system", "-s",
         help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
-    task: str | None = typer.Option(None, "--task", help="Task kind (inferred from the targets)."),
+    task: Literal["indicator_selection", "answers", "retrieval", "query", "fields"] | None = typer.Option(
+        None, "--task", help="Task kind (default: inferred from the suite's targets)."),
     labels: Path | None = typer.Option(None, "--labels", help="DABench labels JSONL (with a questions JSONL suite)."),
     tables: Path | None = typer.Option(None, "--tables", help="Answers: folder of the questions' table files."),
-    match: str | None = typer.Option(None, "--match", help="Answers: numeric (default) or strict."),
-    missing: str | None = typer.Option(None, "--missing", help="Answers: wrong (default) or skip."),
-    export: list[str] = typer.Option([], "--export", help="Extra output, e.g. dabench."),
+    match: Literal["numeric", "strict"] | None = typer.Option(
+        None, "--match", help="Answers: numeric (equal within 1e-6, the default) or strict (equal text)."),
+    missing: Literal["wrong", "skip"] | None = typer.Option(
+        None, "--missing", help="Answers: a missing response scores wrong (the default) or is skipped."),
+    export: list[str] = typer.Option(
+        [], "--export", metavar="<dabench>", callback=lambda v: _choices("--export", v, EXPORTS),
+        help="Answers: extra output (repeatable): dabench writes the DABench analysis JSON."),
     corpus: Path | None = typer.Option(None, "--corpus", help="Retrieval: chunks (JSONL, CSV or Parquet)."),
     k: str | None = typer.Option(None, "--k", help="Retrieval: comma-separated k values, e.g. 5,10,25."),
     dataset: list[str] = typer.Option([], "--dataset", help="Retrieval: keep this dataset (repeatable; 'all')."),
     min_score: float | None = typer.Option(None, "--min-score", help="Retrieval: drop chunks scoring below."),
     sampling: float | None = typer.Option(None, "--sampling", help="Retrieval: fraction to sample per dataset."),
     random_seed: int | None = typer.Option(None, "--random-seed", help="Seed for --sampling."),
-    retriever: str | None = typer.Option(None, "--retriever", help="Built-in retriever: bm25 or dense."),
+    retriever: Literal["bm25", "dense"] | None = typer.Option(
+        None, "--retriever", help="Retrieval: built-in retriever (default: bm25; dense needs the embeddings extra)."),
     model: str | None = typer.Option(None, "--model", help="Dense model: a local sentence-transformers path."),
     graph: list[Path] = typer.Option([], "--graph", help="Query: RDF file(s) to run queries on (embedded store)."),
     database: Path | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
-    rules: str | None = typer.Option(None, "--rules", help="Query: clean (default) or buildingqa metric rules."),
+    rules: Literal["clean", "buildingqa"] | None = typer.Option(
+        None, "--rules", help="Query: table metric rules (default: clean)."),
     data: Path | None = typer.Option(None, "--data", help="Fields: the data table whose values are retrieved."),
     n: list[str] = typer.Option([], "--n", help="Fields: values retrieved per field: N, or FIELD=N (repeatable)."),
     tuning: Path | None = typer.Option(None, "--tuning", help="Fields: N and model per field from a `queryeval tune` JSON."),
@@ -80,21 +99,24 @@ def command(
         "https://api.openai.com/v1", "--reformat-base-url", help="OpenAI-compatible base URL."),
     reformat_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
-    reformat_temperature: float = typer.Option(0.0, "--reformat-temperature"),
+    reformat_temperature: float = typer.Option(0.0, "--reformat-temperature", help="Sampling temperature for --reformat."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Cases in flight."),
     timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Per-call timeout, seconds."),
     retries: int = typer.Option(2, "--retries", min=0, help="Retries of transient failures."),
     backoff: float = typer.Option(0.5, "--backoff", min=0.0, help="First retry wait, seconds."),
-    on_error: str | None = typer.Option(
-        None, "--on-error", help="score (failed calls score as empty output) or skip."),
+    on_error: Literal["score", "skip"] | None = typer.Option(
+        None, "--on-error",
+        help="A failed call: score (as an empty output, the default) or skip (left out of the means)."),
     option: list[str] = typer.Option(
         [], "--option", help="Task option KEY=VALUE, e.g. include_extra_dimensions=false."),
     resume: Path | None = typer.Option(
         None, "--resume", help="Continue an interrupted run: its batch_<id>.json or run folder."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: redo failed cases."),
-    no_report: bool = typer.Option(False, "--no-report", help="Skip the Excel report."),
-    executor: str = typer.Option("local", "--executor", help="local (threads) or ray."),
+    no_report: bool = typer.Option(
+        False, "--no-report", help="Skip the Excel and HTML reports (the run log is still written)."),
+    executor: Literal["local", "ray"] = typer.Option(
+        "local", "--executor", help="Where cases run: local (threads) or ray."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster address (default: start a local one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(

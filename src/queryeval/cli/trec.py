@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -18,8 +19,8 @@ def command(
         help="Metric, repeatable: ndcg@10, recall@100, mrr@10, map, precision@5, hit_rate@10 "
         "(trec_eval names such as ndcg_cut.10 or P.5 work too).",
     ),
-    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print every query."),
-    missing_query: str = typer.Option(
+    per_query: bool = typer.Option(False, "--per-query", help="Also print every query."),
+    missing_query: Literal["zero", "skip"] = typer.Option(
         "zero", "--missing-query",
         help="A judged query absent from the run: 'zero' scores it 0 (trec_eval -c), "
         "'skip' leaves it out (pytrec_eval).",

@@ -63,7 +63,8 @@ def command(
                                   "embedding cache."),
     description: list[str] | None = typer.Option(None, "--description",
                                                  help="FIELD=COLUMN description column."),
-    question_column: str = typer.Option("Question", "--question-column"),
+    question_column: str = typer.Option("Question", "--question-column",
+                                        help="The evaluation table's question column."),
     field: list[str] | None = typer.Option(None, "--field", help="Evaluate only these fields."),
     budget: int = typer.Option(2000, "--budget", min=0, help="Token budget sum(N x cost)."),
     unlimited: bool = typer.Option(False, "--unlimited", help="No token budget."),
@@ -71,45 +72,94 @@ def command(
                               "field be switched off, as the reference may)."),
     node_limit: int = typer.Option(500_000, "--node-limit", min=1,
                                    help="Search nodes before giving up on proving optimality."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write rows and summary as JSON."),
-    csv_out: Path | None = typer.Option(None, "--csv", help="Write rows as CSV."),
-    xlsx_out: Path | None = typer.Option(None, "--xlsx", help="Write rows and summary as xlsx."),
+    out: Path = typer.Option(Path("runs"), "--out", "-o", help="Folder of the result, like "
+                             "run's: OUT/YYYY-MM-DD/tuning_<id>.json (for run --tuning) and "
+                             ".xlsx."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write rows and summary as "
+                                         "JSON to this file."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Also write rows as CSV to this "
+                                        "file."),
+    xlsx_out: Path | None = typer.Option(None, "--xlsx", help="Also write rows and summary as "
+                                         "xlsx to this file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or table (the written "
+                               "paths are still printed)."),
 ) -> None:
     """Choose each field's model (highest mean MRR) and N (exact: most questions passed, then
-    highest recall, then fewest tokens, within the budget)."""
+    highest recall, then fewest tokens, within the budget). Writes the result under --out
+    and prints its path."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from queryeval.cli.console import err_console
     from queryeval.errors import ConfigError
+    from queryeval.run.log import writing
     from queryeval.suite.fields import load_data_table
     from queryeval.tune import InfeasibleBudget, tune
-    from queryeval.tune.output import print_result, write_csv, write_json, write_xlsx
+    from queryeval.tune.output import (
+        print_result,
+        write_csv,
+        write_default,
+        write_json,
+        write_xlsx,
+    )
 
     if rankings is None and data is None:
         raise ConfigError("tune needs --data DATA_TABLE (to retrieve) or --rankings FILE")
     if rankings is not None and model:
         raise ConfigError("--model picks retrievers; with --rankings the models are the file's")
-    table = load_data_table(data, _parse_descriptions(description)) if data else None
-    known = list(table.fields) if table else None
-    ev = _evaluation(evaluation, question_column, field or None, known)
-    if rankings is not None:
-        from queryeval.tune.rankings import field_inputs, load_rankings
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                   disable=quiet, transient=True)
+    with bar:
+        step = bar.add_task("reading the tables", total=None)
 
-        values = {name: f.values for name, f in table.fields.items()} if table else None
-        inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
-    else:
-        from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
+        def show(**fields) -> None:
+            """Update the step and draw it now (a fast step still shows once)."""
+            bar.update(step, **fields)
+            bar.refresh()
 
-        cache: object = False if no_cache else (cache_dir if cache_dir else True)
-        ranked = rank_fields(table, ev.questions, ev.fields, model or ["minilm"],
-                             factory=default_factory(cache=cache, device=device))
-        inputs = tune_inputs(ranked, ev.ground_truth)
-    try:
-        result = tune(inputs, budget=None if unlimited else budget, min_n=min_n,
-                      node_limit=node_limit)
-    except InfeasibleBudget as exc:
-        raise ConfigError(str(exc)) from None
-    print_result(result, console)
-    if json_out:
-        write_json(result, json_out)
-    if csv_out:
-        write_csv(result, csv_out)
-    if xlsx_out:
-        write_xlsx(result, xlsx_out)
+        show()
+        table = load_data_table(data, _parse_descriptions(description)) if data else None
+        known = list(table.fields) if table else None
+        ev = _evaluation(evaluation, question_column, field or None, known)
+        if rankings is not None:
+            from queryeval.tune.rankings import field_inputs, load_rankings
+
+            show(description=f"reading {rankings.name}")
+            values = {name: f.values for name, f in table.fields.items()} if table else None
+            inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
+        else:
+            from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
+
+            def progress(text: str, done: int, total: int) -> None:
+                show(description=text, completed=done, total=total)
+
+            cache: object = False if no_cache else (cache_dir if cache_dir else True)
+            ranked = rank_fields(table, ev.questions, ev.fields, model or ["minilm"],
+                                 factory=default_factory(cache=cache, device=device),
+                                 progress=progress)
+            show(description="token costs of the values", total=None, completed=0)
+            inputs = tune_inputs(ranked, ev.ground_truth)
+        show(description=f"choosing N for {len(inputs)} fields (exact search)", total=None,
+             completed=0)
+        try:
+            result = tune(inputs, budget=None if unlimited else budget, min_n=min_n,
+                          node_limit=node_limit)
+        except InfeasibleBudget as exc:
+            raise ConfigError(str(exc)) from None
+    if not quiet:
+        print_result(result, console)
+    written: list[Path] = []
+    for target, writer in ((json_out, write_json), (csv_out, write_csv), (xlsx_out, write_xlsx)):
+        if target is not None:
+            with writing(target):
+                written.append(writer(result, target))
+    with writing(out):
+        written[:0] = write_default(result, out)
+    console.print("tuning: " + ", ".join(str(p) for p in written), markup=False, highlight=False)

@@ -24,9 +24,9 @@ Group orders are first-seen in labels order, as in the reference.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from queryeval.io.atomic import write_text_atomic
 
 DEFAULT_DIGITS = 4
 
@@ -72,12 +72,5 @@ def write_dabench_analysis(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(dabench_analysis(metrics, digits=digits), indent=4)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)  # mode 0o666 & ~umask, like every output file
     return path

