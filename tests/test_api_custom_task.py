@@ -25,7 +25,9 @@ def registry(monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
     for name in ("result_set", "system"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    return base._REGISTRY
+    yield base._REGISTRY
+    for name in ("result_set", "system"):  # the example's modules must not shadow later imports
+        sys.modules.pop(name, None)
 
 
 def test_example_task_with_and_without_tolerance(registry):

@@ -63,7 +63,7 @@ def test_flags_show_no_bool_type(helps):
     ("run", "--executor", "<local|ray>"),
     ("run", "--on-error", "<score|skip>"),
     ("run", "--export", "<dabench>"),
-    ("run", "--task", "<indicator_selection|answers|retrieval|query|fields>"),
+    ("run", "--task", "indicator_selection, answers, retrieval, query, fields, or a registered"),
     ("trec", "--missing-query", "<zero|skip>"),
 ])
 def test_fixed_choices_are_listed(helps, command, option, choices):

@@ -65,8 +65,10 @@ def command(
     system: str | None = typer.Option(
         None, "--system", "-s",
         help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
-    task: Literal["indicator_selection", "answers", "retrieval", "query", "fields"] | None = typer.Option(
-        None, "--task", help="Task kind (default: inferred from the suite's targets)."),
+    task: str | None = typer.Option(
+        None, "--task",
+        help="Task kind: indicator_selection, answers, retrieval, query, fields, or a registered "
+        "one (default: inferred from the suite's targets)."),
     labels: Path | None = typer.Option(None, "--labels", help="DABench labels JSONL (with a questions JSONL suite)."),
     tables: Path | None = typer.Option(None, "--tables", help="Answers: folder of the questions' table files."),
     match: Literal["numeric", "strict"] | None = typer.Option(
