@@ -94,25 +94,45 @@ def selection_details(record: dict) -> str:
 
 
 # --- retrieval (seed 002) and queries (seed 003) ----------------------------------------------
+def _chunk_text(text: object, limit: int = 600) -> str:
+    """A chunk's text, the first ``limit`` characters shown and the rest behind a fold."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return f'<span class="wrap">{esc(text)}</span>'
+    return (f'<span class="wrap">{esc(text[:limit])}</span><details><summary>… '
+            f'{len(text) - limit} more characters</summary><span class="wrap">{esc(text[limit:])}'
+            "</span></details>")
+
+
 def retrieval_details(record: dict) -> str:
-    """The question, the expected chunk, and the retrieved chunks in rank order with the
-    correct one marked."""
+    """The question, the expected chunk with its text (from the log, or from ``--corpus``
+    through the task's ``report_record``), and the retrieved chunks in rank order with their
+    text and the correct one marked."""
     expected = record["expected_chunk"] or {}
     result = record.get("evaluation_result") or {}
-    want = expected.get("content_hash")
+    want = str(expected.get("content_hash") or "").lower()
     rows = []
     for rank, c in enumerate(record.get("retrieved_chunks") or [], start=1):
-        ok = want is not None and c.get("content_hash") == want
+        ok = bool(want) and str(c.get("content_hash") or "").lower() == want
         rows.append(f'<tr><td class="num">{rank}</td><td class="{"pass" if ok else ""}">'
-                    f'{esc(c.get("chunk_id"))}{" ✔" if ok else ""}</td>'
+                    f'{esc(c.get("chunk_id"))}{" ✔ expected" if ok else ""}</td>'
                     f'<td class="num">{esc(fmt(c.get("score")))}</td>'
-                    f'<td>{esc((c.get("content") or "")[:400])}</td></tr>')
+                    f'<td>{_chunk_text(c.get("content"))}</td></tr>')
     err = _error(record)
-    return (f"<h4>{esc(record.get('question'))}</h4>{err}"
+    content = expected.get("content")
+    shown = (_chunk_text(content) if content is not None else
+             '<span class="note">(its text is not in the log; run the report with the '
+             "run's --corpus in place to see it)</span>")
+    rank = result.get("rank_if_found")
+    where = f"found at rank {esc(rank)}" if rank else \
+        f'<span class="fail">not in the top {esc(record.get("k", len(rows)))}</span>'
+    table = ("<table><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>content</th></tr>"
+             f"</thead><tbody>{''.join(rows)}</tbody></table>" if rows else
+             '<p class="note">nothing retrieved</p>')
+    return (f'<h4 class="wrap">{esc(record.get("question"))}</h4>{err}'
             f"<p>expected chunk <code>{esc(expected.get('chunk_id'))}</code> "
-            f"({esc(expected.get('name'))}); found at rank {esc(fmt(result.get('rank_if_found')))}</p>"
-            "<table><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>content</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+            f"({esc(expected.get('name'))}, {esc(expected.get('source'))}): {where}</p>"
+            f'<blockquote class="expected">{shown}</blockquote>{table}')
 
 
 def query_details(record: dict) -> str:
@@ -137,6 +157,11 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
 
 
 def render_details(task_name: str | None, task: Any, record: dict) -> str:
+    """A record's details; the task's ``report_record(record)`` may first add what the log
+    lacks (e.g. the expected chunk's text from the corpus)."""
+    enrich = getattr(task, "report_record", None)
+    if callable(enrich):
+        record = enrich(record)
     hook = getattr(task, "html_details", None)
     if callable(hook):
         return hook(record)
