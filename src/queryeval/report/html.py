@@ -333,8 +333,8 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
         'aria-label="filter cases"><select id="filter-status" aria-label="status">'
         f'<option value="">all ({len(verdicts)})</option>{options}</select>'
         '<span id="filter-count" class="note"></span></div>'
-        f'<table id="cases"><thead><tr>{heads}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-        "</details>"
+        f'<div class="scroll"><table id="cases"><thead><tr>{heads}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div></details>"
     )
 
 
