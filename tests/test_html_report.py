@@ -66,14 +66,13 @@ def test_report_self_contained_and_figures(run_dir):
     ci = stats.bootstrap_ci(recalls, resamples=2000, seed=0)
     assert f"[{ci.low:.4f}, {ci.high:.4f}]" in text
     assert sum(recalls) / len(recalls) == pytest.approx(18.5 / 23)  # USA now scores 0
-    # charts: overall, then bars and a spider chart per group kind (each has 3+ members);
-    # a spider chart overlays at most 3 metrics
+    # charts: overall, then bars per group kind; a spider chart only for a group of 5+
+    # members (tag: 9), with every charted figure (dimension and dataset have 3 members)
     labels = [a.get("aria-label") for a in doc.find("svg")]
     assert labels == [
         "Overall figures (95% CI)", "by tag", "macro_precision, macro_recall by tag",
-        "by dimension", "mean_precision, mean_recall, micro_precision by dimension",
-        "by dataset", "mean_precision, mean_recall, micro_precision by dataset"]
-    assert len(doc.find("svg", **{"class": "chart radar"})) == 3
+        "by dimension", "by dataset"]
+    assert len(doc.find("svg", **{"class": "chart radar"})) == 1
 
 
 def test_case_table_links_every_failure(run_dir):
@@ -116,15 +115,20 @@ def test_escaping_and_generic_task(run_dir, tmp_path):
         "Summary Statistics": {"psaq": 0.5, "abq": 0.25, "questions": 4},
         "Correlation Analysis": {"psaq": 1.0, "abq": 1.0, "questions": 2},
         "Outlier Detection": {"psaq": 0.0, "abq": 0.0, "questions": 1},
+        "Machine Learning": {"psaq": 0.5, "abq": 0.5, "questions": 2},
         evil: {"psaq": 0.75, "abq": None, "questions": 1}}}
     run.log.paths.metrics.write_text(json.dumps(metrics))
     text = render_report(folder, resamples=100)
     assert "<script>alert" not in text and "<img" not in text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
     doc = _Doc(text)
-    radar = doc.find("svg", **{"class": "chart radar"})
-    assert [a["aria-label"] for a in radar] == ["psaq by concept"]  # abq has a None: no spider
+    # abq has a None: a radar would have to leave abq out, so bars only
+    assert doc.find("svg", **{"class": "chart radar"}) == []
     assert "<b>expected</b>" in text and "<b>produced</b>" in text  # generic renderer
+    metrics["group_metrics"]["concept"][evil]["abq"] = 0.5
+    run.log.paths.metrics.write_text(json.dumps(metrics))
+    radar = _Doc(render_report(folder, resamples=100)).find("svg", **{"class": "chart radar"})
+    assert [a["aria-label"] for a in radar] == ["psaq, abq by concept"]  # 5 members, both series
 
 
 def test_flatten_and_rate_keys():
@@ -203,7 +207,7 @@ def test_retrieval_and_query_renderers_and_verdicts():
                                 {"chunk_id": "c2", "score": 0.4, "content": "<y>", "content_hash": "h2"}]}
     html = retrieval_details(rec)
     assert "How &lt;much&gt;?" in html and "found at rank 2" in html
-    assert '<td class="pass">c2 ✔</td>' in html and '<td class="">c1</td>' in html
+    assert '<td class="pass">c2 ✔ expected</td>' in html and '<td class="">c1</td>' in html
     assert "&lt;y&gt;" in html
     q = query_details({"question": "q", "gold_query": "SELECT ?a <x>", "predicted_query": None,
                        "scores": {"arity_f1": 1.0}})

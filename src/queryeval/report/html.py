@@ -334,7 +334,7 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
         f'<option value="">all ({len(verdicts)})</option>{options}</select>'
         '<span id="filter-count" class="note"></span></div>'
         f'<div class="scroll"><table id="cases"><thead><tr>{heads}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div></details>"
+        f'<tbody>{"".join(rows)}</tbody></table></div></details>'
     )
 
 

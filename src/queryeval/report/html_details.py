@@ -239,9 +239,9 @@ def answers_details(record: dict) -> str:
         state = ""
     if state:
         parts.append(f"<p>{state}</p>")
-    subs = record.get("subquestions") or []
+    subs = record["subquestions"]  # not an answers record: the generic renderer shows it
     items = "".join(f'<li class="{"ok" if s.get("matched") else "no"}">'
-                    f"{esc(sub_answer_line(s)[2:])}</li>" for s in subs)
+                    f"{esc(sub_answer_line(s))}</li>" for s in subs)
     scores = record.get("scores") or {}
     counts = (f" — {scores['correct_subquestions']} of {scores['subquestions']} right"
               if "correct_subquestions" in scores else "")

@@ -34,7 +34,7 @@ table.rows td.hit{background:#e6f4ea}table.rows td.miss{background:#fdf1e6}.rows
 table.rows{table-layout:fixed;width:100%}table.rows td{overflow-wrap:anywhere}table.rows th:first-child{width:22px}
 blockquote.expected{margin:4px 0 8px;padding:6px 10px;border-left:4px solid #3a9a5b;background:#f3faf5}
 details.long>summary{cursor:pointer;list-style:none}details.long[open]>summary{display:none}
-ul.subs{list-style:none;padding-left:4px;margin:4px 0}ul.subs li.ok:before{content:"\2713 ";color:#1f7a3f;font-weight:700}ul.subs li.no:before{content:"\2717 ";color:#b3261e;font-weight:700}
+ul.subs{list-style:none;padding-left:4px;margin:4px 0}ul.subs li.ok{color:#1f7a3f}ul.subs li.no{color:#b3261e}
 """
 
 SCRIPT = r"""
