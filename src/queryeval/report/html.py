@@ -339,8 +339,9 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
 
 
 def _details(run: LoadedRun, verdicts: list[str]) -> str:
-    """One section per case that did not pass; above :data:`OPEN_DETAILS` of them each is
-    folded (``<details>``, opened by the page script when its link is followed)."""
+    """One section per case that did not pass; above :data:`OPEN_DETAILS` of them the list
+    and each case are folded (``<details>``, opened by the page script when a link to the
+    case is followed), so a large run's page stays short."""
     shown = sum(v != "pass" for v in verdicts)
     fold = shown > OPEN_DETAILS
     out = []
@@ -358,9 +359,11 @@ def _details(run: LoadedRun, verdicts: list[str]) -> str:
                        f'href="#cases">back to table</a></h3>{body}</section>')
     if not out:
         return '<p class="note">every case passed</p>'
-    note = (f'<p class="note">{shown} cases; each is folded: click one to open it</p>'
-            if fold else "")
-    return note + "".join(out)
+    if not fold:
+        return "".join(out)
+    return (f'<details class="fold" id="details-box"><summary>{shown} cases (folded: click to '
+            f"open the list, then a case; a link from the table opens its case)</summary>"
+            f'{"".join(out)}</details>')
 
 
 def _cut(text: object, limit: int = NAME_CHARS) -> str:

@@ -91,7 +91,7 @@ def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ti
     if len(labels) < 3:
         raise ValueError("a radar chart needs at least 3 axes")
     n = len(labels)
-    pad_x, pad_top = 130, 40
+    pad_x, pad_top = 175, 40
     r = size / 2 - 30
     cx, cy = pad_x + r, pad_top + r + 10
     width, height = int(2 * (pad_x + r)), int(cy + r + 40)
@@ -115,7 +115,7 @@ def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ti
         lx, ly = point(i, 1.08)
         anchor = "middle" if abs(lx - cx) < 1e-6 * size + 2 else ("start" if lx > cx else "end")
         parts.append(f'<text x="{_num(lx)}" y="{_num(ly + 4)}" text-anchor="{anchor}" class="lab2">'
-                     f'<title>{escape(label)}</title>{escape(_short(label, 22))}</text>')
+                     f'<title>{escape(label)}</title>{escape(_short(label, 30))}</text>')
     for s, (name, values) in enumerate(series.items()):
         if len(values) != n:
             raise ValueError(f"series {name!r} has {len(values)} values for {n} axes")

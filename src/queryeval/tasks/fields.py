@@ -186,6 +186,18 @@ class FieldsTask(Task):
             return m
         return self._tuning.get(field, {}).get("model", DEFAULT_MODEL)
 
+    def system_label(self) -> str:
+        """The built-in retriever a run without --system/--responses used (for the reports):
+        one model, per-field models, or the tuning file that chose them."""
+        m = self.options.model
+        if isinstance(m, str):
+            return f"retriever: {m}"
+        if isinstance(m, dict) and m:
+            return "retriever per field: " + ", ".join(f"{f}={v}" for f, v in sorted(m.items()))
+        if self.options.tuning:
+            return f"retriever per field from {Path(self.options.tuning).name}"
+        return f"retriever: {DEFAULT_MODEL}"
+
     # --- requests and outputs -------------------------------------------------------------------
     def _turn_fields(self, case: Case, turn: int) -> list[str]:
         target = case.conversation[turn].target
