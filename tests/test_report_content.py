@@ -366,3 +366,21 @@ def test_error_banner_from_metrics(tmp_path, examples_dir):
     assert error_banner({"error_summary": []}) == "" and error_banner({}) == ""
     loaded = load_run(result.log.paths.batch)
     assert loaded.metrics["error_summary"][0]["count"] == 12
+
+
+# --- fields ---------------------------------------------------------------------------------------
+def test_fields_status_follows_the_seed_pass_rule(tmp_path, examples_dir):
+    result = start_run(RunConfig(
+        suite=str(examples_dir / "fields" / "evaluation.csv"), out=str(tmp_path / "out"),
+        reports=False, task_options={"data": str(examples_dir / "fields" / "ingredients.csv"),
+                                     "model": "bm25"}))
+    o = result.metrics["overall_metrics"]
+    text = _report_text(result.log.paths.batch)
+    # the HTML's pass count is the seed's "passed" (not "every figure equals 1")
+    assert f'<option value="pass">pass ({o["passed"]})</option>' in text
+    assert o["passed"] == sum(r["scores"]["passed"] for r in result.records) and o["passed"] > 1
+    assert "<th>system</th><td>built-in: retriever: bm25</td>" in text
+    recalls = [r["scores"]["recall"] for r in result.records]
+    ci = stats.bootstrap_ci(recalls, resamples=300, seed=0)
+    assert o["avg_recall"] == pytest.approx(sum(recalls) / len(recalls))
+    assert re.search(rf"<td>avg_recall</td>.*?\[{ci.low:.4f}, {ci.high:.4f}\]", text)

@@ -20,7 +20,7 @@ from typing import Any
 from queryeval.report import stats
 from queryeval.report.compare import LoadedRun, case_metrics, load_run, lower_is_better
 from queryeval.report.html_details import render_details
-from queryeval.report.html_page import esc, fmt, num_cell, page, table
+from queryeval.report.html_page import esc, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
 
 MAX_BARS = 60
