@@ -147,9 +147,9 @@ def test_svg_geometry():
     assert ">n/a</text>" in svg
     assert 'd="M186 22.5H358' in svg  # whisker from 0.25 to 0.75 of the plot
     radar = radar_chart(["p", "q", "r", "s"], {"m": [1.0, 0.5, 0.0, 0.25]}, title="r", size=460)
-    # centre (130 + 200, 40 + 200 + 10); the first axis points up
-    assert '<circle cx="330" cy="50" r="3"' in radar  # value 1 on axis 0: top of the ring
-    assert '<circle cx="430" cy="250" r="3"' in radar  # 0.5 on axis 1 (pointing right)
+    # centre (175 + 200, 40 + 200 + 10); the first axis points up
+    assert '<circle cx="375" cy="50" r="3"' in radar  # value 1 on axis 0: top of the ring
+    assert '<circle cx="475" cy="250" r="3"' in radar  # 0.5 on axis 1 (pointing right)
     with pytest.raises(ValueError):
         radar_chart(["a", "b"], {"m": [1, 1]}, title="x")
     assert "&lt;b&gt;" in bar_chart([("<b>", [0.1])], ["v"], title="<b>")
@@ -212,3 +212,16 @@ def test_retrieval_and_query_renderers_and_verdicts():
     q = query_details({"question": "q", "gold_query": "SELECT ?a <x>", "predicted_query": None,
                        "scores": {"arity_f1": 1.0}})
     assert "SELECT ?a &lt;x&gt;" in q and "arity_f1" in q
+
+
+def test_line_chart_geometry():
+    from queryeval.report.html_svg import line_chart
+
+    svg = line_chart([1, 5, 10], {"recall@k": [0.5, None, 1.0]}, title="<t>", width=560, height=300)
+    # plot: x from 46 to 560 - 64 = 496 (3 points, step 225); y from 18 (1.0) to 260 (0.0)
+    assert '<circle cx="46" cy="139" r="3.5"' in svg  # 0.5 at k = 1
+    assert '<circle cx="496" cy="18" r="3.5"' in svg  # 1.0 at k = 10
+    assert svg.count("<circle") == 2  # None: no point, and the line joins the two others
+    assert 'd="M46 139 L496 18"' in svg and "&lt;t&gt;" in svg
+    with pytest.raises(ValueError):
+        line_chart([1, 2], {"s": [0.5]}, title="x")
