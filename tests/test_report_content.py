@@ -384,3 +384,14 @@ def test_fields_status_follows_the_seed_pass_rule(tmp_path, examples_dir):
     ci = stats.bootstrap_ci(recalls, resamples=300, seed=0)
     assert o["avg_recall"] == pytest.approx(sum(recalls) / len(recalls))
     assert re.search(rf"<td>avg_recall</td>.*?\[{ci.low:.4f}, {ci.high:.4f}\]", text)
+
+
+def test_long_case_names_are_cut_with_the_full_text_on_hover():
+    from queryeval.report.html import NAME_CHARS, _short_name
+
+    long = EVIL + " what is the median fare " * 10
+    cell = _short_name(long)
+    assert cell.startswith(f'<td title="{EVIL_ESCAPED}') and cell.endswith("…</td>")
+    shown = cell[cell.index(">") + 1:-len("</td>")]
+    assert len(shown.replace(EVIL_ESCAPED, EVIL)) == NAME_CHARS and "<script>" not in cell
+    assert _short_name("short") == "<td>short</td>" and _short_name(None) == "<td></td>"

@@ -1,10 +1,13 @@
 """``queryeval report RUN``: one self-contained HTML page per run (``report_<id>.html``).
 
-Sections: the run's metadata; overall figures with 95% bootstrap confidence intervals of the
-per-case means; per-group bars for whatever ``group_metrics`` holds (tag, dimension, dataset,
-concept, field, …); spider charts for groups of 3+ members measured on [0, 1]; a per-case
-table with filtering and sorting; the details of every case that did not pass, linked from
-the table (rendered per task, see :mod:`queryeval.report.html_details`). Works for any task
+Sections: an error banner when calls failed (``metrics["error_summary"]``); the run's
+metadata; overall figures with 95% bootstrap confidence intervals of the per-case means (or
+of the ratios a task names in ``ci_sources``); figures at several cut-offs (recall@1/5/10)
+as a table and curves; per-group bars for whatever ``group_metrics`` holds (tag, dimension,
+dataset, concept, field, …; every series, each member's n) and a spider chart for groups of
+5+ members when it can show every series; a per-case table with filtering and sorting
+(folded for large runs); the details of every case that did not pass, linked from the
+table (rendered per task, see :mod:`queryeval.report.html_details`). Works for any task
 kind from its records and metrics; inline CSS/JS/SVG only, no network.
 """
 
