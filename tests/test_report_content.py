@@ -143,6 +143,11 @@ def test_retrieval_details_without_corpus_say_so():
     html = render_details("retrieval", RetrievalTask({"k": [5]}), rec)
     assert EVIL not in html and html.count(EVIL_ESCAPED) == 2
     assert "its text is not in the log" in html and "nothing retrieved" in html
+    # a chunk min_score dropped (kept in all_retrieved_chunks) still gives the expected text
+    rec["all_retrieved_chunks"] = [{"chunk_id": "c9", "score": 0.1, "content": "the <answer>",
+                                    "content_hash": "AB"}]
+    html = render_details("retrieval", RetrievalTask({"k": [5], "min_score": 0.5}), rec)
+    assert '<blockquote class="expected"><span class="wrap">the &lt;answer&gt;</span>' in html
 
 
 # --- query --------------------------------------------------------------------------------------

@@ -252,9 +252,11 @@ def _groups(metrics: dict) -> str:
     for kind, members in groups.items():
         if not isinstance(members, dict) or not members:
             continue
-        flat = {str(name): flatten(figures) for name, figures in members.items()}
-        sizes = {n: group_size(members[raw]) if isinstance(members[raw], dict) else None
-                 for n, raw in zip(flat, members, strict=True)}
+        flat: dict[str, dict[str, Any]] = {}
+        sizes: dict[str, int | None] = {}
+        for name, figures in members.items():
+            flat[str(name)] = flatten(figures)
+            sizes[str(name)] = group_size(figures) if isinstance(figures, dict) else None
         keys = _prefer(rate_keys(flat))
         out.append(f"<h3>by {esc(kind)} ({len(flat)})</h3>")
         charts = []

@@ -426,15 +426,21 @@ class RetrievalTask(Task):
         return self.options.retriever
 
     def report_record(self, record: dict) -> dict:
-        """The record with its expected chunk's text, from ``--corpus`` when the log lacks it."""
+        """The record with its expected chunk's text for the report: from a retrieved chunk
+        with its content hash (one dropped by ``min_score`` too), else from ``--corpus``."""
         expected = record.get("expected_chunk") or {}
-        if expected.get("content") is not None or not self.options.corpus:
+        if expected.get("content") is not None:
+            return record
+        want = str(expected.get("content_hash")).lower()
+        for c in (record.get("all_retrieved_chunks") or []) + (record.get("retrieved_chunks") or []):
+            if str(c.get("content_hash")).lower() == want and c.get("content") is not None:
+                return {**record, "expected_chunk": {**expected, "content": c["content"]}}
+        if not self.options.corpus:
             return record
         try:
             self.corpus()
         except Exception:  # noqa: BLE001 - a moved or broken corpus: the report goes without
             return record
-        want = str(expected.get("content_hash")).lower()
         chunk = self._by_id.get(str(expected.get("chunk_id")))
         if chunk is None or chunk.content_hash.lower() != want:
             if self._by_hash is None:
