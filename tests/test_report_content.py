@@ -102,6 +102,15 @@ def test_retrieval_html_xlsx_and_system_label(retrieval_run, examples_dir):
     assert "<th class=\"num\">@1</th>" in section and "<th class=\"num\">@10</th>" in section
     for k in (1, 5, 10):
         assert f'data-v="{o[f"recall@{k}"]!r}"' in section
+    # every k gets its CI (per-case recall at each k), and the status is decided at k = 10
+    records = list(result.records)
+    for k in (1, 5):
+        hits = [1.0 if (r["evaluation_result"]["rank_if_found"] or 99) <= k else 0.0 for r in records]
+        ci = stats.bootstrap_ci(hits, resamples=300, seed=0)
+        row = re.search(rf"<td>recall@{k}</td>.*?</tr>", text).group(0)
+        assert f"[{ci.low:.4f}, {ci.high:.4f}]" in row
+    n_pass = sum(r["evaluation_result"]["correct_chunk_retrieved"] for r in records)
+    assert n_pass == 59 and f'<option value="pass">pass ({n_pass})</option>' in text
     assert section.count('<svg class="chart line"') == 1 and section.count("<circle") == 9
     # group charts give each dataset's n
     assert "Riverside Benefits (n=33)" in text and "Lakeside Transit (n=34)" in text
@@ -388,7 +397,8 @@ def test_fields_status_follows_the_seed_pass_rule(tmp_path, examples_dir):
     recalls = [r["scores"]["recall"] for r in result.records]
     ci = stats.bootstrap_ci(recalls, resamples=300, seed=0)
     assert o["avg_recall"] == pytest.approx(sum(recalls) / len(recalls))
-    assert re.search(rf"<td>avg_recall</td>.*?\[{ci.low:.4f}, {ci.high:.4f}\]", text)
+    row = re.search(r"<td>avg_recall</td>.*?</tr>", text).group(0)
+    assert f"[{ci.low:.4f}, {ci.high:.4f}]" in row
 
 
 def test_long_case_names_are_cut_with_the_full_text_on_hover():

@@ -417,6 +417,26 @@ class RetrievalTask(Task):
         ]
 
     # --- what the reports show ----------------------------------------------------------------
+    def case_metrics(self, record: dict) -> dict[str, float]:
+        """Per-case figures for the reports and comparisons: the record's scores at the run's
+        k, and ``recall@k`` at each smaller k asked for (so those get confidence intervals and
+        can be compared case by case)."""
+        scores = record.get("scores") or {}
+        out = {k: float(v) for k, v in scores.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+        if record.get("expected_chunk"):
+            for j in self.smaller_ks():
+                out[f"recall@{j}"] = 1.0 if self._cut(record, j)[1] is not None else 0.0
+        return out
+
+    def case_verdict(self, record: dict) -> str:
+        """``error`` when the call failed, ``pass`` when the expected chunk is in the top k
+        of the run's own (largest) k, else ``fail``."""
+        if record.get("status") == "error":
+            return "error"
+        found = (record.get("evaluation_result") or {}).get("correct_chunk_retrieved")
+        return "pass" if found else "fail"
+
     def system_label(self) -> str:
         """The built-in retriever a run without --system/--responses used."""
         if self.options.retriever == "dense":
