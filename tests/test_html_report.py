@@ -66,14 +66,13 @@ def test_report_self_contained_and_figures(run_dir):
     ci = stats.bootstrap_ci(recalls, resamples=2000, seed=0)
     assert f"[{ci.low:.4f}, {ci.high:.4f}]" in text
     assert sum(recalls) / len(recalls) == pytest.approx(18.5 / 23)  # USA now scores 0
-    # charts: overall, then bars and a spider chart per group kind (each has 3+ members);
-    # a spider chart overlays at most 3 metrics
+    # charts: overall, then bars per group kind; a spider chart only for a group of 5+
+    # members (tag: 9), with every charted figure (dimension and dataset have 3 members)
     labels = [a.get("aria-label") for a in doc.find("svg")]
     assert labels == [
         "Overall figures (95% CI)", "by tag", "macro_precision, macro_recall by tag",
-        "by dimension", "mean_precision, mean_recall, micro_precision by dimension",
-        "by dataset", "mean_precision, mean_recall, micro_precision by dataset"]
-    assert len(doc.find("svg", **{"class": "chart radar"})) == 3
+        "by dimension", "by dataset"]
+    assert len(doc.find("svg", **{"class": "chart radar"})) == 1
 
 
 def test_case_table_links_every_failure(run_dir):
@@ -116,15 +115,20 @@ def test_escaping_and_generic_task(run_dir, tmp_path):
         "Summary Statistics": {"psaq": 0.5, "abq": 0.25, "questions": 4},
         "Correlation Analysis": {"psaq": 1.0, "abq": 1.0, "questions": 2},
         "Outlier Detection": {"psaq": 0.0, "abq": 0.0, "questions": 1},
+        "Machine Learning": {"psaq": 0.5, "abq": 0.5, "questions": 2},
         evil: {"psaq": 0.75, "abq": None, "questions": 1}}}
     run.log.paths.metrics.write_text(json.dumps(metrics))
     text = render_report(folder, resamples=100)
     assert "<script>alert" not in text and "<img" not in text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
     doc = _Doc(text)
-    radar = doc.find("svg", **{"class": "chart radar"})
-    assert [a["aria-label"] for a in radar] == ["psaq by concept"]  # abq has a None: no spider
+    # abq has a None: a radar would have to leave abq out, so bars only
+    assert doc.find("svg", **{"class": "chart radar"}) == []
     assert "<b>expected</b>" in text and "<b>produced</b>" in text  # generic renderer
+    metrics["group_metrics"]["concept"][evil]["abq"] = 0.5
+    run.log.paths.metrics.write_text(json.dumps(metrics))
+    radar = _Doc(render_report(folder, resamples=100)).find("svg", **{"class": "chart radar"})
+    assert [a["aria-label"] for a in radar] == ["psaq, abq by concept"]  # 5 members, both series
 
 
 def test_flatten_and_rate_keys():
@@ -143,9 +147,9 @@ def test_svg_geometry():
     assert ">n/a</text>" in svg
     assert 'd="M186 22.5H358' in svg  # whisker from 0.25 to 0.75 of the plot
     radar = radar_chart(["p", "q", "r", "s"], {"m": [1.0, 0.5, 0.0, 0.25]}, title="r", size=460)
-    # centre (130 + 200, 40 + 200 + 10); the first axis points up
-    assert '<circle cx="330" cy="50" r="3"' in radar  # value 1 on axis 0: top of the ring
-    assert '<circle cx="430" cy="250" r="3"' in radar  # 0.5 on axis 1 (pointing right)
+    # centre (175 + 200, 40 + 200 + 10); the first axis points up
+    assert '<circle cx="375" cy="50" r="3"' in radar  # value 1 on axis 0: top of the ring
+    assert '<circle cx="475" cy="250" r="3"' in radar  # 0.5 on axis 1 (pointing right)
     with pytest.raises(ValueError):
         radar_chart(["a", "b"], {"m": [1, 1]}, title="x")
     assert "&lt;b&gt;" in bar_chart([("<b>", [0.1])], ["v"], title="<b>")
@@ -203,8 +207,21 @@ def test_retrieval_and_query_renderers_and_verdicts():
                                 {"chunk_id": "c2", "score": 0.4, "content": "<y>", "content_hash": "h2"}]}
     html = retrieval_details(rec)
     assert "How &lt;much&gt;?" in html and "found at rank 2" in html
-    assert '<td class="pass">c2 ✔</td>' in html and '<td class="">c1</td>' in html
+    assert '<td class="pass">c2 ✔ expected</td>' in html and '<td class="">c1</td>' in html
     assert "&lt;y&gt;" in html
     q = query_details({"question": "q", "gold_query": "SELECT ?a <x>", "predicted_query": None,
                        "scores": {"arity_f1": 1.0}})
     assert "SELECT ?a &lt;x&gt;" in q and "arity_f1" in q
+
+
+def test_line_chart_geometry():
+    from queryeval.report.html_svg import line_chart
+
+    svg = line_chart([1, 5, 10], {"recall@k": [0.5, None, 1.0]}, title="<t>", width=560, height=300)
+    # plot: x from 46 to 560 - 64 = 496 (3 points, step 225); y from 18 (1.0) to 260 (0.0)
+    assert '<circle cx="46" cy="139" r="3.5"' in svg  # 0.5 at k = 1
+    assert '<circle cx="496" cy="18" r="3.5"' in svg  # 1.0 at k = 10
+    assert svg.count("<circle") == 2  # None: no point, and the line joins the two others
+    assert 'd="M46 139 L496 18"' in svg and "&lt;t&gt;" in svg
+    with pytest.raises(ValueError):
+        line_chart([1, 2], {"s": [0.5]}, title="x")

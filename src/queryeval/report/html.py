@@ -1,10 +1,13 @@
 """``queryeval report RUN``: one self-contained HTML page per run (``report_<id>.html``).
 
-Sections: the run's metadata; overall figures with 95% bootstrap confidence intervals of the
-per-case means; per-group bars for whatever ``group_metrics`` holds (tag, dimension, dataset,
-concept, field, …); spider charts for groups of 3+ members measured on [0, 1]; a per-case
-table with filtering and sorting; the details of every case that did not pass, linked from
-the table (rendered per task, see :mod:`queryeval.report.html_details`). Works for any task
+Sections: an error banner when calls failed (``metrics["error_summary"]``); the run's
+metadata; overall figures with 95% bootstrap confidence intervals of the per-case means (or
+of the ratios a task names in ``ci_sources``); figures at several cut-offs (recall@1/5/10)
+as a table and curves; per-group bars for whatever ``group_metrics`` holds (tag, dimension,
+dataset, concept, field, …; every series, each member's n) and a spider chart for groups of
+5+ members when it can show every series; a per-case table with filtering and sorting
+(folded for large runs); the details of every case that did not pass, linked from the
+table (rendered per task, see :mod:`queryeval.report.html_details`). Works for any task
 kind from its records and metrics; inline CSS/JS/SVG only, no network.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,11 +24,21 @@ from queryeval.report import stats
 from queryeval.report.compare import LoadedRun, case_metrics, load_run, lower_is_better
 from queryeval.report.html_details import render_details
 from queryeval.report.html_page import esc, num_cell, page, table
-from queryeval.report.html_svg import bar_chart, radar_chart
+from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
 
 MAX_BARS = 60
 MAX_SERIES = 4
+RADAR_MIN_AXES = 5
 RADAR_MAX_AXES = 40
+OPEN_CASES = 40
+"""Up to this many cases the cases table is open; above, it is folded (``<details>``)."""
+OPEN_DETAILS = 12
+"""Up to this many cases that did not pass, their details are open; above, each is folded."""
+NAME_CHARS = 90
+"""Longer case names (often the question itself) are cut with an ellipsis in the table."""
+SIZE_KEYS = ("cases", "questions", "sample_size", "count", "size")
+"""Figures that give a group's size (n), first found wins; else in_target + not_in_target."""
+_AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -59,8 +73,13 @@ def rate_keys(members: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _prefer(keys: list[str]) -> list[str]:
-    """PSAQ first (seed 001's spider chart), then the rest in their order."""
-    return sorted(keys, key=lambda k: 0 if "psaq" in k.lower() else 1)
+    """PSAQ first (seed 001's spider chart), then recall@k by k, then the rest in their order."""
+    def rank(k: str) -> tuple[int, int]:
+        m = _AT_K.match(k)
+        if "psaq" in k.lower():
+            return (0, 0)
+        return (1, int(m["k"])) if m and m["name"] == "recall" else (2, 0)
+    return sorted(keys, key=rank)
 
 
 #: Task name -> which per-case metrics decide pass/fail (default: every better-higher [0, 1]
@@ -93,6 +112,42 @@ def _counted(run: LoadedRun) -> list[dict]:
 
 
 # --- sections ---------------------------------------------------------------------------------
+def _system_label(run: LoadedRun, cfg: dict) -> str:
+    """The system under test: ``--system``, the recorded responses, or the task's built-in
+    system (e.g. ``bm25``, ``dense: all-MiniLM-L6-v2``)."""
+    if cfg.get("system"):
+        return str(cfg["system"])
+    if cfg.get("responses"):
+        return f"recorded: {cfg['responses']}"
+    hook = getattr(run.task, "system_label", None)
+    label = hook() if callable(hook) else None
+    return f"built-in: {label}" if label else "built-in"
+
+
+def error_banner(metrics: dict) -> str:
+    """The run's failed calls by kind (``metrics["error_summary"]``), at the top of the page:
+    ``12 × connection: ConnectError: … (case abc)``."""
+    items = metrics.get("error_summary") if isinstance(metrics, dict) else None
+    if not isinstance(items, list) or not items:
+        return ""
+    lines = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        count = item.get("count")
+        message = str(item.get("first_message") or "")
+        if len(message) > 300:
+            message = message[:299] + "…"
+        case = item.get("case")
+        lines.append(f"<li><b>{esc(count)} ×</b> {esc(item.get('kind'))}: {esc(message)}"
+                     + (f" <span class=\"note\">(case {esc(case)})</span>" if case else "")
+                     + "</li>")
+    if not lines:
+        return ""
+    return ('<div class="banner" role="alert"><b>Some calls failed.</b> By kind, with the first '
+            f"message and its case:<ul>{''.join(lines)}</ul></div>")
+
+
 def _meta(run: LoadedRun) -> str:
     b = run.batch
     cfg = b.get("evaluation_config", {})
@@ -100,7 +155,7 @@ def _meta(run: LoadedRun) -> str:
     rows = [("task", b.get("task")), ("batch", run.batch_id), ("status", b.get("status")),
             ("started", b.get("timestamp")), ("completed", b.get("completed_at")),
             ("suite", f"{suite.get('path', cfg.get('suite'))} ({suite.get('hash', '')[:19]}…)"),
-            ("system", cfg.get("system") or f"recorded: {cfg.get('responses')}"),
+            ("system", _system_label(run, cfg)),
             ("task options", json.dumps(cfg.get("task_options", {}), ensure_ascii=False)),
             ("software", json.dumps(b.get("software_info", {}), ensure_ascii=False))]
     if b.get("rescored_from"):
@@ -111,15 +166,33 @@ def _meta(run: LoadedRun) -> str:
     return f'<table class="meta"><tbody>{body}</tbody></table>'
 
 
-def _overall(run: LoadedRun, metrics: dict, per_case: dict[str, list[float]], *,
+def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[dict[str, float]],
+               *, resamples: int, seed: int) -> dict[str, stats.MeanCI]:
+    """Bootstrap CIs of the per-case means, plus those a task maps to its overall figures:
+    ``ci_sources = {"psaq": "proportion_correct", "uasq": ("correct", "total")}`` (a mean of a
+    per-case metric under another name, or a ratio of two per-case sums)."""
+    cis = {k: stats.bootstrap_ci(v, resamples=resamples, seed=seed) for k, v in per_case.items()}
+    sources = getattr(run.task, "ci_sources", None) or {}
+    for key, src in sources.items():
+        if isinstance(src, str) and src in per_case:
+            cis[key] = cis[src]
+        elif isinstance(src, tuple) and len(src) == 2:
+            pairs = [(v[src[0]], v[src[1]]) for v in counted if src[0] in v and src[1] in v]
+            if pairs:
+                cis[key] = stats.bootstrap_ratio_ci([a for a, _ in pairs], [b for _, b in pairs],
+                                                    resamples=resamples, seed=seed)
+    return cis
+
+
+def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
     overall = metrics.get("overall_metrics", {})
     rows, chart_rows, chart_ci = [], [], []
-    cis = {k: stats.bootstrap_ci(v, resamples=resamples, seed=seed) for k, v in per_case.items()}
     for key, value in flatten(overall).items():
         ci = cis.get(key)
         agrees = (ci is not None and ci.mean is not None and isinstance(value, (int, float))
                   and abs(ci.mean - value) <= 1e-9)
+        agrees = agrees and ci.low is not None
         interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if agrees else "—"
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
@@ -130,34 +203,81 @@ def _overall(run: LoadedRun, metrics: dict, per_case: dict[str, list[float]], *,
     out = [table(["metric", "value", "95% CI of the case mean", "cases"], rows)]
     out.append('<p class="note">Intervals: percentile bootstrap over cases '
                f"({resamples} resamples, seed {seed}); shown for figures that are means over "
-               "cases.</p>")
+               "cases, or ratios of per-case sums (resampled as such).</p>")
     if chart_rows:
         out.append(bar_chart(chart_rows, ["value"], ci=chart_ci, title="Overall figures (95% CI)"))
     return "".join(out)
 
 
+def by_k(metrics: dict) -> str:
+    """Figures asked for at several cut-offs (``recall@1``, ``recall@5``, …): a table metric ×
+    k and their curves over k. Empty when no figure has two or more k."""
+    overall = metrics.get("overall_metrics") or {}
+    at: dict[str, dict[int, float]] = {}
+    for key, value in overall.items():
+        m = _AT_K.match(str(key))
+        if m and (value is None or _is_rate(value)):
+            at.setdefault(m["name"], {})[int(m["k"])] = value
+    at = {name: ks for name, ks in at.items() if len(ks) >= 2}
+    if not at:
+        return ""
+    ks = sorted({k for per in at.values() for k in per})
+    rows = [[f"<td>{esc(name)}</td>", *(num_cell(per.get(k)) for k in ks)] for name, per in at.items()]
+    names = sorted(at, key=lambda n: 0 if n == "recall" else 1)  # recall@k first
+    chart = line_chart(ks, {f"{n}@k": [at[n].get(k) for k in ks] for n in names},
+                       title=f"{', '.join(f'{n}@k' for n in names)} over k")
+    return (f"<h2>By k</h2>{table(['metric', *(f'@{k}' for k in ks)], rows)}"
+            f'<div class="charts">{chart}</div>')
+
+
+def group_size(figures: dict) -> int | None:
+    """A group's size (n) from its figures: cases, questions, sample_size, …; for term
+    selection's dimension/dataset groups, how often they occur in targets and outputs."""
+    for key in SIZE_KEYS:
+        v = figures.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    if isinstance(figures.get("in_target"), int):
+        return figures["in_target"] + (figures.get("not_in_target") or 0)
+    return None
+
+
 def _groups(metrics: dict) -> str:
+    """Per group kind: bar charts of its [0, 1] figures (every series, at most
+    :data:`MAX_SERIES` a chart; each bar labelled with the member's n), a radar chart only
+    when there are enough members for one (:data:`RADAR_MIN_AXES`) and every charted figure
+    is defined for every member (a radar never leaves a series out), and the full table."""
     groups = metrics.get("group_metrics") or {}
     out = []
     for kind, members in groups.items():
         if not isinstance(members, dict) or not members:
             continue
-        flat = {str(name): flatten(figures) for name, figures in members.items()}
-        keys = rate_keys(flat)
+        flat: dict[str, dict[str, Any]] = {}
+        sizes: dict[str, int | None] = {}
+        for name, figures in members.items():
+            flat[str(name)] = flatten(figures)
+            sizes[str(name)] = group_size(figures) if isinstance(figures, dict) else None
+        keys = _prefer(rate_keys(flat))
         out.append(f"<h3>by {esc(kind)} ({len(flat)})</h3>")
         charts = []
-        if keys:
-            series = _prefer(keys)[:MAX_SERIES]
-            names = list(flat)[:MAX_BARS]
-            charts.append(bar_chart([(n, [flat[n].get(k) for k in series]) for n in names], series,
-                                    title=f"by {kind}"))
-            if len(names) < len(flat):
-                charts.append(f'<p class="note">first {MAX_BARS} of {len(flat)} shown; the '
-                              "table lists all</p>")
-            full = [k for k in _prefer(keys) if all(_is_rate(f.get(k)) for f in flat.values())]
-            if 3 <= len(flat) <= RADAR_MAX_AXES and full:
-                charts.append(radar_chart(list(flat), {k: [flat[n][k] for n in flat] for k in full[:3]},
-                                          title=f"{', '.join(full[:3])} by {kind}"))
+        names = list(flat)[:MAX_BARS]
+        labels = [f"{n} (n={sizes[n]})" if sizes[n] is not None else n for n in names]
+        for i in range(0, len(keys), MAX_SERIES):
+            series = keys[i:i + MAX_SERIES]
+            charts.append(bar_chart([(lab, [flat[n].get(k) for k in series])
+                                     for n, lab in zip(names, labels, strict=True)], series,
+                                    title=f"by {kind}" + (f" ({i // MAX_SERIES + 1})"
+                                                          if len(keys) > MAX_SERIES else ""),
+                                    legend=True))
+        if keys and len(names) < len(flat):
+            charts.append(f'<p class="note">first {MAX_BARS} of {len(flat)} shown; the '
+                          "table lists all</p>")
+        radar = keys[:MAX_SERIES]
+        if (radar and RADAR_MIN_AXES <= len(flat) <= RADAR_MAX_AXES
+                and all(_is_rate(f.get(k)) for f in flat.values() for k in radar)):
+            axes = [f"{n} (n={sizes[n]})" if sizes[n] is not None else n for n in flat]
+            charts.append(radar_chart(axes, {k: [flat[n][k] for n in flat] for k in radar},
+                                      title=f"{', '.join(radar)} by {kind}"))
         out.append(f'<div class="charts">{"".join(charts)}</div>')
         cols: list[str] = []
         for figures in flat.values():
@@ -169,42 +289,91 @@ def _groups(metrics: dict) -> str:
     return "".join(out) or '<p class="note">no group figures in this run</p>'
 
 
+def _count_columns(records: list[dict], cols: list[str]) -> set[str]:
+    """Per-case columns that are counts: an integer in every record's ``scores`` that has
+    the key (JSON keeps 3 and 3.0 apart), shown as 3, not 3.0000."""
+    out = set()
+    for k in cols:
+        seen = [(r.get("scores") or {}).get(k) for r in records
+                if isinstance(r.get("scores"), dict) and k in r["scores"]]
+        if seen and all(isinstance(v, int) and not isinstance(v, bool) for v in seen):
+            out.add(k)
+    return out
+
+
+def _short_name(name: object) -> str:
+    """A case name cut to :data:`NAME_CHARS` with an ellipsis; the full text is the cell's
+    tooltip (``title``)."""
+    text = "" if name is None else str(name)
+    if len(text) <= NAME_CHARS:
+        return f"<td>{esc(text)}</td>"
+    return f'<td title="{esc(text)}">{esc(text[:NAME_CHARS - 1].rstrip())}…</td>'
+
+
 def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
     cols: list[str] = []
     for v in values:
         cols += [k for k in v if k not in cols]
+    counts_cols = _count_columns(run.records, cols)
     rows = []
     for i, (rec, v, verd) in enumerate(zip(run.records, values, verdicts, strict=True)):
         cid = esc(rec.get("case_id"))
         link = f'<a href="#case-{i}">{cid}</a>' if verd != "pass" else cid
         tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in rec.get("tags") or [])
-        rows.append(f'<tr data-status="{esc(verd)}"><td>{link}</td><td>{esc(rec.get("name"))}</td>'
-                    f'<td>{tags}</td><td class="{esc(verd)}">{esc(verd)}</td>'
-                    + "".join(num_cell(v.get(k)) for k in cols)
-                    + f'<td>{esc(", ".join(rec.get("error_kinds") or []))}</td></tr>')
+        cells = "".join(num_cell(int(v[k]) if k in counts_cols and k in v else v.get(k))
+                        for k in cols)
+        rows.append(f'<tr data-status="{esc(verd)}"><td>{link}</td>{_short_name(rec.get("name"))}'
+                    f'<td>{tags}</td><td class="{esc(verd)}">{esc(verd)}</td>{cells}'
+                    f'<td>{esc(", ".join(rec.get("error_kinds") or []))}</td></tr>')
     heads = "".join(f"<th>{esc(h)}</th>" for h in ("case", "name", "tags", "status"))
     heads += "".join(f'<th class="num">{esc(k)}</th>' for k in cols) + "<th>errors</th>"
     counts = {s: verdicts.count(s) for s in ("pass", "fail", "error")}
     options = "".join(f'<option value="{s}">{s} ({n})</option>' for s, n in counts.items())
+    folded = "" if len(verdicts) <= OPEN_CASES else " (folded: click to open)"
     return (
+        f'<details class="fold" id="cases-box"{" open" if not folded else ""}><summary>'
+        f"{len(verdicts)} cases: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+        + f"{folded}</summary>"
         '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
         'aria-label="filter cases"><select id="filter-status" aria-label="status">'
         f'<option value="">all ({len(verdicts)})</option>{options}</select>'
         '<span id="filter-count" class="note"></span></div>'
-        f'<table id="cases"><thead><tr>{heads}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<div class="scroll"><table id="cases"><thead><tr>{heads}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div></details>'
     )
 
 
 def _details(run: LoadedRun, verdicts: list[str]) -> str:
+    """One section per case that did not pass; above :data:`OPEN_DETAILS` of them the list
+    and each case are folded (``<details>``, opened by the page script when a link to the
+    case is followed), so a large run's page stays short."""
+    shown = sum(v != "pass" for v in verdicts)
+    fold = shown > OPEN_DETAILS
     out = []
     for i, (rec, verd) in enumerate(zip(run.records, verdicts, strict=True)):
         if verd == "pass":
             continue
-        out.append(f'<section class="case" id="case-{i}"><h3><span class="{esc(verd)}">'
-                   f'[{esc(verd)}]</span> {esc(rec.get("name") or "")} <code>{esc(rec.get("case_id"))}'
-                   f'</code><a class="back" href="#cases">back to table</a></h3>'
-                   f"{render_details(run.task_name, run.task, rec)}</section>")
-    return "".join(out) or '<p class="note">every case passed</p>'
+        head = (f'<span class="{esc(verd)}">[{esc(verd)}]</span> {esc(_cut(rec.get("name")))} '
+                f'<code>{esc(rec.get("case_id"))}</code>')
+        body = render_details(run.task_name, run.task, rec)
+        if fold:
+            out.append(f'<details class="case" id="case-{i}"><summary>{head}</summary>'
+                       f'{body}<a class="back" href="#cases">back to table</a></details>')
+        else:
+            out.append(f'<section class="case" id="case-{i}"><h3>{head}<a class="back" '
+                       f'href="#cases">back to table</a></h3>{body}</section>')
+    if not out:
+        return '<p class="note">every case passed</p>'
+    if not fold:
+        return "".join(out)
+    return (f'<details class="fold" id="details-box"><summary>{shown} cases (folded: click to '
+            f"open the list, then a case; a link from the table opens its case)</summary>"
+            f'{"".join(out)}</details>')
+
+
+def _cut(text: object, limit: int = NAME_CHARS) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 # --- the page ---------------------------------------------------------------------------------
@@ -221,14 +390,17 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
                 for r, v in zip(run.records, values, strict=True)]
     counted_ids = {id(r) for r in _counted(run)}
     per_case: dict[str, list[float]] = {}
-    for rec, v in zip(run.records, values, strict=True):
-        if id(rec) in counted_ids:
-            for k, x in v.items():
-                per_case.setdefault(k, []).append(x)
+    counted = [v for rec, v in zip(run.records, values, strict=True) if id(rec) in counted_ids]
+    for v in counted:
+        for k, x in v.items():
+            per_case.setdefault(k, []).append(x)
+    cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed)
     title = f"queryeval report · {run.task_name} · {run.batch_id[:8]}"
     body = (
         f"<h1>{esc(run.task_name)} report</h1><p class=\"meta\">batch {esc(run.batch_id)}</p>{note}"
-        f"{_meta(run)}<h2>Overall</h2>{_overall(run, metrics, per_case, resamples=resamples, seed=seed)}"
+        f"{error_banner(metrics)}"
+        f"{_meta(run)}<h2>Overall</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
+        f"{by_k(metrics)}"
         f"<h2>By group</h2>{_groups(metrics)}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"
         f"<h2>Details of cases that did not pass</h2>{_details(run, verdicts)}"

@@ -94,37 +94,166 @@ def selection_details(record: dict) -> str:
 
 
 # --- retrieval (seed 002) and queries (seed 003) ----------------------------------------------
+def _chunk_text(text: object, limit: int = 600) -> str:
+    """A chunk's text, the first ``limit`` characters shown and the rest behind a fold."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return f'<span class="wrap">{esc(text)}</span>'
+    return (f'<span class="wrap">{esc(text[:limit])}</span><details><summary>… '
+            f'{len(text) - limit} more characters</summary><span class="wrap">{esc(text[limit:])}'
+            "</span></details>")
+
+
 def retrieval_details(record: dict) -> str:
-    """The question, the expected chunk, and the retrieved chunks in rank order with the
-    correct one marked."""
+    """The question, the expected chunk with its text (from the log, or from ``--corpus``
+    through the task's ``report_record``), and the retrieved chunks in rank order with their
+    text and the correct one marked."""
     expected = record["expected_chunk"] or {}
     result = record.get("evaluation_result") or {}
-    want = expected.get("content_hash")
+    want = str(expected.get("content_hash") or "").lower()
     rows = []
     for rank, c in enumerate(record.get("retrieved_chunks") or [], start=1):
-        ok = want is not None and c.get("content_hash") == want
+        ok = bool(want) and str(c.get("content_hash") or "").lower() == want
         rows.append(f'<tr><td class="num">{rank}</td><td class="{"pass" if ok else ""}">'
-                    f'{esc(c.get("chunk_id"))}{" ✔" if ok else ""}</td>'
+                    f'{esc(c.get("chunk_id"))}{" ✔ expected" if ok else ""}</td>'
                     f'<td class="num">{esc(fmt(c.get("score")))}</td>'
-                    f'<td>{esc((c.get("content") or "")[:400])}</td></tr>')
+                    f'<td>{_chunk_text(c.get("content"))}</td></tr>')
     err = _error(record)
-    return (f"<h4>{esc(record.get('question'))}</h4>{err}"
+    content = expected.get("content")
+    shown = (_chunk_text(content) if content is not None else
+             '<span class="note">(its text is not in the log; run the report with the '
+             "run's --corpus in place to see it)</span>")
+    rank = result.get("rank_if_found")
+    where = f"found at rank {esc(rank)}" if rank else \
+        f'<span class="fail">not in the top {esc(record.get("k", len(rows)))}</span>'
+    table = ("<table><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>content</th></tr>"
+             f"</thead><tbody>{''.join(rows)}</tbody></table>" if rows else
+             '<p class="note">nothing retrieved</p>')
+    return (f'<h4 class="wrap">{esc(record.get("question"))}</h4>{err}'
             f"<p>expected chunk <code>{esc(expected.get('chunk_id'))}</code> "
-            f"({esc(expected.get('name'))}); found at rank {esc(fmt(result.get('rank_if_found')))}</p>"
-            "<table><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>content</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+            f"({esc(expected.get('name'))}, {esc(expected.get('source'))}): {where}</p>"
+            f'<blockquote class="expected">{shown}</blockquote>{table}')
+
+
+def _rows_table(title: str, part: dict | None) -> str:
+    """One result table's first rows, matched rows marked (✓, green) and the others (✗)."""
+    if not part:
+        return f'<div><b>{esc(title)}</b><p class="note">no result table</p></div>'
+    cols, rows, matched = part.get("columns") or [], part.get("rows") or [], part.get("matched") or []
+    heads = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = []
+    for i, row in enumerate(rows):
+        ok = i < len(matched) and matched[i]
+        cls = "hit" if ok else "miss"
+        body.append(f'<tr><td class="{cls}">{"✓" if ok else "✗"}</td>'
+                    + "".join(f'<td class="{cls}">{"<i>unbound</i>" if v is None else esc(v)}</td>'
+                              for v in row) + "</tr>")
+    total = part.get("total", len(rows))
+    more = f"first {len(rows)} of {total} rows" if total > len(rows) else f"{total} rows"
+    return (f'<div><b>{esc(title)}</b> <span class="note">({esc(more)})</span>'
+            f'<table class="rows"><thead><tr><th></th>{heads}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _execution(info: dict | None) -> str:
+    info = info or {}
+    status = info.get("status")
+    text = f"{status}" + (f", {info.get('rows')} rows × {info.get('columns')} columns"
+                          if status == "ok" else "")
+    if info.get("truncated"):
+        text += " (truncated)"
+    reason = info.get("reason")
+    return (f'<p class="note">{esc(text)}</p>'
+            + (f'<p class="reason error">{esc(reason)}</p>' if reason else ""))
 
 
 def query_details(record: dict) -> str:
-    """Gold and predicted queries side by side, their executions and the scores."""
+    """Gold and predicted queries side by side, how each ran, and their result rows side by
+    side (first rows, the chosen column mapping, matched rows marked), then the scores."""
     gold, pred = record["gold_query"], record.get("predicted_query")
-    return (f"<h4>{esc(record.get('question'))}</h4>{_error(record)}"
-            '<div class="charts">'
-            f'<div><b>gold query</b><pre>{esc(gold)}</pre>'
-            f'<pre>{_pretty(record.get("gold_execution"))}</pre></div>'
-            f'<div><b>predicted query</b><pre>{esc(pred)}</pre>'
-            f'<pre>{_pretty(record.get("predicted_execution"))}</pre></div></div>'
-            f'<details><summary>scores</summary><pre>{_pretty(record.get("scores"))}</pre></details>')
+    sample = record.get("result_sample")
+    parts = [f'<h4 class="wrap">{esc(record.get("question"))}</h4>{_error(record)}'
+             '<div class="rowsbox">'
+             f'<div><b>gold query</b><pre>{esc(gold)}</pre>{_execution(record.get("gold_execution"))}</div>'
+             f'<div><b>predicted query</b><pre>{esc(pred)}</pre>'
+             f'{_execution(record.get("predicted_execution"))}</div></div>']
+    if isinstance(sample, dict):
+        mapping = sample.get("mapping")
+        pairs = ", ".join(f"{g} ← {p}" for g, p in zip(sample["gold"].get("columns") or [],
+                                                      mapping or [], strict=False))
+        parts.append('<p class="note">column mapping (gold ← predicted): '
+                     f"{esc(pairs) if mapping else 'none (no mapping was searched)'}; "
+                     "✓ marks a row found in the other table (cells compared as text)</p>")
+        parts.append('<div class="rowsbox">' + _rows_table("gold rows", sample.get("gold"))
+                     + _rows_table("predicted rows", sample.get("predicted")) + "</div>")
+    else:
+        parts.append('<p class="note">no result rows in this log (written before they were '
+                     "kept; re-score it to add them)</p>")
+    scores = record.get("scores") or {}
+    if scores:
+        parts.append(table_of_scores(scores))
+    return "".join(parts)
+
+
+def table_of_scores(scores: dict) -> str:
+    """A record's scores as one compact row."""
+    heads = "".join(f'<th class="num">{esc(k)}</th>' for k in scores)
+    cells = "".join(f'<td class="num">{esc(fmt(v))}</td>' for v in scores.values())
+    return f"<table><thead><tr>{heads}</tr></thead><tbody><tr>{cells}</tr></tbody></table>"
+
+
+# --- closed-form answers (seed 001) -----------------------------------------------------------
+QUESTION_CHARS = 300
+"""Longer questions are cut with an ellipsis; the full text is one click away."""
+
+
+def _long_text(text: object, limit: int = QUESTION_CHARS) -> str:
+    """Text cut to ``limit`` characters with an ellipsis, the full text in a fold (and as
+    the tooltip)."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return f'<span class="wrap">{esc(text)}</span>'
+    return (f'<details class="long"><summary title="{esc(text)}"><span class="wrap">'
+            f"{esc(text[:limit - 1].rstrip())}…</span></summary>"
+            f'<span class="wrap">{esc(text)}</span></details>')
+
+
+def sub_answer_line(sub: dict) -> str:
+    """``✓ @name: expected [v], got [w]`` (or ``got (none)``), as in the xlsx."""
+    got = "(none)" if sub.get("extracted") is None else f"[{sub['extracted']}]"
+    mark = "✓" if sub.get("matched") else "✗"
+    return f"{mark} @{sub.get('name')}: expected [{sub.get('expected')}], got {got}"
+
+
+def answers_details(record: dict) -> str:
+    """The question (long ones cut, full text on click), the response (or why there is
+    none), and one line per sub-answer: ``✓/✗ @name: expected …, got …``."""
+    parts = [f"<h4>{_long_text(record.get('question'))}</h4>", _error(record)]
+    if record.get("status") == "error":
+        state = '<span class="error">no response: the call failed</span>'
+    elif record.get("skipped"):
+        state = '<span class="fail">missing response (skipped: not scored)</span>'
+    elif not record.get("answered"):
+        state = '<span class="fail">missing response (scored 0)</span>'
+    else:
+        state = ""
+    if state:
+        parts.append(f"<p>{state}</p>")
+    subs = record["subquestions"]  # not an answers record: the generic renderer shows it
+    items = "".join(f'<li class="{"ok" if s.get("matched") else "no"}">'
+                    f"{esc(sub_answer_line(s))}</li>" for s in subs)
+    scores = record.get("scores") or {}
+    counts = (f" — {scores['correct_subquestions']} of {scores['subquestions']} right"
+              if "correct_subquestions" in scores else "")
+    parts.append(f"<p><b>sub-answers</b>{esc(counts)}</p><ul class=\"subs\">{items}</ul>")
+    response = record.get("response")
+    if response:
+        parts.append(f"<details><summary>response ({len(response)} characters)</summary>"
+                     f"<pre>{esc(response)}</pre></details>")
+    if record.get("reformatted") is not None:
+        parts.append(f"<details><summary>reformatted response</summary>"
+                     f"<pre>{esc(record['reformatted'])}</pre></details>")
+    return "".join(parts)
 
 
 #: Task name -> renderer of a record's details (HTML). Other task kinds register here or give
@@ -133,10 +262,16 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "indicator_selection": selection_details,
     "retrieval": retrieval_details,
     "query": query_details,
+    "answers": answers_details,
 }
 
 
 def render_details(task_name: str | None, task: Any, record: dict) -> str:
+    """A record's details; the task's ``report_record(record)`` may first add what the log
+    lacks (e.g. the expected chunk's text from the corpus)."""
+    enrich = getattr(task, "report_record", None)
+    if callable(enrich):
+        record = enrich(record)
     hook = getattr(task, "html_details", None)
     if callable(hook):
         return hook(record)

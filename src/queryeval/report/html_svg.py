@@ -29,26 +29,28 @@ def _legend(series: Sequence[str], x: float, y: float) -> tuple[list[str], float
         color = PALETTE[i % len(PALETTE)]
         out.append(f'<rect x="{_num(cx)}" y="{_num(y - 9)}" width="10" height="10" fill="{color}"/>'
                    f'<text x="{_num(cx + 14)}" y="{_num(y)}" class="lg">{escape(name)}</text>')
-        cx += 24 + 7 * len(name)
+        cx += 26 + 7.5 * len(name)
     return out, cx
 
 
 def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[str], *,
               title: str, ci: Sequence[Sequence[tuple[float, float] | None]] | None = None,
-              width: int = 760, label_width: int = 230) -> str:
+              width: int = 760, label_width: int = 230, legend: bool = False) -> str:
     """Horizontal grouped bars on [0, 1]: one group per row, one bar per series.
 
     ``rows``: ``(label, values per series)``; a None value is drawn as "n/a".
     ``ci``: per row, per series, an optional ``(low, high)`` whisker.
+    ``legend``: name the series even when there is one (always named when several).
     """
-    bar_h, gap, top = 13, 9, 34 if len(series) > 1 else 16
+    legend = legend or len(series) > 1
+    bar_h, gap, top = 13, 9, 34 if legend else 16
     plot_x, plot_w = label_width, width - label_width - 56
     group_h = bar_h * len(series) + gap
     height = top + group_h * len(rows) + 24
     parts = [f'<svg class="chart bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
-    if len(series) > 1:
+    if legend:
         parts += _legend(series, plot_x, 16)[0]
     axis_y = top + group_h * len(rows)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -89,7 +91,7 @@ def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ti
     if len(labels) < 3:
         raise ValueError("a radar chart needs at least 3 axes")
     n = len(labels)
-    pad_x, pad_top = 130, 40
+    pad_x, pad_top = 175, 40
     r = size / 2 - 30
     cx, cy = pad_x + r, pad_top + r + 10
     width, height = int(2 * (pad_x + r)), int(cy + r + 40)
@@ -113,7 +115,7 @@ def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ti
         lx, ly = point(i, 1.08)
         anchor = "middle" if abs(lx - cx) < 1e-6 * size + 2 else ("start" if lx > cx else "end")
         parts.append(f'<text x="{_num(lx)}" y="{_num(ly + 4)}" text-anchor="{anchor}" class="lab2">'
-                     f'<title>{escape(label)}</title>{escape(_short(label, 22))}</text>')
+                     f'<title>{escape(label)}</title>{escape(_short(label, 30))}</text>')
     for s, (name, values) in enumerate(series.items()):
         if len(values) != n:
             raise ValueError(f"series {name!r} has {len(values)} values for {n} axes")
@@ -124,5 +126,56 @@ def radar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ti
         for (x, y), label, v in zip(pts, labels, values, strict=True):
             parts.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="3" fill="{color}">'
                          f'<title>{escape(label)} · {escape(name)}: {v:.4f}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def line_chart(xs: Sequence[int | float], series: dict[str, Sequence[float | None]], *,
+               title: str, x_label: str = "k", width: int = 560, height: int = 300) -> str:
+    """A curve per series on [0, 1] over the ordered ``xs`` (e.g. recall@k over k), the xs
+    evenly spaced and labelled; a None value leaves a gap."""
+    if not xs:
+        raise ValueError("a line chart needs at least one x")
+    left, right, top, bottom = 46, 64, 34 if len(series) > 1 else 18, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    step = plot_w / max(1, len(xs) - 1)
+
+    def px(i: int) -> float:
+        return left + (i * step if len(xs) > 1 else plot_w / 2)
+
+    def py(v: float) -> float:
+        return top + (1.0 - max(0.0, min(1.0, v))) * plot_h
+
+    parts = [f'<svg class="chart line" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    if len(series) > 1:
+        parts += _legend(list(series), left, 16)[0]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = py(tick)
+        parts.append(f'<line x1="{left}" y1="{_num(y)}" x2="{left + plot_w}" y2="{_num(y)}" '
+                     f'class="grid"/><text x="{left - 6}" y="{_num(y + 4)}" class="lab">'
+                     f"{tick:g}</text>")
+    for i, x in enumerate(xs):
+        parts.append(f'<text x="{_num(px(i))}" y="{top + plot_h + 16}" class="tick">'
+                     f"{escape(str(x))}</text>")
+    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{height - 6}" class="tick">'
+                 f"{escape(x_label)}</text>")
+    for s, (name, values) in enumerate(series.items()):
+        if len(values) != len(xs):
+            raise ValueError(f"series {name!r} has {len(values)} values for {len(xs)} xs")
+        color = PALETTE[s % len(PALETTE)]
+        pts = [(px(i), py(v), v) for i, v in enumerate(values)
+               if v is not None and math.isfinite(v)]
+        if len(pts) > 1:
+            path = " ".join(f"{'M' if j == 0 else 'L'}{_num(x)} {_num(y)}"
+                            for j, (x, y, _) in enumerate(pts))
+            parts.append(f'<path d="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for (x, y, v), xv in zip(pts, [x for x, v in zip(xs, values, strict=True)
+                                       if v is not None and math.isfinite(v)], strict=True):
+            parts.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="3.5" fill="{color}">'
+                         f'<title>{escape(name)} at {escape(x_label)}={escape(str(xv))}: '
+                         f'{v:.4f}</title></circle><text x="{_num(x + 5)}" y="{_num(y - 6)}" '
+                         f'class="val">{v:.3f}</text>')
     parts.append("</svg>")
     return "".join(parts)

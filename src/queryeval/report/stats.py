@@ -102,6 +102,36 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
     return MeanCI(mean, float(low), float(high), int(arr.size), confidence)
 
 
+def bootstrap_ratio_ci(numerators: Sequence[float] | np.ndarray,
+                       denominators: Sequence[float] | np.ndarray, *, confidence: float = 0.95,
+                       resamples: int = 10_000, seed: int | None = 0) -> MeanCI:
+    """Percentile bootstrap CI of a pooled ratio ``sum(num) / sum(den)`` (e.g. correct
+    sub-answers over sub-answers): cases are resampled with their numerator and denominator
+    together. ``mean`` is the ratio itself; None (and no interval) when ``sum(den) == 0``.
+    A resample whose denominators sum to 0 has no ratio and is left out of the quantiles."""
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    num, den = _as_1d(numerators, "numerators"), _as_1d(denominators, "denominators")
+    if num.size != den.size:
+        raise ValueError(f"numerators and denominators differ in length ({num.size} vs {den.size})")
+    n = int(num.size)
+    if n == 0 or den.sum() == 0:
+        return MeanCI(None, None, None, n, confidence)
+    ratio = float(num.sum() / den.sum())
+    if np.all(num * den[0] == den * num[0]):  # every case has the same ratio: a point
+        return MeanCI(ratio, ratio, ratio, n, confidence)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for rows in _blocks(resamples, n):
+        idx = rng.integers(0, n, size=(rows, n))
+        top, bottom = num[idx].sum(axis=1), den[idx].sum(axis=1)
+        parts.append(top[bottom != 0] / bottom[bottom != 0])
+    ratios = np.concatenate(parts)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return MeanCI(ratio, float(low), float(high), n, confidence)
+
+
 def paired_bootstrap_ci(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                         confidence: float = 0.95, resamples: int = 10_000,
                         seed: int | None = 0) -> MeanCI:

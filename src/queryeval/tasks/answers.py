@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +69,14 @@ def _question_score(record: dict) -> QuestionScore:
 class AnswersTask(Task):
     name = "answers"
     Options = AnswersOptions
+
+    #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the
+    #: per-question proportion and all-correct flag; UASQ is pooled (right sub-answers over
+    #: sub-answers), resampled as a ratio of per-question sums.
+    ci_sources: ClassVar[dict[str, Any]] = {
+        "psaq": "proportion_correct", "abq": "all_correct",
+        "uasq": ("correct_subquestions", "subquestions"),
+    }
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)

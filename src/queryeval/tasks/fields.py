@@ -18,7 +18,7 @@ import math
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -185,6 +185,33 @@ class FieldsTask(Task):
         elif m is not None:
             return m
         return self._tuning.get(field, {}).get("model", DEFAULT_MODEL)
+
+    #: The report's CI of ``avg_recall``: the mean of the per-case recall (shown only where
+    #: the two agree, i.e. one scored turn per case).
+    ci_sources: ClassVar[dict[str, Any]] = {"avg_recall": "recall"}
+
+    @staticmethod
+    def case_verdict(record: dict) -> str:
+        """The reports' status of a case: ``error`` when a call failed, ``pass`` when every
+        scored question passed (the seed's rule, the one ``pass_rate`` counts; a case with no
+        scored question has nothing against it), else ``fail``."""
+        if record.get("status") == "error":
+            return "error"
+        flags = [(t.get("scores") or {}).get("passed") for t in record.get("turns") or []]
+        flags = [f for f in flags if f is not None]
+        return "pass" if all(flags) else "fail"
+
+    def system_label(self) -> str:
+        """The built-in retriever a run without --system/--responses used (for the reports):
+        one model, per-field models, or the tuning file that chose them."""
+        m = self.options.model
+        if isinstance(m, str):
+            return f"retriever: {m}"
+        if isinstance(m, dict) and m:
+            return "retriever per field: " + ", ".join(f"{f}={v}" for f, v in sorted(m.items()))
+        if self.options.tuning:
+            return f"retriever per field from {Path(self.options.tuning).name}"
+        return f"retriever: {DEFAULT_MODEL}"
 
     # --- requests and outputs -------------------------------------------------------------------
     def _turn_fields(self, case: Case, turn: int) -> list[str]:

@@ -24,6 +24,52 @@ RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 RATE_KEYS = ("syntax_ok", "returns_results", "perfect_match")
+SAMPLE_ROWS = 10
+"""Rows of the gold and predicted tables kept in a record for the report (first N)."""
+SAMPLE_CELL_CHARS = 200
+
+
+def _plain_rows(table: dict) -> tuple[list[str], list[list[str | None]]]:
+    """Column names and rows (cell text, None when unbound) of a result table, in either
+    form the engines give (SPARQL JSON, or ``{"columns", "rows"}``)."""
+    if "boolean" in table:
+        return ["boolean"], [[str(bool(table["boolean"])).lower()]]
+    if "head" in table:
+        cols = list(table["head"].get("vars") or [])
+        rows = [[None if (b.get(c) or {}).get("value") is None else str(b[c]["value"])
+                 for c in cols] for b in (table.get("results") or {}).get("bindings") or []]
+        return cols, rows
+    cols = [str(c) for c in table.get("columns") or []]
+    return cols, [[None if v is None else str(v) for v in row] for row in table.get("rows") or []]
+
+
+def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
+                  limit: int = SAMPLE_ROWS) -> dict:
+    """The first ``limit`` rows of the gold and predicted tables for the report, each marked
+    ``matched`` when the same row (its cells as text, predicted columns taken in the chosen
+    mapping's order) is anywhere in the other table. The scores compare values under the
+    task's rules; this mark is the plain-text view of that, for reading."""
+    g_cols, g_rows = _plain_rows(gold)
+    out: dict[str, Any] = {"limit": limit, "mapping": mapping,
+                           "gold": {"columns": g_cols, "total": len(g_rows)}}
+    p_cols, p_rows = _plain_rows(pred) if pred is not None else ([], [])
+    index = {c: i for i, c in enumerate(p_cols)}
+    usable = mapping is not None and len(mapping) == len(g_cols) and all(c in index for c in mapping)
+    projected = [tuple(r[index[c]] for c in mapping) for r in p_rows] if usable else []
+    g_set, p_set = {tuple(r) for r in g_rows}, set(projected)
+
+    def cut(row: list[str | None]) -> list[str | None]:
+        return [v if v is None or len(v) <= SAMPLE_CELL_CHARS else v[:SAMPLE_CELL_CHARS - 1] + "…"
+                for v in row]
+
+    out["gold"]["rows"] = [cut(r) for r in g_rows[:limit]]
+    out["gold"]["matched"] = [usable and tuple(r) in p_set for r in g_rows[:limit]]
+    if pred is not None:
+        out["predicted"] = {"columns": p_cols, "total": len(p_rows),
+                            "rows": [cut(r) for r in p_rows[:limit]],
+                            "matched": [usable and projected[i] in g_set
+                                        for i in range(min(limit, len(p_rows)))]}
+    return out
 
 
 class QueryOptions(TaskOptions):
@@ -222,7 +268,9 @@ class QueryTask(Task):
             scores["perfect_match"] = 1.0 if ts.exact_match_f1 == 1.0 else 0.0
             record["mapping"] = list(ts.mapping) if ts.mapping is not None else None
             record["mapping_exact"] = ts.exact
+            record["result_sample"] = result_sample(gold, pred, record["mapping"])
         else:
+            record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
         record["scores"] = scores
         return record
@@ -243,8 +291,8 @@ class QueryTask(Task):
         return out
 
     def aggregate(self, records: Iterable[dict]) -> dict:
-        """Overall and per-group (``question_source``, ``building`` metadata) means of the
-        scored cases, read from ``records`` once.
+        """Overall and per-group (the case's tags, and its ``question_source`` and
+        ``building`` metadata) means of the scored cases, read from ``records`` once.
 
         A case whose gold query failed has no scores: it is counted in ``gold_failures`` (an
         error, so ``on_error: skip`` drops it anyway) and enters no mean. Per scored case it
@@ -262,7 +310,8 @@ class QueryTask(Task):
                 yield r
 
         cols = [Values() for _ in keys]
-        groupings: dict[str, dict[Any, list[Values]]] = {"question_source": {}, "building": {}}
+        groupings: dict[str, dict[Any, list[Values]]] = {"tag": {}, "question_source": {},
+                                                         "building": {}}
         inexact = 0
         for r in tally.counted(watch(records)):
             scores = r["scores"]
@@ -275,13 +324,13 @@ class QueryTask(Task):
                 inexact += 1
             meta = r.get("metadata", {})
             for name, groups in groupings.items():
-                value = meta.get(name)
-                if value:
-                    gcols = groups.get(value)
-                    if gcols is None:
-                        gcols = groups[value] = [Values() for _ in keys]
-                    for col, v in zip(gcols, values, strict=True):
-                        col.add(v)
+                for value in (r.get("tags") or []) if name == "tag" else [meta.get(name)]:
+                    if value:
+                        gcols = groups.get(value)
+                        if gcols is None:
+                            gcols = groups[value] = [Values() for _ in keys]
+                        for col, v in zip(gcols, values, strict=True):
+                            col.add(v)
 
         overall = self._means(len(cols[0]), [c.mean() for c in cols])
         overall.update({

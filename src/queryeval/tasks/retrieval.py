@@ -90,6 +90,44 @@ class _DatasetAcc:
         return [c.mean() for c in self.cols]
 
 
+class _AtK:
+    """Running recall, MRR and nDCG at each smaller k, overall, and recall per dataset: the
+    figures of the derived batches, so the run's own report shows every k asked for."""
+
+    def __init__(self, ks: list[int]) -> None:
+        self.ks = ks
+        self.n = 0
+        self.cols = {j: (Values(), Values(), Values()) for j in ks}  # recall, mrr, ndcg
+        self.per_ds: dict[Any, list[int]] = {}  # dataset -> [size, hits at each k..., hits at K]
+
+    def add(self, dataset: Any, ranks: list[int | None], hit_at_largest: bool) -> None:
+        self.n += 1
+        for j, rank in zip(self.ks, ranks, strict=True):
+            recall, mrr, ndcg = self.cols[j]
+            recall.add(1.0 if rank else 0.0)
+            mrr.add(1.0 / rank if rank else 0.0)
+            ndcg.add(1.0 / math.log2(rank + 1) if rank else 0.0)
+        counts = self.per_ds.setdefault(dataset, [0] * (len(self.ks) + 2))
+        counts[0] += 1
+        for i, rank in enumerate(ranks, start=1):
+            counts[i] += rank is not None
+        counts[-1] += hit_at_largest
+
+    def overall(self, k: int, fig: dict) -> dict:
+        out: dict[str, Any] = {}
+        for j in self.ks:
+            recall, mrr, ndcg = self.cols[j]
+            out.update({f"recall@{j}": recall.mean(), f"mrr@{j}": mrr.mean(), f"ndcg@{j}": ndcg.mean()})
+        out[f"recall@{k}"] = fig["recall_at_k"]
+        return out
+
+    def dataset(self, ds: Any, k: int, fig: dict) -> dict:
+        counts = self.per_ds[ds]
+        out = {f"recall@{j}": counts[i] / counts[0] for i, j in enumerate(self.ks, start=1)}
+        out[f"recall@{k}"] = fig["recall_at_k"]
+        return out
+
+
 class RetrievalTask(Task):
     name = "retrieval"
     Options = RetrievalOptions
@@ -98,6 +136,7 @@ class RetrievalTask(Task):
         super().__init__(options)
         self._corpus = None
         self._by_id: dict[str, Any] = {}
+        self._by_hash: dict[str, Any] | None = None
 
     @property
     def k(self) -> int:
@@ -187,19 +226,26 @@ class RetrievalTask(Task):
         return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])
 
     # --- scoring ---------------------------------------------------------------------------------
-    def _evaluate(self, record: dict) -> dict:
-        k = self.k
+    def _cut(self, record: dict, k: int) -> tuple[list[dict], int | None, int]:
+        """The chunks scored at ``k`` (the first k retrieved, then ``min_score``), the rank of
+        the first correct one (or None) and the number of correct ones."""
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
         chunks = list(source)[:k]
         if self.options.min_score is not None:
-            if len(source) > len(chunks) or any(c["score"] is None or c["score"] < self.options.min_score
-                                                  for c in chunks):
-                record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
             chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
         expected = record["expected_chunk"]["content_hash"].lower()
         hashes = [str(c["content_hash"]).lower() for c in chunks]
         rank = hashes.index(expected) + 1 if expected in hashes else None
-        hits = sum(h == expected for h in hashes)
+        return chunks, rank, sum(h == expected for h in hashes)
+
+    def _evaluate(self, record: dict) -> dict:
+        k = self.k
+        source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
+        if self.options.min_score is not None and (
+                len(source) > k or any(c["score"] is None or c["score"] < self.options.min_score
+                                       for c in source[:k])):
+            record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
+        chunks, rank, hits = self._cut(record, k)
         record["retrieved_chunks"] = chunks
         record["evaluation_result"] = {
             "correct_chunk_retrieved": rank is not None,
@@ -266,6 +312,8 @@ class RetrievalTask(Task):
         overall_acc = _DatasetAcc(len(keys))
         times = Values()
         per_ds: dict[Any, _DatasetAcc] = {}
+        smaller = self.smaller_ks()
+        at_k = _AtK(smaller)
         for r in tally.counted(records):
             ev = r["evaluation_result"]
             acc = per_ds.get(r["dataset"])
@@ -280,6 +328,8 @@ class RetrievalTask(Task):
                 best = max(chunk_scores) if chunk_scores else None
             for a in (overall_acc, acc):
                 a.add(values, bool(hit), best)
+            if smaller:
+                at_k.add(r["dataset"], [self._cut(r, j)[1] for j in smaller], bool(hit))
             if ev["retrieval_time_ms"] is not None:
                 times.add(ev["retrieval_time_ms"])
 
@@ -304,9 +354,17 @@ class RetrievalTask(Task):
         }
         dataset_metrics = {ds: self._figures(a.size, a.correct, a.wrong.mean(), a.means())
                            for ds, a in per_ds.items()}
+        groups = dataset_metrics
+        if smaller:  # several k asked for: every k's figures, read from the one retrieval
+            overall.update(at_k.overall(k, fig))
+            groups = {ds: {**f, **at_k.dataset(ds, k, f)} for ds, f in dataset_metrics.items()}
         return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
                 "incorrect_retrievals_analysis": analysis,
-                "group_metrics": {"dataset": dataset_metrics}}
+                "group_metrics": {"dataset": groups}}
+
+    def smaller_ks(self) -> list[int]:
+        """The k asked for below the run's own (largest) k, ascending."""
+        return [j for j in self.options.k if j != self.k]
 
     def batch_info(self) -> dict:
         return {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
@@ -346,10 +404,74 @@ class RetrievalTask(Task):
         from queryeval.report.console import group_table, overall_table
 
         k = self.k
+        several = bool(self.smaller_ks())
+        every_k = [f"recall@{j}" for j in self.options.k]
+        groups = metrics["group_metrics"]["dataset"] if several else metrics["dataset_metrics"]
         return [
-            overall_table(metrics, keys=["recall_at_k", f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
+            overall_table(metrics, keys=[*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
                                          "mean_retrieval_time_ms", "total_questions",
-                                         "successful_retrievals", "errors"], title=f"Overall (k={k})"),
-            group_table(metrics["dataset_metrics"], "dataset",
-                        ["sample_size", "recall_at_k", f"mrr@{k}", "avg_score_incorrect"]),
+                                         "successful_retrievals", "errors"],
+                          title=f"Overall (k={', '.join(map(str, self.options.k))})"),
+            group_table(groups, "dataset", ["sample_size", *(every_k if several else ["recall_at_k"]),
+                                            f"mrr@{k}", "avg_score_incorrect"]),
         ]
+
+    # --- what the reports show ----------------------------------------------------------------
+    def case_metrics(self, record: dict) -> dict[str, float]:
+        """Per-case figures for the reports and comparisons: the record's scores at the run's
+        k, and ``recall@k`` at each smaller k asked for (so those get confidence intervals and
+        can be compared case by case)."""
+        scores = record.get("scores") or {}
+        out = {k: float(v) for k, v in scores.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+        if record.get("expected_chunk"):
+            for j in self.smaller_ks():
+                out[f"recall@{j}"] = 1.0 if self._cut(record, j)[1] is not None else 0.0
+        return out
+
+    def case_verdict(self, record: dict) -> str:
+        """``error`` when the call failed, ``pass`` when the expected chunk is in the top k
+        of the run's own (largest) k, else ``fail``."""
+        if record.get("status") == "error":
+            return "error"
+        found = (record.get("evaluation_result") or {}).get("correct_chunk_retrieved")
+        return "pass" if found else "fail"
+
+    def system_label(self) -> str:
+        """The built-in retriever a run without --system/--responses used."""
+        if self.options.retriever == "dense":
+            from queryeval.systems.retrievers.models import DEFAULT_MODEL
+
+            return f"dense: {self.options.model or DEFAULT_MODEL}"
+        return self.options.retriever
+
+    def report_record(self, record: dict) -> dict:
+        """The record with its expected chunk's text for the report: from a retrieved chunk
+        with its content hash (one dropped by ``min_score`` too), else from ``--corpus``."""
+        expected = record.get("expected_chunk") or {}
+        if expected.get("content") is not None:
+            return record
+        want = str(expected.get("content_hash")).lower()
+        for c in (record.get("all_retrieved_chunks") or []) + (record.get("retrieved_chunks") or []):
+            if str(c.get("content_hash")).lower() == want and c.get("content") is not None:
+                return {**record, "expected_chunk": {**expected, "content": c["content"]}}
+        if not self.options.corpus:
+            return record
+        try:
+            self.corpus()
+        except Exception:  # noqa: BLE001 - a moved or broken corpus: the report goes without
+            return record
+        chunk = self._by_id.get(str(expected.get("chunk_id")))
+        if chunk is None or chunk.content_hash.lower() != want:
+            if self._by_hash is None:
+                self._by_hash = {c.content_hash.lower(): c for c in reversed(self._corpus or [])}
+            chunk = self._by_hash.get(want)
+        if chunk is None:
+            return record
+        return {**record, "expected_chunk": {**expected, "content": chunk.content}}
+
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
+        from queryeval.report.retrieval_xlsx import write_retrieval_xlsx
+
+        return [write_retrieval_xlsx(paths.report_xlsx, records, metrics, self.options.k,
+                                     lambda r, j: self._cut(r, j)[1] is not None)]

@@ -253,6 +253,18 @@ class SelectionTask(Task):
                     "false_negatives": "; ".join(f"{i}: {n}" for i, n in d["fn"]),
                 }
 
+    @staticmethod
+    def case_verdict(record: dict) -> str:
+        """A case's verdict in the reports (HTML status, xlsx pass/fail): ``error`` when a
+        call failed; ``pass`` when its macro recall and macro precision are both 1 (every
+        expected term found, nothing extra; a figure that is undefined, as for a turn that
+        expects and selects nothing, does not count against it); ``fail`` otherwise."""
+        if record.get("status") == "error":
+            return "error"
+        scores = record.get("scores") or {}
+        figures = [scores.get("macro_recall"), scores.get("macro_precision")]
+        return "pass" if all(v is None or v == 1.0 for v in figures) else "fail"
+
     def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
         from queryeval.report.selection_xlsx import write_selection_xlsx
 
