@@ -247,15 +247,15 @@ class RunLog:
         (default: the ``QUERYEVAL_CSV_RAW`` environment variable) writes text as it is. See
         :func:`queryeval.io.safetext.csv_cell`; :func:`queryeval.io.safetext.csv_uncell`
         reads a cell back."""
-        from queryeval.io.safetext import csv_cell, csv_raw_from_env
+        from queryeval.io.safetext import csv_raw_from_env, csv_row
 
         raw = csv_raw_from_env() if raw is None else raw
         with writing(self.paths.results_csv), \
                 atomic_open(self.paths.results_csv, "w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow([csv_cell(c, raw=raw) for c in columns])
+            writer.writerow(csv_row(columns, raw=raw))
             for row in rows:
-                writer.writerow([csv_cell(row.get(c), raw=raw) for c in columns])
+                writer.writerow(csv_row([row.get(c) for c in columns], raw=raw))
 
     def write_metrics(self, metrics: dict) -> None:
         doc = {"log_schema": LOG_SCHEMA, "batch_id": self.paths.batch_id,
