@@ -92,16 +92,11 @@ def csv_uncell(text: str) -> str:
 
 def csv_row(values: Iterable[Any], *, raw: bool = False) -> list[Any]:
     """:func:`csv_cell` of every value (with fast paths: a run's CSV has millions of cells)."""
-    out = []
-    for v in values:
-        cls = v.__class__
-        if cls is str:
-            if v and v[0] in _CSV_HEADS and not raw:
-                v = csv_cell(v)
-        elif cls is not int and cls is not float:
-            v = csv_cell(v, raw=raw)
-        out.append(v)
-    return out
+    if raw:
+        return [csv_cell(v, raw=True) for v in values]
+    heads, plain = _CSV_HEADS, (float, int, bool)  # bool: the csv module writes True/False
+    return [v if (v.__class__ is str and not (v and v[0] in heads)) or v.__class__ in plain
+            else "" if v is None else csv_cell(v) for v in values]
 
 
 # --- console -----------------------------------------------------------------------------------

@@ -44,13 +44,13 @@ def cell_text(text: str, note: str = "… (truncated; full details in the result
 def put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
     """Set one cell: numbers, booleans, dates and ``None`` as they are; anything else as text
     (data type ``s``, never a formula; storable; at most one cell's length)."""
+    cls = value.__class__
+    if cls is not str and (value is None or cls is int or cls is float
+                           or isinstance(value, (numbers.Real, dt.date, dt.time, dt.timedelta))):
+        return ws.cell(row=row, column=column, value=value)
     c = ws.cell(row=row, column=column)
-    if value is None or isinstance(value, (numbers.Real, dt.date, dt.time, dt.timedelta)):
-        c.value = value
-        return c
-    text = value if isinstance(value, str) else str(value)
-    c.value = cell_text(xlsx_text(text))
-    c.data_type = "s"  # openpyxl would read a leading "=" as a formula
+    c.value = cell_text(xlsx_text(value if cls is str else str(value)))
+    c.data_type = "s"  # openpyxl reads a leading "=" as a formula
     return c
 
 
