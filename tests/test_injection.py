@@ -379,3 +379,20 @@ def test_cli_trec_per_query_ids_are_literal(tmp_path):
     res = cli("trec", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "ndcg@10", "-q")
     assert res.returncode == 0, res.stderr
     assert "[/x]" in res.stdout.decode()
+
+
+def test_cli_rescore_prints_a_hostile_source_batch_id_with_controls_shown(tmp_path):
+    """A run log from elsewhere whose batch id holds an OSC 8 hyperlink."""
+    out = selection_run(tmp_path, "--no-report", names=FORMULAS)
+    batch = only(out, "batch_*.json")
+    old_id = json.loads(batch.read_text())["batch_id"]
+    new_id = "r\x1b[2J\x1b]8;;https:evil\x07"  # a batch id holds no backslash
+    for path in list(batch.parent.iterdir()):
+        path.rename(path.with_name(path.name.replace(old_id, new_id)))
+    new_batch = batch.with_name(f"batch_{new_id}.json")
+    doc = json.loads(new_batch.read_text())
+    new_batch.write_text(json.dumps({**doc, "batch_id": new_id}))
+    res = cli("rescore", str(new_batch), "--out", str(tmp_path / "re"), "--no-report")
+    assert res.returncode == 0, res.stderr
+    assert b"\x1b" not in res.stdout and b"\x1b" not in res.stderr
+    assert "re-scored r\\x1b[2J\\x1b]8;;https:evil\\x07 (changed options: none)" in res.stdout.decode()
