@@ -140,6 +140,24 @@ def test_put_writes_every_value_kind(tmp_path):
             assert c.value == expected_visible(text)
 
 
+def test_put_keeps_every_kind_of_number_a_number(tmp_path):
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import numpy as np
+
+    from queryeval.report.xlsx import put, save
+
+    wb = Workbook()
+    values = [Decimal("-1.5"), Fraction(1, 4), np.int64(-3), np.float64(0.5), -0.5]
+    for i, v in enumerate(values, start=1):
+        put(wb.active, i, 1, v)
+    save(wb, tmp_path / "n.xlsx")
+    back = openpyxl.load_workbook(tmp_path / "n.xlsx").active
+    assert [(c.value, c.data_type) for (c,) in back.iter_rows()] == [
+        (-1.5, "n"), (0.25, "n"), (-3, "n"), (0.5, "n"), (-0.5, "n")]
+
+
 # --- every xlsx report -----------------------------------------------------------------------
 def _selection(ds: str, dim: str, vid: str) -> list[dict]:
     return [{"dataset_id": ds, "dimensions": [{"dimension_name": dim,

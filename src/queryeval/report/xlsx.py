@@ -18,6 +18,7 @@ from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.cell.cell import Cell
+from openpyxl.compat.numbers import NUMERIC_TYPES
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
@@ -42,12 +43,15 @@ def cell_text(text: str, note: str = "… (truncated; full details in the result
 
 
 def put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
-    """Set one cell: numbers, booleans, dates and ``None`` as they are; anything else as text
-    (data type ``s``, never a formula; storable; at most one cell's length)."""
+    """Set one cell: numbers (openpyxl's numeric types: int, float, Decimal, numpy; other real
+    numbers as float), booleans, dates and ``None`` as they are; anything else as text (data
+    type ``s``, never a formula; storable; at most one cell's length)."""
     cls = value.__class__
     if cls is not str and (value is None or cls is int or cls is float
-                           or isinstance(value, (numbers.Real, dt.date, dt.time, dt.timedelta))):
+                           or isinstance(value, (*NUMERIC_TYPES, dt.date, dt.time, dt.timedelta))):
         return ws.cell(row=row, column=column, value=value)
+    if cls is not str and isinstance(value, numbers.Real):  # e.g. Fraction
+        return ws.cell(row=row, column=column, value=float(value))
     c = ws.cell(row=row, column=column)
     c.value = cell_text(xlsx_text(value if cls is str else str(value)))
     c.data_type = "s"  # openpyxl reads a leading "=" as a formula
