@@ -414,3 +414,17 @@ def test_cli_rescore_prints_a_hostile_source_batch_id_with_controls_shown(tmp_pa
     assert res.returncode == 0, res.stderr
     assert b"\x1b" not in res.stdout and b"\x1b" not in res.stderr
     assert "re-scored r\\x1b[2J\\x1b]8;;https:evil\\x07 (changed options: none)" in res.stdout.decode()
+
+
+def test_compare_sheet_titles_from_hostile_metric_names_save(tmp_path):
+    from queryeval.report.compare import _sheet_title
+    from queryeval.report.xlsx import save
+
+    used: set[str] = set()
+    titles = [_sheet_title(n, used) for n in ("'a\x1b[b]:c'", "\x00", "=x", "=x")]
+    assert titles == ["a_x1b_b__c", "_x00", "=x", "=x~2"]
+    wb = Workbook()
+    for t in titles:
+        wb.create_sheet(t)
+    save(wb, tmp_path / "s.xlsx")
+    assert openpyxl.load_workbook(tmp_path / "s.xlsx").sheetnames[1:] == titles
