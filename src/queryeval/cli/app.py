@@ -24,6 +24,7 @@ from queryeval.cli import validate as validate_cmd
 from queryeval.cli.console import err_console
 from queryeval.cli.help import Command, Group
 from queryeval.errors import QueryevalError
+from queryeval.io.safetext import console_plain
 
 # Typer vendors its own click: take the exception classes from Typer's public ones.
 _CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except QueryevalError as err:
         if debug:
             traceback.print_exc()
-        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        # the message may quote a suite or an output: controls are shown, never sent
+        err_console.print(f"error: {console_plain(err)}", markup=False, highlight=False,
+                          soft_wrap=True)
         return err.exit_code
     except _EXIT as exc:
         return exc.exit_code

@@ -21,6 +21,7 @@ def command(
 ) -> None:
     """Re-score RUN with other task options into a new batch."""
     from queryeval.cli.run import _parse_options
+    from queryeval.io.safetext import console_plain
     from queryeval.report.rescore import rescore_run
 
     result = rescore_run(run, _parse_options(option), out=out, reports=not no_report)
@@ -30,7 +31,8 @@ def command(
             console.print(renderable)
     paths = result.log.paths
     changed = ", ".join(f"{k}={v}" for k, v in result.changed_options.items()) or "none"
-    console.print(f"re-scored {result.source_batch_id} (changed options: {changed})",
+    source = console_plain(result.source_batch_id)  # from a run log: controls shown, not sent
+    console.print(f"re-scored {source} (changed options: {changed})",
                   markup=False, highlight=False, soft_wrap=True)
     written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
     written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]

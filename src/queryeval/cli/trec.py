@@ -55,13 +55,15 @@ def command(
         return
     from rich.table import Table
 
-    table = Table(title=f"{run.name} vs {qrels.name}: {len(result.qids)} queries"
-                  f" ({result.n_missing} judged but missing from the run, {missing_query})")
+    from queryeval.io.safetext import console_text
+
+    table = Table(title=console_text(f"{run.name} vs {qrels.name}: {len(result.qids)} queries"
+                  f" ({result.n_missing} judged but missing from the run, {missing_query})"))
     table.add_column("query")
     for name in result.means:
         table.add_column(name, justify="right")
     if per_query:
         for i, q in enumerate(result.qids):
-            table.add_row(q, *(f"{result.per_query[m][i]:.4f}" for m in result.means))
+            table.add_row(console_text(q), *(f"{result.per_query[m][i]:.4f}" for m in result.means))
     table.add_row("all", *(f"{v:.4f}" for v in result.means.values()), style="bold")
     console.print(table)

@@ -347,32 +347,36 @@ def _f(v: float | None, spec: str = ".4f") -> str:
 
 
 def console_renderables(comp: Comparison, *, max_flips: int = 10) -> list:
-    """Rich tables: the per-metric summary, then the flipped cases of each metric."""
+    """Rich tables: the per-metric summary, then the flipped cases of each metric. Text from
+    the runs (task, batch ids, metric names, case ids and names) is literal, never markup,
+    with control characters made visible (:func:`queryeval.io.safetext.console_text`)."""
     from rich.table import Table
 
-    head = Table(title=f"Compare {comp.task}: A={comp.run_a['batch_id'][:8]} "
-                       f"B={comp.run_b['batch_id'][:8]} ({comp.paired} paired cases"
-                       f", {len(comp.only_a)} only in A, {len(comp.only_b)} only in B)",
+    from queryeval.io.safetext import console_text as lit
+
+    head = Table(title=lit(f"Compare {comp.task}: A={comp.run_a['batch_id'][:8]} "
+                           f"B={comp.run_b['batch_id'][:8]} ({comp.paired} paired cases"
+                           f", {len(comp.only_a)} only in A, {len(comp.only_b)} only in B)"),
                  title_justify="left")
     for col in ("metric", "n", "mean A", "mean B", "B − A", f"{comp.confidence:.0%} CI",
                 "p rand.", "p t-test", "p Holm", "improved", "regressed"):
         head.add_column(col, justify="left" if col == "metric" else "right")
     for m in comp.metrics:
         style = "bold red" if m in comp.regressions() else None
-        head.add_row(m.metric, str(m.n), _f(m.mean_a), _f(m.mean_b), _f(m.diff, "+.4f"),
-                     f"[{_f(m.ci_low, '+.4f')}, {_f(m.ci_high, '+.4f')}]", _f(m.p_randomization, ".4g"),
-                     _f(m.p_ttest, ".4g"), _f(m.p_holm, ".4g"), str(len(m.improved)),
-                     str(len(m.regressed)), style=style)
+        head.add_row(lit(m.metric), str(m.n), _f(m.mean_a), _f(m.mean_b), _f(m.diff, "+.4f"),
+                     lit(f"[{_f(m.ci_low, '+.4f')}, {_f(m.ci_high, '+.4f')}]"),
+                     _f(m.p_randomization, ".4g"), _f(m.p_ttest, ".4g"), _f(m.p_holm, ".4g"),
+                     str(len(m.improved)), str(len(m.regressed)), style=style)
     out: list = [head]
     for m in comp.metrics:
         flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
         if not flips:
             continue
-        t = Table(title=f"{m.metric}: flipped cases", title_justify="left")
+        t = Table(title=lit(f"{m.metric}: flipped cases"), title_justify="left")
         for col in ("change", "case", "A", "B"):
             t.add_column(col)
         for kind, f in flips[:max_flips]:
-            t.add_row(kind, f"{f.case_id} {f.name or ''}".strip(), _f(f.a), _f(f.b))
+            t.add_row(kind, lit(f"{f.case_id} {f.name or ''}".strip()), _f(f.a), _f(f.b))
         if len(flips) > max_flips:
             t.add_row("…", f"{len(flips) - max_flips} more (see --json/--xlsx/--html)", "", "")
         out.append(t)
@@ -387,7 +391,9 @@ def write_json(comp: Comparison, path: str | Path) -> Path:
 
 
 def _sheet_title(name: str, used: set[str]) -> str:
-    base = re.sub(r"[\[\]:*?/\\]", "_", name)[:31] or "metric"
+    from queryeval.io.safetext import xlsx_text
+
+    base = re.sub(r"[\[\]:*?/\\]", "_", xlsx_text(name))[:31].strip("'") or "metric"
     title, i = base, 2
     while title.lower() in used or title.lower() == "summary":
         suffix = f"~{i}"

@@ -13,6 +13,7 @@ from queryeval.report.xlsx import (
     TITLE_FONT,
     cell_text,
     finish_sheet,
+    put,
     save,
     set_widths,
     write_header,
@@ -42,14 +43,14 @@ def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, col
                                            for j, col in enumerate(columns, start=1)})
 
     st = wb.create_sheet("Statistics")
-    st.cell(row=1, column=1, value="Overall").font = TITLE_FONT
+    put(st, 1, 1, "Overall").font = TITLE_FONT
     write_header(st, 2, ["metric", "value"])
     r = 3
     for key, value in metrics["overall_metrics"].items():
         if isinstance(value, (dict, list)):
             continue
-        st.cell(row=r, column=1, value=key)
-        c = st.cell(row=r, column=2, value=value)
+        put(st, r, 1, key)
+        c = put(st, r, 2, value)
         if isinstance(value, float):
             c.number_format = FIGURE
         r += 1

@@ -13,6 +13,7 @@ from queryeval.report.xlsx import (
     TOP,
     cell_text,
     finish_sheet,
+    put,
     save,
     set_widths,
     write_header,
@@ -84,7 +85,7 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]
-    st.cell(row=1, column=1, value="Data Query Metrics").font = TITLE_FONT
+    put(st, 1, 1, "Data Query Metrics").font = TITLE_FONT
     write_header(st, 2, ["metric", "value"])
     overall_rows = [
         ("macro precision", o["macro_precision"]), ("macro recall", o["macro_recall"]),
@@ -95,8 +96,8 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -
     ]
     row = 3
     for name, value in overall_rows:
-        st.cell(row=row, column=1, value=name).alignment = TOP
-        c = st.cell(row=row, column=2, value=value)
+        put(st, row, 1, name).alignment = TOP
+        c = put(st, row, 2, value)
         if isinstance(value, float):
             c.number_format = FIGURE
         row += 1

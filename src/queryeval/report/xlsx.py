@@ -1,17 +1,30 @@
-"""Shared openpyxl helpers: header style, number formats, column widths, atomic save."""
+"""Shared openpyxl helpers: header style, number formats, column widths, atomic save, and
+:func:`put`, the one way a value enters a cell.
+
+Every xlsx file queryeval writes (run reports, compare, tune) sets its cells through
+:func:`put`: a string is stored as text (data type ``s``), never as a formula, whatever it
+starts with (``=HYPERLINK(...)``, ``=cmd|...`` DDE, seed 000's ``=== turn 0`` lines), with
+characters a cell cannot hold shown as visible escapes (:func:`queryeval.io.safetext.xlsx_text`)
+and cut to Excel's 32,767 characters (:func:`cell_text`).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import numbers
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from openpyxl import Workbook
+from openpyxl.cell.cell import Cell
+from openpyxl.compat.numbers import NUMERIC_TYPES
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from queryeval.io.atomic import atomic_path
+from queryeval.io.safetext import xlsx_text
 
 HEADER_FONT = Font(bold=True, color="FFFFFF")
 HEADER_FILL = PatternFill("solid", fgColor="305496")
@@ -29,9 +42,25 @@ def cell_text(text: str, note: str = "… (truncated; full details in the result
     return text[: EXCEL_CELL_LIMIT - len(note) - 1] + "\n" + note
 
 
+def put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
+    """Set one cell: numbers (openpyxl's numeric types: int, float, Decimal, numpy; other real
+    numbers as float), booleans, dates and ``None`` as they are; anything else as text (data
+    type ``s``, never a formula; storable; at most one cell's length)."""
+    cls = value.__class__
+    if cls is not str and (value is None or cls is int or cls is float
+                           or isinstance(value, (*NUMERIC_TYPES, dt.date, dt.time, dt.timedelta))):
+        return ws.cell(row=row, column=column, value=value)
+    if cls is not str and isinstance(value, numbers.Real):  # e.g. Fraction
+        return ws.cell(row=row, column=column, value=float(value))
+    c = ws.cell(row=row, column=column)
+    c.value = cell_text(xlsx_text(value if cls is str else str(value)))
+    c.data_type = "s"  # openpyxl reads a leading "=" as a formula
+    return c
+
+
 def write_header(ws: Worksheet, row: int, headers: Sequence[str], col: int = 1) -> None:
     for j, h in enumerate(headers, start=col):
-        c = ws.cell(row=row, column=j, value=h)
+        c = put(ws, row, j, h)
         c.font = HEADER_FONT
         c.fill = HEADER_FILL
         c.alignment = Alignment(vertical="center", wrap_text=True)
@@ -44,7 +73,7 @@ def write_row(ws: Worksheet, row: int, values: Sequence[Any], *, wrap: Iterable[
     wrap = set(wrap)
     formats = formats or {}
     for j, v in enumerate(values, start=1):
-        c = ws.cell(row=row, column=j, value=v)
+        c = put(ws, row, j, v)
         c.alignment = WRAP_TOP if j in wrap else TOP
         if j in formats and isinstance(v, (int, float)) and not isinstance(v, bool):
             c.number_format = formats[j]
@@ -62,7 +91,7 @@ def write_table(ws: Worksheet, row: int, headers: Sequence[str], rows: Iterable[
                 *, figure_cols: Iterable[int] = (), title: str | None = None) -> int:
     """Write an optional title, a header row and data rows; returns the next free row."""
     if title:
-        ws.cell(row=row, column=1, value=title).font = TITLE_FONT
+        put(ws, row, 1, title).font = TITLE_FONT
         row += 1
     write_header(ws, row, headers)
     row += 1

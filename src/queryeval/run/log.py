@@ -241,13 +241,21 @@ class RunLog:
             for r in records:
                 fh.write(dumps(r) + "\n")
 
-    def write_csv(self, columns: list[str], rows: Iterable[dict]) -> None:
+    def write_csv(self, columns: list[str], rows: Iterable[dict], *, raw: bool | None = None) -> None:
+        """``results_<id>.csv``. A text cell a spreadsheet would run as a formula (``=``, ``+``,
+        ``-``, ``@``, tab, CR first) gets a leading ``'``; numbers stay numbers. ``raw``
+        (default: the ``QUERYEVAL_CSV_RAW`` environment variable) writes text as it is. See
+        :func:`queryeval.io.safetext.csv_cell`; :func:`queryeval.io.safetext.csv_uncell`
+        reads a cell back."""
+        from queryeval.io.safetext import csv_raw_from_env, csv_row
+
+        raw = csv_raw_from_env() if raw is None else raw
         with writing(self.paths.results_csv), \
                 atomic_open(self.paths.results_csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-            writer.writeheader()
+            writer = csv.writer(fh)
+            writer.writerow(csv_row(columns, raw=raw))
             for row in rows:
-                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+                writer.writerow(csv_row([row.get(c) for c in columns], raw=raw))
 
     def write_metrics(self, metrics: dict) -> None:
         doc = {"log_schema": LOG_SCHEMA, "batch_id": self.paths.batch_id,

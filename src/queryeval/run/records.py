@@ -110,6 +110,8 @@ def csv_order(path: Path) -> IdIndex | None:
     rows share the rank of its first). ``None`` when the file is missing or unreadable."""
     import csv
 
+    from queryeval.io.safetext import csv_uncell
+
     keys = KeyBuilder()
     try:
         with open(path, encoding="utf-8", newline="") as fh:
@@ -118,7 +120,7 @@ def csv_order(path: Path) -> IdIndex | None:
                 if i == 0 or not row or row[0] == previous:
                     continue
                 previous = row[0]
-                keys.add(row[0], len(keys))
+                keys.add(csv_uncell(row[0]), len(keys))  # the id log.write_csv escaped
     except (OSError, csv.Error, UnicodeDecodeError):
         return None
     return keys.build()

@@ -15,7 +15,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from queryeval.io.atomic import atomic_open, atomic_path, write_text_atomic
+from queryeval.io.atomic import atomic_open, write_text_atomic
+from queryeval.io.safetext import console_plain, console_text
 from queryeval.tune.pipeline import TuneResult
 
 COLUMNS = ("Field Name", "N", "Model", "recall", "passed", "tokens")
@@ -37,34 +38,44 @@ def write_json(result: TuneResult, path: str | Path) -> Path:
     return Path(path)
 
 
-def write_csv(result: TuneResult, path: str | Path) -> Path:
-    """Rows only, with a header line (UTF-8)."""
+def write_csv(result: TuneResult, path: str | Path, *, raw: bool | None = None) -> Path:
+    """Rows only, with a header line (UTF-8, written atomically). A text cell that would start
+    a formula gets a leading ``'`` unless ``raw`` (default: the ``QUERYEVAL_CSV_RAW``
+    environment variable); see :func:`queryeval.io.safetext.csv_cell`."""
+    from queryeval.io.safetext import csv_cell, csv_raw_from_env
+
+    raw = csv_raw_from_env() if raw is None else raw
     with atomic_open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
-        writer.writeheader()
-        writer.writerows(records(result))
+        writer = csv.writer(fh)
+        writer.writerow(COLUMNS)
+        for rec in records(result):
+            writer.writerow([csv_cell(rec[c], raw=raw) for c in COLUMNS])
     return Path(path)
 
 
 def write_xlsx(result: TuneResult, path: str | Path) -> Path:
-    """Sheet "Tuning" with the rows, sheet "Summary" with the totals."""
+    """Sheet "Tuning" with the rows, sheet "Summary" with the totals (every cell through
+    :func:`queryeval.report.xlsx.put`: text is never a formula)."""
     from openpyxl import Workbook
+
+    from queryeval.report.xlsx import put, save
 
     wb = Workbook()
     ws = wb.active
     ws.title = "Tuning"
-    ws.append(list(COLUMNS))
-    for rec in records(result):
-        ws.append([rec[c] for c in COLUMNS])
+    rows = [list(COLUMNS), *([rec[c] for c in COLUMNS] for rec in records(result))]
+    for i, values in enumerate(rows, start=1):
+        for j, value in enumerate(values, start=1):
+            put(ws, i, j, value)
     summary = wb.create_sheet("Summary")
-    summary.append(["metric", "value"])
-    for key, value in result.summary().items():
+    put(summary, 1, 1, "metric")
+    put(summary, 1, 2, "value")
+    for i, (key, value) in enumerate(result.summary().items(), start=2):
         if isinstance(value, (dict, list)):
             value = json.dumps(value, ensure_ascii=False)
-        summary.append([key, value])
-    with atomic_path(path) as tmp:
-        wb.save(tmp)
-    return Path(path)
+        put(summary, i, 1, key)
+        put(summary, i, 2, value)
+    return save(wb, path)
 
 
 def write_default(result: TuneResult, out: str | Path) -> list[Path]:
@@ -87,7 +98,7 @@ def render_table(result: TuneResult) -> Table:
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("Field Name", "Model") else "right")
     for row in result.rows:
-        table.add_row(row.field, str(row.n), row.model, f"{row.recall:.4f}",
+        table.add_row(console_text(row.field), str(row.n), console_text(row.model), f"{row.recall:.4f}",
                       str(row.passed), str(row.tokens))
     table.add_row("all fields", "", "", f"{result.recall:.4f}",
                   f"{result.passed}/{result.questions}", str(result.tokens), style="bold")
@@ -105,4 +116,4 @@ def print_result(result: TuneResult, console: Console) -> None:
             markup=False, highlight=False, soft_wrap=True,
         )
     for note in result.notes:
-        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"note: {console_plain(note)}", markup=False, highlight=False, soft_wrap=True)
