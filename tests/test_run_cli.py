@@ -191,7 +191,12 @@ def test_resume_refuses_a_changed_suite_and_ambiguous_folders(tmp_path):
     assert proc.returncode == 2 and "changed since the run started" in proc.stderr
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
     proc = cli("run", "--resume", str(out))
-    assert proc.returncode == 2 and "found 2" in proc.stderr
+    assert proc.returncode == 2 and "all 2 runs in this folder are complete" in proc.stderr
+    assert "queryeval report BATCH_FILE" in proc.stderr
+    for batch in out.rglob("batch_*.json"):  # two unfinished batches: which one is meant?
+        batch.write_text(batch.read_text().replace('"status": "complete"', '"status": "interrupted"'))
+    proc = cli("run", "--resume", str(out))
+    assert proc.returncode == 2 and "expected one unfinished batch to resume, found 2" in proc.stderr
 
 
 def test_resume_retry_errors_redoes_only_failed_cases(tmp_path):

@@ -123,7 +123,8 @@ class RunLog:
                *, dated: bool = True) -> RunLog:
         """A new batch under ``out/YYYY-MM-DD/`` (or directly in ``out`` when not ``dated``)."""
         batch_id = batch_id or str(uuid.uuid4())
-        folder = Path(out) / dt.date.today().isoformat() if dated else Path(out)
+        out = Path(out).resolve()  # fixed now: a system calling os.chdir cannot move the log
+        folder = out / dt.date.today().isoformat() if dated else out
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -143,17 +144,24 @@ class RunLog:
 
         Derived batches (``derived_from``, e.g. retrieval's smaller k) are not runs of their
         own: their parent rewrites them when it finishes, so a folder search never picks one."""
-        location = Path(location)
+        location = Path(location).resolve()
         if location.is_dir():
             docs = {p: _read_json(p) for p in sorted(location.rglob("batch_*.json"))}
             candidates = [p for p, d in docs.items() if "derived_from" not in d]
             running = [p for p in candidates if docs[p].get("status") != "complete"]
+            if not candidates:
+                raise ConfigError(f"{location}: no batch_<id>.json to resume in this folder")
+            if not running and len(candidates) > 1:
+                raise ConfigError(
+                    f"{location}: all {len(candidates)} runs in this folder are complete, nothing "
+                    "to resume; to re-write a run's reports: queryeval report BATCH_FILE, or "
+                    f"queryeval run --resume BATCH_FILE (e.g. {candidates[-1]})")
             pick = running or candidates
             if len(pick) != 1:
-                names = ", ".join(p.name for p in pick) or "none"
+                names = ", ".join(p.name for p in pick)
                 raise ConfigError(
-                    f"{location}: expected one unfinished batch to resume, found {len(pick)} ({names}); "
-                    "pass the batch_<id>.json file"
+                    f"{location}: expected one unfinished batch to resume, found {len(pick)} "
+                    f"({names}); pass the batch_<id>.json file"
                 )
             location = pick[0]
         if not location.is_file() or not location.name.startswith("batch_"):
