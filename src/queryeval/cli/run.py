@@ -83,10 +83,10 @@ def command(
         "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
     reformat_temperature: float = typer.Option(0.0, "--reformat-temperature"),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
-    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Cases in flight."),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Per-call timeout, seconds."),
-    retries: int = typer.Option(2, "--retries", min=0, help="Retries of transient failures."),
-    backoff: float = typer.Option(0.5, "--backoff", min=0.0, help="First retry wait, seconds."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", help="Cases in flight (1-1024)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Per-call timeout, seconds (at most a week)."),
+    retries: int = typer.Option(2, "--retries", help="Retries of transient failures (0-100)."),
+    backoff: float = typer.Option(0.5, "--backoff", help="First retry wait, seconds."),
     on_error: str | None = typer.Option(
         None, "--on-error", help="score (failed calls score as empty output) or skip."),
     option: list[str] = typer.Option(
@@ -207,7 +207,10 @@ def command(
         make_config(suite="-", **given)  # range checks, one line naming the option
         return given
 
+    interrupted = []
+
     def on_sigint(signum, frame):  # the first Ctrl-C stops the run cleanly; a second at once
+        interrupted.append(True)
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         raise KeyboardInterrupt
 
@@ -231,8 +234,8 @@ def command(
     finally:
         if bar.live.is_started:
             bar.stop()
-        if in_main:
-            signal.signal(signal.SIGINT, previous)
+        if in_main and not interrupted:  # after Ctrl-C, calls still in flight are waited for
+            signal.signal(signal.SIGINT, previous)  # at exit: a second Ctrl-C ends that at once
 
     for w in result.warnings:
         err_console.print(f"warning: {w}", markup=False, highlight=False)
