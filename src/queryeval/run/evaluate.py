@@ -436,12 +436,7 @@ def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None
 def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
             warnings: list[str] | None) -> tuple[dict, RecordStream]:
     records = log.scan_records(order)
-    metrics = task.aggregate(records)
-    errors = ErrorTally()
-    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(errors.add(r))))
-    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
-    metrics["error_summary"] = errors.summary()
-    log.write_metrics(metrics)
+    metrics = _write_tables(log, task, records)
     if reports and len(records) > REPORT_CASE_LIMIT:
         reports = False
         if warnings is not None:
@@ -458,6 +453,19 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
         with _reporting(log.paths.folder / f"report_{log.paths.batch_id}.html"):
             write_html_report(log.paths.batch)
     return metrics, records
+
+
+def _write_tables(log: RunLog, task: Task, records: RecordStream) -> dict:
+    """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
+    carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
+    first_message, case)."""
+    metrics = task.aggregate(records)
+    errors = ErrorTally()
+    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(errors.add(r))))
+    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
+    metrics["error_summary"] = errors.summary()
+    log.write_metrics(metrics)
+    return metrics
 
 
 def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
@@ -485,9 +493,7 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
         vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
-        vmetrics = vtask.aggregate(vrecords)
-        vlog.write_csv(vtask.csv_columns, (row for r in vrecords for row in vtask.csv_rows(r)))
-        vlog.write_metrics(vmetrics)
+        _write_tables(vlog, vtask, vrecords)
         vlog.mark_complete()
         known[key] = vlog.paths.batch_id
     log.batch["derived_batches"] = known
