@@ -116,7 +116,11 @@ def command(
     from queryeval.errors import ConfigError
     from queryeval.report.gates import check_thresholds, parse_thresholds
     from queryeval.run.evaluate import (
-        RunInterrupted, format_error_summary, make_config, resume_run, start_run,
+        RunInterrupted,
+        format_error_summary,
+        make_config,
+        resume_run,
+        start_run,
     )
     from queryeval.run.memory import use_mmap_for_large_blocks
 

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import gc
 import json
-import math
 import platform
 import subprocess
 import sys
@@ -33,7 +32,6 @@ from queryeval.suite.models import Case
 from queryeval.systems.base import System, make_system
 from queryeval.systems.recorded import RecordedSystem
 from queryeval.tasks.base import Task, get_task, infer_task
-
 
 MAX_SECONDS = 7 * 24 * 3600.0
 """Upper bound of --timeout and --backoff (a week): a larger value is a typo, and ``inf``
@@ -345,7 +343,10 @@ class ErrorTally:
 
     def add(self, record: dict) -> dict:
         turns = record.get("turns")
-        errors = [t.get("error") for t in turns] if isinstance(turns, list) else [record.get("error")]
+        if isinstance(turns, list):
+            errors = [t.get("error") for t in turns]
+        else:
+            errors = [record.get("error")]
         self.calls += len(errors)
         for err in errors:
             if not isinstance(err, dict):
@@ -354,8 +355,8 @@ class ErrorTally:
             kind = str(err.get("kind", "error"))
             entry = self.kinds.get(kind)
             if entry is None:
-                self.kinds[kind] = {"kind": kind, "count": 1,
-                                    "first_message": " ".join(str(err.get("message", "")).split())[:500],
+                message = " ".join(str(err.get("message", "")).split())[:500]
+                self.kinds[kind] = {"kind": kind, "count": 1, "first_message": message,
                                     "case": str(record.get("case_id", ""))}
             else:
                 entry["count"] += 1
@@ -367,7 +368,8 @@ class ErrorTally:
 
 def format_error_summary(summary: list[dict]) -> list[str]:
     """One line per error kind: ``12 × connection: ConnectError: ... (case abc)``."""
-    return [f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})" for e in summary]
+    return [f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})"
+            for e in summary]
 
 
 def _written_file(exc: OSError, fallback: Path) -> Path:
@@ -591,7 +593,8 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
         config = RunConfig.model_validate(stored)
     except ValidationError as exc:
         msg = exc.errors(include_url=False)[0]["msg"]
-        raise ConfigError(f"{log.paths.batch}: cannot read the run's configuration: {msg}") from None
+        raise ConfigError(f"{log.paths.batch}: cannot read the run's configuration: {msg}") \
+            from None
     if overrides:
         config = make_config(**{**config.model_dump(), **overrides})
     config = resolve_config(config)

@@ -1,6 +1,6 @@
 """The run log, in seed 002's layout, for every task kind::
 
-    OUT/YYYY-MM-DD/batch_<id>.json      run metadata and configuration (status running/complete)
+    OUT/YYYY-MM-DD/batch_<id>.json      config, pinned inputs, status (running/interrupted/complete)
     OUT/YYYY-MM-DD/results_<id>.jsonl   one line per case, appended as cases finish
     OUT/YYYY-MM-DD/results_<id>.csv     flattened results
     OUT/YYYY-MM-DD/metrics_<id>.json    overall_metrics and per-group figures
