@@ -239,3 +239,22 @@ def test_fail_under_gates_the_exit_code(tmp_path):
     assert len(list(tmp_path.rglob("metrics_*.json"))) == 2
     unknown = cli(*args, "--fail-under", "recall=0.9")
     assert unknown.returncode == 2 and "macro_recall" in unknown.stderr
+
+
+def test_a_stray_validation_error_is_one_line(monkeypatch, capsys):
+    """The last resort in cli/app.py: a pydantic ValidationError that escaped the up-front
+    checks is one line and exit 2, never a traceback."""
+    from pydantic import BaseModel
+
+    import queryeval.run.evaluate as evaluate
+
+    class Strict(BaseModel):
+        retries: int
+
+    def start_run(config, **kw):
+        Strict(retries="many")
+
+    monkeypatch.setattr(evaluate, "start_run", start_run)
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: retries: Input should be a valid integer") and err.count("\n") == 1

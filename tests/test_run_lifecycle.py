@@ -146,6 +146,25 @@ def test_resume_names_a_changed_suite_file(tmp_path):
                                             "the run started (and 1 more)")
 
 
+def test_resume_names_a_file_new_in_a_pinned_folder(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for p in SUITE.iterdir():
+        (suite / p.name).write_text(p.read_text())
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(RESPONSES), "--out", str(out), "-q", "--no-report"]) == 0
+    f = make_partial(out, 3)
+    extra = suite / "zz.yaml"
+    extra.write_text((SUITE / "cpi.yaml").read_text().replace("5eed0000", "5eed9999"))
+    proc = cli("run", "--resume", str(out))
+    assert proc.returncode == 2
+    assert one_line(proc.stderr).startswith(f"error: input file {extra} is new since the run started;")
+    proc = cli("run", "--resume", str(out), "--force", "-q")
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads(f["batch"].read_text())["resumes"]
+    assert entry["inputs_changed"][0]["path"] == str(extra) and entry["inputs_changed"][0]["was"] is None
+
+
 def test_resume_applies_safe_options_and_refuses_the_rest(tmp_path, reference):
     out = tmp_path / "o"
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q", "--no-report"]) == 0
@@ -289,6 +308,11 @@ def test_a_full_disk_while_saving_the_xlsx_is_exactly_one_line(tmp_path):
     f = files(out)
     assert proc.returncode == 2
     xlsx = f["batch"].parent / f"report_{f['batch'].stem.removeprefix('batch_')}.xlsx"
+    assert proc.stderr == f"error: cannot write {xlsx}: No space left on device\n"
+    # `queryeval report` writes the xlsx through the same guard
+    proc = subprocess.run([sys.executable, str(driver), "report", str(f["batch"]), "--resamples", "10"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2
     assert proc.stderr == f"error: cannot write {xlsx}: No space left on device\n"
 
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import json
 import platform
 import subprocess
-import sys
 import threading
-import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +21,7 @@ from queryeval.errors import ConfigError, OutputError, QueryevalError
 from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.run import inputs as run_inputs
 from queryeval.run.lock import BatchLock
-from queryeval.run.log import RunLog, now_iso
+from queryeval.run.log import RunLog, now_iso, release_quietly
 from queryeval.run.records import RecordStream
 from queryeval.run.runner import RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
@@ -391,34 +388,8 @@ def _reporting(fallback: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         error = OutputError.from_os(_written_file(exc, fallback), exc)
-        _release_quietly(exc)
+        release_quietly(exc)
         raise error from None
-
-
-def _release_quietly(exc: BaseException) -> None:
-    """Free what a failed writer left open, now and in silence.
-
-    A full disk makes openpyxl's ``save`` fail with its ``ZipFile`` still open; when the
-    traceback that holds it is freed, ``ZipFile.__del__`` flushes into the same full disk and
-    Python prints "Exception ignored in ..." with a traceback after the one clean line. Its
-    frames are cleared here (running those finalizers at once) with OS errors in finalizers
-    ignored; any other unraisable error still reaches the usual hook."""
-    hook = sys.unraisablehook
-
-    def quiet(unraisable: Any) -> None:
-        if not isinstance(unraisable.exc_value, OSError):
-            hook(unraisable)
-
-    sys.unraisablehook = quiet
-    try:
-        tb = exc.__traceback__
-        exc.__traceback__ = None
-        if tb is not None:
-            traceback.clear_frames(tb)
-        del tb
-        gc.collect()
-    finally:
-        sys.unraisablehook = hook
 
 
 def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
@@ -607,6 +578,16 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
                           "run, or pass --force to resume with the files as they are now")
     complete = log.batch.get("status") == "complete"
     suite, task, system, cases, warnings = _prepare(config)
+    pinned = (log.batch.get("inputs") or {}).get("files")
+    if isinstance(pinned, dict):  # a file added to a pinned folder (tables, a suite folder)
+        added = [str(p) for p in _input_paths(config, suite) if str(p) not in pinned]
+        if added and not force:
+            system.close()
+            task.close()
+            more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
+            raise ConfigError(f"input file {added[0]} is new since the run started{more}; start "
+                              "a new run, or pass --force to resume with the files as they are now")
+        changes += [(name, "", "new") for name in added]
     expected = log.batch.get("suite_info", {}).get("hash")
     if expected and expected != suite.hash and not force:
         system.close()
@@ -662,7 +643,8 @@ def _repin(log: RunLog, changes: list[tuple[str, str, str | None]]) -> list[dict
     """Record (under ``--force``) which inputs changed, and pin them as they are now."""
     files = log.batch["inputs"]["files"]
     out = []
-    for name, was, _ in changes:
+    for name, was_hash, _ in changes:
+        was = was_hash or None
         path = Path(name)
         if path.is_file():
             files[name] = run_inputs.pin([path])[name]
