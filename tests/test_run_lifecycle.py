@@ -207,7 +207,7 @@ def test_resume_of_a_complete_batch_only_rewrites_its_reports(tmp_path):
 # --- 2. one process per batch -------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_resumes_of_one_batch_at_once_the_second_is_refused(tmp_path):
-    spec = slow_system(tmp_path, 0.1)
+    spec = slow_system(tmp_path, 0.3)  # 21 cases left at -c 1: a window of about 6 s
     out = tmp_path / "o"
     assert main(["run", str(SUITE), "--system", spec, "--out", str(out), "-q", "--no-report", "-c", "4"]) == 0
     f = make_partial(out, 2)
