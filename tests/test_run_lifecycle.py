@@ -144,6 +144,18 @@ def test_resume_names_a_changed_suite_file(tmp_path):
     proc = cli("run", "--resume", str(out))
     assert one_line(proc.stderr).startswith(f"error: input file {suite / 'cpi.yaml'} is gone since "
                                             "the run started (and 1 more)")
+    # --force goes on with the suite as it is now and pins it: a later resume is not refused
+    batch_file = files(out)["batch"]
+    hash_before = json.loads(batch_file.read_text())["suite_info"]["hash"]
+    proc = cli("run", "--resume", str(out), "--force", "-q")
+    assert proc.returncode == 0, proc.stderr
+    batch = json.loads(batch_file.read_text())
+    assert batch["resumes"][0]["suite_hash_was"] == hash_before != batch["suite_info"]["hash"]
+    assert {c["path"] for c in batch["resumes"][0]["inputs_changed"]} == \
+        {str(suite / "weo.yaml"), str(suite / "cpi.yaml")}
+    assert str(suite / "cpi.yaml") not in batch["inputs"]["files"]
+    proc = cli("run", "--resume", str(out), "-q")
+    assert proc.returncode == 0 and proc.stderr.startswith("already complete: "), proc.stderr
 
 
 def test_resume_names_a_file_new_in_a_pinned_folder(tmp_path):

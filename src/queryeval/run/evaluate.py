@@ -609,6 +609,9 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
             log.batch.setdefault("evaluation_config", {}).update(overrides)
         if changes:
             entry["inputs_changed"] = _repin(log, changes)
+        if expected and expected != suite.hash:  # under --force: pin the suite as it is now
+            entry["suite_hash_was"] = expected
+            log.batch.setdefault("suite_info", {})["hash"] = suite.hash
         log.batch["status"] = "running"
         log.batch.setdefault("resumed_at", []).append(entry["at"])
         log.batch.setdefault("resumes", []).append(entry)
