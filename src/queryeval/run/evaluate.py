@@ -85,8 +85,11 @@ def make_config(**values: Any) -> RunConfig:
         raise ConfigError(f"{name}: {msg}, got {err.get('input')!r:.60}") from None
 
 
-class RunInterrupted(QueryevalError):
-    """Ctrl-C (SIGINT) stopped a run; the batch is marked ``interrupted`` (exit code 130)."""
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run; the batch is marked ``interrupted`` (exit code 130).
+
+    Still a KeyboardInterrupt, so a program that runs queryeval as a library sees Ctrl-C as
+    Ctrl-C; ``str()`` is the line to print, with the resume command."""
 
     exit_code = 130
 
