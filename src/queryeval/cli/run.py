@@ -88,7 +88,7 @@ def command(
     retries: int = typer.Option(2, "--retries", help="Retries of transient failures (0-100)."),
     backoff: float = typer.Option(0.5, "--backoff", help="First retry wait, seconds."),
     on_error: str | None = typer.Option(
-        None, "--on-error", help="score (failed calls score as empty output) or skip."),
+        None, "--on-error", help="score (a failed call gets the worst score on every metric) or skip."),
     option: list[str] = typer.Option(
         [], "--option", help="Task option KEY=VALUE, e.g. include_extra_dimensions=false."),
     resume: Path | None = typer.Option(

@@ -26,8 +26,9 @@ class TaskOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     on_error: Literal["score", "skip"] = "score"
-    """``score``: a turn whose call failed is scored as an empty output (it counts against
-    the system); ``skip``: cases with an error are left out of the means (counted apart)."""
+    """``score``: a turn whose call failed gets the worst score on every metric (it counts
+    against the system, and never as correct, even where an empty output would be right);
+    ``skip``: cases with an error are left out of the means (counted apart)."""
 
 
 @dataclass
