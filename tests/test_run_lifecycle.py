@@ -177,6 +177,23 @@ def test_resume_names_a_file_new_in_a_pinned_folder(tmp_path):
     assert entry["inputs_changed"][0]["path"] == str(extra) and entry["inputs_changed"][0]["was"] is None
 
 
+def test_resume_names_a_changed_graph_that_the_cases_name(tmp_path):
+    """The graph a query suite's targets name (not an option) is pinned too."""
+    for p in (REPO / "examples" / "sparql").iterdir():
+        (tmp_path / p.name).write_text(p.read_text())
+    out = tmp_path / "o"
+    assert main(["run", str(tmp_path / "suite.yaml"), "--responses", str(tmp_path / "predictions.jsonl"),
+                 "--out", str(out), "-q", "--no-report",
+                 "--option", f"store_dir={tmp_path / 'store'}"]) == 0
+    graph = tmp_path / "building.ttl"
+    assert str(graph) in json.loads(files(out)["batch"].read_text())["inputs"]["files"]
+    make_partial(out, 1)
+    graph.write_text(graph.read_text() + "\n# changed\n")
+    proc = cli("run", "--resume", str(out))
+    assert proc.returncode == 2
+    assert one_line(proc.stderr).startswith(f"error: input file {graph} changed since the run started;")
+
+
 def test_resume_applies_safe_options_and_refuses_the_rest(tmp_path, reference):
     out = tmp_path / "o"
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q", "--no-report"]) == 0

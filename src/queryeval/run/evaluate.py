@@ -328,9 +328,9 @@ def resolve_config(config: RunConfig) -> RunConfig:
     })
 
 
-def _input_paths(config: RunConfig, suite: Suite) -> list[Path]:
+def _input_paths(config: RunConfig, suite: Suite, task: Task) -> list[Path]:
     return run_inputs.input_paths(suite.sources, config.responses, config.labels,
-                                  config.task_options)
+                                  config.task_options, task.input_files())
 
 
 class ErrorTally:
@@ -519,7 +519,7 @@ def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResu
     try:
         fields = _batch_fields(config, suite, task, len(cases))
         fields["inputs"] = {"pinned_at": now_iso(),
-                            "files": run_inputs.pin(_input_paths(config, suite))}
+                            "files": run_inputs.pin(_input_paths(config, suite, task))}
         log = RunLog.create(config.out, fields)
         lock = BatchLock(log.paths.batch).acquire()
     except BaseException:
@@ -583,7 +583,7 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
     suite, task, system, cases, warnings = _prepare(config)
     pinned = (log.batch.get("inputs") or {}).get("files")
     if isinstance(pinned, dict):  # a file added to a pinned folder (tables, a suite folder)
-        added = [str(p) for p in _input_paths(config, suite) if str(p) not in pinned]
+        added = [str(p) for p in _input_paths(config, suite, task) if str(p) not in pinned]
         if added and not force:
             system.close()
             task.close()

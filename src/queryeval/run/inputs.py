@@ -42,14 +42,16 @@ def _expand(path: Path) -> Iterator[Path]:
 
 
 def input_paths(suite_files: Iterable[str | Path], responses: str | None, labels: str | None,
-                task_options: dict[str, Any]) -> list[Path]:
-    """Every input file of a run, absolute, each once, in a stable order."""
+                task_options: dict[str, Any], extra: Iterable[str] = ()) -> list[Path]:
+    """Every input file of a run, absolute, each once, in a stable order; ``extra``: files the
+    task itself read (the graphs and databases a query suite's cases name)."""
     named: list[str] = [str(p) for p in suite_files]
     named += [p for p in (responses, labels) if p]
     for key in PATH_OPTIONS:
         value = task_options.get(key)
         if isinstance(value, str) and value:
             named += [part for part in value.split(",") if part and "://" not in part]
+    named += list(extra)
     seen: dict[Path, None] = {}
     for name in named:
         for p in _expand(Path(name)):

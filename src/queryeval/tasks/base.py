@@ -92,6 +92,11 @@ class Task(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the task opened (engines, clients)."""
 
+    def input_files(self) -> list[str]:
+        """Files the task read for this run beyond its options (e.g. the graphs and databases
+        its cases name), pinned with the run's other inputs. Called after the first pass."""
+        return []
+
     def batch_info(self) -> dict:
         """Extra fields for the batch file's ``evaluation_config`` (e.g. seed 002's k_value)."""
         return {}
