@@ -1,8 +1,8 @@
 """The input files of a run, pinned by content hash when it starts and checked on resume.
 
 A resumed run must read what the interrupted one read: the suite, the recorded responses,
-the labels, the database or graph, the corpus, the data table, the tuning file, the answers'
-table folder. Each is hashed (BLAKE2b, streamed in 1 MiB blocks, so memory stays flat) into
+the labels, the database or graph (given as an option or named by the cases), the corpus, the
+data table, the tuning file, the answers' table folder. Each is hashed (BLAKE2b, streamed in 1 MiB blocks, so memory stays flat) into
 the batch's ``inputs``; on resume a changed or missing file is named in one line.
 """
 
