@@ -429,13 +429,14 @@ def test_endpoint_down_exits_3_with_the_error_summary(tmp_path, capsys):
 
 def test_a_raising_system_and_a_wrong_output_shape_exit_3(tmp_path, capsys):
     mod = tmp_path / "bad.py"
-    mod.write_text("def boom(req):\n    raise RuntimeError('model overloaded')\n"
+    mod.write_text("def boom(req):\n    raise RuntimeError('model\\n  \\x1b[31moverloaded')\n"
                    "def shape(req):\n    return {'answer': 42}\n")
     lines, metrics = _all_failed(tmp_path, capsys, "--system", f"python:{mod}:boom")
     _check_zero(metrics)
     assert metrics["error_summary"] == [{"kind": "exception", "count": N_TURNS, "case": FIRST_CASE,
-                                         "first_message": "RuntimeError: model overloaded"}]
-    assert lines[1] == f"{N_TURNS} × exception: RuntimeError: model overloaded (case {FIRST_CASE})"
+                                         "first_message": "RuntimeError: model \\x1b[31moverloaded"}]
+    # one line, and a terminal escape in a system's message is shown, not sent
+    assert lines[1] == f"{N_TURNS} × exception: RuntimeError: model \\x1b[31moverloaded (case {FIRST_CASE})"
     lines, metrics = _all_failed(tmp_path / "s", capsys, "--system", f"python:{mod}:shape")
     _check_zero(metrics)
     assert metrics["error_summary"] == [{"kind": "malformed", "count": N_TURNS, "case": FIRST_CASE,

@@ -333,6 +333,13 @@ def _input_paths(config: RunConfig, suite: Suite, task: Task) -> list[Path]:
                                   config.task_options, task.input_files())
 
 
+def _one_line(text: str, limit: int = 500) -> str:
+    """A system's error message as one printable line: whitespace runs become one space and
+    other control characters (a terminal escape, say) are shown escaped, never sent raw."""
+    text = " ".join(text.split())[:limit]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class ErrorTally:
     """Failed calls per error kind, with the first message and case of each (in suite order)."""
 
@@ -355,7 +362,7 @@ class ErrorTally:
             kind = str(err.get("kind", "error"))
             entry = self.kinds.get(kind)
             if entry is None:
-                message = " ".join(str(err.get("message", "")).split())[:500]
+                message = _one_line(str(err.get("message", "")))
                 self.kinds[kind] = {"kind": kind, "count": 1, "first_message": message,
                                     "case": str(record.get("case_id", ""))}
             else:
