@@ -175,9 +175,10 @@ def test_recorded_outputs_and_errors(tmp_path, suite):
     resp.write_text("".join(json.dumps(x) + "\n" for x in lines))
     f = run(tmp_path, suite, "--responses", str(resp), "--option", "n=1")
     o = f["m"]["overall_metrics"]
-    # c1: item recall@1 1/2, type 0; c2: item 1, type 0; c3 (no response): item 0, type 1
+    # c1: item recall@1 1/2, type 0; c2: item 1, type 0; c3 (no response, a failed call):
+    # 0 on every field, even its type whose empty truth an empty output would match
     assert o["errors"] == 1 and o["passed"] == 0
-    assert o["avg_recall"] == pytest.approx(((0.5 + 0) / 2 + (1 + 0) / 2 + (0 + 1) / 2) / 3)
+    assert o["avg_recall"] == pytest.approx(((0.5 + 0) / 2 + (1 + 0) / 2 + (0 + 0) / 2) / 3)
     g = run(tmp_path, suite, "--responses", str(resp), "--option", "n=1", "--on-error", "skip")
     assert g["m"]["overall_metrics"]["questions"] == 2
 

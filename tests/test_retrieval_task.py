@@ -277,8 +277,9 @@ def test_malformed_outputs_are_recorded(data):
     mod = tmp / "bad.py"
     mod.write_text("def retrieve(req):\n    return {'retrieved_chunks': [{'chunk_id': 'nope', 'score': 1}]}\n")
     out = tmp / "out"
+    # every call failed: the log and reports are written, and the exit code is 3
     assert main(["run", str(questions), "--system", f"python:{mod}:retrieve", "--corpus", str(corpus),
-                 "--k", "3", "--out", str(out), "-q"]) == 0
+                 "--k", "3", "--out", str(out), "-q"]) == 3
     (only,) = batches(out).values()
     o = only["metrics"]["overall_metrics"]
     assert o["errors"] == 5 and o["errors_by_kind"] == {"malformed": 5} and o["recall_at_k"] == 0.0

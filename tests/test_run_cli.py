@@ -244,7 +244,12 @@ def test_resume_refuses_a_changed_suite_and_ambiguous_folders(tmp_path):
     assert proc.returncode == 2 and "changed since the run started" in proc.stderr
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
     proc = cli("run", "--resume", str(out))
-    assert proc.returncode == 2 and "found 2" in proc.stderr
+    assert proc.returncode == 2 and "all 2 runs in this folder are complete" in proc.stderr
+    assert "queryeval report BATCH_FILE" in proc.stderr
+    for batch in out.rglob("batch_*.json"):  # two unfinished batches: which one is meant?
+        batch.write_text(batch.read_text().replace('"status": "complete"', '"status": "interrupted"'))
+    proc = cli("run", "--resume", str(out))
+    assert proc.returncode == 2 and "expected one unfinished batch to resume, found 2" in proc.stderr
 
 
 def test_resume_retry_errors_redoes_only_failed_cases(tmp_path):
@@ -287,3 +292,22 @@ def test_fail_under_gates_the_exit_code(tmp_path):
     assert len(list(tmp_path.rglob("metrics_*.json"))) == 2
     unknown = cli(*args, "--fail-under", "recall=0.9")
     assert unknown.returncode == 2 and "macro_recall" in unknown.stderr
+
+
+def test_a_stray_validation_error_is_one_line(monkeypatch, capsys):
+    """The last resort in cli/app.py: a pydantic ValidationError that escaped the up-front
+    checks is one line and exit 2, never a traceback."""
+    from pydantic import BaseModel
+
+    import queryeval.run.evaluate as evaluate
+
+    class Strict(BaseModel):
+        retries: int
+
+    def start_run(config, **kw):
+        Strict(retries="many")
+
+    monkeypatch.setattr(evaluate, "start_run", start_run)
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: retries: Input should be a valid integer") and err.count("\n") == 1

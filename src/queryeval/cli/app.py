@@ -11,6 +11,7 @@ import sys
 import traceback
 
 import typer
+from pydantic import ValidationError
 
 from queryeval.cli import compare as compare_cmd
 from queryeval.cli import report as report_cmd
@@ -83,3 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted", markup=False)
         return 130
+    except ValidationError as exc:  # a last resort: options are checked up front, one line each
+        if debug:
+            traceback.print_exc()
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"]) or exc.title
+        err_console.print(f"error: {where}: {err['msg']}", markup=False, highlight=False,
+                          soft_wrap=True)
+        return 2

@@ -60,6 +60,7 @@ def _per_field(items: list[str], cast):
 
 
 def command(
+    ctx: typer.Context,
     suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
     responses: Path | None = typer.Option(None, "--responses", "-r", help="Recorded outputs (JSONL)."),
     system: str | None = typer.Option(
@@ -103,18 +104,24 @@ def command(
         "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
     reformat_temperature: float = typer.Option(0.0, "--reformat-temperature", help="Sampling temperature for --reformat."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
-    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Cases in flight."),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Per-call timeout, seconds."),
-    retries: int = typer.Option(2, "--retries", min=0, help="Retries of transient failures."),
-    backoff: float = typer.Option(0.5, "--backoff", min=0.0, help="First retry wait, seconds."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", help="Cases in flight (1-1024)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Per-call timeout, seconds (at most a week)."),
+    retries: int = typer.Option(2, "--retries", help="Retries of transient failures (0-100)."),
+    backoff: float = typer.Option(0.5, "--backoff", help="First retry wait, seconds."),
     on_error: Literal["score", "skip"] | None = typer.Option(
         None, "--on-error",
-        help="A failed call: score (as an empty output, the default) or skip (left out of the means)."),
+        help="A failed call: score (the worst score on every metric, the default) or skip "
+        "(left out of the means)."),
     option: list[str] = typer.Option(
         [], "--option", help="Task option KEY=VALUE, e.g. include_extra_dimensions=false."),
     resume: Path | None = typer.Option(
         None, "--resume", help="Continue an interrupted run: its batch_<id>.json or run folder."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: redo failed cases."),
+    force: bool = typer.Option(
+        False, "--force", help="With --resume: go on although input files changed (recorded in the batch)."),
+    max_error_rate: float = typer.Option(
+        1.0, "--max-error-rate",
+        help="Exit 3 when more than this share of calls failed (default 1.0: only when all failed)."),
     no_report: bool = typer.Option(
         False, "--no-report", help="Skip the Excel and HTML reports (the run log is still written)."),
     executor: Literal["local", "ray"] = typer.Option(
@@ -125,15 +132,27 @@ def command(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
 ) -> None:
     """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
+    import os
+    import signal
+    import threading
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from queryeval.errors import ConfigError
     from queryeval.report.gates import check_thresholds, parse_thresholds
-    from queryeval.run.evaluate import RunConfig, resume_run, start_run
+    from queryeval.run.evaluate import (
+        RunInterrupted,
+        format_error_summary,
+        make_config,
+        resume_run,
+        start_run,
+    )
     from queryeval.run.memory import use_mmap_for_large_blocks
 
     thresholds = parse_thresholds(fail_under)
-    use_mmap_for_large_blocks()  # large runs: freed arrays leave resident memory at once
+
+    def say(line: str) -> None:
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     bar = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -150,57 +169,102 @@ def command(
         if advance:
             bar.advance(handle, advance)
 
+    def build_config():
+        if suite is None:
+            raise ConfigError("missing SUITE (or --resume RUN)")
+        task_options = _parse_options(option)
+        flags = {"on_error": on_error, "match": match, "missing": missing,
+                 "tables": str(tables) if tables else None,
+                 "corpus": str(corpus) if corpus else None, "k": k,
+                 "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
+                 "retriever": retriever, "model": model}
+        task_options.update({k: v for k, v in flags.items() if v is not None})
+        if export:
+            task_options["export"] = export
+        if dataset:
+            task_options["dataset"] = dataset
+        sources = [str(p) for p in graph] + ([str(database)] if database else []) \
+            + ([endpoint] if endpoint else [])
+        if sum(bool(x) for x in (graph, database, endpoint)) > 1:
+            raise ConfigError("give one of --graph, --database or --endpoint")
+        if sources:
+            task_options["source"] = ",".join(sources)
+        if rules:
+            task_options["rules"] = rules
+        if data:
+            task_options["data"] = str(data)
+        if tuning:
+            task_options["tuning"] = str(tuning)
+        if n:
+            task_options["n"] = _per_field(n, int)
+        if reformat:
+            if not reformat_model:
+                raise ConfigError("--reformat needs --reformat-model")
+            task_options["reformat"] = {
+                "base_url": reformat_base_url, "model": reformat_model,
+                "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
+            }
+        # paths are made absolute by the run itself (resolve_config), once, at start
+        return make_config(
+            suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
+            responses=str(responses) if responses else None, out=str(out),
+            concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+            task_options=task_options, reports=not no_report,
+            executor=executor, ray_address=ray_address, max_error_rate=max_error_rate,
+        )
+
+    def resume_overrides() -> dict:
+        """The options given with --resume: the safe ones to apply, the rest refused."""
+        safe = {"concurrency": concurrency, "timeout": timeout, "retries": retries,
+                "backoff": backoff, "no_report": not no_report, "max_error_rate": max_error_rate}
+        always = {"resume", "retry_errors", "force", "quiet", "fail_under"}
+        given, refused = {}, []
+        for param in ctx.command.params:
+            source = ctx.get_parameter_source(param.name)
+            if source is None or source.name in ("DEFAULT", "DEFAULT_MAP") or param.name in always:
+                continue
+            if param.name in safe:
+                given["reports" if param.name == "no_report" else param.name] = safe[param.name]
+            else:
+                refused.append(param.opts[0] if param.opts[0].startswith("-") else param.name.upper())
+        if refused:
+            raise ConfigError(f"--resume keeps the run's own configuration; drop {', '.join(refused)} "
+                              "(only --concurrency, --timeout, --retries, --backoff, --no-report, "
+                              "--max-error-rate, --quiet may change)")
+        if "reports" in given:
+            given["reports"] = not no_report
+        make_config(suite="-", **given)  # range checks, one line naming the option
+        return given
+
+    interrupted = []
+
+    def on_sigint(signum, frame):  # the first Ctrl-C stops the run cleanly; a second at once
+        interrupted.append(True)
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if in_main else None
     try:
         if resume is not None:
-            if suite is not None or responses is not None or system is not None:
-                raise ConfigError("--resume takes the run's own configuration; drop SUITE/--system/--responses")
-            result = resume_run(resume, retry_errors=retry_errors, progress=progress)
+            overrides = resume_overrides()
+            use_mmap_for_large_blocks()
+            result = resume_run(resume, retry_errors=retry_errors, force=force,
+                                overrides=overrides, progress=progress, notice=say)
         else:
-            if suite is None:
-                raise ConfigError("missing SUITE (or --resume RUN)")
-            task_options = _parse_options(option)
-            flags = {"on_error": on_error, "match": match, "missing": missing,
-                     "tables": str(tables.resolve()) if tables else None,
-                     "corpus": str(corpus.resolve()) if corpus else None, "k": k,
-                     "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
-                     "retriever": retriever, "model": model}
-            task_options.update({k: v for k, v in flags.items() if v is not None})
-            if export:
-                task_options["export"] = export
-            if dataset:
-                task_options["dataset"] = dataset
-            sources = [str(p.resolve()) for p in graph] + ([str(database.resolve())] if database else []) \
-                + ([endpoint] if endpoint else [])
-            if sum(bool(x) for x in (graph, database, endpoint)) > 1:
-                raise ConfigError("give one of --graph, --database or --endpoint")
-            if sources:
-                task_options["source"] = ",".join(sources)
-            if rules:
-                task_options["rules"] = rules
-            if data:
-                task_options["data"] = str(data.resolve())
-            if tuning:
-                task_options["tuning"] = str(tuning.resolve())
-            if n:
-                task_options["n"] = _per_field(n, int)
-            if reformat:
-                if not reformat_model:
-                    raise ConfigError("--reformat needs --reformat-model")
-                task_options["reformat"] = {
-                    "base_url": reformat_base_url, "model": reformat_model,
-                    "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
-                }
-            config = RunConfig(
-                suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
-                responses=str(responses) if responses else None, out=str(out),
-                concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
-                task_options=task_options, reports=not no_report,
-                executor=executor, ray_address=ray_address,
-            )
+            config = build_config()
+            use_mmap_for_large_blocks()  # large runs: freed arrays leave resident memory at once
             result = start_run(config, progress=progress)
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        if bar.live.is_started:
+            bar.stop()
+        say(str(exc) if isinstance(exc, RunInterrupted) else "interrupted")
+        raise typer.Exit(130) from None
     finally:
         if bar.live.is_started:
             bar.stop()
+        if in_main and not interrupted:  # after Ctrl-C, calls still in flight are waited for
+            signal.signal(signal.SIGINT, previous)  # at exit: a second Ctrl-C ends that at once
 
     for w in result.warnings:
         err_console.print(f"warning: {w}", markup=False, highlight=False)
@@ -215,6 +279,11 @@ def command(
     for opts, batch_id in result.log.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
+    if result.failed_calls:
+        say(f"{result.failed_calls} of {result.calls} calls failed:")
+        for line in format_error_summary(result.error_summary):
+            say(line)
+    result.check_error_rate()
     if thresholds:
         check_thresholds(result.metrics, thresholds)
         console.print("gates passed: " + ", ".join(f"{k} >= {v:g}" for k, v in thresholds.items()),

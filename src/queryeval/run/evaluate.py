@@ -17,9 +17,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import queryeval
-from queryeval.errors import ConfigError, OutputError
+from queryeval.errors import ConfigError, OutputError, QueryevalError
 from queryeval.io.idindex import IdIndex, KeyBuilder
-from queryeval.run.log import RunLog, now_iso
+from queryeval.run import inputs as run_inputs
+from queryeval.run.lock import BatchLock
+from queryeval.run.log import RunLog, now_iso, release_quietly
 from queryeval.run.records import RecordStream
 from queryeval.run.runner import RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
@@ -28,11 +30,15 @@ from queryeval.systems.base import System, make_system
 from queryeval.systems.recorded import RecordedSystem
 from queryeval.tasks.base import Task, get_task, infer_task
 
+MAX_SECONDS = 7 * 24 * 3600.0
+"""Upper bound of --timeout and --backoff (a week): a larger value is a typo, and ``inf``
+overflows the clock arithmetic of timeouts."""
+
 
 class RunConfig(BaseModel):
     """Everything that defines a run; stored in the batch file so a run can be resumed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     suite: str
     labels: str | None = None
@@ -41,13 +47,63 @@ class RunConfig(BaseModel):
     responses: str | None = None
     out: str = "runs"
     concurrency: int = Field(4, ge=1, le=1024)
-    timeout: float | None = Field(60.0, gt=0)
+    timeout: float | None = Field(60.0, gt=0, le=MAX_SECONDS)
     retries: int = Field(2, ge=0, le=100)
-    backoff: float = Field(0.5, ge=0)
+    backoff: float = Field(0.5, ge=0, le=MAX_SECONDS)
     task_options: dict[str, Any] = Field(default_factory=dict)
     reports: bool = True
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    max_error_rate: float = Field(1.0, ge=0, le=1)
+
+
+SAFE_ON_RESUME = ("concurrency", "timeout", "retries", "backoff", "reports", "max_error_rate")
+"""Settings a resumed run may change: how cases are called and what is written at the end,
+never what a case's record holds."""
+
+OPTION_NAMES = {"concurrency": "--concurrency", "timeout": "--timeout", "retries": "--retries",
+                "backoff": "--backoff", "out": "--out", "suite": "SUITE", "labels": "--labels",
+                "task": "--task", "system": "--system", "responses": "--responses",
+                "executor": "--executor", "ray_address": "--ray-address",
+                "max_error_rate": "--max-error-rate", "reports": "--no-report"}
+
+
+def make_config(**values: Any) -> RunConfig:
+    """A :class:`RunConfig`; an out-of-range value is one :class:`ConfigError` line naming the
+    command-line option (``--retries: must be at most 100, got 101``), never a ValidationError."""
+    try:
+        return RunConfig(**values)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = err["loc"]
+        name = OPTION_NAMES.get(str(loc[0]), str(loc[0])) if loc else "option"
+        if loc and loc[0] == "task_options" and len(loc) > 1:
+            name = "task option " + ".".join(str(x) for x in loc[1:])
+        msg = err["msg"]
+        msg = msg[:1].lower() + msg[1:]
+        msg = msg.replace("input should be", "must be")
+        raise ConfigError(f"{name}: {msg}, got {err.get('input')!r:.60}") from None
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run; the batch is marked ``interrupted`` (exit code 130).
+
+    Still a KeyboardInterrupt, so a program that runs queryeval as a library sees Ctrl-C as
+    Ctrl-C; ``str()`` is the line to print, with the resume command."""
+
+    exit_code = 130
+
+    def __init__(self, done: int, total: int, batch: Path) -> None:
+        self.done, self.total, self.batch = done, total, batch
+        super().__init__(f"interrupted: {done} of {total} cases done; resume with: "
+                         f"queryeval run --resume {batch}")
+
+
+class CallsFailed(QueryevalError):
+    """Every call failed, or more than ``--max-error-rate`` of them (exit code 3). The run
+    log and reports are complete; the error summary was printed before this line."""
+
+    exit_code = 3
 
 
 REPORT_CASE_LIMIT = 100_000
@@ -64,6 +120,25 @@ class RunResult:
     """The run's records in suite order, read from the results file on each iteration."""
     newly_done: int
     warnings: list[str] = field(default_factory=list)
+    calls: int = 0
+    """Calls to the system the records hold (one per scored turn)."""
+    failed_calls: int = 0
+    error_summary: list[dict] = field(default_factory=list)
+    """Per error kind, in order of first appearance: kind, count, first_message, case."""
+    config: RunConfig | None = None
+
+    def check_error_rate(self) -> None:
+        """Raise :class:`CallsFailed` when every call failed, or more than the run's
+        ``max_error_rate`` of them."""
+        limit = self.config.max_error_rate if self.config else 1.0
+        if not self.calls or not self.failed_calls:
+            return
+        rate = self.failed_calls / self.calls
+        if self.failed_calls == self.calls:
+            raise CallsFailed(f"all {self.calls} calls to the system failed")
+        if rate > limit:
+            raise CallsFailed(f"{self.failed_calls} of {self.calls} calls to the system failed "
+                              f"({rate:.1%}), more than --max-error-rate {limit:g}")
 
 
 class Cases:
@@ -182,9 +257,14 @@ def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> 
 
 
 def _execute(log: RunLog, task: Task, system: System, todo: Iterable[Case], config: RunConfig,
-             progress: Progress | None) -> int:
+             progress: Progress | None, counter: list[int] | None = None) -> int:
+    """Call the system for ``todo``; ``counter[0]`` counts the records appended (read when
+    Ctrl-C stops the run part-way)."""
+    counter = counter if counter is not None else [0]
+
     def on_record(record: dict) -> None:
         log.append(record)
+        counter[0] += 1
         if progress:
             progress(1, 0)
 
@@ -202,13 +282,101 @@ def _execute(log: RunLog, task: Task, system: System, todo: Iterable[Case], conf
         )
     except BaseException:
         log.close(quiet=True)  # the error on its way up is the one to report
-        system.close()
+        with contextlib.suppress(Exception):
+            system.close()
         raise
     try:
         log.close()
     finally:
         system.close()
     return done
+
+
+def resolve_config(config: RunConfig) -> RunConfig:
+    """The config with every path absolute, taken at start: a system that calls ``os.chdir``
+    (a Python callable runs in this process) cannot move the run log or the inputs read again
+    on later passes. Output folders that exist as files are refused here, before any work."""
+
+    def absolute(value: str | None) -> str | None:
+        return str(Path(value).expanduser().resolve()) if value else value
+
+    opts = dict(config.task_options)
+    for key in run_inputs.PATH_OPTIONS:
+        value = opts.get(key)
+        if isinstance(value, str) and value:
+            opts[key] = ",".join(part if "://" in part else str(absolute(part))
+                                 for part in value.split(","))
+    for key in run_inputs.DIR_OPTIONS:
+        value = opts.get(key)
+        if isinstance(value, str) and value:
+            opts[key] = absolute(value)
+            if Path(opts[key]).exists() and not Path(opts[key]).is_dir():
+                raise ConfigError(f"task option {key}: {opts[key]} is a file, not a folder")
+    reformat = opts.get("reformat")
+    if isinstance(reformat, dict):
+        cache = reformat.get("cache_dir", ".queryeval-cache/reformat")
+        opts["reformat"] = {**reformat, "cache_dir": absolute(cache)}
+    out = Path(str(absolute(config.out)))
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ConfigError(f"--out {config.out}: {folder} is a file, not a folder")
+            break
+    return config.model_copy(update={
+        "suite": absolute(config.suite), "labels": absolute(config.labels),
+        "responses": absolute(config.responses), "out": str(out), "task_options": opts,
+    })
+
+
+def _input_paths(config: RunConfig, suite: Suite, task: Task) -> list[Path]:
+    return run_inputs.input_paths(suite.sources, config.responses, config.labels,
+                                  config.task_options, task.input_files())
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    """A system's error message as one printable line: whitespace runs become one space and
+    other control characters (a terminal escape, say) are shown escaped, never sent raw."""
+    text = " ".join(text.split())[:limit]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class ErrorTally:
+    """Failed calls per error kind, with the first message and case of each (in suite order)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failed = 0
+        self.kinds: dict[str, dict] = {}
+
+    def add(self, record: dict) -> dict:
+        turns = record.get("turns")
+        if isinstance(turns, list):
+            errors = [t.get("error") for t in turns]
+        else:
+            errors = [record.get("error")]
+        self.calls += len(errors)
+        for err in errors:
+            if not isinstance(err, dict):
+                continue
+            self.failed += 1
+            kind = str(err.get("kind", "error"))
+            entry = self.kinds.get(kind)
+            if entry is None:
+                message = _one_line(str(err.get("message", "")))
+                self.kinds[kind] = {"kind": kind, "count": 1, "first_message": message,
+                                    "case": str(record.get("case_id", ""))}
+            else:
+                entry["count"] += 1
+        return record
+
+    def summary(self) -> list[dict]:
+        return list(self.kinds.values())
+
+
+def format_error_summary(summary: list[dict]) -> list[str]:
+    """One line per error kind: ``12 × connection: ConnectError: ... (case abc)``."""
+    return [f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})"
+            for e in summary]
 
 
 def _written_file(exc: OSError, fallback: Path) -> Path:
@@ -229,7 +397,9 @@ def _reporting(fallback: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise OutputError.from_os(_written_file(exc, fallback), exc) from None
+        error = OutputError.from_os(_written_file(exc, fallback), exc)
+        release_quietly(exc)
+        raise error from None
 
 
 def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
@@ -249,9 +419,7 @@ def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None
 def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
             warnings: list[str] | None) -> tuple[dict, RecordStream]:
     records = log.scan_records(order)
-    metrics = task.aggregate(records)
-    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(r)))
-    log.write_metrics(metrics)
+    metrics = _write_tables(log, task, records)
     if reports and len(records) > REPORT_CASE_LIMIT:
         reports = False
         if warnings is not None:
@@ -268,6 +436,19 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
         with _reporting(log.paths.folder / f"report_{log.paths.batch_id}.html"):
             write_html_report(log.paths.batch)
     return metrics, records
+
+
+def _write_tables(log: RunLog, task: Task, records: RecordStream) -> dict:
+    """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
+    carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
+    first_message, case)."""
+    metrics = task.aggregate(records)
+    errors = ErrorTally()
+    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(errors.add(r))))
+    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
+    metrics["error_summary"] = errors.summary()
+    log.write_metrics(metrics)
+    return metrics
 
 
 def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
@@ -295,62 +476,194 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
         vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
-        vmetrics = vtask.aggregate(vrecords)
-        vlog.write_csv(vtask.csv_columns, (row for r in vrecords for row in vtask.csv_rows(r)))
-        vlog.write_metrics(vmetrics)
+        _write_tables(vlog, vtask, vrecords)
         vlog.mark_complete()
         known[key] = vlog.paths.batch_id
     log.batch["derived_batches"] = known
 
 
+def _result(log: RunLog, task: Task, metrics: dict, records: RecordStream, done: int,
+            warnings: list[str], config: RunConfig) -> RunResult:
+    calls = metrics.get("calls", {})
+    return RunResult(log, task, metrics, records, done, warnings, calls=calls.get("total", 0),
+                     failed_calls=calls.get("failed", 0),
+                     error_summary=metrics.get("error_summary", []), config=config)
+
+
+def _mark_interrupted(log: RunLog) -> None:
+    log.close(quiet=True)
+    log.batch["status"] = "interrupted"
+    log.batch.setdefault("interrupted_at", []).append(now_iso())
+    with contextlib.suppress(QueryevalError):
+        log.write_batch()
+
+
+def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[Case] | None,
+         config: RunConfig, progress: Progress | None, warnings: list[str],
+         already: int) -> RunResult:
+    """Call the system for ``todo`` (None: nothing to do), then finish. Ctrl-C marks the
+    batch ``interrupted`` and raises :class:`RunInterrupted` with the count of cases done."""
+    counter = [0]
+    try:
+        if todo is not None:
+            done = _execute(log, task, system, todo, config, progress, counter)
+        else:
+            done = 0
+            system.close()
+        metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            task.close()
+        _mark_interrupted(log)
+        raise RunInterrupted(min(already + counter[0], len(cases)), len(cases),
+                             log.paths.batch) from None
+    return _result(log, task, metrics, records, done, warnings, config)
+
+
 def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResult:
+    config = resolve_config(config)
     suite, task, system, cases, warnings = _prepare(config)
-    log = RunLog.create(config.out, _batch_fields(config, suite, task, len(cases)))
-    if progress:
-        progress(0, len(cases))
-    done = _execute(log, task, system, cases, config, progress)
-    del system  # a recorded system's index is not needed to finish
-    metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
-    return RunResult(log, task, metrics, records, done, warnings)
+    try:
+        fields = _batch_fields(config, suite, task, len(cases))
+        fields["inputs"] = {"pinned_at": now_iso(),
+                            "files": run_inputs.pin(_input_paths(config, suite, task))}
+        log = RunLog.create(config.out, fields)
+        lock = BatchLock(log.paths.batch).acquire()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            system.close()
+        task.close()
+        raise
+    try:
+        if progress:
+            progress(0, len(cases))
+        return _run(log, task, system, cases, cases, config, progress, warnings, already=0)
+    finally:
+        lock.release()
 
 
-def resume_run(location: str | Path, *, retry_errors: bool = False,
-               progress: Progress | None = None) -> RunResult:
-    """Continue an interrupted run: cases already in the results file are not repeated."""
-    log = RunLog.open(location)
-    if "derived_from" in log.batch:
-        parent = log.paths.folder / f"batch_{log.batch['derived_from']}.json"
-        raise ConfigError(f"{log.paths.batch}: derived from {parent}; resume that one")
+Notice = Callable[[str], Any]
+
+
+def resume_run(location: str | Path, *, retry_errors: bool = False, force: bool = False,
+               overrides: dict[str, Any] | None = None, progress: Progress | None = None,
+               notice: Notice | None = None) -> RunResult:
+    """Continue an interrupted run: cases already in the results file are not repeated.
+
+    The batch is locked for the whole resume (a second process gets one line naming the
+    holder). Input files pinned at the start must be unchanged (``force``: go on and record
+    which changed). ``overrides`` may change only :data:`SAFE_ON_RESUME` settings."""
+    first = RunLog.open(location)
+    if "derived_from" in first.batch:
+        parent = first.paths.folder / f"batch_{first.batch['derived_from']}.json"
+        raise ConfigError(f"{first.paths.batch}: derived from {parent}; resume that one")
+    with BatchLock(first.paths.batch):
+        log = RunLog.open(first.paths.batch)  # read again under the lock: it may have moved on
+        return _resume_locked(log, retry_errors=retry_errors, force=force,
+                              overrides=overrides or {}, progress=progress, notice=notice)
+
+
+def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: dict[str, Any],
+                   progress: Progress | None, notice: Notice | None) -> RunResult:
+    unsafe = sorted(set(overrides) - set(SAFE_ON_RESUME))
+    if unsafe:
+        raise ConfigError(f"--resume cannot change {', '.join(unsafe)}")
     stored = {k: v for k, v in log.batch.get("evaluation_config", {}).items()
               if k in RunConfig.model_fields}
     try:
         config = RunConfig.model_validate(stored)
     except ValidationError as exc:
-        raise ConfigError(f"{log.paths.batch}: cannot read the run's configuration: {exc.errors()[0]['msg']}") from None
+        msg = exc.errors(include_url=False)[0]["msg"]
+        raise ConfigError(f"{log.paths.batch}: cannot read the run's configuration: {msg}") \
+            from None
+    if overrides:
+        config = make_config(**{**config.model_dump(), **overrides})
+    config = resolve_config(config)
+    changes = _changed_inputs(log)
+    if changes and not force:
+        name, _, now = changes[0]
+        what = "is gone" if now is None else "changed"
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        raise ConfigError(f"input file {name} {what} since the run started{more}; start a new "
+                          "run, or pass --force to resume with the files as they are now")
+    complete = log.batch.get("status") == "complete"
     suite, task, system, cases, warnings = _prepare(config)
+    pinned = (log.batch.get("inputs") or {}).get("files")
+    if isinstance(pinned, dict):  # a file added to a pinned folder (tables, a suite folder)
+        added = [str(p) for p in _input_paths(config, suite, task) if str(p) not in pinned]
+        if added and not force:
+            system.close()
+            task.close()
+            more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
+            raise ConfigError(f"input file {added[0]} is new since the run started{more}; start "
+                              "a new run, or pass --force to resume with the files as they are now")
+        changes += [(name, "", "new") for name in added]
     expected = log.batch.get("suite_info", {}).get("hash")
-    if expected and expected != suite.hash:
+    if expected and expected != suite.hash and not force:
         system.close()
         task.close()
         raise ConfigError(
             f"suite {config.suite} changed since the run started ({expected[:19]}… vs "
             f"{suite.hash[:19]}…); start a new run instead of resuming"
         )
-    records = log.scan_records(repair=True, with_ids=True)
-    if retry_errors and any(r.get("status") == "error" for r in records):
-        log.rewrite_records(r for r in records if r.get("status") != "error")
-        records = log.scan_records(with_ids=True)
-    done_ids = records.ids if records.ids is not None else IdIndex.from_ids([])
-    todo = (c for c in cases if c.id not in done_ids)
-    already = cases.order.count_common(done_ids)  # cases of this run already done
-    log.batch["status"] = "running"
-    log.batch.setdefault("resumed_at", []).append(now_iso())
-    log.write_batch()
+    try:
+        records = log.scan_records(repair=True, with_ids=True)
+        if retry_errors and any(r.get("status") == "error" for r in records):
+            log.rewrite_records(r for r in records if r.get("status") != "error")
+            records = log.scan_records(with_ids=True)
+        done_ids = records.ids if records.ids is not None else IdIndex.from_ids([])
+        already = cases.order.count_common(done_ids)  # cases of this run already done
+        entry: dict[str, Any] = {"at": now_iso()}
+        if overrides:
+            entry["options"] = dict(overrides)
+            log.batch.setdefault("evaluation_config", {}).update(overrides)
+        if changes:
+            entry["inputs_changed"] = _repin(log, changes)
+        if expected and expected != suite.hash:  # under --force: pin the suite as it is now
+            entry["suite_hash_was"] = expected
+            log.batch.setdefault("suite_info", {})["hash"] = suite.hash
+        log.batch["status"] = "running"
+        log.batch.setdefault("resumed_at", []).append(entry["at"])
+        log.batch.setdefault("resumes", []).append(entry)
+        log.write_batch()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            system.close()
+        task.close()
+        raise
+    if notice:
+        if complete and already >= len(cases):
+            notice(f"already complete: {log.paths.batch} ({len(cases)} cases); "
+                   "re-writing its metrics and reports only")
+        else:
+            notice(f"resuming: {already} done, {len(cases) - already} to go")
     if progress:
         progress(0, len(cases))
         progress(already, 0)
-    done = _execute(log, task, system, todo, config, progress) if already < len(cases) else 0
-    if already >= len(cases):
-        system.close()
-    metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
-    return RunResult(log, task, metrics, records, done, warnings)
+    todo = (c for c in cases if c.id not in done_ids) if already < len(cases) else None
+    return _run(log, task, system, cases, todo, config, progress, warnings, already=already)
+
+
+def _changed_inputs(log: RunLog) -> list[tuple[str, str, str | None]]:
+    """Pinned input files that changed or went missing, and files new in a pinned folder."""
+    inputs = log.batch.get("inputs")
+    if not isinstance(inputs, dict) or not isinstance(inputs.get("files"), dict):
+        return []  # a batch from before inputs were pinned: only the suite hash is checked
+    return run_inputs.changed(inputs["files"])
+
+
+def _repin(log: RunLog, changes: list[tuple[str, str, str | None]]) -> list[dict]:
+    """Record (under ``--force``) which inputs changed, and pin them as they are now."""
+    files = log.batch["inputs"]["files"]
+    out = []
+    for name, was_hash, _ in changes:
+        was = was_hash or None
+        path = Path(name)
+        if path.is_file():
+            files[name] = run_inputs.pin([path])[name]
+            now = files[name]["hash"]
+        else:
+            files.pop(name, None)
+            now = None
+        out.append({"path": name, "was": was, "now": now})
+    return out

@@ -1,6 +1,6 @@
 """The run log, in seed 002's layout, for every task kind::
 
-    OUT/YYYY-MM-DD/batch_<id>.json      run metadata and configuration (status running/complete)
+    OUT/YYYY-MM-DD/batch_<id>.json      config, pinned inputs, status (running/interrupted/complete)
     OUT/YYYY-MM-DD/results_<id>.jsonl   one line per case, appended as cases finish
     OUT/YYYY-MM-DD/results_<id>.csv     flattened results
     OUT/YYYY-MM-DD/metrics_<id>.json    overall_metrics and per-group figures
@@ -21,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import gc
 import json
 import os
+import sys
+import traceback
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -88,7 +91,35 @@ def writing(path: str | Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise OutputError.from_os(path, exc) from None
+        error = OutputError.from_os(path, exc)
+        release_quietly(exc)
+        raise error from None
+
+
+def release_quietly(exc: BaseException) -> None:
+    """Free what a failed writer left open, now and in silence.
+
+    A full disk makes openpyxl's ``save`` fail with its ``ZipFile`` still open; when the
+    traceback that holds it is freed, ``ZipFile.__del__`` flushes into the same full disk and
+    Python prints "Exception ignored in ..." with a traceback after the one clean line. The
+    traceback's frames are cleared here (running those finalizers at once) with OS errors in
+    finalizers ignored; any other unraisable error still reaches the usual hook."""
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, OSError):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
+    try:
+        tb = exc.__traceback__
+        exc.__traceback__ = None
+        if tb is not None:
+            traceback.clear_frames(tb)
+        del tb
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
 
 
 def write_all(fh: Any, data: bytes) -> None:
@@ -123,7 +154,8 @@ class RunLog:
                *, dated: bool = True) -> RunLog:
         """A new batch under ``out/YYYY-MM-DD/`` (or directly in ``out`` when not ``dated``)."""
         batch_id = batch_id or str(uuid.uuid4())
-        folder = Path(out) / dt.date.today().isoformat() if dated else Path(out)
+        out = Path(out).resolve()  # fixed now: a system calling os.chdir cannot move the log
+        folder = out / dt.date.today().isoformat() if dated else out
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -143,17 +175,24 @@ class RunLog:
 
         Derived batches (``derived_from``, e.g. retrieval's smaller k) are not runs of their
         own: their parent rewrites them when it finishes, so a folder search never picks one."""
-        location = Path(location)
+        location = Path(location).resolve()
         if location.is_dir():
             docs = {p: _read_json(p) for p in sorted(location.rglob("batch_*.json"))}
             candidates = [p for p, d in docs.items() if "derived_from" not in d]
             running = [p for p in candidates if docs[p].get("status") != "complete"]
+            if not candidates:
+                raise ConfigError(f"{location}: no batch_<id>.json to resume in this folder")
+            if not running and len(candidates) > 1:
+                raise ConfigError(
+                    f"{location}: all {len(candidates)} runs in this folder are complete, nothing "
+                    "to resume; to re-write a run's reports: queryeval report BATCH_FILE, or "
+                    f"queryeval run --resume BATCH_FILE (e.g. {candidates[-1]})")
             pick = running or candidates
             if len(pick) != 1:
-                names = ", ".join(p.name for p in pick) or "none"
+                names = ", ".join(p.name for p in pick)
                 raise ConfigError(
-                    f"{location}: expected one unfinished batch to resume, found {len(pick)} ({names}); "
-                    "pass the batch_<id>.json file"
+                    f"{location}: expected one unfinished batch to resume, found {len(pick)} "
+                    f"({names}); pass the batch_<id>.json file"
                 )
             location = pick[0]
         if not location.is_file() or not location.name.startswith("batch_"):

@@ -179,7 +179,23 @@ class AnswersTask(Task):
         return self._fill_scores(record)
 
     def _fill_scores(self, record: dict) -> dict:
+        """Score the (reformatted) response. A failed call (``record["error"]``: the system's
+        or the reformatter's) scores as a wrong answer on every subquestion, whatever the
+        ``missing`` mode: it is never skipped as "missing" nor scored on a partial text."""
         text = record["reformatted"] if record.get("reformatted") is not None else record["response"]
+        if record.get("error"):
+            qs = score_question([tuple(p) for p in record["expected"]], None,
+                                match=self.options.match, missing="wrong")
+            record["answered"] = False
+            record["skipped"] = False
+            record["extracted"] = {}
+            record["subquestions"] = [
+                {"name": s.name, "expected": s.expected, "extracted": None, "matched": False}
+                for s in qs.subs
+            ]
+            record["scores"] = {"proportion_correct": 0.0, "all_correct": 0.0,
+                                "correct_subquestions": 0, "subquestions": qs.total}
+            return record
         qs = self._score([tuple(p) for p in record["expected"]], text)
         record["answered"] = qs.answered
         record["skipped"] = qs.skipped

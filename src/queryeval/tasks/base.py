@@ -27,8 +27,9 @@ class TaskOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     on_error: Literal["score", "skip"] = "score"
-    """``score``: a turn whose call failed is scored as an empty output (it counts against
-    the system); ``skip``: cases with an error are left out of the means (counted apart)."""
+    """``score``: a turn whose call failed gets the worst score on every metric (it counts
+    against the system, and never as correct, even where an empty output would be right);
+    ``skip``: cases with an error are left out of the means (counted apart)."""
 
 
 @dataclass
@@ -91,6 +92,11 @@ class Task(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the task opened (engines, clients)."""
+
+    def input_files(self) -> list[str]:
+        """Files the task read for this run beyond its options (e.g. the graphs and databases
+        its cases name), pinned with the run's other inputs. Called after the first pass."""
+        return []
 
     def batch_info(self) -> dict:
         """Extra fields for the batch file's ``evaluation_config`` (e.g. seed 002's k_value)."""

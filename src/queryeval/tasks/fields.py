@@ -276,10 +276,16 @@ class FieldsTask(Task):
                             device=self.options.device, cache_dir=self.options.cache_dir)
 
     # --- scoring ------------------------------------------------------------------------------
-    def _score_turn(self, target: dict[str, list[str]], output: dict[str, list[str]] | None) -> dict:
+    def _score_turn(self, target: dict[str, list[str]], output: dict[str, list[str]] | None,
+                    error: dict | None = None) -> dict:
+        """A turn's scores; a failed call (``error``) scores 0 on every field, even one whose
+        ground truth is empty (an empty output would pass it)."""
         output = output or {}
         fields = {f: score_field(output.get(f, []), truth, self.n_for(f))
                   for f, truth in target.items()}
+        if error:
+            for s in fields.values():
+                s.update(recall=0.0, mrr=0.0, passed=False)
         if not fields:
             return {"fields": {}, "recall": None, "mrr": None, "passed": None}
         q = question_score([FieldScore(f, s["recall"], s["mrr"], s["passed"])
@@ -295,7 +301,7 @@ class FieldsTask(Task):
             turns.append({
                 "turn": o.turn, "question": case.conversation[o.turn].content, "target": truth,
                 "output": o.output, "error": o.error, "attempts": o.attempts,
-                "latency_ms": o.latency_ms, "scores": self._score_turn(truth, o.output),
+                "latency_ms": o.latency_ms, "scores": self._score_turn(truth, o.output, o.error),
             })
         record["turns"] = turns
         record["scores"] = self._case_scores(turns)
@@ -312,7 +318,7 @@ class FieldsTask(Task):
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
-        out["turns"] = [{**t, "scores": self._score_turn(t["target"], t["output"])}
+        out["turns"] = [{**t, "scores": self._score_turn(t["target"], t["output"], t.get("error"))}
                         for t in record["turns"]]
         out["scores"] = self._case_scores(out["turns"])
         return out

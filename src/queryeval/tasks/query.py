@@ -134,6 +134,13 @@ class QueryTask(Task):
         raise ConfigError(f"cannot tell what kind of source {source!r} is (RDF file, endpoint URL, "
                           ".sqlite/.db or .duckdb)")
 
+    def input_files(self) -> list[str]:
+        """The graph and database files of the sources opened (endpoints have none)."""
+        with self._lock:
+            sources = list(self._engines)
+        return [p.strip() for s in sources for p in s.split(",")
+                if p.strip() and "://" not in p]
+
     def close(self) -> None:
         with self._lock:
             for e in self._engines.values():

@@ -117,10 +117,17 @@ class SelectionTask(Task):
         return line.case_id, line.turn, _dump(line.indicator_selection or [])
 
     # --- scoring ----------------------------------------------------------------------------
-    def _score_turn(self, target: list[dict], output: list[dict] | None) -> dict:
-        return score_selection(
+    def _score_turn(self, target: list[dict], output: list[dict] | None,
+                    error: dict | None = None) -> dict:
+        """A turn's scores; a failed call (``error``) scores 0 on both macro figures, even
+        where the target is empty (an empty output would match it and score 1)."""
+        scores = score_selection(
             output or [], target, include_extra=self.options.include_extra_dimensions,
         ).to_dict()
+        if error:
+            scores["macro_precision"] = 0.0
+            scores["macro_recall"] = 0.0
+        return scores
 
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
         record = self.base_record(case, outcomes)
@@ -136,7 +143,7 @@ class SelectionTask(Task):
                 "error": o.error,
                 "attempts": o.attempts,
                 "latency_ms": o.latency_ms,
-                "scores": self._score_turn(target, o.output),
+                "scores": self._score_turn(target, o.output, o.error),
             })
         record["turns"] = turns
         record["scores"] = self._case_scores(turns)
@@ -152,7 +159,8 @@ class SelectionTask(Task):
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
         out["turns"] = [
-            {**t, "scores": self._score_turn(t["target"], t["output"])} for t in record["turns"]
+            {**t, "scores": self._score_turn(t["target"], t["output"], t.get("error"))}
+            for t in record["turns"]
         ]
         out["scores"] = self._case_scores(out["turns"])
         return out
