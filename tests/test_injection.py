@@ -394,7 +394,8 @@ def test_cli_error_line_shows_controls(tmp_path):
 def test_cli_trec_per_query_ids_are_literal(tmp_path):
     (tmp_path / "qrels").write_text("[/x] 0 d1 1\n")
     (tmp_path / "run").write_text("[/x] Q0 d1 1 1.0 t\n")
-    res = cli("trec", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "ndcg@10", "-q")
+    res = cli("trec", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "ndcg@10",
+              "--per-query")
     assert res.returncode == 0, res.stderr
     assert "[/x]" in res.stdout.decode()
 
