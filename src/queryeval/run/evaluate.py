@@ -48,6 +48,8 @@ class RunConfig(BaseModel):
     reports: bool = True
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    isolate: bool = False
+    """A ``python:`` system runs in worker processes (systems/python.py)."""
 
 
 REPORT_CASE_LIMIT = 100_000
@@ -148,7 +150,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     if recorded is not None:
         system = recorded
     elif config.system:
-        system = make_system(config.system)
+        system = make_system(config.system, isolate=config.isolate)
     elif config.executor == "ray":
         from queryeval.systems.retrievers.ray_embed import index_with_ray
 
