@@ -85,6 +85,8 @@ class _DeadlineStream(httpcore.NetworkStream):
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
+        # CPython bounds the whole handshake by the timeout it is given (one deadline across
+        # its reads), so what is left of the call's deadline is enough here.
         return _DeadlineStream(self._stream.start_tls(
             ssl_context, server_hostname, _remaining(timeout, httpcore.ConnectTimeout)))
 
@@ -186,9 +188,11 @@ class HttpSystem:
         text = "(body too large)" if body is None else body[:200].decode("utf-8", "replace")
         if 300 <= status < 400:
             location = resp.headers.get("location")
-            where = f" to {location[:200]!r}" if location else " (no Location header)"
-            raise SystemCallError("http_status", f"HTTP {status} redirect{where}: redirects are "
-                                  "not followed; give the final URL as the system")
+            if location:
+                raise SystemCallError("http_status", f"HTTP {status} redirect to "
+                                      f"{location[:200]!r}: redirects are not followed; give "
+                                      "the final URL as the system")
+            raise SystemCallError("http_status", f"HTTP {status} (3xx, not followed): {text}")
         if status == 429 or status >= 500:
             raise SystemCallError(
                 "http_status", f"HTTP {status}: {text}", retryable=True,

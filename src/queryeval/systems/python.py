@@ -152,16 +152,20 @@ def _worker_main() -> None:
             return
         try:
             os.chdir(cwd)  # every call starts where the run started, whatever the last did
-            value = func(request)
+            answer: tuple = ("ok", func(request))
         except BaseException as exc:  # noqa: BLE001 - recorded on the case
             err = _call_error(exc)
-            conn.send(("error", (err.kind, err.message, err.retryable)))
-            continue
+            answer = ("error", (err.kind, err.message, err.retryable))
         try:
-            conn.send(("ok", value))
-        except Exception as exc:  # noqa: BLE001 - an output that cannot be pickled
-            conn.send(("error", ("malformed", "output cannot be sent back from the worker: "
-                                 f"{type(exc).__name__}: {exc}", False)))
+            try:
+                conn.send(answer)
+            except (OSError, EOFError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - an output that cannot be pickled
+                conn.send(("error", ("malformed", "output cannot be sent back from the worker: "
+                                     f"{type(exc).__name__}: {exc}", False)))
+        except (OSError, EOFError):
+            return  # the parent is gone
 
 
 class _Worker:
