@@ -231,6 +231,8 @@ def test_http_nan_and_infinity_in_the_body_are_malformed():
     for text, where in [
         (b'{"indicator_selection": [], "score": NaN}', "output.score: NaN"),
         (b'{"indicator_selection": [], "s": [1, -Infinity]}', "output.s[1]: -Infinity"),
+        (b'{"indicator_selection": [], "big": 1e999}', "output.big: Infinity"),  # overflow
+        (b'[{"x": -' + b"9" * 400 + b'.0}]', "output[0].x: -Infinity"),
     ]:
         head, body = _response(text)
         with DripServer([(head + body, 0.0)]) as srv:
@@ -332,6 +334,11 @@ def test_cmd_stdout_overflow_stops_reading_at_once():
 def test_cmd_nan_is_malformed():
     system = SubprocessSystem(f"{sys.executable} -c \"print('{{\\\"x\\\": [Infinity]}}')\"")
     assert _malformed(system) == "output.x[0]: Infinity is not a finite number"
+    surrogate = SubprocessSystem(f"{sys.executable} -c \"print(r'{{\\\"t\\\": \\\"a\\udc00\\\"}}')\"")
+    assert _malformed(surrogate) == (
+        "output.t: text holds a lone surrogate '\\udc00', which is not a character")
+    pair = SubprocessSystem(f"{sys.executable} -c \"print(r'{{\\\"t\\\": \\\"\\ud83d\\ude00\\\"}}')\"")
+    assert pair.call(REQUEST, 10) == {"t": "\U0001f600"}  # a valid pair is one character
 
 
 def test_cmd_large_request_and_output_pass_through():

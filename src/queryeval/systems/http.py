@@ -35,7 +35,7 @@ import httpcore
 import httpx
 
 from queryeval.errors import SystemCallError
-from queryeval.systems.base import checked_output
+from queryeval.systems.base import parse_json
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """Largest answer body read, in bytes (per system: ``HttpSystem(max_response_bytes=...)``)."""
@@ -203,12 +203,11 @@ class HttpSystem:
         if body is None:
             raise SystemCallError("malformed", f"response larger than {limit} bytes")
         try:
-            value = json.loads(body)
+            return parse_json(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SystemCallError("malformed", f"response is not JSON: {exc}") from None
         except RecursionError:
             raise SystemCallError("malformed", "response is not JSON: nested too deeply") from None
-        return checked_output(value)
 
     def close(self) -> None:
         self._client.close()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queryeval.errors import ConfigError, SystemCallError
-from queryeval.systems.base import checked_output
+from queryeval.systems.base import parse_json
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 """Largest stdout accepted as an answer, in bytes (per system: ``max_output_bytes``)."""
@@ -194,12 +194,11 @@ class SubprocessSystem:
                 "process", f"exit code {proc.returncode}: {tail[0][-200:]!r}", retryable=True,
             )
         try:
-            value = json.loads(proc.stdout)
+            return parse_json(proc.stdout)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SystemCallError("malformed", f"stdout is not JSON: {exc}") from None
         except RecursionError:
             raise SystemCallError("malformed", "stdout is not JSON: nested too deeply") from None
-        return checked_output(value)
 
     def close(self) -> None:
         pass
