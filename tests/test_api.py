@@ -443,3 +443,17 @@ def test_comparison_html_escapes_metric_and_case_text():
     assert "<img" not in page and "<t>" not in page and "<a>" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;t&gt;" in page
     assert qe.Comparison(raw).regressions == [name]
+
+
+def test_async_system_returning_nan_is_malformed_on_its_case():
+    async def nan_bot(request: dict) -> dict:
+        out = bot(request)
+        if request["case_id"] == "c2":
+            out["indicator_selection"][0]["score"] = float("nan")
+        return out
+
+    run = qe.evaluate(CASES, system=nan_bot)
+    rows = run.to_pandas().set_index("id")
+    assert rows.loc["c2", "status"] == "error"
+    assert "NaN is not a finite number" in rows.loc["c2", "error"]
+    assert (rows.drop(index="c2")["status"] == "ok").all()

@@ -127,6 +127,9 @@ def command(
     executor: Literal["local", "ray"] = typer.Option(
         "local", "--executor", help="Where cases run: local (threads) or ray."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster address (default: start a local one)."),
+    isolate: bool = typer.Option(
+        False, "--isolate", help="Run a python: system in worker processes (os._exit, crashes "
+        "and os.chdir stay in the worker)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
@@ -210,7 +213,7 @@ def command(
             responses=str(responses) if responses else None, out=str(out),
             concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
             task_options=task_options, reports=not no_report,
-            executor=executor, ray_address=ray_address, max_error_rate=max_error_rate,
+            executor=executor, ray_address=ray_address, max_error_rate=max_error_rate, isolate=isolate,
         )
 
     def resume_overrides() -> dict:

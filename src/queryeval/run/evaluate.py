@@ -55,6 +55,8 @@ class RunConfig(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     max_error_rate: float = Field(1.0, ge=0, le=1)
+    isolate: bool = False
+    """A ``python:`` system runs in worker processes (systems/python.py)."""
 
 
 SAFE_ON_RESUME = ("concurrency", "timeout", "retries", "backoff", "reports", "max_error_rate")
@@ -65,7 +67,8 @@ OPTION_NAMES = {"concurrency": "--concurrency", "timeout": "--timeout", "retries
                 "backoff": "--backoff", "out": "--out", "suite": "SUITE", "labels": "--labels",
                 "task": "--task", "system": "--system", "responses": "--responses",
                 "executor": "--executor", "ray_address": "--ray-address",
-                "max_error_rate": "--max-error-rate", "reports": "--no-report"}
+                "max_error_rate": "--max-error-rate", "reports": "--no-report",
+                "isolate": "--isolate"}
 
 
 def make_config(**values: Any) -> RunConfig:
@@ -223,7 +226,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     if recorded is not None:
         system = recorded
     elif config.system:
-        system = make_system(config.system)
+        system = make_system(config.system, isolate=config.isolate)
     elif config.executor == "ray":
         from queryeval.systems.retrievers.ray_embed import index_with_ray
 

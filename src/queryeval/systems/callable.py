@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from queryeval.errors import ConfigError, SystemCallError
+from queryeval.systems.base import checked_output
 from queryeval.systems.python import PythonSystem
 
 OBJECT_PREFIX = "object:"
@@ -173,13 +174,14 @@ class CallableSystem:
         return (request, timeout) if self._with_timeout else (request,)
 
     def call(self, request: dict, timeout: float | None) -> Any:
-        if self.is_async:
-            return self._await(lambda: self.func(*self._args(request, timeout)), timeout)
+        if self.is_async:  # the sync path is checked by PythonSystem
+            return checked_output(
+                self._await(lambda: self.func(*self._args(request, timeout)), timeout))
         started = time.monotonic()
         value = self._call_sync(request, timeout)
         if inspect.isawaitable(value):  # a plain function that returned a coroutine
             left = None if timeout is None else max(0.001, timeout - (time.monotonic() - started))
-            return self._await(lambda: value, left)
+            return checked_output(self._await(lambda: value, left))
         return value
 
     def _await(self, make: Callable[[], Any], timeout: float | None) -> Any:

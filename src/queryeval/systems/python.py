@@ -1,23 +1,50 @@
 """A Python callable as the system under test: ``python:pkg.module:func``.
 
-The callable runs in a daemon thread so the per-call timeout holds even for code that never
-returns (Python cannot kill a thread: a timed-out call is abandoned, recorded as a timeout,
-and the run goes on). ``TimeoutError``/``ConnectionError`` raised by the callable are treated
-as transient and retried; any other exception is recorded without retry.
+By default (:class:`PythonSystem`) the callable runs in this process, in a daemon thread so
+the per-call timeout holds even for code that never returns (Python cannot kill a thread: a
+timed-out call is abandoned, recorded as a timeout, and the run goes on). In-process code can
+end or derail the whole run: ``os._exit`` or a crash in a C extension ends it, ``os.chdir``
+changes the run's current directory.
+
+With isolation (``--isolate``, :class:`IsolatedPythonSystem`) the callable runs in worker
+processes (a fresh interpreter each, started like ``multiprocessing``'s *spawn* but without
+re-running the parent's ``__main__``; a session of its own, so Ctrl-C is the parent's to
+handle and a kill takes the worker's own children too), one per call in flight, reused from
+call to call. Requests and outputs travel pickled over a socket pair. A worker that dies
+during a call (``os._exit``, a segfault, the OOM killer) is recorded on that case as a
+retryable ``process`` error naming its exit status, and the next call starts a fresh worker;
+a call past its timeout kills its worker (the deadline holds, unlike a thread) and is a
+``timeout``. Each call starts in the run's starting directory; the worker's directory,
+signal handlers and globals are its own, so the run's are untouched.
+
+``TimeoutError``/``ConnectionError`` raised by the callable are treated as transient and
+retried; any other exception is recorded without retry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, SystemCallError
+from queryeval.systems.base import checked_output
+
+WORKER_START_TIMEOUT = 120.0
+"""Seconds an isolated worker may take to start and import the callable (not counted in a
+call's timeout: a model loaded at import would otherwise time out every fresh worker)."""
 
 
 def _load_callable(spec: str) -> Callable[[dict], Any]:
@@ -60,6 +87,9 @@ class PythonSystem:
         return cls(_load_callable(spec), name=f"python:{spec}")
 
     def call(self, request: dict, timeout: float | None) -> Any:
+        return checked_output(self._call(request, timeout))
+
+    def _call(self, request: dict, timeout: float | None) -> Any:
         box: dict[str, Any] = {}
 
         def target() -> None:
@@ -74,11 +104,191 @@ class PythonSystem:
         if thread.is_alive():
             raise SystemCallError("timeout", f"no answer within {timeout:g}s", retryable=True)
         if "error" in box:
-            exc = box["error"]
-            transient = isinstance(exc, (TimeoutError, ConnectionError))
-            kind = "timeout" if isinstance(exc, TimeoutError) else "exception"
-            raise SystemCallError(kind, f"{type(exc).__name__}: {exc}", retryable=transient)
+            raise _call_error(box["error"])
         return box.get("value")
 
     def close(self) -> None:
         pass
+
+
+def _call_error(exc: BaseException) -> SystemCallError:
+    transient = isinstance(exc, (TimeoutError, ConnectionError))
+    kind = "timeout" if isinstance(exc, TimeoutError) else "exception"
+    return SystemCallError(kind, f"{type(exc).__name__}: {exc}", retryable=transient)
+
+
+def _absolute_spec(spec: str) -> str:
+    """``spec`` with a file path made absolute, so a worker finds it whatever its directory."""
+    target, sep, func_name = spec.rpartition(":")
+    if sep and target and (target.endswith(".py") or os.sep in target or "/" in target):
+        return f"{Path(target).resolve()}:{func_name}"
+    return spec
+
+
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from queryeval.systems.python import _worker_main; _worker_main()")
+"""A worker's command line: the parent's import path, then the worker loop. (Not
+``multiprocessing``'s spawn, which re-runs the parent's ``__main__`` in every worker.)"""
+
+
+def _worker_main() -> None:
+    """An isolated worker (``argv``: import path, socket fd, spec, directory): load the
+    callable, then answer requests from the socket until told to stop or the parent is gone."""
+    conn = Connection(int(sys.argv[2]))
+    cwd = sys.argv[4]
+    os.chdir(cwd)
+    try:
+        func = _load_callable(sys.argv[3])
+    except ConfigError as exc:
+        conn.send(("config", str(exc)))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if request is None:
+            return
+        try:
+            os.chdir(cwd)  # every call starts where the run started, whatever the last did
+            answer: tuple = ("ok", func(request))
+        except BaseException as exc:  # noqa: BLE001 - recorded on the case
+            err = _call_error(exc)
+            answer = ("error", (err.kind, err.message, err.retryable))
+        try:
+            try:
+                conn.send(answer)
+            except (OSError, EOFError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - an output that cannot be pickled
+                conn.send(("error", ("malformed", "output cannot be sent back from the worker: "
+                                     f"{type(exc).__name__}: {exc}", False)))
+        except (OSError, EOFError):
+            return  # the parent is gone
+
+
+class _Worker:
+    def __init__(self, process: subprocess.Popen, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
+
+    def kill(self) -> int | None:
+        """End the worker and anything it started (its process group); its exit status."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        self.conn.close()
+        return self.process.returncode
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "it did not stop"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class IsolatedPythonSystem:
+    """``python:MODULE:FUNC`` run in worker processes (see the module docstring)."""
+
+    def __init__(self, spec: str) -> None:
+        self.name = f"python:{spec}"
+        self.spec = _absolute_spec(spec)
+        self.cwd = os.getcwd()
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
+        self._closed = False
+        self._idle.append(self._start(config_errors=True))  # a bad spec fails the run up front
+
+    def _start(self, *, config_errors: bool = False) -> _Worker:
+        ours, theirs = socket.socketpair()
+        try:
+            process = subprocess.Popen(  # noqa: S603 - this interpreter, our own module
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno()),
+                 self.spec, self.cwd],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise SystemCallError("process", f"cannot start a worker: {exc}") from None
+        finally:
+            theirs.close()  # only the worker holds its end: its death is EOF here
+        worker = _Worker(process, Connection(ours.detach()))
+        with self._lock:
+            self._all.add(worker)
+        try:
+            message = worker.conn.recv() if worker.conn.poll(WORKER_START_TIMEOUT) else None
+        except (EOFError, OSError):
+            message = ("died", None)
+        if message is None or message[0] != "ready":
+            code = self._discard(worker)
+            if message is not None and message[0] == "config":
+                text = message[1]
+            elif message is None:
+                text = f"{self.name}: worker did not start within {WORKER_START_TIMEOUT:g}s"
+            else:
+                text = f"{self.name}: worker ended while importing ({_exit_text(code)})"
+            if config_errors:
+                raise ConfigError(text)
+            raise SystemCallError("process", text, retryable=True)
+        return worker
+
+    def _discard(self, worker: _Worker) -> int | None:
+        with self._lock:
+            self._all.discard(worker)
+        return worker.kill()
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise SystemCallError("process", "the system is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self._start()
+
+    def call(self, request: dict, timeout: float | None) -> Any:
+        worker = self._take()
+        t0 = time.monotonic()
+        try:
+            worker.conn.send(request)
+            if not worker.conn.poll(timeout):
+                self._discard(worker)
+                raise SystemCallError("timeout", f"no answer within {timeout:g}s (worker killed)",
+                                      retryable=True)
+            status, payload = worker.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            code = self._discard(worker)
+            raise SystemCallError(
+                "process", f"the worker process died during the call ({_exit_text(code)}, "
+                f"after {time.monotonic() - t0:.1f}s); a fresh worker takes the next call",
+                retryable=True) from None
+        with self._lock:
+            if self._closed:
+                worker.kill()
+            else:
+                self._idle.append(worker)
+        if status == "error":
+            kind, message, retryable = payload
+            raise SystemCallError(kind, message, retryable=retryable)
+        return checked_output(payload)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers, self._all, self._idle = list(self._all), set(), []
+        for worker in workers:
+            try:
+                worker.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for worker in workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(1)
+            worker.kill()

@@ -8,7 +8,9 @@ line), checks that the lines fit the suite, and answers requests by (case id, tu
 A JSONL file is *indexed*, not held: the first pass validates each line and keeps only
 where it lies (byte offset and length) under a 128-bit key of its case id, about 40 bytes a
 line (:mod:`queryeval.io.idindex`); a request reads its line again with ``os.pread`` and
-parses it. A million recorded lines therefore cost tens of megabytes, not gigabytes. A CSV
+parses it. An output that the run log cannot store (a NaN or infinite number: JSON readers
+accept ``NaN`` and ``Infinity``) is answered as a ``malformed`` error on its case
+(:func:`~queryeval.systems.base.checked_output`). A million recorded lines therefore cost tens of megabytes, not gigabytes. A CSV
 file (a quoted cell may span lines) is parsed into memory as before. Pickling (to ship the
 system to Ray workers) sends the outputs themselves, so workers need no access to the file.
 """
@@ -29,6 +31,7 @@ from queryeval.errors import InputError, SystemCallError
 from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span
 from queryeval.suite.yamlsrc import format_loc, printable
+from queryeval.systems.base import checked_output
 
 if TYPE_CHECKING:
     from queryeval.tasks.base import Task
@@ -163,7 +166,7 @@ class RecordedSystem:
         key = (request["case_id"], request.get("turn"))
         if key not in self.entries:
             raise SystemCallError("missing", f"no recorded response in {self.path.name}")
-        return self.entries[key]
+        return checked_output(self.entries[key])
 
     def close(self) -> None:
         pass
@@ -263,7 +266,8 @@ class IndexedRecordedSystem(RecordedSystem):
         for row in self.index.get_all(case_id):
             if int(self.turns[row]) == want:
                 obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
-                return _read_line(self.task, obj, self.path, int(self.linenos[row]))[2]
+                return checked_output(
+                    _read_line(self.task, obj, self.path, int(self.linenos[row]))[2])
         raise SystemCallError("missing", f"no recorded response in {self.path.name}")
 
     def outputs(self) -> tuple[dict[Key, Any], dict[Key, int]]:
