@@ -158,7 +158,8 @@ def test_output_files_follow_the_umask(tmp_path, umask):
         os.umask(old)
     assert code == 0
     written = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.suffix for p in written} == {".json", ".jsonl", ".csv", ".xlsx", ".html"}
+    # .batch_<id>.lock: the batch's lock file, kept (flock on a file that stays is race-free)
+    assert {p.suffix for p in written} == {".json", ".jsonl", ".csv", ".xlsx", ".html", ".lock"}
     for path in written:
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
 

@@ -32,7 +32,7 @@ class BatchLock:
 
     def acquire(self) -> BatchLock:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask, like every run file
         except OSError as exc:
             raise OutputError.from_os(self.path, exc) from None
         if fcntl is not None:
