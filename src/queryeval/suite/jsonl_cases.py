@@ -23,13 +23,13 @@ from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc, printable
 
 
-def is_cases_jsonl(path: Path) -> bool:
+def is_cases_jsonl(path: Path) -> bool | None:
     """Whether the first non-blank line of ``path`` is an object with a ``conversation``
-    (a case), as opposed to a DABench question. A first line that is no JSON object is
-    reported as the error it is."""
-    for _line, value in iter_jsonl(path):
+    (a case), as opposed to a DABench question; None for a file with no line at all. A first
+    line that is no JSON object is reported as the error it is."""
+    for _line, value in iter_jsonl(path, strict=True):
         return "conversation" in value
-    return False
+    return None
 
 
 def _case(obj: dict, path: Path, line: int) -> Case:
@@ -49,7 +49,7 @@ def _case(obj: dict, path: Path, line: int) -> Case:
 
 def iter_cases_jsonl(path: Path) -> Iterator[tuple[int, Case]]:
     """``(line, case)`` for every non-blank line."""
-    for line, obj in iter_jsonl(path):
+    for line, obj in iter_jsonl(path, strict=True):
         yield line, _case(obj, path, line)
 
 

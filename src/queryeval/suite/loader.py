@@ -103,11 +103,13 @@ def lazy_suite(path: Path, read: Callable[[Path], Iterator[tuple[int, Case]]], *
 def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
     """sha256 over each file's relative name and bytes, in sorted order (read in 1 MiB
     pieces: a large suite is hashed without holding it)."""
+    from queryeval.io.files import open_input
+
     h = hashlib.sha256()
     for p in sorted(paths):
         name = p.relative_to(root).as_posix() if root and root in p.parents else p.name
         h.update(name.encode() + b"\0")
-        with p.open("rb") as fh:
+        with open_input(p, "responses") as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
         h.update(b"\0")
@@ -222,15 +224,76 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
                  hash=hash_files([questions, labels]), origin=origin)
 
 
-def _csv_has_column(path: Path, column: str) -> bool:
-    import csv
+# The CSV suites, by the columns that tell them apart (a header is matched to the kind it
+# overlaps most; a tie goes to the kind needing fewer columns, the closer one).
+RETRIEVAL_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
+CSV_KINDS = (
+    ("a fields evaluation table", ("Question",), "and one ground-truth column per field"),
+    ("a retrieval questions CSV", RETRIEVAL_COLUMNS, ""),
+)
+SUPPORTED_FORMATS = (
+    "a .yaml/.yml file or a folder of them; a .jsonl of cases (a 'conversation' on each line); "
+    "DABench questions .jsonl with --labels; BuildingQA .json; a retrieval questions .csv "
+    f"({', '.join(RETRIEVAL_COLUMNS)}); a fields evaluation table .csv/.xlsx (Question and "
+    "one column per field)"
+)
 
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-    return column in header
+
+def _near(name: str, header: list[str]) -> str | None:
+    """The header cell that is a near miss for column ``name`` (case, typo), if any."""
+    import difflib
+
+    folded = {h.strip().lower(): h for h in header}
+    if name.lower() in folded:
+        return folded[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.75)
+    return folded[close[0]] if close else None
+
+
+def missing_columns_error(path: Path, header: list[str], kind: str, required: tuple[str, ...],
+                          extra: str = "") -> InputError:
+    """``missing column content_hash (a retrieval questions CSV needs question, ...)`` with a
+    did-you-mean for a header cell that nearly names a missing column."""
+    present = set(header)
+    missing = [c for c in required if c not in present]
+    hints = []
+    for col in missing:
+        near = _near(col, [h for h in header if h not in required])
+        if near is not None:
+            hints.append(f"{printable(near)!r} for {col!r}")
+    needs = f"{kind} needs {', '.join(required)}" + (f" {extra}" if extra else "")
+    msg = f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} ({needs})"
+    if hints:
+        msg += f"; did you mean {', '.join(hints)}?"
+    return InputError(msg, path=path, line=1)
+
+
+def csv_kind(path: Path, header: list[str]) -> str:
+    """``"retrieval"`` or ``"fields"`` when the header has every column of that kind, else
+    the InputError naming what the closest kind misses."""
+    if "content_hash" in header and all(c in header for c in RETRIEVAL_COLUMNS):
+        return "retrieval"
+    if "Question" in header and "content_hash" not in header:
+        return "fields"
+    scores = []
+    for n, (kind, required, extra) in enumerate(CSV_KINDS):
+        score = sum(1 for c in required if c in header or _near(c, header) is not None)
+        scores.append((score, -n, kind, required, extra))
+    score, _, kind, required, extra = max(scores)
+    if score == 0:
+        shown = printable(", ".join(header))[:200] or "(nothing)"
+        raise InputError(f"unknown suite format: a CSV header of {shown}; supported: "
+                         f"{SUPPORTED_FORMATS}", path=path, line=1)
+    raise missing_columns_error(path, header, kind, required, extra)
+
+
+def _csv_header(path: Path) -> list[str]:
+    from queryeval.io.jsonl import iter_csv
+
+    for _line, row in iter_csv(path, kind="suite-lines"):
+        return [c.strip() for c in row]
+    raise InputError("empty file: a CSV suite needs a header row and one row per question",
+                     path=path, line=1)
 
 
 def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
@@ -244,9 +307,13 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
       field-retrieval evaluation table.
     """
+    from queryeval.io.files import check_input
+
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
+    if not path.is_dir():
+        check_input(path, "suite-lines")  # a FIFO or a device is no suite, whatever its name
     if labels is not None:
         if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
             raise InputError("--labels goes with a DABench questions .jsonl file, not a YAML suite",
@@ -259,7 +326,11 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     if path.suffix.lower() == ".jsonl":
         from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
 
-        if is_cases_jsonl(path):
+        first = is_cases_jsonl(path)
+        if first is None:
+            raise InputError("empty file: a JSONL suite needs one case (a JSON object with a "
+                             "'conversation') per line", path=path)
+        if first:
             return read_cases_jsonl(path)
         raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl "
                          "(a suite of cases in JSONL has a 'conversation' on each line)", path=path)
@@ -267,17 +338,17 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
         from queryeval.suite.buildingqa import read_buildingqa
 
         return read_buildingqa(path)
-    if path.suffix.lower() == ".csv" and _csv_has_column(path, "content_hash"):
-        from queryeval.suite.retrieval import read_questions_csv
+    if path.suffix.lower() == ".csv":
+        if csv_kind(path, _csv_header(path)) == "retrieval":
+            from queryeval.suite.retrieval import read_questions_csv
 
-        return read_questions_csv(path)
-    if path.suffix.lower() in (".csv", ".xlsx"):
-        from queryeval.suite.fields import load_fields_suite, looks_like_fields_table
+            return read_questions_csv(path)
+        from queryeval.suite.fields import load_fields_suite
 
-        if looks_like_fields_table(path):
-            return load_fields_suite(path)
-    raise InputError(
-        f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
-        "a .jsonl of cases, or DABench questions .jsonl with --labels",
-        path=path,
-    )
+        return load_fields_suite(path)
+    if path.suffix.lower() == ".xlsx":
+        from queryeval.suite.fields import load_fields_suite
+
+        return load_fields_suite(path)
+    raise InputError(f"unknown suite format {path.suffix or '(no extension)'!r}; supported: "
+                     f"{SUPPORTED_FORMATS}", path=path)
