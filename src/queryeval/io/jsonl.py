@@ -90,9 +90,13 @@ def _find_non_finite(value: Any, loc: tuple = ()) -> tuple[tuple, str] | None:
 
 
 def _loc_text(loc: tuple) -> str:
+    """``("a", 0, "b")`` -> ``a[0].b``, control characters escaped (one line, always)."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+        text = str(part)
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + text
     return out
 
 

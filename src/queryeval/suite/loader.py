@@ -9,8 +9,10 @@ the line and the field, e.g.::
 from __future__ import annotations
 
 import hashlib
+import types
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -116,17 +118,78 @@ def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> InputError:
-    """Turn pydantic's first error into one InputError line naming file, line and field."""
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The field names of the pydantic model found at ``loc`` inside ``model`` (through
+    lists, dicts and Optional), or [] where ``loc`` leads to no model."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def unwrap(tp: Any, want: type | None = None) -> Any:
+        for _ in range(10):
+            origin = typing.get_origin(tp)
+            if origin in (typing.Union, types.UnionType, typing.Annotated):
+                args = [a for a in typing.get_args(tp) if a is not type(None)]
+                if origin is typing.Annotated:
+                    args = args[:1]
+                models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+                tp = models[0] if models else (args[0] if args else tp)
+            else:
+                return tp
+        return tp
+
+    tp: Any = model
+    for part in loc:
+        tp = unwrap(tp)
+        origin = typing.get_origin(tp)
+        if isinstance(part, int) and origin in (list, tuple, set, frozenset):
+            tp = typing.get_args(tp)[0] if typing.get_args(tp) else Any
+        elif isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        elif origin is dict and len(typing.get_args(tp)) == 2:
+            tp = typing.get_args(tp)[1]
+        else:
+            return []
+    tp = unwrap(tp)
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def first_error(exc: ValidationError, model: Any = Case) -> tuple[str, tuple]:
+    """The error a user should read first, worded as one line, and its ``loc``. An unknown
+    key (a typo) is named before the "field required" that the typo causes, with the
+    closest known field: ``unknown field, did you mean 'conversation'?``."""
+    import difflib
+
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = (*prefix, *first["loc"])
-    msg = printable(first["msg"])
-    msg = msg[:1].lower() + msg[1:]
-    if first["type"] == "extra_forbidden":
+    chosen = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = tuple(chosen["loc"])
+    explained = {id(chosen)}
+    if chosen["type"] == "extra_forbidden":
+        parent, key = loc[:-1], str(loc[-1])
+        missing = [str(e["loc"][-1]) for e in errors
+                   if e["type"] == "missing" and tuple(e["loc"][:-1]) == parent]
+        known = list(dict.fromkeys([*missing, *_fields_at(model, parent)]))
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         msg = "unknown field"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        if close:
+            msg += f", did you mean {printable(close[0])!r}?"
+            explained |= {id(e) for e in errors if e["type"] == "missing"
+                          and tuple(e["loc"]) == (*parent, close[0])}
+    else:
+        msg = printable(str(chosen["msg"]))
+        msg = msg[:1].lower() + msg[1:]
+        if msg.startswith("value error, "):
+            msg = msg[len("value error, "):]
+    more = sum(1 for e in errors if id(e) not in explained)
+    if more:
+        msg += f" (and {more} more error{'s' if more > 1 else ''})"
+    return msg, loc
+
+
+def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> InputError:
+    """Turn pydantic's errors into one InputError line naming file, line and field."""
+    msg, first_loc = first_error(exc)
+    loc = (*prefix, *first_loc)
     return InputError(msg, path=doc.path, line=doc.line_of(loc), field=format_loc(loc) or None)
 
 

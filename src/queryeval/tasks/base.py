@@ -54,9 +54,7 @@ class Task(ABC):
             try:
                 self.options = self.Options.model_validate(options or {})
             except ValidationError as exc:
-                err = exc.errors(include_url=False)[0]
-                field = ".".join(str(p) for p in err["loc"])
-                raise ConfigError(f"task option {field}: {err['msg']}") from None
+                raise option_error(self.name, self.Options, exc) from None
 
     # --- requests -----------------------------------------------------------------------
     def scored_turns(self, case: Case) -> list[int]:
@@ -176,6 +174,63 @@ class Task(ABC):
             "errors": sum(1 for r in records if r.get("status") == "error"),
             "errors_by_kind": dict(sorted(kinds.items())),
         }
+
+
+def _expected(annotation: Any) -> str | None:
+    """What an option of this type is written as, in words (None: no simple wording)."""
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is list and args:
+        inner = _expected(args[0])
+        return f"comma-separated {inner.split(' ', 1)[1]}s" if inner and " " in inner else None
+    if len(args) == 1 and typing.get_origin(annotation) is not list:
+        return _expected(args[0])
+    return {int: "an integer", float: "a number", bool: "true or false",
+            str: "a text"}.get(annotation)
+
+
+_PARSE_FAILURES = ("invalid literal for int()", "could not convert string to float")
+
+
+def option_error(task: str, options: type[TaskOptions], exc: ValidationError) -> ConfigError:
+    """One line for a bad task option: an option of another task names that task, an unknown
+    one the closest known name, a value that does not parse what it should be."""
+    import difflib
+
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    name = ".".join(str(p) for p in loc)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        owners = [other for other in task_names() if other != task
+                  and name in _options_class(other).model_fields]
+        if owners:
+            return ConfigError(f"task option {name} applies to the {' and '.join(owners)} "
+                               f"task{'s' if len(owners) > 1 else ''} only (this run's task "
+                               f"is {task})")
+        known = sorted(options.model_fields)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return ConfigError(f"task option {name}: unknown option{hint} (options of the {task} "
+                           f"task: {', '.join(known)})")
+    msg = str(err["msg"])
+    field = options.model_fields.get(str(loc[0])) if loc else None
+    parse_failed = err["type"] in ("int_parsing", "float_parsing", "bool_parsing") or (
+        err["type"] == "value_error" and any(p in msg for p in _PARSE_FAILURES))
+    what = _expected(field.annotation) if field is not None and len(loc) <= 2 else None
+    if parse_failed and what:
+        value = err.get("input")
+        return ConfigError(f"task option {name}: expected {what}, got {value!r}")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return ConfigError(f"task option {name}: {msg}")
+
+
+def _options_class(name: str) -> type[TaskOptions]:
+    import importlib
+
+    module, _, cls = _REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), cls).Options
 
 
 _REGISTRY: dict[str, str] = {
