@@ -69,7 +69,7 @@ def check_input(path: str | Path, kind: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
+        raise InputError("cannot read file: no such file", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
     _check_stat(st, path, kind)
