@@ -32,8 +32,12 @@ FIELDS_DATA = EXAMPLES / "fields" / "ingredients.csv"
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``queryeval ARGS`` in a subprocess running the source this test imported."""
+    import queryeval
+
+    source = str(Path(queryeval.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        [source, *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-m", "queryeval", *args], capture_output=True,
                           text=True, timeout=timeout, check=False, env=env, cwd=REPO)
 
