@@ -67,14 +67,6 @@ def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def _float_or_marker(text: str) -> Any:
-    value = float(text)
-    return value if value - value == 0 else _NonFinite(text)  # 1e999 overflows to inf
-
-
-_MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|\d[eE][+]?\d{3}|\d{300}")
-
-
 def _find_non_finite(value: Any, loc: tuple = ()) -> tuple[tuple, str] | None:
     """Where in ``value`` the first :class:`_NonFinite` lies (iterative: any depth)."""
     stack = [(value, loc)]
@@ -106,12 +98,19 @@ NON_FINITE = "not a finite number: {text} (NaN and Infinity are not allowed in a
 def loads_strict(text: str | bytes, *, path: Path, line: int | None = None) -> Any:
     """``json.loads`` for a suite: a key written twice in one object, and NaN, Infinity or a
     number too large for a float (``1e999``) are one InputError naming the field."""
-    raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    if not _MAYBE_NON_FINITE.search(raw):  # the common case: C float parsing, no walk
-        return json.loads(text, object_pairs_hook=_pairs_no_duplicates)
-    value = json.loads(text, object_pairs_hook=_pairs_no_duplicates,
-                       parse_constant=_NonFinite, parse_float=_float_or_marker)
-    found = _find_non_finite(value)
+    seen: list[_NonFinite] = []
+
+    def constant(word: str) -> _NonFinite:
+        seen.append(_NonFinite(word))
+        return seen[-1]
+
+    def number(word: str) -> Any:
+        value = float(word)
+        return value if value - value == 0 else constant(word)  # 1e999 overflows to inf
+
+    value = json.loads(text, object_pairs_hook=_pairs_no_duplicates, parse_constant=constant,
+                       parse_float=number)
+    found = _find_non_finite(value) if seen else None  # walked only when one was met
     if found is not None:
         where, bad = found
         raise InputError(NON_FINITE.format(text=bad[:40]), path=path, line=line,
