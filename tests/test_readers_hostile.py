@@ -406,3 +406,23 @@ def test_option_of_the_wrong_type(tmp_path, capsys):
     assert run_main(capsys, "run", str(RETRIEVAL_QUESTIONS), "--corpus", str(RETRIEVAL_CORPUS),
                     "--option", "random_seed=x", "--out", str(tmp_path / "o")) == \
         "error: task option random_seed: expected an integer, got 'x'"
+
+
+def test_encoding_error_offset_across_read_pieces(tmp_path):
+    """A bad byte right after a character cut at the 1 MiB read boundary: exact offset, line."""
+    from queryeval.io.files import encoding_error
+
+    path = tmp_path / "t.csv"
+    data = b"a\n" * 10 + b"x" * ((1 << 20) - 21) + b"\xc3" + b"\xff\nmore\n"
+    path.write_bytes(data)
+    err = encoding_error(path)
+    assert (err.line, data.index(b"\xc3")) == (11, (1 << 20) - 1)
+    assert err.message.startswith(f"file is not valid UTF-8: byte 0xc3 at offset {(1 << 20) - 1};")
+
+
+def test_utf16_jsonl_suite_is_refused_with_the_conversion(tmp_path, capsys):
+    suite = tmp_path / "s.jsonl"
+    suite.write_bytes(json.dumps(CASE).encode("utf-16"))
+    assert run_main(capsys, "validate", str(suite)) == (
+        f"error: {suite}:1: file is UTF-16 (it starts with that byte-order mark); JSON Lines "
+        "must be UTF-8: convert it, e.g. iconv -f utf-16 -t utf-8 FILE > FILE.utf8")

@@ -127,14 +127,14 @@ def encoding_error(path: Path, data: bytes | None = None, encoding: str = "utf-8
         return InputError("file is not valid UTF-8; " + ICONV_HINT, path=path)
     with fh:
         while chunk := fh.read(1 << 20):
+            pending = decoder.getstate()[0]  # the bytes of a character cut by the last piece
             try:
                 decoder.decode(chunk)
             except UnicodeDecodeError as exc:
-                # the decoder may hold up to 3 bytes of the previous piece: search this one
-                start = max(exc.start, 0)
-                bad = offset + start
-                line += chunk.count(b"\n", 0, start)
-                byte = chunk[start:start + 1].hex() if start < len(chunk) else "??"
+                data_seen = pending + chunk
+                bad = offset - len(pending) + exc.start
+                line += data_seen.count(b"\n", len(pending), max(exc.start, len(pending)))
+                byte = data_seen[exc.start:exc.start + 1].hex() or "??"
                 break
             line += chunk.count(b"\n")
             offset += len(chunk)
