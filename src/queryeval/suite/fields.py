@@ -153,6 +153,8 @@ def _rows_parquet(path: Path) -> Iterator[tuple[int, list[str]]]:
 def read_rows(path: str | Path, suffixes: Sequence[str] = DATA_SUFFIXES) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Header and (line, cells) records of a table; blank records are skipped, cells stripped."""
     path = Path(path)
+    if path.exists():
+        check_input(path, "data")  # first: a FIFO or a device is named as what it is
     suffix = path.suffix.lower()
     if suffix not in suffixes:
         raise InputError(f"unsupported table format {suffix or '(none)'}; use one of "
