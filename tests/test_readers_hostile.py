@@ -426,3 +426,10 @@ def test_utf16_jsonl_suite_is_refused_with_the_conversion(tmp_path, capsys):
     assert run_main(capsys, "validate", str(suite)) == (
         f"error: {suite}:1: file is UTF-16 (it starts with that byte-order mark); JSON Lines "
         "must be UTF-8: convert it, e.g. iconv -f utf-16 -t utf-8 FILE > FILE.utf8")
+
+
+def test_unknown_task_suggests_the_closest(tmp_path, capsys):
+    assert run_main(capsys, "run", str(SELECTION_SUITE), "--responses", str(SELECTION_RESPONSES),
+                    "--task", "retreival", "--out", str(tmp_path / "o")) == (
+        "error: unknown task 'retreival'; did you mean 'retrieval'? (known tasks: answers, "
+        "fields, indicator_selection, query, retrieval)")

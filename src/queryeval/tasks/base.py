@@ -242,6 +242,14 @@ _REGISTRY: dict[str, str] = {
 }
 
 
+def _unknown_task(name: str) -> ConfigError:
+    import difflib
+
+    close = difflib.get_close_matches(name, task_names(), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown task {name!r}{hint} (known tasks: {', '.join(task_names())})")
+
+
 def task_names() -> list[str]:
     return sorted(_REGISTRY)
 
@@ -250,7 +258,7 @@ def get_task(name: str, options: dict | None = None) -> Task:
     import importlib
 
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+        raise _unknown_task(name)
     module, _, cls = _REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module), cls)(options)
 
@@ -259,7 +267,7 @@ def infer_task(kinds: set[str], requested: str | None) -> str:
     """The task of a run: the one asked for, or the only kind the suite's targets hold."""
     if requested:
         if requested not in _REGISTRY:
-            raise ConfigError(f"unknown task {requested!r}; known tasks: {', '.join(task_names())}")
+            raise _unknown_task(requested)
         return requested
     if len(kinds) == 1:
         return next(iter(kinds))
