@@ -20,7 +20,6 @@ from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
 from queryeval.suite.loader import Suite, lazy_suite
 from queryeval.suite.models import Case
-from queryeval.suite.yamlsrc import printable
 
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
 _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
