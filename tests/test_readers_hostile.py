@@ -433,3 +433,20 @@ def test_unknown_task_suggests_the_closest(tmp_path, capsys):
                     "--task", "retreival", "--out", str(tmp_path / "o")) == (
         "error: unknown task 'retreival'; did you mean 'retrieval'? (known tasks: answers, "
         "fields, indicator_selection, query, retrieval)")
+
+
+def test_buildingqa_json_and_dabench_labels_are_suites_too(tmp_path, capsys):
+    qa = tmp_path / "qa.json"
+    qa.write_text('[{"building_id": "b.ttl", "queries": [{"query_id": "q1", "sparql_query": '
+                  '"SELECT * {?s ?p ?o}", "questions": [{"question_number": Infinity, '
+                  '"text": "t"}]}]}]')
+    assert run_main(capsys, "validate", str(qa)) == (
+        f"error: {qa}: [0].queries[0].questions[0].question_number: not a finite number: "
+        "Infinity (NaN and Infinity are not allowed in a suite)")
+    qa.write_text('[{"building_id": "b.ttl", "building_id": "c.ttl", "queries": []}]')
+    assert run_main(capsys, "validate", str(qa)) == f"error: {qa}: duplicate key 'building_id'"
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": 0, "common_answers": [["v", "1"]], "id": 1}\n')
+    assert run_main(capsys, "run", str(_dabench_questions(tmp_path)), "--labels", str(labels),
+                    "--responses", str(SELECTION_RESPONSES), "--out", str(tmp_path / "o")) == \
+        f"error: {labels}:1: duplicate key 'id'"
