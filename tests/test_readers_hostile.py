@@ -112,6 +112,12 @@ def _dabench_questions(tmp_path: Path) -> Path:
     return q
 
 
+def _qrels(tmp_path: Path) -> Path:
+    qrels = tmp_path / "test.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    return qrels
+
+
 # (what, file name, command given the hostile path and tmp_path)
 INPUTS = [
     ("suite-yaml", "suite.yaml", lambda p, t: ["validate", str(p)]),
@@ -129,6 +135,7 @@ INPUTS = [
         "run", str(RETRIEVAL_QUESTIONS), "--corpus", str(p), "--out", str(t / "out")]),
     ("data", "data.csv", lambda p, t: ["tokens", str(p), "--field", "item"]),
     ("tokens", "text.txt", lambda p, t: ["tokens", str(p)]),
+    ("trec-run", "test.run", lambda p, t: ["trec", str(_qrels(t)), str(p), "-m", "ndcg@10"]),
 ]
 
 

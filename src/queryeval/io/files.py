@@ -35,6 +35,7 @@ SIZE_LIMITS: dict[str, int] = {
     "corpus": 8 * GiB,          # retrieval chunks: held in memory
     "data": 2 * GiB,            # fields data / evaluation tables (CSV, Parquet, xlsx)
     "tokens": 1 * GiB,          # ``queryeval tokens FILE``: read whole
+    "trec": 64 * GiB,           # TREC qrels / runs: read as columns
 }
 
 # an xlsx is a zip: its members' uncompressed size and the cells read are capped too
