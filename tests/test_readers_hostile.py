@@ -323,7 +323,7 @@ def test_real_xlsx_bomb_is_refused_at_the_default_limit(tmp_path):
     _xlsx_with_sheet_xml(book, 300 << 20)
     assert book.stat().st_size < 3 << 20
     line = one_error_line(cli("validate", str(book), timeout=120))
-    assert "workbook expands to 300 MiB of XML, more than the 256 MiB limit" in line
+    assert "workbook expands to 300 MiB of XML, more than the 32 MiB limit" in line
 
 
 # ------------------------------------------------------------------ 5. errors naming the problem
