@@ -44,6 +44,12 @@ SIZE_LIMITS: dict[str, int] = {
 XLSX_MAX_UNCOMPRESSED = 32 * MiB
 XLSX_MAX_CELLS = 1_000_000
 
+_KIND_NAMES = {
+    "suite": "suite", "suite-lines": "JSONL/CSV suite", "labels": "DABench questions/labels",
+    "responses": "recorded responses", "corpus": "corpus", "data": "table", "tokens": "text",
+    "trec": "TREC",
+}
+
 _KIND_WORDS = {
     stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder",
@@ -63,7 +69,7 @@ def _check_stat(st: os.stat_result, path: Path, kind: str) -> None:
     limit = SIZE_LIMITS[kind]
     if st.st_size > limit:
         raise InputError(f"file is {_human(st.st_size)}, more than the {_human(limit)} limit "
-                         f"for a {kind} file", path=path)
+                         f"for a {_KIND_NAMES.get(kind, kind)} file", path=path)
 
 
 def check_input(path: str | Path, kind: str) -> os.stat_result:
