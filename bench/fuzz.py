@@ -9,6 +9,7 @@ are printed with the input that caused them.
 
     python bench/fuzz.py --examples 2000 --jobs 2
     python bench/fuzz.py --examples 200 --reader suite-yaml --reader trec-run
+    python bench/fuzz.py --readers-cost     # load time of a large JSONL and YAML suite
 """
 
 from __future__ import annotations
@@ -59,6 +60,39 @@ def fuzz_reader(name: str, examples: int, seed: int | None) -> tuple[str, Counte
     return name, counts, crashes, time.perf_counter() - began
 
 
+def readers_cost(repeat: int = 3) -> None:
+    """CPU seconds (best of ``repeat``) of ``load_suite`` on a 100,000-case JSONL suite and a
+    5,000-case YAML list: the cost of the hostile-input checks on the happy path (the depth
+    scan, the strict JSON hooks, the regular-file check). Run it on two checkouts to compare."""
+    import json
+
+    import yaml
+
+    from queryeval.suite import load_suite
+
+    def case(i: int) -> dict:
+        return {"id": f"c{i}", "tags": ["gdp", "x"], "metadata": {"w": 1.5, "n": i},
+                "conversation": [{"role": "user", "content": f"question number {i} about gdp?",
+                                  "target": {"answers": [{"name": "a", "value": str(i)},
+                                                         {"name": "b", "value": "2.5"}]}}]}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        jsonl, yml = Path(tmp) / "big.jsonl", Path(tmp) / "big.yaml"
+        with jsonl.open("w") as fh:
+            for i in range(100_000):
+                fh.write(json.dumps(case(i)) + "\n")
+        with yml.open("w") as fh:
+            yaml.safe_dump([case(i) for i in range(5000)], fh, sort_keys=False)
+        for path in (jsonl, yml):
+            best = float("inf")
+            for _ in range(repeat):
+                began = time.process_time()
+                n = len(load_suite(path))
+                best = min(best, time.process_time() - began)
+            print(f"{path.name}: {n} cases, {path.stat().st_size / 1e6:.1f} MB, "
+                  f"load_suite {best:.2f} CPU s (best of {repeat})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=2000,
@@ -67,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reader", action="append", default=[], help="only these readers")
     parser.add_argument("--seed", type=int, default=None,
                         help="random seed (default: derandomized, reproducible)")
+    parser.add_argument("--readers-cost", action="store_true",
+                        help="time loading a large JSONL and YAML suite instead of fuzzing")
     args = parser.parse_args(argv)
+    if args.readers_cost:
+        readers_cost()
+        return 0
 
     from test_fuzz_readers import READERS
 

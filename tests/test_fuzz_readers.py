@@ -228,7 +228,7 @@ def _dabench_suite(fixed_name: str, fixed: bytes) -> Callable[[Path], Any]:
 
 
 def _suite_jsonl(path: Path) -> Any:
-    """Load a cases JSONL suite and read it again, as a run's passes do."""
+    """Load a line-based suite (JSONL, CSV) and read it again, as a run's passes do."""
     from queryeval.suite import load_suite
 
     suite = load_suite(path)
@@ -580,6 +580,9 @@ READERS: list[Reader] = [
            _dabench_suite("labels-fixed.jsonl", DABENCH_LABELS), jsonl_records(DABENCH_QUESTIONS),
            partners=("labels-fixed.jsonl",)),
     Reader("questions-csv", "questions.csv", QUESTIONS_CSV, _questions_csv, csv_table(QUESTIONS_CSV)),
+    # load_suite on a CSV: the kind is told from the header (missing columns, near misses)
+    Reader("suite-csv-retrieval", "suite.csv", QUESTIONS_CSV, _suite_jsonl, csv_table(QUESTIONS_CSV)),
+    Reader("suite-csv-fields", "suite.csv", FIELDS_EVAL_CSV, _suite_jsonl, csv_table(FIELDS_EVAL_CSV)),
     Reader("corpus-jsonl", "corpus.jsonl", CORPUS_JSONL, _corpus, jsonl_records(CORPUS_JSONL)),
     Reader("corpus-csv", "corpus.csv", CORPUS_CSV, _corpus, csv_table(CORPUS_CSV)),
     Reader("corpus-parquet", "corpus.parquet", CORPUS_PARQUET, _corpus, parquet_table(_CORPUS_RECORDS)),

@@ -107,7 +107,7 @@ def test_id_column_overrides_and_bad_rows_name_the_line(tmp_path):
     with pytest.raises(InputError, match=r"q.csv:3: content_hash: not an MD5 hex digest"):
         load_suite(p)
     p.write_text(f"question,answer,dataset,content_hash\nq,a,A,{md5('x')}\n")
-    with pytest.raises(InputError, match=r"q.csv:1: missing column\(s\) document_name, chunk_id"):
+    with pytest.raises(InputError, match=r"q.csv:1: missing columns document_name, chunk_id \(a retrieval questions CSV needs"):
         load_suite(p)
     p.write_text("question,answer,document_name,dataset,chunk_id,content_hash\n"
                  f"q,a,d,A,c1,{md5('x')}\nq,a,d,A,c2,{md5('y')}\n")

@@ -113,7 +113,7 @@ def test_duplicate_case_ids_across_files(tmp_path):
 
 def test_target_only_on_user_turns_and_needs_a_user_turn(tmp_path):
     p = write(tmp_path, "e.yaml", MEX_CASE.replace("- role: user", "- role: assistant"))
-    with pytest.raises(InputError, match=r"e.yaml:8: conversation\[0\]: value error, only user turns"):
+    with pytest.raises(InputError, match=r"e.yaml:8: conversation\[0\]: only user turns"):
         load_suite(p)
 
 

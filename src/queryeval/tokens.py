@@ -31,6 +31,16 @@ def get_encoder():  # -> tiktoken.Encoding (import kept lazy)
         ) from exc
 
 
+def read_text_file(path) -> str:
+    """A text file to count: a regular file within the ``tokens`` size limit, decoded from
+    UTF-8 (or by its BOM); anything else is one InputError line."""
+    from pathlib import Path
+
+    from queryeval.io.files import decode_text, read_input_bytes
+
+    return decode_text(read_input_bytes(path, "tokens"), Path(path))
+
+
 def count_tokens(text: str) -> int:
     """Number of cl100k tokens in ``text`` (0 for the empty string)."""
     return len(get_encoder().encode_ordinary(text))

@@ -44,16 +44,11 @@ def command(
     """Count cl100k tokens of a text file, or of each distinct value of a field of a table or
     JSONL file."""
     from queryeval.errors import InputError
-    from queryeval.tokens import count_tokens, count_tokens_many
+    from queryeval.tokens import count_tokens, count_tokens_many, read_text_file
 
     if field is None:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError("file not found", path=file) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text: {exc.reason}", path=file) from None
-        console.print(f"{file}: {count_tokens(text)} tokens", markup=False, highlight=False)
+        text = read_text_file(file)
+        console.print(f"{file}: {count_tokens(text)} tokens", markup=False, highlight=False, soft_wrap=True)
         return
 
     if file.suffix.lower() in JSONL_SUFFIXES:

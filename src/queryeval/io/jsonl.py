@@ -41,10 +41,92 @@ def lone_surrogate(text: str | bytes, value: Any) -> bool:
 LONE_SURROGATE = "invalid JSON: a \\u escape encodes a lone surrogate, which is not a character"
 
 
-def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = True) -> Any:
-    """One JSONL line's value; every way it can be bad is one InputError naming the line."""
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+class _NonFinite:
+    """Stands for a NaN or infinite number while a strict line is parsed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+duplicate_key_error = _DuplicateKey  # raised by loads_strict: ``.key`` is the key
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def _find_non_finite(value: Any, loc: tuple = ()) -> tuple[tuple, str] | None:
+    """Where in ``value`` the first :class:`_NonFinite` lies (iterative: any depth)."""
+    stack = [(value, loc)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _NonFinite):
+            return where, item.text
+        if isinstance(item, dict):
+            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _loc_text(loc: tuple) -> str:
+    """``("a", 0, "b")`` -> ``a[0].b``, control characters escaped (one line, always)."""
+    out = ""
+    for part in loc:
+        text = str(part)
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + text
+    return out
+
+
+NON_FINITE = "not a finite number: {text} (NaN and Infinity are not allowed in a suite)"
+
+
+def loads_strict(text: str | bytes, *, path: Path, line: int | None = None) -> Any:
+    """``json.loads`` for a suite: a key written twice in one object, and NaN, Infinity or a
+    number too large for a float (``1e999``) are one InputError naming the field."""
+    seen: list[_NonFinite] = []
+
+    def constant(word: str) -> _NonFinite:
+        seen.append(_NonFinite(word))
+        return seen[-1]
+
+    def number(word: str) -> Any:
+        value = float(word)
+        return value if value - value == 0 else constant(word)  # 1e999 overflows to inf
+
+    value = json.loads(text, object_pairs_hook=_pairs_no_duplicates, parse_constant=constant,
+                       parse_float=number)
+    found = _find_non_finite(value) if seen else None  # walked only when one was met
+    if found is not None:
+        where, bad = found
+        raise InputError(NON_FINITE.format(text=bad[:40]), path=path, line=line,
+                         field=_loc_text(where) or None)
+    return value
+
+
+def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = True,
+                    strict: bool = False) -> Any:
+    """One JSONL line's value; every way it can be bad is one InputError naming the line.
+    ``strict`` (suites): duplicate keys and non-finite numbers are errors too
+    (:func:`loads_strict`); without it (recorded responses) they parse as ``json`` does."""
     try:
-        value = json.loads(text)
+        value = loads_strict(text, path=path, line=line) if strict else json.loads(text)
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key {exc.key!r}", path=path, line=line) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
     except RecursionError:
@@ -58,41 +140,53 @@ def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = Tr
     return value
 
 
-def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: str | Path, *, objects_only: bool = True, kind: str = "suite-lines",
+               strict: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for every non-blank line (1-based line numbers).
 
     Streams the file: memory stays flat however long it is. A UTF-8 BOM on the first line
     is accepted; invalid UTF-8, invalid JSON, or (with ``objects_only``) a value that is not
-    a JSON object raise :class:`InputError`.
+    a JSON object raise :class:`InputError`. ``kind`` picks the size limit
+    (:data:`queryeval.io.files.SIZE_LIMITS`); ``strict`` is :func:`parse_json_line`'s.
     """
-    for lineno, _offset, _size, value in iter_jsonl_spans(path, objects_only=objects_only):
+    for lineno, _offset, _size, value in iter_jsonl_spans(path, objects_only=objects_only,
+                                                          kind=kind, strict=strict):
         yield lineno, value
 
 
-def iter_jsonl_spans(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, int, int, Any]]:
+def iter_jsonl_spans(path: str | Path, *, objects_only: bool = True, kind: str = "responses",
+                     strict: bool = False) -> Iterator[tuple[int, int, int, Any]]:
     """Like :func:`iter_jsonl`, with where each line lies in the file: yields
     ``(line_number, byte_offset, byte_length, value)``; :func:`read_json_span` reads one
     line back from its offset and length (an index of a file instead of its parsed lines)."""
+    from queryeval.io.files import ICONV_HINT, encoding_of, open_input
+
     path = Path(path)
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    fh = open_input(path, kind)
     offset = 0
     with fh:
         for lineno, raw in enumerate(fh, start=1):
             start, offset = offset, offset + len(raw)
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-                start += 3
+            if lineno == 1:
+                if encoding_of(raw[:4]).startswith("utf-") and encoding_of(raw[:4]) != "utf-8-sig":
+                    raise InputError(f"file is {encoding_of(raw[:4]).upper()} (it starts with "
+                                     "that byte-order mark); JSON Lines must be UTF-8: convert "
+                                     "it, e.g. iconv -f utf-16 -t utf-8 FILE > FILE.utf8",
+                                     path=path, line=1)
+                if raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                    start += 3
             if not raw.strip():
                 continue
             try:
                 text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError("line is not valid UTF-8", path=path, line=lineno) from None
+            except UnicodeDecodeError as exc:
+                raise InputError(f"line is not valid UTF-8: byte 0x{raw[exc.start]:02x} at "
+                                 f"offset {start + exc.start}; {ICONV_HINT}",
+                                 path=path, line=lineno) from None
             yield lineno, start, len(raw), parse_json_line(text, path=path, line=lineno,
-                                                           objects_only=objects_only)
+                                                           objects_only=objects_only,
+                                                           strict=strict)
 
 
 def read_json_span(fd: int, offset: int, size: int) -> Any:
@@ -106,17 +200,16 @@ def read_json_span(fd: int, offset: int, size: int) -> Any:
     return json.loads(data)
 
 
-def iter_csv(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+def iter_csv(path: str | Path, *, kind: str = "data") -> Iterator[tuple[int, list[str]]]:
     """``(line, cells)`` for every CSV row, header included (the line is where the row starts;
-    a quoted cell may span lines). A BOM is accepted; decoding and CSV errors become one
-    InputError naming the line."""
+    a quoted cell may span lines). A UTF-8/UTF-16 BOM is honoured; decoding and CSV errors
+    become one InputError naming the line (:func:`queryeval.io.files.encoding_error`)."""
     import csv
 
+    from queryeval.io.files import encoding_error, open_text
+
     path = Path(path)
-    try:
-        fh = path.open(encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    fh = open_text(path, kind)
     with fh:
         reader = csv.reader(fh)
         start = 1
@@ -126,8 +219,8 @@ def iter_csv(path: str | Path) -> Iterator[tuple[int, list[str]]]:
                 start = reader.line_num + 1
         except csv.Error as exc:
             raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num or start) from None
-        except UnicodeDecodeError:
-            raise InputError("file is not valid UTF-8", path=path, line=start) from None
+        except UnicodeDecodeError as exc:
+            raise encoding_error(path, encoding=exc.encoding) from None
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
@@ -135,10 +228,10 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
     trailing cells are None; the line is where the record starts)."""
     path = Path(path)
     if path.suffix.lower() != ".csv":
-        yield from iter_jsonl(path)
+        yield from iter_jsonl(path, kind="responses")
         return
     header: list[str] | None = None
-    for line, row in iter_csv(path):
+    for line, row in iter_csv(path, kind="responses"):
         if header is None:
             header = row
             continue

@@ -46,16 +46,17 @@ def case_id(building: str, query_id: str, question_number: int | str) -> str:
 
 
 def read_buildingqa(path: str | Path) -> Suite:
+    from queryeval.io.files import decode_text, read_input_bytes
+    from queryeval.io.jsonl import duplicate_key_error, loads_strict
+
     path = Path(path)
+    text = decode_text(read_input_bytes(path, "suite"), path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-        data = json.loads(text)
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+        data = loads_strict(text, path=path)
+    except duplicate_key_error as exc:
+        raise InputError(f"duplicate key {exc.key!r}", path=path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("file is not valid UTF-8", path=path) from None
     except RecursionError:
         raise InputError("invalid JSON: nesting too deep", path=path) from None
     except ValueError as exc:

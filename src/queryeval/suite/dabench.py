@@ -134,15 +134,9 @@ R = TypeVar("R", bound=_Record)
 
 
 def _open_lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a JSONL file", path=path) from None
-    except UnicodeDecodeError as e:
-        line = text_line_of_offset(path.read_bytes(), e.start)
-        raise InputError(f"not UTF-8 text ({e.reason})", path=path, line=line) from None
+    from queryeval.io.files import decode_text, read_input_bytes
+
+    text = decode_text(read_input_bytes(path, "labels"), path)
     for n, raw in enumerate(text.splitlines(), start=1):
         if raw.strip():
             yield n, raw
@@ -165,13 +159,14 @@ def _validation_error(exc: ValidationError, path: Path, line: int) -> InputError
     return InputError(msg, path=path, line=line, field=format_loc(tuple(first["loc"])) or None)
 
 
-def read_jsonl_records(path: str | Path, model: type[R]) -> list[R]:
-    """Read one ``model`` per non-blank line; reject bad JSON, bad fields and duplicate ids."""
+def read_jsonl_records(path: str | Path, model: type[R], *, strict: bool = False) -> list[R]:
+    """Read one ``model`` per non-blank line; reject bad JSON, bad fields and duplicate ids
+    (``strict``, for the suite's questions and labels: duplicate keys and NaN/Infinity too)."""
     path = Path(path)
     out: list[R] = []
     seen: dict[str, int] = {}
     for n, raw in _open_lines(path):
-        data = parse_json_line(raw, path=path, line=n)
+        data = parse_json_line(raw, path=path, line=n, strict=strict)
         try:
             rec = model.model_validate(data)
         except ValidationError as e:
@@ -189,12 +184,12 @@ def read_jsonl_records(path: str | Path, model: type[R]) -> list[R]:
 
 def read_questions(path: str | Path) -> list[DABenchQuestionRecord]:
     """Read a DABench questions file (e.g. ``da-dev-questions.jsonl``)."""
-    return read_jsonl_records(path, DABenchQuestionRecord)
+    return read_jsonl_records(path, DABenchQuestionRecord, strict=True)
 
 
 def read_labels(path: str | Path) -> list[DABenchLabelRecord]:
     """Read a DABench labels file (e.g. ``da-dev-labels.jsonl``)."""
-    return read_jsonl_records(path, DABenchLabelRecord)
+    return read_jsonl_records(path, DABenchLabelRecord, strict=True)
 
 
 def read_responses(path: str | Path) -> list[DABenchResponseRecord]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from queryeval.errors import InputError
+from queryeval.io.files import XLSX_MAX_CELLS, XLSX_MAX_UNCOMPRESSED, check_input
 from queryeval.io.jsonl import iter_csv
 from queryeval.metrics.fields import split_ground_truth
 from queryeval.suite.yamlsrc import printable
@@ -82,9 +83,27 @@ def _rows_csv(path: Path) -> Iterator[tuple[int, list[str]]]:
     return iter_csv(path)
 
 
+def _check_xlsx_size(path: Path) -> None:
+    """Refuse a workbook whose zip members expand beyond :data:`XLSX_MAX_UNCOMPRESSED` (a
+    few MB of xlsx can hold gigabytes of sheet XML), from the zip's directory, before
+    openpyxl reads a member. A member's declared size bounds what zipfile inflates."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            total = sum(info.file_size for info in zf.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(f"cannot read workbook: {_one_line(exc)}", path=path) from None
+    if total > XLSX_MAX_UNCOMPRESSED:
+        raise InputError(f"workbook expands to {total // (1 << 20)} MiB of XML, more than the "
+                         f"{XLSX_MAX_UNCOMPRESSED >> 20} MiB limit; save the sheet as CSV",
+                         path=path)
+
+
 def _rows_xlsx(path: Path) -> Iterator[tuple[int, list[str]]]:
     from openpyxl import load_workbook
 
+    _check_xlsx_size(path)
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises several types for a bad file
@@ -94,7 +113,12 @@ def _rows_xlsx(path: Path) -> Iterator[tuple[int, list[str]]]:
         if not wb.worksheets:
             raise InputError("workbook has no worksheet", path=path)
         ws = wb.worksheets[0]
+        cells = 0
         for number, row in enumerate(ws.iter_rows(values_only=True), start=1):
+            cells += len(row)
+            if cells > XLSX_MAX_CELLS:
+                raise InputError(f"sheet has more than {XLSX_MAX_CELLS:,} cells; save it as "
+                                 "CSV", path=path, line=number)
             yield number, [_cell(v) for v in row]
     except InputError:
         raise
@@ -114,6 +138,7 @@ def _rows_parquet(path: Path) -> Iterator[tuple[int, list[str]]]:
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("reading Parquet needs the 'pyarrow' package", path=path) from exc
+    check_input(path, "data")
     try:
         table = pq.read_table(path)
         # decoding can fail here too (e.g. a string column holding invalid UTF-8)
@@ -128,12 +153,13 @@ def _rows_parquet(path: Path) -> Iterator[tuple[int, list[str]]]:
 def read_rows(path: str | Path, suffixes: Sequence[str] = DATA_SUFFIXES) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Header and (line, cells) records of a table; blank records are skipped, cells stripped."""
     path = Path(path)
+    if path.exists():
+        check_input(path, "data")  # first: a FIFO or a device is named as what it is
     suffix = path.suffix.lower()
     if suffix not in suffixes:
         raise InputError(f"unsupported table format {suffix or '(none)'}; use one of "
                          + ", ".join(suffixes), path=path)
-    if not path.is_file():
-        raise InputError("file not found", path=path)
+    check_input(path, "data")
     reader = {".csv": _rows_csv, ".xlsx": _rows_xlsx, ".parquet": _rows_parquet}[suffix]
     rows = reader(path)
     try:

@@ -18,38 +18,33 @@ from pydantic import ValidationError
 
 from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
-from queryeval.suite.loader import Suite, _resolve_sources, lazy_suite
+from queryeval.suite.loader import Suite, _resolve_sources, first_error, lazy_suite
 from queryeval.suite.models import Case
-from queryeval.suite.yamlsrc import format_loc, printable
+from queryeval.suite.yamlsrc import format_loc
 
 
-def is_cases_jsonl(path: Path) -> bool:
+def is_cases_jsonl(path: Path) -> bool | None:
     """Whether the first non-blank line of ``path`` is an object with a ``conversation``
-    (a case), as opposed to a DABench question. A first line that is no JSON object is
-    reported as the error it is."""
-    for _line, value in iter_jsonl(path):
+    (a case), as opposed to a DABench question; None for a file with no line at all. A first
+    line that is no JSON object is reported as the error it is."""
+    for _line, value in iter_jsonl(path, strict=True):
         return "conversation" in value
-    return False
+    return None
 
 
 def _case(obj: dict, path: Path, line: int) -> Case:
     try:
         case = Case.model_validate(obj)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        first = errors[0]
-        msg = printable(first["msg"])
-        msg = "unknown field" if first["type"] == "extra_forbidden" else msg[:1].lower() + msg[1:]
-        if len(errors) > 1:
-            msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-        raise InputError(msg, path=path, line=line, field=format_loc(first["loc"]) or None) from None
+        msg, loc = first_error(exc)
+        raise InputError(msg, path=path, line=line, field=format_loc(loc) or None) from None
     _resolve_sources(case, path.parent)
     return case
 
 
 def iter_cases_jsonl(path: Path) -> Iterator[tuple[int, Case]]:
     """``(line, case)`` for every non-blank line."""
-    for line, obj in iter_jsonl(path):
+    for line, obj in iter_jsonl(path, strict=True):
         yield line, _case(obj, path, line)
 
 

@@ -9,8 +9,10 @@ the line and the field, e.g.::
 from __future__ import annotations
 
 import hashlib
+import types
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -103,28 +105,91 @@ def lazy_suite(path: Path, read: Callable[[Path], Iterator[tuple[int, Case]]], *
 def hash_files(paths: Iterable[Path], root: Path | None = None) -> str:
     """sha256 over each file's relative name and bytes, in sorted order (read in 1 MiB
     pieces: a large suite is hashed without holding it)."""
+    from queryeval.io.files import open_input
+
     h = hashlib.sha256()
     for p in sorted(paths):
         name = p.relative_to(root).as_posix() if root and root in p.parents else p.name
         h.update(name.encode() + b"\0")
-        with p.open("rb") as fh:
+        with open_input(p, "responses") as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
         h.update(b"\0")
     return "sha256:" + h.hexdigest()
 
 
-def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> InputError:
-    """Turn pydantic's first error into one InputError line naming file, line and field."""
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The field names of the pydantic model found at ``loc`` inside ``model`` (through
+    lists, dicts and Optional), or [] where ``loc`` leads to no model."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def unwrap(tp: Any, want: type | None = None) -> Any:
+        for _ in range(10):
+            origin = typing.get_origin(tp)
+            if origin in (typing.Union, types.UnionType, typing.Annotated):
+                args = [a for a in typing.get_args(tp) if a is not type(None)]
+                if origin is typing.Annotated:
+                    args = args[:1]
+                models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+                tp = models[0] if models else (args[0] if args else tp)
+            else:
+                return tp
+        return tp
+
+    tp: Any = model
+    for part in loc:
+        tp = unwrap(tp)
+        origin = typing.get_origin(tp)
+        if isinstance(part, int) and origin in (list, tuple, set, frozenset):
+            tp = typing.get_args(tp)[0] if typing.get_args(tp) else Any
+        elif isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        elif origin is dict and len(typing.get_args(tp)) == 2:
+            tp = typing.get_args(tp)[1]
+        else:
+            return []
+    tp = unwrap(tp)
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def first_error(exc: ValidationError, model: Any = Case) -> tuple[str, tuple]:
+    """The error a user should read first, worded as one line, and its ``loc``. An unknown
+    key (a typo) is named before the "field required" that the typo causes, with the
+    closest known field: ``unknown field, did you mean 'conversation'?``."""
+    import difflib
+
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = (*prefix, *first["loc"])
-    msg = printable(first["msg"])
-    msg = msg[:1].lower() + msg[1:]
-    if first["type"] == "extra_forbidden":
+    chosen = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = tuple(chosen["loc"])
+    explained = {id(chosen)}
+    if chosen["type"] == "extra_forbidden":
+        parent, key = loc[:-1], str(loc[-1])
+        missing = [str(e["loc"][-1]) for e in errors
+                   if e["type"] == "missing" and tuple(e["loc"][:-1]) == parent]
+        known = list(dict.fromkeys([*missing, *_fields_at(model, parent)]))
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         msg = "unknown field"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        if close:
+            msg += f", did you mean {printable(close[0])!r}?"
+            explained |= {id(e) for e in errors if e["type"] == "missing"
+                          and tuple(e["loc"]) == (*parent, close[0])}
+    else:
+        msg = printable(str(chosen["msg"]))
+        msg = msg[:1].lower() + msg[1:]
+        if msg.startswith("value error, "):
+            msg = msg[len("value error, "):]
+    more = sum(1 for e in errors if id(e) not in explained)
+    if more:
+        msg += f" (and {more} more error{'s' if more > 1 else ''})"
+    return msg, loc
+
+
+def validation_error(exc: ValidationError, doc: YamlDoc, prefix: tuple = ()) -> InputError:
+    """Turn pydantic's errors into one InputError line naming file, line and field."""
+    msg, first_loc = first_error(exc)
+    loc = (*prefix, *first_loc)
     return InputError(msg, path=doc.path, line=doc.line_of(loc), field=format_loc(loc) or None)
 
 
@@ -222,15 +287,76 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
                  hash=hash_files([questions, labels]), origin=origin)
 
 
-def _csv_has_column(path: Path, column: str) -> bool:
-    import csv
+# The CSV suites, by the columns that tell them apart (a header is matched to the kind it
+# overlaps most; a tie goes to the kind needing fewer columns, the closer one).
+RETRIEVAL_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
+CSV_KINDS = (
+    ("a fields evaluation table", ("Question",), "and one ground-truth column per field"),
+    ("a retrieval questions CSV", RETRIEVAL_COLUMNS, ""),
+)
+SUPPORTED_FORMATS = (
+    "a .yaml/.yml file or a folder of them; a .jsonl of cases (a 'conversation' on each line); "
+    "DABench questions .jsonl with --labels; BuildingQA .json; a retrieval questions .csv "
+    f"({', '.join(RETRIEVAL_COLUMNS)}); a fields evaluation table .csv/.xlsx (Question and "
+    "one column per field)"
+)
 
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-    return column in header
+
+def _near(name: str, header: list[str]) -> str | None:
+    """The header cell that is a near miss for column ``name`` (case, typo), if any."""
+    import difflib
+
+    folded = {h.strip().lower(): h for h in header}
+    if name.lower() in folded:
+        return folded[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.75)
+    return folded[close[0]] if close else None
+
+
+def missing_columns_error(path: Path, header: list[str], kind: str, required: tuple[str, ...],
+                          extra: str = "") -> InputError:
+    """``missing column content_hash (a retrieval questions CSV needs question, ...)`` with a
+    did-you-mean for a header cell that nearly names a missing column."""
+    present = set(header)
+    missing = [c for c in required if c not in present]
+    hints = []
+    for col in missing:
+        near = _near(col, [h for h in header if h not in required])
+        if near is not None:
+            hints.append(f"{printable(near)!r} for {col!r}")
+    needs = f"{kind} needs {', '.join(required)}" + (f" {extra}" if extra else "")
+    msg = f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} ({needs})"
+    if hints:
+        msg += f"; did you mean {', '.join(hints)}?"
+    return InputError(msg, path=path, line=1)
+
+
+def csv_kind(path: Path, header: list[str]) -> str:
+    """``"retrieval"`` or ``"fields"`` when the header has every column of that kind, else
+    the InputError naming what the closest kind misses."""
+    if "content_hash" in header and all(c in header for c in RETRIEVAL_COLUMNS):
+        return "retrieval"
+    if "Question" in header and "content_hash" not in header:
+        return "fields"
+    scores = []
+    for n, (kind, required, extra) in enumerate(CSV_KINDS):
+        score = sum(1 for c in required if c in header or _near(c, header) is not None)
+        scores.append((score, -n, kind, required, extra))
+    score, _, kind, required, extra = max(scores)
+    if score == 0:
+        shown = printable(", ".join(header))[:200] or "(nothing)"
+        raise InputError(f"unknown suite format: a CSV header of {shown}; supported: "
+                         f"{SUPPORTED_FORMATS}", path=path, line=1)
+    raise missing_columns_error(path, header, kind, required, extra)
+
+
+def _csv_header(path: Path) -> list[str]:
+    from queryeval.io.jsonl import iter_csv
+
+    for _line, row in iter_csv(path, kind="suite-lines"):
+        return [c.strip() for c in row]
+    raise InputError("empty file: a CSV suite needs a header row and one row per question",
+                     path=path, line=1)
 
 
 def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
@@ -244,9 +370,13 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
       field-retrieval evaluation table.
     """
+    from queryeval.io.files import check_input
+
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
+    if not path.is_dir():
+        check_input(path, "suite-lines")  # a FIFO or a device is no suite, whatever its name
     if labels is not None:
         if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
             raise InputError("--labels goes with a DABench questions .jsonl file, not a YAML suite",
@@ -259,7 +389,11 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
     if path.suffix.lower() == ".jsonl":
         from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
 
-        if is_cases_jsonl(path):
+        first = is_cases_jsonl(path)
+        if first is None:
+            raise InputError("empty file: a JSONL suite needs one case (a JSON object with a "
+                             "'conversation') per line", path=path)
+        if first:
             return read_cases_jsonl(path)
         raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl "
                          "(a suite of cases in JSONL has a 'conversation' on each line)", path=path)
@@ -267,17 +401,17 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
         from queryeval.suite.buildingqa import read_buildingqa
 
         return read_buildingqa(path)
-    if path.suffix.lower() == ".csv" and _csv_has_column(path, "content_hash"):
-        from queryeval.suite.retrieval import read_questions_csv
+    if path.suffix.lower() == ".csv":
+        if csv_kind(path, _csv_header(path)) == "retrieval":
+            from queryeval.suite.retrieval import read_questions_csv
 
-        return read_questions_csv(path)
-    if path.suffix.lower() in (".csv", ".xlsx"):
-        from queryeval.suite.fields import load_fields_suite, looks_like_fields_table
+            return read_questions_csv(path)
+        from queryeval.suite.fields import load_fields_suite
 
-        if looks_like_fields_table(path):
-            return load_fields_suite(path)
-    raise InputError(
-        f"unknown suite format {path.suffix or '(no extension)'!r}; expected .yaml/.yml, a folder, "
-        "a .jsonl of cases, or DABench questions .jsonl with --labels",
-        path=path,
-    )
+        return load_fields_suite(path)
+    if path.suffix.lower() == ".xlsx":
+        from queryeval.suite.fields import load_fields_suite
+
+        return load_fields_suite(path)
+    raise InputError(f"unknown suite format {path.suffix or '(no extension)'!r}; supported: "
+                     f"{SUPPORTED_FORMATS}", path=path)

@@ -20,7 +20,6 @@ from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
 from queryeval.suite.loader import Suite, lazy_suite
 from queryeval.suite.models import Case
-from queryeval.suite.yamlsrc import printable
 
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
 _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -37,11 +36,10 @@ def content_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()  # noqa: S324
 
 
-def _open_csv(path: Path):
-    try:
-        return path.open(encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+def _open_csv(path: Path, kind: str):
+    from queryeval.io.files import open_text
+
+    return open_text(path, kind)
 
 
 def read_questions_csv(path: str | Path) -> Suite:
@@ -57,16 +55,20 @@ def read_questions_csv(path: str | Path) -> Suite:
 
 def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
     """``(line, case)`` for every row of a questions CSV; a bad row is one InputError."""
-    with _open_csv(path) as fh:
+    from queryeval.io.files import encoding_error
+    from queryeval.suite.loader import missing_columns_error
+
+    with _open_csv(path, "suite-lines") as fh:
         reader = csv.DictReader(fh)
         try:
             header = reader.fieldnames or []
-        except (csv.Error, UnicodeDecodeError) as exc:
+        except csv.Error as exc:
             raise InputError(f"invalid CSV header: {exc}", path=path, line=1) from None
-        missing = [c for c in QUESTION_COLUMNS if c not in header]
-        if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)}; the header has: "
-                             f"{printable(', '.join(header)) or '(nothing)'}", path=path, line=1)
+        except UnicodeDecodeError as exc:
+            raise encoding_error(path, encoding=exc.encoding) from None
+        if any(c not in header for c in QUESTION_COLUMNS):
+            raise missing_columns_error(path, list(header), "a retrieval questions CSV",
+                                        QUESTION_COLUMNS)
         try:
             for row in reader:
                 line = reader.line_num
@@ -91,8 +93,8 @@ def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
                 )
         except csv.Error as exc:
             raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
-        except UnicodeDecodeError:
-            raise InputError("file is not valid UTF-8", path=path, line=reader.line_num + 1) from None
+        except UnicodeDecodeError as exc:
+            raise encoding_error(path, encoding=exc.encoding) from None
 
 
 @dataclass
@@ -125,9 +127,10 @@ def _chunk(rec: dict, path: Path, where: dict) -> Chunk:
 def read_corpus(path: str | Path) -> list[Chunk]:
     """Chunks from JSONL, CSV or Parquet (columns chunk_id, content, document_name, dataset,
     and any metadata). Duplicate chunk ids are an error."""
+    from queryeval.io.files import check_input, encoding_error
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
+    check_input(path, "corpus")
     suffix = path.suffix.lower()
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
@@ -141,18 +144,18 @@ def read_corpus(path: str | Path) -> list[Chunk]:
         chunks.append(chunk)
 
     if suffix == ".jsonl":
-        for line, rec in iter_jsonl(path):
+        for line, rec in iter_jsonl(path, kind="corpus"):
             add(rec, {"line": line})
     elif suffix == ".csv":
-        with _open_csv(path) as fh:
+        with _open_csv(path, "corpus") as fh:
             reader = csv.DictReader(fh)
             try:
                 for rec in reader:
                     add(rec, {"line": reader.line_num})
             except csv.Error as exc:
                 raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
-            except UnicodeDecodeError:
-                raise InputError("file is not valid UTF-8", path=path) from None
+            except UnicodeDecodeError as exc:
+                raise encoding_error(path, encoding=exc.encoding) from None
     elif suffix == ".parquet":
         try:
             import pyarrow.parquet as pq

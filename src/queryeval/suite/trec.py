@@ -189,9 +189,10 @@ def _dictionary_codes(column, pool) -> tuple[np.ndarray | None, object]:
 
 
 def _read_columns(path: str | Path, kind: str) -> Columns:
+    from queryeval.io.files import check_input
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
+    check_input(path, "trec")  # a FIFO or a device is named as such (is_file() said "no such file")
     cols = _parse_arrow(path, kind)
     if cols is None:
         cols = _parse_python(path, kind)

@@ -76,6 +76,35 @@ MAX_MERGED_PAIRS = 100_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+# libyaml's C composer recurses once per nesting level and overflows the C stack (a
+# segfault, no Python exception) near 30,000 levels, which 60 KB of ``[[[[...`` reach. The
+# parser beneath it is iterative: one pass over its events refuses deeper nesting first.
+# A case needs about 10 levels (conversation[0].target.indicator_selection[0]...).
+MAX_DEPTH = 100
+
+_OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
+def check_depth(text: str, path: Path) -> None:
+    """Refuse YAML nested more than :data:`MAX_DEPTH` levels, from the parser's events
+    (iterative: no recursion however deep the text), before anything composes it."""
+    depth = 0
+    loader = _Loader(text)
+    try:
+        while (event := loader.get_event()) is not None:
+            if isinstance(event, _OPEN_EVENTS):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InputError(f"invalid YAML: nesting too deep (more than {MAX_DEPTH} levels); "
+                                     "refusing it (a suite needs about 10)",
+                                     path=path, line=event.start_mark.line + 1)
+            elif isinstance(event, _CLOSE_EVENTS):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def _one_line(text: str) -> str:
     """PyYAML's messages span lines ("...\n  in '<unicode string>', line 3"): one line."""
     return " ".join(str(text).split())
@@ -122,7 +151,12 @@ class _Walker:
 
     def _construct(self, node: yaml.Node, loc: Loc) -> Any:
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, float) and value - value != 0:
+                raise InputError(f"not a finite number: {printable(str(node.value))[:40]} "
+                                 "(.nan and .inf are not allowed in a suite)", path=self.path,
+                                 line=node.start_mark.line + 1, field=format_loc(loc) or None)
+            return value
         except yaml.YAMLError:
             raise
         except (ValueError, TypeError, AttributeError, OverflowError) as exc:
@@ -133,9 +167,11 @@ class _Walker:
                              path=self.path, line=node.start_mark.line + 1,
                              field=format_loc(loc) or None) from None
 
-    def walk(self, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
+    def walk(self, node: yaml.Node, loc: Loc, lines: dict[Loc, int],
+             line: int | None = None) -> Any:
+        """``line``: where the value's key is written (its own line for a list item)."""
         self._count(node)
-        lines[loc] = node.start_mark.line + 1
+        lines[loc] = line or node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             if any(k.tag == _MERGE_TAG for k, _ in node.value) and \
                     self._merged_pairs(node, {}) > MAX_MERGED_PAIRS:
@@ -174,7 +210,7 @@ class _Walker:
                 if index >= n_merged:
                     written.add(key)
                 child = (*loc, key if isinstance(key, (str, int)) else str(key))
-                out[key] = self.walk(value_node, child, lines)
+                out[key] = self.walk(value_node, child, lines, key_node.start_mark.line + 1)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.walk(item, (*loc, i), lines) for i, item in enumerate(node.value)]
@@ -188,18 +224,13 @@ def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: P
 
 def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
     """Yield every non-empty document of a (possibly multi-document) YAML file."""
+    from queryeval.io.files import decode_text, read_input_bytes
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError("file is not valid UTF-8", path=path, line=line) from None
+    text = decode_text(read_input_bytes(path, "suite"), path)
     loader = _Loader(text)
     try:
+        check_depth(text, path)
         while loader.check_node():
             node = loader.get_node()
             if node is None:

@@ -254,10 +254,11 @@ class IndexedRecordedSystem(RecordedSystem):
     def _descriptor(self) -> int:
         with self._lock:
             if self._fd is None:
-                try:
-                    self._fd = os.open(self.path, os.O_RDONLY)
-                except OSError as exc:
-                    raise InputError(f"cannot read file: {exc.strerror or exc}", path=self.path) from None
+                # reopened by name after the checking pass: a regular file again, never a FIFO
+                from queryeval.io.files import open_input
+
+                with open_input(self.path, "responses") as fh:
+                    self._fd = os.dup(fh.fileno())
             return self._fd
 
     def call(self, request: dict, timeout: float | None) -> Any:

@@ -56,9 +56,7 @@ class Task(ABC):
             try:
                 self.options = self.Options.model_validate(options or {})
             except ValidationError as exc:
-                err = exc.errors(include_url=False)[0]
-                field = ".".join(str(p) for p in err["loc"])
-                raise ConfigError(f"task option {field}: {err['msg']}") from None
+                raise option_error(self.name, self.Options, exc) from None
 
     # --- requests -----------------------------------------------------------------------
     def scored_turns(self, case: Case) -> list[int]:
@@ -185,6 +183,63 @@ class Task(ABC):
         }
 
 
+def _expected(annotation: Any) -> str | None:
+    """What an option of this type is written as, in words (None: no simple wording)."""
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is list and args:
+        inner = _expected(args[0])
+        return f"comma-separated {inner.split(' ', 1)[1]}s" if inner and " " in inner else None
+    if len(args) == 1 and typing.get_origin(annotation) is not list:
+        return _expected(args[0])
+    return {int: "an integer", float: "a number", bool: "true or false",
+            str: "a text"}.get(annotation)
+
+
+_PARSE_FAILURES = ("invalid literal for int()", "could not convert string to float")
+
+
+def option_error(task: str, options: type[TaskOptions], exc: ValidationError) -> ConfigError:
+    """One line for a bad task option: an option of another task names that task, an unknown
+    one the closest known name, a value that does not parse what it should be."""
+    import difflib
+
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    name = ".".join(str(p) for p in loc)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        owners = [other for other in task_names() if other != task
+                  and name in getattr(_options_class(other), "model_fields", {})]
+        if owners:
+            return ConfigError(f"task option {name} applies to the {' and '.join(owners)} "
+                               f"task{'s' if len(owners) > 1 else ''} only (this run's task "
+                               f"is {task})")
+        known = sorted(options.model_fields)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return ConfigError(f"task option {name}: unknown option{hint} (options of the {task} "
+                           f"task: {', '.join(known)})")
+    msg = str(err["msg"])
+    field = options.model_fields.get(str(loc[0])) if loc else None
+    parse_failed = err["type"] in ("int_parsing", "float_parsing", "bool_parsing") or (
+        err["type"] == "value_error" and any(p in msg for p in _PARSE_FAILURES))
+    what = _expected(field.annotation) if field is not None and len(loc) <= 2 else None
+    if parse_failed and what:
+        value = err.get("input")
+        return ConfigError(f"task option {name}: expected {what}, got {value!r}")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return ConfigError(f"task option {name}: {msg}")
+
+
+def _options_class(name: str) -> type[TaskOptions] | None:
+    try:
+        return task_class(name).Options
+    except ConfigError:  # a plug-in that does not load: it owns no option we can name
+        return None
+
+
 _REGISTRY: dict[str, str | type[Task]] = {
     "indicator_selection": "queryeval.tasks.selection:SelectionTask",
     "answers": "queryeval.tasks.answers:AnswersTask",
@@ -239,6 +294,14 @@ def _load_entry_points() -> None:
             _REGISTRY[ep.name] = ep.value
 
 
+def _unknown_task(name: str) -> ConfigError:
+    import difflib
+
+    close = difflib.get_close_matches(name, task_names(), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown task {name!r}{hint} (known tasks: {', '.join(task_names())})")
+
+
 def task_names() -> list[str]:
     _load_entry_points()
     return sorted(_REGISTRY)
@@ -255,7 +318,7 @@ def task_class(name: str) -> type[Task]:
 
     _load_entry_points()
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+        raise _unknown_task(name)
     entry = _REGISTRY[name]
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
@@ -279,7 +342,7 @@ def infer_task(kinds: set[str], requested: str | None) -> str:
     if requested:
         _load_entry_points()
         if requested not in _REGISTRY:
-            raise ConfigError(f"unknown task {requested!r}; known tasks: {', '.join(task_names())}")
+            raise _unknown_task(requested)
         return requested
     if len(kinds) == 1:
         return next(iter(kinds))
