@@ -21,7 +21,7 @@ LIST_OPTIONS = ("export", "dataset")
 
 
 def _abs(value: Any) -> str:
-    return str(Path(value).expanduser().resolve())
+    return os.path.abspath(Path(value).expanduser())  # as the run itself: symlinks kept
 
 
 def _source(value: Any) -> str:
@@ -235,7 +235,7 @@ def _resume_matching(folder: Path, suite: Any, system: Any, *, retry_errors: boo
     log = RunLog.open(folder)
     stored = str(log.batch.get("evaluation_config", {}).get("suite", ""))
     if _is_path(suite):
-        if Path(suite).resolve() != Path(stored):
+        if Path(_abs(suite)) != Path(stored) and Path(suite).resolve() != Path(stored):
             raise ConfigError(f"{log.paths.batch} is a run of {stored}, not of {suite}; "
                               "use another out folder")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import platform
 import subprocess
 import threading
@@ -300,8 +301,8 @@ def resolve_config(config: RunConfig) -> RunConfig:
     (a Python callable runs in this process) cannot move the run log or the inputs read again
     on later passes. Output folders that exist as files are refused here, before any work."""
 
-    def absolute(value: str | None) -> str | None:
-        return str(Path(value).expanduser().resolve()) if value else value
+    def absolute(value: str | None) -> str | None:  # symlinks kept: errors name the user's path
+        return os.path.abspath(Path(value).expanduser()) if value else value
 
     opts = dict(config.task_options)
     for key in run_inputs.PATH_OPTIONS:
