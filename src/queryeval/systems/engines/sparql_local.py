@@ -27,6 +27,7 @@ from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
+    QueryRefused,
     QueryResult,
     check_limits,
 )
@@ -105,10 +106,12 @@ class LocalSparqlEngine:
         check_limits(timeout_s, max_rows)
         if self._closed:
             raise QueryFailed("engine is closed")
-        check_sparql(query, allowed_graphs=self.info.named_graphs, prefixes=self.prefixes)
+        check = check_sparql(query, allowed_graphs=self.info.named_graphs,
+                             prefixes=self.prefixes)
         request: dict[str, Any] = {
             "query": query, "prefixes": self.prefixes, "base_iri": self.base_iri,
             "union_default_graph": self.union_default_graph, "max_rows": max_rows,
+            "from_spans": check.from_spans,
         }
         with self._lock:
             if not self._worker.alive():
@@ -116,6 +119,8 @@ class LocalSparqlEngine:
             start = time.perf_counter()
             status, payload = self._worker.request(request, timeout_s)
             elapsed = (time.perf_counter() - start) * 1000.0
+        if status == "refused":
+            raise QueryRefused(str(payload))
         if status == "syntax":
             raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
         if status != "ok":

@@ -34,13 +34,17 @@ import threading
 import time
 from typing import IO, Any
 
-from queryeval.systems.engines.base import QueryFailed, QueryTimeout
+from queryeval.systems.engines.base import QueryFailed, QueryRefused, QueryTimeout
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_DIR_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString"
 
 START_TIMEOUT_S = 120.0
+MEMORY_STORE = ":memory:"
+"""Store path meaning "no data, only check queries" (the remote engine's checker)."""
+CHECK_BASE_IRI = "http://queryeval.invalid/"
+"""Base IRI for checking queries that use relative IRIs (the check never resolves them)."""
 
 
 def term_to_json(term: Any) -> dict[str, Any] | None:
@@ -71,10 +75,37 @@ def term_to_json(term: Any) -> dict[str, Any] | None:
     raise TypeError(f"unexpected RDF term {term!r}")
 
 
-def run_query(store: Any, request: dict[str, Any]) -> tuple[str, Any]:
-    """Execute one request on ``store``; never raises (errors become replies)."""
+def verify(checker: Any, request: dict[str, Any]) -> tuple[str, Any] | None:
+    """Run :func:`.sparql_safety.verify_with_engine` on the empty store ``checker``:
+    ``None`` when the query may run, else the ``("refused" | "syntax", message)`` reply."""
+    from queryeval.systems.engines.sparql_safety import verify_with_engine
+
+    base_iri = request.get("base_iri") or CHECK_BASE_IRI
+
+    def parse(text: str, prefixes: Any) -> None:
+        checker.query(text, prefixes=dict(prefixes) or None, base_iri=base_iri)
+
+    try:
+        verify_with_engine(parse, request["query"], prefixes=request.get("prefixes") or {},
+                           from_spans=list(request.get("from_spans") or ()))
+    except QueryRefused as exc:
+        return ("refused", exc.reason)
+    except SyntaxError as exc:
+        return ("syntax", str(exc))
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the query was not verified
+        return ("refused", f"could not verify the query: {type(exc).__name__}: {exc}")
+    return None
+
+
+def run_query(store: Any, request: dict[str, Any], checker: Any = None) -> tuple[str, Any]:
+    """Verify (on ``checker``, an empty in-memory store) and execute one request on
+    ``store``; never raises (errors become replies). ``store`` None: verify only."""
     import pyoxigraph as ox
 
+    if checker is not None:
+        refusal = verify(checker, request)
+        if refusal is not None or store is None:
+            return refusal or ("ok", None)
     max_rows: int = request["max_rows"]
     start = time.perf_counter()
     try:
@@ -150,8 +181,9 @@ def worker_main(store_path: str) -> int:
     try:
         import pyoxigraph as ox
 
-        store = ox.Store.read_only(store_path)
-        write_frame(channel_out, ("ready", len(store)))
+        checker = ox.Store()  # empty, in memory: where queries are verified
+        store = None if store_path == MEMORY_STORE else ox.Store.read_only(store_path)
+        write_frame(channel_out, ("ready", 0 if store is None else len(store)))
     except Exception as exc:
         write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
         return 1
@@ -159,7 +191,7 @@ def worker_main(store_path: str) -> int:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
             return 0
-        write_frame(channel_out, run_query(store, request))
+        write_frame(channel_out, run_query(store, request, checker))
 
 
 class SparqlWorker:
