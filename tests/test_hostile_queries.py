@@ -1,0 +1,283 @@
+"""Hostile generated queries: SERVICE / FROM in every spelling the engine's grammar accepts,
+deadlines that hold on every execution path, a store whose build was interrupted, and
+read-only table-valued functions that must still run.
+
+Each SPARQL case binds a prefix to a loopback listener that answers with the "gold" row; the
+listener must receive zero requests, through the engine API and through ``queryeval run``.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import resource
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from queryeval.cli.app import main
+from queryeval.systems.engines import (
+    LocalSparqlEngine,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    RemoteSparqlEngine,
+)
+from queryeval.systems.engines.sparql_safety import MAX_QUERY_CHARS, neutralise
+
+TTL = """@prefix ex: <http://example.org/> .
+ex:a ex:p ex:b . ex:b ex:p ex:c .
+"""
+GOLD = {"head": {"vars": ["x"]},
+        "results": {"bindings": [{"x": {"type": "literal", "value": "gold"}}]}}
+
+
+class Listener:
+    """A loopback HTTP server that counts requests and answers every one with GOLD."""
+
+    def __init__(self) -> None:
+        hits: list[str] = []
+        self.hits = hits
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                hits.append(self.rfile.read(length).decode("utf-8", "replace"))
+                body = json.dumps(GOLD).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/sparql-results+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/sparql"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def listener() -> Iterator[Listener]:
+    srv = Listener()
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+def hostile_corpus(url: str) -> list[str]:
+    """Keyword-glued, case-mixed, comment-separated and nested SERVICE / FROM forms, all
+    with prefixes bound to ``url``. Every one parses in pyoxigraph (checked below)."""
+    pre = f"PREFIX : <{url}#> PREFIX ep: <{url}#> "
+    body = "{ ?x ?p ?o }"
+    svc = [f"SERVICE:x {body}", f"SERVICEep:x {body}", f"sErViCe:x {body}",
+           f"SERVICE\t:x {body}", f"SERVICE#c\n<{url}> {body}", f"SERVICE#c\n:x {body}",
+           f"SERVICE SILENT:x {body}", f"SERVICESILENT:x {body}", f"service\tep:x{body}"]
+    out = []
+    for s in svc:
+        out.append(f"{pre}SELECT * {{ {s} }}")
+    for s in svc[:3]:
+        out += [
+            f"{pre}SELECT * {{ ?a ?b ?c FILTER EXISTS {{ {s} }} }}",
+            f"{pre}SELECT * {{ OPTIONAL {{ {s} }} }}",
+            f"{pre}SELECT * {{ {{ }} MINUS {{ {s} }} }}",
+            f"{pre}SELECT * {{ {{ SELECT * {{ {s} }} }} }}",
+            f"{pre}SELECT * {{ {{ ?a ?b ?c }} UNION {{ {s} }} }}",
+            f"{pre}ASK {{ {s} }}",
+            f"{pre}CONSTRUCT {{ ?x ?p ?o }} {{ {s} }}",
+            f"{pre}SELECT * {{ ?a ?b true{s} }}",
+        ]
+    out += [
+        f"{pre}SELECT * FROM:g {{ ?s ?p ?o }}",
+        f"{pre}SELECT * FROMep:g {{ ?s ?p ?o }}",
+        f"{pre}SELECT * FROM NAMED:g {{ GRAPH ?g {{ ?s ?p ?o }} }}",
+        f"{pre}SELECT * FROMNAMED:g {{ ?s ?p ?o }}",
+        f"{pre}SELECT * fRoM#c\n:g {{ ?s ?p ?o }}",
+        f"{pre}ASK FROM:g {{ ?s ?p ?o }}",
+        f"{pre}DESCRIBE ?s FROM:g WHERE {{ ?s ?p ?o }}",
+    ]
+    return out
+
+
+BENIGN = [
+    # "service" / "from" as names, strings, IRIs and comments are not keywords
+    'PREFIX service: <http://example.org/> PREFIX fromage: <http://example.org/> '
+    'SELECT ?service ?from WHERE { ?service service:p ?from . '
+    'FILTER(?from != "SERVICE <http://x/> FROM") } # SERVICE FROM',
+    "SELECT ?s WHERE { ?s <http://example.org/Service/from> ?o }",
+]
+
+
+def test_every_hostile_form_is_a_real_service_or_dataset_for_pyoxigraph() -> None:
+    """The corpus is meaningful: raw pyoxigraph parses each query (and sends requests for
+    the SERVICE forms it evaluates), and the text with the keyword neutralised no longer
+    parses -- so each one really is a SERVICE / FROM the old token check let through."""
+    import pyoxigraph as ox
+
+    victim = Listener()
+    try:
+        for q in hostile_corpus(victim.url):
+            word = "service" if "rvice" in q.lower().split("prefix")[-1] else "from"
+            result = ox.Store().query(q)  # parses (an ASK is evaluated right here)
+            if not isinstance(result, ox.QueryBoolean):
+                list(result)
+            with pytest.raises(SyntaxError):
+                ox.Store().query(neutralise(q, word))
+        assert len(victim.hits) >= 9  # the unprotected engine does reach the listener
+    finally:
+        victim.close()
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSparqlEngine]:
+    root = tmp_path_factory.mktemp("hostile_queries")
+    (root / "g.ttl").write_text(TTL, encoding="utf-8")
+    with LocalSparqlEngine(root / "g.ttl", store_dir=root / "store") as eng:
+        yield eng
+
+
+def test_embedded_engine_refuses_the_corpus_and_sends_nothing(engine, listener) -> None:
+    for q in hostile_corpus(listener.url):
+        with pytest.raises(QueryRefused) as err:
+            engine.execute(q, timeout_s=10)
+        assert err.value.reason, q
+    assert listener.hits == []
+    assert engine.execute(BENIGN[0], timeout_s=10).row_count == 2
+    assert engine.execute(BENIGN[1], timeout_s=10).row_count == 0
+
+
+def test_embedded_engine_still_reports_plain_syntax_errors(engine) -> None:
+    with pytest.raises(QueryFailed) as err:
+        engine.execute("SELECT * WHERE { ?s ?p }", timeout_s=10)
+    assert err.value.syntax_error
+
+
+def test_remote_engine_forwards_benign_queries_and_never_hostile_ones(listener) -> None:
+    endpoint = Listener()  # the endpoint under evaluation: counts what it is sent
+    try:
+        with RemoteSparqlEngine(endpoint.url) as remote:
+            for q in hostile_corpus(listener.url):
+                with pytest.raises(QueryRefused):
+                    remote.execute(q, timeout_s=10)
+            assert endpoint.hits == []
+            for q in BENIGN:
+                assert remote.execute(q, timeout_s=10).rows[0][0]["value"] == "gold"
+            assert len(endpoint.hits) == len(BENIGN)
+    finally:
+        endpoint.close()
+    assert listener.hits == []
+
+
+def _cli_suite(tmp_path: Path, queries: list[str], source: str | None) -> tuple[Path, Path]:
+    docs, preds = [], []
+    for i, q in enumerate(queries):
+        target = {"gold": "SELECT ?s WHERE { ?s ?p ?o }"}
+        if source:
+            target["source"] = source
+        docs.append(json.dumps({"id": f"c{i}", "conversation": [
+            {"role": "user", "content": "q", "target": {"query": target}}]}))
+        preds.append(json.dumps({"case_id": f"c{i}", "query": q}))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("---\n".join(d + "\n" for d in docs), encoding="utf-8")
+    responses = tmp_path / "predictions.jsonl"
+    responses.write_text("\n".join(preds) + "\n", encoding="utf-8")
+    return suite, responses
+
+
+def _statuses(out: Path) -> dict[str, str]:
+    (results,) = out.rglob("results_*.jsonl")
+    rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    return {r["case_id"]: r["predicted_execution"]["status"] for r in rows}
+
+
+@pytest.mark.slow
+def test_cli_run_on_a_graph_refuses_the_corpus(tmp_path: Path, listener, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "g.ttl").write_text(TTL, encoding="utf-8")
+    corpus = hostile_corpus(listener.url)
+    suite, responses = _cli_suite(tmp_path, corpus + BENIGN[:1], "g.ttl")
+    out = tmp_path / "out"
+    assert main(["run", str(suite), "--responses", str(responses), "--out", str(out),
+                 "-q", "--no-report"]) == 0
+    statuses = _statuses(out)
+    assert [statuses[f"c{i}"] for i in range(len(corpus))] == ["refused"] * len(corpus)
+    assert statuses[f"c{len(corpus)}"] == "ok"
+    assert listener.hits == []
+
+
+@pytest.mark.slow
+def test_cli_run_on_an_endpoint_forwards_nothing_hostile(tmp_path: Path, listener,
+                                                         monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    endpoint = Listener()
+    try:
+        corpus = hostile_corpus(listener.url)
+        suite, responses = _cli_suite(tmp_path, corpus, None)
+        out = tmp_path / "out"
+        assert main(["run", str(suite), "--responses", str(responses), "--out", str(out),
+                     "--endpoint", endpoint.url, "-q", "--no-report"]) == 0
+        statuses = _statuses(out)
+        assert sorted(set(statuses.values())) == ["refused"]
+        # only the gold query (one distinct text, cached) reached the endpoint
+        assert len(endpoint.hits) == 1 and "SELECT" in endpoint.hits[0]
+    finally:
+        endpoint.close()
+    assert listener.hits == []
+
+
+# ============================================================================ deadlines
+
+
+def test_query_length_is_capped_before_any_work(engine) -> None:
+    q = "SELECT * WHERE { ?s ?p ?o } #" + "x" * MAX_QUERY_CHARS
+    start = time.monotonic()
+    with pytest.raises(QueryRefused, match="characters long"):
+        engine.execute(q, timeout_s=10)
+    assert time.monotonic() - start < 1.0
+
+
+def test_remote_deadline_holds_against_a_server_dripping_its_headers() -> None:
+    stop = threading.Event()
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+
+    def drip() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.is_set():
+                try:
+                    conn.sendall(b"X-Drip: 1\r\n")
+                except OSError:
+                    break
+                stop.wait(0.2)
+            conn.close()
+
+    threading.Thread(target=drip, daemon=True).start()
+    try:
+        with RemoteSparqlEngine(f"http://127.0.0.1:{srv.getsockname()[1]}/sparql") as remote:
+            start = time.monotonic()
+            with pytest.raises(QueryTimeout):
+                remote.execute("SELECT * WHERE { ?s ?p ?o }", timeout_s=1.5)
+            assert time.monotonic() - start < 1.5 + 2.0
+    finally:
+        stop.set()
+        srv.close()
