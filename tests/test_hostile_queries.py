@@ -281,3 +281,79 @@ def test_remote_deadline_holds_against_a_server_dripping_its_headers() -> None:
     finally:
         stop.set()
         srv.close()
+
+
+# ======================================================== an interrupted store build
+
+KILL_SCRIPT = """
+import os, signal, sys
+from queryeval.systems.engines import sparql_store
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+setattr(sparql_store, sys.argv[1], die)
+sparql_store.prepare_store([sys.argv[2]], sys.argv[3])
+"""
+
+
+@pytest.mark.parametrize("where", ["read_prefixes", "_write_marker"])
+def test_a_build_killed_midway_leaves_no_dead_end(tmp_path: Path, where: str) -> None:
+    """kill -9 in the middle of loading (after bulk_load, in read_prefixes) or just before
+    the marker: the next engine builds the store and answers."""
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "g.ttl"
+    src.write_text(TTL, encoding="utf-8")
+    store = tmp_path / "cache" / "store"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, where, str(src), str(store)],
+                          env=env, capture_output=True, timeout=60)
+    assert proc.returncode == -9
+    leftovers = [p.name for p in (tmp_path / "cache").iterdir()]
+    assert len(leftovers) == 1 and ".queryeval-partial-" in leftovers[0]  # store_dir untouched
+    with LocalSparqlEngine(src, store_dir=store) as eng:
+        assert eng.execute("SELECT * WHERE { ?s ?p ?o }", timeout_s=10).row_count == 2
+        assert not eng.info.reused
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["store"]  # partial swept
+
+
+def test_a_half_built_store_folder_is_never_trusted(tmp_path: Path) -> None:
+    """What an interrupted load of earlier versions left: RocksDB files, no marker."""
+    import pyoxigraph as ox
+
+    src = tmp_path / "g.ttl"
+    src.write_text(TTL, encoding="utf-8")
+    store = tmp_path / "cache" / "store"
+    store.parent.mkdir()
+    half = ox.Store(str(store))
+    half.add(ox.Quad(ox.NamedNode("http://x/wrong"), ox.NamedNode("http://x/p"),
+                     ox.Literal("stale")))
+    half.flush()
+    del half
+    with LocalSparqlEngine(src, store_dir=store) as eng:
+        rows = eng.execute("SELECT ?o WHERE { ?s ?p ?o }", timeout_s=10).rows
+        assert sorted(r[0]["value"] for r in rows) == ["http://example.org/b",
+                                                       "http://example.org/c"]
+    names = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert names[0] == "store" and names[1].startswith("store.incomplete-") and len(names) == 2
+
+
+def test_a_crash_inside_the_loader_cleans_up_and_the_next_run_builds(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    from queryeval.systems.engines import sparql_store
+
+    src = tmp_path / "g.ttl"
+    src.write_text(TTL, encoding="utf-8")
+    store = tmp_path / "cache" / "store"
+
+    def boom(path, fmt):
+        raise MemoryError("simulated crash while loading")
+
+    monkeypatch.setattr(sparql_store, "read_prefixes", boom)
+    with pytest.raises(MemoryError):
+        LocalSparqlEngine(src, store_dir=store)
+    assert list((tmp_path / "cache").iterdir()) == []
+    monkeypatch.undo()
+    with LocalSparqlEngine(src, store_dir=store) as eng:
+        assert eng.execute("SELECT * WHERE { ?s ?p ?o }", timeout_s=10).row_count == 2
