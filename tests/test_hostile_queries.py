@@ -357,3 +357,54 @@ def test_a_crash_inside_the_loader_cleans_up_and_the_next_run_builds(tmp_path: P
     monkeypatch.undo()
     with LocalSparqlEngine(src, store_dir=store) as eng:
         assert eng.execute("SELECT * WHERE { ?s ?p ?o }", timeout_s=10).row_count == 2
+
+
+# ==================================================== read-only table-valued functions
+
+
+@pytest.fixture()
+def sqlite_db(tmp_path: Path) -> Path:
+    path = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (id INTEGER, j TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(1, "[10, 20]"), (2, '{"a": [30]}')])
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_sqlite_json_each_and_json_tree_run(sqlite_db: Path) -> None:
+    from queryeval.systems.engines import SqliteEngine
+
+    with SqliteEngine(sqlite_db) as eng:
+        rows = eng.execute("SELECT t.id, j.value FROM t, json_each(t.j) AS j "
+                           "WHERE t.id = 1 ORDER BY j.value").rows
+        assert rows == [(1, 10), (1, 20)]
+        rows = eng.execute("SELECT key, value FROM json_tree('{\"a\": [1, 2]}') "
+                           "WHERE type = 'integer' ORDER BY value").rows
+        assert rows == [(0, 1), (1, 2)]
+        # a second use on the same connection (sqlite caches the virtual table) still works
+        assert eng.execute("SELECT count(*) FROM json_each('[1,2,3]')").rows == [(3,)]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM pragma_table_info('t')",
+    "SELECT * FROM pragma_table_info",
+    "SELECT * FROM json_each('[1]'), pragma_database_list()",
+    "UPDATE sqlite_master SET sql = 'x'",
+    "ATTACH DATABASE 'x.db' AS x",
+    "PRAGMA user_version = 3",
+    "SELECT load_extension('x')",
+    "INSERT INTO t SELECT 9, value FROM json_each('[1]')",
+    "SELECT 1; DELETE FROM t",
+])
+def test_sqlite_writes_and_pragmas_stay_refused(sqlite_db: Path, query: str) -> None:
+    from queryeval.systems.engines import SqliteEngine
+
+    before = sqlite_db.read_bytes()
+    with SqliteEngine(sqlite_db) as eng:
+        with pytest.raises(QueryRefused):
+            eng.execute(query)
+        assert eng.execute("SELECT count(*) FROM t").rows == [(2,)]
+    assert sqlite_db.read_bytes() == before
+    assert sorted(p.name for p in sqlite_db.parent.iterdir()) == ["t.sqlite"]

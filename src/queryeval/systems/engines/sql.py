@@ -110,6 +110,7 @@ class SqliteEngine(ConnectionEngine):
     def __init__(self, path: str | Path) -> None:
         self.path = _check_file(path, "sqlite")
         self._denied: list[str] = []
+        self._vtabs: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
         try:
@@ -127,6 +128,12 @@ class SqliteEngine(ConnectionEngine):
                    db: str | None, trigger: str | None) -> int:
         if action in _SQLITE_ALLOWED_ACTIONS:
             return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master" and db == "main" \
+                and self._vtabs:
+            # sqlite registering an eponymous virtual table (json_each ...) that the
+            # statement check found and allowed; the file is read-only and sqlite itself
+            # refuses real writes to sqlite_master (writable_schema is off).
+            return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_SAFE_FUNCTIONS:
             return sqlite3.SQLITE_OK
         what = _SQLITE_ACTION_NAMES.get(action, f"action {action}")
@@ -138,12 +145,13 @@ class SqliteEngine(ConnectionEngine):
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
         """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
         check_limits(timeout_s, max_rows)
-        check_sql(query, "sqlite")
+        vtabs = check_sql(query, "sqlite")
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise QueryFailed("engine is closed")
             self._denied.clear()
+            self._vtabs = vtabs
             deadline = time.monotonic() + timeout_s
             timed_out = False
 
