@@ -408,3 +408,73 @@ def test_sqlite_writes_and_pragmas_stay_refused(sqlite_db: Path, query: str) -> 
         assert eng.execute("SELECT count(*) FROM t").rows == [(2,)]
     assert sqlite_db.read_bytes() == before
     assert sorted(p.name for p in sqlite_db.parent.iterdir()) == ["t.sqlite"]
+
+
+# ====================================================== SQL deadlines and memory caps
+
+
+def _worker_data_limit(eng) -> int:
+    """The running worker's RLIMIT_DATA soft limit, read from /proc (Linux)."""
+    text = Path(f"/proc/{eng.worker.pid}/limits").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("Max data size")]
+    return int(line.split()[3])
+
+
+def test_sqlite_deadline_holds_inside_one_uninterruptible_function(sqlite_db: Path) -> None:
+    """printf('%.*c', 1e9, 'x') loops inside one C call: neither the progress handler nor
+    interrupt() fires; the worker is killed at the deadline and the next query works."""
+    from queryeval.systems.engines import SqliteEngine
+
+    with SqliteEngine(sqlite_db, memory_limit_bytes=512 * 1024**2) as eng:
+        eng.execute("SELECT 1")  # the worker starts outside the deadline
+        assert _worker_data_limit(eng) == 512 * 1024**2
+        start = time.monotonic()
+        with pytest.raises(QueryTimeout):
+            eng.execute("SELECT length(printf('%.*c', 1000000000, 'x'))", timeout_s=1.5)
+        assert time.monotonic() - start < 1.5 + 2.0
+        assert eng.execute("SELECT count(*) FROM t").rows == [(2,)]
+
+
+@pytest.fixture()
+def duckdb_db(tmp_path: Path) -> Path:
+    import duckdb
+
+    path = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t AS SELECT range AS id FROM range(3)")
+    con.close()
+    return path
+
+
+def test_duckdb_allocation_past_the_memory_cap_fails_at_once(duckdb_db: Path) -> None:
+    """repeat('x', 4e9) ignores DuckDB's memory_limit (measured: 7.7 GB RSS, 86 s); under
+    the worker's RLIMIT_DATA it fails in milliseconds and the caller's memory is untouched."""
+    from queryeval.systems.engines import DuckDBEngine
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with DuckDBEngine(duckdb_db, memory_limit_bytes=1024**3) as eng:
+        eng.execute("SELECT 1")
+        assert _worker_data_limit(eng) == 1024**3
+        start = time.monotonic()
+        with pytest.raises(QueryFailed, match="(?i)out of memory"):
+            eng.execute("SELECT length(repeat('x', 4000000000))", timeout_s=2)
+        assert time.monotonic() - start < 2 + 2.0
+        assert eng.execute("SELECT count(*) FROM t").rows == [(3,)]
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200 * 1024  # ru_maxrss is in KiB on Linux
+
+
+@pytest.mark.slow
+def test_duckdb_deadline_holds_inside_one_uninterruptible_function(duckdb_db: Path) -> None:
+    """repeat('x', 6e8) fits under the cap but takes seconds in one call that interrupt()
+    cannot stop; the worker is killed at the deadline."""
+    from queryeval.systems.engines import DuckDBEngine
+
+    with DuckDBEngine(duckdb_db, memory_limit_bytes=1536 * 1024**2) as eng:
+        eng.execute("SELECT 1")
+        start = time.monotonic()
+        with pytest.raises(QueryTimeout):
+            eng.execute("SELECT length(repeat('x', 600000000)) || repeat('y', 600000000)",
+                        timeout_s=1.0)
+        assert time.monotonic() - start < 1.0 + 2.0
+        assert eng.execute("SELECT count(*) FROM t").rows == [(3,)]

@@ -194,11 +194,16 @@ def worker_main(store_path: str) -> int:
         write_frame(channel_out, run_query(store, request, checker))
 
 
-class SparqlWorker:
-    """The parent's handle on one worker process: start, ask with a deadline, kill."""
+class WorkerProcess:
+    """The parent's handle on one worker process (``python -m MODULE ARGS...``): start,
+    ask with a deadline, kill. The child sends ``("ready", info)`` or ``("fatal", message)``
+    once, then one reply per request; ``None`` asks it to exit."""
 
-    def __init__(self, store_path: str) -> None:
-        self.store_path = store_path
+    name = "worker"
+
+    def __init__(self, module: str, args: list[str]) -> None:
+        self.module = module
+        self.args = list(args)
         self._proc: subprocess.Popen[bytes] | None = None
         self._replies: queue.Queue[Any] = queue.Queue()
         self.starts = 0  # how many processes were started (tests watch restarts)
@@ -214,7 +219,7 @@ class SparqlWorker:
         """Start a fresh worker and wait until it has opened the store."""
         self.kill()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "queryeval.systems.engines.sparql_worker", self.store_path],
+            [sys.executable, "-m", self.module, *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_env(),
         )
         replies: queue.Queue[Any] = queue.Queue()
@@ -227,15 +232,15 @@ class SparqlWorker:
             reply = replies.get(timeout=START_TIMEOUT_S)
         except queue.Empty:
             self.kill()
-            raise QueryFailed(f"SPARQL worker did not start within {START_TIMEOUT_S:.0f} s") from None
+            raise QueryFailed(f"{self.name} did not start within {START_TIMEOUT_S:.0f} s") from None
         if reply is _EOF:
             code = proc.wait(10)
             self.kill()
-            raise QueryFailed(f"SPARQL worker died while starting (exit code {code})")
+            raise QueryFailed(f"{self.name} died while starting (exit code {code})")
         status, detail = reply
         if status != "ready":
             self.kill()
-            raise QueryFailed(f"SPARQL worker could not open the store: {detail}")
+            raise QueryFailed(f"{self.name} could not start: {detail}")
 
     def request(self, request: dict[str, Any], timeout_s: float) -> tuple[str, Any]:
         """Send one request; kill the worker and raise QueryTimeout past ``timeout_s``."""
@@ -247,7 +252,7 @@ class SparqlWorker:
             write_frame(proc.stdin, request)
         except (OSError, ValueError):
             self.kill()
-            raise QueryFailed("SPARQL worker process is gone") from None
+            raise QueryFailed(f"{self.name} process is gone") from None
         try:
             reply = self._replies.get(timeout=timeout_s)
         except queue.Empty:
@@ -256,7 +261,8 @@ class SparqlWorker:
         if reply is _EOF:
             code = proc.wait(10)
             self.kill()
-            raise QueryFailed(f"SPARQL worker process died during the query (exit code {code})")
+            raise QueryFailed(f"{self.name} process died during the query (exit code {code}; "
+                              "out of memory?)")
         return reply
 
     def kill(self) -> None:
@@ -285,6 +291,17 @@ class SparqlWorker:
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         self.kill()
+
+
+class SparqlWorker(WorkerProcess):
+    """The SPARQL worker: opens ``store_path`` read-only (or only checks queries when it
+    is :data:`MEMORY_STORE`)."""
+
+    name = "SPARQL worker"
+
+    def __init__(self, store_path: str) -> None:
+        super().__init__("queryeval.systems.engines.sparql_worker", [store_path])
+        self.store_path = store_path
 
 
 def _child_env() -> dict[str, str]:
