@@ -478,3 +478,21 @@ def test_duckdb_deadline_holds_inside_one_uninterruptible_function(duckdb_db: Pa
                         timeout_s=1.0)
         assert time.monotonic() - start < 1.0 + 2.0
         assert eng.execute("SELECT count(*) FROM t").rows == [(3,)]
+
+
+def test_sparql_worker_memory_cap_stops_a_materialising_query(tmp_path: Path) -> None:
+    """ORDER BY over a 10^8-row cross join materialises it; under a 256 MiB cap the worker
+    dies in well under a second (instead of growing for the whole timeout), the case is a
+    failed query, and the next query gets a fresh worker."""
+    src = tmp_path / "g.ttl"
+    src.write_text("@prefix ex: <http://example.org/> .\n"
+                   + "".join(f"ex:s{i} ex:p ex:o{i} .\n" for i in range(10)), encoding="utf-8")
+    with LocalSparqlEngine(src, memory_limit_bytes=256 * 1024**2) as eng:
+        eng.start()
+        assert _worker_data_limit(eng) == 256 * 1024**2
+        cross = " ".join(f"?s{i} ?p{i} ?o{i} ." for i in range(8))
+        start = time.monotonic()
+        with pytest.raises(QueryFailed, match="out of memory"):
+            eng.execute(f"SELECT * WHERE {{ {cross} }} ORDER BY ?s0", timeout_s=20)
+        assert time.monotonic() - start < 10
+        assert eng.execute("SELECT * WHERE { ?s ?p ?o }").row_count == 10

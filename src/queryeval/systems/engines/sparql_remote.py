@@ -27,6 +27,7 @@ import httpx
 
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
     QueryRefused,
@@ -72,7 +73,7 @@ class RemoteSparqlEngine:
         self._client = client or httpx.Client(
             follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0))
         self._lock = threading.Lock()
-        self._checker = SparqlWorker(MEMORY_STORE)  # pyoxigraph's parser, in a killable process
+        self._checker = SparqlWorker(MEMORY_STORE, DEFAULT_MEMORY_LIMIT_BYTES)  # pyoxigraph's parser, in a killable process
 
     def __enter__(self) -> RemoteSparqlEngine:
         return self

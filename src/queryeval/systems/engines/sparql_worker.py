@@ -173,8 +173,24 @@ def read_frame(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
-def worker_main(store_path: str) -> int:
-    """Entry point of the worker process (``python -m ... STORE_DIR``)."""
+def cap_memory(limit: int) -> None:
+    """Set this process's RLIMIT_DATA (heap and private writable mappings) to ``limit``
+    bytes; 0 leaves it alone. Unlike RLIMIT_AS it does not count RocksDB's read-only file
+    mappings, so the store still opens; an allocation past it fails (Rust aborts the
+    worker, which the parent reports as a failed query)."""
+    import resource
+
+    if limit <= 0 or not hasattr(resource, "RLIMIT_DATA"):
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def worker_main(store_path: str, memory_limit: int = 0) -> int:
+    """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``)."""
+    cap_memory(memory_limit)
     channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
     channel_in = sys.stdin.buffer
@@ -299,8 +315,9 @@ class SparqlWorker(WorkerProcess):
 
     name = "SPARQL worker"
 
-    def __init__(self, store_path: str) -> None:
-        super().__init__("queryeval.systems.engines.sparql_worker", [store_path])
+    def __init__(self, store_path: str, memory_limit_bytes: int | None = None) -> None:
+        super().__init__("queryeval.systems.engines.sparql_worker",
+                         [store_path, str(memory_limit_bytes or 0)])
         self.store_path = store_path
 
 
@@ -330,7 +347,8 @@ def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: python -m queryeval.systems.engines.sparql_worker STORE_DIR\n")
+    if len(sys.argv) not in (2, 3):
+        sys.stderr.write("usage: python -m queryeval.systems.engines.sparql_worker "
+                         "STORE_DIR [MEMORY_BYTES]\n")
         sys.exit(2)
-    sys.exit(worker_main(sys.argv[1]))
+    sys.exit(worker_main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 0))

@@ -51,9 +51,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError, InputError
+from queryeval.errors import InputError
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     ConnectionEngine,
     QueryFailed,
@@ -61,6 +62,7 @@ from queryeval.systems.engines.base import (
     QueryResult,
     QueryTimeout,
     check_limits,
+    check_memory_limit,
 )
 from queryeval.systems.engines.sql_safety import check_sql
 
@@ -117,18 +119,6 @@ def _check_file(path: str | Path, what: str) -> Path:
 
 KILL_GRACE_S = 0.5
 """How long past ``timeout_s`` the parent waits for the worker before killing it."""
-DEFAULT_MEMORY_LIMIT_BYTES = 2 * 1024**3
-"""The SQL worker's RLIMIT_DATA (heap and anonymous mappings) unless told otherwise."""
-
-
-def _check_memory_limit(value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 64 * 1024**2:
-        raise ConfigError(f"memory_limit_bytes must be an integer >= 64 MiB or None, got {value!r}")
-    return value
-
-
 class _SqlEngine:
     """The parent side: statement check, then the worker process with a hard deadline."""
 
@@ -138,7 +128,7 @@ class _SqlEngine:
         from queryeval.systems.engines.sparql_worker import WorkerProcess
 
         self.path = path
-        self.memory_limit_bytes = _check_memory_limit(memory_limit_bytes)
+        self.memory_limit_bytes = check_memory_limit(memory_limit_bytes)
         self.threads = threads
         self._lock = threading.Lock()
         self._closed = False

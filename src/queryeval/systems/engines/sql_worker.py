@@ -19,17 +19,6 @@ from pathlib import Path
 from typing import Any
 
 
-def _cap_memory(limit: int) -> None:
-    import resource
-
-    if limit <= 0 or not hasattr(resource, "RLIMIT_DATA"):
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-
-
 def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
     """Run one request; never raises (errors become replies)."""
     from queryeval.systems.engines.base import QueryExecutionError
@@ -50,13 +39,13 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
 
 
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
-    from queryeval.systems.engines.sparql_worker import _EOF, read_frame, write_frame
+    from queryeval.systems.engines.sparql_worker import _EOF, cap_memory, read_frame, write_frame
 
     channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
     channel_in = sys.stdin.buffer
     try:
-        _cap_memory(memory)
+        cap_memory(memory)
         from queryeval.systems.engines.sql import DuckDBSession, SqliteSession
 
         if dialect == "sqlite":
