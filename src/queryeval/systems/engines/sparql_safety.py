@@ -11,19 +11,18 @@ Refused (:class:`QueryRefused`):
 * **FROM / FROM NAMED** naming a graph outside ``allowed_graphs`` -- rdflib fetches
   ``FROM <http://...>`` and reads ``FROM <file:...>``; remote endpoints may do the same.
 
-Why a tokenizer and not a parse tree: pyoxigraph (0.5) parses queries only inside
-``Store.query``, which also *evaluates* ASK queries eagerly (measured: the SERVICE request
-was sent), and exposes no algebra to walk. The checks therefore run on a lexer that follows
-the SPARQL 1.1 grammar's terminals: keywords are only recognised outside string literals,
-IRIs and comments; ``?service``, ``ex:SERVICE`` and ``"SERVICE"`` are not keywords, while
-``service`` and ``SeRvIcE`` are (SPARQL keywords are case-insensitive). The SPARQL spec
-lets ``\\uXXXX`` escapes appear anywhere and be decoded before parsing; oxigraph decodes them
-only inside strings and IRIs, other engines may decode them everywhere, so the checks run on
-both the raw and the decoded text and refuse if either view is dangerous. Text the lexer
-cannot tokenise (an unterminated string, say) is scanned conservatively: the stray quote
-becomes a one-character token and what follows is checked as code. A refusal on contrived
-text is acceptable; letting a SERVICE through is not. The engine's own parser still
-reports syntax errors after the checks pass.
+Two stages. :func:`check_sparql` (in the caller) is lexical: a tokenizer that follows the
+SPARQL 1.1 grammar's terminals (keywords only outside strings, IRIs and comments; ``?service``,
+``ex:SERVICE`` and ``"SERVICE"`` are not keywords, ``SeRvIcE`` is), run on the raw text and on
+the text with ``\\uXXXX`` escapes decoded (other engines may decode them everywhere). It gives
+clear reasons and reads the form, the declared prefixes and the FROM clauses.
+
+A token check alone is not enough: oxigraph matches keywords without a word boundary, so
+``SERVICE:x {...}``, ``SERVICEep:x``, ``FROM:g`` are real SERVICE / FROM clauses for the
+engine while a tokenizer reads one prefixed name. pyoxigraph 0.5 has no parse-only API and
+exposes no algebra, so :func:`verify_with_engine` (run in the worker process, under the
+query's deadline) asks the engine's own parser questions it can answer safely: see there.
+Length is capped first (:data:`MAX_QUERY_CHARS`).
 """
 
 from __future__ import annotations
