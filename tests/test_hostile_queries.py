@@ -496,3 +496,25 @@ def test_sparql_worker_memory_cap_stops_a_materialising_query(tmp_path: Path) ->
             eng.execute(f"SELECT * WHERE {{ {cross} }} ORDER BY ?s0", timeout_s=20)
         assert time.monotonic() - start < 10
         assert eng.execute("SELECT * WHERE { ?s ?p ?o }").row_count == 10
+
+
+def test_remote_queries_may_use_prefixes_the_endpoint_predefines(listener) -> None:
+    """Endpoints such as Virtuoso predefine prefixes (dbo:, foaf: ...): such queries are
+    still forwarded (the check declares placeholders), and SERVICE through an undeclared
+    prefix is still refused."""
+    endpoint = Listener()
+    try:
+        with RemoteSparqlEngine(endpoint.url) as remote:
+            q = "SELECT ?n WHERE { ?s a dbo:City ; foaf:name ?n }"
+            assert remote.execute(q, timeout_s=10).rows[0][0]["value"] == "gold"
+            for bad in ("SELECT * { SERVICE:x { ?s ?p ?o } }",
+                        "SELECT * { SERVICEdbo:x { ?s ?p ?o } }",
+                        "SELECT * FROM:g { ?s ?p ?o }"):
+                with pytest.raises(QueryRefused):
+                    remote.execute(bad, timeout_s=10)
+            with pytest.raises(QueryFailed) as err:
+                remote.execute("SELECT * WHERE { ?s ?p }", timeout_s=10)
+            assert err.value.syntax_error
+        assert len(endpoint.hits) == 1 and "dbo:City" in endpoint.hits[0].replace("%3A", ":")
+    finally:
+        endpoint.close()

@@ -34,6 +34,7 @@ from queryeval.systems.engines.base import (
     QueryResult,
     QueryTimeout,
     check_limits,
+    check_memory_limit,
 )
 from queryeval.systems.engines.sparql_safety import check_sparql
 from queryeval.systems.engines.sparql_worker import MEMORY_STORE, SparqlWorker
@@ -61,6 +62,7 @@ class RemoteSparqlEngine:
         headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         client: httpx.Client | None = None,
+        memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.url = url
         self.prefixes = dict(prefixes or {})
@@ -73,7 +75,8 @@ class RemoteSparqlEngine:
         self._client = client or httpx.Client(
             follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0))
         self._lock = threading.Lock()
-        self._checker = SparqlWorker(MEMORY_STORE, DEFAULT_MEMORY_LIMIT_BYTES)  # pyoxigraph's parser, in a killable process
+        # pyoxigraph's parser, in a killable process with a memory cap
+        self._checker = SparqlWorker(MEMORY_STORE, check_memory_limit(memory_limit_bytes))
 
     def __enter__(self) -> RemoteSparqlEngine:
         return self
@@ -105,6 +108,7 @@ class RemoteSparqlEngine:
             shift = len(prologue)
             status, payload = self._checker.request(
                 {"query": text, "prefixes": {}, "base_iri": None, "max_rows": 0,
+                 "lenient_prefixes": True,
                  "from_spans": [(a + shift, b + shift) for a, b in check.from_spans]},
                 timeout_s)
             if status == "refused":
