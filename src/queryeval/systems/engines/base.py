@@ -25,6 +25,8 @@ from queryeval.errors import ConfigError, QueryevalError
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_ROWS = 100_000
+DEFAULT_MEMORY_LIMIT_BYTES = 2 * 1024**3
+"""Every engine's worker process runs under this RLIMIT_DATA unless told otherwise."""
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -156,6 +158,15 @@ def check_limits(timeout_s: float, max_rows: int) -> None:
         raise ConfigError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
         raise ConfigError(f"max_rows must be an integer >= 0, got {max_rows!r}")
+
+
+def check_memory_limit(value: int | None) -> int | None:
+    """Validate a worker memory cap in bytes (None: no cap)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64 * 1024**2:
+        raise ConfigError(f"memory_limit_bytes must be an integer >= 64 MiB or None, got {value!r}")
+    return value
 
 
 def unique_names(columns: Sequence[str]) -> list[str]:

@@ -25,10 +25,13 @@ from typing import Any
 
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
+    QueryRefused,
     QueryResult,
     check_limits,
+    check_memory_limit,
 )
 from queryeval.systems.engines.sparql_safety import check_sparql
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES, StoreInfo, prepare_store
@@ -42,6 +45,7 @@ class LocalSparqlEngine:
     lives; ``None`` makes a temporary one that :meth:`close` deletes. ``prefixes``: extra
     default prefixes (win over the sources'). ``union_default_graph``: let the default
     graph be the union of all graphs (useful for N-Quads / TriG sources).
+    ``memory_limit_bytes``: the worker's RLIMIT_DATA (default 2 GiB; None: no cap).
 
     The engine is safe to share between threads (queries are serialised; one worker).
     """
@@ -54,8 +58,10 @@ class LocalSparqlEngine:
         prefixes: Mapping[str, str] | None = None,
         base_iri: str | None = None,
         union_default_graph: bool = False,
+        memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
     ) -> None:
         srcs = [sources] if isinstance(sources, (str, Path)) else list(sources)
+        check_memory_limit(memory_limit_bytes)
         self._tmpdir: str | None = None
         if store_dir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="queryeval-oxigraph-")
@@ -69,7 +75,7 @@ class LocalSparqlEngine:
                                          **dict(prefixes or {})}
         self.base_iri = base_iri
         self.union_default_graph = union_default_graph
-        self._worker = SparqlWorker(str(self.info.path))
+        self._worker = SparqlWorker(str(self.info.path), memory_limit_bytes)
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _cleanup, self._worker, self._tmpdir)
@@ -105,10 +111,12 @@ class LocalSparqlEngine:
         check_limits(timeout_s, max_rows)
         if self._closed:
             raise QueryFailed("engine is closed")
-        check_sparql(query, allowed_graphs=self.info.named_graphs, prefixes=self.prefixes)
+        check = check_sparql(query, allowed_graphs=self.info.named_graphs,
+                             prefixes=self.prefixes)
         request: dict[str, Any] = {
             "query": query, "prefixes": self.prefixes, "base_iri": self.base_iri,
             "union_default_graph": self.union_default_graph, "max_rows": max_rows,
+            "from_spans": check.from_spans,
         }
         with self._lock:
             if not self._worker.alive():
@@ -116,6 +124,8 @@ class LocalSparqlEngine:
             start = time.perf_counter()
             status, payload = self._worker.request(request, timeout_s)
             elapsed = (time.perf_counter() - start) * 1000.0
+        if status == "refused":
+            raise QueryRefused(str(payload))
         if status == "syntax":
             raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
         if status != "ok":

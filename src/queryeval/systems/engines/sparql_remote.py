@@ -17,6 +17,7 @@ Default prefixes cannot be passed to an endpoint as a parameter, so they are inj
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Collection, Mapping
@@ -26,13 +27,17 @@ import httpx
 
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
+    QueryRefused,
     QueryResult,
     QueryTimeout,
     check_limits,
+    check_memory_limit,
 )
 from queryeval.systems.engines.sparql_safety import check_sparql
+from queryeval.systems.engines.sparql_worker import MEMORY_STORE, SparqlWorker
 
 RESULTS_JSON = "application/sparql-results+json"
 N_TRIPLES = "application/n-triples"
@@ -57,6 +62,7 @@ class RemoteSparqlEngine:
         headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         client: httpx.Client | None = None,
+        memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
     ) -> None:
         self.url = url
         self.prefixes = dict(prefixes or {})
@@ -64,8 +70,13 @@ class RemoteSparqlEngine:
         self.headers = dict(headers or {})
         self.max_response_bytes = max_response_bytes
         self._own_client = client is None
-        self._client = client or httpx.Client(follow_redirects=False)
+        # No keep-alive on our own client: every exchange opens its connection, so the
+        # deadline watchdog always holds the socket it has to shut down.
+        self._client = client or httpx.Client(
+            follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0))
         self._lock = threading.Lock()
+        # pyoxigraph's parser, in a killable process with a memory cap
+        self._checker = SparqlWorker(MEMORY_STORE, check_memory_limit(memory_limit_bytes))
 
     def __enter__(self) -> RemoteSparqlEngine:
         return self
@@ -74,6 +85,7 @@ class RemoteSparqlEngine:
         self.close()
 
     def close(self) -> None:
+        self._checker.close()
         if self._own_client:
             self._client.close()
 
@@ -83,11 +95,29 @@ class RemoteSparqlEngine:
         check_limits(timeout_s, max_rows)
         check = check_sparql(query, allowed_graphs=self.allowed_graphs, prefixes=self.prefixes)
         missing = {k: v for k, v in self.prefixes.items() if k not in check.prefixes}
-        text = "".join(f"PREFIX {k}: <{v}>\n" for k, v in missing.items()) + query
+        prologue = "".join(f"PREFIX {k}: <{v}>\n" for k, v in missing.items())
+        text = prologue + query
         graph = check.form in ("CONSTRUCT", "DESCRIBE")
         headers = {**self.headers, "Accept": N_TRIPLES if graph else RESULTS_JSON}
-        start = time.perf_counter()
-        body, content_type = self._post(text, headers, timeout_s)
+        with self._lock:
+            if not self._checker.alive():
+                self._checker.start()  # outside the deadline, as for the embedded engine
+            start = time.perf_counter()
+            deadline = time.monotonic() + timeout_s
+            # The engine's own parser decides on exactly the text that would be sent.
+            shift = len(prologue)
+            status, payload = self._checker.request(
+                {"query": text, "prefixes": {}, "base_iri": None, "max_rows": 0,
+                 "lenient_prefixes": True,
+                 "from_spans": [(a + shift, b + shift) for a, b in check.from_spans]},
+                timeout_s)
+            if status == "refused":
+                raise QueryRefused(str(payload))
+            if status == "syntax":
+                raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
+            if status != "ok":
+                raise QueryFailed(str(payload))
+            body, content_type = self._post(text, headers, deadline, timeout_s)
         if graph:
             result = _decode_triples(body, max_rows)
         else:
@@ -95,14 +125,55 @@ class RemoteSparqlEngine:
         result.elapsed_ms = (time.perf_counter() - start) * 1000.0
         return result
 
-    def _post(self, text: str, headers: dict[str, str], timeout_s: float) -> tuple[bytes, str]:
-        deadline = time.monotonic() + timeout_s
+    def _post(self, text: str, headers: dict[str, str], deadline: float,
+              timeout_s: float) -> tuple[bytes, str]:
+        """POST ``text``; the whole exchange (connect, headers, body) ends by ``deadline``.
+
+        httpx's timeouts are per operation, so a server that sends one byte of its
+        headers every second would hold us forever. A timer thread therefore shuts the
+        connection's socket down at the deadline (the socket is taken from httpcore's
+        ``connect_tcp`` trace event); the blocked read returns and the exchange ends with
+        :class:`QueryTimeout`. The body loop also checks the deadline after each chunk.
+        """
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise QueryTimeout(f"query ran longer than {timeout_s:g} s (checking it took it all)")
+        expired = threading.Event()
+        sockets: list[Any] = []
+        guard = threading.Lock()
+
+        def shut(sock: Any) -> None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def trace(name: str, info: dict[str, Any]) -> None:
+            if name == "connection.connect_tcp.complete" and info.get("return_value"):
+                sock = info["return_value"].get_extra_info("socket")
+                if sock is not None:
+                    with guard:
+                        sockets.append(sock)
+                        late = expired.is_set()
+                    if late:
+                        shut(sock)
+
+        def expire() -> None:
+            with guard:
+                expired.set()
+                held = list(sockets)
+            for sock in held:
+                shut(sock)
+
+        timer = threading.Timer(remaining, expire)
+        timer.daemon = True
         chunks: list[bytes] = []
         size = 0
+        timer.start()
         try:
-            with self._lock, self._client.stream(
+            with self._client.stream(
                 "POST", self.url, data={"query": text}, headers=headers,
-                timeout=httpx.Timeout(timeout_s),
+                timeout=httpx.Timeout(remaining), extensions={"trace": trace},
             ) as resp:
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
@@ -110,14 +181,21 @@ class RemoteSparqlEngine:
                         raise QueryFailed(
                             f"response larger than {self.max_response_bytes} bytes; refused")
                     chunks.append(chunk)
-                    if time.monotonic() > deadline:
+                    if expired.is_set() or time.monotonic() > deadline:
                         raise QueryTimeout(f"endpoint answered for longer than {timeout_s:g} s")
                 status = resp.status_code
                 content_type = resp.headers.get("content-type", "")
         except httpx.TimeoutException:
             raise QueryTimeout(f"endpoint did not answer within {timeout_s:g} s") from None
         except httpx.HTTPError as exc:
+            if expired.is_set():
+                raise QueryTimeout(f"endpoint did not answer within {timeout_s:g} s; "
+                                   "connection closed") from None
             raise QueryFailed(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            timer.cancel()
+        if expired.is_set():
+            raise QueryTimeout(f"endpoint did not answer within {timeout_s:g} s")
         body = b"".join(chunks)
         if status != 200:
             detail = body[:500].decode("utf-8", "replace").strip()

@@ -11,30 +11,37 @@ Refused (:class:`QueryRefused`):
 * **FROM / FROM NAMED** naming a graph outside ``allowed_graphs`` -- rdflib fetches
   ``FROM <http://...>`` and reads ``FROM <file:...>``; remote endpoints may do the same.
 
-Why a tokenizer and not a parse tree: pyoxigraph (0.5) parses queries only inside
-``Store.query``, which also *evaluates* ASK queries eagerly (measured: the SERVICE request
-was sent), and exposes no algebra to walk. The checks therefore run on a lexer that follows
-the SPARQL 1.1 grammar's terminals: keywords are only recognised outside string literals,
-IRIs and comments; ``?service``, ``ex:SERVICE`` and ``"SERVICE"`` are not keywords, while
-``service`` and ``SeRvIcE`` are (SPARQL keywords are case-insensitive). The SPARQL spec
-lets ``\\uXXXX`` escapes appear anywhere and be decoded before parsing; oxigraph decodes them
-only inside strings and IRIs, other engines may decode them everywhere, so the checks run on
-both the raw and the decoded text and refuse if either view is dangerous. Text the lexer
-cannot tokenise (an unterminated string, say) is scanned conservatively: the stray quote
-becomes a one-character token and what follows is checked as code. A refusal on contrived
-text is acceptable; letting a SERVICE through is not. The engine's own parser still
-reports syntax errors after the checks pass.
+Two stages. :func:`check_sparql` (in the caller) is lexical: a tokenizer that follows the
+SPARQL 1.1 grammar's terminals (keywords only outside strings, IRIs and comments; ``?service``,
+``ex:SERVICE`` and ``"SERVICE"`` are not keywords, ``SeRvIcE`` is), run on the raw text and on
+the text with ``\\uXXXX`` escapes decoded (other engines may decode them everywhere). It gives
+clear reasons and reads the form, the declared prefixes and the FROM clauses.
+
+A token check alone is not enough: oxigraph matches keywords without a word boundary, so
+``SERVICE:x {...}``, ``SERVICEep:x``, ``FROM:g`` are real SERVICE / FROM clauses for the
+engine while a tokenizer reads one prefixed name. pyoxigraph 0.5 has no parse-only API and
+exposes no algebra, so :func:`verify_with_engine` (run in the worker process, under the
+query's deadline) asks the engine's own parser questions it can answer safely: see there.
+Length is capped first (:data:`MAX_QUERY_CHARS`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from queryeval.systems.engines.base import QueryRefused
 
-__all__ = ["QueryRefused", "SparqlCheck", "Token", "check_sparql", "tokenize"]
+__all__ = [
+    "MAX_QUERY_CHARS", "QueryRefused", "SparqlCheck", "Token", "check_sparql", "neutralise",
+    "tokenize", "verify_with_engine",
+]
+
+MAX_QUERY_CHARS = 100_000
+"""Longest query text accepted (characters). Generated queries are a few hundred characters;
+checking and planning cost grows with the length (pyoxigraph plans a 4,000-pattern BGP for
+minutes), so longer text is refused before any work is done."""
 
 QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 UPDATE_KEYWORDS = frozenset({
@@ -90,6 +97,8 @@ class SparqlCheck:
     form: str
     prefixes: dict[str, str] = field(default_factory=dict)
     datasets: list[tuple[bool, str]] = field(default_factory=list)
+    from_spans: list[tuple[int, int]] = field(default_factory=list)
+    """Where each FROM clause the lexer read lies in the raw text (start, end)."""
 
 
 def tokenize(text: str) -> list[Token]:
@@ -118,15 +127,20 @@ def check_sparql(
     *,
     allowed_graphs: Collection[str] = (),
     prefixes: Mapping[str, str] | None = None,
+    max_chars: int = MAX_QUERY_CHARS,
 ) -> SparqlCheck:
     """Check ``text`` and describe it; raise :class:`QueryRefused` when it must not run.
 
     ``allowed_graphs`` lists the graph IRIs a FROM / FROM NAMED clause may name (for the
     embedded store: its own named graphs). ``prefixes`` are the default prefixes the
-    engine will supply, used to expand ``FROM ex:g``.
+    engine will supply, used to expand ``FROM ex:g``. This is the first, lexical stage;
+    :func:`verify_with_engine` (run in the worker process, under the query's deadline)
+    then decides with the engine's own parser.
     """
     if not isinstance(text, str):
         raise QueryRefused(f"query must be text, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise QueryRefused(f"query is {len(text):,} characters long; the limit is {max_chars:,}")
     views = [text]
     decoded = decode_codepoint_escapes(text)
     if decoded != text:
@@ -176,6 +190,7 @@ def _check_view(tokens: list[Token], allowed_graphs: Collection[str],
     allowed = set(allowed_graphs)
     known = {**default_prefixes, **declared}
     datasets: list[tuple[bool, str]] = []
+    spans: list[tuple[int, int]] = []
     for j, word in words:
         if word != "FROM":
             continue
@@ -194,7 +209,9 @@ def _check_view(tokens: list[Token], allowed_graphs: Collection[str],
                 f"{clause} <{iri}> names a graph outside the store (engines may fetch it){note}"
             )
         datasets.append((named, iri))
-    return SparqlCheck(form=form, prefixes=declared, datasets=datasets)
+        if not escaped and target is not None:
+            spans.append((tokens[j].pos, target.pos + len(target.text)))
+    return SparqlCheck(form=form, prefixes=declared, datasets=datasets, from_spans=spans)
 
 
 def _resolve(token: Token | None, prefixes: Mapping[str, str]) -> str | None:
@@ -207,3 +224,73 @@ def _resolve(token: Token | None, prefixes: Mapping[str, str]) -> str | None:
         if prefix in prefixes:
             return prefixes[prefix] + re.sub(r"\\(.)", r"\1", local)
     return None
+
+
+# ------------------------------------------------------------------ the engine's own parser
+
+_NEUTRAL = {word: re.compile(word, re.IGNORECASE | re.ASCII) for word in ("service", "from")}
+
+
+def neutralise(text: str, word: str) -> str:
+    """``text`` with every occurrence of ``word`` (ASCII case-insensitive, anywhere: inside
+    names, strings, IRIs, glued to other letters) changed in its last letter to ``q``.
+
+    The change keeps every name, string and IRI lexically valid (a consistent renaming),
+    but a ``SERVICE`` / ``FROM`` *keyword* becomes a word the grammar has no place for.
+    """
+    return _NEUTRAL[word].sub(lambda m: m.group()[:-1] + "q", text)
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    out = list(text)
+    for start, end in spans:
+        out[start:end] = " " * (end - start)
+    return "".join(out)
+
+
+def verify_with_engine(
+    parse: Callable[[str, Mapping[str, str]], object],
+    text: str,
+    *,
+    prefixes: Mapping[str, str],
+    from_spans: list[tuple[int, int]],
+) -> None:
+    """Decide SERVICE and FROM with the engine's own grammar; raise QueryRefused, or
+    SyntaxError when the text is simply not a SPARQL query.
+
+    pyoxigraph 0.5 has no parse-only API and exposes no algebra (``Store.query`` parses
+    and plans, and evaluates ASK at once), so the parser is asked questions it can answer
+    safely. ``parse(text, prefixes)`` must run ``Store.query`` on an *empty in-memory*
+    store inside a killable worker (planning can be slow):
+
+    1. the text with every ``service`` neutralised (see :func:`neutralise`) must parse.
+       A neutralised text contains no SERVICE keyword, so parsing (even evaluating) it
+       cannot send a request. If the original contains no ``service`` at all and still
+       fails, it is a plain syntax error. Otherwise the grammar needed a SERVICE keyword
+       (in whatever spelling: ``SERVICE:x``, ``SERVICEep:x``, ``trueSERVICE<u>`` ...),
+       or the text is invalid: refused either way.
+    2. the same text with the FROM clauses the lexer read blanked out, and every other
+       ``from`` neutralised, must parse as well; otherwise the grammar sees a dataset
+       clause the lexer did not check (``FROM:g``, ``FROMNAMED<g>`` ...): refused.
+    Neither the original text nor one that still holds a SERVICE keyword is ever parsed.
+    """
+    keys = {neutralise(k, "service"): v for k, v in prefixes.items()}
+    no_service = neutralise(text, "service")
+    try:
+        parse(no_service, keys)
+    except SyntaxError:
+        if no_service == text:
+            raise
+        raise QueryRefused(
+            "the engine's own parser reads a SERVICE clause (federated query) in this text, "
+            "or the text is not valid SPARQL") from None
+    keys = {neutralise(k, "from"): v for k, v in keys.items()}
+    no_dataset = neutralise(_blank(no_service, from_spans), "from")
+    if no_dataset == no_service:
+        return
+    try:
+        parse(no_dataset, keys)
+    except SyntaxError:
+        raise QueryRefused(
+            "the engine's own parser reads a FROM / FROM NAMED clause (dataset) that the "
+            "checker could not read; write it as FROM <iri>") from None

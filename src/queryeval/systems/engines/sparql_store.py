@@ -16,7 +16,10 @@ import gc
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,39 +107,119 @@ def prepare_store(sources: Sequence[str | Path], store_dir: str | Path, *,
 
     Raises InputError for a missing, unknown-format or invalid source (with the line
     pyoxigraph reports), or when ``store_dir`` holds something that is not our store.
-    The store is closed again before returning, so worker processes can open it
-    read-only.
+    The store is built in a temporary sibling folder (``.NAME.queryeval-partial-PID-...``)
+    with its marker written last, then renamed into place, so ``store_dir`` is either
+    absent or complete: a run killed while loading (``kill -9``) leaves only a partial
+    sibling, which the next run deletes. The store is closed again before returning, so
+    worker processes can open it read-only.
     """
     identity = describe_sources(sources, base_iri)
     root = Path(store_dir).expanduser().resolve()
-    marker = root / MARKER
-    if marker.is_file():
-        try:
-            saved = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            saved = {}
-        if saved.get("identity") == identity:
-            return StoreInfo(path=root, prefixes=dict(saved.get("prefixes", {})),
-                             named_graphs=list(saved.get("named_graphs", [])),
-                             quads=int(saved.get("quads", 0)), reused=True)
-        shutil.rmtree(root)
-    elif root.exists():
-        if not root.is_dir() or any(root.iterdir()):
+    _sweep(root)
+    reused = _reuse(root, identity)
+    if reused is not None:
+        return reused
+    if root.exists() and not (root / MARKER).is_file():
+        if not root.is_dir() or not _is_rocksdb_only(root):
             raise InputError(
                 f"store directory is not empty and has no {MARKER}; refusing to overwrite it",
                 path=root)
-    root.mkdir(parents=True, exist_ok=True)
+        # A store without its marker: an earlier version's load, interrupted. Never
+        # trusted; moved aside (not deleted: it cannot be told from someone's own store).
+        aside = root.with_name(f"{root.name}.incomplete-{time.strftime('%Y%m%dT%H%M%S')}"
+                               f"-{secrets.token_hex(3)}")
+        os.rename(root, aside)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = root.with_name(f".{root.name}{_PARTIAL}{os.getpid()}-{secrets.token_hex(4)}")
+    tmp.mkdir()
     try:
-        info = _load(root, identity)
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    tmp = root / (MARKER + ".tmp")
+        info = _load(tmp, identity)
+        _write_marker(tmp, identity, info)
+        return _install(tmp, root, identity, info)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already once installed
+
+
+_PARTIAL = ".queryeval-partial-"
+_TRASH = ".queryeval-trash-"
+_ROCKSDB_NAME = re.compile(
+    r"^(CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+(\.dbtmp)?|"
+    r"\d+\.(sst|log|blob|dbtmp)|" + re.escape(MARKER) + r"\.tmp)$")
+
+
+def _is_rocksdb_only(root: Path) -> bool:
+    entries = list(root.iterdir())
+    return all(p.is_file() and _ROCKSDB_NAME.match(p.name) for p in entries)
+
+
+def _reuse(root: Path, identity: Mapping[str, Any]) -> StoreInfo | None:
+    marker = root / MARKER
+    if not marker.is_file():
+        return None
+    try:
+        saved = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    if not isinstance(saved, dict) or saved.get("identity") != identity:
+        return None
+    return StoreInfo(path=root, prefixes=dict(saved.get("prefixes", {})),
+                     named_graphs=list(saved.get("named_graphs", [])),
+                     quads=int(saved.get("quads", 0)), reused=True)
+
+
+def _write_marker(folder: Path, identity: Mapping[str, Any], info: StoreInfo) -> None:
+    tmp = folder / (MARKER + ".tmp")
     tmp.write_text(json.dumps({"identity": identity, "prefixes": info.prefixes,
                                "named_graphs": info.named_graphs, "quads": info.quads},
                               indent=1), encoding="utf-8")
-    os.replace(tmp, marker)
-    return info
+    os.replace(tmp, folder / MARKER)
+
+
+def _install(tmp: Path, root: Path, identity: Mapping[str, Any], info: StoreInfo) -> StoreInfo:
+    """Rename the finished ``tmp`` into ``root``, replacing an outdated store there."""
+    for _ in range(3):
+        try:
+            os.rename(tmp, root)  # atomic; fails if root exists and is not empty
+            return StoreInfo(path=root, prefixes=info.prefixes, named_graphs=info.named_graphs,
+                             quads=info.quads)
+        except OSError:
+            if not root.exists():
+                raise
+        other = _reuse(root, identity)  # another process finished the same build first
+        if other is not None:
+            return other
+        trash = root.with_name(f".{root.name}{_TRASH}{os.getpid()}-{secrets.token_hex(4)}")
+        os.rename(root, trash)  # an outdated store of ours (it has a marker): retire it
+        shutil.rmtree(trash, ignore_errors=True)
+    raise InputError("could not install the new store (another process keeps replacing it)",
+                     path=root)
+
+
+def _sweep(root: Path) -> None:
+    """Delete partial builds and retired stores left beside ``root`` by dead processes."""
+    parent = root.parent
+    if not parent.is_dir():
+        return
+    prefix = f".{root.name}"
+    for entry in parent.iterdir():
+        name = entry.name
+        for tag in (_PARTIAL, _TRASH):
+            if name.startswith(prefix + tag):
+                pid = name[len(prefix + tag):].split("-", 1)[0]
+                if pid.isdigit() and not _alive(int(pid)):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # another thread of ours may be building (our own failures clean up)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _load(root: Path, identity: Mapping[str, Any]) -> StoreInfo:

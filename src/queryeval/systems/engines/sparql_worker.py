@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import pickle
 import queue
+import re
 import struct
 import subprocess
 import sys
@@ -34,13 +35,17 @@ import threading
 import time
 from typing import IO, Any
 
-from queryeval.systems.engines.base import QueryFailed, QueryTimeout
+from queryeval.systems.engines.base import QueryFailed, QueryRefused, QueryTimeout
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_DIR_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString"
 
 START_TIMEOUT_S = 120.0
+MEMORY_STORE = ":memory:"
+"""Store path meaning "no data, only check queries" (the remote engine's checker)."""
+CHECK_BASE_IRI = "http://queryeval.invalid/"
+"""Base IRI for checking queries that use relative IRIs (the check never resolves them)."""
 
 
 def term_to_json(term: Any) -> dict[str, Any] | None:
@@ -71,10 +76,71 @@ def term_to_json(term: Any) -> dict[str, Any] | None:
     raise TypeError(f"unexpected RDF term {term!r}")
 
 
-def run_query(store: Any, request: dict[str, Any]) -> tuple[str, Any]:
-    """Execute one request on ``store``; never raises (errors become replies)."""
+def verify(checker: Any, request: dict[str, Any]) -> tuple[str, Any] | None:
+    """Run :func:`.sparql_safety.verify_with_engine` on the empty store ``checker``:
+    ``None`` when the query may run, else the ``("refused" | "syntax", message)`` reply."""
+    from queryeval.systems.engines.sparql_safety import verify_with_engine
+
+    base_iri = request.get("base_iri") or CHECK_BASE_IRI
+    lenient = bool(request.get("lenient_prefixes"))
+
+    def parse(text: str, prefixes: Any) -> None:
+        # With lenient_prefixes (remote endpoints, which may predefine prefixes such as
+        # dbo: or brick:), an undeclared prefix gets a placeholder IRI for the check only.
+        # Never one whose name holds a neutralised keyword: declaring `trueSERVICq:` would
+        # turn `trueSERVICE:x {...}` (true + SERVICE for a parser without that prefix)
+        # into a harmless-looking triple (found by the corpus test).
+        extra: dict[str, str] = {}
+        for _ in range(64):
+            try:
+                checker.query(text, prefixes={**extra, **prefixes} or None, base_iri=base_iri)
+                return
+            except SyntaxError as exc:
+                name = missing_prefix(text, str(exc)) if lenient else None
+                if name is None or name in extra or _NEUTRALISED.search(name):
+                    raise
+                extra[name] = f"{CHECK_BASE_IRI}prefix/{len(extra)}#"
+        raise SyntaxError("too many undeclared prefixes")
+
+    try:
+        verify_with_engine(parse, request["query"], prefixes=request.get("prefixes") or {},
+                           from_spans=list(request.get("from_spans") or ()))
+    except QueryRefused as exc:
+        return ("refused", exc.reason)
+    except SyntaxError as exc:
+        return ("syntax", str(exc))
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the query was not verified
+        return ("refused", f"could not verify the query: {type(exc).__name__}: {exc}")
+    return None
+
+
+_PREFIX_ERROR = re.compile(r"^error at (\d+):(\d+): expected one of Prefix not found")
+_NEUTRALISED = re.compile("servicq|froq", re.IGNORECASE | re.ASCII)
+_PNAME_END = re.compile(r"([^\W\d][\w.\-\u00b7]*)?:[\w.\-%\\:]*$")
+
+
+def missing_prefix(text: str, message: str) -> str | None:
+    """The prefix name pyoxigraph reported as undeclared ("Prefix not found"), or None."""
+    m = _PREFIX_ERROR.match(message)
+    if m is None:
+        return None
+    lines = text.split("\n")
+    line, col = int(m.group(1)), int(m.group(2))
+    if not 1 <= line <= len(lines):
+        return None
+    found = _PNAME_END.search(lines[line - 1][: col - 1])
+    return None if found is None else (found.group(1) or "")
+
+
+def run_query(store: Any, request: dict[str, Any], checker: Any = None) -> tuple[str, Any]:
+    """Verify (on ``checker``, an empty in-memory store) and execute one request on
+    ``store``; never raises (errors become replies). ``store`` None: verify only."""
     import pyoxigraph as ox
 
+    if checker is not None:
+        refusal = verify(checker, request)
+        if refusal is not None or store is None:
+            return refusal or ("ok", None)
     max_rows: int = request["max_rows"]
     start = time.perf_counter()
     try:
@@ -142,16 +208,33 @@ def read_frame(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
-def worker_main(store_path: str) -> int:
-    """Entry point of the worker process (``python -m ... STORE_DIR``)."""
+def cap_memory(limit: int) -> None:
+    """Set this process's RLIMIT_DATA (heap and private writable mappings) to ``limit``
+    bytes; 0 leaves it alone. Unlike RLIMIT_AS it does not count RocksDB's read-only file
+    mappings, so the store still opens; an allocation past it fails (Rust aborts the
+    worker, which the parent reports as a failed query)."""
+    import resource
+
+    if limit <= 0 or not hasattr(resource, "RLIMIT_DATA"):
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def worker_main(store_path: str, memory_limit: int = 0) -> int:
+    """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``)."""
+    cap_memory(memory_limit)
     channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
     channel_in = sys.stdin.buffer
     try:
         import pyoxigraph as ox
 
-        store = ox.Store.read_only(store_path)
-        write_frame(channel_out, ("ready", len(store)))
+        checker = ox.Store()  # empty, in memory: where queries are verified
+        store = None if store_path == MEMORY_STORE else ox.Store.read_only(store_path)
+        write_frame(channel_out, ("ready", 0 if store is None else len(store)))
     except Exception as exc:
         write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
         return 1
@@ -159,14 +242,19 @@ def worker_main(store_path: str) -> int:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
             return 0
-        write_frame(channel_out, run_query(store, request))
+        write_frame(channel_out, run_query(store, request, checker))
 
 
-class SparqlWorker:
-    """The parent's handle on one worker process: start, ask with a deadline, kill."""
+class WorkerProcess:
+    """The parent's handle on one worker process (``python -m MODULE ARGS...``): start,
+    ask with a deadline, kill. The child sends ``("ready", info)`` or ``("fatal", message)``
+    once, then one reply per request; ``None`` asks it to exit."""
 
-    def __init__(self, store_path: str) -> None:
-        self.store_path = store_path
+    name = "worker"
+
+    def __init__(self, module: str, args: list[str]) -> None:
+        self.module = module
+        self.args = list(args)
         self._proc: subprocess.Popen[bytes] | None = None
         self._replies: queue.Queue[Any] = queue.Queue()
         self.starts = 0  # how many processes were started (tests watch restarts)
@@ -182,7 +270,7 @@ class SparqlWorker:
         """Start a fresh worker and wait until it has opened the store."""
         self.kill()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "queryeval.systems.engines.sparql_worker", self.store_path],
+            [sys.executable, "-m", self.module, *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_env(),
         )
         replies: queue.Queue[Any] = queue.Queue()
@@ -195,15 +283,15 @@ class SparqlWorker:
             reply = replies.get(timeout=START_TIMEOUT_S)
         except queue.Empty:
             self.kill()
-            raise QueryFailed(f"SPARQL worker did not start within {START_TIMEOUT_S:.0f} s") from None
+            raise QueryFailed(f"{self.name} did not start within {START_TIMEOUT_S:.0f} s") from None
         if reply is _EOF:
             code = proc.wait(10)
             self.kill()
-            raise QueryFailed(f"SPARQL worker died while starting (exit code {code})")
+            raise QueryFailed(f"{self.name} died while starting (exit code {code})")
         status, detail = reply
         if status != "ready":
             self.kill()
-            raise QueryFailed(f"SPARQL worker could not open the store: {detail}")
+            raise QueryFailed(f"{self.name} could not start: {detail}")
 
     def request(self, request: dict[str, Any], timeout_s: float) -> tuple[str, Any]:
         """Send one request; kill the worker and raise QueryTimeout past ``timeout_s``."""
@@ -215,7 +303,7 @@ class SparqlWorker:
             write_frame(proc.stdin, request)
         except (OSError, ValueError):
             self.kill()
-            raise QueryFailed("SPARQL worker process is gone") from None
+            raise QueryFailed(f"{self.name} process is gone") from None
         try:
             reply = self._replies.get(timeout=timeout_s)
         except queue.Empty:
@@ -224,7 +312,8 @@ class SparqlWorker:
         if reply is _EOF:
             code = proc.wait(10)
             self.kill()
-            raise QueryFailed(f"SPARQL worker process died during the query (exit code {code})")
+            raise QueryFailed(f"{self.name} process died during the query (exit code {code}; "
+                              "out of memory?)")
         return reply
 
     def kill(self) -> None:
@@ -255,6 +344,18 @@ class SparqlWorker:
         self.kill()
 
 
+class SparqlWorker(WorkerProcess):
+    """The SPARQL worker: opens ``store_path`` read-only (or only checks queries when it
+    is :data:`MEMORY_STORE`)."""
+
+    name = "SPARQL worker"
+
+    def __init__(self, store_path: str, memory_limit_bytes: int | None = None) -> None:
+        super().__init__("queryeval.systems.engines.sparql_worker",
+                         [store_path, str(memory_limit_bytes or 0)])
+        self.store_path = store_path
+
+
 def _child_env() -> dict[str, str]:
     """The parent's environment, with the directory holding ``queryeval`` first on
     PYTHONPATH, so the worker imports the same code even when the parent found it through
@@ -281,7 +382,8 @@ def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: python -m queryeval.systems.engines.sparql_worker STORE_DIR\n")
+    if len(sys.argv) not in (2, 3):
+        sys.stderr.write("usage: python -m queryeval.systems.engines.sparql_worker "
+                         "STORE_DIR [MEMORY_BYTES]\n")
         sys.exit(2)
-    sys.exit(worker_main(sys.argv[1]))
+    sys.exit(worker_main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 0))

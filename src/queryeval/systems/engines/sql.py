@@ -1,7 +1,14 @@
-"""SQL on sqlite and DuckDB database files: read-only, one SELECT, timeout, row limit.
+"""SQL on sqlite and DuckDB database files: read-only, one SELECT, deadline, memory cap.
 
-Both engines run :func:`.sql_safety.check_sql` first, then execute on a connection that is
-locked down on its own, because each read-only mode has measured holes:
+Each engine runs :func:`.sql_safety.check_sql` in the caller's process, then sends the
+query to its own worker process (``python -m queryeval.systems.engines.sql_worker``),
+which holds the locked-down connection. Why a process: some work cannot be interrupted
+from inside (sqlite's ``printf('%.*c', 1e9, 'x')`` loops a billion times inside one
+function call, never reaching the progress handler or ``sqlite3_interrupt``; DuckDB's
+``repeat('x', 4e9)`` allocates 4 GB regardless of ``memory_limit``), so the deadline is
+held by killing the process, and the memory cap is the worker's ``RLIMIT_DATA``
+(``memory_limit_bytes``, default 2 GiB), under which such an allocation fails at once.
+Inside the worker the usual guards still stop ordinary runaway queries without a kill:
 
 sqlite (``SqliteEngine``)
     * ``file:...?mode=ro`` URI -- no writes to the database file;
@@ -9,38 +16,45 @@ sqlite (``SqliteEngine``)
       write a *new* file;
     * an authorizer that allows only SQLITE_SELECT, SQLITE_READ, SQLITE_RECURSIVE and
       SQLITE_FUNCTION for functions on a safe list (no load_extension, randomblob,
-      zeroblob ...); everything else (ATTACH, PRAGMA, DML, DDL, transactions) is denied;
-    * ``SQLITE_LIMIT_LENGTH`` lowered to 100 MB so ``printf('%.*c', 1e9, 'x')`` cannot
-      allocate gigabytes;
-    * a progress handler checking the deadline every 1,000 VM steps (the timeout).
+      zeroblob ...), plus the schema registration of the table-valued functions the
+      statement check allowed (json_each, json_tree); everything else (ATTACH, PRAGMA,
+      DML, DDL, transactions) is denied;
+    * ``SQLITE_LIMIT_LENGTH`` lowered to 100 MB;
+    * a progress handler checking the deadline every 1,000 VM steps, and
+      ``Connection.interrupt()`` from a timer at the deadline.
 
 DuckDB (``DuckDBEngine``)
-    * ``read_only=True``;
-    * ``enable_external_access=false`` -- read_only still allows ``COPY ... TO``,
-      ``read_csv('/etc/passwd')``, ATTACH of new files, INSTALL/LOAD;
+    * ``read_only=True``; ``enable_external_access=false`` -- read_only still allows
+      ``COPY ... TO``, ``read_csv('/etc/passwd')``, ATTACH of new files, INSTALL/LOAD;
     * autoinstall/autoload of extensions off, ``lock_configuration=true`` so a query
-      cannot ``SET`` any of this back;
-    * the timeout: a watchdog thread calls ``Connection.interrupt()`` at the deadline and
-      keeps calling it every 50 ms until the query ends (one early interrupt can be lost).
+      cannot ``SET`` any of this back; ``memory_limit`` (half the worker's cap) and
+      ``threads`` (default min(4, CPUs));
+    * a watchdog thread calls ``Connection.interrupt()`` at the deadline and keeps
+      calling it every 50 ms until the query ends (one early interrupt can be lost).
     TEMP tables remain possible in DuckDB's read-only mode (they live in memory); the
     sqlglot check refuses CREATE.
 
+The parent waits ``timeout_s`` plus :data:`KILL_GRACE_S` for the worker's answer, then
+kills it (``QueryTimeout``); the next query starts a fresh worker (outside its deadline).
 Rows: ``fetchmany(max_rows + 1)`` -- both drivers stream, so a huge result is never
 materialised; ``truncated`` says whether a row beyond ``max_rows`` existed.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
 import urllib.parse
+import weakref
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
 from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     ConnectionEngine,
     QueryFailed,
@@ -48,6 +62,7 @@ from queryeval.systems.engines.base import (
     QueryResult,
     QueryTimeout,
     check_limits,
+    check_memory_limit,
 )
 from queryeval.systems.engines.sql_safety import check_sql
 
@@ -102,15 +117,104 @@ def _check_file(path: str | Path, what: str) -> Path:
     return p
 
 
-class SqliteEngine(ConnectionEngine):
-    """Read-only SQL on a sqlite file. One connection, reused; use as a context manager."""
+KILL_GRACE_S = 0.5
+"""How long past ``timeout_s`` the parent waits for the worker before killing it."""
+class _SqlEngine:
+    """The parent side: statement check, then the worker process with a hard deadline."""
+
+    dialect: str = ""
+
+    def __init__(self, path: Path, *, memory_limit_bytes: int | None, threads: int | None) -> None:
+        from queryeval.systems.engines.sparql_worker import WorkerProcess
+
+        self.path = path
+        self.memory_limit_bytes = check_memory_limit(memory_limit_bytes)
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._closed = False
+        args = [self.dialect, str(path), str(self.memory_limit_bytes or 0), str(threads or 0)]
+        self._worker = WorkerProcess("queryeval.systems.engines.sql_worker", args)
+        self._worker.name = f"{self.dialect} worker"
+        self._finalizer = weakref.finalize(self, self._worker.close)
+
+    @property
+    def worker(self) -> Any:
+        """The worker handle (exposed for tests and diagnostics)."""
+        return self._worker
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker. Idempotent."""
+        with self._lock:
+            self._closed = True
+            self._finalizer()
+
+    def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
+        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
+        check_limits(timeout_s, max_rows)
+        table_functions = check_sql(query, self.dialect)  # type: ignore[arg-type]
+        request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
+                   "table_functions": sorted(table_functions or ())}
+        with self._lock:
+            if self._closed:
+                raise QueryFailed("engine is closed")
+            if not self._worker.alive():
+                self._worker.start()
+            start = time.perf_counter()
+            status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
+            elapsed = (time.perf_counter() - start) * 1000.0
+        if status != "ok":
+            kind, reason = payload["kind"], payload["reason"]
+            if kind == "refused":
+                raise QueryRefused(reason)
+            if kind == "timeout":
+                raise QueryTimeout(reason)
+            raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
+        return QueryResult(columns=payload["columns"], rows=payload["rows"],
+                           truncated=payload["truncated"], elapsed_ms=elapsed, kind="sql",
+                           extra={"engine_ms": payload["engine_ms"]})
+
+
+class SqliteEngine(_SqlEngine):
+    """Read-only SQL on a sqlite file, run in a worker process; use as a context manager."""
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = _check_file(path, "sqlite")
+    def __init__(self, path: str | Path, *,
+                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES) -> None:
+        p = _check_file(path, "sqlite")
+        SqliteSession(p).close()  # a bad file is an InputError here, not a failed query
+        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=None)
+
+
+class DuckDBEngine(_SqlEngine):
+    """Read-only SQL on a DuckDB file (worker process), no file system or network access."""
+
+    dialect = "duckdb"
+
+    def __init__(self, path: str | Path, *, threads: int | None = None,
+                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES) -> None:
+        p = _check_file(path, "DuckDB")
+        DuckDBSession(p, threads=threads, memory_limit_bytes=memory_limit_bytes).close()
+        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=threads)
+
+
+# ------------------------------------------------------------ inside the worker process
+
+
+class SqliteSession(ConnectionEngine):
+    """The locked-down sqlite connection (lives in the worker process)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self._denied: list[str] = []
-        self._lock = threading.Lock()
+        self._vtabs: frozenset[str] = frozenset()
         uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -127,6 +231,12 @@ class SqliteEngine(ConnectionEngine):
                    db: str | None, trigger: str | None) -> int:
         if action in _SQLITE_ALLOWED_ACTIONS:
             return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master" and db == "main" \
+                and self._vtabs:
+            # sqlite registering an eponymous virtual table (json_each ...) that the
+            # statement check found and allowed; the file is read-only and sqlite itself
+            # refuses real writes to sqlite_master (writable_schema is off).
+            return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_SAFE_FUNCTIONS:
             return sqlite3.SQLITE_OK
         what = _SQLITE_ACTION_NAMES.get(action, f"action {action}")
@@ -134,130 +244,129 @@ class SqliteEngine(ConnectionEngine):
         self._denied.append(f"{what}({detail})" if detail else what)
         return sqlite3.SQLITE_DENY
 
-    def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
-        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
-        check_limits(timeout_s, max_rows)
-        check_sql(query, "sqlite")
-        with self._lock:
-            conn = self._conn
-            if conn is None:
-                raise QueryFailed("engine is closed")
-            self._denied.clear()
-            deadline = time.monotonic() + timeout_s
-            timed_out = False
+    def run(self, query: str, timeout_s: float, max_rows: int,
+            table_functions: frozenset[str] = frozenset()) -> tuple[list[str], list[Any], bool]:
+        """(columns, rows, truncated); raises QueryRefused / QueryTimeout / QueryFailed."""
+        conn = self._conn
+        if conn is None:
+            raise QueryFailed("engine is closed")
+        self._denied.clear()
+        self._vtabs = frozenset(table_functions)
+        deadline = time.monotonic() + timeout_s
+        timed_out = False
 
-            def progress() -> int:
-                nonlocal timed_out
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    return 1  # non-zero aborts the statement
-                return 0
+        def progress() -> int:
+            nonlocal timed_out
+            if time.monotonic() > deadline:
+                timed_out = True
+                return 1  # non-zero aborts the statement
+            return 0
 
-            conn.set_progress_handler(progress, _PROGRESS_STEPS)
-            start = time.perf_counter()
-            cur = conn.cursor()
-            try:
-                cur.execute(query)
-                columns = [d[0] for d in cur.description or ()]
-                rows = cur.fetchmany(max_rows + 1)
-            except sqlite3.Error as exc:
-                if timed_out:
-                    raise QueryTimeout(f"query ran longer than {timeout_s:g} s; interrupted") from None
-                if self._denied:
-                    raise QueryRefused(f"not authorized: {', '.join(self._denied)}") from None
-                msg = str(exc)
-                raise QueryFailed(f"sqlite: {msg}", syntax_error="syntax error" in msg) from None
-            finally:
-                cur.close()
-                conn.set_progress_handler(None, 0)
-        elapsed = (time.perf_counter() - start) * 1000.0
-        truncated = len(rows) > max_rows
-        return QueryResult(columns=columns, rows=[tuple(r) for r in rows[:max_rows]],
-                           truncated=truncated, elapsed_ms=elapsed, kind="sql")
+        def interrupt() -> None:
+            nonlocal timed_out
+            timed_out = True
+            conn.interrupt()
+
+        timer = threading.Timer(timeout_s, interrupt)
+        timer.daemon = True
+        conn.set_progress_handler(progress, _PROGRESS_STEPS)
+        cur = conn.cursor()
+        timer.start()
+        try:
+            cur.execute(query)
+            columns = [d[0] for d in cur.description or ()]
+            rows = cur.fetchmany(max_rows + 1)
+        except sqlite3.Error as exc:
+            if timed_out:
+                raise QueryTimeout(f"query ran longer than {timeout_s:g} s; interrupted") from None
+            if self._denied:
+                raise QueryRefused(f"not authorized: {', '.join(self._denied)}") from None
+            msg = str(exc)
+            raise QueryFailed(f"sqlite: {msg}", syntax_error="syntax error" in msg) from None
+        finally:
+            timer.cancel()
+            cur.close()
+            conn.set_progress_handler(None, 0)
+        if timed_out or time.monotonic() > deadline:
+            raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
+        return columns, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
 
 
-class DuckDBEngine(ConnectionEngine):
-    """Read-only SQL on a DuckDB file, no file system or network access."""
+class DuckDBSession(ConnectionEngine):
+    """The locked-down DuckDB connection (lives in the worker process)."""
 
-    dialect = "duckdb"
-
-    def __init__(self, path: str | Path, *, threads: int | None = None) -> None:
+    def __init__(self, path: Path, *, threads: int | None = None,
+                 memory_limit_bytes: int | None = None) -> None:
         import duckdb
 
-        self.path = _check_file(path, "DuckDB")
+        self.path = path
         config: dict[str, Any] = {
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
             "allow_community_extensions": False,
+            "threads": threads or min(4, os.cpu_count() or 1),
         }
-        if threads is not None:
-            config["threads"] = threads
+        if memory_limit_bytes:
+            config["memory_limit"] = f"{max(memory_limit_bytes // 2 // 1024**2, 32)}MB"
         config["lock_configuration"] = True
         try:
             self._conn: Any = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.Error as exc:
             raise InputError(f"cannot open DuckDB database: {exc}", path=self.path) from None
-        self._lock = threading.Lock()
 
-    def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
-        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
+    def run(self, query: str, timeout_s: float, max_rows: int,
+            table_functions: frozenset[str] = frozenset()) -> tuple[list[str], list[Any], bool]:
+        """(columns, rows, truncated); raises QueryRefused / QueryTimeout / QueryFailed."""
         import duckdb
 
-        check_limits(timeout_s, max_rows)
-        check_sql(query, "duckdb")
-        with self._lock:
-            conn = self._conn
-            if conn is None:
-                raise QueryFailed("engine is closed")
-            fired = threading.Event()
-            done = threading.Event()
+        conn = self._conn
+        if conn is None:
+            raise QueryFailed("engine is closed")
+        fired = threading.Event()
+        done = threading.Event()
 
-            def watchdog() -> None:
-                # Keep interrupting until the query ends: an interrupt() that lands before
-                # DuckDB has started executing (parse/bind under load) would otherwise be lost.
-                if done.wait(timeout_s):
-                    return
-                fired.set()
-                while not done.is_set():
-                    conn.interrupt()
-                    done.wait(0.05)
+        def watchdog() -> None:
+            # Keep interrupting until the query ends: an interrupt() that lands before
+            # DuckDB has started executing (parse/bind under load) would otherwise be lost.
+            if done.wait(timeout_s):
+                return
+            fired.set()
+            while not done.is_set():
+                conn.interrupt()
+                done.wait(0.05)
 
-            guard = threading.Thread(target=watchdog, daemon=True, name="queryeval-duckdb-timeout")
-            start = time.perf_counter()
-            guard.start()
+        guard = threading.Thread(target=watchdog, daemon=True, name="queryeval-duckdb-timeout")
+        guard.start()
+        try:
+            cur = conn.execute(query)
+            columns = [d[0] for d in cur.description or ()]
+            rows = cur.fetchmany(max_rows + 1)
+        except duckdb.Error as exc:
+            done.set()
+            guard.join()
+            _rollback(conn)  # leave no aborted transaction behind for the next query
+            if fired.is_set() or isinstance(exc, duckdb.InterruptException):
+                raise QueryTimeout(f"query ran longer than {timeout_s:g} s; interrupted") from None
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, duckdb.PermissionException):
+                raise QueryRefused(f"duckdb: {msg}") from None
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                raise QueryFailed(f"duckdb: out of memory (worker cap): {msg}") from None
+            raise QueryFailed(f"duckdb: {msg}",
+                              syntax_error=isinstance(exc, duckdb.ParserException)) from None
+        finally:
+            done.set()
+            guard.join()
+        if fired.is_set():
+            # It finished, but past the deadline (an interrupt may also still be pending
+            # on the connection: absorb it).
             try:
-                cur = conn.execute(query)
-                columns = [d[0] for d in cur.description or ()]
-                rows = cur.fetchmany(max_rows + 1)
-            except duckdb.Error as exc:
-                done.set()
-                guard.join()
-                _rollback(conn)  # leave no aborted transaction behind for the next query
-                if fired.is_set() or isinstance(exc, duckdb.InterruptException):
-                    raise QueryTimeout(f"query ran longer than {timeout_s:g} s; interrupted") from None
-                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                if isinstance(exc, duckdb.PermissionException):
-                    raise QueryRefused(f"duckdb: {msg}") from None
-                raise QueryFailed(f"duckdb: {msg}",
-                                  syntax_error=isinstance(exc, duckdb.ParserException)) from None
-            finally:
-                done.set()
-                guard.join()
-            elapsed = (time.perf_counter() - start) * 1000.0
-            if fired.is_set():
-                # It finished, but past the deadline (an interrupt may also still be pending
-                # on the connection: absorb it).
-                try:
-                    conn.execute("SELECT 1").fetchall()
-                except duckdb.Error:
-                    pass
-                raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
-        truncated = len(rows) > max_rows
-        return QueryResult(columns=columns, rows=[tuple(r) for r in rows[:max_rows]],
-                           truncated=truncated, elapsed_ms=elapsed, kind="sql")
+                conn.execute("SELECT 1").fetchall()
+            except duckdb.Error:
+                pass
+            raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
+        return columns, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
 
 
 def _rollback(conn: Any) -> None:

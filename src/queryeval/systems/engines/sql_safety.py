@@ -34,6 +34,9 @@ _DUCKDB_TABLE_FUNCTIONS = frozenset({
     "duckdb_tables", "duckdb_columns", "duckdb_views", "duckdb_schemas", "duckdb_types",
     "duckdb_constraints", "duckdb_indexes", "duckdb_databases",
 })
+# sqlite: read-only table-valued functions (eponymous virtual tables). Others (pragma_*,
+# dbstat, fts/rtree helpers ...) are refused; the authorizer denies PRAGMA as well.
+_SQLITE_TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 _FILE_FUNCTION_RE = re.compile(
     r"^(read_.*|.*_scan|glob|sniff_csv|query|query_table|parquet_.*|getenv|"
     r"load_extension|install_extension|load|install|export_.*|import_.*)$",
@@ -43,8 +46,13 @@ _PATHLIKE_RE = re.compile(r"[/\\:*?]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz
                           re.IGNORECASE)
 
 
-def check_sql(sql: str, dialect: Dialect) -> None:
-    """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query."""
+def check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
+    """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query.
+
+    Returns the (lower-case) names of the table-valued functions the query calls, all
+    on the dialect's allow-list: sqlite's authorizer needs them (using an eponymous
+    virtual table such as ``json_each`` first registers it in the connection's schema,
+    which sqlite authorizes as an UPDATE of ``sqlite_master``)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -86,6 +94,7 @@ def check_sql(sql: str, dialect: Dialect) -> None:
     file_readers: tuple[type[exp.Expression], ...] = tuple(
         getattr(exp, name) for name in ("ReadCSV", "ReadParquet") if hasattr(exp, name)
     )
+    table_functions: set[str] = set()
     for node in root.walk():
         if isinstance(node, forbidden):
             raise QueryRefused(f"{_describe(node)} is not allowed inside a query")
@@ -95,6 +104,13 @@ def check_sql(sql: str, dialect: Dialect) -> None:
             name = _func_name(node)
             if _FILE_FUNCTION_RE.match(name):
                 raise QueryRefused(f"function {name}() is not allowed (file, environment or SQL access)")
+        if dialect == "sqlite" and isinstance(node, exp.Table) and \
+                isinstance(node.this, exp.Func):
+            name = _func_name(node.this).lower()
+            if name not in _SQLITE_TABLE_FUNCTIONS:
+                raise QueryRefused(f"table function {name}() is not allowed "
+                                   f"(only {', '.join(sorted(_SQLITE_TABLE_FUNCTIONS))})")
+            table_functions.add(name)
         if dialect == "duckdb" and isinstance(node, exp.Table):
             target = node.this
             if isinstance(target, exp.Func):
@@ -107,6 +123,7 @@ def check_sql(sql: str, dialect: Dialect) -> None:
                     _PATHLIKE_RE.search(target.name):
                 raise QueryRefused(f"table name {target.name!r} looks like a file or URL; "
                                    "DuckDB would read it")
+    return frozenset(table_functions)
 
 
 def _func_name(node: object) -> str:
