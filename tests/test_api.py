@@ -16,6 +16,7 @@ import pytest
 import queryeval as qe
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError, InputError, SystemCallError
+from queryeval.run.evaluate import CallsFailed
 from queryeval.suite.loader import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -457,3 +458,22 @@ def test_async_system_returning_nan_is_malformed_on_its_case():
     assert rows.loc["c2", "status"] == "error"
     assert "NaN is not a finite number" in rows.loc["c2", "error"]
     assert (rows.drop(index="c2")["status"] == "ok").all()
+
+
+def test_calls_and_check_calls_follow_the_error_rate():
+    def half(request: dict) -> dict:
+        if request["case_id"] in ("c1", "c2"):
+            raise ValueError("model overloaded")
+        return bot(request)
+
+    run = qe.evaluate(CASES, system=half, retries=0)
+    assert run.calls == {"total": 4, "failed": 2}
+    (kind,) = run.error_summary
+    assert kind["count"] == 2 and "model overloaded" in kind["first_message"]
+    run.check_calls()  # half failed: under the default limit (only all-failed raises)
+    with pytest.raises(CallsFailed, match=r"^2 of 4 calls to the system failed \(50\.0%\)"):
+        run.check_calls(max_error_rate=0.25)
+    down = qe.evaluate(CASES, system="http://127.0.0.1:1/", retries=0, timeout=5)
+    with pytest.raises(CallsFailed, match="^all 4 calls to the system failed$"):
+        down.check_calls()
+    assert down.overall["macro_recall"] == 0  # a failed call never scores as correct

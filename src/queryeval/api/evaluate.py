@@ -97,6 +97,8 @@ def evaluate(
     retry_errors: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
+    max_error_rate: float = 1.0,
+    isolate: bool = False,
     progress: Callable[[int, int], Any] | None = None,
     **kwargs: Any,
 ) -> Run:
@@ -127,6 +129,10 @@ def evaluate(
         backoff: first retry wait in seconds, doubling (``--backoff``).
         reports: also write the xlsx/HTML reports (``run.report()`` writes them later).
         resume: with ``out``: continue the run found there instead of starting a new one.
+        max_error_rate: the share of failed calls above which :meth:`Run.check_calls` raises
+            (``--max-error-rate``; 1.0: only when every call failed). The run itself always
+            finishes; failed calls are recorded on their cases.
+        isolate: run a ``python:`` spec's callable in worker processes (``--isolate``).
         progress: ``progress(advance, total)`` callback.
 
     Raises:
@@ -164,6 +170,7 @@ def evaluate(
                 system=spec or system, responses=responses_path, out=str(folder),
                 concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
                 task_options=opts, reports=reports, executor=executor, ray_address=ray_address,
+                max_error_rate=max_error_rate, isolate=isolate,
             )
         except ValidationError as exc:
             raise _config_error(exc) from None
@@ -249,10 +256,16 @@ def _resume_matching(folder: Path, suite: Any, system: Any, *, retry_errors: boo
 
 
 def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = False,
-           progress: Callable[[int, int], Any] | None = None) -> Run:
+           force: bool = False, overrides: Mapping[str, Any] | None = None,
+           progress: Callable[[int, int], Any] | None = None,
+           notice: Callable[[str], Any] | None = None) -> Run:
     """Continue an interrupted run (its ``batch_<id>.json`` or run folder); cases already in
     the results file are not repeated. A run of a Python object needs the object again:
-    ``system=obj``. ``retry_errors``: redo the cases whose call failed."""
+    ``system=obj``. ``retry_errors``: redo the cases whose call failed. Input files pinned at
+    the start must be unchanged (``force``: go on and record which changed); ``overrides``
+    may change how cases are called and what is written (``concurrency``, ``timeout``,
+    ``retries``, ``backoff``, ``reports``, ``max_error_rate``), never what a record holds.
+    ``notice(line)`` receives progress lines such as ``resuming: N done, M to go``."""
     from queryeval.run.evaluate import resume_run
     from queryeval.run.log import RunLog
     from queryeval.systems import callable as callable_systems
@@ -275,7 +288,8 @@ def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = Fals
             spec = callable_systems.register(
                 callable_systems.as_system(system, concurrency=concurrency), spec=stored)
     try:
-        result = resume_run(log.paths.batch, retry_errors=retry_errors, progress=progress)
+        result = resume_run(log.paths.batch, retry_errors=retry_errors, force=force,
+                            overrides=dict(overrides or {}), progress=progress, notice=notice)
     finally:
         if spec is not None:
             callable_systems.unregister(spec)

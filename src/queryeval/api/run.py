@@ -123,6 +123,27 @@ class Run:
         return metrics
 
     @property
+    def calls(self) -> dict:
+        """Calls to the system the records hold: ``{"total": N, "failed": M}``."""
+        calls = self.metrics.get("calls") or {}
+        return {"total": int(calls.get("total", 0)), "failed": int(calls.get("failed", 0))}
+
+    @property
+    def error_summary(self) -> list[dict]:
+        """Failed calls per error kind, in order of first appearance: ``kind``, ``count``,
+        ``first_message``, ``case`` (empty when no call failed)."""
+        return list(self.metrics.get("error_summary") or [])
+
+    def check_calls(self, max_error_rate: float | None = None) -> None:
+        """Raise :class:`~queryeval.run.evaluate.CallsFailed` (``queryeval run``'s exit code 3)
+        when every call failed, or more than ``max_error_rate`` of them (default: the run's
+        own ``max_error_rate``, 1.0 unless set)."""
+        from queryeval.run.evaluate import check_error_rate
+
+        limit = self.config.get("max_error_rate", 1.0) if max_error_rate is None else max_error_rate
+        check_error_rate(self.calls["total"], self.calls["failed"], float(limit))
+
+    @property
     def overall(self) -> dict:
         """``metrics["overall_metrics"]``."""
         return self.metrics.get("overall_metrics", {})

@@ -141,15 +141,11 @@ def command(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    import queryeval as qe
     from queryeval.errors import ConfigError
     from queryeval.report.gates import check_thresholds, parse_thresholds
-    from queryeval.run.evaluate import (
-        RunInterrupted,
-        format_error_summary,
-        make_config,
-        resume_run,
-        start_run,
-    )
+    from queryeval.run.evaluate import RunInterrupted, format_error_summary, make_config
+    from queryeval.run.log import RunPaths
     from queryeval.run.memory import use_mmap_for_large_blocks
 
     thresholds = parse_thresholds(fail_under)
@@ -252,12 +248,19 @@ def command(
         if resume is not None:
             overrides = resume_overrides()
             use_mmap_for_large_blocks()
-            result = resume_run(resume, retry_errors=retry_errors, force=force,
-                                overrides=overrides, progress=progress, notice=say)
+            result = qe.resume(resume, retry_errors=retry_errors, force=force,
+                               overrides=overrides, progress=progress, notice=say)
         else:
-            config = build_config()
+            config = build_config()  # checked here: errors name the command-line options
             use_mmap_for_large_blocks()  # large runs: freed arrays leave resident memory at once
-            result = start_run(config, progress=progress)
+            result = qe.evaluate(
+                config.suite, system=config.system, responses=config.responses,
+                labels=config.labels, task=config.task, out=config.out,
+                options=config.task_options, concurrency=config.concurrency,
+                timeout=config.timeout, retries=config.retries, backoff=config.backoff,
+                reports=config.reports, executor=config.executor,
+                ray_address=config.ray_address, max_error_rate=config.max_error_rate,
+                isolate=config.isolate, progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         if bar.live.is_started:
             bar.stop()
@@ -272,21 +275,21 @@ def command(
     for w in result.warnings:
         err_console.print(f"warning: {w}", markup=False, highlight=False)
     if not quiet:
-        summary = result.task.summary(result.metrics)
+        summary = result.summary()
         for renderable in summary if isinstance(summary, list) else [summary]:
             console.print(renderable)
-    paths = result.log.paths
+    paths = RunPaths(result.folder, result.batch_id)
     written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
     written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
     console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
-    for opts, batch_id in result.log.batch.get("derived_batches", {}).items():
+    for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
-    if result.failed_calls:
-        say(f"{result.failed_calls} of {result.calls} calls failed:")
+    if result.calls["failed"]:
+        say(f"{result.calls['failed']} of {result.calls['total']} calls failed:")
         for line in format_error_summary(result.error_summary):
             say(line)
-    result.check_error_rate()
+    result.check_calls()
     if thresholds:
         check_thresholds(result.metrics, thresholds)
         console.print("gates passed: " + ", ".join(f"{k} >= {v:g}" for k, v in thresholds.items()),

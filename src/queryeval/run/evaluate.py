@@ -134,15 +134,20 @@ class RunResult:
     def check_error_rate(self) -> None:
         """Raise :class:`CallsFailed` when every call failed, or more than the run's
         ``max_error_rate`` of them."""
-        limit = self.config.max_error_rate if self.config else 1.0
-        if not self.calls or not self.failed_calls:
-            return
-        rate = self.failed_calls / self.calls
-        if self.failed_calls == self.calls:
-            raise CallsFailed(f"all {self.calls} calls to the system failed")
-        if rate > limit:
-            raise CallsFailed(f"{self.failed_calls} of {self.calls} calls to the system failed "
-                              f"({rate:.1%}), more than --max-error-rate {limit:g}")
+        check_error_rate(self.calls, self.failed_calls,
+                         self.config.max_error_rate if self.config else 1.0)
+
+
+def check_error_rate(calls: int, failed: int, limit: float = 1.0) -> None:
+    """Raise :class:`CallsFailed` when all ``calls`` failed, or more than ``limit`` of them."""
+    if not calls or not failed:
+        return
+    rate = failed / calls
+    if failed == calls:
+        raise CallsFailed(f"all {calls} calls to the system failed")
+    if rate > limit:
+        raise CallsFailed(f"{failed} of {calls} calls to the system failed "
+                          f"({rate:.1%}), more than --max-error-rate {limit:g}")
 
 
 class Cases:
