@@ -70,6 +70,19 @@ class QueryFailed(QueryExecutionError):
         return {"kind": self.kind, "reason": self.reason, "syntax_error": self.syntax_error}
 
 
+def sparql_worker_payload(status: str, payload: Any) -> Any:
+    """The payload of a SPARQL worker's ``ok`` answer; its other answers as the engines'
+    errors (``refused`` -> :class:`QueryRefused`, ``syntax`` -> a syntax
+    :class:`QueryFailed`, anything else -> :class:`QueryFailed`)."""
+    if status == "refused":
+        raise QueryRefused(str(payload))
+    if status == "syntax":
+        raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
+    if status != "ok":
+        raise QueryFailed(str(payload))
+    return payload
+
+
 ResultKind = Literal["select", "ask", "graph", "sql"]
 
 

@@ -28,10 +28,10 @@ from queryeval.systems.engines.base import (
     DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
-    QueryRefused,
     QueryResult,
     check_limits,
     check_memory_limit,
+    sparql_worker_payload,
 )
 from queryeval.systems.engines.sparql_safety import check_sparql
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES, StoreInfo, prepare_store
@@ -124,12 +124,7 @@ class LocalSparqlEngine:
             start = time.perf_counter()
             status, payload = self._worker.request(request, timeout_s)
             elapsed = (time.perf_counter() - start) * 1000.0
-        if status == "refused":
-            raise QueryRefused(str(payload))
-        if status == "syntax":
-            raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
-        if status != "ok":
-            raise QueryFailed(str(payload))
+        payload = sparql_worker_payload(status, payload)
         return QueryResult(columns=payload["columns"], rows=payload["rows"],
                            truncated=payload["truncated"], elapsed_ms=elapsed,
                            kind=payload["kind"], boolean=payload["boolean"],

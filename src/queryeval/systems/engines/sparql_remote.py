@@ -30,11 +30,11 @@ from queryeval.systems.engines.base import (
     DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
     QueryFailed,
-    QueryRefused,
     QueryResult,
     QueryTimeout,
     check_limits,
     check_memory_limit,
+    sparql_worker_payload,
 )
 from queryeval.systems.engines.sparql_safety import check_sparql
 from queryeval.systems.engines.sparql_worker import MEMORY_STORE, SparqlWorker
@@ -111,12 +111,7 @@ class RemoteSparqlEngine:
                  "lenient_prefixes": True,
                  "from_spans": [(a + shift, b + shift) for a, b in check.from_spans]},
                 timeout_s)
-            if status == "refused":
-                raise QueryRefused(str(payload))
-            if status == "syntax":
-                raise QueryFailed(f"SPARQL syntax error: {payload}", syntax_error=True)
-            if status != "ok":
-                raise QueryFailed(str(payload))
+            sparql_worker_payload(status, payload)
             body, content_type = self._post(text, headers, deadline, timeout_s)
         if graph:
             result = _decode_triples(body, max_rows)
