@@ -1,8 +1,10 @@
-"""The metric-name grammar: ``name``, ``name@k`` (ranx style) or ``name.k`` (trec_eval style).
+"""The metric-name grammar: ``name``, ``name@k`` (ranx style), ``name.k`` or ``name_k``
+(trec_eval style).
 
-Each name resolves to a canonical measure and an optional cutoff. trec_eval's own names are
-accepted as aliases so users can paste what they already use (``ndcg_cut.10``, ``P.5``,
-``recip_rank``, ``success.10``). The key under which a value is reported is always the name
+Each name resolves to a canonical measure and an optional argument: an integer cutoff
+(``ndcg@10``, ``P_5``, ``ndcg_cut.10``) or a real parameter (``iprec_at_recall_0.10``,
+``rbp.p=0.8``, ``set_F.0.5``). trec_eval's own names are accepted as aliases so users can
+paste what they already use. The key under which a value is reported is always the name
 exactly as the caller wrote it.
 """
 
@@ -11,17 +13,46 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: canonical measure -> whether a cutoff is required.
-_MEASURES: dict[str, bool] = {
-    "recall": False,
-    "precision": True,
-    "ndcg": False,
-    "map": False,
-    "mrr": False,
-    "hit_rate": True,
+
+@dataclass(frozen=True)
+class _Measure:
+    #: "none": no argument; "cutoff" / "cutoff!": optional / required integer >= 1;
+    #: "real" / "real!": optional / required real parameter.
+    arg: str
+    #: trec_eval's summary over queries: "mean", "sum" (counts) or "gm" (geometric mean).
+    aggregate: str = "mean"
+    #: needs the ranks of every judged retrieved document, not only the relevant ones.
+    judged: bool = False
+    #: default of an optional real parameter; allowed open/closed range check in _check_real.
+    default: float | None = None
+
+
+_MEASURES: dict[str, _Measure] = {
+    "recall": _Measure("cutoff"),
+    "precision": _Measure("cutoff!"),
+    "ndcg": _Measure("cutoff"),
+    "map": _Measure("cutoff"),
+    "mrr": _Measure("cutoff"),
+    "hit_rate": _Measure("cutoff!"),
+    "num_q": _Measure("none", "sum"),
+    "num_ret": _Measure("none", "sum"),
+    "num_rel": _Measure("none", "sum"),
+    "num_rel_ret": _Measure("none", "sum"),
+    "rprec": _Measure("none"),
+    "gm_map": _Measure("none", "gm"),
+    "bpref": _Measure("none", judged=True),
+    "infap": _Measure("none", judged=True),
+    "set_p": _Measure("none"),
+    "set_recall": _Measure("none"),
+    "set_f": _Measure("real", default=1.0),
+    "iprec_at_recall": _Measure("real!"),
+    "rbp": _Measure("real", default=0.9),
+    "err": _Measure("cutoff"),
+    "unj": _Measure("cutoff!", judged=True),
+    "judged": _Measure("cutoff!", judged=True),
 }
 
-#: accepted spellings -> canonical measure.
+#: accepted spellings (lower case) -> canonical measure.
 _ALIASES: dict[str, str] = {
     "recall": "recall",
     "precision": "precision",
@@ -34,26 +65,60 @@ _ALIASES: dict[str, str] = {
     "recip_rank": "mrr",
     "hit_rate": "hit_rate",
     "success": "hit_rate",
+    "num_q": "num_q",
+    "num_ret": "num_ret",
+    "num_rel": "num_rel",
+    "num_rel_ret": "num_rel_ret",
+    "rprec": "rprec",
+    "r_precision": "rprec",
+    "gm_map": "gm_map",
+    "bpref": "bpref",
+    "infap": "infap",
+    "set_p": "set_p",
+    "set_recall": "set_recall",
+    "set_f": "set_f",
+    "iprec_at_recall": "iprec_at_recall",
+    "rbp": "rbp",
+    "err": "err",
+    "unj": "unj",
+    "unjudged": "unj",
+    "judged": "judged",
 }
 
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
-    "hit_rate@k", "recip_rank", "P.k", "recall.k", "ndcg_cut.k", "map_cut.k", "success.k",
+    "hit_rate@k", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
+    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)",
+    "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
+    "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
 )
 
-_GRAMMAR = re.compile(r"^(?P<name>[A-Za-z_]+)(?:[@.](?P<k>\d+))?$")
+_GRAMMAR = re.compile(
+    r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+))?$"
+)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One requested metric: the caller's spelling, the canonical measure, the cutoff.
+    """One requested metric: the caller's spelling, the canonical measure, its argument.
 
-    ``k is None`` means "no cutoff": every retrieved document counts.
+    ``k`` is the integer cutoff (None: no cutoff, every retrieved document counts);
+    ``param`` the real parameter of ``iprec_at_recall``, ``rbp`` (persistence p) and
+    ``set_F`` (trec_eval's beta), else None.
     """
 
     name: str
     measure: str
     k: int | None
+    param: float | None = None
+
+    @property
+    def aggregate(self) -> str:
+        return _MEASURES[self.measure].aggregate
+
+    @property
+    def needs_judged(self) -> bool:
+        return _MEASURES[self.measure].judged
 
 
 def _unknown(name: str, why: str) -> ValueError:
@@ -63,6 +128,15 @@ def _unknown(name: str, why: str) -> ValueError:
     )
 
 
+def _check_real(name: str, measure: str, value: float) -> None:
+    if measure == "iprec_at_recall" and not 0.0 <= value <= 1.0:
+        raise _unknown(name, "the recall level must be between 0 and 1")
+    if measure == "rbp" and not 0.0 < value < 1.0:
+        raise _unknown(name, "the persistence p must be strictly between 0 and 1")
+    if measure == "set_f" and value < 0.0:
+        raise _unknown(name, "beta must be >= 0")
+
+
 def parse_metric(name: str) -> MetricSpec:
     """Parse one metric name; raise :class:`ValueError` listing the known names if it is bad."""
     if not isinstance(name, str):
@@ -70,16 +144,29 @@ def parse_metric(name: str) -> MetricSpec:
     text = name.strip()
     match = _GRAMMAR.match(text)
     if match is None:
-        raise _unknown(name, "expected NAME, NAME@K or NAME.K")
+        raise _unknown(name, "expected NAME, NAME@K, NAME.K or NAME_K")
     measure = _ALIASES.get(match["name"].lower())
     if measure is None:
         raise _unknown(name, f"no measure called {match['name']!r}")
-    k = int(match["k"]) if match["k"] is not None else None
-    if k is not None and k < 1:
-        raise _unknown(name, "the cutoff must be at least 1")
-    if k is None and _MEASURES[measure]:
-        raise _unknown(name, f"{measure} needs a cutoff, e.g. {match['name']}@10")
-    return MetricSpec(name=text, measure=measure, k=k)
+    kind = _MEASURES[measure]
+    arg = match["arg"]
+    if arg is None:
+        if kind.arg.endswith("!"):
+            what = "a cutoff, e.g. @10" if kind.arg == "cutoff!" else "a parameter, e.g. _0.10"
+            raise _unknown(name, f"{match['name']} needs {what}")
+        return MetricSpec(name=text, measure=measure, k=None, param=kind.default)
+    if kind.arg == "none":
+        raise _unknown(name, f"{match['name']} takes no cutoff or parameter")
+    if kind.arg.startswith("cutoff"):
+        if not arg.isdigit():
+            raise _unknown(name, "the cutoff must be a positive integer")
+        k = int(arg)
+        if k < 1:
+            raise _unknown(name, "the cutoff must be at least 1")
+        return MetricSpec(name=text, measure=measure, k=k)
+    value = float(arg)
+    _check_real(name, measure, value)
+    return MetricSpec(name=text, measure=measure, k=None, param=value)
 
 
 def parse_metrics(names: str | list[str] | tuple[str, ...]) -> list[MetricSpec]:

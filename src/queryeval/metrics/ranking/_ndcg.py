@@ -15,7 +15,12 @@ from queryeval.metrics.ranking._hits import Hits
 
 
 def compute(hits: Hits, k: int | None) -> np.ndarray:
-    dcg = hits.per_query_sum(hits.within(k), hits.gain / np.log2(hits.rank + 2.0))
+    within = hits.grank < k if k is not None else np.ones(hits.grank.size, dtype=bool)
+    dcg = np.bincount(
+        hits.gq[within],
+        weights=hits.ggain[within] / np.log2(hits.grank[within] + 2.0),
+        minlength=hits.n_queries,
+    )
     ideal = hits.ideal_pos < k if k is not None else np.ones(hits.ideal_pos.size, dtype=bool)
     idcg = np.bincount(
         hits.ideal_q[ideal],

@@ -1,0 +1,46 @@
+"""Interpolated precision at a recall level (trec_eval 10.0 ``iprec_at_recall``).
+
+For level x, let c = lround(x * num_rel) (round half away from zero: trec_eval 10.0; 9.x cast
+``x * num_rel + 0.9`` instead). Then, with p_n = n / rank_n the precision at the n-th relevant
+retrieved document (1-based):
+
+* c > num_rel_ret: 0;
+* 1 <= c <= num_rel_ret: max over n >= c of p_n;
+* c = 0: max over all n of p_n, or num_rel_ret / num_ret = 0 when nothing relevant was
+  retrieved (0 also when nothing at all was retrieved; trec_eval divides 0 by 0 there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from queryeval.metrics.ranking._hits import Hits
+
+
+def _lround(x: np.ndarray) -> np.ndarray:
+    return np.floor(x + 0.5).astype(np.int64)  # x >= 0: half away from zero
+
+
+def _suffix_max(q: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row (sorted by query): max of ``values`` over this and later rows of its query."""
+    if values.size == 0:
+        return values
+    order_vals, inverse = np.unique(values, return_inverse=True)
+    key = inverse.astype(np.int64) - q.astype(np.int64) * (order_vals.size + 1)
+    rev = np.maximum.accumulate(key[::-1])[::-1]
+    return order_vals[rev + q.astype(np.int64) * (order_vals.size + 1)]
+
+
+def compute(hits: Hits, spec) -> np.ndarray:
+    level = float(spec.param)
+    nq = hits.n_queries
+    prec = (hits.nth + 1.0) / (hits.rank + 1.0)
+    best = _suffix_max(hits.q, prec)
+    nrr = hits.num_rel_ret
+    first = np.cumsum(nrr) - nrr
+    cut = _lround(level * hits.num_rel.astype(np.float64))
+    out = np.zeros(nq)
+    n = np.maximum(cut, 1)
+    ok = (cut <= nrr) & (nrr > 0)
+    out[ok] = best[first[ok] + n[ok] - 1]
+    return out
