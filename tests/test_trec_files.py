@@ -329,3 +329,28 @@ def test_duplicate_line_numbers_count_comment_lines(tmp_path: Path) -> None:
     r = _write(tmp_path, "r", "# c\nq1 Q0 a 1 1.0 t\n# d\nq1 Q0 a 2 0.5 t\n")
     with pytest.raises(InputError, match=r"r:4: .*also on line 2"):
         read_run(r)
+
+
+def test_cli_trec_format_levels_judged_only_and_strict(tmp_path: Path, cli) -> None:
+    q, r = _write(tmp_path, "q", QRELS), _write(tmp_path, "r", RUN)
+    res = cli(q, r, "-m", "map", "-m", "num_ret", "-m", "gm_map", "-q", "--trec-format")
+    assert res.exit_code == 0, res.output
+    # Same values as trec_eval 10.0 -c -q -m map -m num_ret -m gm_map (q3 missing scores 0;
+    # gm_map = exp(mean(log(max(AP, 1e-5))))); lines in the order the measures were asked for.
+    # q1: ranking c, e, b, a -> AP (1/3 + 2/4) / 2; q2: x at 2 -> 1/2; q3: nothing retrieved.
+    lines = res.output.splitlines()
+    assert lines[:2] == [f"{'map':<22}\tq1\t0.4167", f"{'num_ret':<22}\tq1\t4"]
+    assert f"{'num_ret':<22}\tq3\t0" in lines and not any(x.startswith("gm_map ") and "\tq"
+                                                          in x for x in lines)
+    assert lines[-3:] == [f"{'map':<22}\tall\t0.3056", f"{'num_ret':<22}\tall\t6",
+                          f"{'gm_map':<22}\tall\t0.0128"]
+    # -l 2: only b (2) is relevant in q1, ranked 3rd -> AP 1/3
+    res = cli(q, r, "-m", "map", "-l", "2", "--json", "--per-query")
+    assert json.loads(res.output)["per_query"]["q1"]["map"] == pytest.approx(1 / 3)
+    # -J: e (unjudged) leaves q1's ranking c, b, a -> AP (1/2 + 2/3) / 2
+    res = cli(q, r, "-m", "map", "-J", "--json", "--per-query")
+    assert json.loads(res.output)["per_query"]["q1"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    lenient = _write(tmp_path, "r2", "# comment\n" + RUN)
+    assert cli(q, lenient, "-m", "map").exit_code == 0
+    res = cli(q, lenient, "-m", "map", "--strict")
+    assert isinstance(res.exception, InputError) and res.exception.line == 1
