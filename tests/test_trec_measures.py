@@ -162,19 +162,19 @@ def test_equal_to_trec_eval_transcription(seed: int, level: int, judged_only: bo
 
 
 def test_iprec_uses_trec_eval_10_rounding_not_9() -> None:
-    """trec_eval 10.0 rounds x * num_rel (lround); 9.x (what pytrec_eval wraps) added 0.9 and
-    truncated. 5 relevant, level 0.1: 10.0 -> 1 relevant document, 9.x -> 1; level 0.3: 10.0
-    -> round(1.5) = 2, 9.x -> int(2.4) = 2; level 0.2: 10.0 -> 1, 9.x -> int(1.9) = 1;
-    level 0.5: 10.0 -> round(2.5) = 3, 9.x -> int(3.4) = 3; level 0.1 with 3 relevant: 10.0 ->
-    round(0.3) = 0 (max precision over all), 9.x -> int(1.2) = 1. Ranking R N N R R."""
-    qrels = {"q": {"r1": 1, "r2": 1, "r3": 1}}
-    run = {"q": {"r1": 5.0, "n1": 4.0, "n2": 3.0, "r2": 2.0, "r3": 1.0}}
-    res = evaluate(qrels, run, ["iprec_at_recall_0.10", "iprec_at_recall_0.50",
-                                "iprec_at_recall_1.00"])
-    # cut 0 -> max(1/1, 2/4, 3/5) = 1; cut round(1.5)=2 -> max(2/4, 3/5) = 0.6; cut 3 -> 0.6
-    assert res["iprec_at_recall_0.10"] == 1.0
-    assert res["iprec_at_recall_0.50"] == pytest.approx(0.6, abs=1e-15)
-    assert res["iprec_at_recall_1.00"] == pytest.approx(0.6, abs=1e-15)
+    """trec_eval 10.0 turns the level into lround(X * num_rel) relevant documents; 9.x (what
+    pytrec_eval wraps) used (long)(X * num_rel + 0.9). 14 relevant, level 0.1: 10.0 -> 1
+    (reached by the one relevant document at rank 1: 1.0), 9.x -> 2 (never reached: 0.0).
+    The trec_eval 10.0 binary prints 1.0000."""
+    qrels = {"q": {f"r{i}": 1 for i in range(14)}}
+    run = {"q": {"r0": 2.0, "n": 1.0}}
+    res = evaluate(qrels, run, ["iprec_at_recall_0.10", "iprec_at_recall_0.00",
+                                "iprec_at_recall_0.20"])
+    assert dict(res) == {"iprec_at_recall_0.10": 1.0, "iprec_at_recall_0.00": 1.0,
+                         "iprec_at_recall_0.20": 0.0}
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"}).evaluate(run)["q"]
+    assert ref["iprec_at_recall_0.10"] == 0.0  # the documented 9.x difference
 
 
 # Ranking of the hand example: d (3.0, judged -1: pooled, unjudged), c (2.0, judged 0),
