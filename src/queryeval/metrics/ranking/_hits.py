@@ -10,7 +10,7 @@ that is not judged (relevance >= 0) from the ranking before any measure is compu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,7 +28,8 @@ class Hits:
         num_rel: int64 ``[n_queries]``, judgements with relevance >= L (trec_eval ``num_rel``).
         num_ret: int64 ``[n_queries]``, documents retrieved (trec_eval ``num_ret``; judged
             documents only under ``judged_only``).
-        num_nonrel: int64 ``[n_queries]``, judgements with 0 <= relevance < L.
+        num_nonrel: int64 ``[n_queries]``, judgements with 0 <= relevance < L (computed on
+            first use, as is ``max_rel``).
         max_rel: int64 ``[n_queries]``, the highest relevance >= 0 judged (-1: none).
         q, rank, gain: per *relevant* retrieved document: query index, 0-based rank, level.
         nth: per relevant hit: 0-based position among its query's relevant hits.
@@ -44,8 +45,6 @@ class Hits:
     level: int
     num_rel: np.ndarray
     num_ret: np.ndarray
-    num_nonrel: np.ndarray
-    max_rel: np.ndarray
     q: np.ndarray
     rank: np.ndarray
     gain: np.ndarray
@@ -59,6 +58,27 @@ class Hits:
     ideal_q: np.ndarray
     ideal_pos: np.ndarray
     ideal_gain: np.ndarray
+    judged_q: np.ndarray = field(repr=False)
+    judged_rel: np.ndarray = field(repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def num_nonrel(self) -> np.ndarray:
+        if "num_nonrel" not in self._cache:
+            rel = self.judged_rel
+            mask = (rel >= 0) & (rel < self.level)
+            self._cache["num_nonrel"] = np.bincount(self.judged_q[mask], minlength=self.n_queries)
+        return self._cache["num_nonrel"]
+
+    @property
+    def max_rel(self) -> np.ndarray:
+        if "max_rel" not in self._cache:
+            out = np.full(self.n_queries, -1, dtype=np.int64)
+            rel = self.judged_rel
+            mask = rel >= 0
+            np.maximum.at(out, self.judged_q[mask], rel[mask].astype(np.int64))
+            self._cache["max_rel"] = out
+        return self._cache["max_rel"]
 
     def within(self, k: int | None) -> np.ndarray:
         """Mask of relevant hits ranked in the top ``k`` (all hits when ``k`` is None)."""
@@ -111,21 +131,16 @@ def build_hits(
         num_ret = np.bincount(q, minlength=nq)
     relevant = rel >= level
     positive = rel > 0
-    judged_rows = rel_all >= 0
-    rq, rrel = arrays.judged_q, rel_all
-    max_rel = np.full(nq, -1, dtype=np.int64)
-    np.maximum.at(max_rel, rq[judged_rows], rrel[judged_rows].astype(np.int64))
-    iorder = np.lexsort((-rel_all, rq))
-    iorder = iorder[rel_all[iorder] > 0]
+    rq = arrays.judged_q
+    pos_rows = np.flatnonzero(rel_all > 0)
+    iorder = pos_rows[np.lexsort((-rel_all[pos_rows], rq[pos_rows]))]
     ideal_q = rq[iorder]
     hq = q[relevant]
     return Hits(
         n_queries=nq,
         level=level,
-        num_rel=np.bincount(rq[rrel >= level], minlength=nq),
+        num_rel=np.bincount(rq[rel_all >= level], minlength=nq),
         num_ret=num_ret,
-        num_nonrel=np.bincount(rq[judged_rows & (rrel < level)], minlength=nq),
-        max_rel=max_rel,
         q=hq,
         rank=rank[relevant],
         gain=rel[relevant],
@@ -139,4 +154,6 @@ def build_hits(
         ideal_q=ideal_q,
         ideal_pos=position_in_group(ideal_q, nq),
         ideal_gain=rel_all[iorder],
+        judged_q=rq,
+        judged_rel=rel_all,
     )
