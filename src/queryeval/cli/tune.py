@@ -66,6 +66,9 @@ def command(
     question_column: str = typer.Option("Question", "--question-column"),
     field: list[str] | None = typer.Option(None, "--field", help="Evaluate only these fields."),
     budget: int = typer.Option(2000, "--budget", min=0, help="Token budget sum(N x cost)."),
+    cost_from: str = typer.Option("value", "--cost-from", help="A field's token cost: the "
+                                  "largest count over its values ('value') or its documents, "
+                                  "value + ' ' + description ('document', the reference's)."),
     unlimited: bool = typer.Option(False, "--unlimited", help="No token budget."),
     min_n: int = typer.Option(1, "--min-n", min=0, help="Smallest N per field (0 lets a "
                               "field be switched off, as the reference may)."),
@@ -86,21 +89,26 @@ def command(
         raise ConfigError("tune needs --data DATA_TABLE (to retrieve) or --rankings FILE")
     if rankings is not None and model:
         raise ConfigError("--model picks retrievers; with --rankings the models are the file's")
+    if cost_from not in ("value", "document"):
+        raise ConfigError(f"--cost-from must be 'value' or 'document', got {cost_from!r}")
     table = load_data_table(data, _parse_descriptions(description)) if data else None
+    cost_texts = ({name: list(f.documents) for name, f in table.fields.items()}
+                  if table is not None and cost_from == "document" else None)
     known = list(table.fields) if table else None
     ev = _evaluation(evaluation, question_column, field or None, known)
     if rankings is not None:
         from queryeval.tune.rankings import field_inputs, load_rankings
 
         values = {name: f.values for name, f in table.fields.items()} if table else None
-        inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
+        inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values,
+                              cost_texts)
     else:
         from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
 
         cache: object = False if no_cache else (cache_dir if cache_dir else True)
         ranked = rank_fields(table, ev.questions, ev.fields, model or ["minilm"],
                              factory=default_factory(cache=cache, device=device))
-        inputs = tune_inputs(ranked, ev.ground_truth)
+        inputs = tune_inputs(ranked, ev.ground_truth, cost_texts)
     try:
         result = tune(inputs, budget=None if unlimited else budget, min_n=min_n,
                       node_limit=node_limit)
