@@ -85,12 +85,13 @@ def c_strtod(text: str) -> tuple[float, bool]:
 
 
 def c_atol(text: str) -> tuple[int, bool]:
-    """C ``atol`` on a field (glibc: ``strtol``, clamped to 64 bits): the value of its
-    ``[+-]digits`` prefix (0 if none), and whether the whole field was that number."""
+    """C ``atol`` on a field: the value of its ``[+-]digits`` prefix (0 if none), and whether
+    the whole field was that number. Values beyond 64 bits are returned as they are (the
+    reader refuses them: glibc would clamp them, and trec_eval then sizes an array by them)."""
     m = _ATOL.match(text)
     if m is None:
         return 0, False
-    return min(max(int(m.group(0)), _INT64_MIN), _INT64_MAX), m.end() == len(text)
+    return int(m.group(0)), m.end() == len(text)
 
 
 def is_comment(line: str, kind: str) -> bool:
@@ -141,6 +142,9 @@ def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
             field = f"column {value_col + 1} ({names[value_col]})"
             if kind == "qrels":
                 value, whole = c_atol(text)
+                if not _INT64_MIN <= value <= _INT64_MAX:  # the engine's arrays are int64
+                    raise InputError(f"relevance {text!r:.80} is out of range (64-bit integers)",
+                                     path=path, line=lineno, field=field)
                 if strict and not whole:
                     raise InputError(
                         f"relevance must be an integer, got {text!r:.80} (trec_eval would read "
