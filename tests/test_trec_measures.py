@@ -9,6 +9,7 @@ literal Python transcription of trec_eval 10.0's C loop (``_oracle``) and hand-c
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from queryeval.metrics.ranking import evaluate, parse_metric
 from queryeval.metrics.ranking._arrays import arrays_from_dicts
 from queryeval.metrics.ranking._hits import build_hits
+from queryeval.suite.trec import evaluate_files
 
 NONPOOL, UNJUDGED = -1, -2  # trec_eval's RELVALUE_NONPOOL / RELVALUE_UNJUDGED
 
@@ -284,3 +286,50 @@ def test_judged_ranks_only_built_when_a_measure_needs_them() -> None:
     n_judged_retrieved = sum(1 for q in arrays.qids for d in qrels.get(q, {})
                              if d in run.get(q, {}))
     assert hits.jq is not None and hits.jq.size == n_judged_retrieved
+
+
+# ------------------------------------------------------------------ trec_eval's own test files
+
+TREC_EVAL_DATA = Path(__file__).parent / "data" / "trec_eval"
+
+
+def _expected(path: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for line in path.read_text().splitlines():
+        name, qid, value = line.split()
+        out.setdefault(name, {})[qid] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("qrels", "results", "expected", "options"),
+    [("qrels.test", "results.test", "out.test.aq", {"missing_query": "skip"}),
+     ("qrels.test", "results.trunc", "out.test.aqc", {"missing_query": "zero"}),
+     ("qrels.rel_level", "results.test", "out.test.aql",
+      {"missing_query": "skip", "relevance_level": 2})],
+)
+def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str, options) -> None:
+    """Every measure of trec_eval 10.0's own expected outputs (``-m all_trec -q``, with -c, with
+    -l2) that queryeval has, on every query and on ``all``, to the 4 printed decimals."""
+    want = _expected(TREC_EVAL_DATA / expected)
+    names = []
+    for name in want:
+        try:
+            parse_metric(name)
+        except ValueError:
+            continue
+        names.append(name)
+    assert len(names) >= 68  # counts, P, recall, map(_cut), ndcg(_cut), iprec, bpref, infAP...
+    res = evaluate_files(TREC_EVAL_DATA / qrels, TREC_EVAL_DATA / results, names,
+                         per_query=True, **options)
+    checked = 0
+    for name in names:
+        spec = parse_metric(name)
+        for qid, text in want[name].items():
+            got = res.means[name] if qid == "all" else res.query(qid)[name]
+            if spec.aggregate == "sum":
+                assert got == int(text), (name, qid)
+            else:
+                assert f"{got:6.4f}" == text.rjust(6), (name, qid, got, text)
+            checked += 1
+    assert checked >= 250
