@@ -333,3 +333,10 @@ def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str
                 assert f"{got:6.4f}" == text.rjust(6), (name, qid, got, text)
             checked += 1
     assert checked >= 250
+
+
+def test_err_with_huge_levels_stays_finite() -> None:
+    """(2^g - 1) / 2^gmax is computed without forming 2^g: levels of 2000 do not overflow."""
+    res = evaluate({"q": {"a": 2000, "b": 1999}}, {"q": {"a": 2.0, "b": 1.0}}, ["err"])
+    # R(a) = 1 - 2^-2000 = 1.0 in floating point, so b adds nothing: ERR = 1
+    assert res["err"] == 1.0

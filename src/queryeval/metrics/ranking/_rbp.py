@@ -31,7 +31,7 @@ def err(hits: Hits, spec) -> np.ndarray:
     mask = hits.grank < k if k is not None else np.ones(hits.grank.size, dtype=bool)
     q, rank, g = hits.gq[mask], hits.grank[mask], hits.ggain[mask]
     gmax = np.maximum(hits.max_rel, 0).astype(np.float64)[q]
-    r = (np.exp2(g) - 1.0) / np.exp2(gmax)
+    r = np.exp2(g - gmax) - np.exp2(-gmax)  # (2^g - 1) / 2^gmax without overflow (g <= gmax)
     log_stay = np.log1p(-r)
     c = np.cumsum(log_stay) - log_stay  # exclusive, across queries
     counts = np.bincount(q, minlength=hits.n_queries)
