@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from queryeval.metrics.ranking._hits import Hits
+from queryeval.metrics.ranking._hits import Hits, position_in_group
 
 
 def rbp(hits: Hits, spec) -> np.ndarray:
@@ -32,10 +32,14 @@ def err(hits: Hits, spec) -> np.ndarray:
     q, rank, g = hits.gq[mask], hits.grank[mask], hits.ggain[mask]
     gmax = np.maximum(hits.max_rel, 0).astype(np.float64)[q]
     r = np.exp2(g - gmax) - np.exp2(-gmax)  # (2^g - 1) / 2^gmax without overflow (g <= gmax)
-    log_stay = np.log1p(-r)
-    c = np.cumsum(log_stay) - log_stay  # exclusive, across queries
-    counts = np.bincount(q, minlength=hits.n_queries)
-    first = np.cumsum(counts) - counts
-    base = np.concatenate(([0.0], np.cumsum(log_stay)))[first]
-    stay = np.exp(c - base[q])
+    # stay[i] = prod of (1 - r) over the earlier hits of the same query, exactly (no logs: r
+    # may be 1.0): one vectorised step per position within a query.
+    nth = position_in_group(q, hits.n_queries)
+    stay = np.ones(r.size)
+    if r.size:
+        order = np.argsort(nth, kind="stable")
+        bounds = np.cumsum(np.bincount(nth))
+        for n in range(1, bounds.size):
+            idx = order[bounds[n - 1] : bounds[n]]
+            stay[idx] = stay[idx - 1] * (1.0 - r[idx - 1])
     return np.bincount(q, weights=r * stay / (rank + 1.0), minlength=hits.n_queries)
