@@ -258,9 +258,10 @@ def test_compat_infiagent_takes_the_first_non_empty_response(tmp_path, suite, fm
             w.writeheader()
             w.writerows(rows)
         second_q1 = 3
-    o = overall(run(tmp_path, s, r, "--option", "compat=infiagent"))
-    assert (o["psaq"], o["abq"], o["uasq"]) == (1.0, 1.0, 1.0)
-    assert o["questions"] == 3 and o["missing"] == 1
+    for extra in (("--option", "compat=infiagent"), ("--compat", "infiagent")):
+        o = overall(run(tmp_path, s, r, *extra))
+        assert (o["psaq"], o["abq"], o["uasq"]) == (1.0, 1.0, 1.0)
+        assert o["questions"] == 3 and o["missing"] == 1
     capsys.readouterr()
     assert main(["run", str(s), "--responses", str(r), "--out", str(tmp_path / "x"), "-q"]) == 2
     err = capsys.readouterr().err

@@ -58,6 +58,9 @@ def command(
     tables: Path | None = typer.Option(None, "--tables", help="Answers: folder of the questions' table files."),
     match: str | None = typer.Option(None, "--match", help="Answers: numeric (default) or strict."),
     missing: str | None = typer.Option(None, "--missing", help="Answers: wrong (default) or skip."),
+    compat: str | None = typer.Option(None, "--compat", help="Answers: infiagent reproduces "
+                                      "InfiAgent's evaluator (first non-empty response per id, "
+                                      "missing=skip)."),
     export: list[str] = typer.Option([], "--export", help="Extra output, e.g. dabench."),
     corpus: Path | None = typer.Option(None, "--corpus", help="Retrieval: chunks (JSONL, CSV or Parquet)."),
     k: str | None = typer.Option(None, "--k", help="Retrieval: comma-separated k values, e.g. 5,10,25."),
@@ -135,7 +138,7 @@ def command(
             if suite is None:
                 raise ConfigError("missing SUITE (or --resume RUN)")
             task_options = _parse_options(option)
-            flags = {"on_error": on_error, "match": match, "missing": missing,
+            flags = {"on_error": on_error, "match": match, "missing": missing, "compat": compat,
                      "tables": str(tables.resolve()) if tables else None,
                      "corpus": str(corpus.resolve()) if corpus else None, "k": k,
                      "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
