@@ -319,7 +319,7 @@ def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str
         except ValueError:
             continue
         names.append(name)
-    assert len(names) >= 68  # counts, P, recall, map(_cut), ndcg(_cut), iprec, bpref, infAP...
+    assert "11pt_avg" in names and len(names) >= 69  # counts, P, recall, map(_cut), ndcg(_cut), iprec, bpref, infAP...
     res = evaluate_files(TREC_EVAL_DATA / qrels, TREC_EVAL_DATA / results, names,
                          per_query=True, **options)
     checked = 0

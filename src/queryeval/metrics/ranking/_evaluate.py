@@ -49,6 +49,7 @@ _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "unj": _judged.unj,
     "judged": _judged.judged,
     "iprec_at_recall": _iprec.compute,
+    "11pt_avg": _iprec.eleven_point,
     "rbp": _rbp.rbp,
     "err": _rbp.err,
 }

@@ -1,4 +1,5 @@
-"""Interpolated precision at a recall level (trec_eval 10.0 ``iprec_at_recall``).
+"""Interpolated precision at a recall level (trec_eval 10.0 ``iprec_at_recall``) and its mean
+over the 11 levels 0.0, 0.1, ..., 1.0 (``11pt_avg``).
 
 For level x, let c = lround(x * num_rel) (round half away from zero: trec_eval 10.0; 9.x cast
 ``x * num_rel + 0.9`` instead). Then, with p_n = n / rank_n the precision at the n-th relevant
@@ -44,3 +45,20 @@ def compute(hits: Hits, spec) -> np.ndarray:
     ok = (cut <= nrr) & (nrr > 0)
     out[ok] = best[first[ok] + n[ok] - 1]
     return out
+
+
+#: trec_eval's default levels (``double_cutoff_array`` in m_11pt_avg.c).
+ELEVEN_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def eleven_point(hits: Hits, spec) -> np.ndarray:
+    """trec_eval ``11pt_avg``: the mean of ``iprec_at_recall`` at the 11 levels."""
+    total = np.zeros(hits.n_queries)
+    for level in ELEVEN_LEVELS:
+        total += compute(hits, _Level(level))
+    return total / len(ELEVEN_LEVELS)
+
+
+class _Level:
+    def __init__(self, param: float) -> None:
+        self.param = param
