@@ -47,11 +47,11 @@ PYTREC = {
     "Rprec": "Rprec", "bpref": "bpref", "infAP": "infAP", "gm_map": "gm_map",
     "set_P": "set_P", "set_recall": "set_recall", "set_F": "set_F", "map": "map",
     "ndcg": "ndcg", "ndcg_cut_10": "ndcg_cut_10", "P_5": "P_5", "recall_10": "recall_10",
-    "recip_rank": "recip_rank", "success_1": "success_1",
+    "recip_rank": "recip_rank", "success_1": "success_1", "Rndcg": "Rndcg",
 }
 PYTREC_MEASURES = {"num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "bpref", "infAP",
                    "gm_map", "set_P", "set_recall", "set_F", "map", "ndcg", "ndcg_cut", "P",
-                   "recall", "recip_rank", "success"}
+                   "recall", "recip_rank", "success", "Rndcg"}
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -319,7 +319,7 @@ def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str
         except ValueError:
             continue
         names.append(name)
-    assert "11pt_avg" in names and len(names) >= 69  # counts, P, recall, map(_cut), ndcg(_cut), iprec, bpref, infAP...
+    assert {"11pt_avg", "Rndcg"} <= set(names) and len(names) >= 70  # counts, P, recall, map(_cut), ndcg(_cut), iprec, bpref, infAP...
     res = evaluate_files(TREC_EVAL_DATA / qrels, TREC_EVAL_DATA / results, names,
                          per_query=True, **options)
     checked = 0

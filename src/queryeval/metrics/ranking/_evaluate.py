@@ -50,6 +50,7 @@ _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "judged": _judged.judged,
     "iprec_at_recall": _iprec.compute,
     "11pt_avg": _iprec.eleven_point,
+    "rndcg": _ndcg.rndcg,
     "rbp": _rbp.rbp,
     "err": _rbp.err,
 }

@@ -47,6 +47,7 @@ _MEASURES: dict[str, _Measure] = {
     "set_f": _Measure("real", default=1.0),
     "iprec_at_recall": _Measure("real!"),
     "11pt_avg": _Measure("none"),
+    "rndcg": _Measure("none"),
     "rbp": _Measure("real", default=0.9),
     "err": _Measure("cutoff"),
     "unj": _Measure("cutoff!", judged=True),
@@ -80,6 +81,7 @@ _ALIASES: dict[str, str] = {
     "set_f": "set_f",
     "iprec_at_recall": "iprec_at_recall",
     "11pt_avg": "11pt_avg",
+    "rndcg": "rndcg",
     "rbp": "rbp",
     "err": "err",
     "unj": "unj",
@@ -90,7 +92,7 @@ _ALIASES: dict[str, str] = {
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
     "hit_rate@k", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
-    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg",
+    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
     "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
 )

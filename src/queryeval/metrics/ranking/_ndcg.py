@@ -30,3 +30,62 @@ def compute(hits: Hits, k: int | None) -> np.ndarray:
     out = np.zeros(hits.n_queries)
     np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
+
+
+def _interval_sums(values: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``values[start[i]:end[i]].sum()`` for every i, summed in order (no prefix-sum
+    cancellation)."""
+    out = np.zeros(start.size)
+    ok = end > start
+    if not ok.any() or values.size == 0:
+        return out
+    padded = np.append(values, 0.0)
+    idx = np.empty(2 * int(ok.sum()), dtype=np.int64)
+    idx[0::2] = start[ok]
+    idx[1::2] = end[ok]
+    out[ok] = np.add.reduceat(padded, idx)[0::2]
+    return out
+
+
+def rndcg(hits: Hits, spec) -> np.ndarray:
+    """trec_eval 10.0 ``Rndcg`` (default gains): the mean of nDCG at the "R levels": for
+    each positive relevance level present, the number of judgements at that level or above
+    (levels descending), nDCG@that number; plus, when at least R+ + 2 documents were
+    retrieved (R+ = positive judgements; trec_eval's loop), DCG over all retrieved / IDCG@R+.
+    Queries without a
+    relevant judgement score 0 (so do those whose only relevant level is 0, under ``-l 0``,
+    where trec_eval divides 0 by 0)."""
+    nq = hits.n_queries
+    iq, ipos, igain = hits.ideal_q, hits.ideal_pos, hits.ideal_gain
+    n_pos = np.bincount(iq, minlength=nq)
+    ifirst = np.cumsum(n_pos) - n_pos
+    # boundaries: the last ideal row of each (query, level)
+    last = np.ones(iq.size, dtype=bool)
+    if iq.size > 1:
+        last[:-1] = (iq[1:] != iq[:-1]) | (igain[1:] != igain[:-1])
+    bq = iq[last]
+    bcut = ipos[last] + 1
+    # trec_eval's loop notices the drop to gain 0 while handling document R+ (0-based), adds
+    # that document's gain and stops; the final term exists only if documents remain after it.
+    extra = np.flatnonzero((hits.num_ret > n_pos + 1) & (n_pos > 0))
+    tq = np.concatenate((bq, extra))
+    t_ideal = np.concatenate((bcut, n_pos[extra]))  # IDCG cutoff
+    t_dcg = np.concatenate((bcut, hits.num_ret[extra]))  # DCG cutoff
+    ideal_w = igain / np.log2(ipos + 2.0)
+    idcg = _interval_sums(ideal_w, ifirst[tq], ifirst[tq] + t_ideal)
+    gq, grank = hits.gq, hits.grank
+    w = hits.ggain / np.log2(grank + 2.0)
+    n_g = np.bincount(gq, minlength=nq)
+    gfirst = np.cumsum(n_g) - n_g
+    width = int(grank.max()) + 2 if grank.size else 1
+    width = max(width, int(t_dcg.max()) + 1 if t_dcg.size else 1)
+    key = gq.astype(np.int64) * width + grank
+    gend = np.searchsorted(key, tq.astype(np.int64) * width + np.minimum(t_dcg, width - 1))
+    dcg = _interval_sums(w, gfirst[tq], gend)
+    terms = np.zeros(tq.size)
+    np.divide(dcg, idcg, out=terms, where=idcg > 0)
+    total = np.bincount(tq, weights=terms, minlength=nq)
+    count = np.bincount(tq[idcg > 0], minlength=nq)
+    out = np.zeros(nq)
+    np.divide(total, count, out=out, where=(count > 0) & (hits.num_rel > 0))
+    return out
