@@ -350,6 +350,10 @@ def test_cli_trec_format_levels_judged_only_and_strict(tmp_path: Path, cli) -> N
     # -J: e (unjudged) leaves q1's ranking c, b, a -> AP (1/2 + 2/3) / 2
     res = cli(q, r, "-m", "map", "-J", "--json", "--per-query")
     assert json.loads(res.output)["per_query"]["q1"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    # -M 2: q1 keeps c, e (b and a fall out) -> AP 0; num_ret 2 + 2 + 0
+    res = cli(q, r, "-m", "map", "-m", "num_ret", "-M", "2", "--json", "--per-query")
+    out = json.loads(res.output)
+    assert out["per_query"]["q1"]["map"] == 0.0 and out["means"]["num_ret"] == 4
     lenient = _write(tmp_path, "r2", "# comment\n" + RUN)
     assert cli(q, lenient, "-m", "map").exit_code == 0
     res = cli(q, lenient, "-m", "map", "--strict")

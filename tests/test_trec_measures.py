@@ -305,6 +305,7 @@ def _expected(path: Path) -> dict[str, dict[str, str]]:
     ("qrels", "results", "expected", "options"),
     [("qrels.test", "results.test", "out.test.aq", {"missing_query": "skip"}),
      ("qrels.test", "results.trunc", "out.test.aqc", {"missing_query": "zero"}),
+     ("qrels.test", "results.trunc", "out.test.aqcM", {"missing_query": "zero", "max_docs": 100}),
      ("qrels.rel_level", "results.test", "out.test.aql",
       {"missing_query": "skip", "relevance_level": 2})],
 )

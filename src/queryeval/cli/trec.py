@@ -29,6 +29,8 @@ def command(
         1, "-l", "--relevance-level", help="Relevant means relevance >= this (trec_eval -l)."),
     judged_only: bool = typer.Option(
         False, "-J", "--judged-only", help="Drop unjudged documents first (trec_eval -J)."),
+    max_docs: int | None = typer.Option(
+        None, "-M", "--max-docs", help="Only each query's top N documents (trec_eval -M)."),
     trec_format: bool = typer.Option(
         False, "--trec-format", help="Print trec_eval's 'measure<TAB>query<TAB>value' lines."),
     strict: bool = typer.Option(
@@ -49,7 +51,7 @@ def command(
     try:
         result = evaluate_files(qrels, run, metric, per_query=per_query,
                                 missing_query=missing_query, relevance_level=relevance_level,
-                                judged_only=judged_only, strict=strict)
+                                judged_only=judged_only, strict=strict, max_docs=max_docs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if trec_format:

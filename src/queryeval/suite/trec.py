@@ -353,6 +353,7 @@ def evaluate_files(
     relevance_level: int = 1,
     judged_only: bool = False,
     strict: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
     """Evaluate a TREC run file against a TREC qrels file (see ``ranking.evaluate``;
     ``strict`` refuses what trec_eval reads by a lenient rule, see the module docstring)."""
@@ -362,7 +363,8 @@ def evaluate_files(
                 else "the file has no judgement")
         raise InputError(f"no query to evaluate: {what}", path=qrels_path)
     return evaluate_arrays(arrays, metrics, per_query=per_query,
-                           relevance_level=relevance_level, judged_only=judged_only)
+                           relevance_level=relevance_level, judged_only=judged_only,
+                           max_docs=max_docs)
 
 
 # --------------------------------------------------------------------------- dict shapes

@@ -112,11 +112,12 @@ def evaluate_arrays(
     strategy: str = "auto",
     relevance_level: int = 1,
     judged_only: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
     """Evaluate prepared arrays (see :func:`arrays_from_dicts` and the TREC readers).
 
-    ``relevance_level`` and ``judged_only`` are trec_eval's ``-l`` and ``-J`` (see
-    :func:`evaluate`).
+    ``relevance_level``, ``judged_only`` and ``max_docs`` are trec_eval's ``-l``, ``-J`` and
+    ``-M`` (see :func:`evaluate`).
 
     Raises:
         ValueError: an unknown metric name, or no query to evaluate.
@@ -132,6 +133,7 @@ def evaluate_arrays(
     hits = build_hits(
         arrays, strategy, level=int(relevance_level), judged_only=bool(judged_only),
         need_judged=any(s.needs_judged for s in specs),
+        max_docs=None if max_docs is None else int(max_docs),
     )
     values = {s.name: _KERNELS[s.measure](hits, s) for s in specs}
     means = {s.name: summarise(s, values[s.name]) for s in specs}
@@ -152,6 +154,7 @@ def evaluate(
     missing_query: str = "zero",
     relevance_level: int = 1,
     judged_only: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
     """Score a run against relevance judgements with trec_eval's conventions.
 
@@ -171,6 +174,8 @@ def evaluate(
             (trec_eval ``-l``, default 1; must be >= 0). nDCG/RBP/ERR gains ignore it.
         judged_only: drop every retrieved document without a judgement >= 0 before
             ranking (trec_eval ``-J``).
+        max_docs: evaluate only each query's top ``max_docs`` documents in trec_eval order
+            (trec_eval ``-M``; applied before ``judged_only``, as trec_eval does).
 
     Returns:
         A :class:`RankingResult` (a mapping ``{name: mean}``).
@@ -181,5 +186,5 @@ def evaluate(
     arrays = arrays_from_dicts(qrels, run, missing_query)
     return evaluate_arrays(
         arrays, metrics, per_query=per_query, relevance_level=relevance_level,
-        judged_only=judged_only,
+        judged_only=judged_only, max_docs=max_docs,
     )

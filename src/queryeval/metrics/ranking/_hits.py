@@ -113,9 +113,11 @@ def build_hits(
     level: int = 1,
     judged_only: bool = False,
     need_judged: bool = False,
+    max_docs: int | None = None,
 ) -> Hits:
     """Rank what the measures need: relevant and positive-gain documents; every judged
-    document only when ``need_judged`` or ``judged_only`` asks for them."""
+    document only when ``need_judged`` or ``judged_only`` asks for them. ``max_docs`` keeps
+    only each query's top documents (trec_eval ``-M``), before ``judged_only`` applies."""
     if level < 0:
         raise ValueError(f"the relevance level must be >= 0, got {level}")
     nq = arrays.n_queries
@@ -124,6 +126,12 @@ def build_hits(
     select = None if need_all else rel_all >= min(level, 1)
     q, rank, rel = hit_ranks(arrays, strategy, select)
     num_ret = arrays.seg_len.copy()
+    if max_docs is not None:  # trec_eval -M: the top max_docs of each ranking, before -J
+        if max_docs < 1:
+            raise ValueError(f"max_docs must be >= 1, got {max_docs}")
+        kept = rank < max_docs
+        q, rank, rel = q[kept], rank[kept], rel[kept]
+        num_ret = np.minimum(num_ret, max_docs)
     if judged_only:
         judged = rel >= 0
         q, rel = q[judged], rel[judged]
