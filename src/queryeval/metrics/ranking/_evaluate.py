@@ -31,7 +31,8 @@ def _cut(kernel: Callable[[Hits, int | None], np.ndarray]):
 _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "recall": _cut(_recall.compute),
     "precision": _cut(_precision.compute),
-    "ndcg": _cut(_ndcg.compute),
+    "ndcg": lambda hits, spec: (_ndcg.compute(hits, spec.k) if spec.gains is None
+                                else _ndcg.with_gains(hits, spec.gains)),
     "map": _cut(_map.compute),
     "mrr": _cut(_mrr.compute),
     "hit_rate": _cut(_hit_rate.compute),

@@ -91,14 +91,16 @@ _ALIASES: dict[str, str] = {
 
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
-    "hit_rate@k", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
+    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
     "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
     "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
 )
 
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)"
 _GRAMMAR = re.compile(
-    r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+))?$"
+    r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:(?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+)"
+    rf"|(?P<gains>\d+={_NUMBER}(?:,\d+={_NUMBER})*)))?$"
 )
 
 
@@ -115,6 +117,8 @@ class MetricSpec:
     measure: str
     k: int | None
     param: float | None = None
+    #: trec_eval's gain mapping of ``ndcg`` (``ndcg.1=3,2=9``): ((level, gain), ...).
+    gains: tuple[tuple[int, float], ...] | None = None
 
     @property
     def aggregate(self) -> str:
@@ -122,7 +126,7 @@ class MetricSpec:
 
     @property
     def needs_judged(self) -> bool:
-        return _MEASURES[self.measure].judged
+        return _MEASURES[self.measure].judged or self.gains is not None
 
 
 def _unknown(name: str, why: str) -> ValueError:
@@ -153,6 +157,14 @@ def parse_metric(name: str) -> MetricSpec:
     if measure is None:
         raise _unknown(name, f"no measure called {match['name']!r}")
     kind = _MEASURES[measure]
+    if match["gains"] is not None:
+        if measure != "ndcg" or match["name"].lower() != "ndcg":
+            raise _unknown(name, "only ndcg takes gains, e.g. ndcg.1=3,2=9")
+        pairs = [part.split("=") for part in match["gains"].split(",")]
+        gains = tuple((int(level), float(gain)) for level, gain in pairs)
+        if len({level for level, _ in gains}) != len(gains):
+            raise _unknown(name, "a relevance level is given two gains")
+        return MetricSpec(name=text, measure=measure, k=None, gains=gains)
     arg = match["arg"]
     if arg is None:
         if kind.arg.endswith("!"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from queryeval.metrics.ranking._hits import Hits
+from queryeval.metrics.ranking._hits import Hits, position_in_group
 
 
 def compute(hits: Hits, k: int | None) -> np.ndarray:
@@ -88,4 +88,37 @@ def rndcg(hits: Hits, spec) -> np.ndarray:
     count = np.bincount(tq[idcg > 0], minlength=nq)
     out = np.zeros(nq)
     np.divide(total, count, out=out, where=(count > 0) & (hits.num_rel > 0))
+    return out
+
+
+def with_gains(hits: Hits, gains: tuple[tuple[int, float], ...]) -> np.ndarray:
+    """trec_eval ``ndcg.L=G,...``: nDCG over the whole ranking with relevance level L worth
+    gain G (levels not named keep gain = level; level 0 may get a gain; gains may be
+    negative). DCG sums the gain of every retrieved judged document; the ideal ranking takes
+    the judgements (relevance >= 0) by gain, descending, while the gain is > 0. A zero ideal
+    DCG scores 0. (trec_eval sorts the gains with an integer-truncating comparison, so it can
+    misorder two levels whose gains differ by less than 1; we sort exactly.)"""
+    table = dict(gains)
+
+    def gain_of(levels: np.ndarray) -> np.ndarray:
+        out = np.where(levels > 0, levels, 0.0).astype(np.float64)
+        for level, gain in table.items():
+            out[levels == level] = gain
+        return out
+
+    if hits.jq is None:
+        raise ValueError("internal: judged ranks were not built for ndcg with gains")
+    g = gain_of(hits.jrel)
+    dcg = np.bincount(hits.jq, weights=g / np.log2(hits.jrank + 2.0), minlength=hits.n_queries)
+    rel, q = hits.judged_rel, hits.judged_q
+    judged = np.flatnonzero(rel >= 0)
+    ig = gain_of(rel[judged])
+    keep = ig > 0
+    rows, ig = judged[keep], ig[keep]
+    order = np.lexsort((-ig, q[rows]))
+    iq, ig = q[rows][order], ig[order]
+    pos = position_in_group(iq, hits.n_queries)
+    idcg = np.bincount(iq, weights=ig / np.log2(pos + 2.0), minlength=hits.n_queries)
+    out = np.zeros(hits.n_queries)
+    np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
