@@ -258,10 +258,18 @@ def test_cli_table_and_errors(tmp_path: Path, cli) -> None:
     [("1.5", 1.5, True), ("1.5abc", 1.5, False), ("0_5", 0.0, False), ("abc", 0.0, False),
      ("-2e3x", -2000.0, False), ("1e", 1.0, False), (".5", 0.5, True), ("0x1p3", 8.0, True),
      ("0x", 0.0, False), ("inf", float("inf"), True), ("-Infinity", float("-inf"), True),
-     ("+3.", 3.0, True)],
+     ("+3.", 3.0, True), ("0x1p99999", float("inf"), True)],
 )
 def test_c_strtod(text: str, value: float, whole: bool) -> None:
     assert trec.c_strtod(text) == (value, whole)
+
+
+@pytest.mark.parametrize("text", ["nan", "-NaN", "nan(0x7)", "nan(abc)x"])
+def test_c_strtod_nan_forms_are_nan_and_refused_in_files(tmp_path: Path, text: str) -> None:
+    value, _ = trec.c_strtod(text)
+    assert value != value  # NaN
+    with pytest.raises(InputError, match="score is NaN"):
+        read_run(_write(tmp_path, "r", f"q1 Q0 a 1 {text} t\n"))
 
 
 @pytest.mark.parametrize(

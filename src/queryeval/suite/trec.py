@@ -79,6 +79,8 @@ def c_strtod(text: str) -> tuple[float, bool]:
             value = float.fromhex(token)
         except OverflowError:
             value = -math.inf if token.startswith("-") else math.inf
+    elif token.lstrip("+-")[:3].lower() == "nan":
+        value = math.nan  # "nan(chars)": Python's float() refuses the parenthesised form
     else:
         value = float(token)
     return value, m.end() == len(text)
