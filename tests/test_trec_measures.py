@@ -390,3 +390,11 @@ def test_ndcg_gains_equal_the_transcription(spec: str, judged_only: bool) -> Non
 def test_bad_gain_specs(bad: str, why: str) -> None:
     with pytest.raises(ValueError, match=why):
         parse_metric(bad)
+
+
+
+def test_trec_eval_parameter_lists_expand() -> None:
+    res = evaluate(QRELS, RUN, ["P.4,5", "iprec_at_recall..10,.50", "ndcg.1=3,2=9"])
+    assert list(res) == ["P.4", "P.5", "iprec_at_recall..10", "iprec_at_recall..50",
+                         "ndcg.1=3,2=9"]
+    assert res["P.4"] == 0.25 and res["P.5"] == pytest.approx(0.4)

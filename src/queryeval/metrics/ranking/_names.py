@@ -185,15 +185,32 @@ def parse_metric(name: str) -> MetricSpec:
     return MetricSpec(name=text, measure=measure, k=None, param=value)
 
 
+def expand(name: str) -> list[str]:
+    """trec_eval's parameter lists: ``P.5,10`` is ``P.5`` and ``P.10``;
+    ``iprec_at_recall..10,.20`` is ``iprec_at_recall..10`` and ``iprec_at_recall..20``.
+    Gain mappings (``ndcg.1=3,2=9``) are one name."""
+    if not isinstance(name, str) or "," not in name or "=" in name:
+        return [name]
+    text = name.strip()
+    for sep in re.finditer(r"[@._]", text):
+        if text[: sep.start()].lower() in _ALIASES:
+            args = text[sep.end():].split(",")
+            if all(args):
+                return [text[: sep.end()] + arg for arg in args]
+            break
+    return [name]
+
+
 def parse_metrics(names: str | list[str] | tuple[str, ...]) -> list[MetricSpec]:
-    """Parse a name or a list of names, dropping exact repeats, keeping the caller's order."""
+    """Parse a name or a list of names, dropping exact repeats, keeping the caller's order.
+    A trec_eval parameter list (``P.5,10``) stands for one name per parameter."""
     if isinstance(names, str):
         names = [names]
     if len(names) == 0:
         raise ValueError("no metrics requested; known metrics: " + ", ".join(KNOWN_METRICS))
     specs: list[MetricSpec] = []
     seen: set[str] = set()
-    for name in names:
+    for name in (one for given in names for one in expand(given)):
         spec = parse_metric(name)
         if spec.name not in seen:
             seen.add(spec.name)
