@@ -9,6 +9,7 @@ literal Python transcription of trec_eval 10.0's C loop (``_oracle``) and hand-c
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -290,7 +291,9 @@ def test_judged_ranks_only_built_when_a_measure_needs_them() -> None:
 
 # ------------------------------------------------------------------ trec_eval's own test files
 
-TREC_EVAL_DATA = Path(__file__).parent / "data" / "trec_eval"
+TREC_EVAL_DATA = Path(os.environ.get("QUERYEVAL_TREC_EVAL_TESTS", "/nonexistent"))
+"""trec_eval 10.0's own ``test/`` folder (usnistgov/trec_eval), if the environment names one:
+an optional reproduction check; we do not ship another project's test files."""
 
 
 def _expected(path: Path) -> dict[str, dict[str, str]]:
@@ -319,6 +322,8 @@ def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str
                                          must) -> None:
     """Every measure of trec_eval 10.0's own expected outputs (``-m all_trec -q``, with -c, with
     -l2) that queryeval has, on every query and on ``all``, to the 4 printed decimals."""
+    if not (TREC_EVAL_DATA / expected).is_file():
+        pytest.skip("set QUERYEVAL_TREC_EVAL_TESTS to trec_eval 10.0's test/ folder")
     want = _expected(TREC_EVAL_DATA / expected)
     names = []
     for name in want:
