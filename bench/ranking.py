@@ -28,6 +28,9 @@ import numpy as np
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "map@100"]
 PYTREC = {"ndcg_cut.10", "recall.100", "recip_rank", "map_cut.100"}
+#: ``--trec-measures`` adds these (ours, pytrec_eval's); rbp has no pytrec_eval counterpart.
+TREC_EXTRA = (["bpref", "infAP", "Rprec", "set_F", "num_rel_ret", "iprec_at_recall_0.50", "rbp"],
+              {"bpref", "infAP", "Rprec", "set_F", "num_rel_ret", "iprec_at_recall"})
 
 
 def make_data(n_queries: int, depth: int, seed: int = 0):
@@ -134,8 +137,15 @@ def main() -> None:
     ap.add_argument("--steps", action="store_true", help="per-step table of the files path")
     ap.add_argument("--files-only", action="store_true",
                     help="only the from-files comparison (shorter: less exposed to load)")
+    ap.add_argument("--trec-measures", action="store_true",
+                    help="also bpref, infAP, Rprec, set_F, num_rel_ret, iprec_at_recall, rbp "
+                    "(both tools; ranx skipped)")
     args = ap.parse_args()
     REPEAT = max(args.repeat, 1)
+    if args.trec_measures:
+        METRICS.extend(TREC_EXTRA[0])
+        PYTREC.update(TREC_EXTRA[1])
+        args.no_ranx = True
 
     import pyarrow.csv  # noqa: F401  (imported before timing, like pytrec_eval)
 

@@ -229,3 +229,40 @@ def test_reformat_step_runs_and_caches(tmp_path, suite, monkeypatch):
         assert fake.calls == 1  # second run served from the cache
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_compat_infiagent_takes_the_first_non_empty_response(tmp_path, suite, fmt, capsys):
+    """InfiAgent's evaluator: first non-empty response per id, unknown ids ignored, missing
+    answers skipped. By default a repeated id is refused, naming the line."""
+    import csv as csvmod
+
+    s, _ = suite
+    rows = [
+        {"id": "q1", "response": ""},  # empty: the next q1 line is used
+        {"id": "q1", "response": "@a[1] @b[2]"},  # 2 of 2
+        {"id": "q1", "response": "@a[9] @b[9]"},  # not the first non-empty: ignored
+        {"id": "q2", "response": "@c[5]"},  # right, and first
+        {"id": "q2", "response": "@c[7]"},
+        {"id": "q3", "response": "@d[x] @e[y] @f[z]"},
+        {"id": "q4", "response": ""},  # missing: skipped
+        {"id": "zz", "response": "@a[1]"},  # unknown id: ignored
+    ]
+    r = tmp_path / f"dup.{fmt}"
+    if fmt == "jsonl":
+        r.write_text("".join(json.dumps(x) + "\n" for x in rows))
+        second_q1 = 2
+    else:
+        with r.open("w", newline="") as fh:
+            w = csvmod.DictWriter(fh, ["id", "response"])
+            w.writeheader()
+            w.writerows(rows)
+        second_q1 = 3
+    for extra in (("--option", "compat=infiagent"), ("--compat", "infiagent")):
+        o = overall(run(tmp_path, s, r, *extra))
+        assert (o["psaq"], o["abq"], o["uasq"]) == (1.0, 1.0, 1.0)
+        assert o["questions"] == 3 and o["missing"] == 1
+    capsys.readouterr()
+    assert main(["run", str(s), "--responses", str(r), "--out", str(tmp_path / "x"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f":{second_q1}:" in err and "duplicate response for case 'q1'" in err

@@ -214,3 +214,17 @@ def test_bom_is_accepted(tmp_path):
     p = tmp_path / "bom.jsonl"
     p.write_bytes(b"\xef\xbb\xbf" + _q().encode() + b"\n")
     assert [q.id for q in read_questions(p)] == ["0"]
+
+
+def test_duplicate_ids_refused_or_first_non_empty(tmp_path):
+    """InfiAgent takes the first non-empty response per id (a generator over the list)."""
+    rp = _write(tmp_path, "r.jsonl", [json.dumps({"id": 1, "response": ""}),
+                                      json.dumps({"id": 1, "response": "@a[1]"}),
+                                      json.dumps({"id": 1, "response": "@a[2]"}),
+                                      json.dumps({"id": 2, "response": None})])
+    with pytest.raises(InputError, match="duplicate id '1'") as ei:
+        read_responses(rp)
+    assert ei.value.line == 2
+    rs = read_responses(rp, allow_duplicates=True)
+    assert responses_by_id(rs, ["1", "2"], path=rp, first_non_empty=True) == {
+        "1": "@a[1]", "2": None}

@@ -313,3 +313,26 @@ def test_extra_metrics_equal_pytrec_eval_on_random_rankings(tmp_path):
         assert s["precision@10"] == pytest.approx(ref["P_10"])
         assert s["map@10"] == pytest.approx(ref["map_cut_10"])
         assert s["recall@10"] == pytest.approx(ref["recall_10"])
+
+
+def test_upper_case_content_hash_matches_unless_hash_case_exact(data):
+    """The reference compares hex digests as strings, so an upper-case ``content_hash`` never
+    matches (recall 1/3 on this 3-question file); by default case is ignored (2/3), and
+    ``--option hash_case=exact`` reproduces the reference."""
+    tmp, _, _ = data
+    questions = tmp / "upper.csv"
+    with questions.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["question", "answer", "document_name", "dataset", "chunk_id", "content_hash"])
+        for i, (q, a, cid) in enumerate(QUESTIONS[:3]):
+            t, d, ds = CHUNKS[cid]
+            w.writerow([q, a, d, ds, cid, md5(t).upper() if i == 0 else md5(t)])
+    ranked = {q: [(cid, 0.9)] for q, _, cid in QUESTIONS[:2]}  # q1 (upper) and q2 found
+    ranked[QUESTIONS[2][0]] = [("c1", 0.5)]  # q3 missed
+    responses = write_responses(tmp / "r.jsonl", ranked)
+    for extra, recall in (([], 2 / 3), (["--option", "hash_case=exact"], 1 / 3)):
+        out = tmp / f"out{len(extra)}"
+        assert main(["run", str(questions), "--responses", str(responses), "--k", "5",
+                     "--out", str(out), "-q", *extra]) == 0
+        (only,) = batches(out).values()
+        assert only["metrics"]["overall_metrics"]["recall_at_k"] == pytest.approx(recall)

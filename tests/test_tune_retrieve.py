@@ -249,3 +249,28 @@ def test_tune_cli_minilm_and_bm25_on_the_example(tmp_path, examples_dir, monkeyp
     check_consistent(doc, run_with_tuning(tmp_path, examples_dir))
     ev = load_evaluation_table(examples_dir / "fields" / "evaluation.csv")
     assert doc["summary"]["questions"] == len(ev.questions)
+
+
+def test_cost_from_value_or_document(tmp_path, monkeypatch):
+    """The reference counts a field's token cost on its documents (value + " " + description);
+    ``--cost-from document`` does that, the default counts the values."""
+    from queryeval.tokens import field_token_cost
+
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    data = tmp_path / "data.csv"
+    data.write_text(DATA)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("id: a\nconversation:\n- {role: user, content: spice, target: {fields: "
+                     "{item: Saffron}}}\n")
+    values = ["Carrots", "Saffron", "Milk", "Onions", "Truffles"]
+    docs = ["Carrots orange root", "Saffron red spice", "Milk white dairy drink", "Onions bulb",
+            "Truffles rare fungus"]
+    want = {"value": field_token_cost(values), "document": field_token_cost(docs)}
+    assert want["document"] > want["value"]
+    for mode in ("value", "document"):
+        out = tmp_path / f"{mode}.json"
+        assert main(["tune", str(suite), "--data", str(data), "--model", "bm25", "--unlimited",
+                     "--cost-from", mode, "--json", str(out)]) == 0
+        (row,) = json.loads(out.read_text())["rows"]
+        assert row["N"] == 1 and row["tokens"] == want[mode]
+    assert main(["tune", str(suite), "--data", str(data), "--cost-from", "nope"]) == 2

@@ -76,6 +76,10 @@ def command(
         None, "--match", help="Answers: numeric (equal within 1e-6, the default) or strict (equal text)."),
     missing: Literal["wrong", "skip"] | None = typer.Option(
         None, "--missing", help="Answers: a missing response scores wrong (the default) or is skipped."),
+    compat: Literal["infiagent"] | None = typer.Option(
+        None, "--compat",
+        help="Answers: infiagent reproduces InfiAgent's evaluator (first non-empty response per "
+        "id, missing answers skipped, unknown ids ignored)."),
     export: list[str] = typer.Option(
         [], "--export", metavar="<dabench>", callback=lambda v: _choices("--export", v, EXPORTS),
         help="Answers: extra output (repeatable): dabench writes the DABench analysis JSON."),
@@ -172,7 +176,7 @@ def command(
         if suite is None:
             raise ConfigError("missing SUITE (or --resume RUN)")
         task_options = _parse_options(option)
-        flags = {"on_error": on_error, "match": match, "missing": missing,
+        flags = {"on_error": on_error, "match": match, "missing": missing, "compat": compat,
                  "tables": str(tables) if tables else None,
                  "corpus": str(corpus) if corpus else None, "k": k,
                  "min_score": min_score, "sampling": sampling, "random_seed": random_seed,

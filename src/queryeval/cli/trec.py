@@ -26,6 +26,17 @@ def command(
         "'skip' leaves it out (pytrec_eval).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    relevance_level: int = typer.Option(
+        1, "-l", "--relevance-level", help="Relevant means relevance >= this (trec_eval -l)."),
+    judged_only: bool = typer.Option(
+        False, "-J", "--judged-only", help="Drop unjudged documents first (trec_eval -J)."),
+    max_docs: int | None = typer.Option(
+        None, "-M", "--max-docs", help="Only each query's top N documents (trec_eval -M)."),
+    trec_format: bool = typer.Option(
+        False, "--trec-format", help="Print trec_eval's 'measure<TAB>query<TAB>value' lines."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Refuse comments, extra columns and numbers with trailing text "
+        "(trec_eval reads them leniently)."),
 ) -> None:
     """Score a TREC run against TREC qrels with trec_eval's conventions."""
     from queryeval.errors import ConfigError
@@ -40,9 +51,15 @@ def command(
         raise ConfigError(f"--missing-query must be 'zero' or 'skip', got {missing_query!r}")
     try:
         result = evaluate_files(qrels, run, metric, per_query=per_query,
-                                missing_query=missing_query)
+                                missing_query=missing_query, relevance_level=relevance_level,
+                                judged_only=judged_only, strict=strict, max_docs=max_docs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if trec_format:
+        from queryeval.metrics.ranking import trec_eval_lines
+
+        typer.echo(trec_eval_lines(result, metric, per_query=per_query), nl=False)
+        return
     if as_json:
         out: dict = {"queries": len(result.qids), "missing_queries": result.n_missing,
                      "missing_query": missing_query, "means": result.means}

@@ -6,6 +6,7 @@ JSON."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -67,6 +68,9 @@ def command(
                                         help="The evaluation table's question column."),
     field: list[str] | None = typer.Option(None, "--field", help="Evaluate only these fields."),
     budget: int = typer.Option(2000, "--budget", min=0, help="Token budget sum(N x cost)."),
+    cost_from: Literal["value", "document"] = typer.Option("value", "--cost-from", help="A field's token cost: the "
+                                  "largest count over its values ('value') or its documents, "
+                                  "value + ' ' + description ('document', the reference's)."),
     unlimited: bool = typer.Option(False, "--unlimited", help="No token budget."),
     min_n: int = typer.Option(1, "--min-n", min=0, help="Smallest N per field (0 lets a "
                               "field be switched off, as the reference may)."),
@@ -126,6 +130,8 @@ def command(
 
         show()
         table = load_data_table(data, _parse_descriptions(description)) if data else None
+        cost_texts = ({name: list(f.documents) for name, f in table.fields.items()}
+                      if table is not None and cost_from == "document" else None)
         known = list(table.fields) if table else None
         ev = _evaluation(evaluation, question_column, field or None, known)
         if rankings is not None:
@@ -133,7 +139,8 @@ def command(
 
             show(description=f"reading {rankings.name}")
             values = {name: f.values for name, f in table.fields.items()} if table else None
-            inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values)
+            inputs = field_inputs(load_rankings(rankings), ev.ground_truth, rankings, values,
+                                  cost_texts)
         else:
             from queryeval.tune.retrieve import default_factory, rank_fields, tune_inputs
 
@@ -145,7 +152,7 @@ def command(
                                  factory=default_factory(cache=cache, device=device),
                                  progress=progress)
             show(description="token costs of the values", total=None, completed=0)
-            inputs = tune_inputs(ranked, ev.ground_truth)
+            inputs = tune_inputs(ranked, ev.ground_truth, cost_texts)
         show(description=f"choosing N for {len(inputs)} fields (exact search)", total=None,
              completed=0)
         try:

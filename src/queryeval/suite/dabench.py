@@ -159,9 +159,12 @@ def _validation_error(exc: ValidationError, path: Path, line: int) -> InputError
     return InputError(msg, path=path, line=line, field=format_loc(tuple(first["loc"])) or None)
 
 
-def read_jsonl_records(path: str | Path, model: type[R], *, strict: bool = False) -> list[R]:
+def read_jsonl_records(
+    path: str | Path, model: type[R], *, strict: bool = False, allow_duplicates: bool = False
+) -> list[R]:
     """Read one ``model`` per non-blank line; reject bad JSON, bad fields and duplicate ids
-    (``strict``, for the suite's questions and labels: duplicate keys and NaN/Infinity too)."""
+    (unless ``allow_duplicates``: every line is kept, in file order; ``strict``, for the
+    suite's questions and labels: duplicate keys and NaN/Infinity too)."""
     path = Path(path)
     out: list[R] = []
     seen: dict[str, int] = {}
@@ -173,11 +176,11 @@ def read_jsonl_records(path: str | Path, model: type[R], *, strict: bool = False
             raise _validation_error(e, path, n) from None
         rec._line = n
         rid = rec.id  # type: ignore[attr-defined]
-        if rid in seen:
+        if rid in seen and not allow_duplicates:
             raise InputError(
                 f"duplicate id {rid!r} (first on line {seen[rid]})", path=path, line=n, field="id"
             )
-        seen[rid] = n
+        seen.setdefault(rid, n)
         out.append(rec)
     return out
 
@@ -192,9 +195,13 @@ def read_labels(path: str | Path) -> list[DABenchLabelRecord]:
     return read_jsonl_records(path, DABenchLabelRecord, strict=True)
 
 
-def read_responses(path: str | Path) -> list[DABenchResponseRecord]:
-    """Read a responses file (``{"id", "response"}`` per line)."""
-    return read_jsonl_records(path, DABenchResponseRecord)
+def read_responses(
+    path: str | Path, *, allow_duplicates: bool = False
+) -> list[DABenchResponseRecord]:
+    """Read a responses file (``{"id", "response"}`` per line). A repeated id is refused
+    unless ``allow_duplicates`` (InfiAgent's evaluator accepts them; see
+    :func:`responses_by_id`'s ``first_non_empty``)."""
+    return read_jsonl_records(path, DABenchResponseRecord, allow_duplicates=allow_duplicates)
 
 
 def join_cases(
@@ -248,12 +255,16 @@ def responses_by_id(
     *,
     path: str | Path | None = None,
     allow_unknown: bool = False,
+    first_non_empty: bool = False,
 ) -> dict[str, str | None]:
     """Map each case id to its response text (``None`` when the file has no line for it).
 
     A response whose id is not a case id is an :class:`InputError` (a typo there would
     silently turn a real answer into a missing one) unless ``allow_unknown`` (the reference
-    ignores such lines).
+    ignores such lines). With ``first_non_empty`` (InfiAgent's rule, ``compat=infiagent``)
+    an id's first non-empty response wins over later lines and over empty ones; otherwise the
+    last line for an id is used (read :func:`read_responses` without ``allow_duplicates`` to
+    refuse repeats).
     """
     wanted = list(case_ids)
     known = set(wanted)
@@ -266,5 +277,7 @@ def responses_by_id(
                 f"response for unknown question id {r.id!r}",
                 path=path, line=r.line or None, field="id",
             )
+        if first_non_empty and got.get(r.id):
+            continue
         got[r.id] = r.response
     return {cid: got.get(cid) for cid in wanted}

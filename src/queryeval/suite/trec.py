@@ -1,15 +1,23 @@
 """TREC qrels and run files: fast readers straight to the ranking engine's arrays.
 
-Formats (whitespace-separated, one judgement or retrieved document per line; blank lines
-are skipped), as trec_eval reads them:
+Formats (one judgement or retrieved document per line), read by trec_eval 10.0's rules
+(``get_qrels.c``, ``get_trec_results.c``; every rule is listed in docs/ranking.md):
 
-* qrels: ``qid iter docid relevance`` (relevance an integer; ``iter`` ignored);
-* run:   ``qid Q0 docid rank score tag`` (``Q0``, ``rank`` and ``tag`` ignored: the order is
-  trec_eval's, by score then docid, never the file's rank column).
+* qrels: ``qid iter docid relevance``: exactly 4 fields; relevance read like C's ``atol``
+  (the longest ``[+-]digits`` prefix: ``1_0`` is 1, ``2.7`` is 2, ``abc`` is 0); a line whose
+  first byte is ``#`` is a comment;
+* run: ``qid Q0 docid rank score tag [anything]``: at least 6 fields, the rest of the line is
+  ignored; the score read like C's ``strtod`` (the longest number prefix: ``1.5abc`` is 1.5,
+  ``0_5`` is 0, ``0x1p3`` is 8); a line whose first non-blank character is ``#`` is a
+  comment. ``Q0``, ``rank`` and ``tag`` are ignored: the order is trec_eval's.
+
+Fields are separated by C whitespace (space, tab, CR, VT, FF); blank lines are skipped.
+``strict=True`` refuses everything trec_eval reads by a lenient rule: comments, extra run
+columns, numbers with trailing text or underscores (reported as ``InputError``).
 
 The fast path is pyarrow's multi-threaded CSV reader with a single-space delimiter and
-dictionary-encoded id columns; a file it cannot take (tabs, repeated spaces, a bad line) is
-re-read line by line in Python, which either parses it (any whitespace is fine) or raises
+dictionary-encoded id columns; a file it cannot take (tabs, repeated spaces, a comment, a
+number it does not parse) is re-read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
@@ -17,6 +25,7 @@ pair may occur only once per file, as trec_eval requires.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,8 +52,69 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # --------------------------------------------------------------------------- slow, exact path
 
 
-def _parse_python(path: Path, kind: str) -> Columns:
-    """Line-by-line reader: any whitespace; the first bad line raises an InputError."""
+#: C's ``isspace`` in the "C" locale: what trec_eval splits fields on.
+C_SPACE = " \t\n\v\f\r"
+_SPLIT = re.compile(r"[ \t\n\v\f\r]+")
+#: The prefix C's ``strtod`` reads (decimal, hexadecimal, inf, nan), case-insensitive.
+_STRTOD = re.compile(
+    r"[+-]?(?:(?P<hex>0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)"
+    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)",
+    re.IGNORECASE,
+)
+_ATOL = re.compile(r"[+-]?[0-9]+")
+#: What ``--strict`` accepts: a whole decimal number (no underscores, no trailing text).
+_STRICT_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                           r"|inf|infinity)", re.IGNORECASE)
+
+
+def c_strtod(text: str) -> tuple[float, bool]:
+    """C ``atof``/``strtod`` on a field: the value of its longest numeric prefix (0.0 if none),
+    and whether the whole field was that number."""
+    m = _STRTOD.match(text)
+    if m is None:
+        return 0.0, False
+    token = m.group(0)
+    if m["hex"] is not None:
+        try:
+            value = float.fromhex(token)
+        except OverflowError:
+            value = -math.inf if token.startswith("-") else math.inf
+    elif token.lstrip("+-")[:3].lower() == "nan":
+        value = math.nan  # "nan(chars)": Python's float() refuses the parenthesised form
+    else:
+        value = float(token)
+    return value, m.end() == len(text)
+
+
+def c_atol(text: str) -> tuple[int, bool]:
+    """C ``atol`` on a field: the value of its ``[+-]digits`` prefix (0 if none), and whether
+    the whole field was that number. Values beyond 64 bits are returned as they are (the
+    reader refuses them: glibc would clamp them, and trec_eval then sizes an array by them)."""
+    m = _ATOL.match(text)
+    if m is None:
+        return 0, False
+    return int(m.group(0)), m.end() == len(text)
+
+
+def is_comment(line: str, kind: str) -> bool:
+    """trec_eval's comment lines: qrels, ``#`` as the first byte; runs, as the first
+    non-blank character."""
+    if kind == "qrels":
+        return line.startswith("#")
+    return line.lstrip(C_SPACE).startswith("#")
+
+
+def _field_count_error(names, got: int, kind: str, strict: bool) -> str | None:
+    want = len(names)
+    if got == want or (kind == "run" and got > want and not strict):
+        return None
+    at_least = "at least " if kind == "run" and not strict else ""
+    return (f"expected {at_least}{want} whitespace-separated columns ({' '.join(names)}), "
+            f"got {got}")
+
+
+def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
+    """Line-by-line reader (trec_eval's rules); the first bad line raises an InputError."""
     names = _QRELS_COLUMNS if kind == "qrels" else _RUN_COLUMNS
     value_col = 3 if kind == "qrels" else 4
     q_index: dict[str, int] = {}
@@ -58,37 +128,41 @@ def _parse_python(path: Path, kind: str) -> Columns:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=lineno) from None
-            parts = line.split()
-            if not parts:
+            text = line.strip(C_SPACE)
+            if not text:
                 continue
-            if len(parts) != len(names):
-                raise InputError(
-                    f"expected {len(names)} whitespace-separated columns "
-                    f"({' '.join(names)}), got {len(parts)}",
-                    path=path, line=lineno,
-                )
+            if is_comment(line, kind):
+                if strict:
+                    raise InputError("comment lines are refused under --strict (trec_eval "
+                                     "skips them)", path=path, line=lineno)
+                continue
+            parts = _SPLIT.split(text)
+            problem = _field_count_error(names, len(parts), kind, strict)
+            if problem:
+                raise InputError(problem, path=path, line=lineno)
             text = parts[value_col]
             field = f"column {value_col + 1} ({names[value_col]})"
             if kind == "qrels":
-                try:
-                    value: float = int(text)
-                except ValueError:
-                    raise InputError(
-                        f"relevance must be an integer, got {text!r:.80}",
-                        path=path, line=lineno, field=field,
-                    ) from None
+                value, whole = c_atol(text)
                 if not _INT64_MIN <= value <= _INT64_MAX:  # the engine's arrays are int64
                     raise InputError(f"relevance {text!r:.80} is out of range (64-bit integers)",
                                      path=path, line=lineno, field=field)
-            else:
-                try:
-                    value = float(text)
-                except ValueError:
+                if strict and not whole:
                     raise InputError(
-                        f"score must be a number, got {text!r}", path=path, line=lineno, field=field
-                    ) from None
+                        f"relevance must be an integer, got {text!r:.80} (trec_eval would read "
+                        f"{value}; refused under --strict)",
+                        path=path, line=lineno, field=field,
+                    )
+            else:
+                value, whole = c_strtod(text)
                 if math.isnan(value):
                     raise InputError("score is NaN", path=path, line=lineno, field=field)
+                if strict and not (whole and _STRICT_FLOAT.fullmatch(text)):
+                    raise InputError(
+                        f"score must be a number, got {text!r:.80} (trec_eval would read "
+                        f"{value!r}; refused under --strict)",
+                        path=path, line=lineno, field=field,
+                    )
             q_codes.append(q_index.setdefault(parts[0], len(q_index)))
             d_codes.append(d_index.setdefault(parts[2], len(d_index)))
             values.append(value)
@@ -104,20 +178,19 @@ def _parse_python(path: Path, kind: str) -> Columns:
 # --------------------------------------------------------------------------- fast path
 
 
-#: What Python's ``str.split()`` treats as whitespace (ASCII and Unicode), in RE2 syntax.
-_WHITESPACE = (r"[\t-\r\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
-               r"\x{202f}\x{205f}\x{3000}]")
+#: C's ``isspace`` (trec_eval's field separators), in RE2 syntax.
+_WHITESPACE = r"[\t-\r ]"
 
 
 def _bad_names(names) -> bool:
-    """An empty id (from repeated spaces) or one holding other whitespace (a tab, a no-break
-    space): only the exact path splits such lines the way ``str.split()`` does. One regex
-    pass over the distinct names, not the rows."""
+    """An empty id (from repeated spaces), one holding other C whitespace (a tab) or one
+    starting with ``#`` (a comment line): only the exact path reads such lines the way
+    trec_eval does. One regex pass over the distinct names, not the rows."""
     import pyarrow.compute as pc
 
     if len(names) == 0:
         return False
-    return bool(pc.any(pc.match_substring_regex(names, "^$|" + _WHITESPACE)).as_py())
+    return bool(pc.any(pc.match_substring_regex(names, "^$|^#|" + _WHITESPACE)).as_py())
 
 
 def _parse_arrow(path: Path, kind: str) -> Columns | None:
@@ -188,25 +261,25 @@ def _dictionary_codes(column, pool) -> tuple[np.ndarray | None, object]:
     return codes, chunks[0].dictionary
 
 
-def _read_columns(path: str | Path, kind: str) -> Columns:
+def _read_columns(path: str | Path, kind: str, strict: bool = False) -> Columns:
     from queryeval.io.files import check_input
 
     path = Path(path)
     check_input(path, "trec")  # a FIFO or a device is named as such (is_file() said "no such file")
     cols = _parse_arrow(path, kind)
     if cols is None:
-        cols = _parse_python(path, kind)
+        cols = _parse_python(path, kind, strict)
     return cols
 
 
-def read_qrels_columns(path: str | Path) -> Columns:
+def read_qrels_columns(path: str | Path, *, strict: bool = False) -> Columns:
     """Read a qrels file into dictionary-encoded columns (the engine's input)."""
-    return _read_columns(path, "qrels")
+    return _read_columns(path, "qrels", strict)
 
 
-def read_run_columns(path: str | Path) -> Columns:
+def read_run_columns(path: str | Path, *, strict: bool = False) -> Columns:
     """Read a run file into dictionary-encoded columns (the engine's input)."""
-    return _read_columns(path, "run")
+    return _read_columns(path, "run", strict)
 
 
 # --------------------------------------------------------------------------- to the engine
@@ -225,14 +298,14 @@ def _doc_mapping(qrels: Columns, run: Columns) -> np.ndarray:
     return np.fromiter((index.get(n, -1) for n in names), dtype=np.int64, count=len(names))
 
 
-def _row_lines(path: Path, rows: Sequence[int]) -> list[int]:
-    """1-based line numbers of 0-based data rows (blank lines are not rows)."""
+def _row_lines(path: Path, rows: Sequence[int], kind: str) -> list[int]:
+    """1-based line numbers of 0-based data rows (blank and comment lines are not rows)."""
     wanted = sorted(set(rows))
     found: dict[int, int] = {}
     row = -1
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
-            if raw.strip():
+            if raw.strip() and not is_comment(raw.decode("utf-8", "replace"), kind):
                 row += 1
                 if row in wanted:
                     found[row] = lineno
@@ -242,7 +315,8 @@ def _row_lines(path: Path, rows: Sequence[int]) -> list[int]:
 
 
 def build_arrays(
-    qrels_path: str | Path, run_path: str | Path, missing_query: str = "zero"
+    qrels_path: str | Path, run_path: str | Path, missing_query: str = "zero",
+    *, strict: bool = False,
 ) -> RankingArrays:
     """Read both files and build the engine's arrays without any per-query Python dict.
 
@@ -252,9 +326,9 @@ def build_arrays(
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(read_qrels_columns, qrels_path)
+        pending = pool.submit(read_qrels_columns, qrels_path, strict=strict)
         try:
-            run = read_run_columns(run_path)
+            run = read_run_columns(run_path, strict=strict)
         except InputError:
             pending.result()  # raises the qrels error first, if there is one
             raise
@@ -263,7 +337,7 @@ def build_arrays(
         arrays = arrays_from_columns(qrels, run, _doc_mapping(qrels, run), missing_query)
     except DuplicateEntryError as exc:
         path = Path(qrels_path if exc.what == "qrels" else run_path)
-        first, second = _row_lines(path, exc.rows)
+        first, second = _row_lines(path, exc.rows, exc.what)
         raise InputError(
             f"query {exc.qid!r}, document {exc.docid!r} also on line {first}; "
             "each (query, document) pair may occur once",
@@ -279,14 +353,21 @@ def evaluate_files(
     *,
     per_query: bool = False,
     missing_query: str = "zero",
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    strict: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
-    """Evaluate a TREC run file against a TREC qrels file (see ``ranking.evaluate``)."""
-    arrays = build_arrays(qrels_path, run_path, missing_query)
+    """Evaluate a TREC run file against a TREC qrels file (see ``ranking.evaluate``;
+    ``strict`` refuses what trec_eval reads by a lenient rule, see the module docstring)."""
+    arrays = build_arrays(qrels_path, run_path, missing_query, strict=strict)
     if arrays.n_queries == 0:
         what = ("its queries are not in the run (missing_query='skip')" if arrays.n_missing
                 else "the file has no judgement")
         raise InputError(f"no query to evaluate: {what}", path=qrels_path)
-    return evaluate_arrays(arrays, metrics, per_query=per_query)
+    return evaluate_arrays(arrays, metrics, per_query=per_query,
+                           relevance_level=relevance_level, judged_only=judged_only,
+                           max_docs=max_docs)
 
 
 # --------------------------------------------------------------------------- dict shapes
@@ -311,7 +392,7 @@ def _to_dicts(cols: Columns, cast) -> dict[str, dict]:
 def _check_unique(path: Path, cols: Columns, what: str) -> None:
     dup = first_duplicate(cols.q, cols.doc, len(cols.names_doc))
     if dup is not None:
-        first, second = _row_lines(path, dup)
+        first, second = _row_lines(path, dup, what)
         qid = name_at(cols.names_q, int(cols.q[dup[0]]))
         docid = names_at(cols.names_doc, cols.doc[[dup[0]]])[0]
         raise InputError(
@@ -321,15 +402,15 @@ def _check_unique(path: Path, cols: Columns, what: str) -> None:
         )
 
 
-def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+def read_qrels(path: str | Path, *, strict: bool = False) -> dict[str, dict[str, int]]:
     """Read a qrels file as ``{qid: {docid: relevance}}`` (pytrec_eval's shape)."""
-    cols = read_qrels_columns(path)
+    cols = read_qrels_columns(path, strict=strict)
     _check_unique(Path(path), cols, "qrels")
     return _to_dicts(cols, int)
 
 
-def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+def read_run(path: str | Path, *, strict: bool = False) -> dict[str, dict[str, float]]:
     """Read a run file as ``{qid: {docid: score}}`` (pytrec_eval's shape)."""
-    cols = read_run_columns(path)
+    cols = read_run_columns(path, strict=strict)
     _check_unique(Path(path), cols, "run")
     return _to_dicts(cols, float)

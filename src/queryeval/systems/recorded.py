@@ -69,6 +69,23 @@ def _read_line(task: Task, obj: Any, path: Path, lineno: int) -> tuple[str, int 
     return case_id, _turn(turn, path, lineno), output
 
 
+#: ``turns`` value of a line left out because an earlier line answers the same (case, turn).
+DROPPED = -2
+
+
+def _first_non_empty(task: Task) -> bool:
+    """The task reads repeated ids the reference's way: the first non-empty response wins
+    (``Task.recorded_duplicates == "first-non-empty"``); otherwise a repeat is refused."""
+    return getattr(task, "recorded_duplicates", "refuse") == "first-non-empty"
+
+
+def _is_empty(output: Any) -> bool:
+    """A missing answer as the reference tests it (``not response``): null or empty text."""
+    if isinstance(output, dict):
+        output = output.get("response")
+    return output is None or output == ""
+
+
 def _duplicate(case_id: str, turn: int | None, first: int, path: Path, line: int) -> InputError:
     return InputError(
         f"duplicate response for case {case_id!r}" + (f" turn {turn}" if turn is not None else "")
@@ -100,11 +117,15 @@ class RecordedSystem:
     def _load_in_memory(cls, path: Path, task: Task) -> RecordedSystem:
         entries: dict[Key, Any] = {}
         lines: dict[Key, int] = {}
+        first_non_empty = _first_non_empty(task)
         for lineno, obj in iter_records(path):
             case_id, turn, output = _read_line(task, obj, path, lineno)
             key = (case_id, turn)
             if key in entries:
-                raise _duplicate(case_id, turn, lines[key], path, lineno)
+                if not first_non_empty:
+                    raise _duplicate(case_id, turn, lines[key], path, lineno)
+                if not (_is_empty(entries[key]) and not _is_empty(output)):
+                    continue
             entries[key] = output
             lines[key] = lineno
         return cls(path, entries, lines)
@@ -220,6 +241,9 @@ class IndexedRecordedSystem(RecordedSystem):
         starts = np.concatenate(([0], cuts))
         ends = np.concatenate((cuts, [n]))
         worst: tuple[int, int, int] | None = None  # (later line, first line, row)
+        if _first_non_empty(self.task):
+            self._keep_first_non_empty(starts, ends)
+            return
         for g in np.flatnonzero(ends - starts > 1):
             first_line: dict[int, int] = {}
             for pos in range(int(starts[g]), int(ends[g])):
@@ -234,6 +258,30 @@ class IndexedRecordedSystem(RecordedSystem):
             case_id, turn, _ = _read_line(self.task, obj, self.path, line)
             raise _duplicate(case_id, turn, first, self.path, line)
 
+    def _keep_first_non_empty(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Of the lines sharing a (case id, turn), keep the first with a non-empty output (or
+        the first, when all are empty) and mark the others ``DROPPED``."""
+        fd = self._descriptor()
+        for g in np.flatnonzero(ends - starts > 1):
+            by_turn: dict[int, list[int]] = {}
+            for pos in range(int(starts[g]), int(ends[g])):
+                row = int(self.index.values[pos])
+                by_turn.setdefault(int(self.turns[row]), []).append(row)
+            for rows in by_turn.values():
+                if len(rows) < 2:
+                    continue
+                rows.sort()  # file order
+                keep = rows[0]
+                for row in rows:
+                    obj = read_json_span(fd, int(self.offsets[row]), int(self.sizes[row]))
+                    if not _is_empty(_read_line(self.task, obj, self.path,
+                                                int(self.linenos[row]))[2]):
+                        keep = row
+                        break
+                for row in rows:
+                    if row != keep:
+                        self.turns[row] = DROPPED
+
     def bind(self, scored: Mapping[str, list[int]] | Iterable[tuple[str, list[int]]]) -> list[str]:
         pairs = scored.items() if isinstance(scored, Mapping) else scored
         used = np.zeros(len(self.turns), dtype=bool)
@@ -241,6 +289,8 @@ class IndexedRecordedSystem(RecordedSystem):
             resolved: dict[int, int] = {}
             for row in self.index.get_all(case_id):
                 used[row] = True
+                if int(self.turns[row]) == DROPPED:
+                    continue
                 given = int(self.turns[row])
                 line = int(self.linenos[row])
                 turn = self._check_turn(case_id, None if given == NO_TURN else given, turns, line)
@@ -277,6 +327,8 @@ class IndexedRecordedSystem(RecordedSystem):
         lines: dict[Key, int] = {}
         fd = self._descriptor()
         for row in range(len(self.turns)):
+            if int(self.turns[row]) == DROPPED:
+                continue
             obj = read_json_span(fd, int(self.offsets[row]), int(self.sizes[row]))
             case_id, _, output = _read_line(self.task, obj, self.path, int(self.linenos[row]))
             turn = int(self.turns[row])

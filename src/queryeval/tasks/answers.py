@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from queryeval.errors import ConfigError
 from queryeval.metrics.answers import (
@@ -47,6 +47,16 @@ class AnswersOptions(TaskOptions):
     """Folder the questions' table files are resolved under (sent to the system)."""
     export: list[Literal["dabench"]] = Field(default_factory=list)
     reformat: ReformatOptions | None = None
+    compat: Literal["none", "infiagent"] = "none"
+    """infiagent: reproduce InfiAgent's ``eval_closed_form.py``: missing answers are skipped
+    (``missing=skip``), responses for unknown ids are ignored, and of several responses with
+    one id the first non-empty one is used (default: a duplicate id is refused)."""
+
+    @model_validator(mode="after")
+    def _compat_implies(self) -> AnswersOptions:
+        if self.compat == "infiagent":
+            self.missing = "skip"
+        return self
 
 
 class _Concepts:
@@ -100,6 +110,11 @@ class AnswersTask(Task):
                 "table_path": table_path,
             })
         return out
+
+    @property
+    def recorded_duplicates(self) -> str:
+        """How a recorded-responses file's repeated ids are read (see systems/recorded.py)."""
+        return "first-non-empty" if self.options.compat == "infiagent" else "refuse"
 
     def parse_output(self, raw: Any) -> str | None:
         """Accept ``{"response": "..."}`` or the text itself; ``null`` is a missing answer."""

@@ -12,7 +12,7 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -34,6 +34,10 @@ class RetrievalOptions(TaskOptions):
     corpus: str | None = None
     retriever: str = "bm25"
     model: str | None = None
+    hash_case: Literal["any", "exact"] = "any"
+    """How content hashes compare: ``any`` (default) ignores letter case, since an MD5 hex
+    digest means the same in either case; ``exact`` is the reference's comparison, where an
+    upper-case ``content_hash`` never matches (``--option hash_case=exact``)."""
 
     @field_validator("k", mode="before")
     @classmethod
@@ -233,8 +237,10 @@ class RetrievalTask(Task):
         chunks = list(source)[:k]
         if self.options.min_score is not None:
             chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
-        expected = record["expected_chunk"]["content_hash"].lower()
-        hashes = [str(c["content_hash"]).lower() for c in chunks]
+        expected = str(record["expected_chunk"]["content_hash"])
+        hashes = [str(c["content_hash"]) for c in chunks]
+        if self.options.hash_case == "any":
+            expected, hashes = expected.lower(), [h.lower() for h in hashes]
         rank = hashes.index(expected) + 1 if expected in hashes else None
         return chunks, rank, sum(h == expected for h in hashes)
 

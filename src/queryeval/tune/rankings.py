@@ -74,8 +74,13 @@ def field_inputs(
     ground_truth: Mapping[str, Sequence[Sequence[str]]],
     path: str | Path,
     data_values: Mapping[str, Sequence[str]] | None = None,
+    cost_texts: Mapping[str, Sequence[str]] | None = None,
 ) -> list[FieldInput]:
-    """Turn rankings + ground truth into tuner input, one :class:`FieldInput` per evaluated field."""
+    """Turn rankings + ground truth into tuner input, one :class:`FieldInput` per evaluated field.
+
+    A field's cost is the file's ``cost``, else the largest token count over ``cost_texts``
+    (the data table's documents, with ``--cost-from document``), the data table's values, or
+    the values in the rankings, in that order."""
     from queryeval.tokens import field_token_cost
 
     path = Path(path)
@@ -97,6 +102,8 @@ def field_inputs(
             values = list(data_values[name])
         if "cost" in spec:
             cost = spec["cost"]
+        elif cost_texts is not None and name in cost_texts:
+            cost = field_token_cost(list(cost_texts[name]))
         else:
             pool = values if values is not None else list(
                 dict.fromkeys(v for lists in spec["models"].values() for r in lists for v in r)

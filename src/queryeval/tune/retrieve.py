@@ -250,16 +250,19 @@ class FieldRetrieverPool:
 
 
 def tune_inputs(rankings: Mapping[str, FieldRankings],
-                ground_truth: Mapping[str, Sequence[Sequence[str]]]) -> list[FieldInput]:
+                ground_truth: Mapping[str, Sequence[Sequence[str]]],
+                cost_texts: Mapping[str, Sequence[str]] | None = None) -> list[FieldInput]:
     """Tuner input from full rankings: per field its cost (the largest cl100k token count
-    among its values), its value count (the largest N) and, per model, every question's
-    ground-truth ranks (read from the one ranking, valid for every N)."""
+    among its values, or among ``cost_texts[field]`` when given: the reference counts the
+    documents, ``value + " " + description``), its value count (the largest N) and, per
+    model, every question's ground-truth ranks (read from the one ranking, valid for every N)."""
     from queryeval.tokens import field_token_cost
 
     inputs = []
     for name, truths in ground_truth.items():
         fr = rankings[name]
         ranks = {m: ranks_for(order, fr.values, truths) for m, order in fr.orders.items()}
-        inputs.append(FieldInput(name=name, cost=field_token_cost(fr.values),
+        texts = cost_texts[name] if cost_texts is not None and name in cost_texts else fr.values
+        inputs.append(FieldInput(name=name, cost=field_token_cost(texts),
                                  max_n=len(fr.values), ranks_by_model=ranks))
     return inputs

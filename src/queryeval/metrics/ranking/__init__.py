@@ -1,9 +1,11 @@
 """Ranking metrics with trec_eval's conventions, vectorised (no JIT, no warm-up).
 
 ``evaluate(qrels, run, ["ndcg@10", "recall@100"])`` takes the dict shapes pytrec_eval and ranx
-take and returns the same numbers as pytrec_eval. One metric per module (``_recall``,
-``_precision``, ``_ndcg``, ``_map``, ``_mrr``, ``_hit_rate``), all reading one shared sparse
-structure: the trec_eval rank of every relevant retrieved document (see ``_ranks``).
+take and returns the same numbers as trec_eval 10.0 (pytrec_eval). One metric family per
+module (``_recall``, ``_precision``, ``_ndcg``, ``_map``, ``_mrr``, ``_hit_rate``, ``_counts``,
+``_judged``, ``_iprec``, ``_rbp``), all reading one shared sparse structure: the trec_eval rank
+of every relevant retrieved document, and of every judged one when a measure needs it (see
+``_hits`` and ``_ranks``).
 Conventions and design: docs/ranking.md.
 """
 
@@ -11,6 +13,7 @@ from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
 from queryeval.metrics.ranking._columns import Columns, DuplicateEntryError, arrays_from_columns
 from queryeval.metrics.ranking._evaluate import RankingResult, evaluate, evaluate_arrays
 from queryeval.metrics.ranking._names import KNOWN_METRICS, MetricSpec, parse_metric, parse_metrics
+from queryeval.metrics.ranking._report import trec_eval_lines
 
 __all__ = [
     "KNOWN_METRICS",
@@ -25,6 +28,7 @@ __all__ = [
     "evaluate_arrays",
     "parse_metric",
     "parse_metrics",
+    "trec_eval_lines",
 ]
 
 score = evaluate

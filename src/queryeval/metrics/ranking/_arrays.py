@@ -4,7 +4,7 @@ Only what the metrics need is kept:
 
 * the run, flat: every evaluated query's retrieved scores, one contiguous segment per query
   (``seg_start``/``seg_len``; segments tile ``scores`` but may appear in any query order);
-* the *positive* judgements (relevance > 0), one row each: query index, gain, the score the run
+* every judgement, one row each: query index, gain, the score the run
   gave that document (NaN when the run did not retrieve it) and its docid (read only to break
   score ties the trec_eval way).
 
@@ -44,8 +44,9 @@ class RankingArrays:
             ``scores[seg_start[i] : seg_start[i] + seg_len[i]]`` (length 0: not in the run).
         scores: float64 ``[N]``, no NaN.
         docids_at: maps flat indices into ``scores`` to their docids (an object array).
-        judged_q: int64 ``[R]``, query index of each positive judgement.
-        judged_gain: float64 ``[R]``, its relevance level (> 0), the nDCG gain.
+        judged_q: int64 ``[R]``, query index of each judgement (every level, also 0 and
+            negative ones: trec_eval's non-relevant and pooled-but-unjudged documents).
+        judged_gain: float64 ``[R]``, its relevance level (an integer; the nDCG gain when > 0).
         judged_score: float64 ``[R]``, the run's score for that document, NaN if not retrieved.
         judged_docid: its docid: an object array ``[R]``, or any object that integer-array
             indexing turns into one (the file builder's ``LazyNames``; only tied hits are read).
@@ -207,7 +208,6 @@ def _arrays_from_dicts(
         count=r_all,
     )
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
-    pos = rels_int > 0
 
     def docids_at(idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
@@ -230,9 +230,9 @@ def _arrays_from_dicts(
         seg_len=seg_len,
         scores=scores,
         docids_at=docids_at,
-        judged_q=j_q[pos],
-        judged_gain=rels_int[pos].astype(np.float64),
-        judged_score=j_score[pos],
-        judged_docid=j_docs[pos],
+        judged_q=j_q,
+        judged_gain=rels_int.astype(np.float64),
+        judged_score=j_score,
+        judged_docid=j_docs,
         n_missing=n_missing,
     )

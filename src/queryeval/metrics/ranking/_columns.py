@@ -259,10 +259,10 @@ def arrays_from_columns(
             names_at(run.names_doc, doc[[i]])[0], (a, b),
         )
 
-    # Positive judgements of evaluated queries, and the run's score for each.
+    # Judgements of evaluated queries (every level), and the run's score for each.
     jq = qrels_map[qrels.q] if qrels_map.size else np.zeros(0, dtype=np.int64)
     rel = np.asarray(qrels.value, dtype=np.int64)
-    sel = np.flatnonzero((jq >= 0) & (rel > 0))
+    sel = np.flatnonzero(jq >= 0)
     jq, jdoc, jgain = jq[sel], np.asarray(qrels.doc)[sel], rel[sel].astype(np.float64)
     jscore = np.full(jq.size, np.nan)
     jrun = np.asarray(qrels_doc_to_run_doc, dtype=np.int64)[jdoc]

@@ -7,19 +7,64 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from queryeval.metrics.ranking import _hit_rate, _map, _mrr, _ndcg, _precision, _recall
+from queryeval.metrics.ranking import (
+    _counts,
+    _hit_rate,
+    _iprec,
+    _judged,
+    _map,
+    _mrr,
+    _ndcg,
+    _precision,
+    _rbp,
+    _recall,
+)
 from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
 from queryeval.metrics.ranking._hits import Hits, build_hits
-from queryeval.metrics.ranking._names import parse_metrics
+from queryeval.metrics.ranking._names import MetricSpec, parse_metrics
 
-_KERNELS: dict[str, Callable[[Hits, int | None], np.ndarray]] = {
-    "recall": _recall.compute,
-    "precision": _precision.compute,
-    "ndcg": _ndcg.compute,
-    "map": _map.compute,
-    "mrr": _mrr.compute,
-    "hit_rate": _hit_rate.compute,
+
+def _cut(kernel: Callable[[Hits, int | None], np.ndarray]):
+    return lambda hits, spec: kernel(hits, spec.k)
+
+
+_KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
+    "recall": _cut(_recall.compute),
+    "precision": _cut(_precision.compute),
+    "ndcg": lambda hits, spec: (_ndcg.compute(hits, spec.k) if spec.gains is None
+                                else _ndcg.with_gains(hits, spec.gains)),
+    "map": _cut(_map.compute),
+    "mrr": _cut(_mrr.compute),
+    "hit_rate": _cut(_hit_rate.compute),
+    "gm_map": _map.gm_map,
+    "num_q": _counts.num_q,
+    "num_ret": _counts.num_ret,
+    "num_rel": _counts.num_rel,
+    "num_rel_ret": _counts.num_rel_ret,
+    "rprec": _counts.rprec,
+    "set_p": _counts.set_p,
+    "set_recall": _counts.set_recall,
+    "set_f": _counts.set_f,
+    "bpref": _judged.bpref,
+    "infap": _judged.infap,
+    "unj": _judged.unj,
+    "judged": _judged.judged,
+    "iprec_at_recall": _iprec.compute,
+    "11pt_avg": _iprec.eleven_point,
+    "rndcg": _ndcg.rndcg,
+    "rbp": _rbp.rbp,
+    "err": _rbp.err,
 }
+
+
+def summarise(spec: MetricSpec, values: np.ndarray) -> float:
+    """trec_eval's summary ("all") of per-query values: mean, sum (counts) or geometric mean
+    (``gm_map``, whose per-query values are logs)."""
+    if spec.aggregate == "sum":
+        return float(values.sum())
+    if spec.aggregate == "gm":
+        return float(np.exp(values.mean()))
+    return float(values.mean())
 
 
 @dataclass(frozen=True)
@@ -29,7 +74,9 @@ class RankingResult(Mapping[str, float]):
     Behaves as a read-only mapping ``{metric name: mean}`` so ``result["ndcg@10"]`` works.
 
     Attributes:
-        means: ``{name: mean over evaluated queries}``, keys as the caller spelled them.
+        means: ``{name: summary over evaluated queries}``, keys as the caller spelled them:
+            the mean, except trec_eval's counts (``num_*``: the sum) and ``gm_map`` (the
+            geometric mean; its per-query values are log(max(AP, 0.00001))).
         per_query: ``{name: float64 array}`` aligned with ``qids``; empty unless requested.
         qids: evaluated query ids, sorted (Python ``str`` order).
         n_missing: judged queries absent from the run (scored 0 or left out, per
@@ -64,8 +111,14 @@ def evaluate_arrays(
     *,
     per_query: bool = False,
     strategy: str = "auto",
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
     """Evaluate prepared arrays (see :func:`arrays_from_dicts` and the TREC readers).
+
+    ``relevance_level``, ``judged_only`` and ``max_docs`` are trec_eval's ``-l``, ``-J`` and
+    ``-M`` (see :func:`evaluate`).
 
     Raises:
         ValueError: an unknown metric name, or no query to evaluate.
@@ -76,9 +129,15 @@ def evaluate_arrays(
             "no query to evaluate: the qrels are empty"
             + (" or share no query with the run" if arrays.n_missing else "")
         )
-    hits = build_hits(arrays, strategy)
-    values = {s.name: _KERNELS[s.measure](hits, s.k) for s in specs}
-    means = {name: float(v.mean()) for name, v in values.items()}
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
+        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    hits = build_hits(
+        arrays, strategy, level=int(relevance_level), judged_only=bool(judged_only),
+        need_judged=any(s.needs_judged for s in specs),
+        max_docs=None if max_docs is None else int(max_docs),
+    )
+    values = {s.name: _KERNELS[s.measure](hits, s) for s in specs}
+    means = {s.name: summarise(s, values[s.name]) for s in specs}
     return RankingResult(
         means=means,
         qids=list(arrays.qids),
@@ -94,6 +153,9 @@ def evaluate(
     *,
     per_query: bool = False,
     missing_query: str = "zero",
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
 ) -> RankingResult:
     """Score a run against relevance judgements with trec_eval's conventions.
 
@@ -109,6 +171,12 @@ def evaluate(
         missing_query: a judged query absent from the run scores 0 on every metric
             (``"zero"``, like ``trec_eval -c``) or is left out (``"skip"``, what
             pytrec_eval reports). Run queries that nobody judged are always left out.
+        relevance_level: a judged document is relevant when its relevance is >= this
+            (trec_eval ``-l``, default 1; must be >= 0). nDCG/RBP/ERR gains ignore it.
+        judged_only: drop every retrieved document without a judgement >= 0 before
+            ranking (trec_eval ``-J``).
+        max_docs: evaluate only each query's top ``max_docs`` documents in trec_eval order
+            (trec_eval ``-M``; applied before ``judged_only``, as trec_eval does).
 
     Returns:
         A :class:`RankingResult` (a mapping ``{name: mean}``).
@@ -117,4 +185,7 @@ def evaluate(
         ValueError: unknown metric names, malformed input, NaN scores, nothing to evaluate.
     """
     arrays = arrays_from_dicts(qrels, run, missing_query)
-    return evaluate_arrays(arrays, metrics, per_query=per_query)
+    return evaluate_arrays(
+        arrays, metrics, per_query=per_query, relevance_level=relevance_level,
+        judged_only=judged_only, max_docs=max_docs,
+    )

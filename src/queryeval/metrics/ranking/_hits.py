@@ -1,8 +1,16 @@
-"""The sparse structure every metric reads: relevant retrieved documents and their ranks."""
+"""The sparse structure every metric reads: judged retrieved documents and their ranks.
+
+trec_eval's vocabulary (``form_res_rels.c``), with relevance level ``L`` (``-l``, default 1):
+a judgement with relevance >= 0 is *judged*; one with relevance < 0 is *in the pool but
+unjudged*; a retrieved document without any judgement is *not in the pool*. A judged document
+is *relevant* when its relevance >= ``L``, else *non-relevant*. ``num_rel`` counts the relevant
+judgements of a query (retrieved or not). Judged-only evaluation (``-J``) drops every document
+that is not judged (relevance >= 0) from the ranking before any measure is computed.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,65 +20,148 @@ from queryeval.metrics.ranking._ranks import hit_ranks
 
 @dataclass
 class Hits:
-    """Per-query facts plus one row per relevant retrieved document, sorted by (query, rank).
+    """Per-query facts plus per-document rows sorted by (query, rank).
 
     Attributes:
         n_queries: number of evaluated queries.
-        num_rel: int64 ``[n_queries]``, judgements with relevance > 0 (trec_eval ``num_rel``).
-        num_ret: int64 ``[n_queries]``, documents retrieved (trec_eval ``num_ret``).
-        q, rank, gain: per hit: query index, 0-based rank, relevance level.
-        nth: per hit: 0-based position among its query's hits (the hit count above it).
+        level: the relevance level ``L``.
+        num_rel: int64 ``[n_queries]``, judgements with relevance >= L (trec_eval ``num_rel``).
+        num_ret: int64 ``[n_queries]``, documents retrieved (trec_eval ``num_ret``; judged
+            documents only under ``judged_only``).
+        num_nonrel: int64 ``[n_queries]``, judgements with 0 <= relevance < L (computed on
+            first use, as is ``max_rel``).
+        max_rel: int64 ``[n_queries]``, the highest relevance >= 0 judged (-1: none).
+        q, rank, gain: per *relevant* retrieved document: query index, 0-based rank, level.
+        nth: per relevant hit: 0-based position among its query's relevant hits.
+        gq, grank, ggain: per retrieved document with relevance > 0 (the nDCG gain), whatever
+            L is (trec_eval's gains do not depend on ``-l``).
+        jq, jrank, jrel: every retrieved document that has a judgement (any level), or None
+            when no requested measure needs them (bpref, infAP, unj, judged-only).
         ideal_q, ideal_pos, ideal_gain: every positive judgement in ideal order (gain
             descending within a query) with its 0-based ideal position; for nDCG's IDCG.
     """
 
     n_queries: int
+    level: int
     num_rel: np.ndarray
     num_ret: np.ndarray
     q: np.ndarray
     rank: np.ndarray
     gain: np.ndarray
     nth: np.ndarray
+    gq: np.ndarray
+    grank: np.ndarray
+    ggain: np.ndarray
+    jq: np.ndarray | None
+    jrank: np.ndarray | None
+    jrel: np.ndarray | None
     ideal_q: np.ndarray
     ideal_pos: np.ndarray
     ideal_gain: np.ndarray
+    judged_q: np.ndarray = field(repr=False)
+    judged_rel: np.ndarray = field(repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def num_nonrel(self) -> np.ndarray:
+        if "num_nonrel" not in self._cache:
+            rel = self.judged_rel
+            mask = (rel >= 0) & (rel < self.level)
+            self._cache["num_nonrel"] = np.bincount(self.judged_q[mask], minlength=self.n_queries)
+        return self._cache["num_nonrel"]
+
+    @property
+    def max_rel(self) -> np.ndarray:
+        if "max_rel" not in self._cache:
+            out = np.full(self.n_queries, -1, dtype=np.int64)
+            rel = self.judged_rel
+            mask = rel >= 0
+            np.maximum.at(out, self.judged_q[mask], rel[mask].astype(np.int64))
+            self._cache["max_rel"] = out
+        return self._cache["max_rel"]
 
     def within(self, k: int | None) -> np.ndarray:
-        """Mask of hits ranked in the top ``k`` (all hits when ``k`` is None)."""
+        """Mask of relevant hits ranked in the top ``k`` (all hits when ``k`` is None)."""
         if k is None:
             return np.ones(self.rank.size, dtype=bool)
         return self.rank < k
 
     def count(self, mask: np.ndarray) -> np.ndarray:
-        """Per-query number of hits under ``mask``."""
+        """Per-query number of relevant hits under ``mask``."""
         return np.bincount(self.q[mask], minlength=self.n_queries)
 
     def per_query_sum(self, mask: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """Per-query sum of ``weights`` over hits under ``mask``."""
+        """Per-query sum of ``weights`` over relevant hits under ``mask``."""
         return np.bincount(self.q[mask], weights=weights[mask], minlength=self.n_queries)
 
+    @property
+    def num_rel_ret(self) -> np.ndarray:
+        return np.bincount(self.q, minlength=self.n_queries)
 
-def _position_in_group(group: np.ndarray, n_groups: int) -> np.ndarray:
+
+def position_in_group(group: np.ndarray, n_groups: int) -> np.ndarray:
     """0-based position of each row within its run of equal ``group`` values (pre-sorted)."""
     counts = np.bincount(group, minlength=n_groups)
     first = np.cumsum(counts) - counts
     return np.arange(group.size, dtype=np.int64) - first[group]
 
 
-def build_hits(arrays: RankingArrays, strategy: str = "auto") -> Hits:
+def build_hits(
+    arrays: RankingArrays,
+    strategy: str = "auto",
+    *,
+    level: int = 1,
+    judged_only: bool = False,
+    need_judged: bool = False,
+    max_docs: int | None = None,
+) -> Hits:
+    """Rank what the measures need: relevant and positive-gain documents; every judged
+    document only when ``need_judged`` or ``judged_only`` asks for them. ``max_docs`` keeps
+    only each query's top documents (trec_eval ``-M``), before ``judged_only`` applies."""
+    if level < 0:
+        raise ValueError(f"the relevance level must be >= 0, got {level}")
     nq = arrays.n_queries
-    q, rank, gain = hit_ranks(arrays, strategy)
-    iorder = np.lexsort((-arrays.judged_gain, arrays.judged_q))
-    ideal_q = arrays.judged_q[iorder]
+    rel_all = arrays.judged_gain
+    need_all = need_judged or judged_only
+    select = None if need_all else rel_all >= min(level, 1)
+    q, rank, rel = hit_ranks(arrays, strategy, select)
+    num_ret = arrays.seg_len.copy()
+    if max_docs is not None:  # trec_eval -M: the top max_docs of each ranking, before -J
+        if max_docs < 1:
+            raise ValueError(f"max_docs must be >= 1, got {max_docs}")
+        kept = rank < max_docs
+        q, rank, rel = q[kept], rank[kept], rel[kept]
+        num_ret = np.minimum(num_ret, max_docs)
+    if judged_only:
+        judged = rel >= 0
+        q, rel = q[judged], rel[judged]
+        rank = position_in_group(q, nq)  # rank among the judged documents only
+        num_ret = np.bincount(q, minlength=nq)
+    relevant = rel >= level
+    positive = rel > 0
+    rq = arrays.judged_q
+    pos_rows = np.flatnonzero(rel_all > 0)
+    iorder = pos_rows[np.lexsort((-rel_all[pos_rows], rq[pos_rows]))]
+    ideal_q = rq[iorder]
+    hq = q[relevant]
     return Hits(
         n_queries=nq,
-        num_rel=np.bincount(arrays.judged_q, minlength=nq),
-        num_ret=arrays.seg_len.copy(),
-        q=q,
-        rank=rank,
-        gain=gain,
-        nth=_position_in_group(q, nq),
+        level=level,
+        num_rel=np.bincount(rq[rel_all >= level], minlength=nq),
+        num_ret=num_ret,
+        q=hq,
+        rank=rank[relevant],
+        gain=rel[relevant],
+        nth=position_in_group(hq, nq),
+        gq=q[positive],
+        grank=rank[positive],
+        ggain=rel[positive],
+        jq=q if need_all else None,
+        jrank=rank if need_all else None,
+        jrel=rel if need_all else None,
         ideal_q=ideal_q,
-        ideal_pos=_position_in_group(ideal_q, nq),
-        ideal_gain=arrays.judged_gain[iorder],
+        ideal_pos=position_in_group(ideal_q, nq),
+        ideal_gain=rel_all[iorder],
+        judged_q=rq,
+        judged_rel=rel_all,
     )

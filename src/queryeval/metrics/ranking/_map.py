@@ -18,3 +18,13 @@ def compute(hits: Hits, k: int | None) -> np.ndarray:
     out = np.zeros(hits.n_queries)
     np.divide(total, hits.num_rel, out=out, where=hits.num_rel > 0)
     return out
+
+
+#: trec_eval's floor for the geometric mean (``MIN_GEO_MEAN``).
+MIN_GEO_MEAN = 0.00001
+
+
+def gm_map(hits: Hits, spec) -> np.ndarray:
+    """Per query log(max(AP, 0.00001)); the summary is exp of their mean (trec_eval
+    ``gm_map``)."""
+    return np.log(np.maximum(compute(hits, None), MIN_GEO_MEAN))

@@ -1,8 +1,10 @@
-"""The metric-name grammar: ``name``, ``name@k`` (ranx style) or ``name.k`` (trec_eval style).
+"""The metric-name grammar: ``name``, ``name@k`` (ranx style), ``name.k`` or ``name_k``
+(trec_eval style).
 
-Each name resolves to a canonical measure and an optional cutoff. trec_eval's own names are
-accepted as aliases so users can paste what they already use (``ndcg_cut.10``, ``P.5``,
-``recip_rank``, ``success.10``). The key under which a value is reported is always the name
+Each name resolves to a canonical measure and an optional argument: an integer cutoff
+(``ndcg@10``, ``P_5``, ``ndcg_cut.10``) or a real parameter (``iprec_at_recall_0.10``,
+``rbp.p=0.8``, ``set_F.0.5``). trec_eval's own names are accepted as aliases so users can
+paste what they already use. The key under which a value is reported is always the name
 exactly as the caller wrote it.
 """
 
@@ -11,17 +13,48 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: canonical measure -> whether a cutoff is required.
-_MEASURES: dict[str, bool] = {
-    "recall": False,
-    "precision": True,
-    "ndcg": False,
-    "map": False,
-    "mrr": False,
-    "hit_rate": True,
+
+@dataclass(frozen=True)
+class _Measure:
+    #: "none": no argument; "cutoff" / "cutoff!": optional / required integer >= 1;
+    #: "real" / "real!": optional / required real parameter.
+    arg: str
+    #: trec_eval's summary over queries: "mean", "sum" (counts) or "gm" (geometric mean).
+    aggregate: str = "mean"
+    #: needs the ranks of every judged retrieved document, not only the relevant ones.
+    judged: bool = False
+    #: default of an optional real parameter; allowed open/closed range check in _check_real.
+    default: float | None = None
+
+
+_MEASURES: dict[str, _Measure] = {
+    "recall": _Measure("cutoff"),
+    "precision": _Measure("cutoff!"),
+    "ndcg": _Measure("cutoff"),
+    "map": _Measure("cutoff"),
+    "mrr": _Measure("cutoff"),
+    "hit_rate": _Measure("cutoff!"),
+    "num_q": _Measure("none", "sum"),
+    "num_ret": _Measure("none", "sum"),
+    "num_rel": _Measure("none", "sum"),
+    "num_rel_ret": _Measure("none", "sum"),
+    "rprec": _Measure("none"),
+    "gm_map": _Measure("none", "gm"),
+    "bpref": _Measure("none", judged=True),
+    "infap": _Measure("none", judged=True),
+    "set_p": _Measure("none"),
+    "set_recall": _Measure("none"),
+    "set_f": _Measure("real", default=1.0),
+    "iprec_at_recall": _Measure("real!"),
+    "11pt_avg": _Measure("none"),
+    "rndcg": _Measure("none"),
+    "rbp": _Measure("real", default=0.9),
+    "err": _Measure("cutoff"),
+    "unj": _Measure("cutoff!", judged=True),
+    "judged": _Measure("cutoff!", judged=True),
 }
 
-#: accepted spellings -> canonical measure.
+#: accepted spellings (lower case) -> canonical measure.
 _ALIASES: dict[str, str] = {
     "recall": "recall",
     "precision": "precision",
@@ -34,26 +67,66 @@ _ALIASES: dict[str, str] = {
     "recip_rank": "mrr",
     "hit_rate": "hit_rate",
     "success": "hit_rate",
+    "num_q": "num_q",
+    "num_ret": "num_ret",
+    "num_rel": "num_rel",
+    "num_rel_ret": "num_rel_ret",
+    "rprec": "rprec",
+    "r_precision": "rprec",
+    "gm_map": "gm_map",
+    "bpref": "bpref",
+    "infap": "infap",
+    "set_p": "set_p",
+    "set_recall": "set_recall",
+    "set_f": "set_f",
+    "iprec_at_recall": "iprec_at_recall",
+    "11pt_avg": "11pt_avg",
+    "rndcg": "rndcg",
+    "rbp": "rbp",
+    "err": "err",
+    "unj": "unj",
+    "unjudged": "unj",
+    "judged": "judged",
 }
 
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
-    "hit_rate@k", "recip_rank", "P.k", "recall.k", "ndcg_cut.k", "map_cut.k", "success.k",
+    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
+    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
+    "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
+    "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
 )
 
-_GRAMMAR = re.compile(r"^(?P<name>[A-Za-z_]+)(?:[@.](?P<k>\d+))?$")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)"
+_GRAMMAR = re.compile(
+    r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:(?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+)"
+    rf"|(?P<gains>\d+={_NUMBER}(?:,\d+={_NUMBER})*)))?$"
+)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One requested metric: the caller's spelling, the canonical measure, the cutoff.
+    """One requested metric: the caller's spelling, the canonical measure, its argument.
 
-    ``k is None`` means "no cutoff": every retrieved document counts.
+    ``k`` is the integer cutoff (None: no cutoff, every retrieved document counts);
+    ``param`` the real parameter of ``iprec_at_recall``, ``rbp`` (persistence p) and
+    ``set_F`` (trec_eval's beta), else None.
     """
 
     name: str
     measure: str
     k: int | None
+    param: float | None = None
+    #: trec_eval's gain mapping of ``ndcg`` (``ndcg.1=3,2=9``): ((level, gain), ...).
+    gains: tuple[tuple[int, float], ...] | None = None
+
+    @property
+    def aggregate(self) -> str:
+        return _MEASURES[self.measure].aggregate
+
+    @property
+    def needs_judged(self) -> bool:
+        return _MEASURES[self.measure].judged or self.gains is not None
 
 
 def _unknown(name: str, why: str) -> ValueError:
@@ -63,6 +136,15 @@ def _unknown(name: str, why: str) -> ValueError:
     )
 
 
+def _check_real(name: str, measure: str, value: float) -> None:
+    if measure == "iprec_at_recall" and not 0.0 <= value <= 1.0:
+        raise _unknown(name, "the recall level must be between 0 and 1")
+    if measure == "rbp" and not 0.0 < value < 1.0:
+        raise _unknown(name, "the persistence p must be strictly between 0 and 1")
+    if measure == "set_f" and value < 0.0:
+        raise _unknown(name, "beta must be >= 0")
+
+
 def parse_metric(name: str) -> MetricSpec:
     """Parse one metric name; raise :class:`ValueError` listing the known names if it is bad."""
     if not isinstance(name, str):
@@ -70,27 +152,65 @@ def parse_metric(name: str) -> MetricSpec:
     text = name.strip()
     match = _GRAMMAR.match(text)
     if match is None:
-        raise _unknown(name, "expected NAME, NAME@K or NAME.K")
+        raise _unknown(name, "expected NAME, NAME@K, NAME.K or NAME_K")
     measure = _ALIASES.get(match["name"].lower())
     if measure is None:
         raise _unknown(name, f"no measure called {match['name']!r}")
-    k = int(match["k"]) if match["k"] is not None else None
-    if k is not None and k < 1:
-        raise _unknown(name, "the cutoff must be at least 1")
-    if k is None and _MEASURES[measure]:
-        raise _unknown(name, f"{measure} needs a cutoff, e.g. {match['name']}@10")
-    return MetricSpec(name=text, measure=measure, k=k)
+    kind = _MEASURES[measure]
+    if match["gains"] is not None:
+        if measure != "ndcg" or match["name"].lower() != "ndcg":
+            raise _unknown(name, "only ndcg takes gains, e.g. ndcg.1=3,2=9")
+        pairs = [part.split("=") for part in match["gains"].split(",")]
+        gains = tuple((int(level), float(gain)) for level, gain in pairs)
+        if len({level for level, _ in gains}) != len(gains):
+            raise _unknown(name, "a relevance level is given two gains")
+        return MetricSpec(name=text, measure=measure, k=None, gains=gains)
+    arg = match["arg"]
+    if arg is None:
+        if kind.arg.endswith("!"):
+            what = "a cutoff, e.g. @10" if kind.arg == "cutoff!" else "a parameter, e.g. _0.10"
+            raise _unknown(name, f"{match['name']} needs {what}")
+        return MetricSpec(name=text, measure=measure, k=None, param=kind.default)
+    if kind.arg == "none":
+        raise _unknown(name, f"{match['name']} takes no cutoff or parameter")
+    if kind.arg.startswith("cutoff"):
+        if not arg.isdigit():
+            raise _unknown(name, "the cutoff must be a positive integer")
+        k = int(arg)
+        if k < 1:
+            raise _unknown(name, "the cutoff must be at least 1")
+        return MetricSpec(name=text, measure=measure, k=k)
+    value = float(arg)
+    _check_real(name, measure, value)
+    return MetricSpec(name=text, measure=measure, k=None, param=value)
+
+
+def expand(name: str) -> list[str]:
+    """trec_eval's parameter lists: ``P.5,10`` is ``P.5`` and ``P.10``;
+    ``iprec_at_recall..10,.20`` is ``iprec_at_recall..10`` and ``iprec_at_recall..20``.
+    Gain mappings (``ndcg.1=3,2=9``) are one name."""
+    if not isinstance(name, str) or "," not in name or "=" in name:
+        return [name]
+    text = name.strip()
+    for sep in re.finditer(r"[@._]", text):
+        if text[: sep.start()].lower() in _ALIASES:
+            args = text[sep.end():].split(",")
+            if all(args):
+                return [text[: sep.end()] + arg for arg in args]
+            break
+    return [name]
 
 
 def parse_metrics(names: str | list[str] | tuple[str, ...]) -> list[MetricSpec]:
-    """Parse a name or a list of names, dropping exact repeats, keeping the caller's order."""
+    """Parse a name or a list of names, dropping exact repeats, keeping the caller's order.
+    A trec_eval parameter list (``P.5,10``) stands for one name per parameter."""
     if isinstance(names, str):
         names = [names]
     if len(names) == 0:
         raise ValueError("no metrics requested; known metrics: " + ", ".join(KNOWN_METRICS))
     specs: list[MetricSpec] = []
     seen: set[str] = set()
-    for name in names:
+    for name in (one for given in names for one in expand(given)):
         spec = parse_metric(name)
         if spec.name not in seen:
             seen.add(spec.name)

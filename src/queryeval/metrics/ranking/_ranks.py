@@ -121,14 +121,19 @@ def _ties_above(arrays: RankingArrays, starts, lens, hit_scores, hit_docids) -> 
 
 
 def hit_ranks(
-    arrays: RankingArrays, strategy: str = "auto"
+    arrays: RankingArrays, strategy: str = "auto", select: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """0-based trec_eval ranks of every relevant retrieved document.
+    """0-based trec_eval ranks of the retrieved judged documents under ``select``.
 
-    Returns ``(query_index, rank, gain)`` sorted by (query, rank). ``strategy`` is ``"auto"``,
-    ``"count"`` or ``"sort"``; all give identical ranks (tests hold them to it).
+    ``select`` is a mask over the judgement rows (None: every row). Only the selected rows
+    are ranked, so the cost is proportional to what the requested measures need.
+    Returns ``(query_index, rank, relevance)`` sorted by (query, rank). ``strategy`` is
+    ``"auto"``, ``"count"`` or ``"sort"``; all give identical ranks (tests hold them to it).
     """
-    retrieved = np.flatnonzero(~np.isnan(arrays.judged_score))
+    keep = ~np.isnan(arrays.judged_score)
+    if select is not None:
+        keep &= select
+    retrieved = np.flatnonzero(keep)
     hq = arrays.judged_q[retrieved]
     hs = arrays.judged_score[retrieved]
     gain = arrays.judged_gain[retrieved]
