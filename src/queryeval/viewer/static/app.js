@@ -1,5 +1,5 @@
 /* queryeval view: a read-only single-page viewer. Every text from a run goes into the page
-   through text nodes (never innerHTML), and the server sends a strict CSP. */
+   through text nodes (never parsed as HTML), and the server sends a strict CSP. */
 (function () {
   'use strict';
   var main = document.getElementById('main');
