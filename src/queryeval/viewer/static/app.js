@@ -23,9 +23,9 @@
     if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
     node.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
   }
-  function fmt(v) {
+  function fmt(v, dec) {
     if (v === null || v === undefined) { return '—'; }
-    if (typeof v === 'number') { return Number.isInteger(v) ? String(v) : v.toFixed(4); }
+    if (typeof v === 'number') { return Number.isInteger(v) && !dec ? String(v) : v.toFixed(4); }
     return String(v);
   }
   function api(path) {
@@ -68,20 +68,14 @@
     });
     return table;
   }
-  function num(v, cls) {
+  function num(v, cls, dec) {
     return el('td', {'class': 'num' + (cls ? ' ' + cls : ''),
-                     'data-v': typeof v === 'number' ? String(v) : '-Infinity'}, fmt(v));
+                     'data-v': typeof v === 'number' ? String(v) : '-Infinity'}, fmt(v, dec));
   }
 
   /* ---- index ---- */
   function index() {
     api('/api/runs').then(function (data) {
-      var names = [];
-      data.runs.forEach(function (r) {
-        Object.keys(r.metrics || {}).slice(0, 4).forEach(function (k) {
-          if (names.indexOf(k) < 0 && names.length < 4) { names.push(k); }
-        });
-      });
       var chosen = {};
       var button = el('button', {id: 'compare-btn', disabled: 'disabled', onclick: function () {
         location.hash = '#/compare?' + Object.keys(chosen).map(function (id) {
@@ -102,13 +96,16 @@
           el('td', {}, el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, r.id.slice(0, 8))),
           el('td', {}, r.task), el('td', {}, r.suite), el('td', {}, r.system),
           el('td', {}, (r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
-          num(r.cases), names.map(function (k) { return num(r.metrics ? r.metrics[k] : null); }));
+          num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
+            function (k) { return !Number.isInteger(r.metrics[k]); }).slice(0, 3).map(function (k) {
+              return el('span', {'class': 'metric'}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
+            })));
       });
       var table = sortable(el('table', {id: 'runs'}, el('thead', {}, el('tr', {},
         el('th', {}, ''), el('th', {}, 'run'), el('th', {}, 'task'), el('th', {}, 'suite'),
         el('th', {}, 'system'), el('th', {}, 'date'), el('th', {}, 'status'),
-        el('th', {'class': 'num'}, 'cases'),
-        names.map(function (k) { return el('th', {'class': 'num'}, k); }))), el('tbody', {}, rows)));
+        el('th', {'class': 'num'}, 'cases'), el('th', {}, 'headline metrics'))),
+        el('tbody', {}, rows)));
       var count = el('span', {'class': 'note', id: 'run-count'});
       var filter = el('input', {type: 'search', id: 'run-filter', placeholder: 'filter runs…',
         oninput: function () {
@@ -138,8 +135,8 @@
       var overall = el('table', {id: 'overall'}, el('thead', {}, el('tr', {}, el('th', {}, 'metric'),
         el('th', {'class': 'num'}, 'mean'), el('th', {'class': 'num'}, '95% CI'),
         el('th', {'class': 'num'}, 'n'))), el('tbody', {}, doc.case_metrics.map(function (m) {
-          return el('tr', {}, el('td', {}, m.metric), num(m.mean),
-            el('td', {'class': 'num'}, '[' + fmt(m.low) + ', ' + fmt(m.high) + ']'), num(m.n));
+          return el('tr', {}, el('td', {}, m.metric), num(m.mean, null, true),
+            el('td', {'class': 'num'}, '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'), num(m.n));
         })));
       var figures = el('table', {}, el('tbody', {}, Object.keys(doc.overall).filter(function (k) {
         return typeof doc.overall[k] !== 'object'; }).map(function (k) {
@@ -190,7 +187,7 @@
               el('td', {}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
                                     'class': 'caselink'}, r.case_id)),
               el('td', {}, r.name), el('td', {'class': r.status === 'ok' ? '' : 'worse'}, r.status),
-              metricCols.map(function (m) { return num(r.metrics[m]); }),
+              metricCols.map(function (m) { return num(r.metrics[m], null, true); }),
               el('td', {}, r.tags.map(function (t) { return el('span', {'class': 'tag'}, t); }))));
           });
           var end = Math.min(page.offset + page.rows.length, page.matched);
@@ -286,7 +283,7 @@
             return el('tr', {}, el('td', {}, m.metric), num(m.n), m.means.map(function (v, k) {
               var better = m.better_than[k].map(function (x) { return L[x]; }).join('');
               var worse = m.worse_than[k].indexOf(0) >= 0;
-              return el('td', {'class': 'num' + (m.best.indexOf(k) >= 0 ? ' best' : '')}, fmt(v),
+              return el('td', {'class': 'num' + (m.best.indexOf(k) >= 0 ? ' best' : '')}, fmt(v, true),
                 better ? el('sup', {}, better) : null, worse ? el('span', {'class': 'worse'}, ' ▼') : null);
             }));
           })));
