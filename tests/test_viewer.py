@@ -234,3 +234,41 @@ def test_100k_cases_stay_responsive(folder, tmp_path):
     assert page["total"] == 100_000 and len(page["rows"]) == 10
     assert all(r["metrics"]["hit"] == 0.0 for r in page["rows"])
     assert len(client.get(f"/api/runs/{run_id}/cases", params={"limit": 50}).content) < 20_000
+
+
+def _serve(args: list[str]) -> tuple:
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "queryeval", "view", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    match = re.search(r"http://(\S+):(\d+)/", line)
+    return proc, match, line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_view_command_serves_on_a_free_port(folder, host):
+    import httpx
+
+    proc, match, line = _serve([str(folder["root"]), "--port", "0", "--host", host])
+    try:
+        assert match, line
+        port = int(match.group(2))
+        assert port > 0 and match.group(1) == host
+        runs = httpx.get(f"http://127.0.0.1:{port}/api/runs", timeout=30).json()["runs"]
+        assert {r["id"] for r in runs} == set(folder["ids"])
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert ("not only this machine" in err) == (host == "0.0.0.0")
+
+
+def test_view_command_rejects_a_missing_folder(tmp_path, capsys):
+    from queryeval.cli.app import main
+
+    assert main(["view", str(tmp_path / "nope"), "--port", "0"]) == 2
+    assert "not a folder of runs" in capsys.readouterr().err

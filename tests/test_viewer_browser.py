@@ -20,11 +20,10 @@ import pytest
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
-from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
-
 from queryeval.report.compare import load_run  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
+from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
 
 pytestmark = pytest.mark.slow
 USA = "5eed0000-0000-0000-0000-000000017334"
