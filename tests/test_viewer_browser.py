@@ -171,6 +171,11 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     flips = driver.run("return document.querySelectorAll('#flips tbody tr').length")
     assert flips > 20
     _shot(driver, "view-compare", tmp_path)
+    # every pair: now B is tested against C too and marked better
+    driver.run("document.getElementById('pairs-toggle').click()")
+    _wait(driver, "return Array.prototype.map.call(document.querySelectorAll("
+                  "'#nway tbody tr td.best'), function (c) { return c.textContent; }).join(' ')",
+          "0.8333c 0.8333c 0.8478c 0.8478c")
     # a flipped case links to the case in the run
     driver.run("document.querySelector('#flips tbody tr td:nth-child(6) a').click()")
     _ready(driver)

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -32,6 +33,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 MAX_LIMIT = 500
+CACHED_RUNS = 8
+"""Loaded runs kept in memory (least recently used dropped first)."""
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
@@ -113,7 +116,7 @@ class Viewer:
         self.root = Path(root)
         self.resamples = resamples
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[tuple, Any, list[dict]]] = {}
+        self._cache: OrderedDict[str, tuple[tuple, Any, list[dict]]] = OrderedDict()
 
     def entries(self) -> dict[str, Entry]:
         return scan(self.root)
@@ -141,6 +144,7 @@ class Viewer:
         with self._lock:
             hit = self._cache.get(entry.batch_id)
             if hit and hit[0] == stamp:
+                self._cache.move_to_end(entry.batch_id)
                 return hit[1], hit[2]
         run = load_run(entry.path)
         rows = [{"case_id": str(r.get("case_id")), "name": r.get("name"),
@@ -149,6 +153,9 @@ class Viewer:
                 for k, r in enumerate(run.records)]
         with self._lock:
             self._cache[entry.batch_id] = (stamp, run, rows)
+            self._cache.move_to_end(entry.batch_id)
+            while len(self._cache) > CACHED_RUNS:
+                self._cache.popitem(last=False)
         return run, rows
 
     def summary(self, entry: Entry) -> dict:

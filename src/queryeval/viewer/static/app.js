@@ -314,6 +314,10 @@
             el('p', {'class': 'note'}, 'Best mean in bold; letters: significantly better than that run; ▼: ' +
               'significantly worse than the baseline (paired randomization tests, Holm-adjusted per table, alpha ' +
               doc.alpha + ').'),
+            el('p', {}, doc.pairs === 'all' ? 'Every pair tested · ' : 'Each run tested against a · ',
+              el('a', {id: 'pairs-toggle', href: '#/compare?' + ids.map(function (i) {
+                return 'run=' + enc(i); }).join('&') + (doc.pairs === 'all' ? '' : '&pairs=all')},
+              doc.pairs === 'all' ? 'test against the baseline only' : 'test every pair')),
             el('h2', {}, 'Overall'), el('div', {id: 'nway'}, table(doc.overall)),
             groups.length ? el('h2', {}, 'Groups') : null, groups,
             el('h2', {}, 'Flipped cases'), el('table', {id: 'flips'}, el('thead', {}, el('tr', {},
