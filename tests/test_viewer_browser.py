@@ -1,7 +1,7 @@
 """``queryeval view`` in headless Chromium (through chromedriver's WebDriver API, the small
 client of test_html_browser): the server runs in a thread on a free loopback port over a
 folder of four real runs (three of the example term-selection suite, one answers run whose
-first case is named ``<script>alert(1)</script>``). The test opens the index, filters it,
+first case is named ``<script>alert(1)</script>``, one SPARQL run). The test opens the index, filters it,
 opens a run, filters its cases, opens a case, selects three runs and compares them; the
 browser console stays empty and each step's screenshot is written to
 ``$QUERYEVAL_SCREENSHOTS`` when set."""
@@ -59,6 +59,10 @@ def server(tmp_path_factory, examples_dir):
     suite, responses = _answers_files(tmp, 12)
     d = start_run(RunConfig(suite=str(suite), responses=str(responses), out=str(root / "d"),
                             reports=False)).log.paths.batch
+    e = start_run(RunConfig(suite=str(examples_dir / "sparql" / "suite.yaml"), out=str(root / "e"),
+                            responses=str(examples_dir / "sparql" / "predictions.jsonl"),
+                            task_options={"store_dir": str(tmp / "store")},
+                            reports=False)).log.paths.batch
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -70,7 +74,7 @@ def server(tmp_path_factory, examples_dir):
     while not srv.started:
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
-    ids = [p.stem[len("batch_"):] for p in (a, b, c, d)]
+    ids = [p.stem[len("batch_"):] for p in (a, b, c, d, e)]
     yield {"url": f"http://127.0.0.1:{port}/", "ids": ids}
     srv.should_exit = True
     thread.join(timeout=30)
@@ -121,7 +125,7 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     driver.console()
     driver._call("POST", "/url", {"url": server["url"]})
     _ready(driver)
-    assert driver.run("return document.querySelectorAll('#runs tbody tr').length") == 4
+    assert driver.run("return document.querySelectorAll('#runs tbody tr').length") == 5
     # filtering the index
     shown = driver.run("var f = document.getElementById('run-filter'); f.value = 'silent';"
                        "f.dispatchEvent(new Event('input')); return Array.prototype.filter.call("
@@ -192,4 +196,20 @@ def test_hostile_case_name_stays_text(server, driver, tmp_path):
     assert HOSTILE in cells
     assert driver.run("return document.querySelectorAll('#cases script, #cases img').length") == 0
     _shot(driver, "view-answers", tmp_path)
+    assert _errors(driver) == []
+
+
+def test_sparql_case_shows_gold_and_predicted_rows(server, driver, tmp_path):
+    driver.console()
+    driver._call("POST", "/url", {"url": server["url"] + "#/case/" + server["ids"][4] +
+                                  "/ahu-feeds-vav"})
+    _ready(driver)
+    tables = driver.run(
+        "return Array.prototype.map.call(document.querySelectorAll('table.result'), function (t) {"
+        " return [Array.prototype.map.call(t.tHead.rows[0].cells, function (c) {"
+        " return c.textContent; }), t.querySelectorAll('tbody tr.found').length,"
+        " t.tBodies[0].rows.length]; })")
+    # gold rows (ahu, vav) and predicted rows (vav, ahu): all five matched under the mapping
+    assert tables == [[["ahu", "vav"], 5, 5], [["vav", "ahu"], 5, 5]]
+    _shot(driver, "view-sparql-case", tmp_path)
     assert _errors(driver) == []

@@ -222,12 +222,32 @@
   /* ---- one case ---- */
   var LABELS = {tp: 'found', fn: 'missed', fp: 'extra', target: 'expected', output: 'got',
                 expected: 'expected', predicted: 'got'};
+  var expected = {};  /* ids of the expected chunks of the case shown: their rows are marked */
+  function resultTable(v, key) {
+    /* a result sample: {columns, rows, matched}: matched rows found, the others missed
+       (expected side) or extra (predicted side) */
+    var side = key === 'predicted' || key === 'output' ? 'extra' : 'missed';
+    return el('table', {'class': 'rows result'}, el('thead', {}, el('tr', {},
+      v.columns.map(function (c) { return el('th', {}, fmt(c)); }))),
+      el('tbody', {}, v.rows.slice(0, 200).map(function (row, i) {
+        var m = Array.isArray(v.matched) ? v.matched[i] : null;
+        return el('tr', {'class': m === true ? 'found' : m === false ? side : null},
+          (Array.isArray(row) ? row : [row]).map(function (c) { return el('td', {}, fmt(c)); }));
+      })), v.total !== undefined && v.total > v.rows.length ?
+        el('caption', {}, v.rows.length + ' of ' + v.total + ' rows') : null);
+  }
   function value(v, key) {
     if (v === null || v === undefined || typeof v !== 'object') {
       return typeof v === 'string' && v.length > 80 ? el('pre', {}, v) : fmt(v);
     }
+    if (!Array.isArray(v) && Array.isArray(v.columns) && Array.isArray(v.rows)) {
+      return resultTable(v, key);
+    }
     if (Array.isArray(v)) {
       if (!v.length) { return el('span', {'class': 'note'}, '(none)'); }
+      if (v.length <= 20 && v.every(function (x) { return x === null || typeof x !== 'object'; })) {
+        return el('span', {'class': 'list'}, v.map(fmt).join(', '));
+      }
       var keys = [];
       var flat = v.every(function (x) {
         if (!x || typeof x !== 'object' || Array.isArray(x)) { return false; }
@@ -237,7 +257,8 @@
       if (flat && keys.length) {
         return el('table', {'class': 'rows'}, el('thead', {}, el('tr', {}, keys.map(function (k) {
           return el('th', {}, k); }))), el('tbody', {}, v.slice(0, 200).map(function (x) {
-            return el('tr', {}, keys.map(function (k) { return el('td', {}, fmt(x[k])); })); })));
+            return el('tr', {'class': x.chunk_id !== undefined && expected[x.chunk_id] ? 'found' : null},
+              keys.map(function (k) { return el('td', {}, fmt(x[k])); })); })));
       }
       if (v.every(function (x) { return Array.isArray(x); })) {
         return el('table', {'class': 'rows'}, el('tbody', {}, v.slice(0, 200).map(function (x) {
@@ -255,6 +276,10 @@
   function caseView(id, caseId) {
     api('/api/runs/' + enc(id) + '/cases/' + enc(caseId)).then(function (doc) {
       var rec = doc.record, rest = {};
+      expected = {};
+      [].concat(rec.expected_chunk || [], rec.expected_chunks || []).forEach(function (c) {
+        if (c && c.chunk_id !== undefined) { expected[c.chunk_id] = true; }
+      });
       Object.keys(rec).forEach(function (k) {
         if (['case_id', 'name', 'tags', 'status', 'turns', 'scores'].indexOf(k) < 0) { rest[k] = rec[k]; }
       });
