@@ -259,3 +259,22 @@ def test_trec_compare_matches_ranx(tmp_path):
     report = ranx.compare(q, runs, ["ndcg@10"], stat_test="student").to_dict()
     assert t.p_ttest == pytest.approx(float(report["a"]["comparisons"]["b"]["ndcg@10"]),
                                       rel=1e-9)
+
+
+def test_python_api(runs, tmp_path):
+    import queryeval as qe
+
+    cmp = qe.compare(*runs, resamples=R)
+    assert type(cmp).__name__ == "MultiComparison"
+    assert cmp.to_pandas().loc["macro_recall"].tolist() == pytest.approx(
+        [19.5 / 23, 20.5 / 23, 3 / 23])
+    assert cmp.regressions == [(2, "macro_precision"), (2, "macro_recall")]
+    with pytest.raises(GateFailure):
+        cmp.check()
+    assert cmp.write(tmp_path / "t.md").read_text(encoding="utf-8") == cmp.to_markdown()
+    # two runs: the two-run Comparison, metrics still accepted positionally
+    two = qe.compare(runs[0], runs[1], ["macro_recall"], resamples=R)
+    assert [m.metric for m in two.metrics] == ["macro_recall"]
+    as_table = qe.compare(runs[0], runs[1], pairs="baseline", resamples=R)
+    assert as_table.overall.test("macro_recall", 0, 1).result.p_randomization == \
+        two.metric("macro_recall").p_randomization
