@@ -278,3 +278,16 @@ def test_python_api(runs, tmp_path):
     as_table = qe.compare(runs[0], runs[1], pairs="baseline", resamples=R)
     assert as_table.overall.test("macro_recall", 0, 1).result.p_randomization == \
         two.metric("macro_recall").p_randomization
+
+
+def test_cli_bad_inputs_exit_2(runs, tmp_path, capsys):
+    qrels, ra, _ = _trec(tmp_path)
+    cases = [
+        (["--qrels", str(qrels), str(ra), str(tmp_path / "missing.txt")], "missing.txt"),
+        (["--qrels", str(qrels), str(ra), str(ra), "-m", "bogus@3"], "unknown metric 'bogus@3'"),
+        ([str(runs[0]), str(ra), str(runs[1])], "not a run log"),
+    ]
+    for args, message in cases:
+        assert main(["compare", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err

@@ -14,7 +14,7 @@ from queryeval.cli.console import console
 
 def command(
     runs: list[Path] = typer.Argument(
-        ..., help="Runs (batch_<id>.json or one-run folders; with --qrels: TREC run files). "
+        ..., metavar="RUN", help="Runs (batch_<id>.json or one-run folders; with --qrels: TREC run files). "
         "The first is the baseline."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Per-case metric to compare (repeatable; default: all; with --qrels: ranking metrics such as ndcg@10)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level (Holm-adjusted across the tests)."),
