@@ -16,6 +16,7 @@ import json
 import math
 import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import resources
@@ -33,6 +34,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 MAX_LIMIT = 500
+SCAN_SECONDS = 2.0
+"""How long one walk of the folder is reused (a page asks several times in a row)."""
 CACHED_RUNS = 8
 """Loaded runs kept in memory (least recently used dropped first)."""
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
@@ -116,10 +119,19 @@ class Viewer:
         self.root = Path(root)
         self.resamples = resamples
         self._lock = threading.Lock()
+        self._scanned: tuple[float, dict[str, Entry]] | None = None
         self._cache: OrderedDict[str, tuple[tuple, Any, list[dict]]] = OrderedDict()
 
     def entries(self) -> dict[str, Entry]:
-        return scan(self.root)
+        """The folder's runs, walked again at most every :data:`SCAN_SECONDS`."""
+        now = time.monotonic()
+        with self._lock:
+            if self._scanned is not None and now - self._scanned[0] < SCAN_SECONDS:
+                return self._scanned[1]
+        found = scan(self.root)
+        with self._lock:
+            self._scanned = (now, found)
+        return found
 
     def entry(self, batch_id: str) -> Entry | None:
         return self.entries().get(batch_id)
@@ -179,7 +191,8 @@ class Viewer:
             except (OSError, ValueError):
                 headline = {}
         total = cfg.get("num_samples") or (batch.get("suite_info") or {}).get("cases")
-        done = _count_lines(entry.path.with_name(f"results_{entry.batch_id}.jsonl"))
+        done = total if batch.get("status") == "complete" and total else _count_lines(
+            entry.path.with_name(f"results_{entry.batch_id}.jsonl"))
         suite = cfg.get("suite") or (batch.get("suite_info") or {}).get("path") or ""
         return {
             "id": entry.batch_id, "path": entry.path.relative_to(self.root).as_posix(),
