@@ -272,3 +272,22 @@ def test_view_command_rejects_a_missing_folder(tmp_path, capsys):
 
     assert main(["view", str(tmp_path / "nope"), "--port", "0"]) == 2
     assert "not a folder of runs" in capsys.readouterr().err
+
+
+def test_view_command_port_in_use_or_bad_host_exit_2(folder, capsys):
+    import socket
+
+    from queryeval.cli.app import main
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        assert main(["view", str(folder["root"]), "--port", str(port)]) == 2
+        assert f"cannot listen on 127.0.0.1 port {port}" in capsys.readouterr().err
+    finally:
+        taken.close()
+    assert main(["view", str(folder["root"]), "--port", "0", "--host", "no such host.invalid"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot listen on no such host.invalid" in err and "Traceback" not in err

@@ -36,8 +36,12 @@ def command(
         err_console.print(warning, markup=False, highlight=False, soft_wrap=True)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host} port {port}: "
+                          f"{exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     console.print(f"queryeval view: http://{shown}:{bound}/ (Ctrl-C to stop)", markup=False,
