@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-COMMANDS = ["run", "report", "compare", "rescore", "validate", "schema", "tune", "tokens", "trec"]
+COMMANDS = ["run", "report", "compare", "rescore", "validate", "schema", "tune", "tokens", "trec", "view"]
 
 
 def cli(*args: str, columns: int = 200, extra_env: dict | None = None,

@@ -140,15 +140,119 @@ class Comparison:
                 f"</table>{verdict}</div>")
 
 
-def compare(a: Run | str | os.PathLike, b: Run | str | os.PathLike,
-            metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
-            confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0) -> Comparison:
-    """Compare run ``b`` with the baseline ``a`` (Runs or run-log paths), pairing cases by id:
-    the same statistics as ``queryeval compare A B``.
+class MultiComparison:
+    """Two or more runs side by side (wraps :class:`queryeval.report.compare_nway.NWayComparison`):
+    one table per scope (overall, each group), rows = metrics, columns = runs."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    @property
+    def task(self) -> str | None:
+        return self.raw.task
+
+    @property
+    def labels(self) -> list[str]:
+        return self.raw.labels
+
+    @property
+    def overall(self) -> Any:
+        """The overall :class:`~queryeval.report.compare_nway.Table`."""
+        return self.raw.overall
+
+    @property
+    def groups(self) -> dict[str, list]:
+        return self.raw.groups
+
+    def pair(self, i: int, j: int) -> list:
+        """The overall tests of run ``j`` against run ``i`` (MetricComparisons with flips)."""
+        return self.raw.pair_results[(i, j)]
+
+    @property
+    def regressions(self) -> list[tuple[int, str]]:
+        """(run index, metric) significantly worse than the baseline."""
+        return [(t.j, t.result.metric) for t in self.raw.regressions()]
+
+    def check(self) -> None:
+        from queryeval.report.compare_nway import check_regression
+
+        check_regression(self.raw)
+
+    def to_dict(self) -> dict:
+        return self.raw.to_dict()
+
+    def to_pandas(self) -> Any:
+        """The overall table: one row per metric, one column per run (its label)."""
+        import pandas as pd
+
+        t = self.raw.overall
+        return pd.DataFrame({lb: [t.means[m][k] for m in t.metrics]
+                             for k, lb in enumerate(self.labels)}, index=list(t.metrics))
+
+    def to_markdown(self) -> str:
+        from queryeval.report.compare_nway import to_markdown
+
+        return to_markdown(self.raw)
+
+    def to_latex(self) -> str:
+        from queryeval.report.compare_nway import to_latex
+
+        return to_latex(self.raw)
+
+    def to_csv(self) -> str:
+        from queryeval.report.compare_nway import to_csv
+
+        return to_csv(self.raw)
+
+    def write(self, path: str | os.PathLike, kind: str | None = None) -> Path:
+        """Write as ``kind`` (md, tex, csv, json, xlsx, html; default: from the suffix)."""
+        from queryeval.report.compare_nway import write
+
+        return write(self.raw, path, kind or Path(path).suffix.lstrip(".").lower())
+
+    def renderables(self) -> list:
+        from queryeval.report.compare_nway import console_renderables
+
+        return console_renderables(self.raw)
+
+    def __str__(self) -> str:
+        return render_text(self.renderables())
+
+    def __repr__(self) -> str:
+        return (f"<queryeval.MultiComparison {self.task} {len(self.labels)} runs, "
+                f"{len(self.regressions)} regression(s)>")
+
+    def _repr_html_(self) -> str:
+        from queryeval.report.html_compare import nway_tables
+
+        return f"<div class='queryeval-compare'>{nway_tables(self.raw, groups=False)}</div>"
+
+
+def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None = None,
+            groups: bool = True, alpha: float = 0.05, confidence: float = 0.95,
+            resamples: int = 10_000, seed: int | None = 0) -> Any:
+    """Compare runs (Runs or run-log paths), pairing cases by id; the first is the baseline.
+
+    Two runs (and no ``pairs``): a :class:`Comparison` of B against A, the statistics of
+    ``queryeval compare A B``. Three or more, or ``pairs`` given (``"baseline"``: each run
+    against the first; ``"all"``: every pair): a :class:`MultiComparison`. For backward
+    compatibility a list of metric names may follow two runs positionally.
 
     Raises ConfigError for runs of different tasks or an unknown metric name."""
-    from queryeval.report.compare import compare_runs
+    runs_list = list(runs)
+    if len(runs_list) == 3 and isinstance(runs_list[2], (list, tuple)):
+        metrics = runs_list.pop()
+    if len(runs_list) == 2 and pairs is None:
+        from queryeval.report.compare import compare_runs
 
-    return Comparison(compare_runs(_loaded(a), _loaded(b), list(metrics) if metrics else None,
-                                   alpha=alpha, confidence=confidence, resamples=resamples,
-                                   seed=seed))
+        a, b = runs_list
+        return Comparison(compare_runs(_loaded(a), _loaded(b), list(metrics) if metrics else None,
+                                       alpha=alpha, confidence=confidence, resamples=resamples,
+                                       seed=seed))
+    from queryeval.report.compare_nway import compare_many
+
+    return MultiComparison(compare_many([_loaded(r) for r in runs_list],
+                                        list(metrics) if metrics else None,
+                                        pairs=pairs or "baseline",  # type: ignore[arg-type]
+                                        groups=groups, alpha=alpha, confidence=confidence,
+                                        resamples=resamples, seed=seed))

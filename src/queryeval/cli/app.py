@@ -22,6 +22,7 @@ from queryeval.cli import tokens as tokens_cmd
 from queryeval.cli import trec as trec_cmd
 from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
+from queryeval.cli import view as view_cmd
 from queryeval.cli.console import err_console
 from queryeval.cli.help import Command, Group
 from queryeval.errors import QueryevalError
@@ -50,6 +51,7 @@ app.command("schema", cls=Command)(schema_cmd.command)
 app.command("tune", cls=Command)(tune_cmd.command)
 app.command("tokens", cls=Command)(tokens_cmd.command)
 app.command("trec", cls=Command)(trec_cmd.command)
+app.command("view", cls=Command)(view_cmd.command)
 
 
 @app.callback()

@@ -1,8 +1,11 @@
-"""``queryeval compare RUN_A RUN_B``: paired comparison of two runs of the same task."""
+"""``queryeval compare RUN_A RUN_B [RUN_C …]``: paired comparison of runs of the same task
+(two runs: B against A with flipped cases; more: one table, runs as columns), or of TREC run
+files with ``--qrels``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -10,23 +13,72 @@ from queryeval.cli.console import console
 
 
 def command(
-    run_a: Path = typer.Argument(..., help="The baseline run (batch_<id>.json or one-run folder)."),
-    run_b: Path = typer.Argument(..., help="The run compared with it."),
-    metric: list[str] = typer.Option([], "--metric", "-m", help="Per-case metric to compare (repeatable; default: all)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level (Holm-adjusted across metrics)."),
+    runs: list[Path] = typer.Argument(
+        ..., metavar="RUN", help="Runs (batch_<id>.json or one-run folders; with --qrels: TREC run files). "
+        "The first is the baseline."),
+    metric: list[str] = typer.Option([], "--metric", "-m", help="Per-case metric to compare (repeatable; default: all; with --qrels: ranking metrics such as ndcg@10)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level (Holm-adjusted across the tests)."),
+    pairs: Literal["baseline", "all"] | None = typer.Option(
+        None, "--pairs", help="'baseline': test each run against the first (default); 'all': "
+        "every pair. Given with two runs, prints the N-run table."),
+    qrels: Path | None = typer.Option(None, "--qrels", help="TREC qrels: compare TREC run files query by query."),
+    groups: bool = typer.Option(True, "--groups/--no-groups", help="N-run tables per tag/dataset/… too."),
     fail_on_regression: bool = typer.Option(
-        False, "--fail-on-regression", help="Exit 1 when B is significantly worse than A on any metric."),
+        False, "--fail-on-regression", help="Exit 1 when a run is significantly worse than the baseline on any metric."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
     xlsx_out: Path | None = typer.Option(None, "--xlsx", help="Write the comparison as Excel."),
     html_out: Path | None = typer.Option(None, "--html", help="Write the comparison as HTML."),
+    md_out: Path | None = typer.Option(None, "--markdown", help="Write the N-run tables as Markdown."),
+    tex_out: Path | None = typer.Option(None, "--latex", help="Write the N-run tables as LaTeX (booktabs)."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Write the N-run tables as CSV."),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Monte Carlo / bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the resampling."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No tables on the console."),
 ) -> None:
-    """Compare RUN_B with RUN_A case by case: differences, significance, flipped cases."""
+    """Compare runs case by case: differences, significance, flipped cases. The first run is
+    the baseline; three or more runs make one table with the runs as columns."""
+    from queryeval.errors import ConfigError
+
+    if len(runs) < 2:
+        raise ConfigError(f"compare needs at least two runs, got {len(runs)}")
+    nway = qrels is not None or len(runs) > 2 or pairs is not None or any(
+        p is not None for p in (md_out, tex_out, csv_out))
+    if not nway:
+        _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out, html_out,
+             resamples, seed, quiet)
+        return
+    from queryeval.api.compare import MultiComparison
+
+    if qrels is not None:
+        from queryeval.report.compare_nway import compare_trec
+
+        comp = MultiComparison(compare_trec(qrels, runs, metric, pairs=pairs or "baseline",
+                                            alpha=alpha, resamples=resamples, seed=seed))
+    else:
+        from queryeval.api.compare import compare
+
+        comp = compare(*runs, metrics=metric or None, pairs=pairs or "baseline", groups=groups,
+                       alpha=alpha, resamples=resamples, seed=seed)
+    if not quiet:
+        for renderable in comp.renderables():
+            console.print(renderable)
+    written = [comp.write(path, kind) for path, kind in (
+        (json_out, "json"), (xlsx_out, "xlsx"), (html_out, "html"), (md_out, "md"),
+        (tex_out, "tex"), (csv_out, "csv")) if path is not None]
+    if written:
+        console.print("written: " + ", ".join(str(p) for p in written), markup=False,
+                      highlight=False, soft_wrap=True)
+    if fail_on_regression:
+        comp.check()
+
+
+def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regression: bool,
+         json_out: Path | None, xlsx_out: Path | None, html_out: Path | None, resamples: int,
+         seed: int, quiet: bool) -> None:
     from queryeval.api.compare import compare
 
-    comp = compare(run_a, run_b, metric or None, alpha=alpha, resamples=resamples, seed=seed)
+    comp = compare(run_a, run_b, metrics=metric or None, alpha=alpha, resamples=resamples,
+                   seed=seed)
     if not quiet:
         for renderable in comp.renderables():
             console.print(renderable)

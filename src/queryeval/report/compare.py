@@ -265,6 +265,78 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
     )
 
 
+@dataclass
+class PairedCases:
+    """Two runs' cases paired by id, with their per-case metrics (the input of every test)."""
+
+    a: LoadedRun
+    b: LoadedRun
+    by_a: dict[str, dict]
+    by_b: dict[str, dict]
+    paired: list[str]
+    excluded: list[str]
+    task: Any
+    vals_a: dict[str, dict[str, float]]
+    vals_b: dict[str, dict[str, float]]
+
+    def available(self) -> list[str]:
+        """Per-case metrics present in both runs, in first-seen order."""
+        out: list[str] = []
+        in_b = {k for c in self.paired for k in self.vals_b[c]}
+        for cid in self.paired:
+            out += [k for k in self.vals_a[cid] if k not in out and k in in_b]
+        return out
+
+
+def pair_runs(a: LoadedRun, b: LoadedRun) -> PairedCases:
+    """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise).
+    With ``on_error=skip`` in either run, cases whose call failed in either are excluded."""
+    if a.task_name != b.task_name:
+        raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
+                          f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
+    by_a = {r["case_id"]: r for r in a.records}
+    by_b = {r["case_id"]: r for r in b.records}
+    paired = [cid for cid in by_a if cid in by_b]
+    excluded: list[str] = []
+    if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
+        excluded = [cid for cid in paired
+                    if "error" in (by_a[cid].get("status"), by_b[cid].get("status"))]
+        gone = set(excluded)
+        paired = [cid for cid in paired if cid not in gone]
+    task = a.task or b.task
+    return PairedCases(a, b, by_a, by_b, paired, excluded, task,
+                       {cid: case_metrics(task, by_a[cid]) for cid in paired},
+                       {cid: case_metrics(task, by_b[cid]) for cid in paired})
+
+
+def choose_metrics(pair: PairedCases, metrics: Sequence[str] | None) -> list[str]:
+    available = pair.available()
+    if not metrics:
+        return available
+    unknown = [m for m in metrics if m not in available]
+    if unknown:
+        raise ConfigError(f"unknown metric(s) {', '.join(unknown)}; per-case metrics of both "
+                          f"runs: {', '.join(available) or 'none'}")
+    return list(dict.fromkeys(metrics))
+
+
+def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set[str] | None = None,
+                         confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
+                         exact_max_n: int = 20) -> list[MetricComparison]:
+    """One :class:`MetricComparison` per metric over the paired cases (those in ``cases``
+    only, when given: a group). ``p_holm`` is left unset."""
+    names = {cid: pair.by_a[cid].get("name") for cid in pair.paired}
+    results = []
+    for metric in chosen:
+        ids = [cid for cid in pair.paired if metric in pair.vals_a[cid]
+               and metric in pair.vals_b[cid] and (cases is None or cid in cases)]
+        results.append(_compare_metric(
+            metric, ids, names, [pair.vals_a[c][metric] for c in ids],
+            [pair.vals_b[c][metric] for c in ids], lower=lower_is_better(pair.task, metric),
+            confidence=confidence, resamples=resamples, seed=seed, exact_max_n=exact_max_n))
+    return results
+
+
 def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
                  metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
                  confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
@@ -279,49 +351,19 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
     if resamples < 1:
         raise ConfigError(f"resamples must be >= 1, got {resamples}")
     a, b = load_run(run_a), load_run(run_b)
-    if a.task_name != b.task_name:
-        raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
-                          f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
-    by_a = {r["case_id"]: r for r in a.records}
-    by_b = {r["case_id"]: r for r in b.records}
-    paired = [cid for cid in by_a if cid in by_b]
-    excluded: list[str] = []
-    if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
-        excluded = [cid for cid in paired
-                    if "error" in (by_a[cid].get("status"), by_b[cid].get("status"))]
-        paired = [cid for cid in paired if cid not in set(excluded)]
-    task = a.task or b.task
-    vals_a = {cid: case_metrics(task, by_a[cid]) for cid in paired}
-    vals_b = {cid: case_metrics(task, by_b[cid]) for cid in paired}
-    available: list[str] = []
-    for cid in paired:
-        for k in vals_a[cid]:
-            if k not in available and any(k in vals_b[c] for c in paired):
-                available.append(k)
-    if metrics:
-        unknown = [m for m in metrics if m not in available]
-        if unknown:
-            raise ConfigError(f"unknown metric(s) {', '.join(unknown)}; per-case metrics of both "
-                              f"runs: {', '.join(available) or 'none'}")
-        chosen = list(dict.fromkeys(metrics))
-    else:
-        chosen = available
-    names = {cid: by_a[cid].get("name") for cid in paired}
-    results = []
-    for metric in chosen:
-        ids = [cid for cid in paired if metric in vals_a[cid] and metric in vals_b[cid]]
-        results.append(_compare_metric(
-            metric, ids, names, [vals_a[c][metric] for c in ids], [vals_b[c][metric] for c in ids],
-            lower=lower_is_better(task, metric), confidence=confidence, resamples=resamples,
-            seed=seed, exact_max_n=exact_max_n))
+    pair = pair_runs(a, b)
+    chosen = choose_metrics(pair, metrics)
+    results = compare_pair_metrics(pair, chosen, confidence=confidence, resamples=resamples,
+                                   seed=seed, exact_max_n=exact_max_n)
     for m, p in zip(results, stats.holm([m.p_randomization for m in results]), strict=True):
         m.p_holm = p
     for m, p in zip(results, stats.holm([m.p_ttest for m in results]), strict=True):
         m.p_ttest_holm = p
     return Comparison(
-        task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(paired),
-        only_a=[c for c in by_a if c not in by_b], only_b=[c for c in by_b if c not in by_a],
-        excluded=excluded, metrics=results, alpha=alpha, confidence=confidence,
+        task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(pair.paired),
+        only_a=[c for c in pair.by_a if c not in pair.by_b],
+        only_b=[c for c in pair.by_b if c not in pair.by_a],
+        excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
     )
 

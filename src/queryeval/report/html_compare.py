@@ -84,3 +84,66 @@ def write_comparison_html(comp: Comparison, path: str | Path) -> Path:
 
     write_text_atomic(path, render_comparison(comp))
     return Path(path)
+
+
+# --- N runs -----------------------------------------------------------------------------------
+def nway_tables(comp, *, groups: bool = True) -> str:
+    """The N-way tables as HTML (every text escaped): runs, then one table per scope."""
+    from queryeval.report.compare_nway import _cells, _legend, _scope, letter
+
+    runs = "".join(
+        f"<tr><th>{letter(k)}</th><td>{esc(comp.labels[k])}</td><td>{esc(r.get('batch_id'))}</td>"
+        f"<td>{esc(r.get('status'))}</td>{num_cell(r.get('cases'))}</tr>"
+        for k, r in enumerate(comp.runs))
+    out = [f"<table class=\"runs\"><thead><tr><th>run</th><th>label</th><th>batch</th>"
+           f"<th>status</th><th>cases</th></tr></thead><tbody>{runs}</tbody></table>",
+           f"<p class=\"note\">{esc(_legend(comp))}</p>"]
+    heads = "".join(f"<th class=\"num\">{letter(k)}: {esc(lb)}</th>"
+                    for k, lb in enumerate(comp.labels))
+    for table in comp.tables() if groups else [comp.overall]:
+        rows = []
+        for m in table.metrics:
+            cells = []
+            for text, best, sig, worse in _cells(comp, table, m):
+                val = f"<b>{esc(text)}</b>" if best else esc(text)
+                mark = (f"<sup>{esc(sig)}</sup>" if sig else "") + \
+                    ('<span class="worse"> ▼</span>' if worse else "")
+                cells.append(f'<td class="num{" best" if best else ""}">{val}{mark}</td>')
+            rows.append(f"<tr><td>{esc(m)}</td>{num_cell(table.n[m])}{''.join(cells)}</tr>")
+        out.append(f"<h3>{esc(_scope(table))}</h3><table class=\"nway\"><thead><tr><th>metric</th>"
+                   f"<th class=\"num\">n</th>{heads}</tr></thead><tbody>{''.join(rows)}</tbody>"
+                   "</table>")
+    return "".join(out)
+
+
+def render_nway(comp) -> str:
+    """A self-contained page: the N-way tables and every pair's flipped cases."""
+    from queryeval.report.compare_nway import letter
+
+    flips = []
+    for (i, j), results in comp.pair_results.items():
+        for m in results:
+            for kind, items in (("improved", m.improved), ("regressed", m.regressed)):
+                cls = "better" if kind == "improved" else "worse"
+                for f in items:
+                    flips.append(f'<tr data-status="{kind}"><td>{letter(i)} → {letter(j)}</td>'
+                                 f'<td>{esc(m.metric)}</td><td class="{cls}">{kind}</td>'
+                                 f"<td>{esc(f.case_id)}</td><td>{esc(f.name)}</td>"
+                                 f"{num_cell(f.a)}{num_cell(f.b)}{num_cell(f.delta)}</tr>")
+    n_imp = sum(1 for r in flips if 'data-status="improved"' in r)
+    flip_table = (
+        '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
+        'aria-label="filter cases"><select id="filter-status" aria-label="change">'
+        f'<option value="">all ({len(flips)})</option><option value="improved">improved ({n_imp})'
+        f'</option><option value="regressed">regressed ({len(flips) - n_imp})</option></select>'
+        '<span id="filter-count" class="note"></span></div><table id="cases"><thead><tr>'
+        "<th>pair</th><th>metric</th><th>change</th><th>case</th><th>name</th>"
+        '<th class="num">first</th><th class="num">second</th><th class="num">Δ</th></tr></thead>'
+        f"<tbody>{''.join(flips)}</tbody></table>")
+    bad = comp.regressions()
+    verdict = (f'<p class="worse">significant regression against the baseline: '
+               f"{esc('; '.join(f'{letter(t.j)} {t.result.metric}' for t in bad))}</p>" if bad
+               else '<p class="better">no significant regression against the baseline</p>')
+    body = (f"<h1>Comparison of {len(comp.runs)} runs · {esc(comp.task)}</h1>{verdict}"
+            f"{nway_tables(comp)}<h2>Flipped cases</h2>{flip_table}")
+    return page(f"queryeval compare · {comp.task}", body)

@@ -1,0 +1,532 @@
+"""Compare many runs of the same task at once: one table per scope (overall, each group),
+rows = metrics, columns = runs, the best mean marked, and significance marks from paired
+randomization tests against the baseline (the first run) or between all pairs.
+
+Every pairwise test is exactly the two-run test of :mod:`queryeval.report.compare` (same
+pairing, same seed, same resamples: the raw p-value of a pair equals
+``compare_runs(A, B).metric(m).p_randomization``). Holm's adjustment runs across every test
+of one table: ``pairs × metrics`` (``pairs`` = N − 1 against the baseline, or N(N − 1)/2).
+Means in a table are over the cases shared by all runs (so the columns are comparable); each
+test is over the cases its two runs share. Outputs: console, Markdown, LaTeX (booktabs), CSV,
+JSON and xlsx here; HTML in :mod:`queryeval.report.html_compare`. See docs/compare.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from queryeval.errors import ConfigError, GateFailure
+from queryeval.report import stats
+from queryeval.report.compare import (
+    LoadedRun,
+    MetricComparison,
+    PairedCases,
+    _run_info,
+    case_metrics,
+    choose_metrics,
+    compare_pair_metrics,
+    load_run,
+    lower_is_better,
+    pair_runs,
+)
+from queryeval.run.log import dumps
+
+#: Record fields (besides ``tags``) whose text value makes a group table.
+GROUP_FIELDS = ("dataset", "dimension", "category", "group")
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def letter(i: int) -> str:
+    """The short name of run ``i``: a, b, …, z, then a1, b1, …"""
+    return LETTERS[i % 26] + (str(i // 26) if i >= 26 else "")
+
+
+@dataclass
+class PairTest:
+    """One paired test of a table: run ``j`` against run ``i`` (``diff`` = j − i)."""
+
+    i: int
+    j: int
+    result: MetricComparison
+    p_adjusted: float | None = None
+    """Holm-adjusted across every test of the table."""
+
+
+@dataclass
+class Table:
+    """One scope (overall, or one member of a group key): means per metric and run, and tests."""
+
+    key: str | None
+    member: str | None
+    metrics: list[str]
+    means: dict[str, list[float | None]]
+    n: dict[str, int]
+    """Cases shared by every run that carry the metric (the means' cases)."""
+    lower: dict[str, bool]
+    tests: list[PairTest] = field(default_factory=list)
+
+    def test(self, metric: str, i: int, j: int) -> PairTest | None:
+        for t in self.tests:
+            if t.result.metric == metric and {t.i, t.j} == {i, j}:
+                return t
+        return None
+
+    def best(self, metric: str) -> list[int]:
+        """Runs with the best mean (ties all marked; direction-aware)."""
+        vals = [(v, k) for k, v in enumerate(self.means[metric]) if v is not None]
+        if not vals:
+            return []
+        top = (min if self.lower[metric] else max)(v for v, _ in vals)
+        return [k for v, k in vals if abs(v - top) <= 1e-12]
+
+    def marks(self, metric: str, k: int, alpha: float) -> tuple[list[int], list[int]]:
+        """(runs that run ``k`` is significantly better than, … significantly worse than)."""
+        better, worse = [], []
+        for t in self.tests:
+            if t.result.metric != metric or k not in (t.i, t.j) or t.p_adjusted is None \
+                    or t.p_adjusted >= alpha or not t.result.diff:
+                continue
+            other = t.j if k == t.i else t.i
+            j_better = t.result.diff < 0 if t.result.lower_is_better else t.result.diff > 0
+            (better if j_better == (k == t.j) else worse).append(other)
+        return sorted(better), sorted(worse)
+
+    def to_dict(self, alpha: float) -> dict:
+        return {
+            "key": self.key, "member": self.member, "metrics": [{
+                "metric": m, "n": self.n[m], "lower_is_better": self.lower[m],
+                "means": self.means[m], "best": self.best(m),
+                "better_than": [self.marks(m, k, alpha)[0] for k in range(len(self.means[m]))],
+                "worse_than": [self.marks(m, k, alpha)[1] for k in range(len(self.means[m]))],
+            } for m in self.metrics],
+            "tests": [{"run_a": t.i, "run_b": t.j, "p_adjusted": t.p_adjusted,
+                       **{k: v for k, v in t.result.to_dict().items()
+                          if k not in ("p_holm", "p_ttest_holm", "improved", "regressed")},
+                       "improved": len(t.result.improved), "regressed": len(t.result.regressed)}
+                      for t in self.tests],
+        }
+
+
+@dataclass
+class NWayComparison:
+    task: str | None
+    runs: list[dict]
+    labels: list[str]
+    pairs: str
+    overall: Table
+    groups: dict[str, list[Table]]
+    pair_results: dict[tuple[int, int], list[MetricComparison]]
+    """Overall tests per pair with their flipped cases (``p_holm`` across that pair's metrics,
+    as in the two-run compare)."""
+    alpha: float
+    confidence: float
+    resamples: int
+    seed: int | None
+
+    def tables(self) -> list[Table]:
+        return [self.overall, *(t for ts in self.groups.values() for t in ts)]
+
+    def regressions(self) -> list[PairTest]:
+        """Overall tests where a run is significantly worse than the baseline (run 0)."""
+        return [t for t in self.overall.tests if t.i == 0 and t.result.worse()
+                and t.p_adjusted is not None and t.p_adjusted < self.alpha]
+
+    def to_dict(self) -> dict:
+        return {
+            "comparison_schema": "queryeval.compare-nway/1", "task": self.task,
+            "runs": [{**r, "letter": letter(k), "label": self.labels[k]}
+                     for k, r in enumerate(self.runs)],
+            "pairs": self.pairs, "alpha": self.alpha, "confidence": self.confidence,
+            "resamples": self.resamples, "seed": self.seed,
+            "overall": self.overall.to_dict(self.alpha),
+            "groups": {k: [t.to_dict(self.alpha) for t in ts] for k, ts in self.groups.items()},
+            "flips": [{"run_a": i, "run_b": j, "metric": m.metric,
+                       "improved": [f.case_id for f in m.improved],
+                       "regressed": [f.case_id for f in m.regressed]}
+                      for (i, j), ms in self.pair_results.items() for m in ms],
+            "regressions": [{"run": t.j, "metric": t.result.metric, "p_adjusted": t.p_adjusted}
+                            for t in self.regressions()],
+        }
+
+
+def run_label(info: dict) -> str:
+    """A short name for a run: its system, else its responses file's name, else its batch id."""
+    system = info.get("system")
+    if isinstance(system, dict):
+        system = system.get("name") or system.get("kind")
+    if system:
+        return str(system)
+    responses = info.get("responses")
+    if responses:
+        return Path(str(responses)).name
+    return str(info.get("batch_id", ""))[:8]
+
+
+def record_groups(record: dict) -> dict[str, list[str]]:
+    """Group memberships of a record: ``tag`` (each of its tags) and :data:`GROUP_FIELDS`."""
+    out: dict[str, list[str]] = {}
+    tags = record.get("tags")
+    if isinstance(tags, list):
+        out["tag"] = list(dict.fromkeys(str(t) for t in tags))
+    for key in GROUP_FIELDS:
+        value = record.get(key)
+        if isinstance(value, str) and value:
+            out[key] = [value]
+    return out
+
+
+def _adjust(tests: list[PairTest]) -> None:
+    for t, p in zip(tests, stats.holm([t.result.p_randomization for t in tests]), strict=True):
+        t.p_adjusted = p
+
+
+def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, float]]],
+           common: list[str], metrics: list[str], task: Any,
+           pairs: dict[tuple[int, int], PairedCases], kw: dict, cases: set[str] | None) -> Table:
+    means: dict[str, list[float | None]] = {}
+    n: dict[str, int] = {}
+    for m in metrics:
+        ids = [c for c in common if (cases is None or c in cases) and all(m in p[c] for p in per)]
+        n[m] = len(ids)
+        means[m] = [math.fsum(p[c][m] for c in ids) / len(ids) if ids else None for p in per]
+    table = Table(key, member, list(metrics), means, n,
+                  {m: lower_is_better(task, m) for m in metrics})
+    for (i, j), pair in pairs.items():
+        for res in compare_pair_metrics(pair, metrics, cases=cases, **kw):
+            table.tests.append(PairTest(i, j, res))
+    _adjust(table.tests)
+    return table
+
+
+def _check(n_runs: int, pairs: str, alpha: float, resamples: int) -> list[tuple[int, int]]:
+    if n_runs < 2:
+        raise ConfigError(f"compare needs at least two runs, got {n_runs}")
+    if pairs not in ("baseline", "all"):
+        raise ConfigError(f"pairs must be 'baseline' or 'all', got {pairs!r}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
+    if resamples < 1:
+        raise ConfigError(f"resamples must be >= 1, got {resamples}")
+    if pairs == "baseline":
+        return [(0, j) for j in range(1, n_runs)]
+    return [(i, j) for i in range(n_runs) for j in range(i + 1, n_runs)]
+
+
+def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict[str, float]]],
+              common: list[str], chosen: list[str], task: Any,
+              paired: dict[tuple[int, int], PairedCases],
+              members: dict[str, dict[str, set[str]]], pairs: str, alpha: float,
+              confidence: float, resamples: int, seed: int | None,
+              exact_max_n: int) -> NWayComparison:
+    kw = {"confidence": confidence, "resamples": resamples, "seed": seed,
+          "exact_max_n": exact_max_n}
+    overall = _table(None, None, per, common, chosen, task, paired, kw, None)
+    pair_results: dict[tuple[int, int], list[MetricComparison]] = {}
+    for i, j in paired:
+        res = [t.result for t in overall.tests if (t.i, t.j) == (i, j)]
+        for m, p in zip(res, stats.holm([m.p_randomization for m in res]), strict=True):
+            m.p_holm = p
+        for m, p in zip(res, stats.holm([m.p_ttest for m in res]), strict=True):
+            m.p_ttest_holm = p
+        pair_results[(i, j)] = res
+    group_tables = {key: [_table(key, v, per, common, chosen, task, paired, kw, cs)
+                          for v, cs in sorted(members[key].items())] for key in sorted(members)}
+    return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
+                          group_tables, pair_results, alpha, confidence, resamples, seed)
+
+
+def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
+                 pairs: Literal["baseline", "all"] = "baseline", groups: bool = True,
+                 alpha: float = 0.05, confidence: float = 0.95, resamples: int = 10_000,
+                 seed: int | None = 0, exact_max_n: int = 20) -> NWayComparison:
+    """Compare two or more runs of one task; the first is the baseline.
+
+    ``pairs="baseline"`` tests every run against the first; ``"all"`` tests every pair.
+    Raises ConfigError for fewer than two runs, runs of different tasks, an unknown metric
+    (it must be a per-case metric of every run), or out-of-range settings."""
+    index = _check(len(runs), pairs, alpha, resamples)
+    loaded = [load_run(r) for r in runs]
+    paired = {(i, j): pair_runs(loaded[i], loaded[j]) for i, j in index}
+    chosen_sets = [choose_metrics(p, metrics) for p in paired.values()]
+    chosen = [m for m in chosen_sets[0] if all(m in s for s in chosen_sets[1:])]
+    task = next((r.task for r in loaded if r.task is not None), None)
+    ids = [{r["case_id"] for r in run.records} for run in loaded]
+    common = [r["case_id"] for r in loaded[0].records if all(r["case_id"] in s for s in ids)]
+    if any(r.task_options.get("on_error") == "skip" for r in loaded):
+        bad = {r["case_id"] for run in loaded for r in run.records if r.get("status") == "error"}
+        common = [c for c in common if c not in bad]
+    by_run = [{r["case_id"]: r for r in run.records} for run in loaded]
+    per = [{cid: case_metrics(task, b[cid]) for cid in common} for b in by_run]
+    members: dict[str, dict[str, set[str]]] = {}
+    if groups:
+        for cid in common:
+            for key, values in record_groups(by_run[0][cid]).items():
+                for v in values:
+                    members.setdefault(key, {}).setdefault(v, set()).add(cid)
+    return _assemble(loaded[0].task_name, [_run_info(r) for r in loaded], per, common, chosen,
+                     task, paired, members, pairs, alpha, confidence, resamples, seed,
+                     exact_max_n)
+
+
+DEFAULT_TREC_METRICS = ("ndcg@10", "map", "mrr@10", "recall@100")
+
+
+def compare_trec(qrels: str | Path, runs: Sequence[str | Path], metrics: Sequence[str] = (), *,
+                 pairs: Literal["baseline", "all"] = "baseline", alpha: float = 0.05,
+                 confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
+                 exact_max_n: int = 20) -> NWayComparison:
+    """Compare TREC run files on one qrels file, query by query (the cases are the judged
+    queries; a query a run leaves out scores 0, as ``trec_eval -c``), with the same tests
+    and tables as :func:`compare_many`. Ranking metrics by name (``ndcg@10``, ``map``, …)."""
+    from queryeval.metrics.ranking import parse_metrics
+    from queryeval.suite.trec import evaluate_files
+
+    index = _check(len(runs), pairs, alpha, resamples)
+    names = list(dict.fromkeys(metrics or DEFAULT_TREC_METRICS))
+    try:
+        parse_metrics(names)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    per: list[dict[str, dict[str, float]]] = []
+    for run in runs:
+        try:
+            res = evaluate_files(qrels, run, names, per_query=True, missing_query="zero")
+        except ValueError as exc:
+            raise ConfigError(f"{run}: {exc}") from None
+        per.append({q: {m: float(res.per_query[m][k]) for m in names}
+                    for k, q in enumerate(res.qids)})
+    common = [q for q in per[0] if all(q in p for p in per[1:])]
+    paired = {}
+    for i, j in index:
+        by = {q: {"case_id": q, "name": None} for q in common}
+        paired[(i, j)] = PairedCases(None, None, by, by, common, [], None,  # type: ignore[arg-type]
+                                     {q: per[i][q] for q in common},
+                                     {q: per[j][q] for q in common})
+    infos = [{"batch_id": Path(r).name, "path": str(r), "status": "trec run", "system": None,
+              "responses": str(r), "cases": len(p), "timestamp": None, "task_options": {}}
+             for r, p in zip(runs, per, strict=True)]
+    return _assemble("trec", infos, per, common, names, None, paired, {}, pairs, alpha,
+                     confidence, resamples, seed, exact_max_n)
+
+
+def check_regression(comp: NWayComparison) -> None:
+    """``--fail-on-regression``: raise GateFailure naming every run and metric significantly
+    worse than the baseline (Holm-adjusted across the overall table's tests)."""
+    bad = comp.regressions()
+    if not bad:
+        return
+    raise GateFailure("significant regression against the baseline: " + "; ".join(
+        f"{letter(t.j)} ({comp.labels[t.j]}) {t.result.metric}: {t.result.mean_a:.4f} -> "
+        f"{t.result.mean_b:.4f}, Holm-adjusted p = {t.p_adjusted:.4g} < alpha {comp.alpha:g}"
+        for t in bad))
+
+
+# --- outputs ----------------------------------------------------------------------------------
+def _num(v: float | None) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
+
+
+def _cells(comp: NWayComparison, table: Table, metric: str) -> list[tuple[str, bool, str, bool]]:
+    """Per run: (value text, best, letters of runs it is significantly better than, worse
+    than the baseline)."""
+    best = set(table.best(metric))
+    out = []
+    for k, v in enumerate(table.means[metric]):
+        better, worse = table.marks(metric, k, comp.alpha)
+        out.append((_num(v), k in best, "".join(letter(x) for x in better), 0 in worse))
+    return out
+
+
+def _scope(table: Table) -> str:
+    return "overall" if table.key is None else f"{table.key} = {table.member}"
+
+
+def _legend(comp: NWayComparison) -> str:
+    against = "the baseline (a)" if comp.pairs == "baseline" else "every other run"
+    return (f"Best mean in bold. Letters: significantly better than that run; ▼: significantly "
+            f"worse than the baseline (paired randomization test against {against}, "
+            f"Holm-adjusted across each table's tests, alpha {comp.alpha:g}).")
+
+
+def to_markdown(comp: NWayComparison) -> str:
+    def md(text: object) -> str:
+        s = str(text).replace("\\", "\\\\")
+        for ch in "|*_`[]<>#":
+            s = s.replace(ch, "\\" + ch)
+        return " ".join(s.split())
+
+    lines = [f"## Compare {md(comp.task)}", ""]
+    lines += [f"- **{letter(k)}**: {md(comp.labels[k])} (`{md(r['batch_id'])}`)"
+              for k, r in enumerate(comp.runs)]
+    lines += ["", md(_legend(comp)), ""]
+    for table in comp.tables():
+        lines += [f"### {md(_scope(table))}", "",
+                  "| metric | n | " + " | ".join(f"{letter(k)}: {md(lb)}"
+                                                for k, lb in enumerate(comp.labels)) + " |",
+                  "|---|---:|" + "---:|" * len(comp.labels)]
+        for m in table.metrics:
+            cells = []
+            for text, best, sig, worse in _cells(comp, table, m):
+                cell = f"**{text}**" if best else text
+                cells.append(cell + (f"<sup>{sig}</sup>" if sig else "") + (" ▼" if worse else ""))
+            lines.append(f"| {md(m)} | {table.n[m]} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def latex_escape(text: object) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in " ".join(str(text).split()))
+
+
+def to_latex(comp: NWayComparison) -> str:
+    """One booktabs ``tabular`` per table (needs ``\\usepackage{booktabs}``)."""
+    out = []
+    for table in comp.tables():
+        cols = "l r " + "r" * len(comp.labels)
+        out += [f"% {latex_escape(_scope(table))}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule",
+                "metric & n & " + " & ".join(f"{letter(k)}: {latex_escape(lb)}"
+                                             for k, lb in enumerate(comp.labels)) + r" \\",
+                "\\midrule"]
+        for m in table.metrics:
+            cells = []
+            for text, best, sig, worse in _cells(comp, table, m):
+                cell = "--" if text == "—" else (f"\\textbf{{{text}}}" if best else text)
+                marks = sig + ("\\downarrow" if worse else "")
+                cells.append(cell + (f"$^{{{marks}}}$" if marks else ""))
+            out.append(f"{latex_escape(m)} & {table.n[m]} & " + " & ".join(cells) + r" \\")
+        out += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(out)
+
+
+def csv_rows(comp: NWayComparison) -> list[list[Any]]:
+    """The tables as rows (header first): scope, metric, n, then per run its mean, best,
+    letters of the runs it is significantly better than, and 'worse than baseline'."""
+    from queryeval.io.safetext import csv_row
+
+    head: list[Any] = ["group_key", "group", "metric", "n"]
+    for k, lb in enumerate(comp.labels):
+        head += [f"{letter(k)}: {lb}", f"{letter(k)} best", f"{letter(k)} better than",
+                 f"{letter(k)} worse than baseline"]
+    rows = [csv_row(head)]
+    for table in comp.tables():
+        for m in table.metrics:
+            row: list[Any] = [table.key or "", table.member or "", m, table.n[m]]
+            for k, (_, best, sig, worse) in enumerate(_cells(comp, table, m)):
+                row += [table.means[m][k], "yes" if best else "", sig, "yes" if worse else ""]
+            rows.append(csv_row(row))
+    return rows
+
+
+def to_csv(comp: NWayComparison) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(csv_rows(comp))
+    return buf.getvalue()
+
+
+def write(comp: NWayComparison, path: str | Path, kind: str) -> Path:
+    """Write the comparison as ``kind``: md, tex, csv, json, xlsx or html."""
+    from queryeval.io.atomic import write_text_atomic
+
+    if kind == "xlsx":
+        return write_xlsx(comp, path)
+    if kind == "html":
+        from queryeval.report.html_compare import render_nway
+
+        text = render_nway(comp)
+    else:
+        render = {"md": to_markdown, "tex": to_latex, "csv": to_csv,
+                  "json": lambda c: dumps(c.to_dict(), indent=2) + "\n"}.get(kind)
+        if render is None:
+            raise ConfigError(f"unknown output kind {kind!r}")
+        text = render(comp)
+    write_text_atomic(path, text)
+    return Path(path)
+
+
+def write_xlsx(comp: NWayComparison, path: str | Path) -> Path:
+    """Sheet ``Compare``: one block per table (every cell through ``report.xlsx.put``); sheet
+    ``Tests``: every pairwise test."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    from queryeval.report.xlsx import put, save, set_widths, write_header
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Compare"
+    put(ws, 1, 1, f"Compare {comp.task}")
+    put(ws, 2, 1, _legend(comp))
+    row = 4
+    for table in comp.tables():
+        put(ws, row, 1, _scope(table)).font = Font(bold=True)
+        write_header(ws, row + 1, ["metric", "n", *(f"{letter(k)}: {lb}"
+                                                    for k, lb in enumerate(comp.labels)),
+                                   *(f"{letter(k)} marks" for k in range(len(comp.labels)))])
+        row += 2
+        for m in table.metrics:
+            put(ws, row, 1, m)
+            put(ws, row, 2, table.n[m])
+            for k, (_, best, sig, worse) in enumerate(_cells(comp, table, m)):
+                c = put(ws, row, 3 + k, table.means[m][k])
+                c.number_format = "0.0000"
+                if best:
+                    c.font = Font(bold=True)
+                put(ws, row, 3 + len(comp.labels) + k, sig + ("▼" if worse else ""))
+            row += 1
+        row += 1
+    set_widths(ws, {1: 34, 2: 8, **{j: 16 for j in range(3, 3 + 2 * len(comp.labels))}})
+    tests = wb.create_sheet("Tests")
+    headers = ["group_key", "group", "metric", "run A", "run B", "n", "mean A", "mean B",
+               "B - A", "CI low", "CI high", "p randomization", "p Holm (table)", "p t-test"]
+    write_header(tests, 1, headers)
+    r = 2
+    for table in comp.tables():
+        for t in table.tests:
+            m = t.result
+            for col, v in enumerate([table.key, table.member, m.metric, letter(t.i), letter(t.j),
+                                     m.n, m.mean_a, m.mean_b, m.diff, m.ci_low, m.ci_high,
+                                     m.p_randomization, t.p_adjusted, m.p_ttest], start=1):
+                put(tests, r, col, v)
+            r += 1
+    set_widths(tests, {1: 12, 2: 24, 3: 28})
+    return save(wb, path)
+
+
+def console_renderables(comp: NWayComparison, *, groups: bool = True) -> list:
+    from rich.table import Table as RichTable
+
+    from queryeval.io.safetext import console_text as lit
+
+    out: list = []
+    runs = RichTable(title=lit(f"Compare {comp.task}: {len(comp.runs)} runs"), title_justify="left")
+    for col in ("run", "label", "batch", "cases"):
+        runs.add_column(col)
+    for k, r in enumerate(comp.runs):
+        runs.add_row(letter(k), lit(comp.labels[k]), lit(str(r["batch_id"])), str(r["cases"]))
+    out.append(runs)
+    for table in comp.tables() if groups else [comp.overall]:
+        t = RichTable(title=lit(_scope(table)), title_justify="left")
+        t.add_column("metric")
+        t.add_column("n", justify="right")
+        for k in range(len(comp.labels)):
+            t.add_column(letter(k), justify="right")
+        for m in table.metrics:
+            cells = []
+            for text, best, sig, worse in _cells(comp, table, m):
+                cell = lit(text + (f" {sig}" if sig else "") + (" ▼" if worse else ""),
+                           "bold" if best else "")
+                cells.append(cell)
+            t.add_row(lit(m), str(table.n[m]), *cells)
+        out.append(t)
+    out.append(lit(_legend(comp)))
+    return out

@@ -1,0 +1,215 @@
+"""``queryeval view`` in headless Chromium (through chromedriver's WebDriver API, the small
+client of test_html_browser): the server runs in a thread on a free loopback port over a
+folder of four real runs (three of the example term-selection suite, one answers run whose
+first case is named ``<script>alert(1)</script>``, one SPARQL run). The test opens the index, filters it,
+opens a run, filters its cases, opens a case, selects three runs and compares them; the
+browser console stays empty and each step's screenshot is written to
+``$QUERYEVAL_SCREENSHOTS`` when set."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+uvicorn = pytest.importorskip("uvicorn")
+
+from queryeval.report.compare import load_run  # noqa: E402
+from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.viewer.server import create_app  # noqa: E402
+from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
+
+pytestmark = pytest.mark.slow
+USA = "5eed0000-0000-0000-0000-000000017334"
+FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
+
+
+def _sdmx(examples: Path, out: Path, responses: Path) -> Path:
+    return start_run(RunConfig(suite=str(examples / "sdmx" / "suite"), responses=str(responses),
+                               out=str(out), reports=False)).log.paths.batch
+
+
+def _variant(records: list[dict], path: Path, *, fix=(), empty=()) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            for t in r["turns"]:
+                out = t["target"] if r["case_id"] in fix else [] if r["case_id"] in empty \
+                    else t["output"]
+                fh.write(json.dumps({"case_id": r["case_id"], "turn": t["turn"],
+                                     "indicator_selection": out}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, examples_dir):
+    tmp = tmp_path_factory.mktemp("view")
+    root = tmp / "runs"
+    a = _sdmx(examples_dir, root / "a", examples_dir / "sdmx" / "responses.jsonl")
+    records = load_run(a).records
+    b = _sdmx(examples_dir, root / "b", _variant(records, tmp / "fixed.jsonl", fix={FRANCE},
+                                                  empty={USA}))
+    c = _sdmx(examples_dir, root / "c", _variant(records, tmp / "silent.jsonl",
+                                                  empty={r["case_id"] for r in records}))
+    suite, responses = _answers_files(tmp, 12)
+    d = start_run(RunConfig(suite=str(suite), responses=str(responses), out=str(root / "d"),
+                            reports=False)).log.paths.batch
+    e = start_run(RunConfig(suite=str(examples_dir / "sparql" / "suite.yaml"), out=str(root / "e"),
+                            responses=str(examples_dir / "sparql" / "predictions.jsonl"),
+                            task_options={"store_dir": str(tmp / "store")},
+                            reports=False)).log.paths.batch
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=300), log_level="warning",
+                                        lifespan="off"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    ids = [p.stem[len("batch_"):] for p in (a, b, c, d, e)]
+    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids}
+    srv.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    wd = WebDriver(tmp_path_factory.mktemp("wd-view"))
+    yield wd
+    wd.close()
+
+
+def _wait(driver: WebDriver, script: str, want, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = driver.run(script)
+        if got == want:
+            return got
+        if time.monotonic() > deadline:
+            shown = driver.run("var e = document.getElementById('error');"
+                               "return e && e.textContent")
+            raise AssertionError(f"{script!r}: {got!r} != {want!r}; page error: {shown}")
+        time.sleep(0.1)
+
+
+def _ready(driver: WebDriver) -> None:
+    _wait(driver, "return document.body.getAttribute('data-ok')", "1")
+
+
+def _shot(driver: WebDriver, name: str, tmp: Path) -> None:
+    height = driver.run("return document.documentElement.scrollHeight")
+    png = driver.screenshot(min(height + 40, 4000))
+    assert png[:8] == PNG_MAGIC and len(png) > 10_000
+    (tmp / f"{name}.png").write_bytes(png)
+    target = os.environ.get("QUERYEVAL_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        (Path(target) / f"{name}.png").write_bytes(png)
+
+
+def _errors(driver: WebDriver) -> list[dict]:
+    return [e for e in driver.console() if e.get("level") in ("SEVERE", "WARNING")]
+
+
+def test_browse_filter_open_and_compare(server, driver, tmp_path):
+    ids = server["ids"]
+    driver.console()
+    driver._call("POST", "/url", {"url": server["url"]})
+    _ready(driver)
+    assert driver.run("return document.querySelectorAll('#runs tbody tr').length") == 5
+    # filtering the index
+    shown = driver.run("var f = document.getElementById('run-filter'); f.value = 'silent';"
+                       "f.dispatchEvent(new Event('input')); return Array.prototype.filter.call("
+                       "document.querySelectorAll('#runs tbody tr'), function (r) {"
+                       " return !r.hidden; }).map(function (r) { return r.getAttribute('data-run'); })")
+    assert shown == [ids[2]]
+    driver.run("var f = document.getElementById('run-filter'); f.value = '';"
+               "f.dispatchEvent(new Event('input'));")
+    _shot(driver, "view-index", tmp_path)
+    # one run: 23 cases, filtered to the six naming or tagged cpi
+    driver.run(f"document.querySelector('tr[data-run=\"{ids[0]}\"] a.runlink').click()")
+    _ready(driver)
+    assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
+    assert driver.run("return document.querySelectorAll('#overall tbody tr').length") == 2
+    driver.run("var f = document.getElementById('case-filter'); f.value = 'cpi';"
+               "f.dispatchEvent(new Event('input'));")
+    _wait(driver, "return document.body.getAttribute('data-cases')", "6")
+    _wait(driver, "return document.querySelectorAll('#cases tbody tr').length", 6)
+    assert driver.run("return document.getElementById('case-count').textContent") == \
+        "1–6 of 6 matching (23 cases)"
+    _shot(driver, "view-run", tmp_path)
+    # one case
+    driver.run(f"document.querySelector('tr[data-case=\"{USA}\"] a.caselink').click()")
+    _ready(driver)
+    assert driver.run("return document.getElementById('case-title').textContent") == \
+        "monthly_cpi_usa"
+    assert driver.run("return document.querySelectorAll('dd.found').length") >= 1
+    _shot(driver, "view-case", tmp_path)
+    # three runs selected on the index -> the N-way comparison
+    driver._call("POST", "/url", {"url": server["url"] + "#/"})
+    _ready(driver)
+    for run_id in ids[:3]:
+        driver.run(f"document.querySelector('input[data-run=\"{run_id}\"]').click()")
+    driver.run("document.getElementById('compare-btn').click()")
+    _ready(driver)
+    heads = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                       "'#nway thead th'), function (t) { return t.textContent; })")
+    assert heads == ["metric", "n", "a: responses.jsonl", "b: fixed.jsonl", "c: silent.jsonl"]
+    best = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                      "'#nway tbody tr'), function (r) { return Array.prototype.map.call("
+                      "r.querySelectorAll('td.best'), function (c) { return c.textContent; }); })")
+    # A and B tie (B fixes one case and breaks another); against the baseline only, A is
+    # marked significantly better than C ("c"), B is not tested against C
+    assert best == [["0.8333c", "0.8333"], ["0.8478c", "0.8478"]]
+    assert driver.run("return document.getElementById('verdict').textContent").startswith(
+        "significant regression against the baseline: c macro_precision")
+    flips = driver.run("return document.querySelectorAll('#flips tbody tr').length")
+    assert flips > 20
+    _shot(driver, "view-compare", tmp_path)
+    # every pair: now B is tested against C too and marked better
+    driver.run("document.getElementById('pairs-toggle').click()")
+    _wait(driver, "return Array.prototype.map.call(document.querySelectorAll("
+                  "'#nway tbody tr td.best'), function (c) { return c.textContent; }).join(' ')",
+          "0.8333c 0.8333c 0.8478c 0.8478c")
+    # a flipped case links to the case in the run
+    driver.run("document.querySelector('#flips tbody tr td:nth-child(6) a').click()")
+    _ready(driver)
+    assert driver.run("return document.getElementById('case-title') !== null") is True
+    assert _errors(driver) == []
+
+
+def test_hostile_case_name_stays_text(server, driver, tmp_path):
+    driver.console()
+    driver._call("POST", "/url", {"url": server["url"] + "#/run/" + server["ids"][3]})
+    _ready(driver)
+    cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                       "'#cases tbody tr td:nth-child(2)'), function (c) { return c.textContent; })")
+    assert HOSTILE in cells
+    assert driver.run("return document.querySelectorAll('#cases script, #cases img').length") == 0
+    _shot(driver, "view-answers", tmp_path)
+    assert _errors(driver) == []
+
+
+def test_sparql_case_shows_gold_and_predicted_rows(server, driver, tmp_path):
+    driver.console()
+    driver._call("POST", "/url", {"url": server["url"] + "#/case/" + server["ids"][4] +
+                                  "/ahu-feeds-vav"})
+    _ready(driver)
+    tables = driver.run(
+        "return Array.prototype.map.call(document.querySelectorAll('table.result'), function (t) {"
+        " return [Array.prototype.map.call(t.tHead.rows[0].cells, function (c) {"
+        " return c.textContent; }), t.querySelectorAll('tbody tr.found').length,"
+        " t.tBodies[0].rows.length]; })")
+    # gold rows (ahu, vav) and predicted rows (vav, ahu): all five matched under the mapping
+    assert tables == [[["ahu", "vav"], 5, 5], [["vav", "ahu"], 5, 5]]
+    _shot(driver, "view-sparql-case", tmp_path)
+    assert _errors(driver) == []
