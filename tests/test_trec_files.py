@@ -341,7 +341,7 @@ def test_duplicate_line_numbers_count_comment_lines(tmp_path: Path) -> None:
 
 def test_cli_trec_format_levels_judged_only_and_strict(tmp_path: Path, cli) -> None:
     q, r = _write(tmp_path, "q", QRELS), _write(tmp_path, "r", RUN)
-    res = cli(q, r, "-m", "map", "-m", "num_ret", "-m", "gm_map", "-q", "--trec-format")
+    res = cli(q, r, "-m", "map", "-m", "num_ret", "-m", "gm_map", "--per-query", "--trec-format")
     assert res.exit_code == 0, res.output
     # Same values as trec_eval 10.0 -c -q -m map -m num_ret -m gm_map (q3 missing scores 0;
     # gm_map = exp(mean(log(max(AP, 1e-5))))); lines in the order the measures were asked for.
