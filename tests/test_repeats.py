@@ -1,0 +1,252 @@
+"""Runs with --repeats: one record per (case, repeat), pass rate / pass@k / pass^k against
+analytic values (a seeded random system with known pass probabilities) and EXACTLY against a
+brute-force count over the recorded attempts, resume after SIGKILL, the log of a run without
+repeats unchanged."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import queryeval as qe
+from queryeval.cli.app import main
+from queryeval.errors import ConfigError
+from queryeval.run.repeats import pass_at_k, pass_hat_k, sample_std
+
+REPO = Path(__file__).resolve().parents[1]
+MEX = ("MEX", "Mexico")
+
+
+def sel(*terms: tuple[str, str]) -> list[dict]:
+    return [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "COUNTRY", "values": [{"id": i, "name": n} for i, n in terms]}]}]
+
+
+N_CASES = 40
+PROBS = {f"c{i:02d}": i / (N_CASES - 1) for i in range(N_CASES)}  # 0, 1/39, ..., 1
+CASES = [{"id": cid, "conversation": [
+    {"role": "user", "content": f"question {cid}", "target": {"indicator_selection": sel(MEX)}}]}
+    for cid in PROBS]
+
+SYSTEM_SRC = '''
+import random, time
+MEX = ("MEX", "Mexico")
+PROBS = {f"c{i:02d}": i / 39 for i in range(40)}
+def sel(*terms):
+    return [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "COUNTRY", "values": [{"id": i, "name": n} for i, n in terms]}]}]
+def bot(req):
+    """Right with probability PROBS[case], drawn from a generator seeded by (case, repeat)."""
+    rng = random.Random(f"seed-11:{req['case_id']}:{req.get('repeat', 0)}")
+    return {"indicator_selection": sel(MEX) if rng.random() < PROBS[req["case_id"]] else []}
+def slow(req):
+    time.sleep(0.03)
+    return bot(req)
+'''
+
+
+@pytest.fixture
+def system_module(tmp_path):
+    path = tmp_path / "seeded.py"
+    path.write_text(SYSTEM_SRC)
+    return path
+
+
+def seeded_bot(req: dict) -> dict:
+    import random
+
+    rng = random.Random(f"seed-11:{req['case_id']}:{req.get('repeat', 0)}")
+    return {"indicator_selection": sel(MEX) if rng.random() < PROBS[req["case_id"]] else []}
+
+
+def records_of(run_dir: Path) -> list[dict]:
+    jsonl = next(run_dir.rglob("results_*.jsonl"))
+    return [json.loads(line) for line in jsonl.read_text().splitlines()]
+
+
+# --- estimators -------------------------------------------------------------------------------
+def brute_pass_at_k(flags: list[bool], k: int) -> Fraction:
+    subsets = list(itertools.combinations(flags, k))
+    return Fraction(sum(1 for s in subsets if any(s)), len(subsets))
+
+
+def brute_pass_hat_k(flags: list[bool], k: int) -> Fraction:
+    subsets = list(itertools.combinations(flags, k))
+    return Fraction(sum(1 for s in subsets if all(s)), len(subsets))
+
+
+def test_estimators_hand_values_and_brute_force():
+    assert pass_at_k(5, 2, 3) == 0.9  # 1 - C(3,3)/C(5,3) = 1 - 1/10
+    assert pass_hat_k(5, 2, 2) == 0.1  # C(2,2)/C(5,2)
+    assert pass_hat_k(5, 2, 3) == 0.0 and pass_at_k(5, 4, 2) == 1.0
+    assert pass_at_k(4, 1, 1) == 0.25 == pass_hat_k(4, 1, 1)
+    for n in range(1, 8):
+        for c in range(n + 1):
+            flags = [True] * c + [False] * (n - c)
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == float(brute_pass_at_k(flags, k))
+                assert pass_hat_k(n, c, k) == float(brute_pass_hat_k(flags, k))
+    with pytest.raises(ValueError):
+        pass_at_k(3, 1, 4)
+    assert sample_std([1.0, 0.0]) == math.sqrt(0.5) and sample_std([2.0]) == 0.0
+
+
+# --- the seeded system, N = 20 ------------------------------------------------------------------
+def test_seeded_system_matches_analytic_values_and_brute_force(tmp_path):
+    n, ks = 20, [1, 3, 5]
+    run = qe.evaluate(CASES, system=seeded_bot, repeats=n, pass_k=ks, out=tmp_path / "o")
+    rep = run.metrics["repeats"]
+    assert rep["repeats"] == n and rep["cases"] == N_CASES and rep["attempts"] == N_CASES * n
+    assert rep["pass_k"] == ks
+    records = records_of(tmp_path / "o")
+    # every (case, repeat) exactly once, each a full record of its own
+    pairs = [(r["case_id"], r["repeat"]) for r in records]
+    assert sorted(pairs) == sorted((c, i) for c in PROBS for i in range(n))
+    assert run.metrics["calls"] == {"total": N_CASES * n, "failed": 0}
+
+    # analytic: pass rate p, pass@k 1-(1-p)^k, pass^k p^k; error of the mean over cases:
+    # Var(U-statistic of order k from n draws) <= k/n * q(1-q) (Hoeffding)
+    overall = rep["overall"]
+    for key, truth in [("pass_rate", lambda p, k: p)] + [
+            (f"pass@{k}", lambda p, k=k: 1 - (1 - p) ** k) for k in ks] + [
+            (f"pass^{k}", lambda p, k=k: p ** k) for k in ks]:
+        k = int(key[5:]) if key != "pass_rate" else 1
+        q = [truth(p, k) for p in PROBS.values()]
+        expected = sum(q) / N_CASES
+        sigma = math.sqrt(sum(k / n * x * (1 - x) for x in q)) / N_CASES
+        assert abs(overall[key]["mean"] - expected) < 4 * sigma, (key, overall[key], expected)
+        assert overall[key]["ci_low"] <= overall[key]["mean"] <= overall[key]["ci_high"]
+
+    # EXACT: brute force over the recorded attempts (pass = macro recall and precision 1)
+    by_case: dict[str, list[bool]] = {}
+    for r in sorted(records, key=lambda r: (r["case_id"], r["repeat"])):
+        s = r["scores"]
+        by_case.setdefault(r["case_id"], []).append(
+            s["macro_recall"] == 1.0 and s["macro_precision"] == 1.0)
+    assert by_case["c00"] == [False] * n and by_case[f"c{N_CASES - 1}"] == [True] * n
+    rows = {row["case_id"]: row for row in _repeats_csv(tmp_path / "o")}
+    for k in ks:
+        at = {c: brute_pass_at_k(f, k) for c, f in by_case.items()}
+        hat = {c: brute_pass_hat_k(f, k) for c, f in by_case.items()}
+        for c in by_case:
+            assert float(rows[c][f"pass@{k}"]) == float(at[c])
+            assert float(rows[c][f"pass^{k}"]) == float(hat[c])
+        assert overall[f"pass@{k}"]["mean"] == float(sum(at.values()) / N_CASES)
+        assert overall[f"pass^{k}"]["mean"] == float(sum(hat.values()) / N_CASES)
+    rate = sum(Fraction(sum(f), n) for f in by_case.values()) / N_CASES
+    assert overall["pass_rate"]["mean"] == float(rate)
+    flaky = [c for c, f in by_case.items() if 0 < sum(f) < n]
+    assert rep["flaky_cases"] == len(flaky) and rep["flaky_share"] == len(flaky) / N_CASES
+    assert [f["case_id"] for f in rep["flaky"]] == flaky[:50]
+    first = rep["flaky"][0]
+    assert first["outcomes"] == "".join("P" if x else "F" for x in by_case[first["case_id"]])
+    # per-case mean and std of the per-case metrics
+    for c, f in by_case.items():
+        vals = [1.0 if x else 0.0 for x in f]
+        assert float(rows[c]["macro_recall_mean"]) == sum(vals) / n
+        assert float(rows[c]["macro_recall_std"]) == pytest.approx(sample_std(vals), abs=1e-15)
+    # overall task metrics: the mean over attempts = the mean over cases of per-case means
+    assert run.metrics["overall_metrics"]["macro_recall"] == float(rate)
+
+
+def _repeats_csv(run_dir: Path) -> list[dict]:
+    import csv
+
+    path = next(run_dir.rglob("repeats_*.csv"))
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_results_csv_has_a_repeat_column(tmp_path):
+    run = qe.evaluate(CASES[:3], system=seeded_bot, repeats=3, out=tmp_path / "o")
+    assert run.metrics["repeats"]["pass_k"] == [1, 3]  # default: 1 and N
+    import csv
+
+    with open(next((tmp_path / "o").rglob("results_*.csv")), newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][:2] == ["case_id", "repeat"]
+    assert [(r[0], r[1]) for r in rows[1:]] == [(c, str(i)) for c in ("c00", "c01", "c02")
+                                                for i in range(3)]
+
+
+def test_pass_k_above_repeats_is_refused_in_one_line(tmp_path, system_module, capsys):
+    with pytest.raises(ConfigError, match=r"--pass-k 5: k must be at most --repeats \(3\)"):
+        qe.evaluate(CASES[:2], system=seeded_bot, repeats=3, pass_k=[1, 5])
+    code = main(["run", str(_suite(tmp_path)), "--system", f"python:{system_module}:bot",
+                 "--repeats", "2", "--pass-k", "1,3", "--out", str(tmp_path / "o"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0 and "--pass-k 3" in err
+    assert not (tmp_path / "o").exists()
+
+
+def _suite(tmp_path: Path, cases: list[dict] = CASES) -> Path:
+    path = tmp_path / "suite.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return path
+
+
+def test_without_repeats_the_log_is_unchanged(tmp_path, system_module):
+    suite = _suite(tmp_path, CASES[:4])
+    assert main(["run", str(suite), "--system", f"python:{system_module}:bot",
+                 "--out", str(tmp_path / "o"), "-q", "--no-report"]) == 0
+    batch = json.loads(next((tmp_path / "o").rglob("batch_*.json")).read_text())
+    cfg = batch["evaluation_config"]
+    for key in ("repeats", "pass_k", "cache", "cache_dir", "cache_max_mb", "system_version",
+                "system_name"):
+        assert key not in cfg
+    records = records_of(tmp_path / "o")
+    assert len(records) == 4 and all("repeat" not in r for r in records)
+    assert list(records[0])[:2] == ["case_id", "name"]
+    metrics = json.loads(next((tmp_path / "o").rglob("metrics_*.json")).read_text())
+    assert "repeats" not in metrics and "cache" not in metrics
+    assert not list((tmp_path / "o").rglob("repeats_*.csv"))
+
+
+@pytest.mark.slow
+def test_killed_repeat_run_resumes_each_attempt_exactly_once(tmp_path, system_module):
+    cases = CASES[::4]  # 10 cases x 4 repeats = 40 attempts
+    suite = _suite(tmp_path, cases)
+    spec = f"python:{system_module}:slow"
+    common = ["--system", spec, "--repeats", "4", "--pass-k", "1,2,4", "-c", "2", "-q",
+              "--no-report"]
+    ref = tmp_path / "ref"
+    assert main(["run", str(suite), "--out", str(ref), *common]) == 0
+    ref_metrics = json.loads(next(ref.rglob("metrics_*.json")).read_text())
+    out = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get(
+        "PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "queryeval", "run", str(suite),
+                             "--out", str(out), *common], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    jsonl = None
+    while time.time() < deadline:
+        found = list(out.rglob("results_*.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= 9:
+            jsonl = found[0]
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert jsonl is not None, "the run never wrote results"
+    partial = len(jsonl.read_text().splitlines())
+    assert 9 <= partial < 40
+    with open(jsonl, "a") as fh:  # the line being written at the moment of the kill
+        fh.write('{"case_id": "c04", "repeat": 3, "na')
+    assert main(["run", "--resume", str(out), "-q"]) == 0
+    pairs = [(r["case_id"], r["repeat"]) for r in records_of(out)]
+    assert sorted(pairs) == sorted((c["id"], i) for c in cases for i in range(4))
+    got = json.loads(next(out.rglob("metrics_*.json")).read_text())
+    assert got["overall_metrics"] == ref_metrics["overall_metrics"]
+    assert got["repeats"] == ref_metrics["repeats"]
+    assert _repeats_csv(out) == _repeats_csv(ref)
