@@ -250,3 +250,32 @@ def test_killed_repeat_run_resumes_each_attempt_exactly_once(tmp_path, system_mo
     assert got["overall_metrics"] == ref_metrics["overall_metrics"]
     assert got["repeats"] == ref_metrics["repeats"]
     assert _repeats_csv(out) == _repeats_csv(ref)
+
+
+def test_reports_show_pass_figures_and_flaky_cases(tmp_path, system_module, capsys):
+    cases = [c for c in CASES if c["id"] in ("c00", "c13", "c26", "c39")]
+    suite = _suite(tmp_path, cases)
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--system", f"python:{system_module}:bot", "--repeats", "5",
+                 "--pass-k", "1,2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    metrics = json.loads(next(out.rglob("metrics_*.json")).read_text())
+    rep = metrics["repeats"]
+    assert rep["flaky_cases"] >= 1  # c13 (p = 1/3) and c26 (p = 2/3) over 5 draws
+    flaky = rep["flaky"][0]
+    # console: the pass table and the flaky list with each attempt's outcome
+    assert "pass@2" in text and "pass^2" in text and flaky["outcomes"] in text
+    assert f"{rep['overall']['pass@2']['mean']:.4f}" in text
+    # HTML: a Repeats section with the same figures
+    html = next(out.rglob("report_*.html")).read_text()
+    assert '<table id="repeats">' in html and '<table id="flaky">' in html
+    assert f"<code>{flaky['outcomes']}</code>" in html
+    # xlsx: a Repeats sheet
+    from openpyxl import load_workbook
+
+    ws = load_workbook(next(out.rglob("report_*.xlsx")))["Repeats"]
+    rows = [list(r) for r in ws.iter_rows(values_only=True)]
+    assert rows[0] == ["figure", "mean over cases", "CI low", "CI high"]
+    assert rows[1][:2] == ["pass_rate", rep["overall"]["pass_rate"]["mean"]]
+    assert rows[2][:2] == ["pass@1", rep["overall"]["pass@1"]["mean"]]
+    assert [flaky["case_id"], flaky["pass_rate"], flaky["outcomes"]] in [r[:3] for r in rows]

@@ -527,6 +527,10 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
     if reports:
         with _reporting(log.paths.report_xlsx):
             task.write_reports(log.paths, list(records), metrics)
+            if "repeats" in metrics and log.paths.report_xlsx.exists():
+                from queryeval.run.repeats import add_xlsx_sheet
+
+                add_xlsx_sheet(log.paths.report_xlsx, metrics["repeats"])
     _write_variants(log, task, records)
     log.mark_complete()
     if reports:
