@@ -279,3 +279,34 @@ def test_reports_show_pass_figures_and_flaky_cases(tmp_path, system_module, caps
     assert rows[1][:2] == ["pass_rate", rep["overall"]["pass_rate"]["mean"]]
     assert rows[2][:2] == ["pass@1", rep["overall"]["pass@1"]["mean"]]
     assert [flaky["case_id"], flaky["pass_rate"], flaky["outcomes"]] in [r[:3] for r in rows]
+
+
+def test_recorded_responses_with_several_answers_per_case_score_offline(tmp_path):
+    cases = CASES[::8]  # 5 cases
+    live = qe.evaluate(cases, system=seeded_bot, repeats=6, pass_k=[1, 3], out=tmp_path / "live")
+    lines = [{"case_id": r["case_id"], "turn": 0, "repeat": r["repeat"],
+              "indicator_selection": r["turns"][0]["output"]}
+             for r in reversed(records_of(tmp_path / "live"))]  # any order
+    offline = qe.evaluate(cases, responses=lines, repeats=6, pass_k=[1, 3], out=tmp_path / "off")
+    assert offline.metrics["repeats"] == live.metrics["repeats"]
+    assert offline.metrics["overall_metrics"] == live.metrics["overall_metrics"]
+    # a missing repeat is a failed call on that attempt only; a duplicate one is refused
+    partial = [x for x in lines if not (x["case_id"] == "c08" and x["repeat"] == 2)]
+    run = qe.evaluate(cases, responses=partial, repeats=6)
+    assert run.metrics["calls"] == {"total": 30, "failed": 1}
+    with pytest.raises(qe.InputError, match="duplicate response for case 'c08' turn 0 repeat 2"):
+        qe.evaluate(cases, responses=[*lines, *[x for x in lines if x["case_id"] == "c08"
+                                                and x["repeat"] == 2]], repeats=6)
+    # a line without repeat answers every repeat: a deterministic recording, pass rate 0 or 1
+    single = [{k: v for k, v in x.items() if k != "repeat"} for x in lines if x["repeat"] == 0]
+    det = qe.evaluate(cases, responses=single, repeats=3)
+    assert det.metrics["repeats"]["flaky_cases"] == 0
+    assert {r["pass_rate"] for r in _repeats_csv_rows(det)} <= {"0.0", "1.0"}
+
+
+def _repeats_csv_rows(run) -> list[dict]:
+    import csv
+
+    path = next(run.folder.glob("repeats_*.csv"))
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))

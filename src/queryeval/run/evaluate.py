@@ -303,6 +303,8 @@ def check_repeats(config: RunConfig) -> None:
         if k > config.repeats:
             raise ConfigError(f"--pass-k {k}: k must be at most --repeats ({config.repeats}); "
                               "pass@k needs n >= k attempts")
+    if config.repeats > 1 and config.responses and config.executor == "ray":
+        raise ConfigError("--repeats with --responses runs with --executor local only")
     if config.pass_k and config.repeats == 1:
         raise ConfigError("--pass-k needs --repeats N (N >= 2)")
     if config.cache:
