@@ -310,3 +310,21 @@ def _repeats_csv_rows(run) -> list[dict]:
     path = next(run.folder.glob("repeats_*.csv"))
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def test_stats_do_not_depend_on_the_order_of_the_records(tmp_path):
+    """A results file read in completion order (attempts of a case apart) gives the same
+    statistics as the run's own order."""
+    from queryeval.run.log import RunLog
+    from queryeval.run.repeats import repeat_stats
+    from queryeval.tasks.base import get_task
+
+    run = qe.evaluate(CASES[::5], system=seeded_bot, repeats=4, out=tmp_path / "o")
+    task = get_task("indicator_selection")
+    records = RunLog.open(run.path).read_records()
+    shuffled = records[1::2] + records[::2]
+    a = repeat_stats(records, 4, [1, 4], task.case_passed, task.attempt_metrics)
+    b = repeat_stats(shuffled, 4, [1, 4], task.case_passed, task.attempt_metrics)
+    key = {r["case_id"]: r for r in a.rows}
+    assert len(b.rows) == len(CASES[::5]) and all(key[r["case_id"]] == r for r in b.rows)
+    assert a.result()["overall"] == b.result()["overall"] == run.metrics["repeats"]["overall"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -111,25 +111,19 @@ class RepeatStats:
 
     def result(self, *, confidence: float = 0.95, seed: int = 0) -> dict:
         """The ``repeats`` section of the metrics."""
-        from queryeval.report.stats import bootstrap_ci
-
-        n_cases = len(self.rows)
-        resamples = 10_000 if n_cases <= 10_000 else max(200, 10**8 // n_cases)
-
-        def summary(key: str) -> dict:
-            values = [r[key] for r in self.rows if r.get(key) is not None]
-            ci = bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
-            return {"mean": exact_mean(values), "ci_low": ci.low, "ci_high": ci.high,
-                    "n": len(values)}
-
-        overall = {"pass_rate": summary("pass_rate")}
-        for k in self.ks:
-            overall[f"pass@{k}"] = summary(f"pass@{k}")
-            overall[f"pass^{k}"] = summary(f"pass^{k}")
+        keys = ["pass_rate"] + [f"pass{sep}{k}" for k in self.ks for sep in ("@", "^")]
+        keys += [f"{name}_mean" for name in self.metric_names]
+        columns = {key: [r[key] for r in self.rows if r.get(key) is not None] for key in keys}
+        intervals = case_bootstrap(columns, confidence=confidence, seed=seed)
+        overall: dict[str, dict] = {}
+        for key in keys:
+            low, high = intervals[key]
+            overall[key] = {"mean": exact_mean(columns[key]), "ci_low": low, "ci_high": high,
+                            "n": len(columns[key])}
         for name in self.metric_names:
-            overall[f"{name}_mean"] = summary(f"{name}_mean")
             overall[f"mean_{name}_std"] = {"mean": exact_mean(
                 [r[f"{name}_std"] for r in self.rows if r.get(f"{name}_std") is not None])}
+        n_cases = len(self.rows)
         flaky = [r for r in self.rows if r["flaky"]]
         return {
             "repeats": self.repeats,
@@ -146,29 +140,55 @@ class RepeatStats:
         }
 
 
-def grouped(records: Iterable[dict]) -> Iterator[tuple[str, list[dict]]]:
-    """Consecutive records of one case (a run's records in run order: case, then repeat)."""
-    current: str | None = None
-    group: list[dict] = []
-    for rec in records:
-        cid = str(rec["case_id"])
-        if cid != current and group:
-            yield current, sorted(group, key=lambda r: r.get("repeat", 0))  # type: ignore[misc]
-            group = []
-        current = cid
-        group.append(rec)
-    if group:
-        yield current, sorted(group, key=lambda r: r.get("repeat", 0))  # type: ignore[misc]
+def case_bootstrap(columns: dict[str, list[float]], *, confidence: float = 0.95,
+                   resamples: int | None = None, seed: int = 0) -> dict[str, tuple]:
+    """Percentile bootstrap intervals of the mean of each column, resampling CASES: the same
+    resampled sets of cases for every column of the same length (the same seed), and
+    one computation for columns holding the same values (pass@1 = pass rate = pass^1).
+    A constant column's interval is its value; an empty one's is (None, None)."""
+    import numpy as np
+
+    out: dict[str, tuple] = {}
+    done: dict[tuple, tuple] = {}
+    tail = (1.0 - confidence) / 2.0
+    for key, values in columns.items():
+        sig = tuple(values)
+        if sig in done:
+            out[key] = done[sig]
+            continue
+        n = len(values)
+        arr = np.asarray(values, dtype=float)
+        if n == 0:
+            out[key] = (None, None)
+        elif np.all(arr == arr[0]):
+            out[key] = (float(arr[0]), float(arr[0]))
+        else:
+            total = resamples or (10_000 if n <= 10_000 else max(200, 10**8 // n))
+            rng = np.random.default_rng(seed)  # the same resampled cases for every column
+            rows = max(1, 4_000_000 // n)
+            means = np.concatenate([arr[rng.integers(0, n, size=(min(rows, total - i), n))]
+                                    .mean(axis=1) for i in range(0, total, rows)])
+            low, high = np.quantile(means, [tail, 1.0 - tail])
+            out[key] = (float(low), float(high))
+        done[sig] = out[key]
+    return out
 
 
 def repeat_stats(records: Iterable[dict], repeats: int, ks: Iterable[int],
                  passed: Callable[[dict], bool], metrics: Callable[[dict], dict[str, float]]
                  ) -> RepeatStats:
-    """:class:`RepeatStats` over a run's records (in run order)."""
+    """:class:`RepeatStats` over a run's records, cases in order of first appearance (a run
+    reads them in suite order), each case's attempts in repeat order wherever they lie."""
     stats = RepeatStats(repeats, ks)
-    for case_id, recs in grouped(records):
-        stats.add_case(case_id, [(bool(passed(r)), r.get("status") == "error", metrics(r))
-                                 for r in recs])
+    by_case: dict[str, list[tuple[int, bool, bool, dict[str, float]]]] = {}
+    for r in records:
+        rep = r.get("repeat")
+        by_case.setdefault(str(r["case_id"]), []).append(
+            (rep if isinstance(rep, int) else 0, bool(passed(r)), r.get("status") == "error",
+             metrics(r)))
+    for case_id, attempts in by_case.items():
+        attempts.sort(key=lambda a: a[0])
+        stats.add_case(case_id, [a[1:] for a in attempts])
     return stats
 
 
