@@ -328,3 +328,18 @@ def test_stats_do_not_depend_on_the_order_of_the_records(tmp_path):
     key = {r["case_id"]: r for r in a.rows}
     assert len(b.rows) == len(CASES[::5]) and all(key[r["case_id"]] == r for r in b.rows)
     assert a.result()["overall"] == b.result()["overall"] == run.metrics["repeats"]["overall"]
+
+
+def test_case_means_are_what_a_comparison_pairs_on(tmp_path):
+    from queryeval.run.log import RunLog
+    from queryeval.run.repeats import case_means
+    from queryeval.tasks.base import get_task
+
+    run = qe.evaluate(CASES[::10], system=seeded_bot, repeats=5, out=tmp_path / "o")
+    task = get_task("indicator_selection")
+    means = case_means(RunLog.open(run.path).read_records(), task.attempt_metrics)
+    rows = {r["case_id"]: r for r in _repeats_csv(tmp_path / "o")}
+    assert sorted(means) == [c["id"] for c in CASES[::10]]
+    for cid, m in means.items():
+        assert m["macro_recall"] == float(rows[cid]["macro_recall_mean"]) == float(
+            rows[cid]["pass_rate"])

@@ -235,3 +235,18 @@ def add_xlsx_sheet(path: Path, rep: dict, flaky_rows: int = 100) -> None:
         ws.append([csv_cell(row.get("case_id")), row.get("pass_rate"), row.get("outcomes")])
     with atomic_open(path, "wb") as fh:
         wb.save(fh)
+
+
+def case_means(records: Iterable[dict], metrics: Callable[[dict], dict[str, float]]
+               ) -> dict[str, dict[str, float]]:
+    """Per case id, the mean over its attempts of each per-case metric (``metrics`` is the
+    task's ``attempt_metrics`` / ``case_metrics``): what a comparison of runs with repeats
+    pairs on (case by case), in order of first appearance. A record without ``repeat`` is a
+    case of its own (a plain run: its values unchanged)."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        per = sums.setdefault(str(r["case_id"]), {})
+        for name, value in metrics(r).items():
+            per.setdefault(name, []).append(value)
+    return {cid: {name: exact_mean(vals) for name, vals in per.items()}  # type: ignore[misc]
+            for cid, per in sums.items()}
