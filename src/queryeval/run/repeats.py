@@ -113,7 +113,10 @@ class RepeatStats:
         """The ``repeats`` section of the metrics."""
         keys = ["pass_rate"] + [f"pass{sep}{k}" for k in self.ks for sep in ("@", "^")]
         keys += [f"{name}_mean" for name in self.metric_names]
-        columns = {key: [r[key] for r in self.rows if r.get(key) is not None] for key in keys}
+        # cases in id order for the bootstrap: the interval does not depend on the order in
+        # which the records were read (completion order, suite order)
+        canon = sorted(self.rows, key=lambda r: r["case_id"])
+        columns = {key: [r[key] for r in canon if r.get(key) is not None] for key in keys}
         intervals = case_bootstrap(columns, confidence=confidence, seed=seed)
         overall: dict[str, dict] = {}
         for key in keys:
