@@ -344,3 +344,16 @@ def test_case_means_are_what_a_comparison_pairs_on(tmp_path):
     for cid, m in means.items():
         assert m["macro_recall"] == float(rows[cid]["macro_recall_mean"]) == float(
             rows[cid]["pass_rate"])
+
+
+def test_rescore_and_report_keep_every_attempt(tmp_path):
+    run = qe.evaluate(CASES[::10], system=seeded_bot, repeats=3, out=tmp_path / "o")
+    assert main(["rescore", str(run.path), "--option", "include_extra_dimensions=false",
+                 "-q"]) == 0
+    new = [b for b in (tmp_path / "o").rglob("batch_*.json") if b != run.path]
+    assert len(new) == 1
+    metrics = json.loads(Path(str(new[0]).replace("batch_", "metrics_")).read_text())
+    assert metrics["repeats"]["overall"] == run.metrics["repeats"]["overall"]
+    lines = Path(str(new[0]).replace("batch_", "results_").replace(".json", ".jsonl"))
+    pairs = sorted((r["case_id"], r["repeat"]) for r in map(json.loads, lines.read_text().split("\n")[:-1]))
+    assert pairs == sorted((c["id"], i) for c in CASES[::10] for i in range(3))
