@@ -357,3 +357,19 @@ def test_rescore_and_report_keep_every_attempt(tmp_path):
     lines = Path(str(new[0]).replace("batch_", "results_").replace(".json", ".jsonl"))
     pairs = sorted((r["case_id"], r["repeat"]) for r in map(json.loads, lines.read_text().split("\n")[:-1]))
     assert pairs == sorted((c["id"], i) for c in CASES[::10] for i in range(3))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--repeats", "0"], "error: --repeats: must be greater than or equal to 1, got 0"),
+    (["--repeats", "3", "--pass-k", "a,b"],
+     "error: --pass-k: expected comma-separated integers, got 'a,b'"),
+    (["--pass-k", "1"], "error: --pass-k needs --repeats N (N >= 2)"),
+    (["--repeats", "3", "--pass-k", "0"], "error: --pass-k: every k must be at least 1, got 0"),
+    (["--repeats", "2", "--cache"], "error: --cache needs --system-version (the cache key "
+     "names the system and its version; see docs/repeats.md)"),
+])
+def test_bad_repeat_options_are_one_line(tmp_path, system_module, capsys, args, message):
+    code = main(["run", str(_suite(tmp_path, CASES[:2])), "--system",
+                 f"python:{system_module}:bot", "--out", str(tmp_path / "o"), *args])
+    assert code == 2 and capsys.readouterr().err.strip() == message
+    assert not (tmp_path / "o").exists()
