@@ -373,3 +373,29 @@ def test_bad_repeat_options_are_one_line(tmp_path, system_module, capsys, args, 
                  f"python:{system_module}:bot", "--out", str(tmp_path / "o"), *args])
     assert code == 2 and capsys.readouterr().err.strip() == message
     assert not (tmp_path / "o").exists()
+
+
+def test_retrieval_pass_is_the_hit_in_top_k_and_derived_batches_get_repeats(tmp_path):
+    """Recorded retrieval answers (one per question: every repeat the same) with --k 1,5:
+    each case passes always or never, so the pass rate is the plain run's hit rate, at k 5
+    in the run and at k 1 in its derived batch, and nothing is flaky."""
+    ex = REPO / "examples" / "retrieval"
+    args = [str(ex / "questions.csv"), "--responses", str(ex / "responses.jsonl"), "--corpus",
+            str(ex / "corpus.jsonl"), "--k", "1,5", "-q", "--no-report"]
+    assert main(["run", *args, "--out", str(tmp_path / "plain")]) == 0
+    assert main(["run", *args, "--repeats", "2", "--out", str(tmp_path / "rep")]) == 0
+
+    def by_k(folder: str) -> dict[int, dict]:
+        out = {}
+        for path in (tmp_path / folder).rglob("metrics_*.json"):
+            m = json.loads(path.read_text())
+            out[m["overall_metrics"]["k"]] = m
+        return out
+
+    plain, rep = by_k("plain"), by_k("rep")
+    assert sorted(rep) == [1, 5]
+    for k in (1, 5):
+        r = rep[k]["repeats"]
+        assert r["overall"]["pass_rate"]["mean"] == plain[k]["overall_metrics"][f"hit_rate@{k}"]
+        assert r["flaky_cases"] == 0 and r["attempts"] == 2 * r["cases"] == 134
+    assert plain[5]["overall_metrics"]["hit_rate@5"] == 104 / 134

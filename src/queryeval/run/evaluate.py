@@ -510,17 +510,8 @@ def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None
 def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
             warnings: list[str] | None, extra: dict | None = None) -> tuple[dict, RecordStream]:
     records = log.scan_records(order)
-    cfg = log.batch.get("evaluation_config") or {}
-    repeats = cfg.get("repeats", 1)
-    add = dict(extra or {})
-    if isinstance(repeats, int) and repeats > 1:
-        from queryeval.run.repeats import repeat_stats, write_cases_csv
-
-        ks = cfg.get("pass_k") or sorted({1, repeats})
-        stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
-        write_cases_csv(log.paths.repeats_csv, stats)
-        add["repeats"] = stats.result()
-    metrics = _write_tables(log, task, records, extra=add, repeat_column=repeats != 1)
+    add = {**(extra or {}), **_repeat_section(log, task, records)}
+    metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
     if reports and len(records) > REPORT_CASE_LIMIT:
         reports = False
         if warnings is not None:
@@ -541,6 +532,25 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
         with _reporting(log.paths.folder / f"report_{log.paths.batch_id}.html"):
             write_html_report(log.paths.batch)
     return metrics, records
+
+
+def _repeats(log: RunLog) -> int:
+    value = (log.batch.get("evaluation_config") or {}).get("repeats", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
+    """For a run with repeats: ``{"repeats": ...}`` for the metrics, and
+    ``repeats_<id>.csv`` written (docs/repeats.md); else nothing."""
+    repeats = _repeats(log)
+    if repeats <= 1:
+        return {}
+    from queryeval.run.repeats import repeat_stats, write_cases_csv
+
+    ks = (log.batch.get("evaluation_config") or {}).get("pass_k") or sorted({1, repeats})
+    stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
+    write_cases_csv(log.paths.repeats_csv, stats)
+    return {"repeats": stats.result()}
 
 
 def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict | None = None,
@@ -590,7 +600,8 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
         vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
-        _write_tables(vlog, vtask, vrecords)
+        _write_tables(vlog, vtask, vrecords, extra=_repeat_section(vlog, vtask, vrecords),
+                      repeat_column=_repeats(vlog) > 1)
         vlog.mark_complete()
         known[key] = vlog.paths.batch_id
     log.batch["derived_batches"] = known
