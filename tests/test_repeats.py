@@ -399,3 +399,28 @@ def test_retrieval_pass_is_the_hit_in_top_k_and_derived_batches_get_repeats(tmp_
         assert r["overall"]["pass_rate"]["mean"] == plain[k]["overall_metrics"][f"hit_rate@{k}"]
         assert r["flaky_cases"] == 0 and r["attempts"] == 2 * r["cases"] == 134
     assert plain[5]["overall_metrics"]["hit_rate@5"] == 104 / 134
+
+
+def test_answers_pass_only_when_every_sub_answer_is_right(tmp_path):
+    """Repeat 0: the example's recorded answers (cases 0, 1, 5, 6 fully right; 2, 3, 7 half
+    right; 4 missing); repeat 1: every sub-answer right. Pass rates 1, 1, ½, ½, ½, 1, 1, ½."""
+    ex = REPO / "examples" / "answers"
+    labels = [json.loads(x) for x in (ex / "labels.jsonl").read_text().splitlines()]
+    recorded = [json.loads(x) for x in (ex / "responses.jsonl").read_text().splitlines()]
+    lines = [{**r, "repeat": 0} for r in recorded] + [
+        {"id": lab["id"], "repeat": 1,
+         "response": " ".join(f"@{n}[{v}]" for n, v in lab["common_answers"])}
+        for lab in labels]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "o"
+    assert main(["run", str(ex / "questions.jsonl"), "--labels", str(ex / "labels.jsonl"),
+                 "--tables", str(ex / "tables"), "--responses", str(responses), "--repeats", "2",
+                 "--out", str(out), "-q", "--no-report"]) == 0
+    rows = {r["case_id"]: r for r in _repeats_csv(out)}
+    rates = [float(rows[str(i)]["pass_rate"]) for i in range(8)]
+    assert rates == [1.0, 1.0, 0.5, 0.5, 0.5, 1.0, 1.0, 0.5]
+    assert float(rows["2"]["proportion_correct_mean"]) == 0.75  # half right is not a pass
+    rep = json.loads(next(out.rglob("metrics_*.json")).read_text())["repeats"]
+    assert rep["overall"]["pass_rate"]["mean"] == 0.75 and rep["flaky_cases"] == 4
+    assert [f["outcomes"] for f in rep["flaky"]] == ["FP", "FP", "FP", "FP"]
