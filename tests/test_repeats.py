@@ -258,9 +258,14 @@ def test_reports_show_pass_figures_and_flaky_cases(tmp_path, system_module, caps
     out = tmp_path / "o"
     assert main(["run", str(suite), "--system", f"python:{system_module}:bot", "--repeats", "5",
                  "--pass-k", "1,2", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    printed = capsys.readouterr().out
     metrics = json.loads(next(out.rglob("metrics_*.json")).read_text())
     rep = metrics["repeats"]
+    assert "Repeats" in printed and "Flaky" in printed
+    from queryeval.api.run import render_text
+    from queryeval.report.console import repeats_tables
+
+    text = render_text(repeats_tables(rep))  # what the run printed, at a fixed width
     assert rep["flaky_cases"] >= 1  # c13 (p = 1/3) and c26 (p = 2/3) over 5 draws
     flaky = rep["flaky"][0]
     # console: the pass table and the flaky list with each attempt's outcome
@@ -424,3 +429,15 @@ def test_answers_pass_only_when_every_sub_answer_is_right(tmp_path):
     rep = json.loads(next(out.rglob("metrics_*.json")).read_text())["repeats"]
     assert rep["overall"]["pass_rate"]["mean"] == 0.75 and rep["flaky_cases"] == 4
     assert [f["outcomes"] for f in rep["flaky"]] == ["FP", "FP", "FP", "FP"]
+
+
+def test_run_report_and_summary_carry_the_repeats(tmp_path):
+    run = qe.evaluate(CASES[::10], system=seeded_bot, repeats=4, out=tmp_path / "o")
+    assert "Repeats: 4 attempts per case, 4 cases" in str(run)
+    written = run.report()
+    xlsx = next(p for p in written if p.suffix == ".xlsx")
+    from openpyxl import load_workbook
+
+    ws = load_workbook(xlsx)["Repeats"]
+    assert [c.value for c in ws[2]][:2] == ["pass_rate",
+                                            run.metrics["repeats"]["overall"]["pass_rate"]["mean"]]

@@ -227,6 +227,10 @@ class Run:
         if xlsx and loaded.task is not None and loaded.metrics is not None:
             with writing(paths.report_xlsx):
                 written += loaded.task.write_reports(paths, loaded.records, loaded.metrics)
+                if "repeats" in loaded.metrics and paths.report_xlsx.exists():
+                    from queryeval.run.repeats import add_xlsx_sheet
+
+                    add_xlsx_sheet(paths.report_xlsx, loaded.metrics["repeats"])
         return [Path(p) for p in written]
 
     def compare(self, baseline: Run | str | Path, **kwargs: Any) -> Any:
@@ -241,7 +245,13 @@ class Run:
         from queryeval.report.console import overall_table
 
         task = self.task
-        return task.summary(self.metrics) if task is not None else overall_table(self.metrics)
+        out = task.summary(self.metrics) if task is not None else overall_table(self.metrics)
+        if "repeats" in self.metrics:
+            from queryeval.report.console import repeats_tables
+
+            out = [*(out if isinstance(out, list) else [out]),
+                   *repeats_tables(self.metrics["repeats"])]
+        return out
 
     def __str__(self) -> str:
         if self._load().metrics is None:
