@@ -441,3 +441,24 @@ def test_run_report_and_summary_carry_the_repeats(tmp_path):
     ws = load_workbook(xlsx)["Repeats"]
     assert [c.value for c in ws[2]][:2] == ["pass_rate",
                                             run.metrics["repeats"]["overall"]["pass_rate"]["mean"]]
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_same_attempts_and_statistics(tmp_path, system_module):
+    pytest.importorskip("ray", reason="Ray is not installed")
+    suite = _suite(tmp_path, CASES[::8])
+    common = [str(suite), "--system", f"python:{system_module}:bot", "--repeats", "3", "-c", "2",
+              "-q", "--no-report"]
+    assert main(["run", *common, "--out", str(tmp_path / "local")]) == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get(
+        "PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "queryeval", "run", *common, "--executor", "ray",
+                           "--out", str(tmp_path / "ray")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    local, remote = (json.loads(next((tmp_path / d).rglob("metrics_*.json")).read_text())
+                     for d in ("local", "ray"))
+    assert remote["repeats"] == local["repeats"]
+    assert remote["overall_metrics"] == local["overall_metrics"]
+    assert sorted((r["case_id"], r["repeat"]) for r in records_of(tmp_path / "ray")) == \
+        sorted((c["id"], i) for c in CASES[::8] for i in range(3))
