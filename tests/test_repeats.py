@@ -462,3 +462,25 @@ def test_ray_executor_gives_the_same_attempts_and_statistics(tmp_path, system_mo
     assert remote["overall_metrics"] == local["overall_metrics"]
     assert sorted((r["case_id"], r["repeat"]) for r in records_of(tmp_path / "ray")) == \
         sorted((c["id"], i) for c in CASES[::8] for i in range(3))
+
+
+def test_pass_rules_of_query_fields_and_the_default():
+    from queryeval.tasks.base import get_task
+
+    query = get_task("query")
+    perfect = {"status": "ok", "scores": {"exact_match_f1": 1.0, "returns_results": 0.0}}
+    assert query.case_passed(perfect)  # an empty gold table matched exactly still passes
+    assert not query.case_passed({"status": "ok", "scores": {"exact_match_f1": 0.99}})
+    assert not query.case_passed({**perfect, "status": "error"})
+    fields = get_task("fields")
+    turns = [{"scores": {"passed": True}}, {"scores": {"passed": False}}]
+    assert not fields.case_passed({"status": "ok", "turns": turns})
+    assert fields.case_passed({"status": "ok", "turns": turns[:1]})
+
+    class Plain(get_task("answers").__class__):  # no case_verdict: the default rule
+        case_passed = qe.Task.case_passed
+
+    plain = Plain()
+    assert plain.case_passed({"status": "ok", "scores": {"a": 1.0, "count": 3.0}})
+    assert not plain.case_passed({"status": "ok", "scores": {"a": 1.0, "b": 0.5}})
+    assert not plain.case_passed({"status": "error", "scores": {"a": 1.0}})
