@@ -100,6 +100,12 @@ def evaluate(
     max_error_rate: float = 1.0,
     isolate: bool = False,
     progress: Callable[[int, int], Any] | None = None,
+    repeats: int = 1,
+    pass_k: list[int] | tuple[int, ...] | None = None,
+    cache: bool = False,
+    cache_dir: PathLike | None = None,
+    cache_max_mb: float = 1024.0,
+    system_version: str | None = None,
     **kwargs: Any,
 ) -> Run:
     """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
@@ -134,6 +140,14 @@ def evaluate(
             finishes; failed calls are recorded on their cases.
         isolate: run a ``python:`` spec's callable in worker processes (``--isolate``).
         progress: ``progress(advance, total)`` callback.
+        repeats: call every scored turn this many times (``--repeats``); the metrics get a
+            ``repeats`` section (pass rate, pass@k, pass^k, flaky cases; docs/repeats.md).
+        pass_k: the k of pass@k / pass^k (``--pass-k``; each at most ``repeats``).
+        cache: serve calls from the call cache and store new outputs (``--cache``); needs
+            ``system_version``. A callable is named by its module and qualified name.
+        cache_dir: the cache folder (default ``$QUERYEVAL_CACHE_DIR`` or
+            ``~/.cache/queryeval/calls``); ``cache_max_mb``: its size limit (LRU eviction).
+        system_version: the system's version, part of the cache key.
 
     Raises:
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
@@ -157,7 +171,13 @@ def evaluate(
         return _resume_matching(folder, suite, system, retry_errors=retry_errors, progress=progress)
     suite_path, responses_path = _inputs(suite, responses, folder / "inputs")
     spec: str | None = None
+    system_name = None
     if system is not None and not isinstance(system, str):
+        target = getattr(system, "__func__", system)
+        if not hasattr(target, "__qualname__"):
+            target = type(system)
+        system_name = (f"python:{getattr(target, '__module__', '?')}:"
+                       f"{getattr(target, '__qualname__', '?')}")
         if executor == "ray":
             raise ConfigError("executor='ray' needs a system spec string (python:…, http…, "
                               "cmd:…); a Python object cannot be shipped to Ray workers")
@@ -171,6 +191,10 @@ def evaluate(
                 concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
                 task_options=opts, reports=reports, executor=executor, ray_address=ray_address,
                 max_error_rate=max_error_rate, isolate=isolate,
+                repeats=repeats, pass_k=list(pass_k or []), cache=cache,
+                cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
+                cache_max_mb=cache_max_mb, system_version=system_version,
+                system_name=system_name,
             )
         except ValidationError as exc:
             raise _config_error(exc) from None

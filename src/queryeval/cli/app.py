@@ -13,6 +13,7 @@ import traceback
 import typer
 from pydantic import ValidationError
 
+from queryeval.cli import cache as cache_cmd
 from queryeval.cli import compare as compare_cmd
 from queryeval.cli import report as report_cmd
 from queryeval.cli import rescore as rescore_cmd
@@ -52,6 +53,7 @@ app.command("tune", cls=Command)(tune_cmd.command)
 app.command("tokens", cls=Command)(tokens_cmd.command)
 app.command("trec", cls=Command)(trec_cmd.command)
 app.command("view", cls=Command)(view_cmd.command)
+app.command("cache", cls=Command)(cache_cmd.command)
 
 
 @app.callback()

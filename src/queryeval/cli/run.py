@@ -134,6 +134,22 @@ def command(
     isolate: bool = typer.Option(
         False, "--isolate", help="Run a python: system in worker processes (os._exit, crashes "
         "and os.chdir stay in the worker)."),
+    repeats: int = typer.Option(
+        1, "--repeats", help="Call every scored turn N times (nondeterministic systems): per-case "
+        "mean and spread, pass rate, pass@k, flaky cases (docs/repeats.md)."),
+    pass_k: str | None = typer.Option(
+        None, "--pass-k", help="With --repeats: comma-separated k of pass@k and pass^k, e.g. "
+        "1,3,5 (each at most N; default 1,N)."),
+    cache: bool = typer.Option(
+        False, "--cache", help="Reuse system outputs from the call cache and store new ones "
+        "(off by default; needs --system-version)."),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR or "
+        "~/.cache/queryeval/calls)."),
+    cache_max_mb: float = typer.Option(
+        1024.0, "--cache-max-mb", help="Call cache size limit; least recently used entries go first."),
+    system_version: str | None = typer.Option(
+        None, "--system-version", help="The system's version: part of the call cache's key."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
@@ -207,8 +223,19 @@ def command(
                 "base_url": reformat_base_url, "model": reformat_model,
                 "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
             }
+        ks: list[int] = []
+        for part in (pass_k or "").split(","):
+            if part.strip():
+                try:
+                    ks.append(int(part))
+                except ValueError:
+                    raise ConfigError(f"--pass-k: expected comma-separated integers, got "
+                                      f"{pass_k!r}") from None
         # paths are made absolute by the run itself (resolve_config), once, at start
         return make_config(
+            repeats=repeats, pass_k=ks, cache=cache,
+            cache_dir=str(cache_dir.expanduser().resolve()) if cache_dir else None,
+            cache_max_mb=cache_max_mb, system_version=system_version,
             suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
             responses=str(responses) if responses else None, out=str(out),
             concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
@@ -264,7 +291,9 @@ def command(
                 timeout=config.timeout, retries=config.retries, backoff=config.backoff,
                 reports=config.reports, executor=config.executor,
                 ray_address=config.ray_address, max_error_rate=config.max_error_rate,
-                isolate=config.isolate, progress=progress)
+                isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
+                cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
+                system_version=config.system_version, progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         if bar.live.is_started:
             bar.stop()
@@ -282,8 +311,18 @@ def command(
         summary = result.summary()
         for renderable in summary if isinstance(summary, list) else [summary]:
             console.print(renderable)
+        if "repeats" in result.metrics:
+            from queryeval.report.console import repeats_tables
+
+            for renderable in repeats_tables(result.metrics["repeats"]):
+                console.print(renderable)
+        if "cache" in result.metrics:
+            c = result.metrics["cache"]
+            console.print(f"call cache: {c['hits']} hits, {c['calls']} calls ({c['folder']})",
+                          markup=False, highlight=False)
     paths = RunPaths(result.folder, result.batch_id)
     written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
+    written += [paths.repeats_csv] if paths.repeats_csv.exists() else []
     written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
     console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     for opts, batch_id in result.batch.get("derived_batches", {}).items():

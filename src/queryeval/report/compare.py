@@ -83,10 +83,16 @@ def load_run(location: str | Path | LoadedRun) -> LoadedRun:
     """Open a run log for reading (never modifies it)."""
     if isinstance(location, LoadedRun):
         return location
+    log, metrics, task = open_run(location)
+    return LoadedRun(log, _in_csv_order(log, log.read_records()), metrics, task)
+
+
+def open_run(location: str | Path) -> tuple[RunLog, dict | None, Any]:
+    """A run log's batch, metrics (None if not finished) and task (None when its kind is not
+    installed), without reading its records."""
     from queryeval.tasks.base import get_task
 
     log = RunLog.open(resolve_batch(location))
-    records = _in_csv_order(log, log.read_records())
     metrics = None
     if log.paths.metrics.is_file():
         import json
@@ -100,7 +106,7 @@ def load_run(location: str | Path | LoadedRun) -> LoadedRun:
         task = get_task(log.batch.get("task") or "", opts)
     except ConfigError:
         task = None
-    return LoadedRun(log, records, metrics, task)
+    return log, metrics, task
 
 
 def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:

@@ -40,3 +40,40 @@ def group_table(groups: dict, group_name: str, keys: list[str]) -> Table:
     for name, figures in groups.items():
         table.add_row(console_text(name), *(console_text(fmt(figures.get(k))) for k in keys))
     return table
+
+
+def repeats_tables(rep: dict, flaky_rows: int = 10) -> list[Table]:
+    """A run with ``--repeats``: pass rate, pass@k and pass^k with their case-bootstrap
+    intervals, the share of flaky cases, and the first flaky cases with each attempt's
+    outcome (P passed, F failed, E the call failed)."""
+    pct = f"{rep.get('confidence', 0.95):.0%}"
+    table = Table(title=console_text(f"Repeats: {rep.get('repeats')} attempts per case, "
+                                     f"{rep.get('cases')} cases"), title_justify="left")
+    table.add_column("figure")
+    table.add_column("mean over cases", justify="right")
+    table.add_column(f"{pct} CI (cases)", justify="right")
+    overall = rep.get("overall") or {}
+    keys = ["pass_rate"] + [f"pass{sep}{k}" for k in rep.get("pass_k", []) for sep in ("@", "^")]
+    for key in keys:
+        fig = overall.get(key) or {}
+        ci = (f"{fmt(fig.get('ci_low'))} – {fmt(fig.get('ci_high'))}"
+              if fig.get("ci_low") is not None else "—")
+        table.add_row(console_text(key), console_text(fmt(fig.get("mean"))), console_text(ci))
+    share = rep.get("flaky_share")
+    table.add_row("flaky cases", console_text(f"{rep.get('flaky_cases', 0)} "
+                                              f"({fmt(share)})"), "")
+    out = [table]
+    flaky = rep.get("flaky") or []
+    if flaky:
+        ft = Table(title=console_text("Flaky cases (P pass, F fail, E error)"), title_justify="left")
+        ft.add_column("case")
+        ft.add_column("pass rate", justify="right")
+        ft.add_column("attempts")
+        for row in flaky[:flaky_rows]:
+            ft.add_row(console_text(str(row.get("case_id"))), console_text(fmt(row.get("pass_rate"))),
+                       console_text(str(row.get("outcomes"))))
+        if len(flaky) > flaky_rows or rep.get("flaky_cases", 0) > len(flaky[:flaky_rows]):
+            ft.caption = console_text(f"{rep.get('flaky_cases')} flaky in all; every case in "
+                                      "repeats_<id>.csv")
+        out.append(ft)
+    return out

@@ -23,7 +23,7 @@ from typing import Any
 from queryeval.report import stats
 from queryeval.report.compare import LoadedRun, case_metrics, load_run, lower_is_better
 from queryeval.report.html_details import render_details
-from queryeval.report.html_page import esc, num_cell, page, table
+from queryeval.report.html_page import esc, fmt, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
 
 MAX_BARS = 60
@@ -376,6 +376,39 @@ def _cut(text: object, limit: int = NAME_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
+FLAKY_ROWS = 20
+"""Flaky cases listed in the HTML report (all are in ``repeats_<id>.csv``)."""
+
+
+def repeats_section(rep: dict | None) -> str:
+    """A run with ``--repeats``: pass rate, pass@k and pass^k (means over cases, bootstrap
+    intervals over cases) and the flaky cases with each attempt's outcome."""
+    if not isinstance(rep, dict):
+        return ""
+    overall = rep.get("overall") or {}
+    keys = ["pass_rate"] + [f"pass{sep}{k}" for k in rep.get("pass_k", []) for sep in ("@", "^")]
+    rows = []
+    for key in keys:
+        fig = overall.get(key) or {}
+        rows.append([f"<td>{esc(key)}</td>", num_cell(fig.get("mean")), num_cell(fig.get("ci_low")),
+                     num_cell(fig.get("ci_high"))])
+    pct = f"{float(rep.get('confidence', 0.95)):.0%}"
+    out = (f'<h2>Repeats</h2><p class="note">{esc(rep.get("repeats"))} attempts per case, '
+           f'{esc(rep.get("cases"))} cases; means over cases, {esc(pct)} intervals resampling '
+           f'cases. Flaky (passed sometimes, not always): {esc(rep.get("flaky_cases"))} '
+           f'({esc(fmt(rep.get("flaky_share"), 4))}).</p>'
+           + table(["figure", "mean", "CI low", "CI high"], rows, attrs=' id="repeats"'))
+    flaky = [f for f in rep.get("flaky") or [] if isinstance(f, dict)][:FLAKY_ROWS]
+    if flaky:
+        frows = [[f"<td>{esc(f.get('case_id'))}</td>", num_cell(f.get("pass_rate")),
+                  f"<td><code>{esc(f.get('outcomes'))}</code></td>"] for f in flaky]
+        more = rep.get("flaky_cases", 0) - len(flaky)
+        out += ("<h3>Flaky cases (P pass, F fail, E error)</h3>"
+                + table(["case", "pass rate", "attempts"], frows, attrs=' id="flaky"')
+                + (f'<p class="note">{more} more in repeats_&lt;id&gt;.csv</p>' if more > 0 else ""))
+    return out
+
+
 # --- the page ---------------------------------------------------------------------------------
 def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
     """The HTML text of a run's report."""
@@ -400,7 +433,7 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
         f"<h1>{esc(run.task_name)} report</h1><p class=\"meta\">batch {esc(run.batch_id)}</p>{note}"
         f"{error_banner(metrics)}"
         f"{_meta(run)}<h2>Overall</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
-        f"{by_k(metrics)}"
+        f"{by_k(metrics)}{repeats_section(metrics.get('repeats'))}"
         f"<h2>By group</h2>{_groups(metrics)}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"
         f"<h2>Details of cases that did not pass</h2>{_details(run, verdicts)}"

@@ -23,8 +23,8 @@ from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.run import inputs as run_inputs
 from queryeval.run.lock import BatchLock
 from queryeval.run.log import RunLog, now_iso, release_quietly
-from queryeval.run.records import RecordStream
-from queryeval.run.runner import RetryPolicy, run_cases
+from queryeval.run.records import RecordStream, attempt_key
+from queryeval.run.runner import Attempt, RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
 from queryeval.suite.models import Case
 from queryeval.systems.base import System, make_system
@@ -58,6 +58,23 @@ class RunConfig(BaseModel):
     max_error_rate: float = Field(1.0, ge=0, le=1)
     isolate: bool = False
     """A ``python:`` system runs in worker processes (systems/python.py)."""
+    repeats: int = Field(1, ge=1, le=10_000)
+    """Calls per scored turn (docs/repeats.md); 1: a plain run, nothing added to the log."""
+    pass_k: list[int] = Field(default_factory=list)
+    """The k of pass@k and pass^k (default with repeats: 1 and N)."""
+    cache: bool = False
+    """Serve calls from the call cache (run/cache.py) and store new outputs there."""
+    cache_dir: str | None = None
+    cache_max_mb: float = Field(1024.0, gt=0, le=1e9)
+    system_version: str | None = None
+    """The system's version, part of the cache key (with --system or the callable's name)."""
+    system_name: str | None = None
+    """The system's identity for the cache when --system does not name it (a Python object)."""
+
+
+REPEAT_FIELDS = {"repeats": 1, "pass_k": [], "cache": False, "cache_dir": None,
+                 "cache_max_mb": 1024.0, "system_version": None, "system_name": None}
+"""Settings a run without them leaves out of its batch file (so its log is as before)."""
 
 
 SAFE_ON_RESUME = ("concurrency", "timeout", "retries", "backoff", "reports", "max_error_rate")
@@ -69,7 +86,9 @@ OPTION_NAMES = {"concurrency": "--concurrency", "timeout": "--timeout", "retries
                 "task": "--task", "system": "--system", "responses": "--responses",
                 "executor": "--executor", "ray_address": "--ray-address",
                 "max_error_rate": "--max-error-rate", "reports": "--no-report",
-                "isolate": "--isolate"}
+                "isolate": "--isolate", "repeats": "--repeats", "pass_k": "--pass-k",
+                "cache": "--cache", "cache_dir": "--cache-dir", "cache_max_mb": "--cache-max-mb",
+                "system_version": "--system-version"}
 
 
 def make_config(**values: Any) -> RunConfig:
@@ -154,8 +173,11 @@ class Cases:
     """The cases of a run: re-iterable (each pass reads a lazy suite again), with a count, and
     each case's rank in run order (:attr:`order`, used to put records in that order)."""
 
-    def __init__(self, make: Callable[[], Iterable[Case]]) -> None:
+    def __init__(self, make: Callable[[], Iterable[Case]], repeats: int = 1) -> None:
         self._make = make
+        self.repeats = repeats
+        """With repeats (> 1), :attr:`order` ranks each (case, repeat) key
+        (:func:`~queryeval.run.records.attempt_key`), case by case."""
         first = make()  # a generator does no work until read
         self._fixed = first if isinstance(first, list) else None  # sampled: keep that sample
         self.count = 0
@@ -167,13 +189,32 @@ class Cases:
     def __len__(self) -> int:
         return self.count
 
+    @property
+    def units(self) -> int:
+        """Records a complete run holds: one per case, or per (case, repeat)."""
+        return self.count * self.repeats
+
+    def todo(self, done: IdIndex | None = None) -> Iterable[Case | Attempt]:
+        """What is left to call: cases, or with repeats one :class:`Attempt` per (case,
+        repeat); those in ``done`` (keys of records already written) are skipped."""
+        if self.repeats == 1:
+            return self if done is None else (c for c in self if c.id not in done)
+        return (Attempt(c, r) for c in self for r in range(self.repeats)
+                if done is None or attempt_key(c.id, r) not in done)
+
     def scan(self, task: Task) -> Iterator[tuple[str, list[int]]]:
         """One pass: count the cases, rank their ids, and yield ``(case id, scored turns)``."""
         keys = KeyBuilder()
+        count = 0
         for case in self:
-            keys.add(case.id, len(keys))
+            if self.repeats == 1:
+                keys.add(case.id, len(keys))
+            else:
+                for r in range(self.repeats):
+                    keys.add(attempt_key(case.id, r), len(keys))
+            count += 1
             yield case.id, task.scored_turns(case)
-        self.count = len(keys)
+        self.count = count
         self.order = keys.build()
 
 
@@ -211,7 +252,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     def make() -> Iterable[Case]:
         return task.select_cases(c for c in suite.iter_cases() if task.scored_turns(c))
 
-    cases = Cases(make)
+    cases = Cases(make, config.repeats)
     warnings: list[str] = []
     system: System
     recorded = RecordedSystem.load(config.responses, task) if config.responses else None
@@ -240,11 +281,55 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
             system = task.default_system()
     else:
         system = task.default_system()
+    if config.cache:
+        from queryeval.run.cache import CachedSystem, CallCache
+
+        try:
+            system = CachedSystem(system, CallCache(config.cache_dir, max_mb=config.cache_max_mb),
+                                  system_identity(config), task)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                system.close()
+            task.close()
+            raise
     return suite, task, system, cases, warnings
+
+
+def system_identity(config: RunConfig) -> str:
+    """The cache's name for the system: ``--system`` (or a Python object's qualified name)
+    and ``--system-version``, e.g. ``python:bot:answer@v3`` (docs/repeats.md)."""
+    return f"{config.system_name or config.system}@{config.system_version}"
+
+
+def check_repeats(config: RunConfig) -> None:
+    """One line for a bad combination of --repeats, --pass-k and --cache."""
+    for k in config.pass_k:
+        if k < 1:
+            raise ConfigError(f"--pass-k: every k must be at least 1, got {k}")
+        if k > config.repeats:
+            raise ConfigError(f"--pass-k {k}: k must be at most --repeats ({config.repeats}); "
+                              "pass@k needs n >= k attempts")
+    if config.repeats > 1 and config.responses and config.executor == "ray":
+        raise ConfigError("--repeats with --responses runs with --executor local only")
+    if config.pass_k and config.repeats == 1:
+        raise ConfigError("--pass-k needs --repeats N (N >= 2)")
+    if config.cache:
+        if config.responses:
+            raise ConfigError("--cache applies to a live --system, not to --responses")
+        if not config.system:
+            raise ConfigError("--cache needs --system (a built-in system is not cached)")
+        if not config.system_version:
+            raise ConfigError("--cache needs --system-version (the cache key names the system "
+                              "and its version; see docs/repeats.md)")
+        if config.executor == "ray":
+            raise ConfigError("--cache works with --executor local only")
 
 
 def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> dict:
     cfg = config.model_dump()
+    for key, default in REPEAT_FIELDS.items():
+        if cfg.get(key) == default:
+            del cfg[key]
     cfg["suite"] = str(Path(config.suite).resolve())
     for key in ("responses", "labels"):
         if cfg[key]:
@@ -412,23 +497,27 @@ def _reporting(fallback: Path) -> Iterator[None]:
 
 
 def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
-           reports: bool = True, warnings: list[str] | None = None) -> tuple[dict, RecordStream]:
+           reports: bool = True, warnings: list[str] | None = None,
+           extra: dict | None = None) -> tuple[dict, RecordStream]:
     """Aggregate the records of a log and write the CSV, metrics and reports atomically.
 
     The records are streamed from the results file in ``order`` (case ids, or an IdIndex of
     ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores. Reports
     hold every record, so above :data:`REPORT_CASE_LIMIT` cases they are left to
-    ``queryeval report`` (a line is added to ``warnings``)."""
+    ``queryeval report`` (a line is added to ``warnings``). ``extra`` goes into the metrics
+    (e.g. the call cache's counts). A run with repeats (its batch's ``repeats`` > 1) also gets
+    the ``repeats`` section of the metrics and ``repeats_<id>.csv`` (docs/repeats.md)."""
     try:
-        return _finish(log, task, order, reports=reports, warnings=warnings)
+        return _finish(log, task, order, reports=reports, warnings=warnings, extra=extra)
     finally:
         task.close()
 
 
 def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
-            warnings: list[str] | None) -> tuple[dict, RecordStream]:
+            warnings: list[str] | None, extra: dict | None = None) -> tuple[dict, RecordStream]:
     records = log.scan_records(order)
-    metrics = _write_tables(log, task, records)
+    add = {**(extra or {}), **_repeat_section(log, task, records)}
+    metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
     if reports and len(records) > REPORT_CASE_LIMIT:
         reports = False
         if warnings is not None:
@@ -437,6 +526,10 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
     if reports:
         with _reporting(log.paths.report_xlsx):
             task.write_reports(log.paths, list(records), metrics)
+            if "repeats" in metrics and log.paths.report_xlsx.exists():
+                from queryeval.run.repeats import add_xlsx_sheet
+
+                add_xlsx_sheet(log.paths.report_xlsx, metrics["repeats"])
     _write_variants(log, task, records)
     log.mark_complete()
     if reports:
@@ -447,15 +540,43 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
     return metrics, records
 
 
-def _write_tables(log: RunLog, task: Task, records: RecordStream) -> dict:
+def _repeats(log: RunLog) -> int:
+    value = (log.batch.get("evaluation_config") or {}).get("repeats", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
+    """For a run with repeats: ``{"repeats": ...}`` for the metrics, and
+    ``repeats_<id>.csv`` written (docs/repeats.md); else nothing."""
+    repeats = _repeats(log)
+    if repeats <= 1:
+        return {}
+    from queryeval.run.repeats import repeat_stats, write_cases_csv
+
+    ks = (log.batch.get("evaluation_config") or {}).get("pass_k") or sorted({1, repeats})
+    stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
+    write_cases_csv(log.paths.repeats_csv, stats)
+    return {"repeats": stats.result()}
+
+
+def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict | None = None,
+                  repeat_column: bool = False) -> dict:
     """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
     carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
-    first_message, case)."""
+    first_message, case). ``repeat_column``: the CSV's second column is ``repeat``."""
     metrics = task.aggregate(records)
     errors = ErrorTally()
-    log.write_csv(task.csv_columns, (row for r in records for row in task.csv_rows(errors.add(r))))
+    columns = list(task.csv_columns)
+    if repeat_column:
+        columns = [*columns[:1], "repeat", *[c for c in columns[1:] if c != "repeat"]]
+        rows = ({**row, "repeat": r.get("repeat")}
+                for r in records for row in task.csv_rows(errors.add(r)))
+    else:
+        rows = (row for r in records for row in task.csv_rows(errors.add(r)))
+    log.write_csv(columns, rows)
     metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
     metrics["error_summary"] = errors.summary()
+    metrics.update(extra or {})
     log.write_metrics(metrics)
     return metrics
 
@@ -485,7 +606,8 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
         vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
         vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
-        _write_tables(vlog, vtask, vrecords)
+        _write_tables(vlog, vtask, vrecords, extra=_repeat_section(vlog, vtask, vrecords),
+                      repeat_column=_repeats(vlog) > 1)
         vlog.mark_complete()
         known[key] = vlog.paths.batch_id
     log.batch["derived_batches"] = known
@@ -519,17 +641,26 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
         else:
             done = 0
             system.close()
-        metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings)
+        extra = None
+        from queryeval.run.cache import CachedSystem
+
+        cache = system.cache if isinstance(system, CachedSystem) else None
+        if cache is not None:
+            extra = {"cache": {"hits": cache.hits, "calls": cache.misses, "stored": cache.stored,
+                               "folder": str(cache.folder)}}
+        metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings,
+                                  extra=extra)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             task.close()
         _mark_interrupted(log)
-        raise RunInterrupted(min(already + counter[0], len(cases)), len(cases),
+        raise RunInterrupted(min(already + counter[0], cases.units), cases.units,
                              log.paths.batch) from None
     return _result(log, task, metrics, records, done, warnings, config)
 
 
 def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResult:
+    check_repeats(config)
     config = resolve_config(config)
     suite, task, system, cases, warnings = _prepare(config)
     try:
@@ -545,8 +676,8 @@ def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResu
         raise
     try:
         if progress:
-            progress(0, len(cases))
-        return _run(log, task, system, cases, cases, config, progress, warnings, already=0)
+            progress(0, cases.units)
+        return _run(log, task, system, cases, cases.todo(), config, progress, warnings, already=0)
     finally:
         lock.release()
 
@@ -621,7 +752,7 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
             log.rewrite_records(r for r in records if r.get("status") != "error")
             records = log.scan_records(with_ids=True)
         done_ids = records.ids if records.ids is not None else IdIndex.from_ids([])
-        already = cases.order.count_common(done_ids)  # cases of this run already done
+        already = cases.order.count_common(done_ids)  # cases (or attempts) already done
         entry: dict[str, Any] = {"at": now_iso()}
         if overrides:
             entry["options"] = dict(overrides)
@@ -640,16 +771,17 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
             system.close()
         task.close()
         raise
+    units = cases.units
     if notice:
-        if complete and already >= len(cases):
+        if complete and already >= units:
             notice(f"already complete: {log.paths.batch} ({len(cases)} cases); "
                    "re-writing its metrics and reports only")
         else:
-            notice(f"resuming: {already} done, {len(cases) - already} to go")
+            notice(f"resuming: {already} done, {units - already} to go")
     if progress:
-        progress(0, len(cases))
+        progress(0, units)
         progress(already, 0)
-    todo = (c for c in cases if c.id not in done_ids) if already < len(cases) else None
+    todo = cases.todo(done_ids) if already < units else None
     return _run(log, task, system, cases, todo, config, progress, warnings, already=already)
 
 

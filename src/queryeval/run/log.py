@@ -84,6 +84,11 @@ class RunPaths:
     def report_xlsx(self) -> Path:
         return self._p("report", ".xlsx")
 
+    @property
+    def repeats_csv(self) -> Path:
+        """Per-case statistics of a run with ``--repeats`` (docs/repeats.md)."""
+        return self._p("repeats", ".csv")
+
 
 @contextlib.contextmanager
 def writing(path: str | Path) -> Iterator[None]:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from queryeval.errors import ConfigError
-from queryeval.run.runner import RetryPolicy, evaluate_case
+from queryeval.run.runner import Attempt, RetryPolicy, evaluate_case, with_repeat
 from queryeval.suite.models import Case
 from queryeval.systems.base import System
 from queryeval.tasks.base import Task, TurnOutcome
@@ -162,9 +162,11 @@ def _worker_error_record(task: Task, case: Case, exc: BaseException) -> dict:
     """The record of a case whose worker died :data:`MAX_WORKER_LOSSES` times: every scored
     turn failed with kind ``worker``, scored by the task like any failed call."""
     message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    real = case.case if isinstance(case, Attempt) else case  # one attempt of --repeats
     outcomes = [TurnOutcome(turn=req["turn"], error={"kind": "worker", "message": message})
-                for req in task.requests(case)]
-    return task.score_case(case, outcomes)
+                for req in task.requests(real)]
+    record = task.score_case(real, outcomes)
+    return with_repeat(record, case.repeat) if isinstance(case, Attempt) else record
 
 
 def _actor_env() -> dict[str, str]:

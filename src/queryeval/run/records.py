@@ -43,15 +43,37 @@ def _line_number(path: Path, offset: int) -> int:
     return count
 
 
+_REPEAT = ', "repeat": '
+
+
+def attempt_key(case_id: str, repeat: int | None) -> str:
+    """The key of one record: the case id, or for a run with repeats (a ``repeat`` field in
+    the record) the case id and the repeat index, so each (case, repeat) is kept once."""
+    return case_id if repeat is None else f"{case_id}\x00#{repeat}"
+
+
+def _repeat_of(text: str, end: int) -> int | None:
+    """The ``repeat`` index our writer puts right after the case id, if there is one."""
+    if not text.startswith(_REPEAT, end):
+        return None
+    start = end + len(_REPEAT)
+    stop = start
+    while stop < len(text) and text[stop].isdigit():
+        stop += 1
+    return int(text[start:stop]) if stop > start else None
+
+
 def _case_id(line: bytes, path: Path, lineno: int) -> str:
     if line.startswith(_PREFIX):
         try:
-            value, _end = scanstring(line.decode("utf-8"), len(_PREFIX))
-            return value
+            text = line.decode("utf-8")
+            value, end = scanstring(text, len(_PREFIX))
+            return attempt_key(value, _repeat_of(text, end))
         except (ValueError, UnicodeDecodeError):
             pass  # parse the whole line below, for its precise error
     rec = _parse(line, path, lineno)
-    return str(rec["case_id"])
+    repeat = rec.get("repeat")
+    return attempt_key(str(rec["case_id"]), repeat if type(repeat) is int else None)
 
 
 def _parse(line: bytes, path: Path, lineno: int) -> dict:

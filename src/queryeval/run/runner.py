@@ -83,14 +83,37 @@ def call_turn(system: System, task: Task, request: dict, *, timeout: float | Non
             )
 
 
-def evaluate_case(case: Case, system: System, task: Task, *, timeout: float | None,
+@dataclass(frozen=True)
+class Attempt:
+    """One repeat of a case in a run with ``--repeats N``: its requests carry ``repeat``
+    (0..N-1) and so does its record, right after ``case_id`` (see run/records.py)."""
+
+    case: Case
+    repeat: int
+
+
+def with_repeat(record: dict, repeat: int) -> dict:
+    """``record`` with ``repeat`` as its second key (after ``case_id``)."""
+    out = {"case_id": record["case_id"], "repeat": repeat}
+    out.update((k, v) for k, v in record.items() if k not in ("case_id", "repeat"))
+    return out
+
+
+def evaluate_case(case: Case | Attempt, system: System, task: Task, *, timeout: float | None,
                   policy: RetryPolicy) -> dict:
+    """Call the system for each scored turn of ``case`` (or of one :class:`Attempt`) and score
+    the outcomes: the case's result record."""
+    if isinstance(case, Attempt):
+        requests = [{**req, "repeat": case.repeat} for req in task.requests(case.case)]
+        outcomes = [call_turn(system, task, req, timeout=timeout, policy=policy)
+                    for req in requests]
+        return with_repeat(task.score_case(case.case, outcomes), case.repeat)
     outcomes = [call_turn(system, task, req, timeout=timeout, policy=policy)
                 for req in task.requests(case)]
     return task.score_case(case, outcomes)
 
 
-def run_cases(cases: Iterable[Case], system: System, task: Task, *,
+def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
               on_record: Callable[[dict], Any], concurrency: int = 4,
               timeout: float | None = 60.0, policy: RetryPolicy | None = None,
               stop: threading.Event | None = None) -> int:

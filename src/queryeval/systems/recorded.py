@@ -58,6 +58,8 @@ def _turn(value: Any, path: Path, lineno: int) -> int | None:
 
 
 def _read_line(task: Task, obj: Any, path: Path, lineno: int) -> tuple[str, int | None, Any]:
+    if isinstance(obj, dict) and "repeat" in obj:  # read by _repeat, not by the task
+        obj = {k: v for k, v in obj.items() if k != "repeat"}
     try:
         case_id, turn, output = task.read_recorded_line(obj)
     except ValidationError as exc:
@@ -86,11 +88,25 @@ def _is_empty(output: Any) -> bool:
     return output is None or output == ""
 
 
-def _duplicate(case_id: str, turn: int | None, first: int, path: Path, line: int) -> InputError:
+def _duplicate(case_id: str, turn: int | None, first: int, path: Path, line: int,
+               repeat: int = NO_TURN) -> InputError:
     return InputError(
         f"duplicate response for case {case_id!r}" + (f" turn {turn}" if turn is not None else "")
+        + (f" repeat {repeat}" if repeat != NO_TURN else "")
         + f" (first at line {first})", path=path, line=line, field="case_id",
     )
+
+
+def _repeat(obj: Any, path: Path, lineno: int) -> int:
+    """A JSONL line's ``repeat`` (several answers per case and turn, for ``--repeats``):
+    an integer from 0, or absent (:data:`NO_TURN`): then the line answers every repeat."""
+    value = obj.get("repeat") if isinstance(obj, dict) else None
+    if value is None:
+        return NO_TURN
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_TURN:
+        raise InputError(f"must be an integer from 0 to {MAX_TURN:,}, got {value!r:.40}",
+                         path=path, line=lineno, field="repeat")
+    return value
 
 
 class RecordedSystem:
@@ -119,6 +135,9 @@ class RecordedSystem:
         lines: dict[Key, int] = {}
         first_non_empty = _first_non_empty(task)
         for lineno, obj in iter_records(path):
+            if isinstance(obj, dict) and obj.get("repeat") not in (None, ""):
+                raise InputError("several answers per case (repeat) are read from JSONL "
+                                 "responses only", path=path, line=lineno, field="repeat")
             case_id, turn, output = _read_line(task, obj, path, lineno)
             key = (case_id, turn)
             if key in entries:
@@ -197,9 +216,12 @@ class IndexedRecordedSystem(RecordedSystem):
     """A JSONL responses file answered from an index of its lines (see the module docstring)."""
 
     def __init__(self, path: Path, task: Task, index: IdIndex, turns: np.ndarray,
-                 offsets: np.ndarray, sizes: np.ndarray, linenos: np.ndarray) -> None:
+                 offsets: np.ndarray, sizes: np.ndarray, linenos: np.ndarray,
+                 repeats: np.ndarray | None = None) -> None:
         super().__init__(path, {}, {})
         self.task = task
+        self.repeats = repeats if repeats is not None else np.full(len(turns), NO_TURN, np.int32)
+        """row -> the line's ``repeat`` (NO_TURN: none given, answers every repeat)"""
         self.index = index  # case id -> row
         self.turns = turns  # row -> turn (NO_TURN: not given), resolved by bind
         self.offsets = offsets
@@ -212,8 +234,10 @@ class IndexedRecordedSystem(RecordedSystem):
     def build(cls, path: Path, task: Task) -> IndexedRecordedSystem:
         keys = KeyBuilder()
         turns, offsets, sizes, linenos = array("q"), array("q"), array("q"), array("q")
+        repeats = array("q")
         for lineno, offset, size, obj in iter_jsonl_spans(path):
             case_id, turn, _output = _read_line(task, obj, path, lineno)
+            repeats.append(_repeat(obj, path, lineno))
             keys.add(case_id, len(turns))
             turns.append(NO_TURN if turn is None else turn)
             offsets.append(offset)
@@ -224,7 +248,7 @@ class IndexedRecordedSystem(RecordedSystem):
             return np.frombuffer(a, dtype=np.int64).astype(dtype) if len(a) else np.empty(0, dtype=dtype)
 
         system = cls(path, task, keys.build(), arr(turns), arr(offsets, np.int64), arr(sizes),
-                     arr(linenos))
+                     arr(linenos), arr(repeats))
         system._check_duplicates()
         return system
 
@@ -245,28 +269,29 @@ class IndexedRecordedSystem(RecordedSystem):
             self._keep_first_non_empty(starts, ends)
             return
         for g in np.flatnonzero(ends - starts > 1):
-            first_line: dict[int, int] = {}
+            first_line: dict[tuple[int, int], int] = {}
             for pos in range(int(starts[g]), int(ends[g])):
                 row = int(self.index.values[pos])  # rows ascend within a key: file order
                 turn, line = int(self.turns[row]), int(self.linenos[row])
-                if turn in first_line and (worst is None or line < worst[0]):
-                    worst = (line, first_line[turn], row)
-                first_line.setdefault(turn, line)
+                key = (turn, int(self.repeats[row]))
+                if key in first_line and (worst is None or line < worst[0]):
+                    worst = (line, first_line[key], row)
+                first_line.setdefault(key, line)
         if worst is not None:
             line, first, row = worst
             obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
             case_id, turn, _ = _read_line(self.task, obj, self.path, line)
-            raise _duplicate(case_id, turn, first, self.path, line)
+            raise _duplicate(case_id, turn, first, self.path, line, int(self.repeats[row]))
 
     def _keep_first_non_empty(self, starts: np.ndarray, ends: np.ndarray) -> None:
-        """Of the lines sharing a (case id, turn), keep the first with a non-empty output (or
-        the first, when all are empty) and mark the others ``DROPPED``."""
+        """Of the lines sharing a (case id, turn, repeat), keep the first with a non-empty
+        output (or the first, when all are empty) and mark the others ``DROPPED``."""
         fd = self._descriptor()
         for g in np.flatnonzero(ends - starts > 1):
-            by_turn: dict[int, list[int]] = {}
+            by_turn: dict[tuple[int, int], list[int]] = {}
             for pos in range(int(starts[g]), int(ends[g])):
                 row = int(self.index.values[pos])
-                by_turn.setdefault(int(self.turns[row]), []).append(row)
+                by_turn.setdefault((int(self.turns[row]), int(self.repeats[row])), []).append(row)
             for rows in by_turn.values():
                 if len(rows) < 2:
                     continue
@@ -286,7 +311,7 @@ class IndexedRecordedSystem(RecordedSystem):
         pairs = scored.items() if isinstance(scored, Mapping) else scored
         used = np.zeros(len(self.turns), dtype=bool)
         for case_id, turns in pairs:
-            resolved: dict[int, int] = {}
+            resolved: dict[tuple[int, int], int] = {}
             for row in self.index.get_all(case_id):
                 used[row] = True
                 if int(self.turns[row]) == DROPPED:
@@ -294,10 +319,11 @@ class IndexedRecordedSystem(RecordedSystem):
                 given = int(self.turns[row])
                 line = int(self.linenos[row])
                 turn = self._check_turn(case_id, None if given == NO_TURN else given, turns, line)
-                if turn in resolved:
-                    first, again = sorted((line, resolved[turn]))
-                    raise _duplicate(case_id, turn, first, self.path, again)
-                resolved[turn] = line
+                key = (turn, int(self.repeats[row]))
+                if key in resolved:
+                    first, again = sorted((line, resolved[key]))
+                    raise _duplicate(case_id, turn, first, self.path, again, key[1])
+                resolved[key] = line
                 self.turns[row] = turn
         return self._unknown_warning(int(len(used) - used.sum()))
 
@@ -314,11 +340,18 @@ class IndexedRecordedSystem(RecordedSystem):
     def call(self, request: dict, timeout: float | None) -> Any:
         case_id, turn = request["case_id"], request.get("turn")
         want = NO_TURN if turn is None else turn
-        for row in self.index.get_all(case_id):
-            if int(self.turns[row]) == want:
-                obj = read_json_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
-                return checked_output(
-                    _read_line(self.task, obj, self.path, int(self.linenos[row]))[2])
+        repeat = request.get("repeat")
+        rows = [row for row in self.index.get_all(case_id) if int(self.turns[row]) == want]
+        # a line for this repeat, else a line without repeat (it answers every repeat);
+        # without repeats, a line without repeat, else the line of repeat 0
+        order = ([repeat, NO_TURN] if isinstance(repeat, int) else [NO_TURN, 0])
+        for wanted in order:
+            for row in rows:
+                if int(self.repeats[row]) == wanted:
+                    obj = read_json_span(self._descriptor(), int(self.offsets[row]),
+                                         int(self.sizes[row]))
+                    return checked_output(
+                        _read_line(self.task, obj, self.path, int(self.linenos[row]))[2])
         raise SystemCallError("missing", f"no recorded response in {self.path.name}")
 
     def outputs(self) -> tuple[dict[Key, Any], dict[Key, int]]:

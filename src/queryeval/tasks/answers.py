@@ -230,6 +230,12 @@ class AnswersTask(Task):
     def rescore_record(self, record: dict) -> dict:
         return self._fill_scores(dict(record))
 
+    def case_passed(self, record: dict) -> bool:
+        """An attempt passes (``--repeats``) when every sub-answer is right (``all_correct``);
+        a failed call or a skipped (missing) answer does not pass."""
+        scores = record.get("scores") or {}
+        return record.get("status") != "error" and scores.get("all_correct") == 1.0
+
     # --- aggregation ---------------------------------------------------------------------------
     def aggregate(self, records: Iterable[dict]) -> dict:
         """Overall and group figures, reading ``records`` once (a stream works); memory is

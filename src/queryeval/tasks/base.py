@@ -8,6 +8,7 @@ scored turn, so a log can be re-scored and reported without calling the system a
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
@@ -153,6 +154,31 @@ class Task(ABC):
         from queryeval.report.console import overall_table
 
         return overall_table(metrics)
+
+    # --- repeats (docs/repeats.md) --------------------------------------------------------
+    def case_passed(self, record: dict) -> bool:
+        """Whether one attempt of a case passed, for the pass rate and pass@k of a run with
+        ``--repeats``: the verdict of the HTML report's pass/fail column, i.e. the task's
+        ``case_verdict(record) == "pass"`` when it has one, else every finite [0, 1] number
+        in ``scores`` equals 1. A failed call never passes. Tasks may override."""
+        hook = getattr(self, "case_verdict", None)
+        if callable(hook):
+            return hook(record) == "pass"
+        if record.get("status") == "error":
+            return False
+        rates = [v for v in self.attempt_metrics(record).values() if 0.0 <= v <= 1.0]
+        return all(v == 1.0 for v in rates)
+
+    def attempt_metrics(self, record: dict) -> dict[str, float]:
+        """Per-case figures of one attempt, averaged over the repeats: the task's
+        ``case_metrics(record)`` when it has one, else every finite number (not bool) in
+        ``record["scores"]`` (what the reports and comparisons use)."""
+        hook = getattr(self, "case_metrics", None)
+        if callable(hook):
+            return dict(hook(record))
+        scores = record.get("scores") or {}
+        return {k: float(v) for k, v in scores.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
     # --- helpers shared by tasks ----------------------------------------------------------
     @staticmethod

@@ -282,6 +282,12 @@ class QueryTask(Task):
         record["scores"] = scores
         return record
 
+    def case_passed(self, record: dict) -> bool:
+        """An attempt passes (``--repeats``) when its result table matches the gold one
+        exactly (``exact_match_f1`` = 1); a failed call does not pass."""
+        scores = record.get("scores") or {}
+        return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0
+
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
         out["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]

@@ -1,0 +1,191 @@
+"""A content-addressed cache of system outputs, shared across runs and suites.
+
+Key: BLAKE2b of the canonical JSON (sorted keys, no spaces, UTF-8) of ``{"system": identity,
+"request": request without "repeat", "repeat": index}``. The *identity* is explicit (see
+docs/repeats.md): ``--system`` plus ``--system-version``, or for a Python callable its
+qualified name plus the version the caller gives. A request is everything the system is sent
+(task, case id, turn, the conversation so far), so a changed case gets a new key and is
+called again; an unchanged one is not.
+
+One file per entry, ``DIR/ab/<hex>.json`` holding ``{"raw": output}``, written to a temporary
+file beside it and renamed (atomic on POSIX): concurrent runs sharing the folder see a whole
+entry or none, and two runs writing the same key write the same bytes. Only outputs that the
+task accepted are stored: a failed call (an exception, a timeout) or a malformed output is
+never cached. A hit refreshes the entry's mtime; :meth:`CallCache.evict` deletes the oldest
+entries (LRU by mtime) until the folder is under ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import ConfigError
+
+ENV_DIR = "QUERYEVAL_CACHE_DIR"
+DEFAULT_MAX_MB = 1024.0
+_MISS = object()
+
+
+def default_dir() -> Path:
+    """``$QUERYEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/queryeval/calls``, else
+    ``~/.cache/queryeval/calls``."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "queryeval" / "calls"
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def call_key(identity: str, request: dict) -> str:
+    """The cache key of one call: hex BLAKE2b-256 of the canonical (system, request, repeat)."""
+    body = {k: v for k, v in request.items() if k != "repeat"}
+    repeat = request.get("repeat", 0)
+    return hashlib.blake2b(canonical({"system": identity, "request": body, "repeat": repeat}),
+                           digest_size=32).hexdigest()
+
+
+class CallCache:
+    """The cache folder. Thread-safe (entries are whole files); see the module docstring."""
+
+    def __init__(self, folder: str | Path | None = None, *, max_mb: float = DEFAULT_MAX_MB) -> None:
+        self.folder = Path(folder).expanduser() if folder else default_dir()
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ConfigError(f"--cache-dir {self.folder}: a file, not a folder")
+        if not max_mb > 0:
+            raise ConfigError(f"--cache-max-mb: must be greater than 0, got {max_mb!r}")
+        self.max_bytes = int(max_mb * 1024 * 1024)
+        self.hits = 0
+        self.misses = 0
+        self.stored = 0
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def get(self, key: str) -> Any:
+        """The cached output, or :data:`_MISS` (an unreadable entry is a miss)."""
+        path = self._path(key)
+        try:
+            doc = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            with self._lock:
+                self.misses += 1
+            return _MISS
+        if not isinstance(doc, dict) or "raw" not in doc:
+            with self._lock:
+                self.misses += 1
+            return _MISS
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: evicted last
+        with self._lock:
+            self.hits += 1
+        return doc["raw"]
+
+    def put(self, key: str, raw: Any) -> bool:
+        """Store ``raw`` (atomically); False when it is not JSON or cannot be written (the
+        run goes on without caching it)."""
+        try:
+            data = canonical({"raw": raw})
+        except (TypeError, ValueError, RecursionError):
+            return False
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return False
+        with self._lock:
+            self.stored += 1
+        return True
+
+    def entries(self) -> Iterator[tuple[Path, int, float]]:
+        """(path, size, mtime) of every entry."""
+        if not self.folder.is_dir():
+            return
+        for sub in self.folder.iterdir():
+            if not sub.is_dir() or len(sub.name) != 2:
+                continue
+            for path in sub.glob("*.json"):
+                with contextlib.suppress(OSError):
+                    st = path.stat()
+                    yield path, st.st_size, st.st_mtime
+
+    def info(self) -> dict:
+        sizes = [size for _, size, _ in self.entries()]
+        return {"folder": str(self.folder), "entries": len(sizes), "bytes": sum(sizes),
+                "max_bytes": self.max_bytes}
+
+    def evict(self, max_bytes: int | None = None) -> int:
+        """Delete the least recently used entries until the total is at most ``max_bytes``
+        (default: the cache's limit); returns the number deleted."""
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        entries = list(self.entries())
+        total = sum(size for _, size, _ in entries)
+        deleted = 0
+        for path, size, _ in sorted(entries, key=lambda e: e[2]):
+            if total <= limit:
+                break
+            with contextlib.suppress(OSError):
+                path.unlink()
+                deleted += 1
+            total -= size
+        return deleted
+
+    def clear(self) -> int:
+        return self.evict(0)
+
+
+class CachedSystem:
+    """A system behind the cache: a hit returns the stored output without calling it; a miss
+    calls it and stores the output once the task accepts it (``task.parse_output``)."""
+
+    def __init__(self, system: Any, cache: CallCache, identity: str, task: Any) -> None:
+        self.system = system
+        self.cache = cache
+        self.identity = identity
+        self.task = task
+        self.name = getattr(system, "name", "system")
+
+    def call(self, request: dict, timeout: float | None) -> Any:
+        try:
+            key = call_key(self.identity, request)
+        except (TypeError, ValueError):
+            return self.system.call(request, timeout)
+        raw = self.cache.get(key)
+        if raw is not _MISS:
+            return raw
+        raw = self.system.call(request, timeout)  # an error raises: nothing is stored
+        try:
+            self.task.parse_output(raw)
+        except Exception:  # noqa: BLE001 - malformed: the runner reports it; not cached
+            return raw
+        self.cache.put(key, raw)
+        return raw
+
+    def close(self) -> None:
+        try:
+            self.system.close()
+        finally:
+            self.cache.evict()

@@ -1,0 +1,255 @@
+"""Statistics of a run with ``--repeats N``: each case called N times.
+
+Per case (over its N attempts): the mean and the sample standard deviation (ddof 1) of every
+per-case metric, the pass rate ``c / n`` (``c`` attempts passed by the task's own rule,
+:meth:`queryeval.tasks.base.Task.case_passed`), and for each ``k`` of ``--pass-k``:
+
+* ``pass@k = 1 - C(n - c, k) / C(n, k)``: the chance that at least one of k attempts drawn
+  without replacement from the n passes (the unbiased estimator of Chen et al. 2021);
+* ``pass^k = C(c, k) / C(n, k)``: the chance that all k drawn attempts pass (unbiased for
+  ``p^k`` in the same way).
+
+Both are computed as exact fractions and rounded once. Overall: the mean over cases of each
+per-case figure (every case has the same weight, whatever its spread), with a percentile
+bootstrap interval that resamples CASES, never attempts (attempts of one case are not
+independent). A case is *flaky* when it passed sometimes but not always (0 < c < n).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+FLAKY_LIST = 50
+"""Flaky cases listed in the metrics (and so in the reports); the CSV has them all."""
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` attempts of which ``c`` passed (``k <= n``)."""
+    _check(n, c, k)
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (all of k attempts pass) from ``n`` attempts of which ``c`` passed."""
+    _check(n, c, k)
+    return float(Fraction(math.comb(c, k), math.comb(n, k)))
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+
+
+def exact_mean(values: list[float]) -> float | None:
+    """The correctly rounded mean (:class:`queryeval.metrics.mean.ExactMean`)."""
+    from queryeval.metrics.mean import ExactMean
+
+    acc = ExactMean()
+    for v in values:
+        acc.add(v)
+    return acc.mean()
+
+
+def sample_std(values: list[float]) -> float | None:
+    """Sample standard deviation (ddof 1); 0.0 for one value, None for none."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return 0.0
+    m = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def outcome_letter(passed: bool, error: bool) -> str:
+    """``P`` passed, ``F`` failed, ``E`` the call failed."""
+    return "E" if error else ("P" if passed else "F")
+
+
+class RepeatStats:
+    """Per-case and overall statistics, fed one case's attempts at a time (suite order)."""
+
+    def __init__(self, repeats: int, ks: Iterable[int]) -> None:
+        self.repeats = repeats
+        self.ks = sorted(set(ks))
+        self.rows: list[dict] = []
+        self.metric_names: list[str] = []
+
+    def add_case(self, case_id: str, attempts: list[tuple[bool, bool, dict[str, float]]]) -> dict:
+        """``attempts``: (passed, errored, per-case metrics) for each repeat, in repeat order."""
+        n = len(attempts)
+        c = sum(1 for passed, _, _ in attempts if passed)
+        row: dict[str, Any] = {
+            "case_id": case_id, "attempts": n, "passes": c, "pass_rate": c / n if n else None,
+            "outcomes": "".join(outcome_letter(p, e) for p, e, _ in attempts),
+            "flaky": 0 < c < n,
+        }
+        for k in self.ks:
+            row[f"pass@{k}"] = pass_at_k(n, c, k) if k <= n else None
+            row[f"pass^{k}"] = pass_hat_k(n, c, k) if k <= n else None
+        names: dict[str, list[float]] = {}
+        for _, _, values in attempts:
+            for name, value in values.items():
+                names.setdefault(name, []).append(value)
+        for name, values in names.items():
+            if name not in self.metric_names:
+                self.metric_names.append(name)
+            row[f"{name}_mean"] = exact_mean(values)
+            row[f"{name}_std"] = sample_std(values)
+        self.rows.append(row)
+        return row
+
+    def columns(self) -> list[str]:
+        cols = ["case_id", "attempts", "passes", "pass_rate", "outcomes", "flaky"]
+        cols += [f"pass{sep}{k}" for k in self.ks for sep in ("@", "^")]
+        cols += [f"{m}_{s}" for m in self.metric_names for s in ("mean", "std")]
+        return cols
+
+    def result(self, *, confidence: float = 0.95, seed: int = 0) -> dict:
+        """The ``repeats`` section of the metrics."""
+        keys = ["pass_rate"] + [f"pass{sep}{k}" for k in self.ks for sep in ("@", "^")]
+        keys += [f"{name}_mean" for name in self.metric_names]
+        # cases in id order for the bootstrap: the interval does not depend on the order in
+        # which the records were read (completion order, suite order)
+        canon = sorted(self.rows, key=lambda r: r["case_id"])
+        columns = {key: [r[key] for r in canon if r.get(key) is not None] for key in keys}
+        intervals = case_bootstrap(columns, confidence=confidence, seed=seed)
+        overall: dict[str, dict] = {}
+        for key in keys:
+            low, high = intervals[key]
+            overall[key] = {"mean": exact_mean(columns[key]), "ci_low": low, "ci_high": high,
+                            "n": len(columns[key])}
+        for name in self.metric_names:
+            overall[f"mean_{name}_std"] = {"mean": exact_mean(
+                [r[f"{name}_std"] for r in self.rows if r.get(f"{name}_std") is not None])}
+        n_cases = len(self.rows)
+        flaky = [r for r in self.rows if r["flaky"]]
+        return {
+            "repeats": self.repeats,
+            "pass_k": self.ks,
+            "cases": n_cases,
+            "attempts": sum(r["attempts"] for r in self.rows),
+            "confidence": confidence,
+            "ci_method": "percentile bootstrap over cases (clustered: attempts are not resampled)",
+            "overall": overall,
+            "flaky_cases": len(flaky),
+            "flaky_share": len(flaky) / n_cases if n_cases else None,
+            "flaky": [{"case_id": r["case_id"], "outcomes": r["outcomes"],
+                       "pass_rate": r["pass_rate"]} for r in flaky[:FLAKY_LIST]],
+        }
+
+
+def case_bootstrap(columns: dict[str, list[float]], *, confidence: float = 0.95,
+                   resamples: int | None = None, seed: int = 0) -> dict[str, tuple]:
+    """Percentile bootstrap intervals of the mean of each column, resampling CASES: the same
+    resampled sets of cases for every column of the same length (the same seed), and
+    one computation for columns holding the same values (pass@1 = pass rate = pass^1).
+    A constant column's interval is its value; an empty one's is (None, None)."""
+    import numpy as np
+
+    out: dict[str, tuple] = {}
+    done: dict[tuple, tuple] = {}
+    tail = (1.0 - confidence) / 2.0
+    for key, values in columns.items():
+        sig = tuple(values)
+        if sig in done:
+            out[key] = done[sig]
+            continue
+        n = len(values)
+        arr = np.asarray(values, dtype=float)
+        if n == 0:
+            out[key] = (None, None)
+        elif np.all(arr == arr[0]):
+            out[key] = (float(arr[0]), float(arr[0]))
+        else:
+            total = resamples or (10_000 if n <= 10_000 else max(200, 10**8 // n))
+            rng = np.random.default_rng(seed)  # the same resampled cases for every column
+            rows = max(1, 4_000_000 // n)
+            means = np.concatenate([arr[rng.integers(0, n, size=(min(rows, total - i), n))]
+                                    .mean(axis=1) for i in range(0, total, rows)])
+            low, high = np.quantile(means, [tail, 1.0 - tail])
+            out[key] = (float(low), float(high))
+        done[sig] = out[key]
+    return out
+
+
+def repeat_stats(records: Iterable[dict], repeats: int, ks: Iterable[int],
+                 passed: Callable[[dict], bool], metrics: Callable[[dict], dict[str, float]]
+                 ) -> RepeatStats:
+    """:class:`RepeatStats` over a run's records, cases in order of first appearance (a run
+    reads them in suite order), each case's attempts in repeat order wherever they lie."""
+    stats = RepeatStats(repeats, ks)
+    by_case: dict[str, list[tuple[int, bool, bool, dict[str, float]]]] = {}
+    for r in records:
+        rep = r.get("repeat")
+        by_case.setdefault(str(r["case_id"]), []).append(
+            (rep if isinstance(rep, int) else 0, bool(passed(r)), r.get("status") == "error",
+             metrics(r)))
+    for case_id, attempts in by_case.items():
+        attempts.sort(key=lambda a: a[0])
+        stats.add_case(case_id, [a[1:] for a in attempts])
+    return stats
+
+
+def write_cases_csv(path: Path, stats: RepeatStats) -> None:
+    """``repeats_<id>.csv``: one row per case (mean and std of each metric, pass figures)."""
+    from queryeval.io.atomic import atomic_open
+    from queryeval.io.safetext import csv_row
+    from queryeval.run.log import writing
+
+    cols = stats.columns()
+    with writing(path), atomic_open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(csv_row(cols, raw=False))
+        for row in stats.rows:
+            writer.writerow(csv_row([row.get(c) for c in cols], raw=False))
+
+
+def add_xlsx_sheet(path: Path, rep: dict, flaky_rows: int = 100) -> None:
+    """Add a ``Repeats`` sheet to the task's xlsx report: pass rate, pass@k and pass^k (mean
+    over cases and the case-bootstrap interval), then the flaky cases with each attempt's
+    outcome. Written atomically like the report itself."""
+    from openpyxl import load_workbook
+
+    from queryeval.io.atomic import atomic_open
+    from queryeval.io.safetext import csv_cell
+
+    wb = load_workbook(path)
+    if "Repeats" in wb.sheetnames:
+        del wb["Repeats"]
+    ws = wb.create_sheet("Repeats")
+    ws.append(["figure", "mean over cases", "CI low", "CI high"])
+    overall = rep.get("overall") or {}
+    keys = ["pass_rate"] + [f"pass{sep}{k}" for k in rep.get("pass_k", []) for sep in ("@", "^")]
+    for key in keys:
+        fig = overall.get(key) or {}
+        ws.append([key, fig.get("mean"), fig.get("ci_low"), fig.get("ci_high")])
+    ws.append([])
+    ws.append(["attempts per case", rep.get("repeats")])
+    ws.append(["cases", rep.get("cases")])
+    ws.append(["flaky cases", rep.get("flaky_cases"), "share", rep.get("flaky_share")])
+    ws.append([])
+    ws.append(["flaky case", "pass rate", "attempts (P pass, F fail, E error)"])
+    for row in (rep.get("flaky") or [])[:flaky_rows]:
+        ws.append([csv_cell(row.get("case_id")), row.get("pass_rate"), row.get("outcomes")])
+    with atomic_open(path, "wb") as fh:
+        wb.save(fh)
+
+
+def case_means(records: Iterable[dict], metrics: Callable[[dict], dict[str, float]]
+               ) -> dict[str, dict[str, float]]:
+    """Per case id, the mean over its attempts of each per-case metric (``metrics`` is the
+    task's ``attempt_metrics`` / ``case_metrics``): what a comparison of runs with repeats
+    pairs on (case by case), in order of first appearance. A record without ``repeat`` is a
+    case of its own (a plain run: its values unchanged)."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        per = sums.setdefault(str(r["case_id"]), {})
+        for name, value in metrics(r).items():
+            per.setdefault(name, []).append(value)
+    return {cid: {name: exact_mean(vals) for name, vals in per.items()}  # type: ignore[misc]
+            for cid, per in sums.items()}

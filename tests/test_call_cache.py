@@ -1,0 +1,205 @@
+"""The call cache: an unchanged re-run makes zero calls with identical metrics, a changed case
+is called again alone, errors and malformed outputs are never cached, the system's identity
+is part of the key, atomic entries under concurrent writers, LRU eviction, cache info|clear."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import queryeval as qe
+from queryeval.cli.app import main
+from queryeval.errors import ConfigError
+from queryeval.run.cache import CallCache, call_key
+
+MEX = ("MEX", "Mexico")
+USA = ("USA", "United States")
+
+
+def sel(*terms: tuple[str, str]) -> list[dict]:
+    return [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "COUNTRY", "values": [{"id": i, "name": n} for i, n in terms]}]}]
+
+
+def case(cid: str, text: str, *terms) -> dict:
+    return {"id": cid, "conversation": [
+        {"role": "user", "content": text, "target": {"indicator_selection": sel(*terms)}}]}
+
+
+CASES = [case("a", "mexico", MEX), case("b", "usa", USA), case("c", "mexico usa", MEX, USA),
+         case("d", "nothing", USA)]
+
+
+class Counting:
+    """A system that counts its calls per case; ``fail``: case ids that raise once."""
+
+    def __init__(self, fail: set[str] | None = None, malformed: set[str] | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail = set(fail or ())
+        self.malformed = set(malformed or ())
+        self.lock = threading.Lock()
+
+    def __call__(self, req: dict) -> dict:
+        with self.lock:
+            self.calls.append(req["case_id"])
+        if req["case_id"] in self.fail:
+            self.fail.discard(req["case_id"])
+            raise RuntimeError("overloaded")
+        if req["case_id"] in self.malformed:
+            self.malformed.discard(req["case_id"])
+            return {"indicator_selection": "not a list"}
+        text = req["messages"][-1]["content"]
+        terms = [t for key, t in (("mexico", MEX), ("usa", USA)) if key in text]
+        return {"indicator_selection": sel(*terms) if terms else []}
+
+
+def run(cases, system, cache_dir, **kw):
+    kw.setdefault("system_version", "v1")
+    return qe.evaluate(cases, system=system, cache=True, cache_dir=cache_dir, **kw)
+
+
+def test_unchanged_rerun_makes_zero_calls_and_identical_metrics(tmp_path):
+    sys1 = Counting()
+    first = run(CASES, sys1, tmp_path / "cache", repeats=3)
+    assert len(sys1.calls) == 12
+    assert first.metrics["cache"]["hits"] == 0 and first.metrics["cache"]["calls"] == 12
+    sys2 = Counting()
+    second = run(CASES, sys2, tmp_path / "cache", repeats=3)
+    assert sys2.calls == []
+    assert second.metrics["cache"]["hits"] == 12 and second.metrics["cache"]["calls"] == 0
+    assert second.metrics["overall_metrics"] == first.metrics["overall_metrics"]
+    assert second.metrics["repeats"] == first.metrics["repeats"]
+    # the cache is shared across suites: a suite holding one of the cases reuses its entries
+    sys3 = Counting()
+    run([CASES[1]], sys3, tmp_path / "cache", repeats=3)
+    assert sys3.calls == []
+    # a fourth repeat is new: only repeat 3 of each case is called
+    sys4 = Counting()
+    run(CASES, sys4, tmp_path / "cache", repeats=4)
+    assert sorted(sys4.calls) == ["a", "b", "c", "d"]
+
+
+def test_a_changed_case_alone_is_called_again(tmp_path):
+    run(CASES, Counting(), tmp_path / "cache")
+    changed = [*CASES[:2], case("c", "usa and mexico", MEX, USA), CASES[3]]
+    sys2 = Counting()
+    run(changed, sys2, tmp_path / "cache")
+    assert sys2.calls == ["c"]
+
+
+def test_system_identity_is_part_of_the_key(tmp_path):
+    run(CASES, Counting(), tmp_path / "cache")
+    sys2 = Counting()
+    run(CASES, sys2, tmp_path / "cache", system_version="v2")
+    assert sorted(sys2.calls) == ["a", "b", "c", "d"]
+    assert call_key("python:m:f@v1", {"case_id": "a", "turn": 0}) != \
+        call_key("python:m:g@v1", {"case_id": "a", "turn": 0})
+    # canonical JSON: key order does not matter; the repeat index does
+    assert call_key("s@1", {"a": 1, "b": [1, 2]}) == call_key("s@1", {"b": [1, 2], "a": 1})
+    assert call_key("s@1", {"a": 1}) == call_key("s@1", {"a": 1, "repeat": 0})
+    assert call_key("s@1", {"a": 1, "repeat": 1}) != call_key("s@1", {"a": 1})
+
+
+def test_errors_and_malformed_outputs_are_not_cached(tmp_path):
+    sys1 = Counting(fail={"a"}, malformed={"b"})
+    first = run(CASES, sys1, tmp_path / "cache", retries=0)
+    assert first.metrics["calls"]["failed"] == 2
+    sys2 = Counting()
+    second = run(CASES, sys2, tmp_path / "cache", retries=0)
+    assert sorted(sys2.calls) == ["a", "b"]
+    assert second.metrics["calls"]["failed"] == 0
+
+
+def test_cache_is_off_by_default_and_needs_a_version(tmp_path):
+    sys1 = Counting()
+    qe.evaluate(CASES, system=sys1)
+    qe.evaluate(CASES, system=sys1)
+    assert len(sys1.calls) == 8
+    with pytest.raises(ConfigError, match="--cache needs --system-version"):
+        qe.evaluate(CASES, system=sys1, cache=True, cache_dir=tmp_path / "c")
+
+
+def _writer(folder: str, n: int) -> None:
+    cache = CallCache(folder)
+    for i in range(n):
+        cache.put(call_key("s@1", {"i": i % 20}), {"value": "x" * 2000, "i": i % 20})
+
+
+@pytest.mark.slow
+def test_concurrent_writers_leave_whole_entries(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), 200)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = CallCache(tmp_path)
+    entries = list(cache.entries())
+    assert len(entries) == 20
+    for path, _, _ in entries:
+        assert json.loads(path.read_text())["raw"]["value"] == "x" * 2000
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_eviction_drops_least_recently_used_first(tmp_path):
+    cache = CallCache(tmp_path)
+    keys = [call_key("s@1", {"i": i}) for i in range(4)]
+    for i, key in enumerate(keys):
+        assert cache.put(key, {"i": i, "pad": "p" * 1000})
+        os.utime(cache._path(key), (1000 + i, 1000 + i))
+    cache.get(keys[0])  # a hit refreshes the oldest entry
+    size = cache._path(keys[0]).stat().st_size
+    assert cache.evict(2 * size) == 2
+    left = {json.loads(p.read_text())["raw"]["i"] for p, _, _ in cache.entries()}
+    assert left == {0, 3}
+    assert cache.info()["entries"] == 2
+    small = CallCache(tmp_path, max_mb=size / (1024 * 1024))
+    assert small.evict() == 1 and small.info()["entries"] == 1
+
+
+def test_cache_info_and_clear_commands(tmp_path, capsys):
+    run(CASES, Counting(), tmp_path / "cache")
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert ": 4 entries," in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert "cleared 4 entries" in capsys.readouterr().out
+    assert CallCache(tmp_path / "cache").info()["entries"] == 0
+
+
+def test_cli_rerun_makes_zero_calls(tmp_path):
+    counter = tmp_path / "count.txt"
+    mod = tmp_path / "sysmod.py"
+    mod.write_text(
+        "from pathlib import Path\n"
+        f"COUNT = Path({str(counter)!r})\n"
+        "def bot(req):\n"
+        "    with COUNT.open('a') as fh:\n"
+        "        fh.write(req['case_id'] + '\\n')\n"
+        "    return {'indicator_selection': []}\n")
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps(c) + "\n" for c in CASES))
+    args = ["run", str(suite), "--system", f"python:{mod}:bot", "--cache", "--cache-dir",
+            str(tmp_path / "cache"), "--system-version", "1", "-q", "--no-report"]
+    assert main([*args, "--out", str(tmp_path / "o1")]) == 0
+    assert len(counter.read_text().splitlines()) == 4
+    assert main([*args, "--out", str(tmp_path / "o2")]) == 0
+    assert len(counter.read_text().splitlines()) == 4
+    m1, m2 = (json.loads(next((tmp_path / o).rglob("metrics_*.json")).read_text())
+              for o in ("o1", "o2"))
+    assert m1["overall_metrics"] == m2["overall_metrics"]
+    assert m2["cache"]["hits"] == 4 and m2["cache"]["calls"] == 0
+
+
+def test_cache_dir_default_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "env"))
+    assert CallCache().folder == tmp_path / "env"
+    monkeypatch.delenv("QUERYEVAL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert CallCache().folder == tmp_path / "xdg" / "queryeval" / "calls"
+    assert not Path(tmp_path / "env").exists()
