@@ -484,3 +484,40 @@ def test_pass_rules_of_query_fields_and_the_default():
     assert plain.case_passed({"status": "ok", "scores": {"a": 1.0, "count": 3.0}})
     assert not plain.case_passed({"status": "ok", "scores": {"a": 1.0, "b": 0.5}})
     assert not plain.case_passed({"status": "error", "scores": {"a": 1.0}})
+
+
+def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
+    """Two runs with repeats are paired on each case's mean over its attempts (before: one
+    arbitrary attempt per case); identical runs flip nothing; a run without repeats pairs
+    with one with repeats."""
+    import importlib.util
+
+    import queryeval as qe
+    from queryeval.report.compare import case_metrics, load_run, pair_runs
+
+    suite = Path(__file__).resolve().parents[1] / "examples" / "sdmx" / "suite"
+    spec = importlib.util.spec_from_file_location("sdmx_system", suite.parent / "system.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def flaky(request: dict) -> dict:  # attempt 1 of every case answers nothing
+        return {"indicator_selection": []} if request.get("repeat") == 1 else module.select(request)
+
+    first = qe.evaluate(suite, system=flaky, repeats=3, out=tmp_path / "a", concurrency=8)
+    again = qe.evaluate(suite, system=flaky, repeats=3, out=tmp_path / "b", concurrency=8)
+    plain = qe.evaluate(suite, system=module.select, out=tmp_path / "c")
+    pair = pair_runs(load_run(first.path), load_run(again.path))
+    assert len(pair.paired) == 23  # cases, not 69 attempts
+    assert not qe.compare(first, again).regressions
+    plain_pair = pair_runs(load_run(plain.path), load_run(first.path))
+    records = load_run(first.path).records
+    checked = 0
+    for cid in pair.paired:
+        mine = sorted((r for r in records if r["case_id"] == cid), key=lambda r: r["repeat"])
+        attempts = [case_metrics(pair.task, r) for r in mine]
+        assert [r["repeat"] for r in mine] == [0, 1, 2]
+        for name, value in pair.vals_a[cid].items():
+            assert value == pytest.approx(sum(a[name] for a in attempts) / 3)
+            assert plain_pair.vals_a[cid][name] == pytest.approx(attempts[0][name])  # repeat 0
+            checked += 1
+    assert checked > 23

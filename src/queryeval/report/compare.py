@@ -4,7 +4,9 @@ Cases are paired by ``case_id``. For every per-case metric (a number in each rec
 ``scores``, or whatever the task's ``case_metrics(record)`` hook returns) the comparison
 holds the means of A and B, the difference B − A with a paired bootstrap CI, a paired
 randomization (sign-flip) test and a paired t-test, Holm-adjusted p-values across metrics,
-and the cases that improved or regressed. Also here: :func:`load_run` (open any run log for
+and the cases that improved or regressed. A run with ``--repeats`` is paired on each case's
+mean over its attempts (so the paired tests stay valid; a case errored when any attempt did),
+and may be compared with a run without repeats. Also here: :func:`load_run` (open any run log for
 reading), and the console / JSON / xlsx outputs; the HTML output is in
 :mod:`queryeval.report.html_compare`. See docs/reports.md.
 """
@@ -21,6 +23,7 @@ from typing import Any
 from queryeval.errors import ConfigError, GateFailure, InputError
 from queryeval.report import stats
 from queryeval.run.log import RunLog, dumps
+from queryeval.run.repeats import case_means
 
 #: Changes smaller than this are float noise, not flips.
 FLIP_EPS = 1e-12
@@ -300,8 +303,7 @@ def pair_runs(a: LoadedRun, b: LoadedRun) -> PairedCases:
     if a.task_name != b.task_name:
         raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
                           f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
-    by_a = {r["case_id"]: r for r in a.records}
-    by_b = {r["case_id"]: r for r in b.records}
+    by_a, by_b = _by_case(a.records), _by_case(b.records)
     paired = [cid for cid in by_a if cid in by_b]
     excluded: list[str] = []
     if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
@@ -310,9 +312,24 @@ def pair_runs(a: LoadedRun, b: LoadedRun) -> PairedCases:
         gone = set(excluded)
         paired = [cid for cid in paired if cid not in gone]
     task = a.task or b.task
-    return PairedCases(a, b, by_a, by_b, paired, excluded, task,
-                       {cid: case_metrics(task, by_a[cid]) for cid in paired},
-                       {cid: case_metrics(task, by_b[cid]) for cid in paired})
+    keep = set(paired)
+
+    def values(run: LoadedRun) -> dict[str, dict[str, float]]:
+        return case_means((r for r in run.records if r["case_id"] in keep),
+                          lambda r: case_metrics(task, r))
+
+    return PairedCases(a, b, by_a, by_b, paired, excluded, task, values(a), values(b))
+
+
+def _by_case(records: Sequence[dict]) -> dict[str, dict]:
+    """One record per case id: its first attempt, or with ``--repeats`` the first attempt that
+    failed (a case errored when any attempt did)."""
+    out: dict[str, dict] = {}
+    for r in records:
+        cid = r["case_id"]
+        if cid not in out or (r.get("status") == "error" and out[cid].get("status") != "error"):
+            out[cid] = r
+    return out
 
 
 def choose_metrics(pair: PairedCases, metrics: Sequence[str] | None) -> list[str]:
