@@ -531,3 +531,26 @@ def test_socket_helper_sanity():
             while len(data) < len(head + body):
                 data += sock.recv(4096)
     assert data == head + body
+
+
+def test_builtin_retriever_nan_score_is_malformed_on_its_case():
+    """The built-in retrieval system's outputs pass the same check as every adapter's: a
+    non-finite score (e.g. a zero vector's cosine) is `malformed`, never a log-writer crash."""
+    from queryeval.errors import SystemCallError
+    from queryeval.suite.retrieval import Chunk
+    from queryeval.systems.retrieval import BuiltinRetrievalSystem
+
+    chunks = [Chunk(chunk_id=str(i), content=text, content_hash=f"{i:032x}")
+              for i, text in enumerate(["red apples", "green pears"])]
+    system = BuiltinRetrievalSystem(chunks, "bm25")
+    ok = system.call({"question": "apples", "k": 2}, None)
+    assert ok["retrieved_chunks"][0]["chunk_id"] == "0"
+
+    class NanHit:
+        doc_id, score = "1", float("nan")
+
+    system._retriever.search = lambda questions, k: [[NanHit()]]
+    with pytest.raises(SystemCallError) as err:
+        system.call({"question": "pears", "k": 1}, None)
+    assert err.value.kind == "malformed"
+    assert err.value.message == "output.retrieved_chunks[0].score: NaN is not a finite number"

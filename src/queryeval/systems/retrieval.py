@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from queryeval.suite.retrieval import Chunk
+from queryeval.systems.base import checked_output
 
 
 class BuiltinRetrievalSystem:
@@ -37,7 +38,7 @@ class BuiltinRetrievalSystem:
             c = self.chunks[int(h.doc_id)]
             out.append({"chunk_id": c.chunk_id, "score": float(h.score), "content": c.content,
                         "content_hash": c.content_hash})
-        return {"retrieved_chunks": out}
+        return checked_output({"retrieved_chunks": out})  # a NaN score: malformed, not a crash
 
     def close(self) -> None:
         pass
