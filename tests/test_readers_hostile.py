@@ -457,3 +457,19 @@ def test_buildingqa_json_and_dabench_labels_are_suites_too(tmp_path, capsys):
     assert run_main(capsys, "run", str(_dabench_questions(tmp_path)), "--labels", str(labels),
                     "--responses", str(SELECTION_RESPONSES), "--out", str(tmp_path / "o")) == \
         f"error: {labels}:1: duplicate key 'id'"
+
+
+def test_tuning_file_that_is_a_fifo_is_refused_without_reading(tmp_path):
+    """``--tuning`` goes through the same regular-file check as every other input."""
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "tune.json"
+    os.mkfifo(fifo)
+    code = ("from queryeval.errors import InputError\n"
+            "from queryeval.tasks.fields import _load_tuning\n"
+            f"try:\n    _load_tuning({str(fifo)!r})\n"
+            "except InputError as err:\n    print(err)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.stdout.strip() == f"{fifo}: is a FIFO (named pipe), not a regular file; give a file"

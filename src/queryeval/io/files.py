@@ -31,6 +31,7 @@ SIZE_LIMITS: dict[str, int] = {
     "suite": 1 * GiB,           # YAML / JSON suites: parsed whole
     "suite-lines": 64 * GiB,    # JSONL / CSV suites: streamed, a case at a time
     "labels": 1 * GiB,          # DABench questions / labels: held whole
+    "tuning": 64 * MiB,         # a `queryeval tune --json` result: one row per field
     "responses": 64 * GiB,      # recorded responses: indexed, read back by offset
     "corpus": 8 * GiB,          # retrieval chunks: held in memory
     "data": 2 * GiB,            # fields data / evaluation tables (CSV, Parquet, xlsx)

@@ -133,14 +133,16 @@ def score_field(ranked: list[str], truth: list[str], n: int | None) -> dict:
 
 
 def _load_tuning(path: str) -> dict[str, dict]:
+    from queryeval.io.files import read_input_bytes
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(read_input_bytes(p, "tuning").decode("utf-8"))
         rows = doc["rows"]
         return {str(r["Field Name"]): {"n": int(r["N"]), "model": str(r["Model"])} for r in rows}
     except FileNotFoundError:
         raise InputError("file not found", path=p) from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"not a 'queryeval tune --json' file: {exc}", path=p) from None
 
 
