@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from queryeval.errors import ConfigError, GateFailure
@@ -66,3 +68,32 @@ def test_assert_suite(examples_dir, tmp_path):
         assert_suite(suite, responses=responses, thresholds={"recal": 0.5})
     with pytest.raises(ValueError):
         assert_suite(suite, responses=responses, thresholds={})
+
+
+def test_unknown_gate_name_stops_the_run_before_any_call(tmp_path, capsys):
+    """A typo in --fail-under is found before the system is called or a log is written."""
+    import queryeval as qe
+    from queryeval.cli.app import main
+    from queryeval.errors import ConfigError, GateFailure
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "sdmx"
+    calls = tmp_path / "calls.txt"
+    system = tmp_path / "count.py"
+    system.write_text(
+        "import sys\nsys.path.insert(0, %r)\nfrom system import select as real\n"
+        "def select(req):\n    open(%r, 'a').write('x')\n    return real(req)\n"
+        % (str(examples), str(calls)))
+    out = tmp_path / "out"
+    code = main(["run", str(examples / "suite"), "--system", f"python:{system}:select",
+                 "--out", str(out), "-q", "--fail-under", "macro_recal=0.5"])
+    err = capsys.readouterr().err
+    assert code == 2 and not calls.exists() and not out.exists()
+    assert err.startswith("error: unknown metric(s) for --fail-under: macro_recal; available: ")
+    with pytest.raises(ConfigError, match="unknown metric"):
+        qe.evaluate(examples / "suite", responses=examples / "responses.jsonl",
+                    fail_under={"macro_recal": 0.5})
+    run = qe.evaluate(examples / "suite", responses=examples / "responses.jsonl",
+                      fail_under={"macro_recall": 0.99})
+    with pytest.raises(GateFailure, match=r"macro_recall = 0\.8478 < 0\.99"):
+        run.check_gates()
+    assert run.check_gates({"macro_recall": 0.8})[0].passed

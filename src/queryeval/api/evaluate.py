@@ -99,6 +99,7 @@ def evaluate(
     ray_address: str | None = None,
     max_error_rate: float = 1.0,
     isolate: bool = False,
+    fail_under: Mapping[str, float] | None = None,
     progress: Callable[[int, int], Any] | None = None,
     repeats: int = 1,
     pass_k: list[int] | tuple[int, ...] | None = None,
@@ -139,6 +140,9 @@ def evaluate(
             (``--max-error-rate``; 1.0: only when every call failed). The run itself always
             finishes; failed calls are recorded on their cases.
         isolate: run a ``python:`` spec's callable in worker processes (``--isolate``).
+        fail_under: gates ``{metric: minimum}`` on ``overall_metrics`` (``--fail-under``):
+            the names are checked before any call (ConfigError for an unknown one); after the
+            run, :meth:`Run.check_gates` raises GateFailure for a missed one.
         progress: ``progress(advance, total)`` callback.
         repeats: call every scored turn this many times (``--repeats``); the metrics get a
             ``repeats`` section (pass rate, pass@k, pass^k, flaky cases; docs/repeats.md).
@@ -199,7 +203,7 @@ def evaluate(
         except ValidationError as exc:
             raise _config_error(exc) from None
         try:
-            result = start_run(config, progress=progress)
+            result = start_run(config, progress=progress, before=_gate_names(fail_under))
         except InputError as err:
             raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
                                    written={k for k, v in ((suite_path, suite),
@@ -208,7 +212,16 @@ def evaluate(
     finally:
         if spec is not None:
             callable_systems.unregister(spec)
-    return Run(result.log.paths.batch, warnings=result.warnings, keep=keep)
+    return Run(result.log.paths.batch, warnings=result.warnings, keep=keep,
+               fail_under=fail_under)
+
+
+def _gate_names(fail_under: Mapping[str, float] | None) -> Callable[[Any], None] | None:
+    if not fail_under:
+        return None
+    from queryeval.report.gates import check_threshold_names
+
+    return lambda task: check_threshold_names(task, fail_under)
 
 
 def _in_memory_error(err: InputError, names: dict, written: set) -> InputError:

@@ -64,11 +64,14 @@ class Run:
     """
 
     def __init__(self, batch: str | Path, *, warnings: list[str] | None = None,
-                 keep: Any = None) -> None:
+                 keep: Any = None, fail_under: Any = None) -> None:
         self.path = Path(batch)
         """The run's ``batch_<id>.json``."""
         self.warnings: list[str] = list(warnings or [])
         """Warnings of the run (e.g. unused recorded responses)."""
+        self.fail_under: dict[str, float] = dict(fail_under or {})
+        """Gates given to :func:`queryeval.evaluate` (``fail_under``), checked by
+        :meth:`check_gates`."""
         self._keep = keep  # a TemporaryDirectory: removed once no Run refers to it
         self._loaded: Any = None
         self._opened: Any = None
@@ -162,6 +165,14 @@ class Run:
 
         limit = self.config.get("max_error_rate", 1.0) if max_error_rate is None else max_error_rate
         check_error_rate(self.calls["total"], self.calls["failed"], float(limit))
+
+    def check_gates(self, fail_under: Any = None) -> list:
+        """Raise :class:`~queryeval.errors.GateFailure` naming every missed threshold of
+        ``fail_under`` (default: the ones given to :func:`queryeval.evaluate`); return the
+        results when all pass."""
+        from queryeval.report.gates import check_thresholds
+
+        return check_thresholds(self.metrics, dict(fail_under or self.fail_under))
 
     @property
     def overall(self) -> dict:

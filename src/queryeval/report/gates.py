@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from queryeval.errors import ConfigError, GateFailure
 
@@ -86,3 +87,10 @@ def check_thresholds(metrics: Mapping, thresholds: Mapping[str, float]) -> list[
     if failed:
         raise GateFailure("quality gate failed: " + "; ".join(r.describe() for r in failed))
     return results
+
+
+def check_threshold_names(task: Any, thresholds: Mapping[str, float]) -> None:
+    """Before a run: every gated name must be one of the task's overall metrics (those its
+    aggregate of no records holds), so a typo stops the run before any call is paid for."""
+    if thresholds:
+        evaluate_thresholds(task.aggregate([]), {k: 0.0 for k in thresholds})

@@ -659,11 +659,17 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
     return _result(log, task, metrics, records, done, warnings, config)
 
 
-def start_run(config: RunConfig, *, progress: Progress | None = None) -> RunResult:
+def start_run(config: RunConfig, *, progress: Progress | None = None,
+              before: Callable[[Task], Any] | None = None) -> RunResult:
+    """Start a run. ``before(task)`` is called once the suite, task and system are ready and
+    before anything is written or called (e.g. to check gate metric names); an error it
+    raises stops the run there."""
     check_repeats(config)
     config = resolve_config(config)
     suite, task, system, cases, warnings = _prepare(config)
     try:
+        if before is not None:
+            before(task)
         fields = _batch_fields(config, suite, task, len(cases))
         fields["inputs"] = {"pinned_at": now_iso(),
                             "files": run_inputs.pin(_input_paths(config, suite, task))}
