@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 import numpy as np
 
@@ -66,6 +68,8 @@ EPS = 1e-12
 _DENSE_MIN = 1 << 15  # dense counting is cheaper than hashing below this range
 _PROBE_NODES = 64  # search nodes tried before computing the seeded incumbent
 _BATCH_MAX = 1 << 22  # largest histogram of a batched child evaluation
+_MAX_SUBSETS = 64  # p > g: largest number of predicted-column subsets searched one by one
+_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining a group id with a row hash
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,16 @@ class _Search:
         self.best_tp = -1
         self.best_ent = -1.0
         self.best_map: tuple[int, ...] = ()
+        # Multiset bound (bound 4): active while searching one subset of g predicted columns.
+        self.allowed = [True] * self.p
+        self.multiset = False
+        weights = np.random.default_rng(0x5EED).integers(
+            1, np.iinfo(np.int64).max, size=max(self.V, 1), dtype=np.int64).astype(np.uint64)
+        self.w_gold = [weights[col] for col in enc.gold_cols]
+        self.w_pred = [weights[col] for col in enc.pred_cols]
+        self.rem_g = np.zeros(len(enc.gold_cols[0]) if self.g else 0, dtype=np.uint64)
+        self.rem_p = np.zeros(len(enc.pred_cols[0]) if self.p else 0, dtype=np.uint64)
+        self.seeded = False
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -208,6 +222,39 @@ class _Search:
         keep_g = present[key_g]
         keep_p = present[key_p]
         return tp, gi[keep_g], remap[key_g[keep_g]], pi[keep_p], remap[key_p[keep_p]]
+
+    def _multiset_filter(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray,
+                         pk: np.ndarray, rem_g: np.ndarray, rem_p: np.ndarray
+                         ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Bound 4: split the groups further by the multiset of each row's values on the
+        columns still to be assigned (gold: the unassigned gold columns; predicted: the free
+        columns of the current subset), hashed as a sum of per-value random weights. Returns
+        the tp of that finer grouping and the rows that still have a counterpart."""
+        if len(gi) == 0 or len(pi) == 0:
+            return 0, gi[:0], gk[:0], pi[:0], pk[:0]
+        with np.errstate(over="ignore"):
+            key_g = gk.astype(np.uint64) * _MUL + rem_g
+            key_p = pk.astype(np.uint64) * _MUL + rem_p
+        codes, k = factorize(np.concatenate([key_g, key_p]))
+        cg, cp = codes[:len(gi)], codes[len(gi):]
+        cnt_g = np.bincount(cg, minlength=k)
+        cnt_p = np.bincount(cp, minlength=k)
+        tp = int(np.minimum(cnt_g, cnt_p).sum())
+        keep_g = cnt_p[cg] > 0
+        keep_p = cnt_g[cp] > 0
+        return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+
+    def _child(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
+               j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_refine`, then bound 4 when the multiset bound is active."""
+        child = self._refine(gi, gk, pi, pk, j, c)
+        if not self.multiset or child[0] == 0:
+            return child
+        _, gi2, gk2, pi2, pk2 = child
+        with np.errstate(over="ignore"):
+            rem_g = self.rem_g[gi2] - self.w_gold[j][gi2]
+            rem_p = self.rem_p[pi2] - self.w_pred[c][pi2]
+        return self._multiset_filter(gi2, gk2, pi2, pk2, rem_g, rem_p)
 
     def _batch_tp(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
                   j: int, cands: list[int]) -> np.ndarray | None:
@@ -351,7 +398,7 @@ class _Search:
         seen: set[int] = set()
         out = []
         for c in range(self.p):
-            if self.used[c] or self.pred_class[c] in seen:
+            if self.used[c] or not self.allowed[c] or self.pred_class[c] in seen:
                 continue
             seen.add(self.pred_class[c])  # lowest free member of each class only
             if c > lo:
@@ -364,7 +411,7 @@ class _Search:
             self._offer(tuple(self.sigma), tp, f1_from_sums(psum, rsum, self.g))
             return
         j = self.order[depth]
-        free = [x for x in range(self.p) if not self.used[x]]
+        free = [x for x in range(self.p) if not self.used[x] and self.allowed[x]]
         tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
         position = {c: k for k, c in enumerate(free)}
         live = []
@@ -383,7 +430,7 @@ class _Search:
                         if not self._prunable(min(int(t), x[4]), x[3])]
         children = []
         for c, ps, rs, ent_ub, rest_ub in live:
-            child = self._refine(gi, gk, pi, pk, j, c)
+            child = self._child(gi, gk, pi, pk, j, c)
             if self._prunable(min(child[0], rest_ub), ent_ub):
                 continue
             children.append((child[0], ps + rs, c, ps, rs, ent_ub, rest_ub, child))
@@ -392,33 +439,141 @@ class _Search:
             if self._prunable(min(ctp, rest_ub), ent_ub):
                 continue
             self.sigma[j], self.used[c] = c, True
-            self._dfs(depth + 1, ctp, ps, rs, *child[1:])
-            self.sigma[j], self.used[c] = -1, False
+            if self.multiset:
+                with np.errstate(over="ignore"):
+                    self.rem_g -= self.w_gold[j]
+                    self.rem_p -= self.w_pred[c]
+            try:
+                self._dfs(depth + 1, ctp, ps, rs, *child[1:])
+            finally:
+                self.sigma[j], self.used[c] = -1, False
+                if self.multiset:
+                    with np.errstate(over="ignore"):
+                        self.rem_g += self.w_gold[j]
+                        self.rem_p += self.w_pred[c]
+
+    def _vote_incumbent(self, root: tuple[np.ndarray, ...], subset: list[int]) -> None:
+        """An incumbent from rows, not columns: gold and predicted rows whose value multisets
+        agree (``root`` holds them, grouped by multiset) are likely the same row with its
+        columns permuted, and every such pair votes for the column pairs whose values agree.
+        Votes are weighted by ``1/max(a, b)`` for a multiset shared by ``a`` gold and ``b``
+        predicted rows, the agreement expected from the columns' value frequencies alone is
+        subtracted, and the assignment maximising the votes (``linear_sum_assignment``) is
+        evaluated and offered. Outside the budget; ``O(rows · g)`` plus one ``g × g``
+        assignment."""
+        from scipy.optimize import linear_sum_assignment
+        from scipy.sparse import csr_matrix
+
+        _, gi, gk, pi, pk = root
+        if len(gi) == 0:
+            return
+        k = int(max(gk.max(), pk.max())) + 1
+        a = np.bincount(gk, minlength=k)
+        b = np.bincount(pk, minlength=k)
+        weight = 1.0 / np.maximum(np.maximum(a, b), 1)
+        g, m = self.g, len(subset)
+        gold_vals = np.stack([self.enc.gold_cols[j][gi] for j in range(g)])
+        pred_vals = np.stack([self.enc.pred_cols[c][pi] for c in subset])
+        keys_g = (gk[None, :] * self.V + gold_vals).ravel()
+        keys_p = (pk[None, :] * self.V + pred_vals).ravel()
+        codes, n_keys = factorize(np.concatenate([keys_g, keys_p]))
+        rows_g = np.repeat(np.arange(g), len(gi))
+        rows_p = np.repeat(np.arange(m), len(pi))
+        hist_g = csr_matrix((np.ones(len(keys_g)), (rows_g, codes[:len(keys_g)])),
+                            shape=(g, n_keys))
+        hist_p = csr_matrix((np.tile(weight[pk], m), (rows_p, codes[len(keys_g):])),
+                            shape=(m, n_keys))
+        votes = (hist_g @ hist_p.T).toarray()
+        freq_g = csr_matrix((np.ones(len(keys_g)) / len(gi), (rows_g, gold_vals.ravel())),
+                            shape=(g, self.V))
+        freq_p = csr_matrix((np.ones(len(keys_p)) / len(pi), (rows_p, pred_vals.ravel())),
+                            shape=(m, self.V))
+        expected = float((weight * a * b).sum()) * (freq_g @ freq_p.T).toarray()
+        rows, cols = linear_sum_assignment(votes - expected, maximize=True)
+        mapping = [0] * g
+        for j, x in zip(rows, cols, strict=True):
+            mapping[int(j)] = subset[int(x)]
+        m_ = tuple(mapping)
+        self._offer(m_, self.evaluate(m_), self._entity(m_))
+
+    def _subsets(self) -> list[list[int]] | None:
+        """The subsets of ``g`` predicted columns searched one by one under bound 4 (all
+        ``p`` columns when ``p == g``); ``None`` when there are too many (then bound 4 is
+        off and one search covers every mapping)."""
+        if comb(self.p, self.g) > _MAX_SUBSETS:
+            return None
+        return [list(x) for x in combinations(range(self.p), self.g)]
+
+    def _phase_root(self, subset: list[int]) -> tuple[int, np.ndarray, np.ndarray,
+                                                      np.ndarray, np.ndarray]:
+        """Set up bound 4 for one subset: every row's hash of its whole value multiset, and
+        the root's rows grouped by it (rows without a counterpart dropped)."""
+        n_gold, n_pred = len(self.enc.gold_cols[0]), len(self.enc.pred_cols[0])
+        self.allowed = [False] * self.p
+        for c in subset:
+            self.allowed[c] = True
+        with np.errstate(over="ignore"):
+            self.rem_g = np.zeros(n_gold, dtype=np.uint64)
+            for w in self.w_gold:
+                self.rem_g += w
+            self.rem_p = np.zeros(n_pred, dtype=np.uint64)
+            for c in subset:
+                self.rem_p += self.w_pred[c]
+        self.multiset = True
+        return self._multiset_filter(np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                                     np.arange(n_pred), np.zeros(n_pred, dtype=np.int64),
+                                     self.rem_g, self.rem_p)
+
+    def _search_from(self, root: tuple[np.ndarray, ...], root_tp: int) -> None:
+        """Branch and bound from ``root``; after ``_PROBE_NODES`` nodes without finishing,
+        the seeded incumbent is computed once and the search starts over."""
+        try:
+            if not self.seeded and self.g >= 2:
+                self.probe_until = self.nodes + _PROBE_NODES
+            self._dfs(0, root_tp, 0.0, 0.0, *root)
+        except _ProbeOver:
+            self.probe_until = None
+            self.sigma, self.used = [-1] * self.g, [False] * self.p
+            self.seeded = True
+            self.counting = False
+            try:
+                self._seeded_incumbent()
+            finally:
+                self.counting = True
+            self._dfs(0, root_tp, 0.0, 0.0, *root)
+        finally:
+            self.probe_until = None
 
     def run(self) -> SearchResult:
         n_gold = len(self.enc.gold_cols[0])
         n_pred = len(self.enc.pred_cols[0])
         exact = True
         self._incumbent()
-        root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
-                np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
+        subsets = self._subsets()
         try:
-            try:
-                # Easy cases (distinguishable columns) finish in a few nodes; only when they
-                # do not is the costlier seeded incumbent worth computing, then start over.
-                self.probe_until = self.nodes + _PROBE_NODES if self.g >= 2 else None
-                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
-            except _ProbeOver:
-                self.probe_until = None
-                self.sigma, self.used = [-1] * self.g, [False] * self.p
-                self.counting = False
-                try:
-                    self._seeded_incumbent()
-                finally:
-                    self.counting = True
-                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+            if subsets is None:
+                root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                        np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
+                self._search_from(root, min(n_gold, n_pred))
+            else:
+                phases = []
+                for subset in subsets:
+                    self._tick()
+                    phases.append((self._phase_root(subset), subset))
+                phases.sort(key=lambda ph: -ph[0][0])  # most promising subset first
+                for root, subset in phases:
+                    if root[0] < self.best_tp:
+                        continue  # bound 4 at the root: no mapping into it can improve
+                    self._phase_root(subset)
+                    self.counting = False
+                    try:
+                        self._vote_incumbent(root, subset)
+                    finally:
+                        self.counting = True
+                    self._search_from(root[1:], root[0])
         except _OutOfBudget:
             exact = False
+        self.multiset = False
         return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
 
 
