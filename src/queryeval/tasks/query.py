@@ -354,7 +354,8 @@ class QueryTask(Task):
         return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "gold_rows", "gold_columns",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "gold_rows",
+                   "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
 
@@ -364,6 +365,7 @@ class QueryTask(Task):
         yield {
             "case_id": record["case_id"], "question": record["question"],
             **(record["scores"] or {}),
+            "mapping_exact": record.get("mapping_exact"),
             "gold_rows": g.get("rows"), "gold_columns": g.get("columns"),
             "predicted_rows": p.get("rows"), "predicted_columns": p.get("columns"),
             "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
@@ -379,7 +381,19 @@ class QueryTask(Task):
     def summary(self, metrics: dict) -> Any:
         from queryeval.report.console import group_table, overall_table
 
-        out = [overall_table(metrics, keys=[*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"])]
+        keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
+        if metrics["overall_metrics"].get("inexact_mapping_searches"):
+            # exact: false — the search budget ran out; the figures are lower bounds
+            keys.append("inexact_mapping_searches")
+        out: list[Any] = [overall_table(metrics, keys=keys)]
+        inexact = metrics["overall_metrics"].get("inexact_mapping_searches")
+        if inexact:
+            from rich.text import Text
+
+            out.append(Text(f"exact: false for {inexact} case(s): the column-mapping search ran "
+                            "out of its budget (search_nodes); their entity and row F1 are those "
+                            "of the best mapping found, possibly below the optimum.",
+                            style="bold red"))
         for name, groups in metrics["group_metrics"].items():
             out.append(group_table(groups, name, ["cases", *F1_KEYS]))
         return out
