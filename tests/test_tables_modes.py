@@ -234,3 +234,16 @@ def test_required_columns_by_hand():
     assert (got.row_matching_f1, got.exact_match_f1) == (1.0, 1.0)  # optional column ignored
     with pytest.raises(ValueError, match="not gold columns"):
         table_scores(both, gold, columns=["nope"])
+
+
+@pytest.mark.parametrize(("query", "language", "expected"), [
+    ("SELECT a FROM t LIMIT 2", "sql", True),
+    ("SELECT a FROM (SELECT a FROM t LIMIT 2) x", "sql", False),
+    ("SELECT a FROM t", "sql", False),
+    ("SELECT ?s WHERE { ?s ?p ?o } OFFSET 5", "sparql", True),
+    ("SELECT ?s WHERE { { SELECT ?s WHERE { ?s ?p ?o } LIMIT 1 } }", "sparql", False),
+])
+def test_top_level_limit(query, language, expected):
+    from queryeval.metrics.tables.modes import query_has_limit
+
+    assert query_has_limit(query, language) is expected

@@ -13,6 +13,7 @@ import traceback
 import typer
 from pydantic import ValidationError
 
+from queryeval.cli import audit as audit_cmd
 from queryeval.cli import compare as compare_cmd
 from queryeval.cli import report as report_cmd
 from queryeval.cli import rescore as rescore_cmd
@@ -50,6 +51,7 @@ app.command("schema", cls=Command)(schema_cmd.command)
 app.command("tune", cls=Command)(tune_cmd.command)
 app.command("tokens", cls=Command)(tokens_cmd.command)
 app.command("trec", cls=Command)(trec_cmd.command)
+app.command("audit", cls=Command)(audit_cmd.command)
 
 
 @app.callback()

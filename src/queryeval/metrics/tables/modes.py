@@ -31,9 +31,22 @@ _SPARQL_SKIP = re.compile(
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
 
 
+_LIMIT = re.compile(r"\b(?:LIMIT|OFFSET)\b", re.IGNORECASE)
+
+
 def query_is_ordered(query: str, language: str) -> bool | None:
     """Whether ``query`` sorts its result at the top level; ``None`` when it does not parse
     (or holds several statements)."""
+    return _top_level_clause(query, language, "order")
+
+
+def query_has_limit(query: str, language: str) -> bool | None:
+    """Whether ``query`` has a top-level ``LIMIT`` or ``OFFSET`` (with no top-level ORDER BY
+    its rows are then whichever the engine yields first); ``None`` when it does not parse."""
+    return _top_level_clause(query, language, "limit")
+
+
+def _top_level_clause(query: str, language: str, clause: str) -> bool | None:
     if language == "sql":
         import sqlglot
         from sqlglot.errors import ParseError
@@ -44,6 +57,8 @@ def query_is_ordered(query: str, language: str) -> bool | None:
             return None
         if len(trees) != 1:
             return None
+        if clause == "limit":
+            return any(trees[0].args.get(k) is not None for k in ("limit", "offset"))
         return trees[0].args.get("order") is not None
     if language != "sparql":
         raise ValueError(f"language must be 'sparql' or 'sql', not {language!r}")
@@ -63,7 +78,8 @@ def query_is_ordered(query: str, language: str) -> bool | None:
             outside.append(" ")
         else:
             outside.append(char if depth == 0 else " ")
-    return bool(_ORDER_BY.search("".join(outside)))
+    pattern = _LIMIT if clause == "limit" else _ORDER_BY
+    return bool(pattern.search("".join(outside)))
 
 
 def lcs_length(a: Sequence[int], b: Sequence[int]) -> int:
