@@ -124,3 +124,23 @@ def test_audit_reports_each_kind_of_broken_gold(tmp_path, capsys):
                                          "mapping_exact": True}
     assert main([*args, "--fail-on-broken"]) == 1
     assert "5 broken" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_gold_tables_and_bad_table_widths(tmp_path):
+    suite = _sql_example(tmp_path)
+    suite.write_text(
+        "id: veg\nconversation:\n- role: user\n  content: vegetables and prices\n  target:\n"
+        "    query:\n      source: shop.sqlite\n      gold: SELECT name FROM items WHERE 0\n"
+        "      gold_tables:\n      - columns: [name, price]\n"
+        "        rows: [[carrot, 0.50], [onion, '.4']]\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"case_id": "veg", "query": "SELECT name, price FROM items '
+                     "WHERE category = 'vegetable'\"}\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
+    _, recs = run_records(out)
+    # the empty gold query scores 0; the gold table (0.50 = 0.5, .4 = 0.4) scores 1
+    assert recs["veg"]["gold_matched"] == 1 and recs["veg"]["scores"]["perfect_match"] == 1.0
+    suite.write_text(suite.read_text(encoding="utf-8").replace("[onion, '.4']", "[onion]"),
+                     encoding="utf-8")
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 2
