@@ -92,8 +92,8 @@ def audit_cases(task: Any, cases: list) -> list[dict]:
 def command(
     suite: Path = typer.Argument(..., help="Suite with text-to-query cases."),
     graph: list[Path] = typer.Option([], "--graph", help="RDF file(s) to run queries on."),
-    database: Path | None = typer.Option(None, "--database",
-                                         help="A sqlite (.sqlite/.db) or DuckDB file."),
+    database: str | None = typer.Option(
+        None, "--database", help="A sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="A SPARQL 1.1 endpoint URL."),
     timeout_s: float = typer.Option(30.0, "--query-timeout", min=0.001,
                                     help="Seconds each execution may take."),

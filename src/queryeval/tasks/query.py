@@ -77,7 +77,7 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
 class QueryOptions(TaskOptions):
     source: str | None = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
-    sqlite (.sqlite/.db) or DuckDB (.duckdb) file. A case's own ``target.query.source`` wins."""
+    sqlite (.sqlite/.db) or DuckDB (.duckdb) file, a ``postgresql://`` URL. A case's own ``target.query.source`` wins."""
     rules: Literal["clean", "buildingqa"] = "clean"
     timeout_s: float = 30.0
     max_rows: int = 100_000
@@ -130,6 +130,10 @@ class QueryTask(Task):
 
         if source.startswith(("http://", "https://")):
             return eng.RemoteSparqlEngine(source)
+        if source.startswith(("postgresql://", "postgres://")):
+            from queryeval.systems.engines.postgres import PostgresEngine
+
+            return PostgresEngine(source)
         paths = [p.strip() for p in source.split(",") if p.strip()]
         suffix = Path(paths[0]).suffix.lower()
         if suffix in RDF_SUFFIXES:
