@@ -168,3 +168,23 @@ def test_multiset_root_bound_is_admissible(pair):
         root_tp = search._phase_root(list(subset))[0]
         for perm in permutations(subset):
             assert search.evaluate(perm) <= root_tp
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(table_pairs("clean"))
+def test_search_without_subsets_equals_brute_force(pair):
+    # Past _MAX_SUBSETS predicted-column subsets bound 4 is off and one search covers every
+    # mapping; force that path on small tables and compare with the exhaustive oracle.
+    from unittest import mock
+
+    from queryeval.metrics.tables import search
+    from test_tables_property import oracle
+
+    gold, pred = pair
+    with mock.patch.object(search, "_MAX_SUBSETS", 0):
+        got = table_scores(pred, gold, budget=UNLIMITED)
+    ent, row = oracle(gold, pred, "clean")
+    assert got.exact
+    assert got.row_matching_f1 == pytest.approx(row, abs=1e-12)
+    assert got.entity_set_f1 == pytest.approx(ent, abs=1e-9)

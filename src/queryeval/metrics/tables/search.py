@@ -142,6 +142,7 @@ class _Search:
         self.rem_g = np.zeros(len(enc.gold_cols[0]) if self.g else 0, dtype=np.uint64)
         self.rem_p = np.zeros(len(enc.pred_cols[0]) if self.p else 0, dtype=np.uint64)
         self.seeded = False
+        self.voted = False
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -550,10 +551,22 @@ class _Search:
         exact = True
         self._incumbent()
         subsets = self._subsets()
+        root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
         try:
+            if subsets is not None and self.g >= 2:
+                # Easy cases (distinguishable columns) finish in a few nodes of the plain
+                # search; only when they do not are the subsets, bound 4 and the row-vote
+                # incumbent worth setting up.
+                try:
+                    self.probe_until = self.nodes + _PROBE_NODES
+                    self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+                    return SearchResult(self.best_map, self.best_tp, True, self.nodes)
+                except _ProbeOver:
+                    self.sigma, self.used = [-1] * self.g, [False] * self.p
+                finally:
+                    self.probe_until = None
             if subsets is None:
-                root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
-                        np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
                 self._search_from(root, min(n_gold, n_pred))
             else:
                 phases = []
@@ -566,6 +579,7 @@ class _Search:
                         continue  # bound 4 at the root: no mapping into it can improve
                     self._phase_root(subset)
                     self.counting = False
+                    self.voted = True
                     try:
                         self._vote_incumbent(root, subset)
                     finally:
@@ -573,8 +587,21 @@ class _Search:
                     self._search_from(root[1:], root[0])
         except _OutOfBudget:
             exact = False
+            if subsets is not None and not self.voted and self.g >= 2:
+                self._late_vote(subsets)
         self.multiset = False
         return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
+
+    def _late_vote(self, subsets: list[list[int]]) -> None:
+        """The budget ran out before any row-vote incumbent was computed: compute it for the
+        most promising subset (outside the budget) so the result is never worse for it."""
+        self.counting = False
+        try:
+            best = max(((self._phase_root(sub), sub) for sub in subsets), key=lambda x: x[0][0])
+            self._phase_root(best[1])
+            self._vote_incumbent(best[0], best[1])
+        finally:
+            self.counting = True
 
 
 def best_mapping(enc: Encoded, budget: Budget | None = None) -> SearchResult:
