@@ -59,6 +59,7 @@ import time
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -453,49 +454,88 @@ class _Search:
                         self.rem_g += self.w_gold[j]
                         self.rem_p += self.w_pred[c]
 
-    def _vote_incumbent(self, root: tuple[np.ndarray, ...], subset: list[int]) -> None:
-        """An incumbent from rows, not columns: gold and predicted rows whose value multisets
-        agree (``root`` holds them, grouped by multiset) are likely the same row with its
-        columns permuted, and every such pair votes for the column pairs whose values agree.
-        Votes are weighted by ``1/max(a, b)`` for a multiset shared by ``a`` gold and ``b``
-        predicted rows, the agreement expected from the columns' value frequencies alone is
-        subtracted, and the assignment maximising the votes (``linear_sum_assignment``) is
-        evaluated and offered. Outside the budget; ``O(rows · g)`` plus one ``g × g``
-        assignment."""
-        from scipy.optimize import linear_sum_assignment
+    def _votes(self, state: tuple[Any, ...], gold_js: list[int], pred_cs: list[int]
+               ) -> np.ndarray | None:
+        """Votes of the row pairs sharing a group of ``state`` for each (gold column, predicted
+        column) pair whose values agree, weighted ``1/max(a, b)`` for a group of ``a`` gold
+        and ``b`` predicted rows, double-centred (row and column effects removed: they do not
+        change an assignment, and the agreement expected from the columns' value frequencies
+        is such an effect). ``None`` when no rows are left."""
         from scipy.sparse import csr_matrix
 
-        _, gi, gk, pi, pk = root
-        if len(gi) == 0:
-            return
+        _, gi, gk, pi, pk = state
+        if len(gi) == 0 or len(pi) == 0:
+            return None
         k = int(max(gk.max(), pk.max())) + 1
-        a = np.bincount(gk, minlength=k)
-        b = np.bincount(pk, minlength=k)
-        weight = 1.0 / np.maximum(np.maximum(a, b), 1)
-        g, m = self.g, len(subset)
-        gold_vals = np.stack([self.enc.gold_cols[j][gi] for j in range(g)])
-        pred_vals = np.stack([self.enc.pred_cols[c][pi] for c in subset])
+        weight = 1.0 / np.maximum(np.maximum(np.bincount(gk, minlength=k),
+                                             np.bincount(pk, minlength=k)), 1)
+        g, m = len(gold_js), len(pred_cs)
+        gold_vals = np.stack([self.enc.gold_cols[j][gi] for j in gold_js])
+        pred_vals = np.stack([self.enc.pred_cols[c][pi] for c in pred_cs])
         keys_g = (gk[None, :] * self.V + gold_vals).ravel()
         keys_p = (pk[None, :] * self.V + pred_vals).ravel()
         codes, n_keys = factorize(np.concatenate([keys_g, keys_p]))
-        rows_g = np.repeat(np.arange(g), len(gi))
-        rows_p = np.repeat(np.arange(m), len(pi))
-        hist_g = csr_matrix((np.ones(len(keys_g)), (rows_g, codes[:len(keys_g)])),
+        hist_g = csr_matrix((np.ones(len(keys_g)),
+                             (np.repeat(np.arange(g), len(gi)), codes[:len(keys_g)])),
                             shape=(g, n_keys))
-        hist_p = csr_matrix((np.tile(weight[pk], m), (rows_p, codes[len(keys_g):])),
+        hist_p = csr_matrix((np.tile(weight[pk], m),
+                             (np.repeat(np.arange(m), len(pi)), codes[len(keys_g):])),
                             shape=(m, n_keys))
         votes = (hist_g @ hist_p.T).toarray()
-        freq_g = csr_matrix((np.ones(len(keys_g)) / len(gi), (rows_g, gold_vals.ravel())),
-                            shape=(g, self.V))
-        freq_p = csr_matrix((np.ones(len(keys_p)) / len(pi), (rows_p, pred_vals.ravel())),
-                            shape=(m, self.V))
-        expected = float((weight * a * b).sum()) * (freq_g @ freq_p.T).toarray()
-        rows, cols = linear_sum_assignment(votes - expected, maximize=True)
-        mapping = [0] * g
-        for j, x in zip(rows, cols, strict=True):
-            mapping[int(j)] = subset[int(x)]
-        m_ = tuple(mapping)
-        self._offer(m_, self.evaluate(m_), self._entity(m_))
+        return (votes - votes.mean(axis=1, keepdims=True) - votes.mean(axis=0, keepdims=True)
+                + votes.mean())
+
+    def _vote_incumbent(self, root: tuple[Any, ...], subset: list[int]) -> None:
+        """Incumbents from rows, not columns: gold and predicted rows whose value multisets
+        agree (``root`` holds them, grouped by multiset) are likely the same row with its
+        columns permuted, and every such pair votes for the column pairs whose values agree
+        (:meth:`_votes`). Offered: (a) the assignment with most votes
+        (``linear_sum_assignment``); (b) an iterative one: fix the single column pair whose
+        vote stands out most from its row's runner-up, regroup the rows by bound 4 with that
+        pair assigned (groups become much finer, so the votes much sharper), vote again on
+        the rest, and so on. Outside the budget; ``g`` vote rounds of ``O(rows · g)``."""
+        from scipy.optimize import linear_sum_assignment
+
+        saved = (self.rem_g.copy(), self.rem_p.copy())
+        try:
+            state = root
+            free_g, free_p = list(range(self.g)), list(subset)
+            mapping = [-1] * self.g
+            first = True
+            while free_g:
+                scores = self._votes(state, free_g, free_p)
+                if scores is None:  # no rows left: any completion has the same tp
+                    for j, c in zip(free_g, free_p, strict=False):
+                        mapping[j] = c
+                    break
+                rows, cols = linear_sum_assignment(scores, maximize=True)
+                if first:
+                    one_shot = [0] * self.g
+                    for i, x in zip(rows, cols, strict=True):
+                        one_shot[free_g[int(i)]] = free_p[int(x)]
+                    m1 = tuple(one_shot)
+                    self._offer(m1, self.evaluate(m1), self._entity(m1))
+                    first = False
+                spread = float(scores.std()) or 1.0
+                best: tuple[float, int, int] | None = None
+                for i, x in zip(rows, cols, strict=True):
+                    others = np.delete(scores[i], x)
+                    margin = (scores[i, x] - (others.max() if len(others) else 0.0)) / spread
+                    if best is None or margin > best[0]:
+                        best = (margin, int(i), int(x))
+                assert best is not None  # rows is not empty while free_g is not
+                j, c = free_g[best[1]], free_p[best[2]]
+                mapping[j] = c
+                state = self._child(*state[1:], j, c)
+                with np.errstate(over="ignore"):
+                    self.rem_g -= self.w_gold[j]
+                    self.rem_p -= self.w_pred[c]
+                free_g.remove(j)
+                free_p.remove(c)
+            m2 = tuple(mapping)
+            self._offer(m2, self.evaluate(m2), self._entity(m2))
+        finally:
+            self.rem_g, self.rem_p = saved
 
     def _subsets(self) -> list[list[int]] | None:
         """The subsets of ``g`` predicted columns searched one by one under bound 4 (all
