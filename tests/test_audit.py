@@ -144,3 +144,12 @@ def test_gold_tables_and_bad_table_widths(tmp_path):
     suite.write_text(suite.read_text(encoding="utf-8").replace("[onion, '.4']", "[onion]"),
                      encoding="utf-8")
     assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 2
+
+
+def test_tolerance_with_buildingqa_rules_is_a_config_error(tmp_path, capsys):
+    suite = _sql_example(tmp_path)
+    code = main(["run", str(suite), "--responses", str(tmp_path / "predictions.jsonl"),
+                 "--out", str(tmp_path / "o"), "--rules", "buildingqa", "--option",
+                 "abs_tol=0.1", "-q"])
+    assert code == 2
+    assert "abs_tol / rel_tol need --rules clean" in capsys.readouterr().err

@@ -107,6 +107,9 @@ class QueryTask(Task):
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)
+        if self.options.rules == "buildingqa" and (self.options.abs_tol or self.options.rel_tol):
+            raise ConfigError("abs_tol / rel_tol need --rules clean (the buildingqa rules "
+                              "compare values as the reference does)")
         self._engines: dict[str, Any] = {}
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
