@@ -197,3 +197,13 @@ def test_iterative_vote_recovers_a_noisy_ternary_table():
     pred, gold, planted = _planted(14, 4_000, 3, 0.2, seed=2)
     got = table_scores(pred, gold, budget=Budget(max_nodes=1, max_seconds=None))
     assert got.mapping == planted and not got.exact
+
+
+def test_every_subset_is_voted_before_any_search():
+    # One extra predicted column: 11 subsets whose root bounds hardly differ at 3 values per
+    # column. Before, the budget was spent searching the first subsets and the right one's
+    # vote never ran (a wrong mapping came back); now every subset is voted first.
+    pred, gold, planted = _planted(10, 3_000, 3, 0.2, seed=4, extra=1)
+    got = table_scores(pred, gold, budget=Budget(max_nodes=3_000, max_seconds=None))
+    assert got.mapping == planted
+    assert got.row_matching_f1 == _figures_of(pred, gold, planted)

@@ -614,16 +614,22 @@ class _Search:
                     self._tick()
                     phases.append((self._phase_root(subset), subset))
                 phases.sort(key=lambda ph: -ph[0][0])  # most promising subset first
+                # Row votes for every subset first (outside the budget): the root bounds
+                # hardly tell subsets apart on low-cardinality columns, and a search stuck in
+                # a wrong subset must not keep the right one's incumbent from being seen.
+                self.counting = False
+                self.voted = True
+                try:
+                    for root, subset in phases:
+                        if root[0] >= self.best_tp:
+                            self._phase_root(subset)
+                            self._vote_incumbent(root, subset)
+                finally:
+                    self.counting = True
                 for root, subset in phases:
                     if root[0] < self.best_tp:
                         continue  # bound 4 at the root: no mapping into it can improve
                     self._phase_root(subset)
-                    self.counting = False
-                    self.voted = True
-                    try:
-                        self._vote_incumbent(root, subset)
-                    finally:
-                        self.counting = True
                     self._search_from(root[1:], root[0])
         except _OutOfBudget:
             exact = False
