@@ -26,6 +26,15 @@ Bounds, and why they are admissible (never below the best completion's score):
    maximised separately, dropping the distinct-columns constraint), likewise ``R̄``; so
    F1 of those two upper bounds bounds the entity F1 of every completion.
 
+4. Multiset bound (while searching one subset ``S`` of ``g`` predicted columns): a row pair
+   matched by a completion agrees on the assigned columns and, the completion being a
+   bijection from the unassigned gold columns onto the free columns of ``S``, has equal
+   value multisets on those. So grouping rows by (assigned values, remaining multiset) is a
+   coarser grouping than any completion's, and bound 1's argument applies. Multisets are
+   hashed as sums of random 64-bit weights per value; a collision merges groups, which can
+   only raise ``Σ min``, so the bound stays admissible. With ``p > g`` each subset ``S`` is
+   searched in turn (at most ``_MAX_SUBSETS`` of them; otherwise bound 4 is off).
+
 A child is pruned when its bound pair is lexicographically at most the incumbent's
 (``tp_ub < best_tp``, or equal tp and ``ent_ub <= best_ent + 1e-12``): it cannot improve
 the figures (ties give equal figures, so dropping them loses nothing).
@@ -36,6 +45,12 @@ of identical predicted columns is tried; identical gold columns can swap their p
 columns, so their predicted indices must increase along the search order. Any mapping is
 brought into this canonical form by swaps that keep its score and lexicographically
 decrease its index sequence, so the canonical mappings include an optimum.
+
+Incumbents (outside the budget): the greedy below; row votes per subset (rows sharing a
+multiset vote for column pairs whose values agree; one-shot assignment and an iterative
+one that fixes the most confident pair and regroups), for every subset before any search;
+the seeded greedy after ``_PROBE_NODES`` nodes. Easy cases finish in the first
+``_PROBE_NODES`` nodes of the plain search and never set up subsets.
 
 Budget. Every group refinement counts as a node; past ``max_nodes`` nodes or
 ``max_seconds`` seconds the search stops and returns its incumbent with ``exact=False``.
