@@ -153,3 +153,35 @@ def test_tolerance_with_buildingqa_rules_is_a_config_error(tmp_path, capsys):
                  "abs_tol=0.1", "-q"])
     assert code == 2
     assert "abs_tol / rel_tol need --rules clean" in capsys.readouterr().err
+
+
+def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):
+    import random
+
+    rng = random.Random(7)
+    db = tmp_path / "w.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE w(a, b, c, d, e, f)")
+    con.executemany("INSERT INTO w VALUES (?, ?, ?, ?, ?, ?)",
+                    [tuple(rng.randrange(3) for _ in range(6)) for _ in range(300)])
+    con.commit()
+    con.close()
+    suite = tmp_path / "s.yaml"
+    suite.write_text("id: wide\nconversation:\n- role: user\n  content: q\n  target:\n"
+                     "    query:\n      gold: SELECT a, b, c, d, e, f FROM w\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"case_id": "wide", "query": "SELECT f, e, d, c, b, a FROM w WHERE a < 2"}\n',
+                     encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--database", str(db),
+                 "--out", str(out), "--option", "search_nodes=1"]) == 0
+    metrics, recs = run_records(out)
+    assert recs["wide"]["mapping_exact"] is False
+    assert metrics["overall_metrics"]["inexact_mapping_searches"] == 1
+    console = " ".join(capsys.readouterr().out.split())
+    assert "exact: false for 1 case(s)" in console
+    html = next(out.rglob("report_*.html")).read_text(encoding="utf-8")
+    assert html.count("<b>exact: false</b>") == 1
+    lines = next(out.rglob("results_*.csv")).read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    assert lines[1].split(",")[header.index("mapping_exact")] == "False"
