@@ -108,6 +108,8 @@ def test_ordered_figures_by_hand():
     ("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1", "sql", True),
     ("SELECT 'ORDER BY x' AS a FROM t", "sql", False),
     ("SELECT a FROM t; SELECT b FROM t ORDER BY b", "sql", None),
+    ("SELECT 'unterminated", "sql", None),
+    ("SELECT " + "(" * 3000 + "1" + ")" * 3000, "sql", None),
     ("SELECT ?s WHERE { ?s ?p ?o } ORDER BY DESC(?o) LIMIT 3", "sparql", True),
     ("SELECT ?s WHERE { { SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s LIMIT 1 } }", "sparql", False),
     ('SELECT ?s WHERE { ?s ?p "} ORDER BY ?s" }', "sparql", False),

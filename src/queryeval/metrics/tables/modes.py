@@ -49,11 +49,11 @@ def query_has_limit(query: str, language: str) -> bool | None:
 def _top_level_clause(query: str, language: str, clause: str) -> bool | None:
     if language == "sql":
         import sqlglot
-        from sqlglot.errors import ParseError
+        from sqlglot.errors import SqlglotError
 
         try:
             trees = [t for t in sqlglot.parse(query) if t is not None]
-        except (ParseError, ValueError):
+        except (SqlglotError, ValueError, RecursionError):
             return None
         if len(trees) != 1:
             return None
