@@ -311,9 +311,9 @@ class QueryTask(Task):
         if pred is not None:
             engine = self.engine(record["source"])
             sparql = record["language"] == "sparql"
-            modes = self._modes(record)
-            record["comparison"] = modes
             try:
+                modes = self._modes(record)
+                record["comparison"] = modes
                 index, ts = best_of_golds(
                     pred, [g for g, _ in golds],
                     gold_queries=[q if sparql else None for _, q in golds],
