@@ -85,6 +85,8 @@ _DENSE_MIN = 1 << 15  # dense counting is cheaper than hashing below this range
 _PROBE_NODES = 64  # search nodes tried before computing the seeded incumbent
 _BATCH_MAX = 1 << 22  # largest histogram of a batched child evaluation
 _MAX_SUBSETS = 64  # p > g: largest number of predicted-column subsets searched one by one
+_VOTE_ROUNDS = 12  # iterative vote: column pairs fixed one at a time, then one assignment
+_VOTE_WORK = 200_000_000  # cell visits allowed for the up-front votes of all subsets
 _MUL = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining a group id with a row hash
 
 
@@ -517,6 +519,7 @@ class _Search:
             free_g, free_p = list(range(self.g)), list(subset)
             mapping = [-1] * self.g
             first = True
+            rounds = 0
             while free_g:
                 scores = self._votes(state, free_g, free_p)
                 if scores is None:  # no rows left: any completion has the same tp
@@ -524,6 +527,11 @@ class _Search:
                         mapping[j] = c
                     break
                 rows, cols = linear_sum_assignment(scores, maximize=True)
+                rounds += 1
+                if rounds > _VOTE_ROUNDS:  # bounded work: the rest by this assignment
+                    for i, x in zip(rows, cols, strict=True):
+                        mapping[free_g[int(i)]] = free_p[int(x)]
+                    break
                 if first:
                     one_shot = [0] * self.g
                     for i, x in zip(rows, cols, strict=True):
@@ -634,8 +642,13 @@ class _Search:
                 # a wrong subset must not keep the right one's incumbent from being seen.
                 self.counting = False
                 self.voted = True
+                per_vote = (n_gold + n_pred) * self.g * (min(self.g, _VOTE_ROUNDS) + 1)
+                votes_left = max(1, _VOTE_WORK // max(per_vote, 1))  # bounded work
                 try:
-                    for root, subset in phases:
+                    for root, subset in phases[:votes_left]:
+                        if (self.budget.max_seconds is not None
+                                and time.perf_counter() - self.start > self.budget.max_seconds):
+                            break  # the votes count against a time limit too
                         if root[0] >= self.best_tp:
                             self._phase_root(subset)
                             self._vote_incumbent(root, subset)
