@@ -13,6 +13,7 @@ import traceback
 import typer
 from pydantic import ValidationError
 
+from queryeval.cli import audit as audit_cmd
 from queryeval.cli import cache as cache_cmd
 from queryeval.cli import compare as compare_cmd
 from queryeval.cli import report as report_cmd
@@ -54,6 +55,7 @@ app.command("tokens", cls=Command)(tokens_cmd.command)
 app.command("trec", cls=Command)(trec_cmd.command)
 app.command("view", cls=Command)(view_cmd.command)
 app.command("cache", cls=Command)(cache_cmd.command)
+app.command("audit", cls=Command)(audit_cmd.command)
 
 
 @app.callback()

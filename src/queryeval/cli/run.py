@@ -93,7 +93,7 @@ def command(
         None, "--retriever", help="Retrieval: built-in retriever (default: bm25; dense needs the embeddings extra)."),
     model: str | None = typer.Option(None, "--model", help="Dense model: a local sentence-transformers path."),
     graph: list[Path] = typer.Option([], "--graph", help="Query: RDF file(s) to run queries on (embedded store)."),
-    database: Path | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file."),
+    database: str | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
     rules: Literal["clean", "buildingqa"] | None = typer.Option(
         None, "--rules", help="Query: table metric rules (default: clean)."),

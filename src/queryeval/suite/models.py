@@ -77,6 +77,22 @@ class RetrievalTarget(BaseModel):
     answer: str = ""
 
 
+class GoldTable(BaseModel):
+    """Seed 003: a gold result given as a table instead of a query."""
+
+    model_config = _STRICT
+
+    columns: list[str] = Field(min_length=1, description="Column names.")
+    rows: list[list[str | None]] = Field(description="Rows of cells (null: unbound / NULL).")
+
+    @model_validator(mode="after")
+    def _widths(self) -> GoldTable:
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(f"row {i} has {len(row)} cells for {len(self.columns)} columns")
+        return self
+
+
 class QueryTarget(BaseModel):
     """Seed 003: the gold query whose result table a predicted query should reproduce."""
 
@@ -90,6 +106,19 @@ class QueryTarget(BaseModel):
         description="Where to run it: RDF file(s) (comma-separated), a SPARQL endpoint URL, "
         "a .sqlite/.db or .duckdb file. Relative paths are relative to the suite file; "
         "default: the run's --graph/--database/--endpoint.")
+    alternatives: list[str] = Field(
+        default_factory=list, description="Further gold queries; the best-matching gold counts.")
+    gold_tables: list[GoldTable] = Field(
+        default_factory=list, description="Further gold results given as tables.")
+    ordered: bool | None = Field(
+        default=None, description="Whether row order counts; default: the gold query has a "
+        "top-level ORDER BY.")
+    abs_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="Numeric tolerance, absolute.")
+    rel_tol: float | None = Field(default=None, ge=0, lt=1, allow_inf_nan=False,
+                                  description="Numeric tolerance, relative (below 1).")
+    columns: list[str] | None = Field(
+        default=None, min_length=1, description="Gold columns that must be matched; the "
+        "others are optional.")
 
 
 class Target(BaseModel):

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally, Values
@@ -75,7 +77,7 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
 class QueryOptions(TaskOptions):
     source: str | None = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
-    sqlite (.sqlite/.db) or DuckDB (.duckdb) file. A case's own ``target.query.source`` wins."""
+    sqlite (.sqlite/.db) or DuckDB (.duckdb) file, a ``postgresql://`` URL. A case's own ``target.query.source`` wins."""
     rules: Literal["clean", "buildingqa"] = "clean"
     timeout_s: float = 30.0
     max_rows: int = 100_000
@@ -83,6 +85,13 @@ class QueryOptions(TaskOptions):
     """Where embedded SPARQL stores persist between runs (default .queryeval-cache/oxigraph)."""
     search_nodes: int = 200_000
     """Node budget of the column-mapping search (results say whether the search was exact)."""
+    order: Literal["auto", "ignore"] = "auto"
+    """auto: row order counts for exact match when the gold query has a top-level ORDER BY
+    (a case's ``ordered: true|false`` wins); ignore: never (always so under buildingqa rules)."""
+    abs_tol: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
+    rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
+    """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
 
 
 def _lang_of(source: str) -> str:
@@ -98,6 +107,9 @@ class QueryTask(Task):
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)
+        if self.options.rules == "buildingqa" and (self.options.abs_tol or self.options.rel_tol):
+            raise ConfigError("abs_tol / rel_tol need --rules clean (the buildingqa rules "
+                              "compare values as the reference does)")
         self._engines: dict[str, Any] = {}
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
@@ -121,6 +133,10 @@ class QueryTask(Task):
 
         if source.startswith(("http://", "https://")):
             return eng.RemoteSparqlEngine(source)
+        if source.startswith(("postgresql://", "postgres://")):
+            from queryeval.systems.engines.postgres import PostgresEngine
+
+            return PostgresEngine(source)
         paths = [p.strip() for p in source.split(",") if p.strip()]
         suffix = Path(paths[0]).suffix.lower()
         if suffix in RDF_SUFFIXES:
@@ -231,6 +247,10 @@ class QueryTask(Task):
             "source": self._source(t),
             "language": t.language or _lang_of(self._source(t)),
             "gold_query": t.gold,
+            **({"gold_alternatives": list(t.alternatives)} if t.alternatives else {}),
+            **({"gold_tables": [g.model_dump() for g in t.gold_tables]} if t.gold_tables else {}),
+            "modes": {k: getattr(t, k) for k in ("ordered", "abs_tol", "rel_tol", "columns")
+                      if getattr(t, k) is not None},
             "predicted_query": o.output,
             "error": o.error,
             "attempts": o.attempts,
@@ -238,14 +258,46 @@ class QueryTask(Task):
         })
         return self._fill_scores(record)
 
-    def _fill_scores(self, record: dict) -> dict:
-        from queryeval.metrics.tables import Budget, table_scores
+    def _golds(self, record: dict) -> tuple[list[tuple[dict, str | None]], dict, str | None]:
+        """Every gold of a case as (result table, gold query or None for a gold table), the
+        first gold query's execution info, and the kind of failure of a gold query (None)."""
+        queries = [record["gold_query"], *record.get("gold_alternatives", [])]
+        golds: list[tuple[dict, str | None]] = []
+        first_info: dict = {}
+        for i, query in enumerate(queries):
+            table, info = self._gold_result(record["source"], query)
+            if i == 0:
+                first_info = info
+            if table is None:
+                return [], info if i == 0 else {**info, "alternative": i}, "gold_query"
+            golds.append((table, query))
+        for t in record.get("gold_tables", []):
+            golds.append(({"columns": t["columns"], "rows": t["rows"]}, None))
+        return golds, first_info, None
 
-        gold, gold_info = self._gold_result(record["source"], record["gold_query"])
+    def _modes(self, record: dict) -> dict:
+        """Comparison options of one case: suite options, then the case's own."""
+        from queryeval.metrics.tables import query_is_ordered
+
+        m = record.get("modes") or {}
+        ordered = m.get("ordered")
+        if self.options.rules == "buildingqa" or self.options.order == "ignore":
+            ordered = False if ordered is None else ordered
+        elif ordered is None:
+            ordered = bool(query_is_ordered(record["gold_query"], record["language"]))
+        abs_tol = m.get("abs_tol") if m.get("abs_tol") is not None else self.options.abs_tol
+        rel_tol = m.get("rel_tol") if m.get("rel_tol") is not None else self.options.rel_tol
+        return {"ordered": ordered, "abs_tol": abs_tol, "rel_tol": rel_tol,
+                "columns": m.get("columns")}
+
+    def _fill_scores(self, record: dict) -> dict:
+        from queryeval.metrics.tables import Budget, best_of_golds
+
+        golds, gold_info, failure = self._golds(record)
         record["gold_execution"] = gold_info
-        if gold is None:
+        if failure is not None:
             record["status"] = "error"
-            record["error_kinds"] = sorted({*record.get("error_kinds", []), "gold_query"})
+            record["error_kinds"] = sorted({*record.get("error_kinds", []), failure})
             record["scores"] = None
             return record
         pred_query = record["predicted_query"]
@@ -255,26 +307,37 @@ class QueryTask(Task):
             pred, info = self._execute(record["source"], pred_query)
         record["predicted_execution"] = info
         scores = {k: 0.0 for k in (*F1_KEYS, *RATE_KEYS)}
+        gold = golds[0][0]
         if pred is not None:
             engine = self.engine(record["source"])
+            sparql = record["language"] == "sparql"
             try:
-                ts = table_scores(pred, gold, rules=self.options.rules,
-                                  budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
-                                  pred_query=pred_query if record["language"] == "sparql" else None,
-                                  gold_query=record["gold_query"] if record["language"] == "sparql" else None,
-                                  prefixes=getattr(engine, "prefixes", None))
+                modes = self._modes(record)
+                record["comparison"] = modes
+                index, ts = best_of_golds(
+                    pred, [g for g, _ in golds],
+                    gold_queries=[q if sparql else None for _, q in golds],
+                    rules=self.options.rules,
+                    budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
+                    pred_query=pred_query if sparql else None,
+                    prefixes=getattr(engine, "prefixes", None), **modes)
             except Exception as exc:  # noqa: BLE001 - an unscorable result scores 0, recorded
                 record["predicted_execution"] = {**info, "status": "unscorable",
                                                  "reason": f"{type(exc).__name__}: {exc}"}
                 scores["syntax_ok"] = 1.0
                 record["scores"] = scores
                 return record
+            gold = golds[index][0]
+            if len(golds) > 1:
+                record["gold_matched"] = index  # 0: gold, then alternatives, then gold tables
             scores.update({k: float(getattr(ts, k)) for k in F1_KEYS})
             scores["syntax_ok"] = 1.0
             scores["returns_results"] = 1.0 if ts.pred_rows > 0 else 0.0
             scores["perfect_match"] = 1.0 if ts.exact_match_f1 == 1.0 else 0.0
             record["mapping"] = list(ts.mapping) if ts.mapping is not None else None
             record["mapping_exact"] = ts.exact
+            if ts.order_score is not None:
+                record["order_score"] = ts.order_score
             record["result_sample"] = result_sample(gold, pred, record["mapping"])
         else:
             record["result_sample"] = result_sample(gold, None, None)
@@ -360,7 +423,8 @@ class QueryTask(Task):
         return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "gold_rows", "gold_columns",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "order_score",
+                   "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
 
@@ -370,6 +434,9 @@ class QueryTask(Task):
         yield {
             "case_id": record["case_id"], "question": record["question"],
             **(record["scores"] or {}),
+            "mapping_exact": record.get("mapping_exact"),
+            "order_score": record.get("order_score"),
+            "gold_matched": record.get("gold_matched"),
             "gold_rows": g.get("rows"), "gold_columns": g.get("columns"),
             "predicted_rows": p.get("rows"), "predicted_columns": p.get("columns"),
             "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
@@ -385,7 +452,19 @@ class QueryTask(Task):
     def summary(self, metrics: dict) -> Any:
         from queryeval.report.console import group_table, overall_table
 
-        out = [overall_table(metrics, keys=[*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"])]
+        keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
+        if metrics["overall_metrics"].get("inexact_mapping_searches"):
+            # exact: false — the search budget ran out; the figures are lower bounds
+            keys.append("inexact_mapping_searches")
+        out: list[Any] = [overall_table(metrics, keys=keys)]
+        inexact = metrics["overall_metrics"].get("inexact_mapping_searches")
+        if inexact:
+            from rich.text import Text
+
+            out.append(Text(f"exact: false for {inexact} case(s): the column-mapping search ran "
+                            "out of its budget (search_nodes); their entity and row F1 are those "
+                            "of the best mapping found, possibly below the optimum.",
+                            style="bold red"))
         for name, groups in metrics["group_metrics"].items():
             out.append(group_table(groups, name, ["cases", *F1_KEYS]))
         return out

@@ -15,9 +15,11 @@ from queryeval.metrics.tables.model import (
     canonical_number,
     clean_normalize,
 )
+from queryeval.metrics.tables.modes import lcs_length, query_is_ordered, tolerance_classes
 from queryeval.metrics.tables.scores import (
     TableScores,
     arity_f1,
+    best_of_golds,
     entity_set_f1,
     exact_match_f1,
     row_matching_f1,
@@ -32,15 +34,19 @@ __all__ = [
     "TableScores",
     "arity_f1",
     "as_table",
+    "best_of_golds",
     "buildingqa_arity",
     "buildingqa_normalize",
     "canonical_number",
     "clean_normalize",
     "entity_set_f1",
     "exact_match_f1",
+    "lcs_length",
+    "query_is_ordered",
     "row_matching_f1",
     "sparql_arity",
     "table_scores",
+    "tolerance_classes",
 ]
 
 

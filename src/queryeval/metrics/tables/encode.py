@@ -87,10 +87,16 @@ def _matrix(table: Table) -> np.ndarray:
 
 
 def _map_uniques(raw_codes: np.ndarray, uniques: list[str],
-                 func: Callable[[Cell], Cell], none_id: int | None) -> tuple[np.ndarray, int]:
-    """Ids after applying ``func`` to each distinct raw value: ``0`` stands for a ``None``
-    cell when ``none_id`` is ``None``; otherwise ``None`` cells take ``none_id``'s value."""
-    mapped = np.array([func(u) for u in uniques] + [None], dtype=object)
+                 func: Callable[[Cell], Cell], none_id: int | None,
+                 post: Callable[[list[Cell]], list[Cell]] | None = None
+                 ) -> tuple[np.ndarray, int]:
+    """Ids after applying ``func`` to each distinct raw value (then ``post`` to the list of
+    results): ``0`` stands for a ``None`` cell when ``none_id`` is ``None``; otherwise
+    ``None`` cells take ``none_id``'s value."""
+    values = [func(u) for u in uniques]
+    if post is not None:
+        values = post(values)
+    mapped = np.array([*values, None], dtype=object)
     codes, count = factorize(mapped)
     ids = codes + 1  # 0 is reserved for unbound
     if none_id is not None:
@@ -98,8 +104,11 @@ def _map_uniques(raw_codes: np.ndarray, uniques: list[str],
     return ids[raw_codes], count + 1  # raw code -1 picks the trailing None slot
 
 
-def encode(gold: Table, pred: Table, rules: str) -> Encoded:
+def encode(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
+           rel_tol: float = 0.0) -> Encoded:
     """Encode both tables under ``rules`` (see :mod:`queryeval.metrics.tables.model`).
+    ``abs_tol`` / ``rel_tol`` (clean rules only): numbers within tolerance get one id
+    (:func:`~queryeval.metrics.tables.modes.tolerance_classes`), in rows and entity sets.
 
     clean: one normalisation (:func:`clean_normalize`) for rows and entity sets; unbound
     cells are not entities. buildingqa: rows use :func:`buildingqa_normalize` (unbound is its
@@ -119,7 +128,13 @@ def encode(gold: Table, pred: Table, rules: str) -> Encoded:
         ent_ids, _ = _map_uniques(raw_codes, extended, buildingqa_entity, empty_slot)
         ent_exclude = -1
     else:
-        row_ids, n_values = _map_uniques(raw_codes, uniques, clean_normalize, None)
+        post = None
+        if abs_tol or rel_tol:
+            from queryeval.metrics.tables.modes import tolerance_classes
+
+            def post(values: list[Cell]) -> list[Cell]:
+                return tolerance_classes(values, abs_tol, rel_tol)
+        row_ids, n_values = _map_uniques(raw_codes, uniques, clean_normalize, None, post)
         ent_ids = row_ids
         ent_exclude = 0  # unbound cells are not entities
 

@@ -14,7 +14,7 @@ sets; see docs/tables.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 from queryeval.metrics.tables.arity import arity_f1_from_counts, buildingqa_arity, sparql_arity
 from queryeval.metrics.tables.encode import Encoded, encode
 from queryeval.metrics.tables.model import Table, as_table, check_rules
+from queryeval.metrics.tables.modes import check_tolerance, lcs_length
 from queryeval.metrics.tables.search import Budget, best_mapping, positional_tp
 
 
@@ -47,6 +48,11 @@ class TableScores:
     gold_rows: int
     pred_columns: int
     gold_columns: int
+    ordered: bool = False
+    """Whether row order counted (``ordered=True``): exact match then needs the same order."""
+    order_score: float | None = None
+    """With ``ordered=True``: LCS of the gold rows and the predicted rows (through
+    ``mapping``) divided by the longer table's row count; ``None`` otherwise."""
 
 
 def _row_f1(tp: int, n_pred: int, n_gold: int) -> float:
@@ -90,33 +96,75 @@ class _Mapped:
     nodes: int
 
 
-def _mapped_scores(pred: Table, gold: Table, rules: str, budget: Budget | None) -> _Mapped:
+def _mapped_scores(pred: Table, gold: Table, rules: str, budget: Budget | None,
+                   tol: tuple[float, float] = (0.0, 0.0)) -> _Mapped:
     if not gold.rows and not pred.rows:
         return _Mapped(1.0, 1.0, None, True, 0)
     if not gold.rows or not pred.rows or gold.n_columns == 0:
         return _Mapped(0.0, 0.0, None, True, 0)
     if pred.n_columns < gold.n_columns:
         return _Mapped(0.0, 0.0, None, True, 0)
-    enc = encode(gold, pred, rules)
+    enc = encode(gold, pred, rules, *tol)
     found = best_mapping(enc, budget)
     return _Mapped(_entity_f1(enc, found.mapping), _row_f1(found.tp, pred.n_rows, gold.n_rows),
                    found.mapping, found.exact, found.nodes)
 
 
-def _exact_match(pred: Table, gold: Table, rules: str) -> float:
+def _exact_match(pred: Table, gold: Table, rules: str, ordered: bool = False,
+                 tol: tuple[float, float] = (0.0, 0.0)) -> float:
     if not gold.rows and not pred.rows:
         return 1.0
     if not gold.rows or not pred.rows or gold.n_columns == 0:
         return 0.0
     if pred.n_columns != gold.n_columns:
         return 0.0
-    tp = positional_tp(encode(gold, pred, rules))
-    return _row_f1(tp, pred.n_rows, gold.n_rows)
+    enc = encode(gold, pred, rules, *tol)
+    if ordered:
+        g_seq, p_seq = _row_sequences(enc, tuple(range(gold.n_columns)))
+        return _row_f1(lcs_length(g_seq, p_seq), pred.n_rows, gold.n_rows)
+    return _row_f1(positional_tp(enc), pred.n_rows, gold.n_rows)
+
+
+def _row_sequences(enc: Encoded, mapping: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """Gold rows and predicted rows (through ``mapping``) as one integer id per row, in
+    table order; equal ids for equal rows."""
+    g_mat = np.stack([enc.gold_cols[j] for j in range(len(mapping))], axis=1)
+    p_mat = np.stack([enc.pred_cols[c] for c in mapping], axis=1)
+    _, ids = np.unique(np.concatenate([g_mat, p_mat]), axis=0, return_inverse=True)
+    ids = ids.ravel().tolist()
+    return ids[:len(g_mat)], ids[len(g_mat):]
+
+
+def _order_score(pred: Table, gold: Table, rules: str, mapping: tuple[int, ...] | None,
+                 tol: tuple[float, float]) -> float:
+    """LCS of the rows (predicted through ``mapping``) over the longer row count."""
+    if not gold.rows and not pred.rows:
+        return 1.0
+    if mapping is None or not gold.rows or not pred.rows:
+        return 0.0
+    g_seq, p_seq = _row_sequences(encode(gold, pred, rules, *tol), mapping)
+    return lcs_length(g_seq, p_seq) / max(len(g_seq), len(p_seq))
+
+
+def _project(table: Table, columns: list[int]) -> Table:
+    return Table([table.columns[i] for i in columns],
+                 [tuple(r[i] for i in columns) for r in table.rows])
+
+
+def _required_indices(gold: Table, columns: Sequence[str]) -> list[int]:
+    """Gold column positions of ``columns`` (gold order); unknown names raise ValueError."""
+    unknown = [c for c in columns if c not in gold.columns]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not gold columns {list(gold.columns)}")
+    wanted = set(columns)
+    return [i for i, c in enumerate(gold.columns) if c in wanted]
 
 
 def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget | None = None,
                  pred_query: str | None = None, gold_query: str | None = None,
-                 prefixes: Mapping[str, str] | None = None) -> TableScores:
+                 prefixes: Mapping[str, str] | None = None, ordered: bool = False,
+                 abs_tol: float = 0.0, rel_tol: float = 0.0,
+                 columns: Sequence[str] | None = None) -> TableScores:
     """Arity, entity-set, row-matching and exact-match F1 of a predicted result against gold.
 
     ``pred`` / ``gold``: results in any shape :func:`as_table` reads. ``rules``: ``"clean"``
@@ -124,21 +172,37 @@ def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget |
     counted from ``pred_query`` / ``gold_query`` when given (clean: pyoxigraph's parser,
     with ``prefixes`` for undeclared ones; an unparseable query counts 0), else from the
     tables' columns. ``budget`` limits the mapping search (default :class:`Budget`).
+
+    Comparison modes (docs/tables.md, "Comparison modes"): ``ordered`` — exact match needs
+    the same row order (LCS of rows) and ``order_score`` is filled in; ``abs_tol`` /
+    ``rel_tol`` — numbers compare within tolerance (clean rules only); ``columns`` — the gold
+    columns that must be matched, the others are optional.
     """
     check_rules(rules)
+    check_tolerance(abs_tol, rel_tol)
+    tol = (float(abs_tol), float(rel_tol))
+    if (abs_tol or rel_tol) and rules != "clean":
+        raise ValueError("numeric tolerance needs rules='clean'")
     p_table, g_table = as_table(pred, rules=rules), as_table(gold, rules=rules)
-    arity = arity_f1_from_counts(
-        _count_arity(pred_query if pred_query is not None else pred, p_table, rules, prefixes),
-        _count_arity(gold_query if gold_query is not None else gold, g_table, rules, prefixes),
-    )
-    mapped = _mapped_scores(p_table, g_table, rules, budget)
+    p_count = _count_arity(pred_query if pred_query is not None else pred, p_table, rules, prefixes)
+    g_count = _count_arity(gold_query if gold_query is not None else gold, g_table, rules, prefixes)
+    g_scored, p_exact = g_table, p_table
+    if columns is not None:
+        required = _required_indices(g_table, columns)
+        g_scored = _project(g_table, required)
+        # arity: any count from the required columns to all gold columns is right
+        g_count = min(max(p_count, len(required)), g_count)
+        if p_table.n_columns == g_table.n_columns and len(required) < g_table.n_columns:
+            p_exact = _project(p_table, required)  # drop the optional columns' positions
+    arity = arity_f1_from_counts(p_count, g_count)
+    mapped = _mapped_scores(p_table, g_scored, rules, budget, tol)
     names = (tuple(p_table.columns[c] for c in mapped.mapping)
              if mapped.mapping is not None else None)
     return TableScores(
         arity_f1=arity,
         entity_set_f1=mapped.entity,
         row_matching_f1=mapped.row,
-        exact_match_f1=_exact_match(p_table, g_table, rules),
+        exact_match_f1=_exact_match(p_exact, g_scored, rules, ordered, tol),
         mapping=names,
         exact=mapped.exact,
         nodes=mapped.nodes,
@@ -146,7 +210,35 @@ def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget |
         gold_rows=g_table.n_rows,
         pred_columns=p_table.n_columns,
         gold_columns=g_table.n_columns,
+        ordered=ordered,
+        order_score=(_order_score(p_table, g_scored, rules, mapped.mapping, tol)
+                     if ordered else None),
     )
+
+
+def best_of_golds(pred: Any, golds: Sequence[Any], *,
+                  gold_queries: Sequence[str | None] | None = None,
+                  **options: Any) -> tuple[int, TableScores]:
+    """:func:`table_scores` against each of several golds; the best one and its index.
+
+    Best: highest (row-matching F1, entity-set F1, exact-match F1, arity F1), compared in
+    that order; the first gold wins ties. ``gold_queries[i]`` is passed as ``gold_query``
+    for ``golds[i]``. ``options``: those of :func:`table_scores`.
+    """
+    if not golds:
+        raise ValueError("at least one gold is needed")
+    queries = list(gold_queries) if gold_queries is not None else [None] * len(golds)
+    if len(queries) != len(golds):
+        raise ValueError("gold_queries must have one entry per gold")
+    best: tuple[int, TableScores] | None = None
+    for i, (gold, query) in enumerate(zip(golds, queries, strict=True)):
+        got = table_scores(pred, gold, gold_query=query, **options)
+        key = (got.row_matching_f1, got.entity_set_f1, got.exact_match_f1, got.arity_f1)
+        if best is None or key > (best[1].row_matching_f1, best[1].entity_set_f1,
+                                  best[1].exact_match_f1, best[1].arity_f1):
+            best = (i, got)
+    assert best is not None  # golds is not empty (checked above)
+    return best
 
 
 def arity_f1(pred: Any, gold: Any, *, rules: str = "clean",

@@ -26,6 +26,15 @@ Bounds, and why they are admissible (never below the best completion's score):
    maximised separately, dropping the distinct-columns constraint), likewise ``R̄``; so
    F1 of those two upper bounds bounds the entity F1 of every completion.
 
+4. Multiset bound (while searching one subset ``S`` of ``g`` predicted columns): a row pair
+   matched by a completion agrees on the assigned columns and, the completion being a
+   bijection from the unassigned gold columns onto the free columns of ``S``, has equal
+   value multisets on those. So grouping rows by (assigned values, remaining multiset) is a
+   coarser grouping than any completion's, and bound 1's argument applies. Multisets are
+   hashed as sums of random 64-bit weights per value; a collision merges groups, which can
+   only raise ``Σ min``, so the bound stays admissible. With ``p > g`` each subset ``S`` is
+   searched in turn (at most ``_MAX_SUBSETS`` of them; otherwise bound 4 is off).
+
 A child is pruned when its bound pair is lexicographically at most the incumbent's
 (``tp_ub < best_tp``, or equal tp and ``ent_ub <= best_ent + 1e-12``): it cannot improve
 the figures (ties give equal figures, so dropping them loses nothing).
@@ -36,6 +45,12 @@ of identical predicted columns is tried; identical gold columns can swap their p
 columns, so their predicted indices must increase along the search order. Any mapping is
 brought into this canonical form by swaps that keep its score and lexicographically
 decrease its index sequence, so the canonical mappings include an optimum.
+
+Incumbents (outside the budget): the greedy below; row votes per subset (rows sharing a
+multiset vote for column pairs whose values agree; one-shot assignment and an iterative
+one that fixes the most confident pair and regroups), for every subset before any search;
+the seeded greedy after ``_PROBE_NODES`` nodes. Easy cases finish in the first
+``_PROBE_NODES`` nodes of the plain search and never set up subsets.
 
 Budget. Every group refinement counts as a node; past ``max_nodes`` nodes or
 ``max_seconds`` seconds the search stops and returns its incumbent with ``exact=False``.
@@ -57,6 +72,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +84,10 @@ EPS = 1e-12
 _DENSE_MIN = 1 << 15  # dense counting is cheaper than hashing below this range
 _PROBE_NODES = 64  # search nodes tried before computing the seeded incumbent
 _BATCH_MAX = 1 << 22  # largest histogram of a batched child evaluation
+_MAX_SUBSETS = 64  # p > g: largest number of predicted-column subsets searched one by one
+_VOTE_ROUNDS = 12  # iterative vote: column pairs fixed one at a time, then one assignment
+_VOTE_WORK = 200_000_000  # cell visits allowed for the up-front votes of all subsets
+_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining a group id with a row hash
 
 
 @dataclass(frozen=True)
@@ -128,6 +150,17 @@ class _Search:
         self.best_tp = -1
         self.best_ent = -1.0
         self.best_map: tuple[int, ...] = ()
+        # Multiset bound (bound 4): active while searching one subset of g predicted columns.
+        self.allowed = [True] * self.p
+        self.multiset = False
+        weights = np.random.default_rng(0x5EED).integers(
+            1, np.iinfo(np.int64).max, size=max(self.V, 1), dtype=np.int64).astype(np.uint64)
+        self.w_gold = [weights[col] for col in enc.gold_cols]
+        self.w_pred = [weights[col] for col in enc.pred_cols]
+        self.rem_g = np.zeros(len(enc.gold_cols[0]) if self.g else 0, dtype=np.uint64)
+        self.rem_p = np.zeros(len(enc.pred_cols[0]) if self.p else 0, dtype=np.uint64)
+        self.seeded = False
+        self.voted = False
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -208,6 +241,39 @@ class _Search:
         keep_g = present[key_g]
         keep_p = present[key_p]
         return tp, gi[keep_g], remap[key_g[keep_g]], pi[keep_p], remap[key_p[keep_p]]
+
+    def _multiset_filter(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray,
+                         pk: np.ndarray, rem_g: np.ndarray, rem_p: np.ndarray
+                         ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Bound 4: split the groups further by the multiset of each row's values on the
+        columns still to be assigned (gold: the unassigned gold columns; predicted: the free
+        columns of the current subset), hashed as a sum of per-value random weights. Returns
+        the tp of that finer grouping and the rows that still have a counterpart."""
+        if len(gi) == 0 or len(pi) == 0:
+            return 0, gi[:0], gk[:0], pi[:0], pk[:0]
+        with np.errstate(over="ignore"):
+            key_g = gk.astype(np.uint64) * _MUL + rem_g
+            key_p = pk.astype(np.uint64) * _MUL + rem_p
+        codes, k = factorize(np.concatenate([key_g, key_p]))
+        cg, cp = codes[:len(gi)], codes[len(gi):]
+        cnt_g = np.bincount(cg, minlength=k)
+        cnt_p = np.bincount(cp, minlength=k)
+        tp = int(np.minimum(cnt_g, cnt_p).sum())
+        keep_g = cnt_p[cg] > 0
+        keep_p = cnt_g[cp] > 0
+        return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+
+    def _child(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
+               j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_refine`, then bound 4 when the multiset bound is active."""
+        child = self._refine(gi, gk, pi, pk, j, c)
+        if not self.multiset or child[0] == 0:
+            return child
+        _, gi2, gk2, pi2, pk2 = child
+        with np.errstate(over="ignore"):
+            rem_g = self.rem_g[gi2] - self.w_gold[j][gi2]
+            rem_p = self.rem_p[pi2] - self.w_pred[c][pi2]
+        return self._multiset_filter(gi2, gk2, pi2, pk2, rem_g, rem_p)
 
     def _batch_tp(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
                   j: int, cands: list[int]) -> np.ndarray | None:
@@ -351,7 +417,7 @@ class _Search:
         seen: set[int] = set()
         out = []
         for c in range(self.p):
-            if self.used[c] or self.pred_class[c] in seen:
+            if self.used[c] or not self.allowed[c] or self.pred_class[c] in seen:
                 continue
             seen.add(self.pred_class[c])  # lowest free member of each class only
             if c > lo:
@@ -364,7 +430,7 @@ class _Search:
             self._offer(tuple(self.sigma), tp, f1_from_sums(psum, rsum, self.g))
             return
         j = self.order[depth]
-        free = [x for x in range(self.p) if not self.used[x]]
+        free = [x for x in range(self.p) if not self.used[x] and self.allowed[x]]
         tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
         position = {c: k for k, c in enumerate(free)}
         live = []
@@ -383,7 +449,7 @@ class _Search:
                         if not self._prunable(min(int(t), x[4]), x[3])]
         children = []
         for c, ps, rs, ent_ub, rest_ub in live:
-            child = self._refine(gi, gk, pi, pk, j, c)
+            child = self._child(gi, gk, pi, pk, j, c)
             if self._prunable(min(child[0], rest_ub), ent_ub):
                 continue
             children.append((child[0], ps + rs, c, ps, rs, ent_ub, rest_ub, child))
@@ -392,34 +458,224 @@ class _Search:
             if self._prunable(min(ctp, rest_ub), ent_ub):
                 continue
             self.sigma[j], self.used[c] = c, True
-            self._dfs(depth + 1, ctp, ps, rs, *child[1:])
-            self.sigma[j], self.used[c] = -1, False
+            if self.multiset:
+                with np.errstate(over="ignore"):
+                    self.rem_g -= self.w_gold[j]
+                    self.rem_p -= self.w_pred[c]
+            try:
+                self._dfs(depth + 1, ctp, ps, rs, *child[1:])
+            finally:
+                self.sigma[j], self.used[c] = -1, False
+                if self.multiset:
+                    with np.errstate(over="ignore"):
+                        self.rem_g += self.w_gold[j]
+                        self.rem_p += self.w_pred[c]
+
+    def _votes(self, state: tuple[Any, ...], gold_js: list[int], pred_cs: list[int]
+               ) -> np.ndarray | None:
+        """Votes of the row pairs sharing a group of ``state`` for each (gold column, predicted
+        column) pair whose values agree, weighted ``1/max(a, b)`` for a group of ``a`` gold
+        and ``b`` predicted rows, double-centred (row and column effects removed: they do not
+        change an assignment, and the agreement expected from the columns' value frequencies
+        is such an effect). ``None`` when no rows are left."""
+        from scipy.sparse import csr_matrix
+
+        _, gi, gk, pi, pk = state
+        if len(gi) == 0 or len(pi) == 0:
+            return None
+        k = int(max(gk.max(), pk.max())) + 1
+        weight = 1.0 / np.maximum(np.maximum(np.bincount(gk, minlength=k),
+                                             np.bincount(pk, minlength=k)), 1)
+        g, m = len(gold_js), len(pred_cs)
+        gold_vals = np.stack([self.enc.gold_cols[j][gi] for j in gold_js])
+        pred_vals = np.stack([self.enc.pred_cols[c][pi] for c in pred_cs])
+        keys_g = (gk[None, :] * self.V + gold_vals).ravel()
+        keys_p = (pk[None, :] * self.V + pred_vals).ravel()
+        codes, n_keys = factorize(np.concatenate([keys_g, keys_p]))
+        hist_g = csr_matrix((np.ones(len(keys_g)),
+                             (np.repeat(np.arange(g), len(gi)), codes[:len(keys_g)])),
+                            shape=(g, n_keys))
+        hist_p = csr_matrix((np.tile(weight[pk], m),
+                             (np.repeat(np.arange(m), len(pi)), codes[len(keys_g):])),
+                            shape=(m, n_keys))
+        votes = (hist_g @ hist_p.T).toarray()
+        return (votes - votes.mean(axis=1, keepdims=True) - votes.mean(axis=0, keepdims=True)
+                + votes.mean())
+
+    def _vote_incumbent(self, root: tuple[Any, ...], subset: list[int]) -> None:
+        """Incumbents from rows, not columns: gold and predicted rows whose value multisets
+        agree (``root`` holds them, grouped by multiset) are likely the same row with its
+        columns permuted, and every such pair votes for the column pairs whose values agree
+        (:meth:`_votes`). Offered: (a) the assignment with most votes
+        (``linear_sum_assignment``); (b) an iterative one: fix the single column pair whose
+        vote stands out most from its row's runner-up, regroup the rows by bound 4 with that
+        pair assigned (groups become much finer, so the votes much sharper), vote again on
+        the rest, and so on. Outside the budget; ``g`` vote rounds of ``O(rows · g)``."""
+        from scipy.optimize import linear_sum_assignment
+
+        saved = (self.rem_g.copy(), self.rem_p.copy())
+        try:
+            state = root
+            free_g, free_p = list(range(self.g)), list(subset)
+            mapping = [-1] * self.g
+            first = True
+            rounds = 0
+            while free_g:
+                scores = self._votes(state, free_g, free_p)
+                if scores is None:  # no rows left: any completion has the same tp
+                    for j, c in zip(free_g, free_p, strict=False):
+                        mapping[j] = c
+                    break
+                rows, cols = linear_sum_assignment(scores, maximize=True)
+                rounds += 1
+                if rounds > _VOTE_ROUNDS:  # bounded work: the rest by this assignment
+                    for i, x in zip(rows, cols, strict=True):
+                        mapping[free_g[int(i)]] = free_p[int(x)]
+                    break
+                if first:
+                    one_shot = [0] * self.g
+                    for i, x in zip(rows, cols, strict=True):
+                        one_shot[free_g[int(i)]] = free_p[int(x)]
+                    m1 = tuple(one_shot)
+                    self._offer(m1, self.evaluate(m1), self._entity(m1))
+                    first = False
+                spread = float(scores.std()) or 1.0
+                best: tuple[float, int, int] | None = None
+                for i, x in zip(rows, cols, strict=True):
+                    others = np.delete(scores[i], x)
+                    margin = (scores[i, x] - (others.max() if len(others) else 0.0)) / spread
+                    if best is None or margin > best[0]:
+                        best = (margin, int(i), int(x))
+                assert best is not None  # rows is not empty while free_g is not
+                j, c = free_g[best[1]], free_p[best[2]]
+                mapping[j] = c
+                state = self._child(*state[1:], j, c)
+                with np.errstate(over="ignore"):
+                    self.rem_g -= self.w_gold[j]
+                    self.rem_p -= self.w_pred[c]
+                free_g.remove(j)
+                free_p.remove(c)
+            m2 = tuple(mapping)
+            self._offer(m2, self.evaluate(m2), self._entity(m2))
+        finally:
+            self.rem_g, self.rem_p = saved
+
+    def _subsets(self) -> list[list[int]] | None:
+        """The subsets of ``g`` predicted columns searched one by one under bound 4 (all
+        ``p`` columns when ``p == g``); ``None`` when there are too many (then bound 4 is
+        off and one search covers every mapping)."""
+        if comb(self.p, self.g) > _MAX_SUBSETS:
+            return None
+        return [list(x) for x in combinations(range(self.p), self.g)]
+
+    def _phase_root(self, subset: list[int]) -> tuple[int, np.ndarray, np.ndarray,
+                                                      np.ndarray, np.ndarray]:
+        """Set up bound 4 for one subset: every row's hash of its whole value multiset, and
+        the root's rows grouped by it (rows without a counterpart dropped)."""
+        n_gold, n_pred = len(self.enc.gold_cols[0]), len(self.enc.pred_cols[0])
+        self.allowed = [False] * self.p
+        for c in subset:
+            self.allowed[c] = True
+        with np.errstate(over="ignore"):
+            self.rem_g = np.zeros(n_gold, dtype=np.uint64)
+            for w in self.w_gold:
+                self.rem_g += w
+            self.rem_p = np.zeros(n_pred, dtype=np.uint64)
+            for c in subset:
+                self.rem_p += self.w_pred[c]
+        self.multiset = True
+        return self._multiset_filter(np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
+                                     np.arange(n_pred), np.zeros(n_pred, dtype=np.int64),
+                                     self.rem_g, self.rem_p)
+
+    def _search_from(self, root: tuple[np.ndarray, ...], root_tp: int) -> None:
+        """Branch and bound from ``root``; after ``_PROBE_NODES`` nodes without finishing,
+        the seeded incumbent is computed once and the search starts over."""
+        try:
+            if not self.seeded and self.g >= 2:
+                self.probe_until = self.nodes + _PROBE_NODES
+            self._dfs(0, root_tp, 0.0, 0.0, *root)
+        except _ProbeOver:
+            self.probe_until = None
+            self.sigma, self.used = [-1] * self.g, [False] * self.p
+            self.seeded = True
+            self.counting = False
+            try:
+                self._seeded_incumbent()
+            finally:
+                self.counting = True
+            self._dfs(0, root_tp, 0.0, 0.0, *root)
+        finally:
+            self.probe_until = None
 
     def run(self) -> SearchResult:
         n_gold = len(self.enc.gold_cols[0])
         n_pred = len(self.enc.pred_cols[0])
         exact = True
         self._incumbent()
+        subsets = self._subsets()
         root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
                 np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
         try:
-            try:
-                # Easy cases (distinguishable columns) finish in a few nodes; only when they
-                # do not is the costlier seeded incumbent worth computing, then start over.
-                self.probe_until = self.nodes + _PROBE_NODES if self.g >= 2 else None
-                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
-            except _ProbeOver:
-                self.probe_until = None
-                self.sigma, self.used = [-1] * self.g, [False] * self.p
-                self.counting = False
+            if subsets is not None and self.g >= 2:
+                # Easy cases (distinguishable columns) finish in a few nodes of the plain
+                # search; only when they do not are the subsets, bound 4 and the row-vote
+                # incumbent worth setting up.
                 try:
-                    self._seeded_incumbent()
+                    self.probe_until = self.nodes + _PROBE_NODES
+                    self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+                    return SearchResult(self.best_map, self.best_tp, True, self.nodes)
+                except _ProbeOver:
+                    self.sigma, self.used = [-1] * self.g, [False] * self.p
+                finally:
+                    self.probe_until = None
+            if subsets is None:
+                self._search_from(root, min(n_gold, n_pred))
+            else:
+                phases = []
+                for subset in subsets:
+                    self._tick()
+                    phases.append((self._phase_root(subset), subset))
+                phases.sort(key=lambda ph: -ph[0][0])  # most promising subset first
+                # Row votes for every subset first (outside the budget): the root bounds
+                # hardly tell subsets apart on low-cardinality columns, and a search stuck in
+                # a wrong subset must not keep the right one's incumbent from being seen.
+                self.counting = False
+                self.voted = True
+                per_vote = (n_gold + n_pred) * self.g * (min(self.g, _VOTE_ROUNDS) + 1)
+                votes_left = max(1, _VOTE_WORK // max(per_vote, 1))  # bounded work
+                try:
+                    for root, subset in phases[:votes_left]:
+                        if (self.budget.max_seconds is not None
+                                and time.perf_counter() - self.start > self.budget.max_seconds):
+                            break  # the votes count against a time limit too
+                        if root[0] >= self.best_tp:
+                            self._phase_root(subset)
+                            self._vote_incumbent(root, subset)
                 finally:
                     self.counting = True
-                self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
+                for root, subset in phases:
+                    if root[0] < self.best_tp:
+                        continue  # bound 4 at the root: no mapping into it can improve
+                    self._phase_root(subset)
+                    self._search_from(root[1:], root[0])
         except _OutOfBudget:
             exact = False
+            if subsets is not None and not self.voted and self.g >= 2:
+                self._late_vote(subsets)
+        self.multiset = False
         return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
+
+    def _late_vote(self, subsets: list[list[int]]) -> None:
+        """The budget ran out before any row-vote incumbent was computed: compute it for the
+        most promising subset (outside the budget) so the result is never worse for it."""
+        self.counting = False
+        try:
+            best = max(((self._phase_root(sub), sub) for sub in subsets), key=lambda x: x[0][0])
+            self._phase_root(best[1])
+            self._vote_incumbent(best[0], best[1])
+        finally:
+            self.counting = True
 
 
 def best_mapping(enc: Encoded, budget: Budget | None = None) -> SearchResult:

@@ -1,0 +1,166 @@
+"""``queryeval audit SUITE``: run every gold query of a text-to-query suite as if it were a
+prediction, twice, and report the golds that cannot be matched reliably.
+
+A gold is **broken** when it fails (syntax, refused, engine error), times out, returns no
+rows, returns different rows on its two executions (nondeterministic: e.g. ``LIMIT``
+without ``ORDER BY`` on an engine that does not keep order), or reaches the row limit
+(``truncated``: the comparison would see only part of it). A top-level ``LIMIT``/``OFFSET``
+without a top-level ``ORDER BY`` is reported as a warning even when both runs agreed.
+
+For each gold the **ceiling** is the figures the second run scores against the first: what
+a perfect prediction could reach under the case's comparison options (1.0 everywhere for a
+sound gold; below 1 for a nondeterministic one).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from queryeval.cli.console import console
+from queryeval.errors import ConfigError, OutputError
+from queryeval.io.safetext import console_text
+
+BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit")
+CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
+
+
+def _audit_gold(task: Any, record: dict, query: str) -> dict:
+    from queryeval.metrics.tables import Budget, table_scores
+    from queryeval.metrics.tables.modes import query_has_limit
+
+    source, language = record["source"], record["language"]
+    first, info1 = task._execute(source, query)
+    second, info2 = task._execute(source, query)
+    out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
+                                                          info2.get("elapsed_ms")]}
+    warnings = []
+    ordered = task._modes({**record, "gold_query": query})
+    if query_has_limit(query, language) and not ordered["ordered"]:
+        warnings.append("LIMIT/OFFSET without ORDER BY")
+    out["warnings"] = warnings
+    if first is None or second is None:
+        bad = info1 if first is None else info2
+        status = bad.get("status", "failed")
+        out.update(status=status if status in BROKEN else "failed", reason=bad.get("reason"),
+                   rows=None, ceiling=None)
+        return out
+    out["rows"] = info1.get("rows")
+    sparql = language == "sparql"
+    scores = table_scores(second, first, rules=task.options.rules,
+                          budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
+                          pred_query=query if sparql else None,
+                          gold_query=query if sparql else None,
+                          prefixes=getattr(task.engine(source), "prefixes", None), **ordered)
+    out["ceiling"] = {k: getattr(scores, k) for k in CEILING_KEYS}
+    out["ceiling"]["mapping_exact"] = scores.exact
+    if info1.get("truncated") or info2.get("truncated"):
+        out.update(status="row_limit", reason=f"reached the row limit ({task.options.max_rows})")
+    elif not info1.get("rows"):
+        out.update(status="empty", reason="no rows")
+    elif (scores.row_matching_f1 < 1.0 or scores.exact_match_f1 < 1.0
+          or info1.get("rows") != info2.get("rows")):
+        out.update(status="nondeterministic", reason="the two executions returned different rows")
+    else:
+        out.update(status="ok", reason=None)
+    return out
+
+
+def audit_cases(task: Any, cases: list) -> list[dict]:
+    """One entry per gold query of every case (a case's ``gold`` is number 0, its
+    ``alternatives`` 1, 2, ...)."""
+    from queryeval.tasks.query import _lang_of
+
+    results = []
+    for case in task.select_cases(cases):
+        target = task._target(case)
+        source = task._source(target)
+        record = {"source": source, "language": target.language or _lang_of(source),
+                  "modes": {k: getattr(target, k) for k in ("ordered", "abs_tol", "rel_tol",
+                                                            "columns")
+                            if getattr(target, k) is not None}}
+        for number, query in enumerate([target.gold, *target.alternatives]):
+            entry = {"case_id": case.id, "gold": number}
+            entry.update(_audit_gold(task, record, query))
+            results.append(entry)
+    return results
+
+
+def command(
+    suite: Path = typer.Argument(..., help="Suite with text-to-query cases."),
+    graph: list[Path] = typer.Option([], "--graph", help="RDF file(s) to run queries on."),
+    database: str | None = typer.Option(
+        None, "--database", help="A sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
+    endpoint: str | None = typer.Option(None, "--endpoint", help="A SPARQL 1.1 endpoint URL."),
+    timeout_s: float = typer.Option(30.0, "--query-timeout", min=0.001,
+                                    help="Seconds each execution may take."),
+    max_rows: int = typer.Option(100_000, "--max-rows", min=1,
+                                 help="Row limit of each execution."),
+    store_dir: Path | None = typer.Option(
+        None, "--store-dir", help="Where embedded SPARQL stores persist (default "
+        ".queryeval-cache/oxigraph)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the findings here."),
+    fail_on_broken: bool = typer.Option(False, "--fail-on-broken",
+                                        help="Exit 1 when a gold is broken."),
+) -> int:
+    """Run every gold query twice as if it were a prediction; report golds that fail, time
+    out, return no rows, differ between the two runs or reach the row limit, the ceiling
+    each metric could reach, and timings."""
+    from queryeval.suite import load_suite
+    from queryeval.tasks.query import QueryTask
+
+    if sum(bool(x) for x in (graph, database, endpoint)) > 1:
+        raise ConfigError("give one of --graph, --database or --endpoint")
+    sources = [str(p) for p in graph] + ([str(database)] if database else []) \
+        + ([endpoint] if endpoint else [])
+    options: dict[str, Any] = {"timeout_s": timeout_s, "max_rows": max_rows}
+    if sources:
+        options["source"] = ",".join(sources)
+    if store_dir is not None:
+        options["store_dir"] = str(store_dir)
+    loaded = load_suite(suite)
+    cases = [c for c in loaded.cases if any(t.target is not None and t.target.query is not None
+                                            for t in c.conversation)]
+    if not cases:
+        raise ConfigError(f"{suite}: no case has a target.query (nothing to audit)")
+    task = QueryTask(options)
+    try:
+        results = audit_cases(task, cases)
+    finally:
+        task.close()
+    _print(results)
+    if json_out is not None:
+        try:
+            json_out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"{json_out}: cannot write ({exc.strerror})") from exc
+    broken = sum(r["status"] in BROKEN for r in results)
+    return 1 if fail_on_broken and broken else 0
+
+
+def _print(results: list[dict]) -> None:
+    from rich.table import Table
+
+    table = Table(title="Gold audit", title_justify="left")
+    for name in ("case", "gold", "status", "rows", "ms (1st, 2nd)", "ceiling row/exact",
+                 "notes"):
+        table.add_column(name)
+    for r in results:
+        ceiling = r.get("ceiling")
+        ms = ", ".join("-" if x is None else f"{x:.1f}" for x in r["elapsed_ms"])
+        notes = "; ".join([*(r["warnings"]), *([r["reason"]] if r.get("reason") else [])])
+        style = "bold red" if r["status"] in BROKEN else None
+        table.add_row(console_text(r["case_id"]), str(r["gold"]), r["status"],
+                      "-" if r.get("rows") is None else str(r["rows"]), ms,
+                      "-" if ceiling is None else
+                      f"{ceiling['row_matching_f1']:.3f}/{ceiling['exact_match_f1']:.3f}",
+                      console_text(notes), style=style)
+    console.print(table)
+    broken = sum(r["status"] in BROKEN for r in results)
+    console.print(f"{len(results)} gold queries, {broken} broken, "
+                  f"{sum(bool(r['warnings']) for r in results)} with warnings",
+                  markup=False, highlight=False)
