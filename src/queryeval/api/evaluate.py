@@ -27,7 +27,7 @@ def _abs(value: Any) -> str:
 def _source(value: Any) -> str:
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
     items = [str(p).strip() for p in parts if str(p).strip()]
-    return ",".join(p if p.startswith(("http://", "https://")) else _abs(p) for p in items)
+    return ",".join(p if "://" in p else _abs(p) for p in items)  # URLs (http, postgresql) kept
 
 
 def task_options(options: Mapping[str, Any] | None = None, **kwargs: Any) -> dict:
