@@ -477,3 +477,18 @@ def test_calls_and_check_calls_follow_the_error_rate():
     with pytest.raises(CallsFailed, match="^all 4 calls to the system failed$"):
         down.check_calls()
     assert down.overall["macro_recall"] == 0  # a failed call never scores as correct
+
+
+@pytest.mark.parametrize(("metadata", "message"), [
+    ({"x": object()}, "cases[1].metadata.x: not a JSON value (object)"),
+    ({"x": [1, float("nan")]}, "cases[1].metadata.x[1]: nan is not a finite number"),
+    ({"x": {3: "y"}}, "cases[1].metadata.x: key 3 is not text"),
+])
+def test_in_memory_case_values_a_suite_could_not_hold_are_named(metadata, message):
+    """As a suite file's reader refuses NaN (and a JSON file cannot hold an object), an
+    in-memory case's value is refused naming its place, never a serializer's traceback and
+    never stored as something else (NaN used to become null)."""
+    cases = [dict(CASES[0]), {**CASES[1], "metadata": metadata}]
+    with pytest.raises(InputError) as err:
+        qe.evaluate(cases, system=bot)
+    assert str(err.value) == message

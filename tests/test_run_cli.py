@@ -312,3 +312,25 @@ def test_a_stray_validation_error_is_one_line(monkeypatch, capsys):
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "-q"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: retries: Input should be a valid integer") and err.count("\n") == 1
+
+
+def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
+    """The summary holds the Repeats table once (it was printed twice); the `run log:` line
+    names the dabench export too."""
+    out = tmp_path / "o"
+    proc = subprocess.run(
+        [sys.executable, "-m", "queryeval", "run", str(SUITE), "--system",
+         f"python:{SYSTEM}:select", "--repeats", "2", "--out", str(out)],
+        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Repeats: 2 attempts per case") == 1
+    answers = REPO / "examples" / "answers"
+    proc = subprocess.run(
+        [sys.executable, "-m", "queryeval", "run", str(answers / "questions.jsonl"), "--labels",
+         str(answers / "labels.jsonl"), "--responses", str(answers / "responses.jsonl"),
+         "--export", "dabench", "--out", str(tmp_path / "a"), "-q"],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
+    (dabench,) = (tmp_path / "a").rglob("dabench_*.json")
+    assert line.endswith(f", {dabench}")

@@ -103,10 +103,33 @@ def check_cases(cases: Any, name: str = "cases") -> list[Case]:
             raise InputError(f"duplicate case id {case.id!r} (first at {name}[{seen[case.id]}])",
                              field=f"{where}.id")
         seen[case.id] = i
+        _check_json(case.model_dump(mode="python", exclude_unset=True), where)
         out.append(_absolute_sources(case))
     if not out:
         raise InputError("no cases given", field=name)
     return out
+
+
+def _check_json(value: Any, where: str) -> None:
+    """The first value a JSON suite could not hold (an object, a NaN or infinity, a key that
+    is not text) as an InputError naming its place, as a suite file's reader would refuse
+    it; in-memory cases are never stored differently from what was given."""
+    import math
+
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError(f"{v!r} is not a finite number", field=path)
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise InputError(f"key {k!r} is not text", field=path)
+                stack.append((f"{path}.{k}", item))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((f"{path}[{j}]", item) for j, item in enumerate(v))
+        elif v is not None and not isinstance(v, (str, int, float, bool)):
+            raise InputError(f"not a JSON value ({type(v).__name__})", field=path)
 
 
 def write_cases(cases: list[Case], folder: Path) -> Path:

@@ -191,6 +191,8 @@ def command(
     def build_config():
         if suite is None:
             raise ConfigError("missing SUITE (or --resume RUN)")
+        if system and responses:
+            raise ConfigError("give one of --system or --responses, not both")
         task_options = _parse_options(option)
         flags = {"on_error": on_error, "match": match, "missing": missing, "compat": compat,
                  "tables": str(tables) if tables else None,
@@ -311,12 +313,7 @@ def command(
     if not quiet:
         summary = result.summary()
         for renderable in summary if isinstance(summary, list) else [summary]:
-            console.print(renderable)
-        if "repeats" in result.metrics:
-            from queryeval.report.console import repeats_tables
-
-            for renderable in repeats_tables(result.metrics["repeats"]):
-                console.print(renderable)
+            console.print(renderable)  # the Repeats tables are part of the run's summary
         if "cache" in result.metrics:
             c = result.metrics["cache"]
             console.print(f"call cache: {c['hits']} hits, {c['calls']} calls ({c['folder']})",
@@ -324,7 +321,8 @@ def command(
     paths = RunPaths(result.folder, result.batch_id)
     written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
     written += [paths.repeats_csv] if paths.repeats_csv.exists() else []
-    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
+    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html",
+                            paths.folder / f"dabench_{paths.batch_id}.json") if p.exists()]
     console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
