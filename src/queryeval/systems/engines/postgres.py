@@ -24,7 +24,6 @@ still lets a superuser call functions the policy does not know about.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -68,33 +67,11 @@ def _name(node: Any) -> str:
 
 def check_postgres(sql: str) -> None:
     """Raise :class:`QueryRefused` unless ``sql`` is one read-only query (module docstring)."""
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    if not isinstance(sql, str):
-        raise QueryRefused(f"query must be text, got {type(sql).__name__}")
-    logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
-    except SqlglotError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise QueryRefused(f"could not parse the statement (postgres): {first}") from None
-    except RecursionError:
-        raise QueryRefused("statement nested too deeply to verify") from None
-    finally:
-        logger.setLevel(level)
-    if not statements:
-        raise QueryRefused("empty statement")
-    if len(statements) > 1:
-        raise QueryRefused(f"exactly one statement allowed, found {len(statements)}")
-    root = statements[0]
-    if not isinstance(root, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)):
-        words = re.findall(r"[A-Za-z_]+", sql)
-        shown = words[0].upper() if words else type(root).__name__
-        raise QueryRefused(f"only SELECT queries are allowed, found a {shown} statement")
+    from queryeval.systems.engines.sql_safety import parse_one_select
+
+    root = parse_one_select(sql, "postgres")
     forbidden = tuple(getattr(exp, n) for n in _FORBIDDEN_NODES if hasattr(exp, n))
     for node in root.walk():
         if isinstance(node, forbidden):

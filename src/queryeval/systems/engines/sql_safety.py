@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from queryeval.systems.engines.base import QueryRefused
 
@@ -53,35 +53,9 @@ def check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
     on the dialect's allow-list: sqlite's authorizer needs them (using an eponymous
     virtual table such as ``json_each`` first registers it in the connection's schema,
     which sqlite authorizes as an UPDATE of ``sqlite_master``)."""
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    if not isinstance(sql, str):
-        raise QueryRefused(f"query must be text, got {type(sql).__name__}")
-    logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # silence "falling back to parsing as a Command"
-    try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except SqlglotError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise QueryRefused(f"could not parse the statement ({dialect}): {first}") from None
-    except RecursionError:
-        raise QueryRefused("statement nested too deeply to verify") from None
-    finally:
-        logger.setLevel(level)
-    if not statements:
-        raise QueryRefused("empty statement")
-    if len(statements) > 1:
-        kinds = ", ".join(_describe(s) for s in statements)
-        raise QueryRefused(f"exactly one statement allowed, found {len(statements)} ({kinds})")
-    root = statements[0]
-    allowed_roots = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
-    if not isinstance(root, allowed_roots):
-        words = re.findall(r"[A-Za-z_]+", sql)
-        shown = words[0].upper() if words else _describe(root)
-        raise QueryRefused(f"only SELECT queries are allowed, found a {shown} statement")
+    root = parse_one_select(sql, dialect)
 
     forbidden: tuple[type[exp.Expression], ...] = tuple(
         getattr(exp, name) for name in (
@@ -142,3 +116,38 @@ def _describe(node: object) -> str:
     if isinstance(node, exp.Command):
         return f"{str(node.this).upper()} command"
     return type(node).__name__.upper()
+
+
+def parse_one_select(sql: str, dialect: str) -> Any:
+    """``sql`` parsed by sqlglot in ``dialect``: exactly one statement whose root is a query
+    (SELECT, set operation, subquery, VALUES); anything else, or anything that does not
+    parse, is :class:`QueryRefused`."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    if not isinstance(sql, str):
+        raise QueryRefused(f"query must be text, got {type(sql).__name__}")
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # silence "falling back to parsing as a Command"
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except SqlglotError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise QueryRefused(f"could not parse the statement ({dialect}): {first}") from None
+    except RecursionError:
+        raise QueryRefused("statement nested too deeply to verify") from None
+    finally:
+        logger.setLevel(level)
+    if not statements:
+        raise QueryRefused("empty statement")
+    if len(statements) > 1:
+        kinds = ", ".join(_describe(s) for s in statements)
+        raise QueryRefused(f"exactly one statement allowed, found {len(statements)} ({kinds})")
+    root = statements[0]
+    if not isinstance(root, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)):
+        words = re.findall(r"[A-Za-z_]+", sql)
+        shown = words[0].upper() if words else _describe(root)
+        raise QueryRefused(f"only SELECT queries are allowed, found a {shown} statement")
+    return root
