@@ -217,14 +217,7 @@ class _Search:
         span = (int(max(gk.max(), pk.max())) + 1) * self.V
         if span <= max(_DENSE_MIN, 2 * (len(gi) + len(pi))):
             return self._refine_dense(gi, key_g, pi, key_p, span)
-        codes, k = factorize(np.concatenate([key_g, key_p]))
-        cg, cp = codes[:len(gi)], codes[len(gi):]
-        cnt_g = np.bincount(cg, minlength=k)
-        cnt_p = np.bincount(cp, minlength=k)
-        tp = int(np.minimum(cnt_g, cnt_p).sum())
-        keep_g = cnt_p[cg] > 0
-        keep_p = cnt_g[cp] > 0
-        return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+        return _split_by_keys(gi, key_g, pi, key_p)
 
     @staticmethod
     def _refine_dense(gi: np.ndarray, key_g: np.ndarray, pi: np.ndarray, key_p: np.ndarray,
@@ -254,14 +247,7 @@ class _Search:
         with np.errstate(over="ignore"):
             key_g = gk.astype(np.uint64) * _MUL + rem_g
             key_p = pk.astype(np.uint64) * _MUL + rem_p
-        codes, k = factorize(np.concatenate([key_g, key_p]))
-        cg, cp = codes[:len(gi)], codes[len(gi):]
-        cnt_g = np.bincount(cg, minlength=k)
-        cnt_p = np.bincount(cp, minlength=k)
-        tp = int(np.minimum(cnt_g, cnt_p).sum())
-        keep_g = cnt_p[cg] > 0
-        keep_p = cnt_g[cp] > 0
-        return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
+        return _split_by_keys(gi, key_g, pi, key_p)
 
     def _child(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
                j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -692,3 +678,17 @@ def positional_tp(enc: Encoded) -> int:
     """Row tp of the positional mapping (gold column i -> predicted column i)."""
     search = _Search(enc, Budget(max_nodes=None, max_seconds=None))
     return search.evaluate(tuple(range(len(enc.gold_cols))))
+
+
+def _split_by_keys(gi: np.ndarray, key_g: np.ndarray, pi: np.ndarray, key_p: np.ndarray
+                   ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group gold and predicted rows by their keys: the tp of that grouping (per key, the
+    smaller count) and the rows that still have a counterpart, with their new group ids."""
+    codes, k = factorize(np.concatenate([key_g, key_p]))
+    cg, cp = codes[:len(gi)], codes[len(gi):]
+    cnt_g = np.bincount(cg, minlength=k)
+    cnt_p = np.bincount(cp, minlength=k)
+    tp = int(np.minimum(cnt_g, cnt_p).sum())
+    keep_g = cnt_p[cg] > 0
+    keep_p = cnt_g[cp] > 0
+    return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
