@@ -278,6 +278,8 @@ class Viewer:
         if "recall_at_k" in headline and k is not None:  # say which k
             value = headline.pop("recall_at_k")
             headline.setdefault(f"recall@{k}", value)
+        # quality figures first (the page shows the first few); timings last
+        headline = dict(sorted(headline.items(), key=lambda kv: "time" in kv[0]))
         suite_info = batch.get("suite_info") or {}
         total = cfg.get("num_samples") or suite_info.get("cases")
         total = total if isinstance(total, int) and not isinstance(total, bool) else None
