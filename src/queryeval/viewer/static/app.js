@@ -93,7 +93,7 @@
             else { button.setAttribute('disabled', 'disabled'); }
           }});
         var status = r.status === 'complete' ? r.status : r.status === 'unreadable' ?
-          el('span', {'class': 'worse', title: String(r.error || '')}, 'unreadable: ' +
+          el('span', {'class': 'worse unreadable', title: String(r.error || '')}, 'unreadable: ' +
             String(r.error || '')) : el('span', {}, String(r.status) + ' ',
           r.cases ? el('span', {'class': 'progress', title: r.done + ' of ' + r.cases},
             el('span', {style: null, 'data-w': String(Math.min(100, 100 * r.done / r.cases))})) : null,
