@@ -103,7 +103,9 @@ def test_fifo_results_is_unreadable_not_a_hang(run_dir, tmp_path):
         os.close(fd)
         pytest.fail("the viewer blocked on a FIFO")
     assert done["run"] == 422
-    assert any("FIFO" in (r.get("error") or "") for r in done["index"])
+    errors = [r.get("error") or "" for r in done["index"]]
+    assert errors == [f"results_{bid}.jsonl: is a FIFO (named pipe), not a regular file; "
+                      "give a file"], errors
 
 
 @pytest.mark.parametrize("name, mutate", [

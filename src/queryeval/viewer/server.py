@@ -124,12 +124,12 @@ def read_batch(entry: Entry, root: Path) -> dict:
         try:
             check_input(p, "responses")
         except QueryevalError as exc:
-            raise Unreadable(f"{p.name}: {_reason(exc)}") from None
+            raise Unreadable(_reason(exc).replace(f"{p}:", f"{p.name}:")) from None
     try:
         raw = read_input_bytes(entry.path, "suite")
         batch = json.loads(raw.decode("utf-8"))
     except QueryevalError as exc:
-        raise Unreadable(_reason(exc)) from None
+        raise Unreadable(_reason(exc).replace(f"{entry.path}:", f"{entry.path.name}:")) from None
     except (ValueError, RecursionError) as exc:
         raise Unreadable(f"{entry.path.name}: not JSON: {_reason(exc)}") from None
     if not isinstance(batch, dict):
