@@ -50,7 +50,8 @@ def command(
     try:
         console.print(f"queryeval view: http://{shown}:{bound}/ (Ctrl-C to stop)",
                       markup=False, highlight=False, soft_wrap=True)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                               timeout_graceful_shutdown=5))
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn shuts down, then re-raises the Ctrl-C it caught
         err_console.print("queryeval view: stopped (Ctrl-C)", markup=False, highlight=False)
