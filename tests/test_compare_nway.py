@@ -291,3 +291,40 @@ def test_cli_bad_inputs_exit_2(runs, tmp_path, capsys):
         assert main(["compare", *args]) == 2, args
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
+
+
+def test_cli_names_alpha_and_a_missing_path(runs, tmp_path, capsys):
+    missing = tmp_path / "nothere.json"
+    cases = [
+        (["compare", str(runs[0]), str(runs[1]), "--alpha", "2"], "--alpha must be between 0"),
+        (["compare", *map(str, runs), "--alpha", "0"], "--alpha must be between 0"),
+        (["compare", str(runs[0]), str(missing)], f"{missing}: no such file or folder"),
+        (["compare", *map(str, runs), str(missing)], f"{missing}: no such file or folder"),
+        (["report", str(tmp_path / "nothere")], "nothere: no such file or folder"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2, args
+        err = " ".join(capsys.readouterr().err.split())
+        assert message in err and "not a run log" not in err and "Traceback" not in err, err
+
+
+def test_to_pandas_one_column_per_run_even_with_equal_labels(runs, tmp_path):
+    """Three runs whose labels match (each recorded from a file named responses.jsonl)."""
+    import shutil
+
+    import queryeval as qe
+
+    same = []
+    for k, run in enumerate(runs):
+        dest = tmp_path / f"r{k}"
+        shutil.copytree(run.parent, dest)
+        batch = dest / run.name
+        doc = json.loads(batch.read_text(encoding="utf-8"))
+        doc["evaluation_config"]["responses"] = f"/data/{k}/responses.jsonl"
+        batch.write_text(json.dumps(doc), encoding="utf-8")
+        same.append(batch)
+    cmp = qe.compare(*same, resamples=200)
+    assert cmp.labels == ["responses.jsonl"] * 3
+    df = cmp.to_pandas()
+    assert list(df.columns) == ["a: responses.jsonl", "b: responses.jsonl", "c: responses.jsonl"]
+    assert df.loc["macro_recall"].tolist() == pytest.approx([19.5 / 23, 20.5 / 23, 3 / 23])

@@ -291,3 +291,47 @@ def test_view_command_port_in_use_or_bad_host_exit_2(folder, capsys):
     assert main(["view", str(folder["root"]), "--port", "0", "--host", "no such host.invalid"]) == 2
     err = capsys.readouterr().err
     assert "cannot listen on no such host.invalid" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_view_empty_folder_says_so_and_ctrl_c_exits_130(tmp_path):
+    import signal
+
+    import httpx
+
+    empty = tmp_path / "none"
+    empty.mkdir()
+    proc, match, line = _serve([str(empty), "--port", "0"])
+    try:
+        assert match, line
+        url = f"http://127.0.0.1:{match.group(2)}/api/runs"
+        assert httpx.get(url, timeout=30).json()["runs"] == []  # serving, handlers installed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    lines = err.splitlines()
+    assert lines == [f"no runs under {empty} yet; serving anyway (new runs appear on reload)",
+                     "queryeval view: stopped (Ctrl-C)"], err
+
+
+def test_retrieval_system_derived_k_and_headline_k(tmp_path, examples_dir):
+    """A built-in retrieval run with --k 1,3: the run and its derived k=1 batch are named
+    like the HTML report (built-in: bm25), the derived one with its k, and recall_at_k
+    carries its k."""
+    from queryeval.cli.app import main
+
+    out = tmp_path / "o"
+    assert main(["run", str(examples_dir / "retrieval" / "questions.csv"), "--corpus",
+                 str(examples_dir / "retrieval" / "corpus.jsonl"), "--k", "1,3",
+                 "--out", str(out), "-q"]) == 0
+    client = TestClient(create_app(out), base_url="http://127.0.0.1")
+    rows = sorted(client.get("/api/runs").json()["runs"], key=lambda r: r["system"])
+    assert [r["system"] for r in rows] == ["built-in: bm25", "built-in: bm25 (derived, k=1)"]
+    assert rows[1]["derived_from"] == rows[0]["id"]
+    assert "recall_at_k" not in rows[0]["metrics"] and "recall_at_k" not in rows[1]["metrics"]
+    metrics = {m: json.loads(next(out.rglob(f"metrics_{r['id']}.json")).read_text())[
+        "overall_metrics"]["recall_at_k"] for m, r in (("3", rows[0]), ("1", rows[1]))}
+    assert rows[0]["metrics"]["recall@3"] == metrics["3"]
+    assert rows[1]["metrics"]["recall@1"] == metrics["1"]
+    assert metrics["1"] <= metrics["3"]

@@ -213,3 +213,69 @@ def test_sparql_case_shows_gold_and_predicted_rows(server, driver, tmp_path):
     assert tables == [[["ahu", "vav"], 5, 5], [["vav", "ahu"], 5, 5]]
     _shot(driver, "view-sparql-case", tmp_path)
     assert _errors(driver) == []
+
+
+def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
+    """An index holding a run whose task is an object and timestamp a number, an unreadable
+    batch (a JSON list) and a built-in retrieval run with its derived k=1 batch: the page
+    renders every row (values as text, the unreadable one with its reason), names the
+    retrieval systems like the HTML report, and at 1200 px the table fits the window."""
+    import shutil
+
+    from queryeval.cli.app import main
+
+    root = tmp_path / "runs"
+    a = _sdmx(examples_dir, root / "odd", examples_dir / "sdmx" / "responses.jsonl")
+    doc = json.loads(a.read_text(encoding="utf-8"))
+    doc.update(task={"x": 1}, timestamp=5)
+    a.write_text(json.dumps(doc), encoding="utf-8")
+    (root / "broken").mkdir()
+    (root / "broken" / "batch_broken.json").write_text("[1, 2]", encoding="utf-8")
+    assert main(["run", str(examples_dir / "retrieval" / "questions.csv"), "--corpus",
+                 str(examples_dir / "retrieval" / "corpus.jsonl"), "--k", "1,3",
+                 "--out", str(root / "ret"), "-q"]) == 0
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=100), log_level="warning",
+                                        lifespan="off"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not srv.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.05)
+        driver.console()
+        driver._call("POST", "/window/rect", {"width": 1200, "height": 900})
+        driver._call("POST", "/url", {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/"})
+        _ready(driver)
+        assert driver.run("return document.getElementById('error')") is None
+        cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                           "'#runs tbody tr'), function (r) { return [r.cells[2].textContent,"
+                           " r.cells[4].textContent, r.cells[6].textContent]; })")
+        by_task = sorted(cells)
+        assert ['{"x": 1}', "responses.jsonl", "complete"] in by_task
+        assert sorted(c[1] for c in cells if c[0] == "retrieval") == [
+            "built-in: bm25", "built-in: bm25 (derived, k=1)"]
+        assert any(c[2].startswith("unreadable: broken/batch_broken.json")
+                   or c[2].startswith("unreadable: batch_broken.json") for c in cells), cells
+        heads = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                           "'#runs td.headline'), function (c) { return c.textContent; })")
+        assert any("recall@3" in h for h in heads) and not any("recall_at_k" in h for h in heads)
+        right = driver.run("return Math.ceil(document.getElementById('runs')"
+                           ".getBoundingClientRect().right)")
+        width = driver.run("return document.documentElement.clientWidth")
+        assert right <= width, (right, width)
+        png = __import__("base64").b64decode(driver._call("GET", "/screenshot"))
+        assert png[:8] == PNG_MAGIC
+        target = os.environ.get("QUERYEVAL_SCREENSHOTS")
+        for folder in [tmp_path] + ([Path(target)] if target else []):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "view-index-malformed-1200.png").write_bytes(png)
+        assert _errors(driver) == []
+    finally:
+        driver._call("POST", "/window/rect", {"width": 1280, "height": 1000})
+        srv.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        shutil.rmtree(root / "broken", ignore_errors=True)

@@ -182,12 +182,17 @@ class MultiComparison:
         return self.raw.to_dict()
 
     def to_pandas(self) -> Any:
-        """The overall table: one row per metric, one column per run (its label)."""
+        """The overall table: one row per metric, one column per run, named by its letter
+        and label as in the CLI's exports (``a: responses.jsonl``), so runs whose labels
+        match still get a column each."""
         import pandas as pd
 
+        from queryeval.report.compare_nway import letter
+
         t = self.raw.overall
-        return pd.DataFrame({lb: [t.means[m][k] for m in t.metrics]
-                             for k, lb in enumerate(self.labels)}, index=list(t.metrics))
+        columns = [f"{letter(k)}: {lb}" for k, lb in enumerate(self.labels)]
+        return pd.DataFrame([[t.means[m][k] for k in range(len(columns))] for m in t.metrics],
+                            index=list(t.metrics), columns=columns)
 
     def to_markdown(self) -> str:
         from queryeval.report.compare_nway import to_markdown

@@ -41,6 +41,8 @@ def command(
 
     if len(runs) < 2:
         raise ConfigError(f"compare needs at least two runs, got {len(runs)}")
+    if not 0 < alpha < 1:  # checked here so that the message names the option
+        raise ConfigError(f"--alpha must be between 0 and 1 (exclusive), got {alpha}")
     nway = qrels is not None or len(runs) > 2 or pairs is not None or any(
         p is not None for p in (md_out, tex_out, csv_out))
     if not nway:

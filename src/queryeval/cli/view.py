@@ -25,7 +25,7 @@ def command(
     try:
         import uvicorn
 
-        from queryeval.viewer.server import bind_warning, create_app
+        from queryeval.viewer.server import bind_warning, create_app, scan
     except ImportError as exc:
         raise ConfigError(f"queryeval view needs the viewer extra (pip install "
                           f"'queryeval[viewer]'): {exc}") from None
@@ -44,7 +44,15 @@ def command(
                           f"{exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    console.print(f"queryeval view: http://{shown}:{bound}/ (Ctrl-C to stop)", markup=False,
-                  highlight=False, soft_wrap=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    server.run(sockets=[sock])
+    if not scan(folder):
+        err_console.print(f"no runs under {folder} yet; serving anyway (new runs appear on "
+                          "reload)", markup=False, highlight=False, soft_wrap=True)
+    try:
+        console.print(f"queryeval view: http://{shown}:{bound}/ (Ctrl-C to stop)",
+                      markup=False, highlight=False, soft_wrap=True)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                               timeout_graceful_shutdown=5))
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down, then re-raises the Ctrl-C it caught
+        err_console.print("queryeval view: stopped (Ctrl-C)", markup=False, highlight=False)
+        raise typer.Exit(130) from None

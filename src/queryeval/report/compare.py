@@ -73,8 +73,10 @@ def resolve_batch(location: str | Path) -> Path:
             raise ConfigError(f"{path}: expected one run (batch_<id>.json), found {len(found)} "
                               f"({names}{more}); pass the batch_<id>.json file")
         return found[0]
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or folder")
     match = _LOG_FILE.match(path.name)
-    if not path.exists() or not match:
+    if not match:
         raise ConfigError(f"{path}: not a run log (a batch_<id>.json, a file of the batch, or a run folder)")
     batch = path.with_name(f"batch_{match['id']}.json")
     if not batch.is_file():

@@ -75,9 +75,24 @@ class Entry:
     path: Path
 
 
+MAX_COMPARE = 8
+"""Most runs in one ``/api/compare`` (each adds a column and pairwise tests)."""
+
+
+class Unreadable(Exception):
+    """A run that cannot be shown: its reason is listed in the index and returned as a 422."""
+
+
+def _files(entry: Entry) -> list[Path]:
+    """Every file the viewer opens for a run: batch, results (JSONL and CSV), metrics."""
+    d, i = entry.path.parent, entry.batch_id
+    return [entry.path, d / f"results_{i}.jsonl", d / f"results_{i}.csv", d / f"metrics_{i}.json"]
+
+
 def scan(root: Path) -> dict[str, Entry]:
     """Every ``batch_<id>.json`` under ``root`` (symlinked folders are not entered; a batch
-    whose file or results resolve outside ``root`` is left out)."""
+    any of whose files (batch, results JSONL/CSV, metrics) resolves outside ``root`` is left
+    out)."""
     real = root.resolve()
     out: dict[str, Entry] = {}
     for folder, dirs, files in os.walk(root, followlinks=False):
@@ -86,12 +101,60 @@ def scan(root: Path) -> dict[str, Entry]:
             if not (name.startswith("batch_") and name.endswith(".json")):
                 continue
             path = Path(folder) / name
-            batch_id = name[len("batch_"):-len(".json")]
-            beside = [path, path.with_name(f"results_{batch_id}.jsonl"),
-                      path.with_name(f"metrics_{batch_id}.json")]
-            if all(_inside(p, real) for p in beside if p.exists() or p.is_symlink()):
-                out.setdefault(batch_id, Entry(batch_id, path))
+            entry = Entry(name[len("batch_"):-len(".json")], path)
+            if all(_inside(p, real) for p in _files(entry) if p.exists() or p.is_symlink()):
+                out.setdefault(entry.batch_id, entry)
     return out
+
+
+def read_batch(entry: Entry, root: Path) -> dict:
+    """The batch document after checking the run's files: each one present resolves inside
+    ``root`` and is a regular file (never a FIFO or device: nothing here can block), and the
+    batch's own ``batch_id`` is the one in its file name (the id that names the files
+    :func:`queryeval.report.compare.load_run` opens). Raises :class:`Unreadable`."""
+    from queryeval.errors import QueryevalError
+    from queryeval.io.files import check_input, read_input_bytes
+
+    real = root.resolve()
+    for p in _files(entry):
+        if not (p.exists() or p.is_symlink()):
+            continue
+        if not _inside(p, real):
+            raise Unreadable(f"{p.name} resolves outside the folder")
+        try:
+            check_input(p, "responses")
+        except QueryevalError as exc:
+            raise Unreadable(_reason(exc).replace(f"{p}:", f"{p.name}:")) from None
+    try:
+        raw = read_input_bytes(entry.path, "suite")
+        batch = json.loads(raw.decode("utf-8"))
+    except QueryevalError as exc:
+        raise Unreadable(_reason(exc).replace(f"{entry.path}:", f"{entry.path.name}:")) from None
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"{entry.path.name}: not JSON: {_reason(exc)}") from None
+    if not isinstance(batch, dict):
+        raise Unreadable(f"{entry.path.name}: a JSON {type(batch).__name__}, not an object")
+    if batch.get("batch_id") != entry.batch_id:
+        raise Unreadable(f"{entry.path.name}: batch_id {str(batch.get('batch_id'))[:60]!r} "
+                         "differs from the file name")
+    for key in ("evaluation_config", "suite_info"):
+        if not isinstance(batch.get(key, {}), (dict, type(None))):
+            raise Unreadable(f"{entry.path.name}: {key} is not an object")
+    return batch
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def _text(v: Any) -> str | None:
+    """A batch field shown as text (None stays None; a number or object becomes its JSON)."""
+    if v is None or isinstance(v, str):
+        return v
+    try:
+        return json.dumps(_finite(v), ensure_ascii=False)[:200]
+    except (TypeError, ValueError):
+        return str(v)[:200]
 
 
 def _finite(v: Any) -> Any:
@@ -139,8 +202,7 @@ class Viewer:
     @staticmethod
     def _stamp(entry: Entry) -> tuple:
         out = []
-        for p in (entry.path, entry.path.with_name(f"results_{entry.batch_id}.jsonl"),
-                  entry.path.with_name(f"metrics_{entry.batch_id}.json")):
+        for p in _files(entry):
             try:
                 st = p.stat()
                 out.append((st.st_mtime_ns, st.st_size))
@@ -149,7 +211,9 @@ class Viewer:
         return tuple(out)
 
     def load(self, entry: Entry) -> tuple[Any, list[dict]]:
-        """(LoadedRun, one row per case: id, name, status, tags, per-case metrics)."""
+        """(LoadedRun, one row per case: id, name, status, tags, per-case metrics). Raises
+        :class:`Unreadable` for a run whose files are not a readable run log."""
+        from queryeval.errors import QueryevalError
         from queryeval.report.compare import case_metrics, load_run
 
         stamp = self._stamp(entry)
@@ -158,11 +222,28 @@ class Viewer:
             if hit and hit[0] == stamp:
                 self._cache.move_to_end(entry.batch_id)
                 return hit[1], hit[2]
-        run = load_run(entry.path)
-        rows = [{"case_id": str(r.get("case_id")), "name": r.get("name"),
-                 "status": r.get("status"), "tags": [str(t) for t in r.get("tags") or []],
-                 "metrics": case_metrics(run.task, r), "index": k}
-                for k, r in enumerate(run.records)]
+        read_batch(entry, self.root)  # every file checked before load_run opens it
+        try:
+            run = load_run(entry.path)
+        except QueryevalError as exc:
+            raise Unreadable(_reason(exc)) from None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise Unreadable(f"results_{entry.batch_id}.jsonl: {_reason(exc)}") from None
+        rows = []
+        for k, r in enumerate(run.records):
+            if not isinstance(r, dict) or r.get("case_id") is None:
+                raise Unreadable(f"results_{entry.batch_id}.jsonl: record {k + 1} is not an "
+                                 "object with a case_id")
+            try:
+                metrics = case_metrics(run.task, r)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise Unreadable(f"results_{entry.batch_id}.jsonl: case "
+                                 f"{str(r['case_id'])[:60]!r}: {_reason(exc)}") from None
+            tags = r.get("tags")
+            rows.append({"case_id": str(r["case_id"]), "name": _text(r.get("name")),
+                         "status": _text(r.get("status")),
+                         "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+                         "metrics": metrics, "index": k})
         with self._lock:
             self._cache[entry.batch_id] = (stamp, run, rows)
             self._cache.move_to_end(entry.batch_id)
@@ -171,45 +252,105 @@ class Viewer:
         return run, rows
 
     def summary(self, entry: Entry) -> dict:
-        """One index row, read from the batch and metrics files only (cheap)."""
+        """One index row, read from the batch and metrics files only (cheap); a run that
+        cannot be read is a row with ``status: "unreadable"`` and its ``error``."""
+        rel = entry.path.relative_to(self.root).as_posix()
         try:
-            batch = json.loads(entry.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return {"id": entry.batch_id, "path": str(entry.path.relative_to(self.root)),
-                    "status": "unreadable", "error": str(exc)}
+            batch = read_batch(entry, self.root)
+        except Unreadable as exc:
+            return {"id": entry.batch_id, "path": rel, "status": "unreadable",
+                    "error": str(exc), "metrics": {}}
         cfg = batch.get("evaluation_config") or {}
-        from queryeval.report.compare_nway import run_label
-
+        opts = cfg.get("task_options") if isinstance(cfg.get("task_options"), dict) else {}
         metrics_path = entry.path.with_name(f"metrics_{entry.batch_id}.json")
         headline: dict[str, Any] = {}
         if metrics_path.is_file():
+            from queryeval.io.files import read_input_bytes
+
             try:
-                overall = json.loads(metrics_path.read_text(encoding="utf-8")).get(
-                    "overall_metrics") or {}
-                headline = {k: v for k, v in overall.items()
+                doc = json.loads(read_input_bytes(metrics_path, "suite").decode("utf-8"))
+                overall = doc.get("overall_metrics") if isinstance(doc, dict) else None
+                headline = {str(k): v for k, v in (overall or {}).items()
                             if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            except (OSError, ValueError):
+            except (Exception, RecursionError):  # noqa: BLE001 - a bad metrics file: no figures
                 headline = {}
-        total = cfg.get("num_samples") or (batch.get("suite_info") or {}).get("cases")
+        k = _top_k(opts)
+        if "recall_at_k" in headline and k is not None:  # say which k
+            value = headline.pop("recall_at_k")
+            headline.setdefault(f"recall@{k}", value)
+        # quality figures first (the page shows the first few); timings last
+        headline = dict(sorted(headline.items(), key=lambda kv: "time" in kv[0]))
+        suite_info = batch.get("suite_info") or {}
+        total = cfg.get("num_samples") or suite_info.get("cases")
+        total = total if isinstance(total, int) and not isinstance(total, bool) else None
         done = total if batch.get("status") == "complete" and total else _count_lines(
             entry.path.with_name(f"results_{entry.batch_id}.jsonl"))
-        suite = cfg.get("suite") or (batch.get("suite_info") or {}).get("path") or ""
+        suite = cfg.get("suite") or suite_info.get("path") or ""
+        system = _system(batch, cfg, opts, entry.batch_id)
+        if batch.get("derived_from") is not None and k is not None:
+            system += f" (derived, k={k})"
         return {
-            "id": entry.batch_id, "path": entry.path.relative_to(self.root).as_posix(),
-            "task": batch.get("task"), "suite": Path(str(suite)).name,
-            "system": run_label({"system": cfg.get("system"), "responses": cfg.get("responses"),
-                                 "batch_id": entry.batch_id}),
-            "date": batch.get("timestamp"), "status": batch.get("status"),
-            "cases": total, "done": done, "metrics": headline,
+            "id": entry.batch_id, "path": rel,
+            "task": _text(batch.get("task")), "suite": Path(str(suite)).name,
+            "system": system, "date": _text(batch.get("timestamp")),
+            "status": _text(batch.get("status")), "cases": total, "done": done,
+            "metrics": headline, "derived_from": _text(batch.get("derived_from")),
         }
 
 
-def _count_lines(path: Path) -> int:
+def _top_k(opts: dict) -> int | None:
+    """The k a retrieval run is scored at (its largest ``k`` option), else None."""
+    k = opts.get("k")
+    ks = k if isinstance(k, list) else [k]
+    ks = [x for x in ks if isinstance(x, int) and not isinstance(x, bool)]
+    return max(ks) if ks else None
+
+
+def _system(batch: dict, cfg: dict, opts: dict, batch_id: str) -> str:
+    """The system as the HTML report names it: ``--system``, the responses file, else the
+    task's built-in system (``built-in: bm25``)."""
+    from queryeval.report.compare_nway import run_label
+
+    if cfg.get("system") or cfg.get("responses"):
+        return run_label({"system": cfg.get("system"), "responses": cfg.get("responses"),
+                          "batch_id": batch_id})
+    label = None
     try:
-        with open(path, "rb") as fh:
+        from queryeval.tasks.base import get_task
+
+        hook = getattr(get_task(str(batch.get("task") or ""), opts), "system_label", None)
+        label = hook() if callable(hook) else None
+    except Exception:  # noqa: BLE001 - a task not installed or bad options: no label
+        label = None
+    return f"built-in: {label}" if label else "built-in"
+
+
+def _count_lines(path: Path) -> int:
+    from queryeval.errors import QueryevalError
+    from queryeval.io.files import open_input
+
+    try:
+        with open_input(path, "responses") as fh:
             return sum(1 for line in fh if line.strip())
-    except OSError:
+    except (OSError, QueryevalError):
         return 0
+
+
+def _sorted(rows: list[dict], sort: str, desc: bool) -> list[dict]:
+    """Rows by a column or per-case metric: numbers before text (each kind in its own order,
+    so mixed types never compare), rows without the value last whatever the direction."""
+    def value(r: dict) -> Any:
+        return r[sort] if sort in ("case_id", "name", "status") else r["metrics"].get(sort)
+
+    def key(r: dict) -> tuple:
+        v = value(r)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return (0, float(v), "")
+        return (1, 0.0, str(v))
+
+    present = [r for r in rows if value(r) is not None]
+    absent = [r for r in rows if value(r) is None]
+    return sorted(present, key=key, reverse=desc) + absent
 
 
 def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -249,7 +390,7 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
             return respond(_err(404, "no such asset"))
         return respond(Response(assets[name], media_type=ASSETS[name]))
 
-    async def runs(request: Request) -> Response:
+    def runs(request: Request) -> Response:
         rows = [viewer.summary(e) for e in viewer.entries().values()]
         rows.sort(key=lambda r: str(r.get("date") or ""), reverse=True)
         return respond(_json({"root": str(root), "runs": rows}))
@@ -257,14 +398,17 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
     def _entry(request: Request) -> Entry | None:
         return viewer.entry(request.path_params["run_id"])
 
-    async def run(request: Request) -> Response:
+    def run(request: Request) -> Response:
         entry = _entry(request)
         if entry is None:
             return respond(_err(404, "no such run"))
-        loaded, rows = viewer.load(entry)
+        try:
+            loaded, rows = viewer.load(entry)
+        except Unreadable as exc:
+            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
         return respond(_json(_run_doc(viewer, entry, loaded, rows)))
 
-    async def cases(request: Request) -> Response:
+    def cases(request: Request) -> Response:
         entry = _entry(request)
         if entry is None:
             return respond(_err(404, "no such run"))
@@ -273,7 +417,10 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
             limit = _int(request, "limit", 50, 1, MAX_LIMIT)
         except ValueError as exc:
             return respond(_err(400, str(exc)))
-        _, rows = viewer.load(entry)
+        try:
+            _, rows = viewer.load(entry)
+        except Unreadable as exc:
+            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
         q = request.query_params.get("q", "").lower()
         status = request.query_params.get("status", "")
         sort = request.query_params.get("sort", "")
@@ -282,29 +429,30 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
             not q or q in r["case_id"].lower() or q in str(r["name"] or "").lower()
             or any(q in t.lower() for t in r["tags"]))]
         if sort:
-            def key(r: dict) -> tuple:
-                v = r["metrics"].get(sort) if sort not in ("case_id", "name", "status") else r[sort]
-                return (v is None, v if isinstance(v, (int, float)) else str(v or ""))
-            present = [r for r in picked if key(r)[0] is False]
-            absent = [r for r in picked if key(r)[0] is True]
-            picked = sorted(present, key=key, reverse=desc) + absent
+            picked = _sorted(picked, sort, desc)
         return respond(_json({"total": len(rows), "matched": len(picked), "offset": offset,
                               "limit": limit, "rows": picked[offset:offset + limit]}))
 
-    async def case(request: Request) -> Response:
+    def case(request: Request) -> Response:
         entry = _entry(request)
         if entry is None:
             return respond(_err(404, "no such run"))
-        loaded, rows = viewer.load(entry)
+        try:
+            loaded, rows = viewer.load(entry)
+        except Unreadable as exc:
+            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
         wanted = request.path_params["case_id"]
         for r, rec in zip(rows, loaded.records, strict=True):
             if r["case_id"] == wanted:
                 return respond(_json({"run": entry.batch_id, "row": r, "record": rec}))
         return respond(_err(404, "no such case"))
 
-    async def compare(request: Request) -> Response:
+    def compare(request: Request) -> Response:
         ids = request.query_params.getlist("run")
         pairs = request.query_params.get("pairs", "baseline")
+        if len(ids) > MAX_COMPARE:
+            return respond(_err(400, f"compare at most {MAX_COMPARE} runs at a time, "
+                                     f"got {len(ids)}"))
         entries = [viewer.entry(i) for i in ids]
         if len(ids) < 2 or any(e is None for e in entries):
             return respond(_err(404 if len(ids) >= 2 else 400,
@@ -313,8 +461,11 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         from queryeval.report.compare_nway import compare_many
 
         try:
-            comp = compare_many([viewer.load(e)[0] for e in entries],  # type: ignore[union-attr]
-                                pairs="all" if pairs == "all" else "baseline",
+            loaded = [viewer.load(e)[0] for e in entries]  # type: ignore[arg-type]
+        except Unreadable as exc:
+            return respond(_err(422, f"a run is unreadable: {exc}"))
+        try:
+            comp = compare_many(loaded, pairs="all" if pairs == "all" else "baseline",
                                 resamples=viewer.resamples)
         except QueryevalError as exc:
             return respond(_err(400, str(exc)))
@@ -336,8 +487,11 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
     ]
     middleware = []
     if is_loopback(host):  # a page on another site cannot reach us by DNS rebinding
-        middleware.append(Middleware(TrustedHostMiddleware,
-                                     allowed_hosts=["127.0.0.1", "localhost", "[::1]", "::1"]))
+        bare = host.strip("[]")
+        allowed = ["127.0.0.1", "localhost", "[::1]", "::1", bare]
+        if ":" in bare:
+            allowed.append(f"[{bare}]")
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=sorted(set(allowed))))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 404)
@@ -360,7 +514,8 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
         vals = [r["metrics"][m] for r in rows if m in r["metrics"]]
         ci = stats.bootstrap_ci(vals, resamples=viewer.resamples, seed=0)
         cis.append({"metric": m, "mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n})
-    metrics = loaded.metrics or {}
+    metrics = loaded.metrics if isinstance(loaded.metrics, dict) else {}
+    overall = metrics.get("overall_metrics")
     groups = {}
     for key, value in metrics.items():
         if key == "group_metrics" and isinstance(value, dict):
@@ -370,6 +525,7 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     statuses: dict[str, int] = {}
     for r in rows:
         statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
-    return {**summary, "overall": metrics.get("overall_metrics") or {}, "case_metrics": cis,
+    return {**summary, "overall": overall if isinstance(overall, dict) else {},
+            "case_metrics": cis,
             "metric_names": names, "groups": groups, "statuses": statuses,
             "config": loaded.batch.get("evaluation_config") or {}}

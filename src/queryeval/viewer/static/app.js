@@ -21,7 +21,11 @@
   function add(node, child) {
     if (child === null || child === undefined) { return; }
     if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
-    node.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    /* only a DOM node is appended as such; any other value (a number, an object from a
+       malformed run) becomes its text */
+    if (child instanceof Node) { node.appendChild(child); return; }
+    node.appendChild(document.createTextNode(
+      typeof child === 'object' ? JSON.stringify(child) : String(child)));
   }
   function fmt(v, dec) {
     if (v === null || v === undefined) { return '—'; }
@@ -88,14 +92,16 @@
             if (Object.keys(chosen).length >= 2) { button.removeAttribute('disabled'); }
             else { button.setAttribute('disabled', 'disabled'); }
           }});
-        var status = r.status === 'complete' ? r.status : el('span', {}, String(r.status) + ' ',
+        var status = r.status === 'complete' ? r.status : r.status === 'unreadable' ?
+          el('span', {'class': 'worse unreadable', title: String(r.error || '')}, 'unreadable: ' +
+            String(r.error || '')) : el('span', {}, String(r.status) + ' ',
           r.cases ? el('span', {'class': 'progress', title: r.done + ' of ' + r.cases},
             el('span', {style: null, 'data-w': String(Math.min(100, 100 * r.done / r.cases))})) : null,
           ' ' + r.done + (r.cases ? ' / ' + r.cases : ''));
         return el('tr', {'data-run': r.id}, el('td', {}, box),
-          el('td', {}, el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, r.id.slice(0, 8))),
+          el('td', {}, el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, String(r.id).slice(0, 8))),
           el('td', {}, r.task), el('td', {}, r.suite), el('td', {}, r.system),
-          el('td', {}, (r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
+          el('td', {}, String(r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
           num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
             function (k) { return !Number.isInteger(r.metrics[k]); }).slice(0, 3).map(function (k) {
               return el('span', {'class': 'metric'}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
