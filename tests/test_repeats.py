@@ -521,3 +521,33 @@ def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
             assert plain_pair.vals_a[cid][name] == pytest.approx(attempts[0][name])  # repeat 0
             checked += 1
     assert checked > 23
+
+
+# --- overall and group figures count cases, not attempts -------------------------------------
+def test_deterministic_repeats_give_exactly_the_figures_of_a_plain_run(tmp_path):
+    suite, system = REPO / "examples/sdmx/suite", f"python:{REPO}/examples/sdmx/system.py:select"
+    plain = qe.evaluate(str(suite), system=system, out=tmp_path / "p")
+    rep = qe.evaluate(str(suite), system=system, repeats=3, out=tmp_path / "r")
+    assert rep.metrics["overall_metrics"]["total_cases"] == 23  # not 69
+    assert rep.metrics["overall_metrics"] == plain.metrics["overall_metrics"]
+    assert rep.metrics["group_metrics"] == plain.metrics["group_metrics"]
+    assert rep.metrics["calls"]["total"] == 3 * plain.metrics["calls"]["total"]
+
+
+def test_flaky_repeats_figures_are_means_over_cases_of_per_case_means(tmp_path):
+    cases = [{**c, "tags": ["odd" if i % 2 else "even"]} for i, c in enumerate(CASES[::4])]
+    run = qe.evaluate(cases, system=seeded_bot, repeats=4, out=tmp_path / "o")
+    records = records_of(tmp_path / "o")
+    per_case: dict[str, list[float]] = {}
+    for r in records:
+        per_case.setdefault(r["case_id"], []).append(r["scores"]["macro_recall"])
+    assert len(per_case) == 10 and all(len(v) == 4 for v in per_case.values())
+    means = {c: Fraction(sum(Fraction(x) for x in v), 4) for c, v in per_case.items()}
+    assert 0 < sum(1 for m in means.values() if 0 < m < 1)  # some cases are flaky
+    overall = run.metrics["overall_metrics"]
+    assert overall["total_cases"] == 10 and overall["scored_cases"] == 10
+    assert overall["macro_recall"] == pytest.approx(float(sum(means.values()) / 10), abs=1e-15)
+    odd = [m for i, m in enumerate(means.values()) if i % 2]
+    tag = run.metrics["group_metrics"]["tag"]["odd"]
+    assert tag["cases"] == 5
+    assert tag["macro_recall"] == pytest.approx(float(sum(odd) / 5), abs=1e-15)

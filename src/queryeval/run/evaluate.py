@@ -564,7 +564,12 @@ def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict
     """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
     carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
     first_message, case). ``repeat_column``: the CSV's second column is ``repeat``."""
-    metrics = task.aggregate(records)
+    if repeat_column:  # counted per case: docs/repeats.md
+        from queryeval.run.repeats import aggregate_attempts
+
+        metrics = aggregate_attempts(task, records, _repeats(log))
+    else:
+        metrics = task.aggregate(records)
     errors = ErrorTally()
     columns = list(task.csv_columns)
     if repeat_column:
