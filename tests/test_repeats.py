@@ -551,3 +551,25 @@ def test_flaky_repeats_figures_are_means_over_cases_of_per_case_means(tmp_path):
     tag = run.metrics["group_metrics"]["tag"]["odd"]
     assert tag["cases"] == 5
     assert tag["macro_recall"] == pytest.approx(float(sum(odd) / 5), abs=1e-15)
+
+
+def test_repeats_over_a_recording_without_repeat_fields_warn_in_one_line(tmp_path, capsys):
+    cases = CASES[:3]
+    lines = [{"case_id": c["id"], "turn": 0, "indicator_selection": sel(MEX)} for c in cases]
+    run = qe.evaluate(cases, responses=lines, repeats=3)
+    warned = [w for w in run.warnings if "--repeats 3" in w]
+    assert len(warned) == 1 and "no line has a \"repeat\"" in warned[0]
+    assert "\n" not in warned[0]
+    # a file with repeats, and a plain run over the same file, do not warn
+    with_rep = [{**x, "repeat": r} for x in lines for r in range(3)]
+    assert not [w for w in qe.evaluate(cases, responses=with_rep, repeats=3).warnings
+                if "--repeats" in w]
+    assert not [w for w in qe.evaluate(cases, responses=lines).warnings if "--repeats" in w]
+    # the CLI prints it with the run's warnings
+    path = tmp_path / "resp.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    suite = _suite(tmp_path, cases)
+    main(["run", str(suite), "--responses", str(path), "--repeats", "2", "--out",
+          str(tmp_path / "o"), "--no-report"])
+    out = capsys.readouterr()
+    assert "repeats add nothing" in (out.out + out.err).replace("\n", " ")

@@ -271,6 +271,10 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
         task.close()
         raise
     if recorded is not None:
+        if config.repeats > 1 and not recorded_has_repeats(recorded):
+            warnings.append(f"--repeats {config.repeats} with {config.responses}: the file has "
+                            "one answer per case and turn (no line has a \"repeat\"), so every "
+                            "attempt scores the same answer and the repeats add nothing")
         system = recorded
     elif config.system:
         system = make_system(config.system, isolate=config.isolate)
@@ -293,6 +297,14 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
             task.close()
             raise
     return suite, task, system, cases, warnings
+
+
+def recorded_has_repeats(recorded: RecordedSystem) -> bool:
+    """Whether a responses file has a line with ``repeat`` (several answers per case)."""
+    from queryeval.systems.recorded import NO_TURN
+
+    reps = getattr(recorded, "repeats", None)
+    return reps is not None and bool((reps != NO_TURN).any())
 
 
 def system_identity(config: RunConfig) -> str:
