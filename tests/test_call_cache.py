@@ -203,3 +203,22 @@ def test_cache_dir_default_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert CallCache().folder == tmp_path / "xdg" / "queryeval" / "calls"
     assert not Path(tmp_path / "env").exists()
+
+
+def test_a_poisoned_cache_entry_is_a_miss_deleted_and_called_again(tmp_path):
+    first = run(CASES, Counting(), tmp_path / "cache")
+    entries = sorted((tmp_path / "cache").glob("??/*.json"))
+    assert len(entries) == 4
+    # NaN (read by json.loads), an output the task refuses, and a lone surrogate
+    entries[0].write_text('{"raw": {"indicator_selection": [{"dataset_id": "D", "x": NaN}]}}')
+    entries[1].write_text('{"raw": {"indicator_selection": "not a list"}}')
+    entries[2].write_text('{"raw": {"indicator_selection": "\\ud800"}}')
+    sys2 = Counting()
+    second = run(CASES, sys2, tmp_path / "cache")  # no crash: the three are called again
+    assert len(sys2.calls) == 3
+    assert second.metrics["cache"]["hits"] == 1 and second.metrics["cache"]["calls"] == 3
+    assert second.metrics["overall_metrics"] == first.metrics["overall_metrics"]
+    # the bad entries were replaced by the fresh (good) outputs: a third run calls nothing
+    sys3 = Counting()
+    run(CASES, sys3, tmp_path / "cache")
+    assert sys3.calls == []

@@ -71,6 +71,7 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self.stored = 0
+        self.rejected = 0
         self._lock = threading.Lock()
 
     def _path(self, key: str) -> Path:
@@ -94,6 +95,15 @@ class CallCache:
         with self._lock:
             self.hits += 1
         return doc["raw"]
+
+    def reject(self, key: str) -> None:
+        """A hit whose output failed the checks: counted as a miss, its file deleted."""
+        with contextlib.suppress(OSError):
+            self._path(key).unlink()
+        with self._lock:
+            self.hits -= 1
+            self.misses += 1
+            self.rejected += 1
 
     def put(self, key: str, raw: Any) -> bool:
         """Store ``raw`` (atomically); False when it is not JSON or cannot be written (the
@@ -175,7 +185,9 @@ class CachedSystem:
             return self.system.call(request, timeout)
         raw = self.cache.get(key)
         if raw is not _MISS:
-            return raw
+            if self._acceptable(raw):
+                return raw
+            self.cache.reject(key)  # a poisoned or stale entry: deleted, the system called
         raw = self.system.call(request, timeout)  # an error raises: nothing is stored
         try:
             self.task.parse_output(raw)
@@ -183,6 +195,19 @@ class CachedSystem:
             return raw
         self.cache.put(key, raw)
         return raw
+
+    def _acceptable(self, raw: Any) -> bool:
+        """A cached output passes the checks a fresh one does: the log can store it
+        (:func:`queryeval.systems.base.checked_output`: no NaN, no lone surrogate, ...) and
+        the task can parse it."""
+        from queryeval.systems.base import checked_output
+
+        try:
+            checked_output(raw)
+            self.task.parse_output(raw)
+        except Exception:  # noqa: BLE001 - any refusal makes the entry a miss
+            return False
+        return True
 
     def close(self) -> None:
         try:
