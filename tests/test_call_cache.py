@@ -126,6 +126,7 @@ def test_cache_is_off_by_default_and_needs_a_version(tmp_path):
 
 def _writer(folder: str, n: int) -> None:
     cache = CallCache(folder)
+    cache.create()  # three processes at once: one marker, no refusal
     for i in range(n):
         cache.put(call_key("s@1", {"i": i % 20}), {"value": "x" * 2000, "i": i % 20})
 
@@ -149,6 +150,7 @@ def test_concurrent_writers_leave_whole_entries(tmp_path):
 
 def test_eviction_drops_least_recently_used_first(tmp_path):
     cache = CallCache(tmp_path)
+    cache.create()
     keys = [call_key("s@1", {"i": i}) for i in range(4)]
     for i, key in enumerate(keys):
         assert cache.put(key, {"i": i, "pad": "p" * 1000})
@@ -222,3 +224,52 @@ def test_a_poisoned_cache_entry_is_a_miss_deleted_and_called_again(tmp_path):
     sys3 = Counting()
     run(CASES, sys3, tmp_path / "cache")
     assert sys3.calls == []
+
+
+def test_clear_and_info_refuse_a_folder_that_is_not_a_cache(tmp_path, capsys):
+    other = tmp_path / "notcache"
+    (other / "ab").mkdir(parents=True)
+    (other / "ab" / "config.json").write_text("{}")
+    (other / "ab" / ("0" * 62 + ".json")).write_text("{}")
+    for action in ("clear", "info"):
+        assert main(["cache", action, "--cache-dir", str(other)]) == 2
+        err = capsys.readouterr().err
+        assert err.strip().count("\n") == 0 and "not a queryeval call cache" in err
+    assert sorted(p.name for p in (other / "ab").iterdir()) == ["0" * 62 + ".json",
+                                                               "config.json"]
+    with pytest.raises(ConfigError, match="not a queryeval call cache"):
+        CallCache(other).clear()
+    assert CallCache(other).evict(0) == 0  # the end-of-run eviction: nothing deleted
+    assert (other / "ab" / "config.json").exists()
+    # a run refuses to make a non-empty folder without the marker its cache
+    with pytest.raises(ConfigError, match="not a queryeval call cache"):
+        run(CASES, Counting(), other)
+
+
+def test_clear_deletes_only_entries_and_never_follows_links(tmp_path, capsys):
+    cache_dir = tmp_path / "cache"
+    run(CASES, Counting(), cache_dir)
+    assert (cache_dir / "CACHEDIR.TAG").is_file()
+    outside = tmp_path / "outside"
+    (outside / "cd").mkdir(parents=True)
+    victim = outside / "cd" / ("1" * 62 + ".json")
+    victim.write_text('{"raw": 1}')
+    (cache_dir / "cd").symlink_to(outside / "cd")  # a linked subfolder
+    sub = next(p for p in cache_dir.iterdir() if p.is_dir() and not p.is_symlink())
+    (sub / ("2" * 62 + ".json")).symlink_to(victim)  # a linked entry
+    (sub / "notes.json").write_text("keep")
+    (sub / ("3" * 61 + ".json")).write_text("keep")  # 61 hex: not an entry name
+    assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
+    assert "cleared 4 entries" in capsys.readouterr().out
+    assert victim.read_text() == '{"raw": 1}'
+    assert (sub / "notes.json").exists() and (sub / ("3" * 61 + ".json")).exists()
+    assert (sub / ("2" * 62 + ".json")).is_symlink()
+
+
+def test_info_with_a_size_limit_only_reports(tmp_path, capsys):
+    run(CASES, Counting(), tmp_path / "cache")
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache"),
+                 "--cache-max-mb", "0.000001"]) == 0
+    out = capsys.readouterr().out
+    assert ": 4 entries," in out and "over the 1e-06 MB limit" in out
+    assert CallCache(tmp_path / "cache").info()["entries"] == 4

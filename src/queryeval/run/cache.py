@@ -21,6 +21,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -30,6 +32,14 @@ from typing import Any
 from queryeval.errors import ConfigError
 
 ENV_DIR = "QUERYEVAL_CACHE_DIR"
+MARKER = "CACHEDIR.TAG"
+"""The file that makes a folder a call cache (the Cache Directory Tagging standard, so backup
+tools skip it, plus a queryeval line): written when the cache is created; ``clear``, eviction
+and ``info`` refuse a folder without it (docs/repeats.md)."""
+MARKER_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+               "# This file marks a queryeval call cache (queryeval run --cache).\n")
+_SUBDIR = re.compile(r"[0-9a-f]{2}")
+_ENTRY = re.compile(r"[0-9a-f]{62}\.json")
 DEFAULT_MAX_MB = 1024.0
 _MISS = object()
 
@@ -130,17 +140,64 @@ class CallCache:
             self.stored += 1
         return True
 
-    def entries(self) -> Iterator[tuple[Path, int, float]]:
-        """(path, size, mtime) of every entry."""
-        if not self.folder.is_dir():
+    def has_marker(self) -> bool:
+        """Whether the folder is a call cache: it holds our marker, a regular file (not a
+        link) with the queryeval line."""
+        path = self.folder / MARKER
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return False
+            with path.open("rb") as fh:
+                return MARKER_TEXT.encode() in fh.read(4096)
+        except OSError:
+            return False
+
+    def create(self) -> None:
+        """Make the folder a call cache (for a run with ``--cache``): a new or empty folder
+        gets the marker; an existing cache is kept; any other folder is refused (ConfigError),
+        so that eviction never deletes files of a folder that is not a cache."""
+        if self.has_marker():
             return
-        for sub in self.folder.iterdir():
-            if not sub.is_dir() or len(sub.name) != 2:
-                continue
-            for path in sub.glob("*.json"):
-                with contextlib.suppress(OSError):
-                    st = path.stat()
-                    yield path, st.st_size, st.st_mtime
+        if self.folder.is_dir() and any(not (p.name.startswith(".") and p.name.endswith(".tmp"))
+                                        for p in self.folder.iterdir()):
+            raise ConfigError(f"--cache-dir {self.folder}: not a queryeval call cache (no "
+                              f"{MARKER} marker) and not empty; give a new or empty folder")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=self.folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(MARKER_TEXT)
+            os.replace(tmp, self.folder / MARKER)
+        except OSError as exc:
+            if self.has_marker():  # another run made it at the same time
+                return
+            raise ConfigError(f"--cache-dir {self.folder}: cannot create the cache "
+                              f"({exc.strerror or exc})") from None
+
+    def require_marker(self) -> None:
+        """ConfigError (one line) unless the folder is a call cache; nothing to check when it
+        does not exist."""
+        if self.folder.exists() and not self.has_marker():
+            raise ConfigError(f"--cache-dir {self.folder}: not a queryeval call cache (no "
+                              f"{MARKER} marker); nothing was read or deleted")
+
+    def entries(self) -> Iterator[tuple[Path, int, float]]:
+        """(path, size, mtime) of every entry: regular files named ``<62 hex>.json`` in
+        subfolders named ``<2 hex>``, in a folder carrying the marker; links are never
+        followed, other names never touched."""
+        if not self.folder.is_dir() or not self.has_marker():
+            return
+        with contextlib.suppress(OSError), os.scandir(self.folder) as top:
+            for sub in top:
+                if not _SUBDIR.fullmatch(sub.name) or not sub.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError), os.scandir(sub.path) as files:
+                    for f in files:
+                        if not _ENTRY.fullmatch(f.name) or not f.is_file(follow_symlinks=False):
+                            continue
+                        with contextlib.suppress(OSError):
+                            st = f.stat(follow_symlinks=False)
+                            yield Path(f.path), st.st_size, st.st_mtime
 
     def info(self) -> dict:
         sizes = [size for _, size, _ in self.entries()]
@@ -164,6 +221,8 @@ class CallCache:
         return deleted
 
     def clear(self) -> int:
+        """Delete every entry (refused in a folder that is not a call cache)."""
+        self.require_marker()
         return self.evict(0)
 
 
@@ -177,6 +236,7 @@ class CachedSystem:
         self.identity = identity
         self.task = task
         self.name = getattr(system, "name", "system")
+        cache.create()
 
     def call(self, request: dict, timeout: float | None) -> Any:
         try:
