@@ -60,6 +60,7 @@ class Counting:
 
 def run(cases, system, cache_dir, **kw):
     kw.setdefault("system_version", "v1")
+    kw.setdefault("system_name", "counting")  # an instance has no name of its own
     return qe.evaluate(cases, system=system, cache=True, cache_dir=cache_dir, **kw)
 
 
@@ -273,3 +274,55 @@ def test_info_with_a_size_limit_only_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ": 4 entries," in out and "over the 1e-06 MB limit" in out
     assert CallCache(tmp_path / "cache").info()["entries"] == 4
+
+
+def bot(req: dict, good: bool = True) -> dict:
+    return {"indicator_selection": sel(MEX) if good else []}
+
+
+def test_objects_without_an_unambiguous_name_need_system_name(tmp_path):
+    import functools
+
+    cache_dir = tmp_path / "cache"
+    kw = {"cache": True, "cache_dir": cache_dir, "system_version": "v1"}
+    for system, kind in [(functools.partial(bot, good=True), "a functools.partial"),
+                         (lambda req: bot(req), "a lambda"),
+                         (Counting(), "an instance of Counting"),
+                         (Counting().__call__, "a bound method")]:
+        with pytest.raises(ConfigError, match=f"cache=True with {kind}: .*system_name="):
+            qe.evaluate(CASES[:1], system=system, **kw)
+
+    def local(req):
+        return bot(req)
+
+    with pytest.raises(ConfigError, match="a local function"):
+        qe.evaluate(CASES[:1], system=local, **kw)
+    # the red-team case: two partials, each named, do not share entries
+    good = qe.evaluate(CASES[:1], system=functools.partial(bot, good=True),
+                       system_name="bot good", **kw)
+    bad = qe.evaluate(CASES[:1], system=functools.partial(bot, good=False),
+                      system_name="bot bad", **kw)
+    assert good.metrics["overall_metrics"]["macro_recall"] == 1.0
+    assert bad.metrics["cache"]["hits"] == 0
+    assert bad.metrics["overall_metrics"]["macro_recall"] == 0.0
+    # a module-level function is named by itself; without cache nothing is asked
+    plain = qe.evaluate(CASES[:1], system=bot, **kw)
+    assert plain.metrics["cache"]["calls"] == 1
+    assert qe.evaluate(CASES[:1], system=lambda req: bot(req)).metrics["calls"]["total"] == 1
+
+
+def test_the_key_keeps_name_and_version_apart():
+    from types import SimpleNamespace
+
+    from queryeval.run.evaluate import system_identity
+
+    req = {"case_id": "a", "turn": 0}
+
+    def ident(name: str, version: str) -> tuple[str, str]:
+        return system_identity(SimpleNamespace(system=None, system_name=name,
+                                               system_version=version))
+
+    assert call_key(ident("a@b", "c"), req) != call_key(ident("a", "b@c"), req)
+    assert call_key(("a@b", "c"), req) != call_key(("a", "b@c"), req)
+    assert call_key(("python:m:f", "v1"), req) != call_key(("python:m:f@v1", ""), req)
+    assert call_key(("s", "1"), req) == call_key(["s", "1"], {**req, "repeat": 0})

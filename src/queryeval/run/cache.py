@@ -1,7 +1,7 @@
 """A content-addressed cache of system outputs, shared across runs and suites.
 
-Key: BLAKE2b of the canonical JSON (sorted keys, no spaces, UTF-8) of ``{"system": identity,
-"request": request without "repeat", "repeat": index}``. The *identity* is explicit (see
+Key: BLAKE2b of the canonical JSON (sorted keys, no spaces, UTF-8) of ``[KEY_FORMAT,
+[system name, version], request without "repeat", repeat index]``. The *identity* is explicit (see
 docs/repeats.md): ``--system`` plus ``--system-version``, or for a Python callable its
 qualified name plus the version the caller gives. A request is everything the system is sent
 (task, case id, turn, the conversation so far), so a changed case gets a new key and is
@@ -25,7 +25,7 @@ import re
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,19 @@ def canonical(obj: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def call_key(identity: str, request: dict) -> str:
-    """The cache key of one call: hex BLAKE2b-256 of the canonical (system, request, repeat)."""
+KEY_FORMAT = "queryeval-call-cache/2"
+"""The first item of every key's JSON: keys of another layout never meet these."""
+
+
+def call_key(identity: str | Sequence[str], request: dict) -> str:
+    """The cache key of one call: hex BLAKE2b-256 of the canonical JSON array
+    ``[KEY_FORMAT, [name, version], request without "repeat", repeat]``. The identity is a
+    structured pair (``system_identity``), never a joined string, so ``("a@b", "c")`` and
+    ``("a", "b@c")`` differ."""
+    ident = [identity] if isinstance(identity, str) else list(identity)
     body = {k: v for k, v in request.items() if k != "repeat"}
     repeat = request.get("repeat", 0)
-    return hashlib.blake2b(canonical({"system": identity, "request": body, "repeat": repeat}),
+    return hashlib.blake2b(canonical([KEY_FORMAT, ident, body, repeat]),
                            digest_size=32).hexdigest()
 
 
@@ -230,7 +238,8 @@ class CachedSystem:
     """A system behind the cache: a hit returns the stored output without calling it; a miss
     calls it and stores the output once the task accepts it (``task.parse_output``)."""
 
-    def __init__(self, system: Any, cache: CallCache, identity: str, task: Any) -> None:
+    def __init__(self, system: Any, cache: CallCache, identity: str | Sequence[str],
+                 task: Any) -> None:
         self.system = system
         self.cache = cache
         self.identity = identity

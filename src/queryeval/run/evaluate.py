@@ -307,10 +307,11 @@ def recorded_has_repeats(recorded: RecordedSystem) -> bool:
     return reps is not None and bool((reps != NO_TURN).any())
 
 
-def system_identity(config: RunConfig) -> str:
-    """The cache's name for the system: ``--system`` (or a Python object's qualified name)
-    and ``--system-version``, e.g. ``python:bot:answer@v3`` (docs/repeats.md)."""
-    return f"{config.system_name or config.system}@{config.system_version}"
+def system_identity(config: RunConfig) -> tuple[str, str]:
+    """The cache's name for the system, a (name, version) pair kept apart in the key:
+    ``--system`` as written (or the Python object's name) and ``--system-version``, e.g.
+    ``("python:bot:answer", "v3")`` (docs/repeats.md)."""
+    return (str(config.system_name or config.system), str(config.system_version))
 
 
 def check_repeats(config: RunConfig) -> None:
