@@ -573,3 +573,22 @@ def test_repeats_over_a_recording_without_repeat_fields_warn_in_one_line(tmp_pat
           str(tmp_path / "o"), "--no-report"])
     out = capsys.readouterr()
     assert "repeats add nothing" in (out.out + out.err).replace("\n", " ")
+
+
+def test_combining_per_repeat_aggregates_leaf_by_leaf():
+    from queryeval.run.repeats import combine_aggregates
+
+    a = {"overall_metrics": {"p": 0.5, "cases": 3, "scored": 3, "errors": 1,
+                             "errors_by_kind": {"timeout": 1}, "none": None, "label": "x"},
+         "group_metrics": {"tag": {"t": {"cases": 2, "p": 1.0}}}}
+    b = {"overall_metrics": {"p": 0.25, "cases": 3, "scored": 2, "errors": 2,
+                             "errors_by_kind": {"timeout": 1, "http": 1}, "none": None,
+                             "label": "x"},
+         "group_metrics": {"tag": {"t": {"cases": 2, "p": None}}}}
+    out = combine_aggregates([a, b])
+    o = out["overall_metrics"]
+    assert o["p"] == 0.375 and o["cases"] == 3 and type(o["cases"]) is int
+    assert o["scored"] == 2.5  # a count that differs between repeats: its mean
+    assert o["errors"] == 3 and o["errors_by_kind"] == {"http": 1, "timeout": 2}  # summed
+    assert o["none"] is None and o["label"] == "x"
+    assert out["group_metrics"]["tag"]["t"] == {"cases": 2, "p": 1.0}  # None left out
