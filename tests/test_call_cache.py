@@ -60,6 +60,7 @@ class Counting:
 
 def run(cases, system, cache_dir, **kw):
     kw.setdefault("system_version", "v1")
+    kw.setdefault("system_name", "counting")  # an instance has no name of its own
     return qe.evaluate(cases, system=system, cache=True, cache_dir=cache_dir, **kw)
 
 
@@ -126,6 +127,7 @@ def test_cache_is_off_by_default_and_needs_a_version(tmp_path):
 
 def _writer(folder: str, n: int) -> None:
     cache = CallCache(folder)
+    cache.create()  # three processes at once: one marker, no refusal
     for i in range(n):
         cache.put(call_key("s@1", {"i": i % 20}), {"value": "x" * 2000, "i": i % 20})
 
@@ -149,6 +151,7 @@ def test_concurrent_writers_leave_whole_entries(tmp_path):
 
 def test_eviction_drops_least_recently_used_first(tmp_path):
     cache = CallCache(tmp_path)
+    cache.create()
     keys = [call_key("s@1", {"i": i}) for i in range(4)]
     for i, key in enumerate(keys):
         assert cache.put(key, {"i": i, "pad": "p" * 1000})
@@ -203,3 +206,123 @@ def test_cache_dir_default_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert CallCache().folder == tmp_path / "xdg" / "queryeval" / "calls"
     assert not Path(tmp_path / "env").exists()
+
+
+def test_a_poisoned_cache_entry_is_a_miss_deleted_and_called_again(tmp_path):
+    first = run(CASES, Counting(), tmp_path / "cache")
+    entries = sorted((tmp_path / "cache").glob("??/*.json"))
+    assert len(entries) == 4
+    # NaN (read by json.loads), an output the task refuses, and a lone surrogate
+    entries[0].write_text('{"raw": {"indicator_selection": [{"dataset_id": "D", "x": NaN}]}}')
+    entries[1].write_text('{"raw": {"indicator_selection": "not a list"}}')
+    entries[2].write_text('{"raw": {"indicator_selection": "\\ud800"}}')
+    sys2 = Counting()
+    second = run(CASES, sys2, tmp_path / "cache")  # no crash: the three are called again
+    assert len(sys2.calls) == 3
+    assert second.metrics["cache"]["hits"] == 1 and second.metrics["cache"]["calls"] == 3
+    assert second.metrics["overall_metrics"] == first.metrics["overall_metrics"]
+    # the bad entries were replaced by the fresh (good) outputs: a third run calls nothing
+    sys3 = Counting()
+    run(CASES, sys3, tmp_path / "cache")
+    assert sys3.calls == []
+
+
+def test_clear_and_info_refuse_a_folder_that_is_not_a_cache(tmp_path, capsys):
+    other = tmp_path / "notcache"
+    (other / "ab").mkdir(parents=True)
+    (other / "ab" / "config.json").write_text("{}")
+    (other / "ab" / ("0" * 62 + ".json")).write_text("{}")
+    for action in ("clear", "info"):
+        assert main(["cache", action, "--cache-dir", str(other)]) == 2
+        err = capsys.readouterr().err
+        assert err.strip().count("\n") == 0 and "not a queryeval call cache" in err
+    assert sorted(p.name for p in (other / "ab").iterdir()) == ["0" * 62 + ".json",
+                                                               "config.json"]
+    with pytest.raises(ConfigError, match="not a queryeval call cache"):
+        CallCache(other).clear()
+    assert CallCache(other).evict(0) == 0  # the end-of-run eviction: nothing deleted
+    assert (other / "ab" / "config.json").exists()
+    # a run refuses to make a non-empty folder without the marker its cache
+    with pytest.raises(ConfigError, match="not a queryeval call cache"):
+        run(CASES, Counting(), other)
+
+
+def test_clear_deletes_only_entries_and_never_follows_links(tmp_path, capsys):
+    cache_dir = tmp_path / "cache"
+    run(CASES, Counting(), cache_dir)
+    assert (cache_dir / "CACHEDIR.TAG").is_file()
+    outside = tmp_path / "outside"
+    (outside / "cd").mkdir(parents=True)
+    victim = outside / "cd" / ("1" * 62 + ".json")
+    victim.write_text('{"raw": 1}')
+    (cache_dir / "cd").symlink_to(outside / "cd")  # a linked subfolder
+    sub = next(p for p in cache_dir.iterdir() if p.is_dir() and not p.is_symlink())
+    (sub / ("2" * 62 + ".json")).symlink_to(victim)  # a linked entry
+    (sub / "notes.json").write_text("keep")
+    (sub / ("3" * 61 + ".json")).write_text("keep")  # 61 hex: not an entry name
+    assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
+    assert "cleared 4 entries" in capsys.readouterr().out
+    assert victim.read_text() == '{"raw": 1}'
+    assert (sub / "notes.json").exists() and (sub / ("3" * 61 + ".json")).exists()
+    assert (sub / ("2" * 62 + ".json")).is_symlink()
+
+
+def test_info_with_a_size_limit_only_reports(tmp_path, capsys):
+    run(CASES, Counting(), tmp_path / "cache")
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache"),
+                 "--cache-max-mb", "0.000001"]) == 0
+    out = capsys.readouterr().out
+    assert ": 4 entries," in out and "over the 1e-06 MB limit" in out
+    assert CallCache(tmp_path / "cache").info()["entries"] == 4
+
+
+def bot(req: dict, good: bool = True) -> dict:
+    return {"indicator_selection": sel(MEX) if good else []}
+
+
+def test_objects_without_an_unambiguous_name_need_system_name(tmp_path):
+    import functools
+
+    cache_dir = tmp_path / "cache"
+    kw = {"cache": True, "cache_dir": cache_dir, "system_version": "v1"}
+    for system, kind in [(functools.partial(bot, good=True), "a functools.partial"),
+                         (lambda req: bot(req), "a lambda"),
+                         (Counting(), "an instance of Counting"),
+                         (Counting().__call__, "a bound method")]:
+        with pytest.raises(ConfigError, match=f"cache=True with {kind}: .*system_name="):
+            qe.evaluate(CASES[:1], system=system, **kw)
+
+    def local(req):
+        return bot(req)
+
+    with pytest.raises(ConfigError, match="a local function"):
+        qe.evaluate(CASES[:1], system=local, **kw)
+    # the red-team case: two partials, each named, do not share entries
+    good = qe.evaluate(CASES[:1], system=functools.partial(bot, good=True),
+                       system_name="bot good", **kw)
+    bad = qe.evaluate(CASES[:1], system=functools.partial(bot, good=False),
+                      system_name="bot bad", **kw)
+    assert good.metrics["overall_metrics"]["macro_recall"] == 1.0
+    assert bad.metrics["cache"]["hits"] == 0
+    assert bad.metrics["overall_metrics"]["macro_recall"] == 0.0
+    # a module-level function is named by itself; without cache nothing is asked
+    plain = qe.evaluate(CASES[:1], system=bot, **kw)
+    assert plain.metrics["cache"]["calls"] == 1
+    assert qe.evaluate(CASES[:1], system=lambda req: bot(req)).metrics["calls"]["total"] == 1
+
+
+def test_the_key_keeps_name_and_version_apart():
+    from types import SimpleNamespace
+
+    from queryeval.run.evaluate import system_identity
+
+    req = {"case_id": "a", "turn": 0}
+
+    def ident(name: str, version: str) -> tuple[str, str]:
+        return system_identity(SimpleNamespace(system=None, system_name=name,
+                                               system_version=version))
+
+    assert call_key(ident("a@b", "c"), req) != call_key(ident("a", "b@c"), req)
+    assert call_key(("a@b", "c"), req) != call_key(("a", "b@c"), req)
+    assert call_key(("python:m:f", "v1"), req) != call_key(("python:m:f@v1", ""), req)
+    assert call_key(("s", "1"), req) == call_key(["s", "1"], {**req, "repeat": 0})

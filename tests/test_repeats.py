@@ -521,3 +521,74 @@ def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
             assert plain_pair.vals_a[cid][name] == pytest.approx(attempts[0][name])  # repeat 0
             checked += 1
     assert checked > 23
+
+
+# --- overall and group figures count cases, not attempts -------------------------------------
+def test_deterministic_repeats_give_exactly_the_figures_of_a_plain_run(tmp_path):
+    suite, system = REPO / "examples/sdmx/suite", f"python:{REPO}/examples/sdmx/system.py:select"
+    plain = qe.evaluate(str(suite), system=system, out=tmp_path / "p")
+    rep = qe.evaluate(str(suite), system=system, repeats=3, out=tmp_path / "r")
+    assert rep.metrics["overall_metrics"]["total_cases"] == 23  # not 69
+    assert rep.metrics["overall_metrics"] == plain.metrics["overall_metrics"]
+    assert rep.metrics["group_metrics"] == plain.metrics["group_metrics"]
+    assert rep.metrics["calls"]["total"] == 3 * plain.metrics["calls"]["total"]
+
+
+def test_flaky_repeats_figures_are_means_over_cases_of_per_case_means(tmp_path):
+    cases = [{**c, "tags": ["odd" if i % 2 else "even"]} for i, c in enumerate(CASES[::4])]
+    run = qe.evaluate(cases, system=seeded_bot, repeats=4, out=tmp_path / "o")
+    records = records_of(tmp_path / "o")
+    per_case: dict[str, list[float]] = {}
+    for r in records:
+        per_case.setdefault(r["case_id"], []).append(r["scores"]["macro_recall"])
+    assert len(per_case) == 10 and all(len(v) == 4 for v in per_case.values())
+    means = {c: Fraction(sum(Fraction(x) for x in v), 4) for c, v in per_case.items()}
+    assert 0 < sum(1 for m in means.values() if 0 < m < 1)  # some cases are flaky
+    overall = run.metrics["overall_metrics"]
+    assert overall["total_cases"] == 10 and overall["scored_cases"] == 10
+    assert overall["macro_recall"] == pytest.approx(float(sum(means.values()) / 10), abs=1e-15)
+    odd = [m for i, m in enumerate(means.values()) if i % 2]
+    tag = run.metrics["group_metrics"]["tag"]["odd"]
+    assert tag["cases"] == 5
+    assert tag["macro_recall"] == pytest.approx(float(sum(odd) / 5), abs=1e-15)
+
+
+def test_repeats_over_a_recording_without_repeat_fields_warn_in_one_line(tmp_path, capsys):
+    cases = CASES[:3]
+    lines = [{"case_id": c["id"], "turn": 0, "indicator_selection": sel(MEX)} for c in cases]
+    run = qe.evaluate(cases, responses=lines, repeats=3)
+    warned = [w for w in run.warnings if "--repeats 3" in w]
+    assert len(warned) == 1 and "no line has a \"repeat\"" in warned[0]
+    assert "\n" not in warned[0]
+    # a file with repeats, and a plain run over the same file, do not warn
+    with_rep = [{**x, "repeat": r} for x in lines for r in range(3)]
+    assert not [w for w in qe.evaluate(cases, responses=with_rep, repeats=3).warnings
+                if "--repeats" in w]
+    assert not [w for w in qe.evaluate(cases, responses=lines).warnings if "--repeats" in w]
+    # the CLI prints it with the run's warnings
+    path = tmp_path / "resp.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    suite = _suite(tmp_path, cases)
+    main(["run", str(suite), "--responses", str(path), "--repeats", "2", "--out",
+          str(tmp_path / "o"), "--no-report"])
+    out = capsys.readouterr()
+    assert "repeats add nothing" in (out.out + out.err).replace("\n", " ")
+
+
+def test_combining_per_repeat_aggregates_leaf_by_leaf():
+    from queryeval.run.repeats import combine_aggregates
+
+    a = {"overall_metrics": {"p": 0.5, "cases": 3, "scored": 3, "errors": 1,
+                             "errors_by_kind": {"timeout": 1}, "none": None, "label": "x"},
+         "group_metrics": {"tag": {"t": {"cases": 2, "p": 1.0}}}}
+    b = {"overall_metrics": {"p": 0.25, "cases": 3, "scored": 2, "errors": 2,
+                             "errors_by_kind": {"timeout": 1, "http": 1}, "none": None,
+                             "label": "x"},
+         "group_metrics": {"tag": {"t": {"cases": 2, "p": None}}}}
+    out = combine_aggregates([a, b])
+    o = out["overall_metrics"]
+    assert o["p"] == 0.375 and o["cases"] == 3 and type(o["cases"]) is int
+    assert o["scored"] == 2.5  # a count that differs between repeats: its mean
+    assert o["errors"] == 3 and o["errors_by_kind"] == {"http": 1, "timeout": 2}  # summed
+    assert o["none"] is None and o["label"] == "x"
+    assert out["group_metrics"]["tag"]["t"] == {"cases": 2, "p": 1.0}  # None left out

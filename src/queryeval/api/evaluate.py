@@ -3,8 +3,10 @@ as ``queryeval run`` (:mod:`queryeval.run.evaluate`), so the metrics are the sam
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
+import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,28 @@ def _one_batch(folder: Path) -> bool:
     return folder.is_dir() and any(folder.rglob("batch_*.json"))
 
 
+def object_name(system: Any) -> str:
+    """The cache name of a Python system: ``python:MODULE:QUALNAME`` for a function defined at
+    the top level of a module (or a class's plain function); ConfigError for anything whose
+    name does not say what it computes: a lambda, a local function, a ``functools.partial``,
+    a bound method, an instance (they would share one name, and so one another's cached
+    outputs)."""
+    qualname = getattr(system, "__qualname__", None)
+    module = getattr(system, "__module__", None)
+    if (isinstance(system, types.FunctionType) and isinstance(qualname, str)
+            and isinstance(module, str) and "<" not in qualname):
+        return f"python:{module}:{qualname}"
+    kind = ("a functools.partial" if isinstance(system, functools.partial)
+            else "a lambda" if isinstance(system, types.FunctionType) and "<lambda>" in
+            str(qualname)
+            else "a local function" if isinstance(system, types.FunctionType)
+            else "a bound method" if isinstance(system, types.MethodType)
+            else f"an instance of {type(system).__qualname__}")
+    raise ConfigError(f"cache=True with {kind}: its name does not identify it (others would "
+                      "share its cached outputs); give system_name='...' naming it (and its "
+                      "settings)")
+
+
 def evaluate(
     suite: Any,
     system: Any = None,
@@ -107,6 +131,7 @@ def evaluate(
     cache_dir: PathLike | None = None,
     cache_max_mb: float = 1024.0,
     system_version: str | None = None,
+    system_name: str | None = None,
     **kwargs: Any,
 ) -> Run:
     """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
@@ -148,10 +173,15 @@ def evaluate(
             ``repeats`` section (pass rate, pass@k, pass^k, flaky cases; docs/repeats.md).
         pass_k: the k of pass@k / pass^k (``--pass-k``; each at most ``repeats``).
         cache: serve calls from the call cache and store new outputs (``--cache``); needs
-            ``system_version``. A callable is named by its module and qualified name.
+            ``system_version``. A module-level function is named by its module and qualified
+            name; anything else (a lambda, a local function, a ``functools.partial``, a bound
+            method, an instance) needs ``system_name``.
         cache_dir: the cache folder (default ``$QUERYEVAL_CACHE_DIR`` or
             ``~/.cache/queryeval/calls``); ``cache_max_mb``: its size limit (LRU eviction).
         system_version: the system's version, part of the cache key.
+        system_name: the system's name in the cache key (with ``cache``), for a Python
+            object that has no unambiguous name of its own; give each differently configured
+            object its own name.
 
     Raises:
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
@@ -175,13 +205,11 @@ def evaluate(
         return _resume_matching(folder, suite, system, retry_errors=retry_errors, progress=progress)
     suite_path, responses_path = _inputs(suite, responses, folder / "inputs")
     spec: str | None = None
-    system_name = None
+    if system_name is not None and (not isinstance(system_name, str) or not system_name.strip()):
+        raise ConfigError(f"system_name: a non-empty string, got {system_name!r}")
     if system is not None and not isinstance(system, str):
-        target = getattr(system, "__func__", system)
-        if not hasattr(target, "__qualname__"):
-            target = type(system)
-        system_name = (f"python:{getattr(target, '__module__', '?')}:"
-                       f"{getattr(target, '__qualname__', '?')}")
+        if cache and system_name is None and system_version is not None:
+            system_name = object_name(system)  # (no version: refused first, in one line)
         if executor == "ray":
             raise ConfigError("executor='ray' needs a system spec string (python:…, http…, "
                               "cmd:…); a Python object cannot be shipped to Ray workers")

@@ -271,6 +271,10 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
         task.close()
         raise
     if recorded is not None:
+        if config.repeats > 1 and not recorded_has_repeats(recorded):
+            warnings.append(f"--repeats {config.repeats} with {config.responses}: the file has "
+                            "one answer per case and turn (no line has a \"repeat\"), so every "
+                            "attempt scores the same answer and the repeats add nothing")
         system = recorded
     elif config.system:
         system = make_system(config.system, isolate=config.isolate)
@@ -295,10 +299,19 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     return suite, task, system, cases, warnings
 
 
-def system_identity(config: RunConfig) -> str:
-    """The cache's name for the system: ``--system`` (or a Python object's qualified name)
-    and ``--system-version``, e.g. ``python:bot:answer@v3`` (docs/repeats.md)."""
-    return f"{config.system_name or config.system}@{config.system_version}"
+def recorded_has_repeats(recorded: RecordedSystem) -> bool:
+    """Whether a responses file has a line with ``repeat`` (several answers per case)."""
+    from queryeval.systems.recorded import NO_TURN
+
+    reps = getattr(recorded, "repeats", None)
+    return reps is not None and bool((reps != NO_TURN).any())
+
+
+def system_identity(config: RunConfig) -> tuple[str, str]:
+    """The cache's name for the system, a (name, version) pair kept apart in the key:
+    ``--system`` as written (or the Python object's name) and ``--system-version``, e.g.
+    ``("python:bot:answer", "v3")`` (docs/repeats.md)."""
+    return (str(config.system_name or config.system), str(config.system_version))
 
 
 def check_repeats(config: RunConfig) -> None:
@@ -564,7 +577,12 @@ def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict
     """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
     carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
     first_message, case). ``repeat_column``: the CSV's second column is ``repeat``."""
-    metrics = task.aggregate(records)
+    if repeat_column:  # counted per case: docs/repeats.md
+        from queryeval.run.repeats import aggregate_attempts
+
+        metrics = aggregate_attempts(task, records, _repeats(log))
+    else:
+        metrics = task.aggregate(records)
     errors = ErrorTally()
     columns = list(task.csv_columns)
     if repeat_column:

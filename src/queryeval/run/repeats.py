@@ -253,3 +253,78 @@ def case_means(records: Iterable[dict], metrics: Callable[[dict], dict[str, floa
             per.setdefault(name, []).append(value)
     return {cid: {name: exact_mean(vals) for name, vals in per.items()}  # type: ignore[misc]
             for cid, per in sums.items()}
+
+
+SUMMED = frozenset({"errors", "errors_by_kind"})
+"""Keys of an aggregate that count failed attempts: summed over the repeats, not averaged."""
+
+
+def aggregate_attempts(task: Any, records: Iterable[dict], repeats: int) -> dict:
+    """The task's overall and group figures for a run with repeats, counted per CASE.
+
+    The task aggregates the records of each repeat r apart (each is a plain run over the
+    suite: one record per case), and every figure is the mean of its N values
+    (:func:`combine_aggregates`). For a mean over cases this is the mean over cases of each
+    case's mean over its attempts (every case has the same N attempts); a count (cases, tag
+    sizes, ``in_target``) is a count of cases; a deterministic system gives exactly the
+    figures of a plain run. ``records`` is read once (a :class:`RecordStream` is split by
+    offsets into one stream per repeat; other iterables are grouped in memory)."""
+    from queryeval.run.records import RecordStream
+
+    if isinstance(records, RecordStream):
+        import numpy as np
+
+        reps = np.fromiter((_repeat(r) for r in records), dtype=np.int64, count=len(records))
+        parts: list[Iterable[dict]] = [
+            RecordStream(records.path, records.offsets[reps == k], records.sizes[reps == k], None)
+            for k in sorted(set(reps.tolist()))]
+    else:
+        groups: dict[int, list[dict]] = {}
+        for r in records:
+            groups.setdefault(_repeat(r), []).append(r)
+        parts = [groups[k] for k in sorted(groups)]
+    if not parts:
+        return task.aggregate([])
+    return combine_aggregates([task.aggregate(p) for p in parts])
+
+
+def _repeat(record: dict) -> int:
+    rep = record.get("repeat")
+    return rep if type(rep) is int else 0
+
+
+def combine_aggregates(results: list[Any], key: str = "") -> Any:
+    """Leaf by leaf over N aggregates of the same shape: numbers equal in all stay as they are
+    (an int stays an int, so a deterministic system's figures are those of a plain run),
+    other numbers become their correctly rounded mean (None values left out; all None stays
+    None); :data:`SUMMED` counts are summed; anything else is taken from the first."""
+    first = results[0]
+    if key in SUMMED:
+        return _summed(results)
+    if isinstance(first, dict):
+        keys = list(first)
+        for other in results[1:]:
+            if isinstance(other, dict):
+                keys += [k for k in other if k not in keys]
+        return {k: combine_aggregates([r.get(k) if isinstance(r, dict) else None
+                                       for r in results], k) for k in keys}
+    numbers = [r for r in results if r is not None]
+    if numbers and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       for v in numbers):
+        if len(numbers) == len(results) and all(v == numbers[0] and type(v) is type(numbers[0])
+                                                for v in numbers):
+            return numbers[0]
+        return exact_mean([float(v) for v in numbers])
+    return next((r for r in results if r is not None), None)
+
+
+def _summed(results: list[Any]) -> Any:
+    if all(isinstance(r, int) and not isinstance(r, bool) for r in results):
+        return sum(results)
+    if all(isinstance(r, dict) for r in results):
+        out: dict = {}
+        for r in results:
+            for k, v in r.items():
+                out[k] = out.get(k, 0) + v if isinstance(v, int) else v
+        return dict(sorted(out.items()))
+    return results[0]
