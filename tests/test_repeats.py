@@ -592,3 +592,23 @@ def test_combining_per_repeat_aggregates_leaf_by_leaf():
     assert o["errors"] == 3 and o["errors_by_kind"] == {"http": 1, "timeout": 2}  # summed
     assert o["none"] is None and o["label"] == "x"
     assert out["group_metrics"]["tag"]["t"] == {"cases": 2, "p": 1.0}  # None left out
+
+
+def test_html_confidence_intervals_resample_cases_not_attempts(tmp_path):
+    """A deterministic system with --repeats 3: the HTML report's overall CIs are those of a
+    plain run (23 cases), not the narrower ones of 69 attempts."""
+    import re
+
+    import queryeval as qe
+
+    suite = Path(__file__).resolve().parents[1] / "examples" / "sdmx" / "suite"
+    spec = f"python:{suite.parent / 'system.py'}:select"
+    plain = qe.evaluate(suite, system=spec, out=tmp_path / "p", reports=True)
+    rep = qe.evaluate(suite, system=spec, repeats=3, out=tmp_path / "r", reports=True)
+
+    def ci_cells(run) -> list[str]:
+        (page,) = run.folder.glob("report_*.html")
+        overall = page.read_text().split("<h2>Overall</h2>", 1)[1].split("<h2>", 1)[0]
+        return re.findall(r"\[\d\.\d+, \d\.\d+\]", overall)
+
+    assert ci_cells(plain) and ci_cells(rep) == ci_cells(plain)

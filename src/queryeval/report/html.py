@@ -417,13 +417,26 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
     note = ""
     if metrics is None:
         note = '<p class="error">this run is not finished: figures cover the cases done so far</p>'
-        metrics = run.task.aggregate(run.records) if run.task is not None else {}
+        repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
+        if run.task is None:
+            metrics = {}
+        elif repeats > 1:
+            from queryeval.run.repeats import aggregate_attempts
+
+            metrics = aggregate_attempts(run.task, run.records, repeats)
+        else:
+            metrics = run.task.aggregate(run.records)
     values = [case_metrics(run.task, r) for r in run.records]
     verdicts = [verdict(run.task, r, v, run.task_name)
                 for r, v in zip(run.records, values, strict=True)]
     counted_ids = {id(r) for r in _counted(run)}
     per_case: dict[str, list[float]] = {}
     counted = [v for rec, v in zip(run.records, values, strict=True) if id(rec) in counted_ids]
+    if any("repeat" in r for r in run.records):  # --repeats: resample CASES (their means)
+        from queryeval.run.repeats import case_means
+
+        kept = [r for r in run.records if id(r) in counted_ids]
+        counted = list(case_means(kept, lambda r: case_metrics(run.task, r)).values())
     for v in counted:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)
