@@ -534,3 +534,21 @@ def test_a_failed_call_scores_zero_on_the_query_task(tmp_path, capsys):
     assert scored and set(scored.values()) == {0.0}, scored
     assert metrics["error_summary"][0]["kind"] == "exception"
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: all ")
+
+
+def test_results_file_swapped_for_a_fifo_is_an_input_error_not_a_hang(tmp_path):
+    """Reading a run back opens its results through the regular-file check (the viewer's and
+    `report`'s path): a FIFO is refused at once."""
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
+                 "--no-report"]) == 0
+    (results,) = out.rglob("results_*.jsonl")
+    results.unlink()
+    os.mkfifo(results)
+    code = ("import sys\nfrom queryeval.errors import InputError\n"
+            "from queryeval.run.log import RunLog\n"
+            f"log = RunLog.open({str(results.parent)!r})\n"
+            "try:\n    list(log.scan_records())\nexcept InputError as err:\n    print(err)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.stdout.strip() == f"{results}: is a FIFO (named pipe), not a regular file; give a file"

@@ -32,6 +32,7 @@ SIZE_LIMITS: dict[str, int] = {
     "suite-lines": 64 * GiB,    # JSONL / CSV suites: streamed, a case at a time
     "labels": 1 * GiB,          # DABench questions / labels: held whole
     "tuning": 64 * MiB,         # a `queryeval tune --json` result: one row per field
+    "results": 64 * GiB,        # a run's results_<id>.jsonl, read back a record at a time
     "responses": 64 * GiB,      # recorded responses: indexed, read back by offset
     "corpus": 8 * GiB,          # retrieval chunks: held in memory
     "data": 2 * GiB,            # fields data / evaluation tables (CSV, Parquet, xlsx)
@@ -86,7 +87,7 @@ def check_input(path: str | Path, kind: str) -> os.stat_result:
     return st
 
 
-def open_input(path: str | Path, kind: str) -> BinaryIO:
+def open_input(path: str | Path, kind: str, buffering: int = -1) -> BinaryIO:
     """``path`` opened for binary reading, after checking it is a regular file within the
     kind's size limit (checked on the opened descriptor too: no FIFO is ever read)."""
     path = Path(path)
@@ -102,7 +103,7 @@ def open_input(path: str | Path, kind: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb", buffering=buffering)
 
 
 def read_input_bytes(path: str | Path, kind: str) -> bytes:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from queryeval.errors import InputError
+from queryeval.io.files import open_input
 from queryeval.io.idindex import IdIndex, KeyBuilder
 
 _PREFIX = b'{"case_id": "'
@@ -113,7 +114,7 @@ class RecordStream:
     def __iter__(self) -> Iterator[dict]:
         if not len(self.offsets):
             return
-        with self.path.open("rb", buffering=1 << 20) as fh:
+        with open_input(self.path, "results", buffering=1 << 20) as fh:  # never a FIFO
             for offset, size in self._spans():
                 fh.seek(offset)  # within the buffer when in order: no system call
                 line = fh.read(size)
@@ -164,7 +165,7 @@ def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
     good_end = 0
     total = 0
     if path.exists():
-        with path.open("rb", buffering=1 << 20) as fh:
+        with open_input(path, "results", buffering=1 << 20) as fh:  # a regular file, never a FIFO
             pos = 0
             for lineno, line in enumerate(fh, start=1):
                 start, pos = pos, pos + len(line)
