@@ -141,6 +141,8 @@ def check_run(cwd: Path, proc, cmd: str) -> None:
     assert batch.name == f"batch_{bid}.json" and batch.parent.parent == cwd / "runs"
     names = [f"results_{bid}.jsonl", f"results_{bid}.csv", f"metrics_{bid}.json",
              f"report_{bid}.xlsx", f"report_{bid}.html"]
+    if "--export dabench" in cmd:  # the export is named on the same line
+        names.append(f"dabench_{bid}.json")
     if "retrieval" in cmd:  # and one derived batch per smaller k
         derived = [x for x in proc.stdout.splitlines() if x.startswith("derived batch ")]
         ks = shlex.split(cmd)[shlex.split(cmd).index("--k") + 1].split(",")
