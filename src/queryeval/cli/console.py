@@ -62,7 +62,7 @@ def vertical(table: Table) -> list[Text]:
     for r in range(table.row_count):
         if columns:
             lines.append(Text.assemble("• ", _text(columns[0].header), ": ", _text(cells[0][r])))
-        for col, col_cells in zip(columns[1:], cells[1:]):
+        for col, col_cells in zip(columns[1:], cells[1:], strict=True):
             lines.append(Text.assemble("    ", _text(col.header), ": ", _text(col_cells[r])))
     if table.caption:
         lines.append(_text(table.caption))
