@@ -114,3 +114,49 @@ class Group(TyperGroup):
     def format_help(self, ctx: Any, formatter: Any) -> None:
         with _whole_option_names():
             super().format_help(ctx, formatter)
+
+
+_PYDANTIC_PREFIX = re.compile(r"^(?:Value error|Assertion failed), ")
+
+
+def _param_name(param: Any) -> str:
+    longs = [o for o in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+             if o.startswith("--")]
+    if longs and getattr(param, "param_type_name", "") == "option":
+        return longs[0]
+    opts = getattr(param, "opts", None) or [getattr(param, "name", "") or "?"]
+    return opts[0] if getattr(param, "param_type_name", "") == "option" else str(param.name)
+
+
+def _clean(message: str) -> str:
+    message = _PYDANTIC_PREFIX.sub("", message.strip())
+    message = message[:-1] if message.endswith(".") and not message.endswith("..") else message
+    return message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+
+
+def usage_error_line(exc: Any) -> str:
+    """One line for a click usage error (a bad option value, an unknown option, a missing
+    argument): ``--retriever: 'dnse' is not one of 'bm25', 'dense'``, with click's
+    suggestion for a mistyped option on the same line; no usage block."""
+    kind = type(exc).__name__
+    param = getattr(exc, "param", None)
+    command = getattr(getattr(exc, "ctx", None), "command_path", None) or "queryeval"
+    hint = f" (see '{command} --help')"
+    if kind == "NoSuchOption":
+        line = f"no such option {exc.option_name}"
+        possibilities = sorted(getattr(exc, "possibilities", None) or [])
+        if possibilities:
+            return f"{line} (did you mean {' or '.join(possibilities)}?)"
+        return line + hint
+    if kind == "MissingParameter" and param is not None:
+        what = "option" if getattr(param, "param_type_name", "") == "option" else "argument"
+        return f"missing {what} {_param_name(param)}{hint}"
+    if kind == "BadParameter" and param is not None:
+        return f"{_param_name(param)}: {_clean(exc.message)}"
+    if kind == "BadOptionUsage" and getattr(exc, "option_name", None):
+        message = _clean(exc.message)
+        needs = f"Option '{exc.option_name}' requires an argument"
+        if exc.message.startswith(needs):
+            return f"{exc.option_name}: needs a value"
+        return message
+    return _clean(exc.format_message()) + (hint if "UsageError" in kind else "")
