@@ -312,3 +312,23 @@ def test_a_stray_validation_error_is_one_line(monkeypatch, capsys):
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "-q"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: retries: Input should be a valid integer") and err.count("\n") == 1
+
+
+def test_trec_per_query_heading_is_one_plain_line(tmp_path):
+    """``trec --per-query`` says above its table, on one line, what was scored and what
+    became of judged queries the run lacks (q9 is judged, absent from the run)."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((REPO / "examples/trec/qrels.txt").read_text() + "q9 0 d1 1\n")
+    env = {**os.environ, "COLUMNS": "200"}
+    code = "import sys\nfrom queryeval.cli.app import main\nsys.exit(main(sys.argv[1:]))"
+    for mode, fate in (("zero", "each scores 0"), ("skip", "left out")):
+        proc = subprocess.run([sys.executable, "-c", code, "trec", str(qrels),
+                               str(REPO / "examples/trec/run.txt"), "-m", "map", "--per-query",
+                               "--missing-query", mode], capture_output=True, text=True,
+                              env=env, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        n = 4 if mode == "zero" else 3
+        assert proc.stdout.splitlines()[0] == (
+            f"run.txt scored against qrels.txt: {n} queries; 1 judged query is absent from the "
+            f"run ({fate}, --missing-query {mode})")
+        assert proc.stdout.splitlines()[1].startswith("┏")
