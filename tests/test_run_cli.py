@@ -279,7 +279,8 @@ def test_usage_errors_exit_2_without_traceback(tmp_path):
     for args in (["run", "--bogus"], ["report", "a", "b"], ["run", str(SUITE), "--concurrency", "zero"]):
         proc = cli(*args)
         assert proc.returncode == 2, args
-        assert "Traceback" not in proc.stderr and "Error" in proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stderr.startswith("error: ")
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
 def test_fail_under_gates_the_exit_code(tmp_path):
@@ -332,3 +333,24 @@ def test_trec_per_query_heading_is_one_plain_line(tmp_path):
             f"run.txt scored against qrels.txt: {n} queries; 1 judged query is absent from the "
             f"run ({fate}, --missing-query {mode})")
         assert proc.stdout.splitlines()[1].startswith("┏")
+
+
+@pytest.mark.parametrize("responses, held, other, suite, task, need", [
+    ("sparql/predictions.jsonl", "a 'query'", "query", "sdmx/suite", "indicator_selection",
+     "indicator_selection"),
+    ("retrieval/responses.jsonl", "a 'retrieved_chunks'", "retrieval", "sdmx/suite",
+     "indicator_selection", "indicator_selection"),
+    ("sdmx/responses.jsonl", "an 'indicator_selection'", "indicator_selection",
+     "answers/questions.jsonl", "answers", "response"),
+])
+def test_responses_of_another_task_say_so(tmp_path, responses, held, other, suite, task, need):
+    """Recorded outputs written for another task: the line names the output it holds and
+    the output the suite's task needs (not 'query: extra inputs are not permitted')."""
+    ex = REPO / "examples"
+    extra = ["--labels", str(ex / "answers/labels.jsonl")] if task == "answers" else []
+    proc = cli("run", str(ex / suite), *extra, "--responses", str(ex / responses),
+               "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {ex / responses}:1: this line holds {held} output (task "
+                           f"{other}), but the suite's task is {task} (it needs '{need}')\n")
+    assert not (tmp_path / "o").exists()
