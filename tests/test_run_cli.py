@@ -354,3 +354,17 @@ def test_responses_of_another_task_say_so(tmp_path, responses, held, other, suit
     assert proc.stderr == (f"error: {ex / responses}:1: this line holds {held} output (task "
                            f"{other}), but the suite's task is {task} (it needs '{need}')\n")
     assert not (tmp_path / "o").exists()
+
+
+def test_unknown_retrieval_dataset_names_the_option_and_the_datasets(tmp_path):
+    """``--dataset`` with a name the suite lacks (alone or beside a known one) fails before
+    any call, naming the option and listing the suite's datasets."""
+    ex = REPO / "examples" / "retrieval"
+    base = ["run", str(ex / "questions.csv"), "--corpus", str(ex / "corpus.jsonl"),
+            "--out", str(tmp_path / "o")]
+    for extra in (["--dataset", "Nowhere"], ["--dataset", "Lakeside Transit", "--dataset", "Nowhere"]):
+        proc = cli(*base, *extra)
+        assert (proc.returncode, proc.stderr) == (2, (
+            "error: --dataset 'Nowhere': no case of the suite is in that dataset; its datasets: "
+            "'Lakeside Transit', 'Riverside Benefits'\n"))
+    assert not (tmp_path / "o").exists()
