@@ -368,3 +368,20 @@ def test_unknown_retrieval_dataset_names_the_option_and_the_datasets(tmp_path):
             "error: --dataset 'Nowhere': no case of the suite is in that dataset; its datasets: "
             "'Lakeside Transit', 'Riverside Benefits'\n"))
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--model", "nope", "error: unknown model 'nope': "),
+    ("--data", "missing.csv", "error: {tmp}/missing.csv: cannot read file"),
+])
+def test_tune_bad_option_is_one_line(tmp_path, option, value, message):
+    """``tune`` with a bad --model or --data: the error line alone on stderr (no empty line
+    left by the progress display before it)."""
+    ex = REPO / "examples" / "fields"
+    args = {"--data": str(ex / "ingredients.csv"), "--model": "bm25"}
+    args[option] = str(tmp_path / value) if option == "--data" else value
+    proc = cli("tune", str(ex / "evaluation.csv"), *[x for kv in args.items() for x in kv],
+               "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(message.format(tmp=tmp_path)), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
