@@ -175,3 +175,41 @@ def test_schema_output_file(tmp_path):
     assert out.read_text(encoding="utf-8") == cli("schema").stdout
     assert out.read_text(encoding="utf-8") == (REPO / "examples" / "case.schema.json").read_text(
         encoding="utf-8")
+
+
+SUITE = ["examples/sdmx/suite", "--responses", "examples/sdmx/responses.jsonl"]
+
+
+@pytest.mark.parametrize("args, line", [
+    ([*SUITE, "--retriever", "dnse"], "error: --retriever: 'dnse' is not one of 'bm25', 'dense'"),
+    ([*SUITE, "--concurency", "2"],
+     "error: no such option --concurency (did you mean --concurrency?)"),
+    ([*SUITE, "--zzz"], "error: no such option --zzz (see 'queryeval run --help')"),
+    ([*SUITE, "--concurrency", "x"],
+     "error: --concurrency: input should be a valid integer, unable to parse string as an integer"),
+    (["run", "--responses"], "error: --responses: needs a value"),
+    (["run", "a", "b", "c"],
+     "error: got unexpected extra argument(s) (b c) (see 'queryeval run --help')"),
+    (["trec"], "error: missing argument qrels (see 'queryeval trec --help')"),
+    (["trec", "a", "b"], "error: missing option --metric (see 'queryeval trec --help')"),
+    (["view", "--port", "99999"], "error: --port: input should be less than or equal to 65535"),
+    (["cache", "frob"], "error: action: 'frob' is not one of 'info', 'clear'"),
+    (["frob"], "error: no such command 'frob' (see 'queryeval --help')"),
+])
+def test_usage_errors_are_one_line(args, line, tmp_path):
+    """Every usage error of every command is one line (no click usage block, no pydantic
+    'Value error,' prefix), exit 2, and nothing runs; a mistyped option gets click's
+    suggestion on that line."""
+    if args[0].startswith("examples"):
+        args = ["run", *args, "--out", str(tmp_path)]
+    proc = cli(*args)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, line + "\n", "")
+    assert not any(tmp_path.iterdir())
+
+
+def test_version():
+    from queryeval import __version__
+
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"queryeval {__version__}\n", "")
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", __version__)

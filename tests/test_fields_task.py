@@ -131,7 +131,10 @@ def test_default_n_is_the_ground_truth_size_and_a_larger_n_passes(tmp_path, suit
     ns = [(t["scores"]["fields"]["item"]["n"], t["scores"]["fields"]["type"]["n"])
           for r in recs for t in r["turns"]]
     assert ns == [(2, 1), (1, 1), (1, 0)]
-    assert f["m"]["group_metrics"]["field"]["item"]["n"] is None  # varies per question
+    item = f["m"]["group_metrics"]["field"]["item"]  # N varies per question: 2, 1, 1
+    assert (item["n"], item["n_min"], item["n_max"]) == ("1–2", 1, 2)
+    typ = f["m"]["group_metrics"]["field"]["type"]  # 1, 1, 0
+    assert (typ["n"], typ["n_min"], typ["n_max"]) == ("0–1", 0, 1)
     g = run(tmp_path, suite, *fake(tmp_path), "--option", "n=4")
     assert g["m"]["overall_metrics"]["passed"] == 3
     assert g["m"]["overall_metrics"]["avg_recall"] == 1.0
@@ -335,3 +338,24 @@ def test_shipped_evaluation_table_is_a_suite_and_runs_with_cli_flags(tmp_path):
     by_field = metrics["group_metrics"]["field"]
     assert {f: g["n"] for f, g in by_field.items()} == {"item": 5, "price_type": 4, "category": 5}
     assert metrics["overall_metrics"]["questions"] == 20
+
+
+def test_field_groups_carry_the_n_used_for_every_field(tmp_path):
+    """``n`` given for one field only: the others are scored at each question's ground-truth
+    size, and their group figures say so (no missing N): the range and its bounds, checked
+    against the suite's ground truth."""
+    import queryeval as qe
+    from queryeval.suite import load_suite
+
+    repo = Path(__file__).resolve().parents[1] / "examples" / "fields"
+    run = qe.evaluate(repo / "evaluation.csv", data=repo / "ingredients.csv", model="bm25",
+                      n={"item": 10}, out=tmp_path)
+    groups = run.groups["field"]
+    assert groups.loc["item", "n"] == 10
+    suite = load_suite(repo / "evaluation.csv")
+    for field in ("price_type", "category"):
+        sizes = [len(set(t.target.fields[field])) for c in suite.cases for t in c.conversation
+                 if t.target is not None]
+        assert (groups.loc[field, "n_min"], groups.loc[field, "n_max"]) == (min(sizes), max(sizes))
+        assert groups.loc[field, "n"] == f"{min(sizes)}–{max(sizes)}"
+    assert not groups[["n", "n_min", "n_max"]].isna().any().any()

@@ -127,6 +127,34 @@ def test_retrieval_html_xlsx_and_system_label(retrieval_run, examples_dir):
     assert st == [("(all)", 67, o["recall@1"], o["recall@5"], o["recall@10"])]
 
 
+def test_retrieval_html_overall_lists_each_figure_once_and_k_in_the_heading(retrieval_run):
+    """The metrics file keeps ``recall_at_k`` (= ``recall@10``) and ``k``; the Overall table
+    lists recall@10 once and no ``k`` row, the heading says ``k = 10``; in the By k chart no
+    two value labels at the same k overlap and equal values are labelled once."""
+    o = retrieval_run.metrics["overall_metrics"]
+    assert o["k"] == 10 and o["recall_at_k"] == o["recall@10"]
+    text = _report_text(retrieval_run.log.paths.batch)
+    assert "<h2>Overall (k = 10)</h2>" in text
+    overall = text[text.index("<h2>Overall"):text.index("<h2>By k</h2>")]
+    names = re.findall(r"<tr><td>([^<]+)</td>", overall)
+    assert "recall_at_k" not in names and "k" not in names
+    assert names.count("recall@10") == 1 and len(names) == len(set(names))
+    section = text[text.index("<h2>By k</h2>"):text.index("<h2>By group</h2>")]
+    labels = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" class="val">([\d.]+)</text>', section)
+    by_x: dict[str, list[tuple[float, str]]] = {}
+    for x, y, v in labels:
+        by_x.setdefault(x, []).append((float(y), v))
+    assert len(by_x) == 3
+    for placed in by_x.values():
+        ys = sorted(y for y, _ in placed)
+        assert all(b - a >= 12 for a, b in zip(ys, ys[1:], strict=False)), placed
+        texts = [v for _, v in placed]
+        assert len(texts) == len(set(texts)), placed
+    # at k = 1 recall, mrr and ndcg are all 0.627 (one relevant chunk): one label
+    assert f"{o['recall@1']:.3f}" == f"{o['mrr@1']:.3f}" == f"{o['ndcg@1']:.3f}"
+    assert len(by_x[min(by_x, key=float)]) == 1
+
+
 def test_retrieval_failure_shows_the_expected_chunk_text(retrieval_run, examples_dir):
     result = retrieval_run
     corpus = {c.chunk_id: c.content for c in read_corpus(examples_dir / "retrieval" / "corpus.jsonl")}

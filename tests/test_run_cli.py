@@ -279,7 +279,8 @@ def test_usage_errors_exit_2_without_traceback(tmp_path):
     for args in (["run", "--bogus"], ["report", "a", "b"], ["run", str(SUITE), "--concurrency", "zero"]):
         proc = cli(*args)
         assert proc.returncode == 2, args
-        assert "Traceback" not in proc.stderr and "Error" in proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stderr.startswith("error: ")
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
 def test_fail_under_gates_the_exit_code(tmp_path):
@@ -334,3 +335,75 @@ def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
     (dabench,) = (tmp_path / "a").rglob("dabench_*.json")
     assert line.endswith(f", {dabench}")
+
+
+def test_trec_per_query_heading_is_one_plain_line(tmp_path):
+    """``trec --per-query`` says above its table, on one line, what was scored and what
+    became of judged queries the run lacks (q9 is judged, absent from the run)."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((REPO / "examples/trec/qrels.txt").read_text() + "q9 0 d1 1\n")
+    env = {**os.environ, "COLUMNS": "200"}
+    code = "import sys\nfrom queryeval.cli.app import main\nsys.exit(main(sys.argv[1:]))"
+    for mode, fate in (("zero", "each scores 0"), ("skip", "left out")):
+        proc = subprocess.run([sys.executable, "-c", code, "trec", str(qrels),
+                               str(REPO / "examples/trec/run.txt"), "-m", "map", "--per-query",
+                               "--missing-query", mode], capture_output=True, text=True,
+                              env=env, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        n = 4 if mode == "zero" else 3
+        assert proc.stdout.splitlines()[0] == (
+            f"run.txt scored against qrels.txt: {n} queries; 1 judged query is absent from the "
+            f"run ({fate}, --missing-query {mode})")
+        assert proc.stdout.splitlines()[1].startswith("┏")
+
+
+@pytest.mark.parametrize("responses, held, other, suite, task, need", [
+    ("sparql/predictions.jsonl", "a 'query'", "query", "sdmx/suite", "indicator_selection",
+     "indicator_selection"),
+    ("retrieval/responses.jsonl", "a 'retrieved_chunks'", "retrieval", "sdmx/suite",
+     "indicator_selection", "indicator_selection"),
+    ("sdmx/responses.jsonl", "an 'indicator_selection'", "indicator_selection",
+     "answers/questions.jsonl", "answers", "response"),
+])
+def test_responses_of_another_task_say_so(tmp_path, responses, held, other, suite, task, need):
+    """Recorded outputs written for another task: the line names the output it holds and
+    the output the suite's task needs (not 'query: extra inputs are not permitted')."""
+    ex = REPO / "examples"
+    extra = ["--labels", str(ex / "answers/labels.jsonl")] if task == "answers" else []
+    proc = cli("run", str(ex / suite), *extra, "--responses", str(ex / responses),
+               "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {ex / responses}:1: this line holds {held} output (task "
+                           f"{other}), but the suite's task is {task} (it needs '{need}')\n")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_retrieval_dataset_names_the_option_and_the_datasets(tmp_path):
+    """``--dataset`` with a name the suite lacks (alone or beside a known one) fails before
+    any call, naming the option and listing the suite's datasets."""
+    ex = REPO / "examples" / "retrieval"
+    base = ["run", str(ex / "questions.csv"), "--corpus", str(ex / "corpus.jsonl"),
+            "--out", str(tmp_path / "o")]
+    for extra in (["--dataset", "Nowhere"], ["--dataset", "Lakeside Transit", "--dataset", "Nowhere"]):
+        proc = cli(*base, *extra)
+        assert (proc.returncode, proc.stderr) == (2, (
+            "error: --dataset 'Nowhere': no case of the suite is in that dataset; its datasets: "
+            "'Lakeside Transit', 'Riverside Benefits'\n"))
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--model", "nope", "error: unknown model 'nope': "),
+    ("--data", "missing.csv", "error: {tmp}/missing.csv: cannot read file"),
+])
+def test_tune_bad_option_is_one_line(tmp_path, option, value, message):
+    """``tune`` with a bad --model or --data: the error line alone on stderr (no empty line
+    left by the progress display before it)."""
+    ex = REPO / "examples" / "fields"
+    args = {"--data": str(ex / "ingredients.csv"), "--model": "bm25"}
+    args[option] = str(tmp_path / value) if option == "--data" else value
+    proc = cli("tune", str(ex / "evaluation.csv"), *[x for kv in args.items() for x in kv],
+               "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(message.format(tmp=tmp_path)), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -25,8 +25,8 @@ from queryeval.cli import trec as trec_cmd
 from queryeval.cli import tune as tune_cmd
 from queryeval.cli import validate as validate_cmd
 from queryeval.cli import view as view_cmd
-from queryeval.cli.console import err_console
-from queryeval.cli.help import Command, Group
+from queryeval.cli.console import console, err_console
+from queryeval.cli.help import Command, Group, usage_error_line
 from queryeval.errors import QueryevalError
 from queryeval.io.safetext import console_plain
 
@@ -58,9 +58,19 @@ app.command("cache", cls=Command)(cache_cmd.command)
 app.command("audit", cls=Command)(audit_cmd.command)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from queryeval import __version__
+
+        console.print(f"queryeval {__version__}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
 ) -> None:
     """queryeval: suite -> system -> outputs -> scores -> run log -> reports."""
 
@@ -84,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except _ABORT:
         err_console.print("aborted", markup=False)
         return 130
-    except _CLICK_EXCEPTION as exc:
-        exc.show()
+    except _CLICK_EXCEPTION as exc:  # a usage error: one line, no usage block
+        err_console.print(f"error: {console_plain(usage_error_line(exc))}", markup=False,
+                          highlight=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted", markup=False)

@@ -72,10 +72,11 @@ def command(
         return
     from rich.table import Table
 
-    from queryeval.io.safetext import console_text
+    from queryeval.io.safetext import console_plain, console_text
 
-    table = Table(title=console_text(f"{run.name} vs {qrels.name}: {len(result.qids)} queries"
-                  f" ({result.n_missing} judged but missing from the run, {missing_query})"))
+    console.print(console_plain(heading(run.name, qrels.name, len(result.qids), result.n_missing,
+                                        missing_query)), markup=False, highlight=False)
+    table = Table()
     table.add_column("query")
     for name in result.means:
         table.add_column(name, justify="right")
@@ -84,3 +85,14 @@ def command(
             table.add_row(console_text(q), *(f"{result.per_query[m][i]:.4f}" for m in result.means))
     table.add_row("all", *(f"{v:.4f}" for v in result.means.values()), style="bold")
     console.print(table)
+
+
+def heading(run: str, qrels: str, queries: int, missing: int, missing_query: str) -> str:
+    """The line above the table: what was scored, and what became of judged queries the run
+    does not answer."""
+    line = f"{run} scored against {qrels}: {queries} queries"
+    if not missing:
+        return line + "; every judged query is in the run"
+    fate = "each scores 0" if missing_query == "zero" else "left out"
+    return (line + f"; {missing} judged {'query is' if missing == 1 else 'queries are'} absent "
+            f"from the run ({fate}, --missing-query {missing_query})")

@@ -119,7 +119,8 @@ def command(
         raise ConfigError("--model picks retrievers; with --rankings the models are the file's")
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
-                   disable=quiet, transient=True)
+                   # transient: gone once done; off a terminal it would leave an empty line
+                   disable=quiet or not err_console.is_terminal, transient=True)
     with bar:
         step = bar.add_task("reading the tables", total=None)
 

@@ -39,6 +39,25 @@ NAME_CHARS = 90
 SIZE_KEYS = ("cases", "questions", "sample_size", "count", "size")
 """Figures that give a group's size (n), first found wins; else in_target + not_in_target."""
 _AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
+# Run settings kept among the overall figures (retrieval's cut-off ``k``): named in the
+# Overall heading, not listed as a metric.
+_SETTINGS = ("k",)
+# Older names kept in the metrics file for the same figure under its ``name@k`` name
+# (retrieval's ``recall_at_k`` is ``recall@k`` at the run's k): each figure is listed once.
+_ALIASES = {"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"}
+
+
+def overall_figures(overall: dict) -> tuple[dict[str, Any], str]:
+    """The overall figures to list (settings and same-value aliases left out) and the
+    settings as heading text (``k = 10``), empty when there are none."""
+    figures = flatten(overall)
+    settings = {key: figures.pop(key) for key in _SETTINGS
+                if isinstance(figures.get(key), int) and not isinstance(figures.get(key), bool)}
+    for alias, target in _ALIASES.items():
+        name = target.format(k=settings.get("k", ""))
+        if alias in figures and name in figures and figures[alias] == figures[name]:
+            del figures[alias]
+    return figures, ", ".join(f"{key} = {value}" for key, value in settings.items())
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -186,9 +205,9 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
 
 def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
-    overall = metrics.get("overall_metrics", {})
+    figures, _ = overall_figures(metrics.get("overall_metrics", {}))
     rows, chart_rows, chart_ci = [], [], []
-    for key, value in flatten(overall).items():
+    for key, value in figures.items():
         ci = cis.get(key)
         agrees = (ci is not None and ci.mean is not None and isinstance(value, (int, float))
                   and abs(ci.mean - value) <= 1e-9)
@@ -442,10 +461,12 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
             per_case.setdefault(k, []).append(x)
     cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed)
     title = f"queryeval report · {run.task_name} · {run.batch_id[:8]}"
+    settings = overall_figures(metrics.get("overall_metrics", {}))[1]
+    overall_h = f"Overall ({settings})" if settings else "Overall"
     body = (
         f"<h1>{esc(run.task_name)} report</h1><p class=\"meta\">batch {esc(run.batch_id)}</p>{note}"
         f"{error_banner(metrics)}"
-        f"{_meta(run)}<h2>Overall</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
+        f"{_meta(run)}<h2>{esc(overall_h)}</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
         f"{by_k(metrics)}{repeats_section(metrics.get('repeats'))}"
         f"<h2>By group</h2>{_groups(metrics)}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"

@@ -22,7 +22,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from pydantic import ValidationError
@@ -57,18 +57,47 @@ def _turn(value: Any, path: Path, lineno: int) -> int | None:
                      path=path, line=lineno, field="turn")
 
 
+#: The output key of each built-in task's recorded lines (a second key for the same task last).
+_OUTPUT_KEY = {"indicator_selection": "indicator_selection", "answers": "response",
+               "retrieval": "retrieved_chunks", "fields": "fields", "query": "query"}
+_KEY_TASK = {**{key: name for name, key in _OUTPUT_KEY.items()}, "generated_sparql": "query"}
+
+
+def _other_task_line(task: Task, obj: Any, path: Path, lineno: int) -> InputError | None:
+    """A line refused because it holds another task's output (SPARQL predictions given to an
+    indicator-selection suite): the error says so, instead of the field the task refused."""
+    need = _OUTPUT_KEY.get(getattr(task, "name", ""))
+    if need is None or not isinstance(obj, dict) or need in obj:
+        return None
+    held = [k for k in obj if k in _KEY_TASK and _KEY_TASK[k] != task.name]
+    if not held:
+        return None
+    article = "an" if held[0][0] in "aeiou" else "a"
+    return InputError(f"this line holds {article} '{held[0]}' output (task {_KEY_TASK[held[0]]}), but "
+                      f"the suite's task is {task.name} (it needs '{need}')",
+                      path=path, line=lineno)
+
+
 def _read_line(task: Task, obj: Any, path: Path, lineno: int) -> tuple[str, int | None, Any]:
     if isinstance(obj, dict) and "repeat" in obj:  # read by _repeat, not by the task
         obj = {k: v for k, v in obj.items() if k != "repeat"}
     try:
         case_id, turn, output = task.read_recorded_line(obj)
-    except ValidationError as exc:
+    except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        wrong = _other_task_line(task, obj, path, lineno)
+        if wrong is not None:
+            raise wrong from None
+        _refused(exc, path, lineno)
+    return case_id, _turn(turn, path, lineno), output
+
+
+def _refused(exc: Exception, path: Path, lineno: int) -> NoReturn:
+    """The line's error as the task (or its pydantic model) gave it."""
+    if isinstance(exc, ValidationError):
         err = exc.errors(include_url=False)[0]
         msg = printable(err["msg"][:1].lower() + err["msg"][1:])
         raise InputError(msg, path=path, line=lineno, field=format_loc(err["loc"]) or None) from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
-    return case_id, _turn(turn, path, lineno), output
+    raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
 
 
 #: ``turns`` value of a line left out because an earlier line answers the same (case, turn).

@@ -161,6 +161,16 @@ class _FieldGroup:
         self.ns.add(s["n"])
 
 
+def _n_figures(ns: set[int]) -> dict:
+    """The cut-offs N a field was scored at: ``n`` is that N, or ``"lo–hi"`` when it varied
+    per question (no N given: each question's ground-truth size); ``n_min`` and ``n_max`` as
+    numbers either way. A field with no scored question has none."""
+    if not ns:
+        return {"n": None, "n_min": None, "n_max": None}
+    lo, hi = min(ns), max(ns)
+    return {"n": lo if lo == hi else f"{lo}–{hi}", "n_min": lo, "n_max": hi}
+
+
 class FieldsTask(Task):
     name = "fields"
     Options = FieldsOptions
@@ -365,7 +375,7 @@ class FieldsTask(Task):
             a = group.acc.result()
             fields[f] = {"questions": a.questions, "passed": a.passed, "pass_rate": a.pass_rate,
                          "avg_recall": a.avg_recall, "mrr": a.mrr,
-                         "n": next(iter(group.ns)) if len(group.ns) == 1 else None,
+                         **_n_figures(group.ns),
                          "model": self.model_for(f) if self.options.data else None}
         tags_out = {}
         for tag in sorted(by_tag):

@@ -166,6 +166,14 @@ class RetrievalTask(Task):
     def select_cases(self, cases: list[Case]) -> list[Case]:
         wanted = set(self.options.dataset)
         if wanted:
+            cases = list(cases)
+            known = {self._target(c).dataset for c in cases}
+            unknown = [d for d in self.options.dataset if d not in known]
+            if unknown:
+                raise ConfigError(
+                    f"--dataset {', '.join(map(repr, unknown))}: no case of the suite is in "
+                    f"{'that dataset' if len(unknown) == 1 else 'those datasets'}; its datasets: "
+                    f"{', '.join(map(repr, sorted(known))) or '(none)'}")
             cases = [c for c in cases if self._target(c).dataset in wanted]
         frac = self.options.sampling
         if frac is None or frac >= 1.0:
