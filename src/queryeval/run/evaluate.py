@@ -143,18 +143,8 @@ class RunResult:
     """The run's records in suite order, read from the results file on each iteration."""
     newly_done: int
     warnings: list[str] = field(default_factory=list)
-    calls: int = 0
-    """Calls to the system the records hold (one per scored turn)."""
-    failed_calls: int = 0
-    error_summary: list[dict] = field(default_factory=list)
-    """Per error kind, in order of first appearance: kind, count, first_message, case."""
-    config: RunConfig | None = None
-
-    def check_error_rate(self) -> None:
-        """Raise :class:`CallsFailed` when every call failed, or more than the run's
-        ``max_error_rate`` of them."""
-        check_error_rate(self.calls, self.failed_calls,
-                         self.config.max_error_rate if self.config else 1.0)
+    """Calls and failures are in ``metrics`` (``calls``, ``error_summary``); the public
+    :class:`queryeval.Run` reads them there (``calls``, ``error_summary``, ``check_calls``)."""
 
 
 def check_error_rate(calls: int, failed: int, limit: float = 1.0) -> None:
@@ -631,14 +621,6 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
     log.batch["derived_batches"] = known
 
 
-def _result(log: RunLog, task: Task, metrics: dict, records: RecordStream, done: int,
-            warnings: list[str], config: RunConfig) -> RunResult:
-    calls = metrics.get("calls", {})
-    return RunResult(log, task, metrics, records, done, warnings, calls=calls.get("total", 0),
-                     failed_calls=calls.get("failed", 0),
-                     error_summary=metrics.get("error_summary", []), config=config)
-
-
 def _mark_interrupted(log: RunLog) -> None:
     log.close(quiet=True)
     log.batch["status"] = "interrupted"
@@ -674,7 +656,7 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
         _mark_interrupted(log)
         raise RunInterrupted(min(already + counter[0], cases.units), cases.units,
                              log.paths.batch) from None
-    return _result(log, task, metrics, records, done, warnings, config)
+    return RunResult(log, task, metrics, records, done, warnings)
 
 
 def start_run(config: RunConfig, *, progress: Progress | None = None,
