@@ -88,32 +88,27 @@ def _whole_option_names() -> Iterator[None]:
         rich_utils.Table = saved  # type: ignore[misc]
 
 
-class Command(TyperCommand):
-    """A command whose help has no ``<bool>`` beside flags and no hard line breaks."""
+class _HelpRules:
+    """Help without ``<bool>`` beside flags, without hard line breaks, and with option names
+    whole at any width; mixed into both the commands and the group."""
 
     def __init__(self, *args: Any, help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
         super().__init__(*args, help=reflow(help), **kwargs)
 
     def get_params(self, ctx: Any) -> list[Any]:
-        return _hide_flag_types(super().get_params(ctx))
+        return _hide_flag_types(super().get_params(ctx))  # type: ignore[misc]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         with _whole_option_names():
-            super().format_help(ctx, formatter)
+            super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
-class Group(TyperGroup):
+class Command(_HelpRules, TyperCommand):
+    """A command whose help follows :class:`_HelpRules`."""
+
+
+class Group(_HelpRules, TyperGroup):
     """The ``queryeval`` group, with the same help rules as :class:`Command`."""
-
-    def __init__(self, *args: Any, help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
-        super().__init__(*args, help=reflow(help), **kwargs)
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        return _hide_flag_types(super().get_params(ctx))
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        with _whole_option_names():
-            super().format_help(ctx, formatter)
 
 
 _PYDANTIC_PREFIX = re.compile(r"^(?:Value error|Assertion failed), ")
