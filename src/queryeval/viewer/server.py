@@ -395,32 +395,37 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         rows.sort(key=lambda r: str(r.get("date") or ""), reverse=True)
         return respond(_json({"root": str(root), "runs": rows}))
 
-    def _entry(request: Request) -> Entry | None:
-        return viewer.entry(request.path_params["run_id"])
-
-    def run(request: Request) -> Response:
-        entry = _entry(request)
+    def _opened(request: Request) -> tuple[Entry, Any, list] | Response:
+        """The run the path names, loaded; or the error response (404 unknown, 422
+        unreadable)."""
+        entry = viewer.entry(request.path_params["run_id"])
         if entry is None:
             return respond(_err(404, "no such run"))
         try:
             loaded, rows = viewer.load(entry)
         except Unreadable as exc:
             return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
+        return entry, loaded, rows
+
+    def run(request: Request) -> Response:
+        opened = _opened(request)
+        if isinstance(opened, Response):
+            return opened
+        entry, loaded, rows = opened
         return respond(_json(_run_doc(viewer, entry, loaded, rows)))
 
     def cases(request: Request) -> Response:
-        entry = _entry(request)
-        if entry is None:
+        if viewer.entry(request.path_params["run_id"]) is None:
             return respond(_err(404, "no such run"))
         try:
             offset = _int(request, "offset", 0, 0, 10**12)
             limit = _int(request, "limit", 50, 1, MAX_LIMIT)
         except ValueError as exc:
             return respond(_err(400, str(exc)))
-        try:
-            _, rows = viewer.load(entry)
-        except Unreadable as exc:
-            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
+        opened = _opened(request)
+        if isinstance(opened, Response):
+            return opened
+        _, _, rows = opened
         q = request.query_params.get("q", "").lower()
         status = request.query_params.get("status", "")
         sort = request.query_params.get("sort", "")
@@ -434,13 +439,10 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
                               "limit": limit, "rows": picked[offset:offset + limit]}))
 
     def case(request: Request) -> Response:
-        entry = _entry(request)
-        if entry is None:
-            return respond(_err(404, "no such run"))
-        try:
-            loaded, rows = viewer.load(entry)
-        except Unreadable as exc:
-            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
+        opened = _opened(request)
+        if isinstance(opened, Response):
+            return opened
+        entry, loaded, rows = opened
         wanted = request.path_params["case_id"]
         for r, rec in zip(rows, loaded.records, strict=True):
             if r["case_id"] == wanted:
