@@ -44,18 +44,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-app.command("run", cls=Command)(run_cmd.command)
-app.command("report", cls=Command)(report_cmd.command)
-app.command("compare", cls=Command)(compare_cmd.command)
-app.command("rescore", cls=Command)(rescore_cmd.command)
-app.command("validate", cls=Command)(validate_cmd.command)
-app.command("schema", cls=Command)(schema_cmd.command)
-app.command("tune", cls=Command)(tune_cmd.command)
-app.command("tokens", cls=Command)(tokens_cmd.command)
-app.command("trec", cls=Command)(trec_cmd.command)
-app.command("view", cls=Command)(view_cmd.command)
-app.command("cache", cls=Command)(cache_cmd.command)
-app.command("audit", cls=Command)(audit_cmd.command)
+for _name, _module in (("run", run_cmd), ("report", report_cmd), ("compare", compare_cmd),
+                       ("rescore", rescore_cmd), ("validate", validate_cmd),
+                       ("schema", schema_cmd), ("tune", tune_cmd), ("tokens", tokens_cmd),
+                       ("trec", trec_cmd), ("view", view_cmd), ("cache", cache_cmd),
+                       ("audit", audit_cmd)):
+    app.command(_name, cls=Command)(_module.command)
 
 
 def _version(value: bool) -> None:
