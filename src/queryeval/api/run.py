@@ -74,34 +74,15 @@ class Run:
         :meth:`check_gates`."""
         self._keep = keep  # a TemporaryDirectory: removed once no Run refers to it
         self._loaded: Any = None
-        self._opened: Any = None
 
     # --- the log --------------------------------------------------------------------------
     def _load(self) -> Any:
-        """The run with its records (read on first use: they may be millions)."""
+        """The run log read back (its records only when first asked for)."""
         if self._loaded is None:
-            from queryeval.report.compare import LoadedRun, _in_csv_order, load_run
+            from queryeval.report.compare import load_run
 
-            if self._opened is not None:
-                log, metrics, task = self._opened
-                self._loaded = LoadedRun(log, _in_csv_order(log, log.read_records()), metrics, task)
-            else:
-                self._loaded = load_run(self.path)
+            self._loaded = load_run(self.path)
         return self._loaded
-
-    def _head(self) -> Any:
-        """The batch, metrics and task without the records (what a summary needs)."""
-        if self._loaded is not None:
-            return self._loaded
-        if self._opened is None:
-            from queryeval.report.compare import open_run
-
-            self._opened = open_run(self.path)
-        from types import SimpleNamespace
-
-        log, metrics, task = self._opened
-        return SimpleNamespace(batch=log.batch, batch_id=log.paths.batch_id,
-                               task_name=log.batch.get("task"), task=task, metrics=metrics)
 
     @property
     def folder(self) -> Path:
@@ -111,20 +92,20 @@ class Run:
     @property
     def batch(self) -> dict:
         """The batch document (metadata and configuration)."""
-        return self._head().batch
+        return self._load().batch
 
     @property
     def batch_id(self) -> str:
-        return self._head().batch_id
+        return self._load().batch_id
 
     @property
     def task_name(self) -> str | None:
-        return self._head().task_name
+        return self._load().task_name
 
     @property
     def task(self) -> Any:
         """The :class:`~queryeval.tasks.base.Task` of the run (None if not installed)."""
-        return self._head().task
+        return self._load().task
 
     @property
     def config(self) -> dict:
@@ -139,7 +120,7 @@ class Run:
     def metrics(self) -> dict:
         """The metrics document, the same dict as ``metrics_<id>.json``: ``overall_metrics``
         and the task's group figures (``group_metrics``, retrieval's ``dataset_metrics``)."""
-        metrics = self._head().metrics
+        metrics = self._load().metrics
         if metrics is None:
             raise InputError("the run has no metrics yet (not finished; resume it)",
                              path=self.path)
@@ -306,7 +287,7 @@ class Run:
         return out
 
     def __str__(self) -> str:
-        if self._head().metrics is None:
+        if self._load().metrics is None:
             return f"run {self.batch_id} ({self.task_name}): not finished"
         return render_text(self.summary())
 
@@ -317,7 +298,7 @@ class Run:
         e = html.escape
         head = (f"<b>queryeval run</b> · task <code>{e(str(self.task_name))}</code> · batch "
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
-        if self._head().metrics is None:
+        if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
         rows = "".join(
             f"<tr><td>{e(str(k))}</td><td style='text-align:right'>{e(_fmt(v))}</td></tr>"

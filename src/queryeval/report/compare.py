@@ -34,12 +34,21 @@ _LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|er
 # --- reading runs -----------------------------------------------------------------------------
 @dataclass
 class LoadedRun:
-    """A run log read back: batch metadata, records, metrics (None if not finished), task."""
+    """A run log read back: batch metadata, metrics (None if not finished), task, and its
+    records, read from the results file on first use (a summary or an exit code needs only
+    the batch and the metrics; the records may be millions)."""
 
     log: RunLog
-    records: list[dict]
     metrics: dict | None
     task: Any  # queryeval.tasks.base.Task, or None when the task kind is not installed
+    _records: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> list[dict]:
+        """The records in the order of ``results_<id>.csv`` (the suite's order)."""
+        if self._records is None:
+            self._records = _in_csv_order(self.log, self.log.read_records())
+        return self._records
 
     @property
     def batch(self) -> dict:
@@ -88,13 +97,6 @@ def load_run(location: str | Path | LoadedRun) -> LoadedRun:
     """Open a run log for reading (never modifies it)."""
     if isinstance(location, LoadedRun):
         return location
-    log, metrics, task = open_run(location)
-    return LoadedRun(log, _in_csv_order(log, log.read_records()), metrics, task)
-
-
-def open_run(location: str | Path) -> tuple[RunLog, dict | None, Any]:
-    """A run log's batch, metrics (None if not finished) and task (None when its kind is not
-    installed), without reading its records."""
     from queryeval.tasks.base import get_task
 
     log = RunLog.open(resolve_batch(location))
@@ -111,7 +113,7 @@ def open_run(location: str | Path) -> tuple[RunLog, dict | None, Any]:
         task = get_task(log.batch.get("task") or "", opts)
     except ConfigError:
         task = None
-    return log, metrics, task
+    return LoadedRun(log, metrics, task)
 
 
 def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:

@@ -225,12 +225,13 @@ class Viewer:
         read_batch(entry, self.root)  # every file checked before load_run opens it
         try:
             run = load_run(entry.path)
+            records = run.records  # read here: a bad results file is this run's reason
         except QueryevalError as exc:
             raise Unreadable(_reason(exc)) from None
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             raise Unreadable(f"results_{entry.batch_id}.jsonl: {_reason(exc)}") from None
         rows = []
-        for k, r in enumerate(run.records):
+        for k, r in enumerate(records):
             if not isinstance(r, dict) or r.get("case_id") is None:
                 raise Unreadable(f"results_{entry.batch_id}.jsonl: record {k + 1} is not an "
                                  "object with a case_id")
