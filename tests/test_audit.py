@@ -146,6 +146,33 @@ def test_gold_tables_and_bad_table_widths(tmp_path):
     assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 2
 
 
+@pytest.mark.parametrize(("explicit", "matched", "exact", "ordered"), [
+    ("", 1, 1.0, False),  # each gold decides: the unordered alternative is a perfect match
+    # the case's flag holds for every gold: the alternative's rows come out as carrot, onion,
+    # apple; against onion, carrot, apple their LCS is 2 (the sorted gold's is 1)
+    ("      ordered: true\n", 1, 2 / 3, True),
+])
+def test_each_gold_decides_whether_its_order_counts(tmp_path, explicit, matched, exact, ordered):
+    suite = _sql_example(tmp_path)
+    # gold sorted by name (apple, carrot, onion); the alternative and the gold table unsorted
+    suite.write_text(
+        "id: cheap\nconversation:\n- role: user\n  content: items under 1 euro\n  target:\n"
+        "    query:\n      source: shop.sqlite\n"
+        "      gold: SELECT name FROM items WHERE price < 1 ORDER BY name\n"
+        "      alternatives: [SELECT name FROM items WHERE price < 1]\n"
+        f"{explicit}", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"case_id": "cheap", "query": "SELECT name FROM items WHERE price < 1 '
+                     'ORDER BY name DESC"}\n', encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
+    _, recs = run_records(out)
+    rec = recs["cheap"]
+    assert rec["gold_matched"] == matched
+    assert rec["scores"]["exact_match_f1"] == pytest.approx(exact)
+    assert rec["comparison"]["ordered"] is ordered
+
+
 def test_tolerance_with_buildingqa_rules_is_a_config_error(tmp_path, capsys):
     suite = _sql_example(tmp_path)
     code = main(["run", str(suite), "--responses", str(tmp_path / "predictions.jsonl"),

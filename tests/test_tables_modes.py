@@ -196,11 +196,12 @@ def test_tolerance_by_hand():
 # --- several golds ------------------------------------------------------------------------------
 
 @SETTINGS
-@given(tables(), tables())
-def test_best_of_golds_is_the_lexicographic_maximum(first, second):
+@given(tables(), tables(), st.tuples(st.booleans(), st.booleans()))
+def test_best_of_golds_is_the_lexicographic_maximum(first, second, flags):
     (g1, pred), (g2, _) = first, second
-    index, got = best_of_golds(pred, [g1, g2], budget=UNLIMITED)
-    each = [table_scores(pred, g, budget=UNLIMITED) for g in (g1, g2)]
+    index, got = best_of_golds(pred, [g1, g2], budget=UNLIMITED, ordered=list(flags))
+    each = [table_scores(pred, g, budget=UNLIMITED, ordered=o)
+            for g, o in zip((g1, g2), flags, strict=True)]
     keys = [(s.row_matching_f1, s.entity_set_f1, s.exact_match_f1, s.arity_f1) for s in each]
     assert keys[index] == max(keys)
     assert index == keys.index(max(keys))  # first gold wins ties

@@ -276,19 +276,27 @@ class QueryTask(Task):
         return golds, first_info, None
 
     def _modes(self, record: dict) -> dict:
-        """Comparison options of one case: suite options, then the case's own."""
-        from queryeval.metrics.tables import query_is_ordered
-
+        """Comparison options of one case against its gold query: suite options, then the
+        case's own (see :meth:`_ordered` for row order)."""
         m = record.get("modes") or {}
-        ordered = m.get("ordered")
-        if self.options.rules == "buildingqa" or self.options.order == "ignore":
-            ordered = False if ordered is None else ordered
-        elif ordered is None:
-            ordered = bool(query_is_ordered(record["gold_query"], record["language"]))
         abs_tol = m.get("abs_tol") if m.get("abs_tol") is not None else self.options.abs_tol
         rel_tol = m.get("rel_tol") if m.get("rel_tol") is not None else self.options.rel_tol
-        return {"ordered": ordered, "abs_tol": abs_tol, "rel_tol": rel_tol,
-                "columns": m.get("columns")}
+        return {"ordered": self._ordered(record, record["gold_query"]), "abs_tol": abs_tol,
+                "rel_tol": rel_tol, "columns": m.get("columns")}
+
+    def _ordered(self, record: dict, query: str | None) -> bool:
+        """Whether row order counts against one gold (``query``: that gold's query, None for
+        a gold given as a table): the case's ``ordered`` when it has one; else, under
+        ``order=auto`` and clean rules, whether that gold query sorts at the top level. Each
+        gold decides for itself; a gold table carries no order of its own."""
+        from queryeval.metrics.tables import query_is_ordered
+
+        explicit = (record.get("modes") or {}).get("ordered")
+        if explicit is not None:
+            return bool(explicit)
+        if self.options.rules == "buildingqa" or self.options.order == "ignore" or query is None:
+            return False
+        return bool(query_is_ordered(query, record["language"]))
 
     def _fill_scores(self, record: dict) -> dict:
         from queryeval.metrics.tables import Budget, best_of_golds
@@ -314,13 +322,15 @@ class QueryTask(Task):
             try:
                 modes = self._modes(record)
                 record["comparison"] = modes
+                per_gold = [self._ordered(record, q) for _, q in golds]
                 index, ts = best_of_golds(
                     pred, [g for g, _ in golds],
                     gold_queries=[q if sparql else None for _, q in golds],
                     rules=self.options.rules,
                     budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
                     pred_query=pred_query if sparql else None,
-                    prefixes=getattr(engine, "prefixes", None), **modes)
+                    prefixes=getattr(engine, "prefixes", None), **{**modes, "ordered": per_gold})
+                record["comparison"] = {**modes, "ordered": per_gold[index]}
             except Exception as exc:  # noqa: BLE001 - an unscorable result scores 0, recorded
                 record["predicted_execution"] = {**info, "status": "unscorable",
                                                  "reason": f"{type(exc).__name__}: {exc}"}

@@ -223,16 +223,21 @@ def best_of_golds(pred: Any, golds: Sequence[Any], *,
 
     Best: highest (row-matching F1, entity-set F1, exact-match F1, arity F1), compared in
     that order; the first gold wins ties. ``gold_queries[i]`` is passed as ``gold_query``
-    for ``golds[i]``. ``options``: those of :func:`table_scores`.
+    for ``golds[i]``. ``options``: those of :func:`table_scores`; ``ordered`` may also be a
+    sequence with one flag per gold (each gold query decides whether its order counts).
     """
     if not golds:
         raise ValueError("at least one gold is needed")
     queries = list(gold_queries) if gold_queries is not None else [None] * len(golds)
     if len(queries) != len(golds):
         raise ValueError("gold_queries must have one entry per gold")
+    ordered = options.pop("ordered", False)
+    flags = list(ordered) if isinstance(ordered, (list, tuple)) else [ordered] * len(golds)
+    if len(flags) != len(golds):
+        raise ValueError("ordered must be one flag or one flag per gold")
     best: tuple[int, TableScores] | None = None
     for i, (gold, query) in enumerate(zip(golds, queries, strict=True)):
-        got = table_scores(pred, gold, gold_query=query, **options)
+        got = table_scores(pred, gold, gold_query=query, ordered=bool(flags[i]), **options)
         key = (got.row_matching_f1, got.entity_set_f1, got.exact_match_f1, got.arity_f1)
         if best is None or key > (best[1].row_matching_f1, best[1].entity_set_f1,
                                   best[1].exact_match_f1, best[1].arity_f1):
