@@ -30,7 +30,7 @@ def registry(monkeypatch):
         sys.modules.pop(name, None)
 
 
-def test_example_task_with_and_without_tolerance(registry):
+def test_example_task_with_and_without_tolerance(registry, tmp_path):
     from result_set import ResultSetTask
     from system import answer
 
@@ -51,6 +51,16 @@ def test_example_task_with_and_without_tolerance(registry):
     assert again.task is None and again.overall == loose.overall
     assert list(again.to_pandas()["match"]) == [1.0, 1.0, 1.0, 0.0]
     assert "match" in str(again)
+    # the task's summary and report content, rendered by the report layer
+    text = str(loose)
+    assert "By tag" in text and "aggregate" in text
+    (xlsx,) = [p for p in loose.report(tmp_path / "rep") if p.suffix == ".xlsx"]
+    import openpyxl
+
+    rows = list(openpyxl.load_workbook(xlsx).worksheets[0].values)
+    header = list(rows[0])
+    by_id = {r[header.index("case_id")]: r for r in rows[1:]}
+    assert by_id["expensive"][header.index("row_recall")] == pytest.approx(2 / 3)
 
 
 def test_registered_task_runs_from_the_cli(registry, tmp_path):

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from queryeval.report import stats
 from queryeval.report.compare import load_run
+from queryeval.report.console import render_summary
 from queryeval.report.html import error_banner, render_report
 from queryeval.run.evaluate import RunConfig, start_run
 from queryeval.suite.retrieval import read_corpus
@@ -76,7 +77,7 @@ def test_retrieval_run_reports_every_k(retrieval_run, examples_dir):
         assert fig["recall@5"] == pytest.approx(
             sum(1 for r in rs if (r["evaluation_result"]["rank_if_found"] or 99) <= 5) / len(rs))
     # console: one row per k, not only the largest
-    text = _console_text(result.task.summary(result.metrics))
+    text = _console_text(render_summary(result.task.summary(result.metrics), result.metrics))
     for k in (1, 5, 10):
         assert re.search(rf"recall@{k}\s+│\s+{o[f'recall@{k}']:.4f}", text), text
     assert "Overall (k=1, 5, 10)" in text

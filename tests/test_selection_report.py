@@ -11,6 +11,7 @@ import pytest
 from queryeval.report.selection_xlsx import details_text, write_selection_xlsx
 from queryeval.suite import load_suite
 from queryeval.tasks.base import TurnOutcome, get_task
+from queryeval.tasks.selection import SelectionTask
 
 SUITE = """\
 id: gdp
@@ -148,7 +149,8 @@ def test_dimensions_not_in_target_are_listed_separately(tmp_path):
 def test_xlsx_sheets_cells_and_formats(scored, tmp_path: Path):
     task, records = scored
     metrics = task.aggregate(records)
-    path = write_selection_xlsx(tmp_path / "report.xlsx", records, metrics)
+    path = write_selection_xlsx(tmp_path / "report.xlsx", records, metrics,
+                                verdict=SelectionTask.case_verdict)
     wb = openpyxl.load_workbook(path)
     assert wb.sheetnames == ["Overview", "Statistics"]
     ov = wb["Overview"]

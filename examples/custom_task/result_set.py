@@ -36,10 +36,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.report.console import overall_table
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
 
 MAX_STEPS = 5_000_000  # SQLite VM steps per query (in units of 1,000) before it is stopped
 _READ_ONLY = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
@@ -217,5 +217,11 @@ class ResultSetTask(Task):
                                              "predicted_query")},
                **scores, "error": f"{error['kind']}: {error['message']}" if error else None}
 
-    def summary(self, metrics: dict) -> Any:
-        return overall_table(metrics, ["match", "row_recall", "row_precision", "cases", "errors"])
+    # what the reports show; the report layer renders it (queryeval.tasks.content)
+    def summary(self, metrics: dict) -> list[Any]:
+        return [Overall(["match", "row_recall", "row_precision", "cases", "errors"]),
+                Groups(metrics["group_metrics"]["tag"], "tag", ["match", "row_recall"])]
+
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        # report_<id>.xlsx: a sheet of the csv columns, one row per case, and the overall figures
+        return [Workbook("table", {"columns": self.csv_columns, "rows": self.csv_rows})]

@@ -244,6 +244,7 @@ class Run:
         ``folder``: where to write them (default: beside the run log); ``html_path``: the HTML
         file itself (overrides ``folder`` for it)."""
         from queryeval.report.html import write_html_report
+        from queryeval.report.task_reports import write_task_reports
         from queryeval.run.log import RunPaths, writing
 
         loaded = self._load()
@@ -259,7 +260,7 @@ class Run:
             written = [write_html_report(loaded, html_path, resamples=resamples, seed=seed)]
         if xlsx and loaded.task is not None and loaded.metrics is not None:
             with writing(paths.report_xlsx):
-                written += loaded.task.write_reports(paths, loaded.records, loaded.metrics)
+                written += write_task_reports(loaded.task, paths, loaded.records, loaded.metrics)
                 if "repeats" in loaded.metrics and paths.report_xlsx.exists():
                     from queryeval.run.repeats import add_xlsx_sheet
 
@@ -275,15 +276,15 @@ class Run:
     # --- display ----------------------------------------------------------------------------
     def summary(self) -> Any:
         """The rich renderables ``queryeval run`` prints."""
-        from queryeval.report.console import overall_table
+        from queryeval.report.console import overall_table, render_summary
 
         task = self.task
-        out = task.summary(self.metrics) if task is not None else overall_table(self.metrics)
+        out = (render_summary(task.summary(self.metrics), self.metrics) if task is not None
+               else [overall_table(self.metrics)])
         if "repeats" in self.metrics:
             from queryeval.report.console import repeats_tables
 
-            out = [*(out if isinstance(out, list) else [out]),
-                   *repeats_tables(self.metrics["repeats"])]
+            out = [*out, *repeats_tables(self.metrics["repeats"])]
         return out
 
     def __str__(self) -> str:

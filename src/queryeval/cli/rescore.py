@@ -26,8 +26,9 @@ def command(
 
     result = rescore_run(run, _parse_options(option), out=out, reports=not no_report)
     if not quiet:
-        summary = result.task.summary(result.metrics)
-        for renderable in summary if isinstance(summary, list) else [summary]:
+        from queryeval.report.console import render_summary
+
+        for renderable in render_summary(result.task.summary(result.metrics), result.metrics):
             console.print(renderable)
     paths = result.log.paths
     changed = ", ".join(f"{k}={v}" for k, v in result.changed_options.items()) or "none"

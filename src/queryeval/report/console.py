@@ -6,6 +6,8 @@ characters shown as visible escapes), see :func:`queryeval.io.safetext.console_t
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 
 from queryeval.io.safetext import console_text
@@ -40,6 +42,28 @@ def group_table(groups: dict, group_name: str, keys: list[str]) -> Table:
     for name, figures in groups.items():
         table.add_row(console_text(name), *(console_text(fmt(figures.get(k))) for k in keys))
     return table
+
+
+def render_summary(content: Any, metrics: dict) -> list[Any]:
+    """A task's summary (:meth:`Task.summary`: :mod:`queryeval.tasks.content` sections) as
+    rich renderables; anything else (a custom task's own rich table) passes through."""
+    from queryeval.tasks.content import Groups, Note, Overall
+
+    out: list[Any] = []
+    for item in content if isinstance(content, (list, tuple)) else [content]:
+        if isinstance(item, Overall):
+            out.append(overall_table(metrics, keys=list(item.keys) if item.keys is not None
+                                     else None, title=item.title))
+        elif isinstance(item, Groups):
+            out.append(group_table(item.groups, item.label, list(item.columns)))
+        elif isinstance(item, Note):
+            text = console_text(item.text)
+            if item.level == "warning":
+                text.stylize("bold red")
+            out.append(text)
+        else:
+            out.append(item)
+    return out
 
 
 def repeats_tables(rep: dict, flaky_rows: int = 10) -> list[Table]:

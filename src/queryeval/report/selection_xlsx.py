@@ -3,6 +3,7 @@ sheet "Statistics" ("Data Query Metrics", then per-dimension, per-dataset and pe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -62,12 +63,11 @@ def details_text(record: dict) -> str:
     )
 
 
-def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
+def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *,
+                         verdict: Callable[[dict], str]) -> Path:
     """Column "result" beside the call "status": ``pass`` / ``fail`` / ``error`` by the task's
-    own verdict (:meth:`SelectionTask.case_verdict`: macro recall and macro precision both 1,
+    own ``verdict`` (``SelectionTask.case_verdict``: macro recall and macro precision both 1,
     no failed call), the same status the HTML report shows."""
-    from queryeval.tasks.selection import SelectionTask
-
     wb = Workbook()
     ws = wb.active
     ws.title = "Overview"
@@ -78,7 +78,7 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict) -
         values = [r["case_id"], r["name"], ", ".join(r["tags"]), r["scores"]["macro_recall"],
                   r["scores"]["macro_precision"], cell_text(details_text(r)),
                   "error: " + ", ".join(r["error_kinds"]) if r["status"] == "error" else "ok",
-                  SelectionTask.case_verdict(r)]
+                  verdict(r)]
         write_row(ws, i, values, wrap=(2, 6), formats={4: FIGURE, 5: FIGURE})
     finish_sheet(ws, len(headers), len(records) + 1,
                  {1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14, 8: 10}, freeze="A2")

@@ -528,7 +528,9 @@ def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, r
                             f"{REPORT_CASE_LIMIT:,}); `queryeval report {log.paths.batch}` writes them")
     if reports:
         with _reporting(log.paths.report_xlsx):
-            task.write_reports(log.paths, list(records), metrics)
+            from queryeval.report.task_reports import write_task_reports
+
+            write_task_reports(task, log.paths, list(records), metrics)
             if "repeats" in metrics and log.paths.report_xlsx.exists():
                 from queryeval.run.repeats import add_xlsx_sheet
 

@@ -26,6 +26,7 @@ from queryeval.metrics.answers import (
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Export, Groups, Overall, ReportItem, Workbook
 
 
 class ReformatOptions(BaseModel):
@@ -282,29 +283,24 @@ class AnswersTask(Task):
         for s in record["subquestions"]:
             yield {**base, **s}
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
-        from queryeval.report.answers_xlsx import write_answers_xlsx
-
-        written = [write_answers_xlsx(paths.report_xlsx, records, metrics)]
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        items: list[ReportItem] = [Workbook("answers")]
         if "dabench" in self.options.export:
-            from queryeval.export.dabench import write_dabench_analysis
-
             counted = self.counted(records)
             m = closed_form_metrics([_question_score(r) for r in counted],
                                     [_Concepts(r["concepts"], r["level"]) for r in counted])
-            target = paths.folder / f"dabench_{paths.batch_id}.json"
-            written.append(write_dabench_analysis(target, m))
+            items.append(Export("dabench", "dabench_{batch_id}.json", m))
+        return items
+
+    def close(self) -> None:
         if self._reformatter is not None:
             self._reformatter.close()
             self._reformatter = None
-        return written
 
-    def summary(self, metrics: dict) -> Any:
-        from queryeval.report.console import group_table, overall_table
-
+    def summary(self, metrics: dict) -> list[Any]:
         return [
-            overall_table(metrics, keys=["psaq", "abq", "uasq", "questions", "answered",
-                                         "missing", "subquestions", "errors"]),
-            group_table(metrics["group_metrics"]["concept_group"], "number of concepts",
-                        ["questions", "abq", "psaq", "uasq"]),
+            Overall(["psaq", "abq", "uasq", "questions", "answered", "missing", "subquestions",
+                     "errors"]),
+            Groups(metrics["group_metrics"]["concept_group"], "number of concepts",
+                   ["questions", "abq", "psaq", "uasq"]),
         ]

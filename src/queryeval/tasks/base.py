@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
+from queryeval.tasks.content import Overall, ReportItem
 
 
 class TaskOptions(BaseModel):
@@ -145,15 +146,20 @@ class Task(ABC):
     def csv_rows(self, record: dict) -> Iterable[dict]:
         """Flattened rows of one record for ``results_<id>.csv``."""
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list[Path]:
-        """Task-specific reports beside the log (e.g. the xlsx); returns files written."""
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        """What the task's report files hold (:mod:`queryeval.tasks.content`: the xlsx in
+        one of the report layer's layouts, exports); the report layer writes them."""
         return []
 
-    def summary(self, metrics: dict) -> Any:
-        """A rich renderable summarising the metrics for the console."""
-        from queryeval.report.console import overall_table
+    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list[Path]:
+        """Files a (user-registered) task writes itself beside the log, after those of
+        :meth:`report_content`; returns the files written. Built-in tasks write none."""
+        return []
 
-        return overall_table(metrics)
+    def summary(self, metrics: dict) -> list[Any]:
+        """What the console summary shows (:mod:`queryeval.tasks.content` sections; a rich
+        renderable of a custom task passes through): by default every overall figure."""
+        return [Overall()]
 
     # --- repeats (docs/repeats.md) --------------------------------------------------------
     def case_passed(self, record: dict) -> bool:

@@ -37,6 +37,7 @@ from queryeval.metrics.fields import (
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
 
 DEFAULT_MODEL = "minilm"
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -407,19 +408,14 @@ class FieldsTask(Task):
                        "missing": join_ground_truth(s["missing"]),
                        "retrieved": join_ground_truth(ranked[: s["n"]])}
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
-        from queryeval.report.fields_xlsx import write_fields_xlsx
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        return [Workbook("fields")]
 
-        return [write_fields_xlsx(paths.report_xlsx, records, metrics)]
-
-    def summary(self, metrics: dict) -> Any:
-        from queryeval.report.console import group_table, overall_table
-
+    def summary(self, metrics: dict) -> list[Any]:
         return [
-            overall_table(metrics, keys=["passed", "questions", "pass_rate", "avg_recall", "mrr",
-                                         "errors"]),
-            group_table(metrics["group_metrics"]["field"], "field",
-                        ["n", "model", "questions", "passed", "avg_recall", "mrr"]),
+            Overall(["passed", "questions", "pass_rate", "avg_recall", "mrr", "errors"]),
+            Groups(metrics["group_metrics"]["field"], "field",
+                   ["n", "model", "questions", "passed", "avg_recall", "mrr"]),
         ]
 
 

@@ -21,6 +21,7 @@ from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Groups, Note, Overall, ReportItem, Workbook
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
@@ -454,27 +455,20 @@ class QueryTask(Task):
             "error": f"{record['error']['kind']}: {record['error']['message']}" if record.get("error") else "",
         }
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
-        from queryeval.report.query_xlsx import write_query_xlsx
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        return [Workbook("table", {"columns": self.csv_columns, "rows": self.csv_rows})]
 
-        return [write_query_xlsx(paths.report_xlsx, records, metrics, self.csv_columns, self.csv_rows)]
-
-    def summary(self, metrics: dict) -> Any:
-        from queryeval.report.console import group_table, overall_table
-
+    def summary(self, metrics: dict) -> list[Any]:
         keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")
-        out: list[Any] = [overall_table(metrics, keys=keys)]
+        out: list[Any] = [Overall(keys)]
         inexact = metrics["overall_metrics"].get("inexact_mapping_searches")
         if inexact:
-            from rich.text import Text
-
-            out.append(Text(f"exact: false for {inexact} case(s): the column-mapping search ran "
+            out.append(Note(f"exact: false for {inexact} case(s): the column-mapping search ran "
                             "out of its budget (search_nodes); their entity and row F1 are those "
-                            "of the best mapping found, possibly below the optimum.",
-                            style="bold red"))
+                            "of the best mapping found, possibly below the optimum.", "warning"))
         for name, groups in metrics["group_metrics"].items():
-            out.append(group_table(groups, name, ["cases", *F1_KEYS]))
+            out.append(Groups(groups, name, ["cases", *F1_KEYS]))
         return out

@@ -21,6 +21,7 @@ from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
 
 
 class RetrievalOptions(TaskOptions):
@@ -414,20 +415,17 @@ class RetrievalTask(Task):
                    "retrieved_content": c["content"], "retrieved_content_hash": c["content_hash"],
                    "is_correct_chunk": str(c["content_hash"]).lower() == exp["content_hash"].lower()}
 
-    def summary(self, metrics: dict) -> Any:
-        from queryeval.report.console import group_table, overall_table
-
+    def summary(self, metrics: dict) -> list[Any]:
         k = self.k
         several = bool(self.smaller_ks())
         every_k = [f"recall@{j}" for j in self.options.k]
         groups = metrics["group_metrics"]["dataset"] if several else metrics["dataset_metrics"]
         return [
-            overall_table(metrics, keys=[*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
-                                         "mean_retrieval_time_ms", "total_questions",
-                                         "successful_retrievals", "errors"],
-                          title=f"Overall (k={', '.join(map(str, self.options.k))})"),
-            group_table(groups, "dataset", ["sample_size", *(every_k if several else ["recall_at_k"]),
-                                            f"mrr@{k}", "avg_score_incorrect"]),
+            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
+                     "mean_retrieval_time_ms", "total_questions", "successful_retrievals",
+                     "errors"], title=f"Overall (k={', '.join(map(str, self.options.k))})"),
+            Groups(groups, "dataset", ["sample_size", *(every_k if several else ["recall_at_k"]),
+                                       f"mrr@{k}", "avg_score_incorrect"]),
         ]
 
     # --- what the reports show ----------------------------------------------------------------
@@ -484,8 +482,9 @@ class RetrievalTask(Task):
             return record
         return {**record, "expected_chunk": {**expected, "content": chunk.content}}
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
-        from queryeval.report.retrieval_xlsx import write_retrieval_xlsx
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        return [Workbook("retrieval", {"ks": self.options.k, "found_at": self.found_at})]
 
-        return [write_retrieval_xlsx(paths.report_xlsx, records, metrics, self.options.k,
-                                     lambda r, j: self._cut(r, j)[1] is not None)]
+    def found_at(self, record: dict, k: int) -> bool:
+        """Whether the question's chunk is among its first ``k`` (``min_score`` applied)."""
+        return self._cut(record, k)[1] is not None

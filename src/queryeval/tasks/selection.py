@@ -18,6 +18,7 @@ from queryeval.metrics.sets import MicroCounts, score_selection
 from queryeval.suite.models import Case, DatasetSelection
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
 
 _SELECTION = TypeAdapter(list[DatasetSelection])
 
@@ -273,18 +274,13 @@ class SelectionTask(Task):
         figures = [scores.get("macro_recall"), scores.get("macro_precision")]
         return "pass" if all(v is None or v == 1.0 for v in figures) else "fail"
 
-    def write_reports(self, paths: Any, records: list[dict], metrics: dict) -> list:
-        from queryeval.report.selection_xlsx import write_selection_xlsx
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        return [Workbook("selection", {"verdict": self.case_verdict})]
 
-        write_selection_xlsx(paths.report_xlsx, records, metrics)
-        return [paths.report_xlsx]
-
-    def summary(self, metrics: dict) -> Any:
-        from queryeval.report.console import group_table, overall_table
-
+    def summary(self, metrics: dict) -> list[Any]:
         return [
-            overall_table(metrics, keys=["macro_precision", "macro_recall", "micro_precision",
-                                         "micro_recall", "total_cases", "scored_turns", "errors"]),
-            group_table(metrics["group_metrics"]["dimension"], "dimension",
-                        ["in_target", "not_in_target", "mean_precision", "mean_recall"]),
+            Overall(["macro_precision", "macro_recall", "micro_precision", "micro_recall",
+                     "total_cases", "scored_turns", "errors"]),
+            Groups(metrics["group_metrics"]["dimension"], "dimension",
+                   ["in_target", "not_in_target", "mean_precision", "mean_recall"]),
         ]
