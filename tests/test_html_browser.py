@@ -29,6 +29,7 @@ import pytest
 from queryeval.report.compare import compare_runs, load_run
 from queryeval.report.html import write_html_report
 from queryeval.report.html_compare import write_comparison_html
+from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 
 pytestmark = pytest.mark.slow
@@ -58,7 +59,7 @@ def report(tmp_path_factory, examples_dir) -> Path:
     tmp = tmp_path_factory.mktemp("browser")
     result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                  responses=str(examples_dir / "sdmx" / "responses.jsonl"),
-                                 out=str(tmp / "out"), reports=False))
+                                 out=str(tmp / "out"), reports=False), reporter=write_run_reports)
     return write_html_report(result.log.paths.batch, resamples=500)
 
 
@@ -250,7 +251,7 @@ def _look(driver: WebDriver, page: Path, name: str, tmp: Path) -> dict:
 
 @pytest.mark.parametrize("task", ["indicator_selection", "answers", "retrieval", "query", "fields"])
 def test_each_task_report_in_chromium(task, driver, tmp_path, examples_dir):
-    result = start_run(_task_config(task, tmp_path, examples_dir))
+    result = start_run(_task_config(task, tmp_path, examples_dir), reporter=write_run_reports)
     page = write_html_report(result.log.paths.batch, resamples=300)
     text = page.read_text(encoding="utf-8")
     state = _look(driver, page, f"report-{task}", tmp_path)
@@ -268,7 +269,7 @@ def test_each_task_report_in_chromium(task, driver, tmp_path, examples_dir):
 def test_300_case_report_is_short_until_unfolded(driver, tmp_path):
     suite, responses = _answers_files(tmp_path, 300)
     result = start_run(RunConfig(suite=str(suite), responses=str(responses),
-                                 out=str(tmp_path / "out"), reports=False))
+                                 out=str(tmp_path / "out"), reports=False), reporter=write_run_reports)
     page = write_html_report(result.log.paths.batch, resamples=300)
     state = _look(driver, page, "report-answers-300", tmp_path)
     assert state["height"] <= MAX_HEIGHT, state

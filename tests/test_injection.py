@@ -274,7 +274,7 @@ def test_compare_xlsx_and_console_are_literal(tmp_path):
 def test_tune_outputs_are_literal(tmp_path):
     from fractions import Fraction
 
-    from queryeval.tune.output import render_table, write_csv, write_xlsx
+    from queryeval.report.tuning import render_table, write_csv, write_xlsx
     from queryeval.tune.pipeline import TuneResult, TuneRow
     from queryeval.tune.problem import Objective
 

@@ -141,7 +141,7 @@ def test_disk_full_while_saving_the_xlsx(tmp_path, monkeypatch, capsys, referenc
 
 
 def test_report_temp_file_names_map_back_to_their_target(tmp_path):
-    from queryeval.run.evaluate import _written_file
+    from queryeval.report.run_reports import written_file as _written_file
 
     tmp = tmp_path / ".report_ab-12.xlsx.k2j_x9.tmp"
     assert _written_file(OSError(errno.ENOSPC, "x", str(tmp)), tmp_path / "f") == tmp_path / "report_ab-12.xlsx"

@@ -12,6 +12,7 @@ import typer
 from queryeval.errors import ConfigError
 from queryeval.report.compare import load_run
 from queryeval.report.rescore import rescore_run
+from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 
 
@@ -19,7 +20,7 @@ def _run(examples_dir: Path, out: Path, **options):
     return start_run(RunConfig(
         suite=str(examples_dir / "sdmx" / "suite"),
         responses=str(examples_dir / "sdmx" / "responses.jsonl"), out=str(out),
-        task_options=options, reports=True))
+        task_options=options, reports=True), reporter=write_run_reports)
 
 
 def _fingerprint(folder: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from queryeval.cli.app import main
 from queryeval.errors import InputError
 from queryeval.io.idindex import IdIndex, KeyBuilder, id_key
-from queryeval.run import evaluate
+from queryeval.report import run_reports
 from queryeval.run.log import RunLog
 from queryeval.run.records import scan_records
 from queryeval.suite.loader import load_suite
@@ -225,7 +225,7 @@ def test_a_resumed_out_of_order_log_is_finished_in_suite_order(tmp_path):
 
 
 def test_reports_are_left_to_the_report_command_above_the_limit(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(evaluate, "REPORT_CASE_LIMIT", 5)
+    monkeypatch.setattr(run_reports, "REPORT_CASE_LIMIT", 5)
     out = tmp_path / "runs"
     assert main(["run", str(SDMX / "suite"), "--responses", str(SDMX / "responses.jsonl"),
                  "--out", str(out)]) == 0

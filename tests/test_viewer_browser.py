@@ -21,6 +21,7 @@ pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
 from queryeval.report.compare import load_run  # noqa: E402
+from queryeval.report.run_reports import write_run_reports  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
@@ -32,7 +33,7 @@ FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
 
 def _sdmx(examples: Path, out: Path, responses: Path) -> Path:
     return start_run(RunConfig(suite=str(examples / "sdmx" / "suite"), responses=str(responses),
-                               out=str(out), reports=False)).log.paths.batch
+                               out=str(out), reports=False), reporter=write_run_reports).log.paths.batch
 
 
 def _variant(records: list[dict], path: Path, *, fix=(), empty=()) -> Path:
@@ -58,11 +59,11 @@ def server(tmp_path_factory, examples_dir):
                                                   empty={r["case_id"] for r in records}))
     suite, responses = _answers_files(tmp, 12)
     d = start_run(RunConfig(suite=str(suite), responses=str(responses), out=str(root / "d"),
-                            reports=False)).log.paths.batch
+                            reports=False), reporter=write_run_reports).log.paths.batch
     e = start_run(RunConfig(suite=str(examples_dir / "sparql" / "suite.yaml"), out=str(root / "e"),
                             responses=str(examples_dir / "sparql" / "predictions.jsonl"),
                             task_options={"store_dir": str(tmp / "store")},
-                            reports=False)).log.paths.batch
+                            reports=False), reporter=write_run_reports).log.paths.batch
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

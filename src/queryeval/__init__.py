@@ -14,13 +14,9 @@ Names are imported on first use, so ``import queryeval`` stays light (the CLI im
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("queryeval")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+from queryeval._version import __version__
 
 _LAZY = {
     "evaluate": "queryeval.api.evaluate",

@@ -187,6 +187,7 @@ def evaluate(
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
         ConfigError: a bad option or combination.
     """
+    from queryeval.report.run_reports import write_run_reports
     from queryeval.run.evaluate import RunConfig, start_run
     from queryeval.systems import callable as callable_systems
 
@@ -231,7 +232,8 @@ def evaluate(
         except ValidationError as exc:
             raise _config_error(exc) from None
         try:
-            result = start_run(config, progress=progress, before=_gate_names(fail_under))
+            result = start_run(config, progress=progress, before=_gate_names(fail_under),
+                               reporter=write_run_reports)
         except InputError as err:
             raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
                                    written={k for k, v in ((suite_path, suite),
@@ -331,6 +333,7 @@ def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = Fals
     may change how cases are called and what is written (``concurrency``, ``timeout``,
     ``retries``, ``backoff``, ``reports``, ``max_error_rate``), never what a record holds.
     ``notice(line)`` receives progress lines such as ``resuming: N done, M to go``."""
+    from queryeval.report.run_reports import write_run_reports
     from queryeval.run.evaluate import resume_run
     from queryeval.run.log import RunLog
     from queryeval.systems import callable as callable_systems
@@ -354,7 +357,8 @@ def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = Fals
                 callable_systems.as_system(system, concurrency=concurrency), spec=stored)
     try:
         result = resume_run(log.paths.batch, retry_errors=retry_errors, force=force,
-                            overrides=dict(overrides or {}), progress=progress, notice=notice)
+                            overrides=dict(overrides or {}), progress=progress, notice=notice,
+                            reporter=write_run_reports)
     finally:
         if spec is not None:
             callable_systems.unregister(spec)

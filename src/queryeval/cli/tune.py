@@ -102,16 +102,16 @@ def command(
 
     from queryeval.cli.console import err_console
     from queryeval.errors import ConfigError
-    from queryeval.run.log import writing
-    from queryeval.suite.fields import load_data_table
-    from queryeval.tune import InfeasibleBudget, tune
-    from queryeval.tune.output import (
+    from queryeval.report.tuning import (
         print_result,
         write_csv,
         write_default,
         write_json,
         write_xlsx,
     )
+    from queryeval.run.log import writing
+    from queryeval.suite.fields import load_data_table
+    from queryeval.tune import InfeasibleBudget, tune
 
     if rankings is None and data is None:
         raise ConfigError("tune needs --data DATA_TABLE (to retrieve) or --rankings FILE")

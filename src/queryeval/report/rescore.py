@@ -40,6 +40,7 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
     Raises ConfigError for an unknown task kind or invalid options (the task validates them),
     and when the source has no records.
     """
+    from queryeval.report.run_reports import write_run_reports
     from queryeval.run.evaluate import finish, software_info
     from queryeval.tasks.base import get_task
 
@@ -80,7 +81,8 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
             log.append(task.rescore_record(record))
     finally:
         log.close()
-    metrics, records = finish(log, task, order, reports=reports)
+    metrics, records = finish(log, task, order,
+                              reporter=write_run_reports if reports else None)
     if html and reports:
         from queryeval.report.html import write_html_report
 

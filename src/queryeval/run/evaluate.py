@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import queryeval
-from queryeval.errors import ConfigError, OutputError, QueryevalError
+from queryeval._version import __version__
+from queryeval.errors import ConfigError, QueryevalError
 from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.run import inputs as run_inputs
 from queryeval.run.lock import BatchLock
-from queryeval.run.log import RunLog, now_iso, release_quietly
+from queryeval.run.log import RunLog, now_iso
 from queryeval.run.records import RecordStream, attempt_key
 from queryeval.run.runner import Attempt, RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
@@ -129,11 +129,6 @@ class CallsFailed(QueryevalError):
     exit_code = 3
 
 
-REPORT_CASE_LIMIT = 100_000
-"""Above this many cases a run writes no xlsx/HTML report by itself (they hold every case in
-memory, and Excel stops at 1,048,576 rows); ``queryeval report RUN`` still writes them."""
-
-
 @dataclass
 class RunResult:
     log: RunLog
@@ -222,8 +217,8 @@ def _git_commit(folder: Path) -> str | None:
 
 def software_info() -> dict:
     return {
-        "package_version": queryeval.__version__,
-        "git_commit": _git_commit(Path(queryeval.__file__).resolve().parent),
+        "package_version": __version__,
+        "git_commit": _git_commit(Path(__file__).resolve().parents[1]),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
@@ -476,73 +471,33 @@ def format_error_summary(summary: list[dict]) -> list[str]:
             for e in summary]
 
 
-def _written_file(exc: OSError, fallback: Path) -> Path:
-    """The file a failed report write was for: the error's own file name, mapped back from
-    the temporary file of an atomic write (``.NAME.XXXX.tmp``) to ``NAME``; else ``fallback``."""
-    if not exc.filename:
-        return fallback
-    path = Path(str(exc.filename))
-    name = path.name
-    if name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 3:
-        return path.with_name(name[1:-len(".tmp")].rsplit(".", 1)[0])
-    return path
-
-
-@contextlib.contextmanager
-def _reporting(fallback: Path) -> Iterator[None]:
-    """An ``OSError`` while writing a report becomes one :class:`OutputError` line."""
-    try:
-        yield
-    except OSError as exc:
-        error = OutputError.from_os(_written_file(exc, fallback), exc)
-        release_quietly(exc)
-        raise error from None
+Reporter = Callable[[RunLog, Task, RecordStream, dict, "list[str] | None"], Any]
+"""Writes the reports of a finished run: ``(log, task, records, metrics, warnings)``; the
+report layer's ``write_run_reports``. The run layer calls it and never imports it."""
 
 
 def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
-           reports: bool = True, warnings: list[str] | None = None,
+           reporter: Reporter | None = None, warnings: list[str] | None = None,
            extra: dict | None = None) -> tuple[dict, RecordStream]:
-    """Aggregate the records of a log and write the CSV, metrics and reports atomically.
+    """Aggregate the records of a log and write the CSV and metrics atomically, mark the
+    batch complete, then call ``reporter`` (None: no reports).
 
     The records are streamed from the results file in ``order`` (case ids, or an IdIndex of
-    ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores. Reports
-    hold every record, so above :data:`REPORT_CASE_LIMIT` cases they are left to
-    ``queryeval report`` (a line is added to ``warnings``). ``extra`` goes into the metrics
-    (e.g. the call cache's counts). A run with repeats (its batch's ``repeats`` > 1) also gets
-    the ``repeats`` section of the metrics and ``repeats_<id>.csv`` (docs/repeats.md)."""
+    ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores.
+    ``extra`` goes into the metrics (e.g. the call cache's counts). A run with repeats (its
+    batch's ``repeats`` > 1) also gets the ``repeats`` section of the metrics and
+    ``repeats_<id>.csv`` (docs/repeats.md)."""
     try:
-        return _finish(log, task, order, reports=reports, warnings=warnings, extra=extra)
+        records = log.scan_records(order)
+        add = {**(extra or {}), **_repeat_section(log, task, records)}
+        metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
+        _write_variants(log, task, records)
+        log.mark_complete()
+        if reporter is not None:
+            reporter(log, task, records, metrics, warnings)
+        return metrics, records
     finally:
         task.close()
-
-
-def _finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None, *, reports: bool,
-            warnings: list[str] | None, extra: dict | None = None) -> tuple[dict, RecordStream]:
-    records = log.scan_records(order)
-    add = {**(extra or {}), **_repeat_section(log, task, records)}
-    metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
-    if reports and len(records) > REPORT_CASE_LIMIT:
-        reports = False
-        if warnings is not None:
-            warnings.append(f"{len(records):,} cases: no xlsx/HTML report written (more than "
-                            f"{REPORT_CASE_LIMIT:,}); `queryeval report {log.paths.batch}` writes them")
-    if reports:
-        with _reporting(log.paths.report_xlsx):
-            from queryeval.report.task_reports import write_task_reports
-
-            write_task_reports(task, log.paths, list(records), metrics)
-            if "repeats" in metrics and log.paths.report_xlsx.exists():
-                from queryeval.run.repeats import add_xlsx_sheet
-
-                add_xlsx_sheet(log.paths.report_xlsx, metrics["repeats"])
-    _write_variants(log, task, records)
-    log.mark_complete()
-    if reports:
-        from queryeval.report.html import write_html_report
-
-        with _reporting(log.paths.folder / f"report_{log.paths.batch_id}.html"):
-            write_html_report(log.paths.batch)
-    return metrics, records
 
 
 def _repeats(log: RunLog) -> int:
@@ -633,7 +588,7 @@ def _mark_interrupted(log: RunLog) -> None:
 
 def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[Case] | None,
          config: RunConfig, progress: Progress | None, warnings: list[str],
-         already: int) -> RunResult:
+         already: int, reporter: Reporter | None) -> RunResult:
     """Call the system for ``todo`` (None: nothing to do), then finish. Ctrl-C marks the
     batch ``interrupted`` and raises :class:`RunInterrupted` with the count of cases done."""
     counter = [0]
@@ -650,8 +605,8 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
         if cache is not None:
             extra = {"cache": {"hits": cache.hits, "calls": cache.misses, "stored": cache.stored,
                                "folder": str(cache.folder)}}
-        metrics, records = finish(log, task, cases.order, reports=config.reports, warnings=warnings,
-                                  extra=extra)
+        metrics, records = finish(log, task, cases.order, warnings=warnings, extra=extra,
+                                  reporter=reporter if config.reports else None)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             task.close()
@@ -662,10 +617,12 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
 
 
 def start_run(config: RunConfig, *, progress: Progress | None = None,
-              before: Callable[[Task], Any] | None = None) -> RunResult:
+              before: Callable[[Task], Any] | None = None,
+              reporter: Reporter | None = None) -> RunResult:
     """Start a run. ``before(task)`` is called once the suite, task and system are ready and
     before anything is written or called (e.g. to check gate metric names); an error it
-    raises stops the run there."""
+    raises stops the run there. ``reporter`` writes the reports at the end when
+    ``config.reports`` (``queryeval.report.run_reports.write_run_reports``)."""
     check_repeats(config)
     config = resolve_config(config)
     suite, task, system, cases, warnings = _prepare(config)
@@ -685,7 +642,8 @@ def start_run(config: RunConfig, *, progress: Progress | None = None,
     try:
         if progress:
             progress(0, cases.units)
-        return _run(log, task, system, cases, cases.todo(), config, progress, warnings, already=0)
+        return _run(log, task, system, cases, cases.todo(), config, progress, warnings, already=0,
+                    reporter=reporter)
     finally:
         lock.release()
 
@@ -695,8 +653,9 @@ Notice = Callable[[str], Any]
 
 def resume_run(location: str | Path, *, retry_errors: bool = False, force: bool = False,
                overrides: dict[str, Any] | None = None, progress: Progress | None = None,
-               notice: Notice | None = None) -> RunResult:
+               notice: Notice | None = None, reporter: Reporter | None = None) -> RunResult:
     """Continue an interrupted run: cases already in the results file are not repeated.
+    ``reporter``: as for :func:`start_run`.
 
     The batch is locked for the whole resume (a second process gets one line naming the
     holder). Input files pinned at the start must be unchanged (``force``: go on and record
@@ -708,11 +667,13 @@ def resume_run(location: str | Path, *, retry_errors: bool = False, force: bool 
     with BatchLock(first.paths.batch):
         log = RunLog.open(first.paths.batch)  # read again under the lock: it may have moved on
         return _resume_locked(log, retry_errors=retry_errors, force=force,
-                              overrides=overrides or {}, progress=progress, notice=notice)
+                              overrides=overrides or {}, progress=progress, notice=notice,
+                              reporter=reporter)
 
 
 def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: dict[str, Any],
-                   progress: Progress | None, notice: Notice | None) -> RunResult:
+                   progress: Progress | None, notice: Notice | None,
+                   reporter: Reporter | None) -> RunResult:
     unsafe = sorted(set(overrides) - set(SAFE_ON_RESUME))
     if unsafe:
         raise ConfigError(f"--resume cannot change {', '.join(unsafe)}")
@@ -790,7 +751,8 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
         progress(0, units)
         progress(already, 0)
     todo = cases.todo(done_ids) if already < units else None
-    return _run(log, task, system, cases, todo, config, progress, warnings, already=already)
+    return _run(log, task, system, cases, todo, config, progress, warnings, already=already,
+                reporter=reporter)
 
 
 def _changed_inputs(log: RunLog) -> list[tuple[str, str, str | None]]:

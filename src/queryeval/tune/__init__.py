@@ -5,7 +5,7 @@
 * :mod:`~queryeval.tune.greedy`   the reference's first-fit greedy, for comparison;
 * :mod:`~queryeval.tune.models`   model choice by mean MRR;
 * :mod:`~queryeval.tune.pipeline` both choices together, as output rows;
-* :mod:`~queryeval.tune.output`   console, JSON, CSV and xlsx writers;
+* :mod:`~queryeval.report.tuning` (in the report layer) console, JSON, CSV and xlsx writers;
 * :mod:`~queryeval.tune.rankings` the precomputed-rankings JSON the ``tune`` command reads.
 """
 

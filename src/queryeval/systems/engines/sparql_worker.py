@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from queryeval.systems.engines.base import QueryFailed, QueryRefused, QueryTimeout
@@ -360,9 +361,7 @@ def _child_env() -> dict[str, str]:
     """The parent's environment, with the directory holding ``queryeval`` first on
     PYTHONPATH, so the worker imports the same code even when the parent found it through
     a ``sys.path`` edit rather than an installation."""
-    import queryeval
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(queryeval.__file__)))
+    root = str(Path(os.path.abspath(__file__)).parents[3])  # the folder holding queryeval
     env = dict(os.environ)
     parts = [root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
     env["PYTHONPATH"] = os.pathsep.join(parts)
