@@ -116,8 +116,9 @@ _ALIASES: dict[str, str] = {
 
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
-    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
-    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
+    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec",
+    "gm_map", "bpref", "infAP", "set_P", "set_recall", "set_F", "set_F.beta",
+    "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
     "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
     "Rndcg.L=G,L=G", "rbp.p=X,L=G", "ndcg_rel", "ndcg_rel.L=G", "G", "G.L=G", "binG",

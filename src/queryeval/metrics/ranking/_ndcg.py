@@ -128,7 +128,7 @@ def ndcg_rel(hits: Hits, spec) -> np.ndarray:
     pq = q[pos]
     cut = np.minimum(rank[pos] + 1, n_pos[pq])  # >= 1: a positive gain is in the ideal
     term = dcg_at[pos] / idcg_at[ifirst[pq] + cut - 1]
-    total = np.bincount(pq, weights=term, minlength=nq)
+    total = np.bincount(pq, weights=term, minlength=nq).astype(np.float64)
     missing = n_pos - np.bincount(pq, minlength=nq)
     rest = np.zeros(nq)
     np.divide(missing * dcg, idcg, out=rest, where=has)
