@@ -153,6 +153,12 @@ TREC_EVAL_OUT = {
         'q0=1 q1=5 q10=1 q11=0 q2=3 q3=0 q4=0 q5=0 q6=0 q7=2 q8=0 all=12',
     ('', 'gm_bpref', 'gm_bpref'):
         'all=0.0206',
+    ('', '11pt_avg.0.2,0.5,0.8', '11pt_avg_0.2,0.5,0.8'):
+        'q0=0.4583 q1=0.1574 q10=0.1333 q11=0.5000 q2=0.6410 q3=0.2000 q4=0.0000 q5=0.5000 '
+        'q6=0.0000 q7=0.0000 q8=0.0000 all=0.2355',
+    ('', '11pt_avg.0,.35,.35,1', '11pt_avg_0,.35,.35,1'):
+        'q0=0.5625 q1=0.1875 q10=0.1500 q11=0.7500 q2=0.4808 q3=0.2000 q4=0.0000 q5=0.3750 '
+        'q6=0.0000 q7=0.0000 q8=0.0833 all=0.2536',
     ('-l2', 'Rndcg.1=3,2=9', 'Rndcg_1=3,2=9'):
         'q0=0.3362 q1=0.0000 q10=0.0000 q11=0.3807 q2=0.3649 q3=0.1934 q4=0.0000 q5=0.3028 '
         'q6=0.0000 q7=0.0000 q8=0.0420 all=0.1473',
@@ -184,6 +190,9 @@ TREC_EVAL_OUT = {
         'q0=2 q1=7 q10=2 q11=3 q2=6 q3=0 q4=0 q5=2 q6=0 q7=2 q8=0 all=24',
     ('-l2', 'gm_bpref', 'gm_bpref'):
         'all=0.0005',
+    ('-l2', '11pt_avg.0.2,0.5,0.8', '11pt_avg_0.2,0.5,0.8'):
+        'q0=0.5000 q1=0.0000 q10=0.0000 q11=0.0833 q2=0.2308 q3=0.2000 q4=0.0000 q5=0.2500 '
+        'q6=0.0000 q7=0.0000 q8=0.2222 all=0.1351',
     ('-J', 'Rndcg.1=3,2=9', 'Rndcg_1=3,2=9'):
         'q0=0.4988 q1=0.2603 q10=0.3869 q11=0.4081 q2=0.4339 q3=1.0000 q4=0.0000 q5=0.5530 '
         'q6=0.0000 q7=0.0000 q8=0.2507 all=0.3447',
@@ -213,6 +222,9 @@ TREC_EVAL_OUT = {
         'q6=0.0000 q7=0.0000 q8=0.1429 all=0.4450',
     ('-J', 'num_nonrel_judged_ret', 'num_nonrel_judged_ret'):
         'q0=1 q1=5 q10=1 q11=0 q2=3 q3=0 q4=0 q5=0 q6=0 q7=2 q8=0 all=12',
+    ('-J', '11pt_avg.0.2,0.5,0.8', '11pt_avg_0.2,0.5,0.8'):
+        'q0=0.6667 q1=0.2063 q10=0.3333 q11=0.6667 q2=0.7778 q3=1.0000 q4=-nan q5=1.0000 '
+        'q6=-nan q7=0.0000 q8=0.0000 all=-nan',
 }
 
 
@@ -480,6 +492,9 @@ L3, L5, L6 = math.log2(3), math.log2(5), math.log2(6)
         ("rbp.p=0.5,0=1,1=2", 0.5 * (0.5 * 0.5 + 0.5**3 + 0.5**4)),
         # table gains -1, 1, 2 -> (g + 1) / 3: c 0, b 1, a 2/3; d (pooled, unjudged) 0
         ("rbp.p=0.5,0=-1", 0.5 * (0.5**3 + (2 / 3) * 0.5**4)),
+        # iprec at 0: best precision 2/5 (a at rank 5); at 1: lround(3) = 3 > 2 found: 0
+        ("11pt_avg.0,1", (2 / 5 + 0) / 2),
+        ("11pt_avg.0.5", 2 / 5),  # lround(1.5) = 2: max over hits n >= 2 of n / rank_n
     ],
 )
 def test_hand_computed(metric: str, expected: float) -> None:
@@ -532,6 +547,9 @@ def test_no_positive_gain_scores_zero_where_trec_eval_divides_by_zero() -> None:
         ("relative_P_5", "relative_p", 5, None, None, None),
         ("set_relative_P", "set_relative_p", None, None, None, None),
         ("gm_bpref", "gm_bpref", None, None, None, None),
+        ("11pt_avg_.25,.5,.75", "11pt_avg", None, None, None, (0.25, 0.5, 0.75)),
+        ("11pt_avg.0.5", "11pt_avg", None, None, None, (0.5,)),
+        ("11pt_avg", "11pt_avg", None, None, None, None),
     ],
 )
 def test_spellings(name, measure, k, param, gains, coeffs) -> None:
@@ -545,8 +563,10 @@ def test_spellings(name, measure, k, param, gains, coeffs) -> None:
     [("ndcg_cut.1=2", "ndcg_cut has no gains"), ("P.1=2", "only ndcg, Rndcg, rbp"),
      ("G.p=0.5", "takes no"), ("Rndcg.p=0.5,1=2", "only rbp takes p"),
      ("rbp.p=1.5,1=2", "strictly between"),
-     ("Rndcg.1=2,1=3", "two gains"), ("utility.1,2,3", "expected NAME"),
-     ("P.1,2,3,4x", "expected NAME"), ("P.1,2", "expected NAME"), ("relative_P", "needs a cutoff"),
+     ("Rndcg.1=2,1=3", "two gains"), ("utility.1,2,3", "four coefficients"),
+     ("P.1,2,3,4x", "expected NAME"), ("P.1,2", "take a list of numbers"),
+     ("11pt_avg.0.5,0.2", "increasing"),
+     ("11pt_avg_1.5", "between 0 and 1"), ("relative_P", "needs a cutoff"),
      ("Rprec_mult", "needs a parameter"), ("set_map@5", "takes no"),
      ("binG.1=2", "only ndcg, Rndcg, rbp"), ("recall.1,-1,0,0", "only utility")],
 )
@@ -557,12 +577,14 @@ def test_bad_names(bad: str, why: str) -> None:
 
 def test_parameter_lists_expand_to_the_longest_measure_name() -> None:
     """``Rprec_mult.0.5,2`` is two Rprec_mult names (not ``Rprec`` + ``mult.0.5``);
-    ``ndcg_cut.5,10`` two ndcg_cut ones; utility's four coefficients and gains stay one name."""
+    ``ndcg_cut.5,10`` two ndcg_cut ones; utility's four coefficients, 11pt_avg's levels and
+    gains stay one name."""
     names = [s.name for s in parse_metrics(["Rprec_mult.0.5,2", "ndcg_cut.5,10",
                                             "relative_P_3,7", "utility.1,-1,0,0",
-                                            "Rndcg.1=3,2=9"])]
+                                            "Rndcg.1=3,2=9", "11pt_avg.0.2,0.5"])]
     assert names == ["Rprec_mult.0.5", "Rprec_mult.2", "ndcg_cut.5", "ndcg_cut.10",
-                     "relative_P_3", "relative_P_7", "utility.1,-1,0,0", "Rndcg.1=3,2=9"]
+                     "relative_P_3", "relative_P_7", "utility.1,-1,0,0", "Rndcg.1=3,2=9",
+                     "11pt_avg.0.2,0.5"]
 
 
 def test_per_query_trec_format_covers_the_new_names() -> None:

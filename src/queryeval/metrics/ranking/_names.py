@@ -118,7 +118,7 @@ KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
     "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec",
     "gm_map", "bpref", "infAP", "set_P", "set_recall", "set_F", "set_F.beta",
-    "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
+    "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "11pt_avg.X,Y,...", "Rndcg",
     "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
     "Rndcg.L=G,L=G", "rbp.p=X,L=G", "ndcg_rel", "ndcg_rel.L=G", "G", "G.L=G", "binG",
@@ -131,7 +131,7 @@ _PAIR = rf"(?:p|\d+)={_NUMBER}"
 _GRAMMAR = re.compile(
     r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:(?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+)"
     rf"|(?P<gains>{_PAIR}(?:,{_PAIR})*)"
-    rf"|(?P<coeffs>{_NUMBER},{_NUMBER},{_NUMBER},{_NUMBER})))?$"
+    rf"|(?P<coeffs>{_NUMBER}(?:,{_NUMBER})+)))?$"
 )
 
 
@@ -152,8 +152,9 @@ class MetricSpec:
     #: ((level, gain), ...); None: the default gains (gain = level).
     gains: tuple[tuple[int, float], ...] | None = None
     #: ``utility``'s four coefficients (relevant retrieved, non-relevant retrieved, relevant
-    #: not retrieved, non-relevant not retrieved); None for every other measure.
-    coeffs: tuple[float, float, float, float] | None = None
+    #: not retrieved, non-relevant not retrieved), or ``11pt_avg``'s recall levels
+    #: (``11pt_avg.0.2,0.5,0.8``; None: the 11 levels 0.0, 0.1, ..., 1.0); else None.
+    coeffs: tuple[float, ...] | None = None
 
     @property
     def aggregate(self) -> str:
@@ -178,6 +179,22 @@ def _check_real(name: str, measure: str, value: float) -> None:
         raise _unknown(name, "the persistence p must be strictly between 0 and 1")
     if measure == "set_f" and value < 0.0:
         raise _unknown(name, "beta must be >= 0")
+
+
+def _check_values(name: str, measure: str, values: tuple[float, ...]) -> tuple[float, ...]:
+    """``utility.a,b,c,d`` (four coefficients) and ``11pt_avg.X,Y,...`` (recall levels)."""
+    if measure == "utility":
+        if len(values) != 4:
+            raise _unknown(name, "utility takes four coefficients, e.g. utility.1,-1,0,0")
+        return values
+    if measure != "11pt_avg":
+        raise _unknown(name, "only utility (utility.1,-1,0,0) and 11pt_avg (11pt_avg.0.2,0.5,0.8)"
+                       " take a list of numbers")
+    if not all(0.0 <= v <= 1.0 for v in values):
+        raise _unknown(name, "the recall levels must be between 0 and 1")
+    if any(b < a for a, b in zip(values, values[1:], strict=False)):
+        raise _unknown(name, "the recall levels must be increasing (trec_eval's loop assumes it)")
+    return values
 
 
 def _with_gains(name: str, text: str, measure: str, spelled: str, pairs_text: str) -> MetricSpec:
@@ -216,11 +233,10 @@ def parse_metric(name: str) -> MetricSpec:
     kind = _MEASURES[measure]
     if match["gains"] is not None:
         return _with_gains(name, text, measure, match["name"], match["gains"])
-    if match["coeffs"] is not None:
-        if measure != "utility":
-            raise _unknown(name, "only utility takes four coefficients, e.g. utility.1,-1,0,0")
-        a, b, c, d = (float(x) for x in match["coeffs"].split(","))
-        return MetricSpec(name=text, measure=measure, k=None, coeffs=(a, b, c, d))
+    if match["coeffs"] is not None or (measure == "11pt_avg" and match["arg"] is not None):
+        values = tuple(float(x) for x in (match["coeffs"] or match["arg"]).split(","))
+        return MetricSpec(name=text, measure=measure, k=None,
+                          coeffs=_check_values(name, measure, values))
     if measure == "utility" and match["arg"] is None:
         return MetricSpec(name=text, measure=measure, k=None, coeffs=UTILITY_DEFAULT)
     arg = match["arg"]
@@ -248,7 +264,8 @@ def expand(name: str) -> list[str]:
     ``iprec_at_recall..10,.20`` is ``iprec_at_recall..10`` and ``iprec_at_recall..20``;
     ``Rprec_mult.0.5,2`` is ``Rprec_mult.0.5`` and ``Rprec_mult.2``. The longest measure name
     before a separator wins (``ndcg_cut.5,10``, not ``ndcg`` + ``cut.5``). Gain mappings
-    (``ndcg.1=3,2=9``) and ``utility``'s four coefficients are one name."""
+    (``ndcg.1=3,2=9``), ``utility``'s four coefficients and ``11pt_avg``'s levels are one
+    name."""
     if not isinstance(name, str) or "," not in name or "=" in name:
         return [name]
     text = name.strip()
@@ -256,7 +273,7 @@ def expand(name: str) -> list[str]:
     for sep in re.finditer(r"[@._]", text):
         if text[: sep.start()].lower() in _ALIASES:
             best = sep
-    if best is None or _ALIASES[text[: best.start()].lower()] == "utility":
+    if best is None or _ALIASES[text[: best.start()].lower()] in ("utility", "11pt_avg"):
         return [name]
     args = text[best.end():].split(",")
     if all(args):
