@@ -304,7 +304,9 @@ def _expected(path: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-ALL_TREC = {"11pt_avg", "Rndcg", "bpref", "infAP", "gm_map", "rbp", "unj_5", "set_F"}
+ALL_TREC = {"11pt_avg", "Rndcg", "bpref", "infAP", "gm_map", "rbp", "unj_5", "set_F", "ndcg_rel",
+            "G", "binG", "Rprec_mult_0.20", "relative_P_5", "utility", "set_map",
+            "set_relative_P", "gm_bpref", "num_nonrel_judged_ret"}
 
 
 @pytest.mark.parametrize(
@@ -316,7 +318,8 @@ ALL_TREC = {"11pt_avg", "Rndcg", "bpref", "infAP", "gm_map", "rbp", "unj_5", "se
      ("qrels.rel_level", "results.test", "out.test.aql",
       {"missing_query": "skip", "relevance_level": 2}, ALL_TREC),
      ("qrels.test", "results.test", "out.test.meas_params", {"missing_query": "skip"},
-      {"ndcg_1=3,2=9,4=4.5", "iprec_at_recall_0.25", "ndcg_cut_23", "P_7", "recall_2000"})],
+      {"ndcg_1=3,2=9,4=4.5", "iprec_at_recall_0.25", "ndcg_cut_23", "P_7", "recall_2000",
+       "Rprec_mult_0.35", "Rprec_mult_5.00", "utility_2,-1,0,0", "11pt_avg_.25,.5,.75"})],
 )
 def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str, options,
                                          must) -> None:
@@ -389,9 +392,9 @@ def test_ndcg_gains_equal_the_transcription(spec: str, judged_only: bool) -> Non
     np.testing.assert_array_equal(res.per_query[name], res.per_query[f"ndcg_{spec}"])
 
 
-@pytest.mark.parametrize(("bad", "why"), [("P.1=2", "only ndcg takes gains"),
+@pytest.mark.parametrize(("bad", "why"), [("P.1=2", "only ndcg, Rndcg, rbp, ndcg_rel and G"),
                                           ("ndcg.1=2,1=3", "two gains"),
-                                          ("ndcg_cut.1=2", "only ndcg takes gains")])
+                                          ("ndcg_cut.1=2", "ndcg_cut has no gains")])
 def test_bad_gain_specs(bad: str, why: str) -> None:
     with pytest.raises(ValueError, match=why):
         parse_metric(bad)

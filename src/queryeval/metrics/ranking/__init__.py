@@ -3,7 +3,8 @@
 ``evaluate(qrels, run, ["ndcg@10", "recall@100"])`` takes the dict shapes pytrec_eval and ranx
 take and returns the same numbers as trec_eval 10.0 (pytrec_eval). One metric family per
 module (``_recall``, ``_precision``, ``_ndcg``, ``_map``, ``_mrr``, ``_hit_rate``, ``_counts``,
-``_judged``, ``_iprec``, ``_rbp``), all reading one shared sparse structure: the trec_eval rank
+``_judged``, ``_iprec``, ``_rbp``, ``_g``; trec_eval's gain tables in ``_gains``), all reading
+one shared sparse structure: the trec_eval rank
 of every relevant retrieved document, and of every judged one when a measure needs it (see
 ``_hits`` and ``_ranks``).
 Conventions and design: docs/ranking.md.

@@ -8,6 +8,11 @@
   0 when num_rel_ret = 0. trec_eval uses x where the textbook F-beta has beta squared: we do
   what trec_eval does.
 * ``Rprec`` = relevant documents in the top num_rel / num_rel.
+* ``set_map`` = num_rel_ret^2 / (num_ret num_rel); ``set_relative_P`` = num_rel_ret /
+  min(num_ret, num_rel).
+* ``utility`` (coefficients a, b, c, d; default 1, -1, 0, 0) = a num_rel_ret + b (num_ret -
+  num_rel_ret) + c (num_rel - num_rel_ret) + d (N + num_rel_ret - num_ret - num_rel), with N
+  the collection size, 0 as in trec_eval without ``-N``.
 
 Every zero division scores 0.
 """
@@ -59,3 +64,24 @@ def set_f(hits: Hits, spec) -> np.ndarray:
 def rprec(hits: Hits, spec) -> np.ndarray:
     top = hits.rank < hits.num_rel[hits.q]
     return _ratio(hits.count(top).astype(np.float64), hits.num_rel)
+
+
+def set_map(hits: Hits, spec) -> np.ndarray:
+    nrr = hits.num_rel_ret.astype(np.float64)
+    return _ratio(nrr * nrr, hits.num_ret.astype(np.float64) * hits.num_rel)
+
+
+def set_relative_p(hits: Hits, spec) -> np.ndarray:
+    return _ratio(hits.num_rel_ret.astype(np.float64), np.minimum(hits.num_ret, hits.num_rel))
+
+
+#: trec_eval's ``-N`` (documents in the collection) when not given; only ``utility`` reads it.
+NUM_DOCS_IN_COLL = 0
+
+
+def utility(hits: Hits, spec) -> np.ndarray:
+    a, b, c, d = spec.coeffs
+    rr = hits.num_rel_ret.astype(np.float64)
+    ret = hits.num_ret.astype(np.float64)
+    rel = hits.num_rel.astype(np.float64)
+    return a * rr + b * (ret - rr) + c * (rel - rr) + d * (NUM_DOCS_IN_COLL + rr - ret - rel)

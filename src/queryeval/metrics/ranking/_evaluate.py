@@ -9,6 +9,7 @@ import numpy as np
 
 from queryeval.metrics.ranking import (
     _counts,
+    _g,
     _hit_rate,
     _iprec,
     _judged,
@@ -54,6 +55,16 @@ _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "rndcg": _ndcg.rndcg,
     "rbp": _rbp.rbp,
     "err": _rbp.err,
+    "ndcg_rel": _ndcg.ndcg_rel,
+    "g": _g.g_measure,
+    "bing": _g.bin_g,
+    "rprec_mult": _precision.rprec_mult,
+    "relative_p": _precision.relative,
+    "set_relative_p": _counts.set_relative_p,
+    "set_map": _counts.set_map,
+    "gm_bpref": _judged.gm_bpref,
+    "num_nonrel_judged_ret": _judged.num_nonrel_judged_ret,
+    "utility": _counts.utility,
 }
 
 

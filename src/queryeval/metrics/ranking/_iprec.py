@@ -52,11 +52,13 @@ ELEVEN_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 def eleven_point(hits: Hits, spec) -> np.ndarray:
-    """trec_eval ``11pt_avg``: the mean of ``iprec_at_recall`` at the 11 levels."""
+    """trec_eval ``11pt_avg``: the mean of ``iprec_at_recall`` at the 11 levels, or at the
+    levels given (``11pt_avg.0.2,0.5,0.8``, increasing)."""
+    levels = spec.coeffs or ELEVEN_LEVELS
     total = np.zeros(hits.n_queries)
-    for level in ELEVEN_LEVELS:
+    for level in levels:
         total += compute(hits, _Level(level))
-    return total / len(ELEVEN_LEVELS)
+    return total / len(levels)
 
 
 class _Level:

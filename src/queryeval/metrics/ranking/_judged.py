@@ -11,6 +11,8 @@ documents ranked above it, N the query's non-relevant judgements and R = num_rel
 * unj@k (trec_eval ``unj``) = documents in the top k without a judgement >= 0, / k;
 * judged@k = documents in the top k with a judgement >= 0, / k (ir_measures' ``Judged@k``).
   When fewer than k are retrieved the denominator is still k.
+* gm_bpref: per query log(max(bpref, 0.00001)); the summary is exp of their mean;
+* num_nonrel_judged_ret: retrieved documents judged non-relevant (0 <= rel < L); summed.
 
 R = 0 scores 0.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from queryeval.metrics.ranking._hits import Hits
+from queryeval.metrics.ranking._map import MIN_GEO_MEAN
 
 _INFAP_EPSILON = 0.00001
 
@@ -93,3 +96,13 @@ def unj(hits: Hits, spec) -> np.ndarray:
 
 def judged(hits: Hits, spec) -> np.ndarray:
     return _judged_in_top(hits, spec.k) / float(spec.k)
+
+
+def gm_bpref(hits: Hits, spec) -> np.ndarray:
+    return np.log(np.maximum(bpref(hits, spec), MIN_GEO_MEAN))
+
+
+def num_nonrel_judged_ret(hits: Hits, spec) -> np.ndarray:
+    q, _, rel = _rows(hits)
+    nonrel = (rel >= 0) & (rel < hits.level)
+    return np.bincount(q[nonrel], minlength=hits.n_queries).astype(np.float64)

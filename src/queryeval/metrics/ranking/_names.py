@@ -52,7 +52,22 @@ _MEASURES: dict[str, _Measure] = {
     "err": _Measure("cutoff"),
     "unj": _Measure("cutoff!", judged=True),
     "judged": _Measure("cutoff!", judged=True),
+    "ndcg_rel": _Measure("none"),
+    "g": _Measure("none"),
+    "bing": _Measure("none"),
+    "rprec_mult": _Measure("real!"),
+    "relative_p": _Measure("cutoff!"),
+    "set_relative_p": _Measure("none"),
+    "set_map": _Measure("none"),
+    "gm_bpref": _Measure("none", "gm", judged=True),
+    "num_nonrel_judged_ret": _Measure("none", "sum", judged=True),
+    "utility": _Measure("none"),
 }
+
+#: measures that take trec_eval's gain mapping ``L=G,...`` (``rbp`` also ``p=X`` in it).
+_GAIN_MEASURES = frozenset({"ndcg", "rndcg", "rbp", "ndcg_rel", "g"})
+#: trec_eval's default ``utility`` coefficients: 1 per relevant retrieved, -1 per non-relevant.
+UTILITY_DEFAULT = (1.0, -1.0, 0.0, 0.0)
 
 #: accepted spellings (lower case) -> canonical measure.
 _ALIASES: dict[str, str] = {
@@ -87,20 +102,36 @@ _ALIASES: dict[str, str] = {
     "unj": "unj",
     "unjudged": "unj",
     "judged": "judged",
+    "ndcg_rel": "ndcg_rel",
+    "g": "g",
+    "bing": "bing",
+    "rprec_mult": "rprec_mult",
+    "relative_p": "relative_p",
+    "set_relative_p": "set_relative_p",
+    "set_map": "set_map",
+    "gm_bpref": "gm_bpref",
+    "num_nonrel_judged_ret": "num_nonrel_judged_ret",
+    "utility": "utility",
 }
 
 KNOWN_METRICS: tuple[str, ...] = (
     "recall", "recall@k", "precision@k", "ndcg", "ndcg@k", "map", "map@k", "mrr", "mrr@k",
-    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec", "gm_map", "bpref",
-    "infAP", "set_P", "set_recall", "set_F", "set_F.beta", "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "Rndcg",
+    "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec",
+    "gm_map", "bpref", "infAP", "set_P", "set_recall", "set_F", "set_F.beta",
+    "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "11pt_avg.X,Y,...", "Rndcg",
     "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
+    "Rndcg.L=G,L=G", "rbp.p=X,L=G", "ndcg_rel", "ndcg_rel.L=G", "G", "G.L=G", "binG",
+    "Rprec_mult_X (X>=0)", "relative_P@k", "set_relative_P", "set_map", "gm_bpref",
+    "num_nonrel_judged_ret", "utility", "utility.A,B,C,D",
 )
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)"
+_PAIR = rf"(?:p|\d+)={_NUMBER}"
 _GRAMMAR = re.compile(
     r"^(?P<name>[A-Za-z0-9_]+?)(?:[@._](?:(?:p=)?(?P<arg>\d+(?:\.\d*)?|\.\d+)"
-    rf"|(?P<gains>\d+={_NUMBER}(?:,\d+={_NUMBER})*)))?$"
+    rf"|(?P<gains>{_PAIR}(?:,{_PAIR})*)"
+    rf"|(?P<coeffs>{_NUMBER}(?:,{_NUMBER})+)))?$"
 )
 
 
@@ -117,8 +148,13 @@ class MetricSpec:
     measure: str
     k: int | None
     param: float | None = None
-    #: trec_eval's gain mapping of ``ndcg`` (``ndcg.1=3,2=9``): ((level, gain), ...).
+    #: trec_eval's gain mapping (``ndcg.1=3,2=9``, also ``Rndcg``, ``rbp``, ``ndcg_rel``, ``G``):
+    #: ((level, gain), ...); None: the default gains (gain = level).
     gains: tuple[tuple[int, float], ...] | None = None
+    #: ``utility``'s four coefficients (relevant retrieved, non-relevant retrieved, relevant
+    #: not retrieved, non-relevant not retrieved), or ``11pt_avg``'s recall levels
+    #: (``11pt_avg.0.2,0.5,0.8``; None: the 11 levels 0.0, 0.1, ..., 1.0); else None.
+    coeffs: tuple[float, ...] | None = None
 
     @property
     def aggregate(self) -> str:
@@ -145,6 +181,44 @@ def _check_real(name: str, measure: str, value: float) -> None:
         raise _unknown(name, "beta must be >= 0")
 
 
+def _check_values(name: str, measure: str, values: tuple[float, ...]) -> tuple[float, ...]:
+    """``utility.a,b,c,d`` (four coefficients) and ``11pt_avg.X,Y,...`` (recall levels)."""
+    if measure == "utility":
+        if len(values) != 4:
+            raise _unknown(name, "utility takes four coefficients, e.g. utility.1,-1,0,0")
+        return values
+    if measure != "11pt_avg":
+        raise _unknown(name, "only utility (utility.1,-1,0,0) and 11pt_avg (11pt_avg.0.2,0.5,0.8)"
+                       " take a list of numbers")
+    if not all(0.0 <= v <= 1.0 for v in values):
+        raise _unknown(name, "the recall levels must be between 0 and 1")
+    if any(b < a for a, b in zip(values, values[1:], strict=False)):
+        raise _unknown(name, "the recall levels must be increasing (trec_eval's loop assumes it)")
+    return values
+
+
+def _with_gains(name: str, text: str, measure: str, spelled: str, pairs_text: str) -> MetricSpec:
+    """``ndcg.1=3,2=9``, ``Rndcg.0=1``, ``rbp.p=0.8,2=3``: level=gain pairs (and rbp's p)."""
+    if measure not in _GAIN_MEASURES or spelled.lower() in ("ndcg_cut", "map_cut"):
+        raise _unknown(name, "only ndcg, Rndcg, rbp, ndcg_rel and G take gains, e.g. ndcg.1=3,2=9"
+                       " (trec_eval's ndcg_cut has no gains)")
+    pairs = [part.split("=") for part in pairs_text.split(",")]
+    param = _MEASURES[measure].default
+    gains: list[tuple[int, float]] = []
+    for key, value in pairs:
+        if key == "p":
+            if measure != "rbp":
+                raise _unknown(name, "only rbp takes p=X")
+            param = float(value)
+            _check_real(name, measure, param)
+        else:
+            gains.append((int(key), float(value)))
+    if len({level for level, _ in gains}) != len(gains) or sum(k == "p" for k, _ in pairs) > 1:
+        raise _unknown(name, "a relevance level is given two gains")
+    return MetricSpec(name=text, measure=measure, k=None, param=param,
+                      gains=tuple(gains) if gains else None)
+
+
 def parse_metric(name: str) -> MetricSpec:
     """Parse one metric name; raise :class:`ValueError` listing the known names if it is bad."""
     if not isinstance(name, str):
@@ -158,13 +232,13 @@ def parse_metric(name: str) -> MetricSpec:
         raise _unknown(name, f"no measure called {match['name']!r}")
     kind = _MEASURES[measure]
     if match["gains"] is not None:
-        if measure != "ndcg" or match["name"].lower() != "ndcg":
-            raise _unknown(name, "only ndcg takes gains, e.g. ndcg.1=3,2=9")
-        pairs = [part.split("=") for part in match["gains"].split(",")]
-        gains = tuple((int(level), float(gain)) for level, gain in pairs)
-        if len({level for level, _ in gains}) != len(gains):
-            raise _unknown(name, "a relevance level is given two gains")
-        return MetricSpec(name=text, measure=measure, k=None, gains=gains)
+        return _with_gains(name, text, measure, match["name"], match["gains"])
+    if match["coeffs"] is not None or (measure == "11pt_avg" and match["arg"] is not None):
+        values = tuple(float(x) for x in (match["coeffs"] or match["arg"]).split(","))
+        return MetricSpec(name=text, measure=measure, k=None,
+                          coeffs=_check_values(name, measure, values))
+    if measure == "utility" and match["arg"] is None:
+        return MetricSpec(name=text, measure=measure, k=None, coeffs=UTILITY_DEFAULT)
     arg = match["arg"]
     if arg is None:
         if kind.arg.endswith("!"):
@@ -187,17 +261,23 @@ def parse_metric(name: str) -> MetricSpec:
 
 def expand(name: str) -> list[str]:
     """trec_eval's parameter lists: ``P.5,10`` is ``P.5`` and ``P.10``;
-    ``iprec_at_recall..10,.20`` is ``iprec_at_recall..10`` and ``iprec_at_recall..20``.
-    Gain mappings (``ndcg.1=3,2=9``) are one name."""
+    ``iprec_at_recall..10,.20`` is ``iprec_at_recall..10`` and ``iprec_at_recall..20``;
+    ``Rprec_mult.0.5,2`` is ``Rprec_mult.0.5`` and ``Rprec_mult.2``. The longest measure name
+    before a separator wins (``ndcg_cut.5,10``, not ``ndcg`` + ``cut.5``). Gain mappings
+    (``ndcg.1=3,2=9``), ``utility``'s four coefficients and ``11pt_avg``'s levels are one
+    name."""
     if not isinstance(name, str) or "," not in name or "=" in name:
         return [name]
     text = name.strip()
+    best = None
     for sep in re.finditer(r"[@._]", text):
         if text[: sep.start()].lower() in _ALIASES:
-            args = text[sep.end():].split(",")
-            if all(args):
-                return [text[: sep.end()] + arg for arg in args]
-            break
+            best = sep
+    if best is None or _ALIASES[text[: best.start()].lower()] in ("utility", "11pt_avg"):
+        return [name]
+    args = text[best.end():].split(",")
+    if all(args):
+        return [text[: best.end()] + arg for arg in args]
     return [name]
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from queryeval.metrics.ranking._hits import Hits, position_in_group
+from queryeval.metrics.ranking._gains import ideal, ranked, segmented_cumsum
+from queryeval.metrics.ranking._hits import Hits
 
 
 def compute(hits: Hits, k: int | None) -> np.ndarray:
@@ -48,15 +49,15 @@ def _interval_sums(values: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
 
 
 def rndcg(hits: Hits, spec) -> np.ndarray:
-    """trec_eval 10.0 ``Rndcg`` (default gains): the mean of nDCG at the "R levels": for
-    each positive relevance level present, the number of judgements at that level or above
-    (levels descending), nDCG@that number; plus, when at least R+ + 2 documents were
-    retrieved (R+ = positive judgements; trec_eval's loop), DCG over all retrieved / IDCG@R+.
-    Queries without a
-    relevant judgement score 0 (so do those whose only relevant level is 0, under ``-l 0``,
-    where trec_eval divides 0 by 0)."""
+    """trec_eval 10.0 ``Rndcg`` (``Rndcg.L=G,...`` with gains, see ``_gains``): the mean of
+    nDCG at the "R levels": for each positive gain present, the number of judgements with
+    that gain or more (gains descending), nDCG@that number; plus, when at least R+ + 2
+    documents were retrieved (R+ = judgements with a positive gain; trec_eval's loop), DCG
+    over all retrieved / IDCG@R+. Queries without a relevant judgement (relevance >= L) score
+    0; so do those with no positive gain, where trec_eval divides 0 by 0 (``-l 0`` with only
+    level-0 judgements, or gains that are all <= 0)."""
     nq = hits.n_queries
-    iq, ipos, igain = hits.ideal_q, hits.ideal_pos, hits.ideal_gain
+    iq, ipos, igain = ideal(hits, spec.gains)
     n_pos = np.bincount(iq, minlength=nq)
     ifirst = np.cumsum(n_pos) - n_pos
     # boundaries: the last ideal row of each (query, level)
@@ -73,8 +74,8 @@ def rndcg(hits: Hits, spec) -> np.ndarray:
     t_dcg = np.concatenate((bcut, hits.num_ret[extra]))  # DCG cutoff
     ideal_w = igain / np.log2(ipos + 2.0)
     idcg = _interval_sums(ideal_w, ifirst[tq], ifirst[tq] + t_ideal)
-    gq, grank = hits.gq, hits.grank
-    w = hits.ggain / np.log2(grank + 2.0)
+    gq, grank, ggain = ranked(hits, spec.gains)
+    w = ggain / np.log2(grank + 2.0)
     n_g = np.bincount(gq, minlength=nq)
     gfirst = np.cumsum(n_g) - n_g
     width = int(grank.max()) + 2 if grank.size else 1
@@ -92,33 +93,46 @@ def rndcg(hits: Hits, spec) -> np.ndarray:
 
 
 def with_gains(hits: Hits, gains: tuple[tuple[int, float], ...]) -> np.ndarray:
-    """trec_eval ``ndcg.L=G,...``: nDCG over the whole ranking with relevance level L worth
-    gain G (levels not named keep gain = level; level 0 may get a gain; gains may be
-    negative). DCG sums the gain of every retrieved judged document; the ideal ranking takes
-    the judgements (relevance >= 0) by gain, descending, while the gain is > 0. A zero ideal
-    DCG scores 0. (trec_eval sorts the gains with an integer-truncating comparison, so it can
-    misorder two levels whose gains differ by less than 1; we sort exactly.)"""
-    table = dict(gains)
-
-    def gain_of(levels: np.ndarray) -> np.ndarray:
-        out = np.where(levels > 0, levels, 0.0).astype(np.float64)
-        for level, gain in table.items():
-            out[levels == level] = gain
-        return out
-
-    if hits.jq is None:
-        raise ValueError("internal: judged ranks were not built for ndcg with gains")
-    g = gain_of(hits.jrel)
-    dcg = np.bincount(hits.jq, weights=g / np.log2(hits.jrank + 2.0), minlength=hits.n_queries)
-    rel, q = hits.judged_rel, hits.judged_q
-    judged = np.flatnonzero(rel >= 0)
-    ig = gain_of(rel[judged])
-    keep = ig > 0
-    rows, ig = judged[keep], ig[keep]
-    order = np.lexsort((-ig, q[rows]))
-    iq, ig = q[rows][order], ig[order]
-    pos = position_in_group(iq, hits.n_queries)
-    idcg = np.bincount(iq, weights=ig / np.log2(pos + 2.0), minlength=hits.n_queries)
+    """trec_eval ``ndcg.L=G,...``: nDCG over the whole ranking with the gains of ``_gains``:
+    DCG sums the gain of every retrieved document (negative gains too); IDCG is the DCG of the
+    ideal ranking (positive gains, descending). A zero ideal DCG scores 0."""
+    q, rank, g = ranked(hits, gains)
+    dcg = np.bincount(q, weights=g / np.log2(rank + 2.0), minlength=hits.n_queries)
+    iq, ipos, ig = ideal(hits, gains)
+    idcg = np.bincount(iq, weights=ig / np.log2(ipos + 2.0), minlength=hits.n_queries)
     out = np.zeros(hits.n_queries)
     np.divide(dcg, idcg, out=out, where=idcg > 0)
+    return out
+
+
+def ndcg_rel(hits: Hits, spec) -> np.ndarray:
+    """trec_eval ``ndcg_rel`` (gains as ``_gains``; ``ndcg_rel.L=G,...``): nDCG averaged over
+    the R+ judgements with a positive gain. Each retrieved document with a positive gain at
+    0-based rank i adds DCG@(i+1) / IDCG@min(i+1, R+); each one not retrieved adds
+    DCG(all retrieved) / IDCG@R+. The sum over R+; 0 when the sum is not > 0 (trec_eval's
+    test, so negative gains can floor a query at 0) or R+ = 0."""
+    nq = hits.n_queries
+    q, rank, g = ranked(hits, spec.gains)
+    dcg_at = segmented_cumsum(q, g / np.log2(rank + 2.0), nq)  # DCG through each row
+    iq, ipos, ig = ideal(hits, spec.gains)
+    idcg_at = segmented_cumsum(iq, ig / np.log2(ipos + 2.0), nq)
+    n_pos = np.bincount(iq, minlength=nq)
+    ifirst = np.cumsum(n_pos) - n_pos
+    idcg = np.zeros(nq)
+    has = n_pos > 0
+    idcg[has] = idcg_at[ifirst[has] + n_pos[has] - 1]
+    n_rows = np.bincount(q, minlength=nq)
+    dcg = np.zeros(nq)
+    dcg[n_rows > 0] = dcg_at[np.cumsum(n_rows)[n_rows > 0] - 1]
+    pos = g > 0
+    pq = q[pos]
+    cut = np.minimum(rank[pos] + 1, n_pos[pq])  # >= 1: a positive gain is in the ideal
+    term = dcg_at[pos] / idcg_at[ifirst[pq] + cut - 1]
+    total = np.bincount(pq, weights=term, minlength=nq).astype(np.float64)
+    missing = n_pos - np.bincount(pq, minlength=nq)
+    rest = np.zeros(nq)
+    np.divide(missing * dcg, idcg, out=rest, where=has)
+    total += rest
+    out = np.zeros(nq)
+    np.divide(total, n_pos, out=out, where=has & (total > 0))
     return out

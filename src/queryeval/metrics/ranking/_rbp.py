@@ -4,7 +4,11 @@
   at 0-based rank i of g * p^i, with g the relevance level as gain (trec_eval's default
   gains; levels below L still count, as in trec_eval, whose gains ignore ``-l``), divided by the
   query's highest judged level when that is above 1 (trec_eval normalises gains to [0, 1]).
-  Binary judgements: the textbook RBP of Moffat and Zobel (2008).
+  Binary judgements: the textbook RBP of Moffat and Zobel (2008). With gains
+  (``rbp.p=0.8,1=3,2=9``; see ``_gains``): when the query's gain table (levels 0 .. its top
+  judged level, plus the named ones) has a gain below 0 or above 1, every judged document's
+  gain g becomes (g - lo) / (hi - lo), lo and hi the table's least and greatest gain taken
+  together with 0 (so a judged level 0 can gain > 0); unjudged documents keep 0.
 * ``err@k`` (not in trec_eval; Chapelle et al., 2009): sum over ranks r = 1..k of
   (1/r) * R_r * prod_{i<r} (1 - R_i), with R = (2^g - 1) / 2^gmax, g the relevance level
   (0 for non-positive and unjudged documents) and gmax the query's highest judged level.
@@ -15,14 +19,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from queryeval.metrics.ranking._gains import gain_of, table_range
 from queryeval.metrics.ranking._hits import Hits, position_in_group
 
 
 def rbp(hits: Hits, spec) -> np.ndarray:
     p = 0.9 if spec.param is None else float(spec.param)
+    if spec.gains is not None:
+        return _rbp_with_gains(hits, p, spec.gains)
     top = np.maximum(hits.max_rel, 1).astype(np.float64)
     g = hits.ggain / top[hits.gq]
     total = np.bincount(hits.gq, weights=g * np.power(p, hits.grank), minlength=hits.n_queries)
+    return (1.0 - p) * total
+
+
+def _rbp_with_gains(hits: Hits, p: float, gains) -> np.ndarray:
+    if hits.jq is None:
+        raise ValueError("internal: judged ranks were not built for rbp with gains")
+    judged = hits.jrel >= 0
+    q, rank = hits.jq[judged], hits.jrank[judged]
+    g = gain_of(hits.jrel[judged], gains)
+    lo, hi = table_range(hits, gains)
+    scale = (lo < 0) | (hi > 1)
+    s = scale[q]
+    g[s] = (g[s] - lo[q][s]) / (hi[q][s] - lo[q][s])
+    total = np.bincount(q, weights=g * np.power(p, rank), minlength=hits.n_queries)
     return (1.0 - p) * total
 
 
