@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queryeval.errors import InputError
 from queryeval.io.jsonl import LONE_SURROGATE, json_value_error, lone_surrogate
-from queryeval.suite.loader import Suite, hash_files
+from queryeval.suite.common import Suite, hash_files
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc
 

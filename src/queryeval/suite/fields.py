@@ -295,7 +295,7 @@ def load_fields_suite(path: str | Path, *, question_column: str = "Question",
     """An evaluation table as a suite: one single-turn case per question, ground truth under
     ``target.fields``; case ids ``q1``, ``q2``... in table order (``load_suite`` calls this
     for a ``.csv``/``.xlsx`` suite that :func:`looks_like_fields_table`)."""
-    from queryeval.suite.loader import Suite, hash_files
+    from queryeval.suite.common import Suite, hash_files
     from queryeval.suite.models import Case
 
     table = load_evaluation_table(path, question_column, fields)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
-from queryeval.suite.loader import Suite, _resolve_sources, first_error, lazy_suite
+from queryeval.suite.common import Suite, first_error, lazy_suite, resolve_sources
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc
 
@@ -38,7 +38,7 @@ def _case(obj: dict, path: Path, line: int) -> Case:
     except ValidationError as exc:
         msg, loc = first_error(exc)
         raise InputError(msg, path=path, line=line, field=format_loc(loc) or None) from None
-    _resolve_sources(case, path.parent)
+    resolve_sources(case, path.parent)
     return case
 
 

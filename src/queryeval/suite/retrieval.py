@@ -18,7 +18,7 @@ from typing import Any
 
 from queryeval.errors import InputError
 from queryeval.io.jsonl import iter_jsonl
-from queryeval.suite.loader import Suite, lazy_suite
+from queryeval.suite.common import Suite, lazy_suite
 from queryeval.suite.models import Case
 
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
@@ -56,7 +56,7 @@ def read_questions_csv(path: str | Path) -> Suite:
 def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
     """``(line, case)`` for every row of a questions CSV; a bad row is one InputError."""
     from queryeval.io.files import encoding_error
-    from queryeval.suite.loader import missing_columns_error
+    from queryeval.suite.common import missing_columns_error
 
     with _open_csv(path, "suite-lines") as fh:
         reader = csv.DictReader(fh)
