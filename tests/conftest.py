@@ -38,7 +38,8 @@ def pg_server():
     are absent; a server that is present but fails to start is an error, not a skip."""
     from pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
 
-    pytest.importorskip("psycopg", reason="psycopg not installed (pip install 'queryeval[postgres]')")
+    pytest.importorskip("psycopg",
+                        reason="psycopg not installed (pip install 'queryeval[postgres]')")
     bindir = find_bindir()
     if bindir is None:
         pytest.skip(SKIP_NO_BINARIES)
