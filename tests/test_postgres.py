@@ -171,3 +171,29 @@ def test_run_with_a_postgresql_url(shop, tmp_path) -> None:
     _, recs = run_records(out)
     assert recs["cheap"]["scores"]["perfect_match"] == 1.0
     assert main(["audit", str(suite), "--database", shop["reader"], "--fail-on-broken"]) == 0
+
+
+def test_server_binaries_are_found_on_path_or_in_debians_versioned_folders(
+        tmp_path, monkeypatch) -> None:
+    """Debian installs initdb/pg_ctl under /usr/lib/postgresql/<major>/bin, not on PATH: the
+    newest major wins (15 over 13 and 9.6); none at all is the one reason to skip."""
+    import pg_server
+
+    for version in ("9.6", "13", "15"):
+        bindir = tmp_path / "postgresql" / version / "bin"
+        bindir.mkdir(parents=True)
+        (bindir / "initdb").touch()
+        (bindir / "pg_ctl").touch()
+    seen: list[str] = []
+
+    def fake_glob(pattern: str) -> list[str]:
+        seen.append(pattern)
+        return sorted(str(p) for p in tmp_path.glob("postgresql/*/bin/initdb"))
+
+    monkeypatch.setattr(pg_server.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pg_server.glob, "glob", fake_glob)
+    assert pg_server.find_bindir() == tmp_path / "postgresql" / "15" / "bin"
+    assert seen == ["/usr/lib/postgresql/*/bin/initdb"]
+    monkeypatch.setattr(pg_server.glob, "glob", lambda pattern: [])
+    assert pg_server.find_bindir() is None
+    assert "initdb" in pg_server.SKIP_NO_BINARIES and "apt-get install" in pg_server.SKIP_NO_BINARIES
