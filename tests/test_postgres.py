@@ -197,3 +197,26 @@ def test_server_binaries_are_found_on_path_or_in_debians_versioned_folders(
     monkeypatch.setattr(pg_server.glob, "glob", lambda pattern: [])
     assert pg_server.find_bindir() is None
     assert "initdb" in pg_server.SKIP_NO_BINARIES and "apt-get install" in pg_server.SKIP_NO_BINARIES
+
+
+def test_for_a_superuser_the_statement_check_is_what_stops_dblink(pg_server, monkeypatch) -> None:
+    """Why both the check and a SELECT-only role are needed: dblink opens its own connection
+    with its own (read-write) transaction, so the engine's READ ONLY transaction does not
+    cover it. As the superuser the check refuses it; with the check bypassed the DELETE goes
+    through. As ``reader`` dblink needs a password and fails (the hostile corpus)."""
+    db = pg_server.database("dblink_demo", "CREATE TABLE t AS SELECT 1 AS a;")
+    with psycopg.connect(db["admin"], autocommit=True) as con:
+        try:
+            con.execute("CREATE EXTENSION IF NOT EXISTS dblink")
+        except psycopg.Error as exc:
+            pytest.skip(f"the server has no dblink extension: {exc}")
+    dsn = f"host=127.0.0.1 port={pg_server.port} dbname=dblink_demo user=qe"
+    query = f"SELECT dblink_exec('{dsn}', 'DELETE FROM t')"
+    count = "SELECT count(*) FROM t"
+    with PostgresEngine(db["admin"]) as engine:
+        with pytest.raises(QueryRefused, match=r"dblink_exec\(\)"):
+            engine.execute(query)
+        assert engine.execute(count).rows == [(1,)]
+        monkeypatch.setattr(pg_module, "check_postgres", lambda sql: None)
+        assert engine.execute(query).rows == [("DELETE 1",)]
+        assert engine.execute(count).rows == [(0,)]
