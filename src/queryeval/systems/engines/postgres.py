@@ -31,6 +31,7 @@ the policy does not know about.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -168,6 +169,7 @@ class PostgresEngine(ConnectionEngine):
             _set_timeout(conn, timeout_s)
         except psycopg.Error as exc:
             if not conn.broken:
+                _end(conn)
                 raise QueryFailed(f"postgres: {_first_line(exc)}") from None
             conn = self._reconnect()
             try:
@@ -177,6 +179,10 @@ class PostgresEngine(ConnectionEngine):
         return conn
 
     def _reconnect(self) -> Any:
+        old, self._conn = self._conn, None
+        if old is not None:
+            with contextlib.suppress(Exception):  # already broken: closing only frees it
+                old.close()
         try:
             self._conn = self._connect()
         except ConfigError as exc:
