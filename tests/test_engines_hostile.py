@@ -366,7 +366,6 @@ def pg_corpus(tmp: Path, dsn: str) -> list[tuple[str, Any]]:
 @dataclasses.dataclass
 class SqlSetup:
     dialect: str
-    tmp: Path  # where a write that got through would appear
     engine: Any
     state: Callable[[], object]  # everything that must not change
     corpus: list[tuple[str, Any]]
@@ -429,7 +428,7 @@ def sql_setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlSet
                 con.execute("CREATE EXTENSION IF NOT EXISTS dblink")
         dsn = f"host=127.0.0.1 port={server.port} dbname={db['name']} user=qe"
         with PostgresEngine(db["admin"]) as eng:
-            yield SqlSetup(dialect, server.root, eng,
+            yield SqlSetup(dialect, eng,
                            lambda: pg_state(db["admin"], server.root),
                            sql_corpus(server.root, dialect, dsn))
         return
@@ -437,7 +436,7 @@ def sql_setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlSet
     (_make_sqlite if dialect == "sqlite" else _make_duckdb)(db)
     engine = SqliteEngine(db) if dialect == "sqlite" else DuckDBEngine(db)
     with engine as eng:
-        yield SqlSetup(dialect, tmp_path, eng, _file_state(tmp_path, db),
+        yield SqlSetup(dialect, eng, _file_state(tmp_path, db),
                        sql_corpus(tmp_path, dialect))
 
 
