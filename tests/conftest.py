@@ -29,3 +29,25 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def examples_dir() -> Path:
     return EXAMPLES
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server for this pytest process (tests/pg_server.py): one per session, so
+    one per xdist worker. Skipped, with the reason, only when the server binaries or psycopg
+    are absent; a server that is present but fails to start is an error, not a skip."""
+    from pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
+
+    pytest.importorskip("psycopg",
+                        reason="psycopg not installed (pip install 'queryeval[postgres]')")
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(SKIP_NO_BINARIES)
+    try:
+        server = PgServer.start(bindir)
+    except LookupError as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -5,25 +5,33 @@ Layers, each enough on its own for the common cases, together for the rest:
 
 1. **Policy** (:func:`check_postgres`, before anything is sent): sqlglot parses the text
    in the postgres dialect; exactly one statement whose root is a SELECT / set operation /
-   VALUES; refused anywhere in the tree: DML, DDL, COPY (``COPY … TO PROGRAM`` included),
-   SET (``SET ROLE``, ``SET SESSION AUTHORIZATION``), transactions, opaque commands, and
-   functions that reach files, large objects, other servers, settings, other sessions or
-   run SQL text (``pg_read_file``, ``pg_read_binary_file``, ``pg_ls_dir``, ``lo_import``,
-   ``lo_export``, ``dblink*``, ``set_config``, ``pg_terminate_backend``,
-   ``query_to_xml`` …). Text sqlglot cannot parse is refused.
+   VALUES; refused anywhere in the tree: DML (in CTEs too), DDL, ``SELECT … INTO``, row
+   locks (``FOR UPDATE/SHARE``), COPY (``COPY … TO PROGRAM`` included), SET (``SET ROLE``,
+   ``SET SESSION AUTHORIZATION``), transactions, opaque commands (DO, PREPARE, LISTEN …),
+   ``U&"…"`` identifiers (the server decodes their escapes, sqlglot does not), and functions
+   that reach files, large objects, other servers, settings or other sessions, have side
+   effects that outlive ROLLBACK, or run SQL text (``pg_read_file``, ``pg_ls_dir``,
+   ``lo_import``, ``lo_export``, ``dblink*``, ``set_config``, ``pg_terminate_backend``,
+   ``pg_advisory_lock``, ``pg_stat_reset``, ``nextval``, ``query_to_xml``, ``ts_stat``,
+   ``ts_rewrite``, ``pg_sleep`` …). Text sqlglot cannot parse is refused.
 2. **Server**: every query runs in a ``READ ONLY`` transaction that is rolled back, with
-   ``SET LOCAL statement_timeout`` = the time limit, through a server-side cursor
-   (``DECLARE … CURSOR FOR <query>``, which accepts exactly one query), fetching at most
-   ``max_rows + 1`` rows.
+   ``statement_timeout`` = the time limit (``set_config(…, true)``: this transaction only),
+   through a server-side cursor (``DECLARE … CURSOR FOR <query>``, which accepts exactly one
+   SELECT/VALUES without data-modifying CTEs), fetching at most ``max_rows + 1`` rows. After
+   the rollback the engine releases session-level advisory locks
+   (``pg_advisory_unlock_all()``), the one effect of a read-only query ROLLBACK keeps.
 3. **Client deadline**: if the server does not stop by ``timeout_s + 1`` s, the client
    cancels the query (``connection.cancel()``).
 
-Use a login role that can only read (``GRANT SELECT``) as well: a read-only transaction
-still lets a superuser call functions the policy does not know about.
+A connection the server dropped (restart, terminated backend) is replaced before the next
+query. Use a login role that can only read (``GRANT SELECT``) as well: a read-only
+transaction still lets a superuser *read* server files or reset statistics through a function
+the policy does not know about.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -42,12 +50,24 @@ from queryeval.systems.engines.base import (
 )
 
 _DENIED_FUNCTIONS = re.compile(
-    r"^(pg_read_file|pg_read_binary_file|pg_ls_\w*|pg_stat_file|lo_\w*|dblink\w*|"
+    # files and programs on the server, large objects
+    r"^(pg_read_file|pg_read_binary_file|pg_ls_\w*|pg_stat_file|pg_file_\w*|pg_logdir_ls|"
+    r"lo_\w*|loread|lowrite|"
+    # other servers
+    r"dblink\w*|"
+    # settings, other sessions, the server itself
     r"set_config|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|"
     r"pg_promote|pg_switch_wal|pg_create_\w*|pg_drop_\w*|pg_replication_\w*|"
-    r"pg_logical_\w*|pg_file_\w*|pg_notify|pg_advisory\w*|pg_try_advisory\w*|"
-    r"pg_export_snapshot|nextval|setval|query_to_xml\w*|table_to_xml\w*|cursor_to_xml\w*|"
-    r"schema_to_xml\w*|database_to_xml\w*|pg_import_system_collations|pg_sleep\w*)$",
+    r"pg_logical_\w*|pg_backup_\w*|pg_start_backup|pg_stop_backup|pg_wal_replay_\w*|"
+    r"pg_log_backend_memory_contexts|binary_upgrade_\w*|pg_import_system_collations|"
+    # side effects that survive ROLLBACK or reach other sessions
+    r"pg_notify|pg_advisory\w*|pg_try_advisory\w*|pg_stat_reset\w*|pg_export_snapshot|"
+    r"nextval|setval|gin_clean_pending_list|brin_summarize_\w*|brin_desummarize_range|"
+    # functions that run SQL text (the check cannot see inside the string)
+    r"query_to_xml\w*|table_to_xml\w*|cursor_to_xml\w*|schema_to_xml\w*|"
+    r"database_to_xml\w*|ts_stat|ts_rewrite|"
+    # time
+    r"pg_sleep\w*)$",
     re.IGNORECASE)
 _FORBIDDEN_NODES = (
     "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Into", "Command",
@@ -72,15 +92,33 @@ def check_postgres(sql: str) -> None:
     from queryeval.systems.engines.sql_safety import parse_one_select
 
     root = parse_one_select(sql, "postgres")
+    _refuse_unicode_identifiers(sql)
     forbidden = tuple(getattr(exp, n) for n in _FORBIDDEN_NODES if hasattr(exp, n))
     for node in root.walk():
         if isinstance(node, forbidden):
             raise QueryRefused(f"{type(node).__name__.upper()} is not allowed inside a query")
         if isinstance(node, exp.Func) and _DENIED_FUNCTIONS.match(_name(node)):
             raise QueryRefused(f"function {_name(node)}() is not allowed (files, large objects, "
-                               "other servers, settings or sessions)")
+                               "other servers, settings, sessions, side effects or SQL text)")
         if isinstance(node, exp.Select) and node.args.get("locks"):
             raise QueryRefused("SELECT ... FOR UPDATE/SHARE is not allowed")
+
+
+def _refuse_unicode_identifiers(sql: str) -> None:
+    """Refuse ``U&"…"`` identifiers. PostgreSQL decodes their escapes
+    (``U&"pg_advisory\\005flock"(1)`` calls pg_advisory_lock) while sqlglot reads a column
+    ``U``, a bitwise AND and a function whose name still holds the escape, so a name check
+    on the tree would miss the function. (``U&'…'`` strings are data and stay allowed.)"""
+    from sqlglot.dialects.postgres import Postgres
+    from sqlglot.tokens import TokenType
+
+    tokens = Postgres().tokenize(sql)
+    for u, amp, name in zip(tokens, tokens[1:], tokens[2:], strict=False):
+        if (u.token_type == TokenType.VAR and u.text.upper() == "U"
+                and amp.token_type == TokenType.AMP and amp.start == u.end + 1
+                and name.token_type == TokenType.IDENTIFIER and name.start == amp.end + 1):
+            raise QueryRefused('Unicode-escaped identifiers (U&"...") are not allowed: the '
+                               "statement check cannot verify the name they spell")
 
 
 class PostgresEngine(ConnectionEngine):
@@ -90,20 +128,66 @@ class PostgresEngine(ConnectionEngine):
 
     def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
         try:
-            import psycopg
+            import psycopg  # noqa: F401
         except ImportError:
             raise ConfigError("PostgreSQL needs psycopg: pip install 'queryeval[postgres]'") \
                 from None
         self.url = url
+        self.connect_timeout_s = connect_timeout_s
         self._lock = threading.Lock()
+        self._closed = False
+        self._conn: Any = self._connect()
+
+    def _connect(self) -> Any:
+        import psycopg
+
         try:
-            conn = psycopg.connect(url, connect_timeout=max(1, int(connect_timeout_s)),
+            conn = psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout_s)),
                                    autocommit=False)
         except psycopg.Error as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(f"cannot connect to PostgreSQL ({_redact(url)}): {first}") from None
-        conn.read_only = True
-        self._conn: Any = conn
+            raise ConfigError(f"cannot connect to PostgreSQL ({_redact(self.url)}): "
+                              f"{_first_line(exc)}") from None
+        conn.read_only = True  # every transaction psycopg opens is BEGIN READ ONLY
+        return conn
+
+    def close(self) -> None:
+        """Close the connection. Idempotent."""
+        with self._lock:
+            self._closed = True
+            super().close()
+
+    def _begin(self, timeout_s: float) -> Any:
+        """The connection, in a fresh READ ONLY transaction with ``statement_timeout`` set.
+        A connection the server has dropped (restart, terminated backend, network) is
+        replaced once: nothing of the query has run yet, so this is safe to retry."""
+        import psycopg
+
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            conn = self._reconnect()
+        try:
+            _set_timeout(conn, timeout_s)
+        except psycopg.Error as exc:
+            if not conn.broken:
+                _end(conn)
+                raise QueryFailed(f"postgres: {_first_line(exc)}") from None
+            conn = self._reconnect()
+            try:
+                _set_timeout(conn, timeout_s)
+            except psycopg.Error as again:
+                raise QueryFailed(f"postgres: {_first_line(again)}") from None
+        return conn
+
+    def _reconnect(self) -> Any:
+        old, self._conn = self._conn, None
+        if old is not None:
+            with contextlib.suppress(Exception):  # already broken: closing only frees it
+                old.close()
+        try:
+            self._conn = self._connect()
+        except ConfigError as exc:
+            raise QueryFailed(f"postgres: connection lost; {exc}") from None
+        return self._conn
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
@@ -114,9 +198,9 @@ class PostgresEngine(ConnectionEngine):
         check_limits(timeout_s, max_rows)
         check_postgres(query)
         with self._lock:
-            conn = self._conn
-            if conn is None:
+            if self._closed:
                 raise QueryFailed("engine is closed")
+            conn = self._begin(timeout_s)
             cancelled = threading.Event()
 
             def cancel() -> None:
@@ -129,9 +213,6 @@ class PostgresEngine(ConnectionEngine):
             timer = threading.Timer(timeout_s + 1.0, cancel)
             start = time.perf_counter()
             try:
-                with conn.cursor() as setup:
-                    setup.execute("SELECT set_config('statement_timeout', %s, true)",
-                                  (f"{max(1, int(timeout_s * 1000))}ms",))
                 timer.start()
                 with conn.cursor(name="queryeval_q") as cur:
                     cur.execute(query)
@@ -143,7 +224,7 @@ class PostgresEngine(ConnectionEngine):
                 if cancelled.is_set():
                     raise QueryTimeout(f"query ran longer than {timeout_s:g} s; cancelled") \
                         from None
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                first = _first_line(exc)
                 syntax = isinstance(exc, pg_errors.SyntaxError)
                 if isinstance(exc, (pg_errors.ReadOnlySqlTransaction,
                                     pg_errors.InsufficientPrivilege)):
@@ -151,13 +232,38 @@ class PostgresEngine(ConnectionEngine):
                 raise QueryFailed(f"postgres: {first}", syntax_error=syntax) from None
             finally:
                 timer.cancel()
-                try:
-                    conn.rollback()
-                except psycopg.Error:  # pragma: no cover - a broken connection
-                    pass
+                _end(conn)
         elapsed = (time.perf_counter() - start) * 1000.0
         return QueryResult(columns=columns, rows=[tuple(r) for r in rows[:max_rows]],
                            truncated=len(rows) > max_rows, elapsed_ms=elapsed, kind="sql")
+
+
+def _set_timeout(conn: Any, timeout_s: float) -> None:
+    """Open the transaction (psycopg sends BEGIN READ ONLY) and set its statement_timeout."""
+    with conn.cursor() as setup:
+        setup.execute("SELECT set_config('statement_timeout', %s, true)",
+                      (f"{max(1, int(timeout_s * 1000))}ms",))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _end(conn: Any) -> None:
+    """Roll the query's transaction back, then release session-level advisory locks: they
+    are the one effect of a read-only query that survives ROLLBACK (and would block other
+    sessions until the engine closes). One round trip, outside any transaction."""
+    import psycopg
+
+    try:
+        conn.rollback()
+        conn.autocommit = True
+        try:
+            conn.execute("SELECT pg_advisory_unlock_all()")
+        finally:
+            conn.autocommit = False
+    except psycopg.Error:  # a broken connection: _begin replaces it before the next query
+        pass
 
 
 def _redact(url: str) -> str:
