@@ -15,7 +15,7 @@ import pytest
 from queryeval.errors import ConfigError, InputError, SystemCallError
 from queryeval.run.runner import RetryPolicy, call_turn
 from queryeval.suite import load_suite
-from queryeval.systems.base import make_system
+from queryeval.systems.factory import make_system
 from queryeval.systems.http import HttpSystem
 from queryeval.systems.python import PythonSystem
 from queryeval.systems.recorded import RecordedSystem

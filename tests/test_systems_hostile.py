@@ -20,7 +20,8 @@ import pytest
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError, SystemCallError
 from queryeval.run.runner import RetryPolicy, call_turn
-from queryeval.systems.base import checked_output, make_system
+from queryeval.systems.base import checked_output
+from queryeval.systems.factory import make_system
 from queryeval.systems.http import HttpSystem
 from queryeval.systems.python import IsolatedPythonSystem, PythonSystem
 from queryeval.systems.recorded import RecordedSystem

@@ -145,7 +145,7 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     from queryeval.report.compare import case_metrics
     from queryeval.report.html import verdict
     from queryeval.run.runner import RetryPolicy, evaluate_case
-    from queryeval.systems.base import make_system
+    from queryeval.systems.factory import make_system
     from queryeval.tasks.base import get_task, infer_task
 
     if isinstance(case, SuiteCase):

@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from queryeval.api.run import Run, render_text
+from queryeval.api.text import render_text
 
 
 def _loaded(run: Any) -> Any:
-    return run._load() if isinstance(run, Run) else run
+    """A :class:`~queryeval.api.run.Run`'s loaded log (duck-typed: ``api.run`` imports this
+    module for ``Run.compare``, so this one does not import it back); paths pass through."""
+    load = getattr(run, "_load", None)
+    return load() if callable(load) and not isinstance(run, (str, os.PathLike)) else run
 
 
 class Comparison:

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from queryeval.api.text import CONSOLE_WIDTH, render_text  # noqa: F401 - re-exported
 from queryeval.errors import InputError
-
-CONSOLE_WIDTH = 120
-"""``str(run)`` renders its tables at this width, whatever the terminal."""
-
-
-def render_text(renderables: Any) -> str:
-    """Rich renderables as plain text at :data:`CONSOLE_WIDTH` columns (no colour codes)."""
-    from rich.console import Console
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=CONSOLE_WIDTH, color_system=None, force_terminal=False,
-                      legacy_windows=False, soft_wrap=False)
-    for r in renderables if isinstance(renderables, list) else [renderables]:
-        console.print(r)
-    return buf.getvalue().rstrip("\n")
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -35,18 +35,18 @@ from queryeval.report.compare import (
     lower_is_better,
     pair_runs,
 )
+from queryeval.report.nway_cells import (  # noqa: F401 - letter re-exported
+    LETTERS,
+    _cells,
+    _legend,
+    _num,
+    _scope,
+    letter,
+)
 from queryeval.run.log import dumps
 
 #: Record fields (besides ``tags``) whose text value makes a group table.
 GROUP_FIELDS = ("dataset", "dimension", "category", "group")
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def letter(i: int) -> str:
-    """The short name of run ``i``: a, b, …, z, then a1, b1, …"""
-    return LETTERS[i % 26] + (str(i // 26) if i >= 26 else "")
-
-
 @dataclass
 class PairTest:
     """One paired test of a table: run ``j`` against run ``i`` (``diff`` = j − i)."""
@@ -327,33 +327,7 @@ def check_regression(comp: NWayComparison) -> None:
         for t in bad))
 
 
-# --- outputs ----------------------------------------------------------------------------------
-def _num(v: float | None) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
-
-
-def _cells(comp: NWayComparison, table: Table, metric: str) -> list[tuple[str, bool, str, bool]]:
-    """Per run: (value text, best, letters of runs it is significantly better than, worse
-    than the baseline)."""
-    best = set(table.best(metric))
-    out = []
-    for k, v in enumerate(table.means[metric]):
-        better, worse = table.marks(metric, k, comp.alpha)
-        out.append((_num(v), k in best, "".join(letter(x) for x in better), 0 in worse))
-    return out
-
-
-def _scope(table: Table) -> str:
-    return "overall" if table.key is None else f"{table.key} = {table.member}"
-
-
-def _legend(comp: NWayComparison) -> str:
-    against = "the baseline (a)" if comp.pairs == "baseline" else "every other run"
-    return (f"Best mean in bold. Letters: significantly better than that run; ▼: significantly "
-            f"worse than the baseline (paired randomization test against {against}, "
-            f"Holm-adjusted across each table's tests, alpha {comp.alpha:g}).")
-
-
+# --- outputs (cells, legend and scope: report/nway_cells.py) ----------------------------------
 def to_markdown(comp: NWayComparison) -> str:
     def md(text: object) -> str:
         s = str(text).replace("\\", "\\\\")

@@ -89,7 +89,7 @@ def write_comparison_html(comp: Comparison, path: str | Path) -> Path:
 # --- N runs -----------------------------------------------------------------------------------
 def nway_tables(comp, *, groups: bool = True) -> str:
     """The N-way tables as HTML (every text escaped): runs, then one table per scope."""
-    from queryeval.report.compare_nway import _cells, _legend, _scope, letter
+    from queryeval.report.nway_cells import _cells, _legend, _scope, letter
 
     runs = "".join(
         f"<tr><th>{letter(k)}</th><td>{esc(comp.labels[k])}</td><td>{esc(r.get('batch_id'))}</td>"
@@ -118,7 +118,7 @@ def nway_tables(comp, *, groups: bool = True) -> str:
 
 def render_nway(comp) -> str:
     """A self-contained page: the N-way tables and every pair's flipped cases."""
-    from queryeval.report.compare_nway import letter
+    from queryeval.report.nway_cells import letter
 
     flips = []
     for (i, j), results in comp.pair_results.items():

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import OutputError
+from queryeval.io.writing import release_quietly
 from queryeval.report.task_reports import write_task_reports
-from queryeval.run.log import RunLog, release_quietly
+from queryeval.run.log import RunLog
 
 REPORT_CASE_LIMIT = 100_000
 """Above this many cases a run writes no xlsx/HTML report by itself (they hold every case in

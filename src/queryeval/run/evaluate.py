@@ -27,7 +27,8 @@ from queryeval.run.records import RecordStream, attempt_key
 from queryeval.run.runner import Attempt, RetryPolicy, run_cases
 from queryeval.suite.loader import Suite, load_suite
 from queryeval.suite.models import Case
-from queryeval.systems.base import System, make_system
+from queryeval.systems.base import System
+from queryeval.systems.factory import make_system
 from queryeval.systems.recorded import RecordedSystem
 from queryeval.tasks.base import Task, get_task, infer_task
 

@@ -132,7 +132,7 @@ class CaseWorker:
         os.environ.update(env)
         if os.path.isdir(cwd):
             os.chdir(cwd)  # an actor owns its process: relative paths resolve as on the driver
-        from queryeval.systems.base import make_system
+        from queryeval.systems.factory import make_system
         from queryeval.tasks.base import get_task
 
         self.task = get_task(task_name, task_options)

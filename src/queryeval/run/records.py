@@ -181,7 +181,7 @@ def scan_records(path: Path, order: IdIndex | Sequence[str] | None = None, *,
                 sizes.append(len(body))
             total = pos
     if repair and good_end < total:
-        from queryeval.run.log import writing
+        from queryeval.io.writing import writing
 
         with writing(path), open(path, "r+b") as fh:
             fh.truncate(good_end)

@@ -199,7 +199,7 @@ def write_cases_csv(path: Path, stats: RepeatStats) -> None:
     """``repeats_<id>.csv``: one row per case (mean and std of each metric, pass figures)."""
     from queryeval.io.atomic import atomic_open
     from queryeval.io.safetext import csv_row
-    from queryeval.run.log import writing
+    from queryeval.io.writing import writing
 
     cols = stats.columns()
     with writing(path), atomic_open(path, "w", newline="") as fh:

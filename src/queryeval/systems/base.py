@@ -20,7 +20,7 @@ import numbers
 import re
 from typing import Any, Protocol, runtime_checkable
 
-from queryeval.errors import ConfigError, SystemCallError
+from queryeval.errors import SystemCallError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DONE = object()  # on the walk's stack: the container whose id is the key is finished
@@ -156,39 +156,3 @@ class System(Protocol):
     def call(self, request: dict[str, Any], timeout: float | None) -> Any: ...
 
     def close(self) -> None: ...
-
-
-def make_system(spec: str | Any, *, isolate: bool = False) -> System:
-    """Build a system from its command-line spec (or, from Python, an object).
-
-    * ``python:pkg.module:func`` or ``python:path/to/file.py:func`` — a Python callable
-      ``func(request: dict) -> dict``, in this process, or with ``isolate`` in worker
-      processes (:class:`~queryeval.systems.python.IsolatedPythonSystem`);
-    * ``http://...`` / ``https://...`` — POST the request as JSON, read JSON back;
-    * ``cmd:COMMAND ARGS`` — run a process per call, request JSON on stdin, JSON on stdout.
-    * not a string: a callable (sync or ``async def``) or an object with ``.call``
-      (:mod:`queryeval.systems.callable`); ``object:NAME#TOKEN`` names one registered there.
-    """
-    if not isinstance(spec, str) or spec.startswith("object:"):
-        from queryeval.systems import callable as callable_systems
-
-        if isinstance(spec, str):
-            return callable_systems.lookup(spec)
-        return callable_systems.as_system(spec)
-    if spec.startswith("python:"):
-        from queryeval.systems.python import IsolatedPythonSystem, PythonSystem
-
-        if isolate:
-            return IsolatedPythonSystem(spec[len("python:"):])
-        return PythonSystem.from_spec(spec[len("python:"):])
-    if spec.startswith(("http://", "https://")):
-        from queryeval.systems.http import HttpSystem
-
-        return HttpSystem(spec)
-    if spec.startswith("cmd:"):
-        from queryeval.systems.subprocess import SubprocessSystem
-
-        return SubprocessSystem(spec[len("cmd:"):])
-    raise ConfigError(
-        f"unknown system {spec!r}: use python:MODULE:FUNC, http(s)://URL or cmd:COMMAND"
-    )
