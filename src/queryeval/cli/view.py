@@ -54,5 +54,12 @@ def command(
                                                timeout_graceful_shutdown=5))
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn shuts down, then re-raises the Ctrl-C it caught
+        stopped = True
+    else:
+        # uvicorn re-raises the signal it caught, but asyncio's runner may take it as a
+        # request to cancel a task that is already finishing, and then nothing is raised:
+        # the signal uvicorn recorded is what says the server was stopped
+        stopped = bool(getattr(server, "_captured_signals", None)) or server.should_exit
+    if stopped:
         err_console.print("queryeval view: stopped (Ctrl-C)", markup=False, highlight=False)
-        raise typer.Exit(130) from None
+        raise typer.Exit(130)
