@@ -15,9 +15,12 @@ Fields are separated by C whitespace (space, tab, CR, VT, FF); blank lines are s
 ``strict=True`` refuses everything trec_eval reads by a lenient rule: comments, extra run
 columns, numbers with trailing text or underscores (reported as ``InputError``).
 
-The fast path is pyarrow's multi-threaded CSV reader with a single-space delimiter and
-dictionary-encoded id columns; a file it cannot take (tabs, repeated spaces, a comment, a
-number it does not parse) is re-read line by line in Python, which either parses it or raises
+Three readers give the same columns. The compiled one (``queryeval._trecread``, a small C
+extension built by ``pip install``) applies every rule above in one pass over the memory-mapped
+file, split at line boundaries over threads; without it (no compiler at install time, or
+``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files (single
+spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated spaces,
+comments, lenient numbers) is read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
@@ -25,6 +28,7 @@ pair may occur only once per file, as trec_eval requires.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,12 +63,12 @@ _SPLIT = re.compile(r"[ \t\n\v\f\r]+")
 _STRTOD = re.compile(
     r"[+-]?(?:(?P<hex>0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)"
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,  # ASCII: 'ı' (dotless i) must not match the i of "inf"
 )
 _ATOL = re.compile(r"[+-]?[0-9]+")
 #: What ``--strict`` accepts: a whole decimal number (no underscores, no trailing text).
 _STRICT_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                           r"|inf|infinity)", re.IGNORECASE)
+                           r"|inf|infinity)", re.IGNORECASE | re.ASCII)
 
 
 def c_strtod(text: str) -> tuple[float, bool]:
@@ -175,7 +179,108 @@ def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
     )
 
 
-# --------------------------------------------------------------------------- fast path
+# --------------------------------------------------------------------------- compiled path
+
+#: Bytes per thread below which the compiled reader does not split the file.
+_NATIVE_MIN_CHUNK = 1 << 22
+
+
+def native_reader():
+    """The compiled reader module, or None (not built, or ``QUERYEVAL_NO_EXT=1``)."""
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _trecread
+    except ImportError:
+        return None
+    return _trecread
+
+
+def reader_threads() -> int:
+    """Threads the compiled reader may use: the CPUs this process may run on, at most 8."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _line_chunks(data, n: int) -> list[tuple[int, int]]:
+    """``n`` (or fewer) ranges of ``data`` that split it after a newline."""
+    size = len(data)
+    bounds = [0]
+    for k in range(1, n):
+        at = data.find(b"\n", max(bounds[-1], size * k // n))
+        if at < 0:
+            break
+        bounds.append(at + 1)
+    bounds.append(size)
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def _parse_native(path: Path, kind: str, strict: bool = False,
+                  threads: int | None = None) -> Columns | None:
+    """The compiled reader (every trec_eval rule); None when it is not available or the file
+    holds a line to refuse (the exact reader then names it)."""
+    mod = native_reader()
+    if mod is None:
+        return None
+    import mmap
+
+    import pyarrow as pa
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            data = b""
+        else:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        if threads is None:
+            threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
+        chunks = _line_chunks(data, max(1, threads))
+        run = kind == "run"
+        if len(chunks) <= 1:
+            parts = [mod.scan(data, 0, size, run, strict)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+                parts = list(pool.map(lambda c: mod.scan(data, c[0], c[1], run, strict), chunks))
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+    if any(p is None for p in parts):
+        return None
+    value_type = np.float64 if run else np.int64
+
+    def column(i: int):
+        """Codes and dictionary of the id column at ``i`` (1: qid, 5: docid)."""
+        arrays = [
+            pa.DictionaryArray.from_arrays(
+                pa.Array.from_buffers(pa.int32(), p[0], [None, pa.py_buffer(p[i])]),
+                pa.Array.from_buffers(pa.string(), p[i + 3],
+                                      [None, pa.py_buffer(p[i + 1]), pa.py_buffer(p[i + 2])]),
+            )
+            for p in parts
+        ]
+        if len(arrays) == 1:
+            return np.frombuffer(parts[0][i], dtype=np.int32), arrays[0].dictionary
+        return _dictionary_codes(pa.chunked_array(arrays), pa.system_memory_pool())
+
+    q_codes, q_names = column(1)
+    d_codes, d_names = column(5)
+    values = [np.frombuffer(p[9], dtype=value_type) for p in parts]
+    return Columns(
+        q=q_codes,
+        names_q=q_names,
+        doc=d_codes,
+        names_doc=d_names,
+        value=values[0] if len(values) == 1 else np.concatenate(values),
+    )
+
+
+# --------------------------------------------------------------------------- pyarrow path
 
 
 #: C's ``isspace`` (trec_eval's field separators), in RE2 syntax.
@@ -266,7 +371,9 @@ def _read_columns(path: str | Path, kind: str, strict: bool = False) -> Columns:
 
     path = Path(path)
     check_input(path, "trec")  # a FIFO or a device is named as such (is_file() said "no such file")
-    cols = _parse_arrow(path, kind)
+    cols = _parse_native(path, kind, strict)
+    if cols is None:
+        cols = _parse_arrow(path, kind)
     if cols is None:
         cols = _parse_python(path, kind, strict)
     return cols
