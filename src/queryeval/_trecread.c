@@ -1,11 +1,12 @@
 /* TREC run/qrels tokeniser: one pass over a byte buffer, trec_eval 10.0's reading rules.
  *
- * queryeval._trecread.scan(buffer, start, end, kind, strict) reads the lines of
- * buffer[start:end] (a whole number of lines) with the GIL released and returns
+ * queryeval._trecread.scan(buffer, threads, run, strict) reads the lines of a run file
+ * (run=True) or a qrels file from a bytes-like buffer with the GIL released, split at line
+ * boundaries over `threads` POSIX threads, and returns
  *
  *     (n_rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values)
  *
- * where q_codes/d_codes are int32 codes (first-appearance order) of the query and document
+ * where q_codes/d_codes are int32 codes (first-appearance order over the whole file) of the query and document
  * ids, q_offsets/q_data (d_...) the distinct ids as an Arrow string array's int32 offsets and
  * UTF-8 bytes, and values the float64 scores (run) or int64 relevance levels (qrels); every
  * buffer is a read-only object with the buffer protocol. It returns None when the chunk holds
@@ -85,27 +86,6 @@ static PyObject *owned_new(void *data, Py_ssize_t size) {
     self->data = data;
     self->size = size;
     return (PyObject *)self;
-}
-
-/* ------------------------------------------------------------------ growable arrays */
-
-typedef struct {
-    char *data;
-    size_t len, cap, item; /* len, cap in items */
-} Vec;
-
-static int vec_reserve(Vec *v, size_t want) {
-    if (want <= v->cap)
-        return 0;
-    size_t cap = v->cap ? v->cap : 1024;
-    while (cap < want)
-        cap += cap / 2 + 1;
-    char *p = PyMem_RawRealloc(v->data, cap * v->item);
-    if (p == NULL)
-        return -1;
-    v->data = p;
-    v->cap = cap;
-    return 0;
 }
 
 /* ------------------------------------------------------------------ string dictionary */
@@ -572,14 +552,39 @@ static inline const char *field_end(const char *p, const char *e) {
 }
 
 typedef struct {
-    const char *buf;
+    const char *buf; /* the chunk: whole lines */
     size_t n;
     int run, strict;
-    /* out */
-    Vec qc, dc, val;
+    /* out: rows written at qc/dc/val (room for cap rows) */
+    int32_t *qc, *dc;
+    char *val;
+    size_t cap, rows;
     Dict qd, dd;
     int status; /* 0 ok, 1 refused (exact reader), 2 out of memory */
 } Scan;
+
+/* Lines in a chunk (a last line without \n counts): room enough for its rows. */
+static size_t count_lines(const char *p, size_t n) {
+    size_t lines = 0, k = 0;
+#if PY_LITTLE_ENDIAN && defined(__GNUC__)
+    for (; k + 8 <= n; k += 8) {
+        uint64_t w;
+        memcpy(&w, p + k, 8);
+        w ^= 0x0A0A0A0A0A0A0A0AULL; /* \n bytes become 0 */
+        uint64_t t = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+        if (t) {
+            /* exact count: mark zero bytes without borrows */
+            uint64_t z = ((w & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | w;
+            lines += (size_t)__builtin_popcountll(~z & 0x8080808080808080ULL);
+        }
+    }
+#endif
+    for (; k < n; k++)
+        lines += p[k] == '\n';
+    if (n && p[n - 1] != '\n')
+        lines++;
+    return lines;
+}
 
 static void scan_chunk(Scan *st) {
     const char *p = st->buf, *e = st->buf + st->n;
@@ -590,19 +595,6 @@ static void scan_chunk(Scan *st) {
     int32_t last_qc = -1;
     if (!valid_utf8((const unsigned char *)p, st->n)) {
         st->status = 1;
-        return;
-    }
-    size_t guess = 1024;
-    {
-        size_t probe = st->n < (1u << 20) ? st->n : (1u << 20), lines = 0;
-        for (size_t k = 0; k < probe; k++)
-            lines += p[k] == '\n';
-        if (probe)
-            guess = (size_t)((double)lines * ((double)st->n / (double)probe) * 1.05) + 1024;
-    }
-    if (vec_reserve(&st->qc, guess) || vec_reserve(&st->dc, guess) ||
-        vec_reserve(&st->val, guess)) {
-        st->status = 2;
         return;
     }
     while (p < e) {
@@ -648,13 +640,10 @@ static void scan_chunk(Scan *st) {
             st->status = 1;
             return;
         }
-        size_t row = st->qc.len;
-        if (row + 1 > st->qc.cap) {
-            if (vec_reserve(&st->qc, row + 1) || vec_reserve(&st->dc, row + 1) ||
-                vec_reserve(&st->val, row + 1)) {
-                st->status = 2;
-                return;
-            }
+        size_t row = st->rows;
+        if (row >= st->cap) { /* cannot happen: cap counts the lines */
+            st->status = 2;
+            return;
         }
         if (run) {
             double v;
@@ -664,7 +653,7 @@ static void scan_chunk(Scan *st) {
                 st->status = 1;
                 return;
             }
-            ((double *)st->val.data)[row] = v;
+            ((double *)st->val)[row] = v;
         } else {
             int64_t v;
             int whole;
@@ -672,7 +661,7 @@ static void scan_chunk(Scan *st) {
                 st->status = 1;
                 return;
             }
-            ((int64_t *)st->val.data)[row] = v;
+            ((int64_t *)st->val)[row] = v;
         }
         int32_t qc;
         if (last_q && last_qn == fl[0] && memcmp(last_q, fs[0], fl[0]) == 0) {
@@ -688,9 +677,9 @@ static void scan_chunk(Scan *st) {
             st->status = 2;
             return;
         }
-        ((int32_t *)st->qc.data)[row] = qc;
-        ((int32_t *)st->dc.data)[row] = dc;
-        st->qc.len = st->dc.len = st->val.len = row + 1;
+        st->qc[row] = qc;
+        st->dc[row] = dc;
+        st->rows = row + 1;
     }
 }
 
@@ -715,49 +704,183 @@ static int dict_export(Dict *d, int32_t **offsets, char **data) {
     return 0;
 }
 
+/* Codes of chunk-local names in the global dictionary (adding the new ones, in order). */
+static int32_t *dict_merge(Dict *global, const Dict *local, const char *end) {
+    int32_t *remap = PyMem_RawMalloc((local->n ? local->n : 1) * sizeof(int32_t));
+    if (remap == NULL)
+        return NULL;
+    for (size_t c = 0; c < local->n; c++) {
+        remap[c] = dict_code(global, local->e[c].ptr, local->e[c].len, end);
+        if (remap[c] < 0) {
+            PyMem_RawFree(remap);
+            return NULL;
+        }
+    }
+    return remap;
+}
+
+/* ------------------------------------------------------------------ threads */
+
+#define MAX_THREADS 64
+
+typedef struct {
+    Scan *st;
+    int phase; /* 0: count lines, 1: scan */
+} Job;
+
+static void run_job(Job *job) {
+    if (job->phase == 0)
+        job->st->cap = count_lines(job->st->buf, job->st->n);
+    else
+        scan_chunk(job->st);
+}
+
+#ifndef _WIN32
+#include <pthread.h>
+static void *job_main(void *arg) {
+    run_job((Job *)arg);
+    return NULL;
+}
+#endif
+
+/* Runs the phase over all parts: parts 1.. in threads (POSIX), part 0 here. */
+static void run_phase(Scan *parts, int n, int phase) {
+    Job jobs[MAX_THREADS];
+    for (int k = 0; k < n; k++) {
+        jobs[k].st = &parts[k];
+        jobs[k].phase = phase;
+    }
+#ifndef _WIN32
+    pthread_t tids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int k = 1; k < n; k++)
+        started[k] = pthread_create(&tids[k], NULL, job_main, &jobs[k]) == 0;
+    run_job(&jobs[0]);
+    for (int k = 1; k < n; k++) {
+        if (started[k])
+            pthread_join(tids[k], NULL);
+        else
+            run_job(&jobs[k]); /* no thread to be had: run it here */
+    }
+#else
+    for (int k = 0; k < n; k++)
+        run_job(&jobs[k]);
+#endif
+}
+
+/* The whole read, without the GIL. Returns 0, 1 (refused) or 2 (out of memory). */
+static int read_all(const char *buf, size_t n, int nthreads, int run, int strict, Scan *parts,
+                    int *nparts, int32_t **qc, int32_t **dc, char **val, size_t *rows,
+                    Dict *gq, Dict *gd) {
+    /* chunks end after a \n */
+    int np = 0;
+    size_t from = 0;
+    for (int k = 1; k <= nthreads && (from < n || np == 0); k++) {
+        size_t to = n;
+        if (k < nthreads) {
+            size_t at = (size_t)((double)n * k / nthreads);
+            if (at < from)
+                at = from;
+            const char *nl = at < n ? memchr(buf + at, '\n', n - at) : NULL;
+            to = nl ? (size_t)(nl - buf) + 1 : n;
+        }
+        Scan *st = &parts[np++];
+        memset(st, 0, sizeof(*st));
+        st->buf = buf + from;
+        st->n = to - from;
+        st->run = run;
+        st->strict = strict;
+        if (dict_init(&st->qd) < 0 || dict_init(&st->dd) < 0)
+            return *nparts = np, 2;
+        from = to;
+    }
+    *nparts = np;
+    run_phase(parts, np, 0);
+    size_t total = 0;
+    for (int k = 0; k < np; k++)
+        total += parts[k].cap;
+    *qc = PyMem_RawMalloc((total ? total : 1) * sizeof(int32_t));
+    *dc = PyMem_RawMalloc((total ? total : 1) * sizeof(int32_t));
+    *val = PyMem_RawMalloc((total ? total : 1) * 8);
+    if (*qc == NULL || *dc == NULL || *val == NULL)
+        return 2;
+    size_t off = 0;
+    for (int k = 0; k < np; k++) {
+        parts[k].qc = *qc + off;
+        parts[k].dc = *dc + off;
+        parts[k].val = *val + off * 8;
+        off += parts[k].cap;
+    }
+    run_phase(parts, np, 1);
+    for (int k = 0; k < np; k++)
+        if (parts[k].status)
+            return parts[k].status;
+    /* one dictionary: part 0's, extended by the others' names in order; rows packed */
+    const char *end = buf + n;
+    *gq = parts[0].qd;
+    *gd = parts[0].dd;
+    memset(&parts[0].qd, 0, sizeof(Dict));
+    memset(&parts[0].dd, 0, sizeof(Dict));
+    size_t at = parts[0].rows;
+    for (int k = 1; k < np; k++) {
+        Scan *st = &parts[k];
+        int32_t *rq = dict_merge(gq, &st->qd, end);
+        int32_t *rd = rq ? dict_merge(gd, &st->dd, end) : NULL;
+        if (rd == NULL) {
+            PyMem_RawFree(rq);
+            return 2;
+        }
+        int32_t *oq = *qc + at, *od = *dc + at;
+        for (size_t i = 0; i < st->rows; i++) {
+            oq[i] = rq[st->qc[i]];
+            od[i] = rd[st->dc[i]];
+        }
+        if (st->val != *val + at * 8)
+            memmove(*val + at * 8, st->val, st->rows * 8);
+        at += st->rows;
+        PyMem_RawFree(rq);
+        PyMem_RawFree(rd);
+    }
+    *rows = at;
+    return 0;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t start, end;
-    int run, strict;
-    if (!PyArg_ParseTuple(args, "y*nnpp", &view, &start, &end, &run, &strict))
+    int nthreads, run, strict;
+    if (!PyArg_ParseTuple(args, "y*ipp", &view, &nthreads, &run, &strict))
         return NULL;
-    if (start < 0 || end < start || end > view.len) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "chunk out of the buffer");
-        return NULL;
-    }
-    Scan st;
-    memset(&st, 0, sizeof(st));
-    st.buf = (const char *)view.buf + start;
-    st.n = (size_t)(end - start);
-    st.run = run;
-    st.strict = strict;
-    st.qc.item = st.dc.item = sizeof(int32_t);
-    st.val.item = 8;
-    int32_t *qo = NULL, *dof = NULL;
-    char *qdata = NULL, *ddata = NULL;
-    int status = 2;
-    if (dict_init(&st.qd) == 0 && dict_init(&st.dd) == 0) {
-        Py_BEGIN_ALLOW_THREADS
-        scan_chunk(&st);
-        if (st.status == 0) {
-            if (dict_export(&st.qd, &qo, &qdata) < 0)
-                st.status = 1; /* over 2 GiB of names: leave it to the other readers */
-            else if (dict_export(&st.dd, &dof, &ddata) < 0)
-                st.status = 1;
-        }
-        Py_END_ALLOW_THREADS
-        status = st.status;
-    }
+    if (nthreads < 1)
+        nthreads = 1;
+    if (nthreads > MAX_THREADS)
+        nthreads = MAX_THREADS;
+    Scan parts[MAX_THREADS];
+    int nparts = 0;
+    int32_t *qc = NULL, *dc = NULL, *qo = NULL, *dof = NULL;
+    char *val = NULL, *qdata = NULL, *ddata = NULL;
+    size_t rows = 0;
+    Dict gq, gd;
+    memset(&gq, 0, sizeof(gq));
+    memset(&gd, 0, sizeof(gd));
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = read_all((const char *)view.buf, (size_t)view.len, nthreads, run, strict, parts,
+                      &nparts, &qc, &dc, &val, &rows, &gq, &gd);
+    if (status == 0 && (dict_export(&gq, &qo, &qdata) < 0 || dict_export(&gd, &dof, &ddata) < 0))
+        status = 1; /* over 2 GiB of names: leave the file to the other readers */
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    size_t nq = st.qd.n, nd = st.dd.n, rows = st.qc.len;
-    size_t qbytes = st.qd.bytes, dbytes = st.dd.bytes;
-    dict_free(&st.qd);
-    dict_free(&st.dd);
+    for (int k = 0; k < nparts; k++) {
+        dict_free(&parts[k].qd);
+        dict_free(&parts[k].dd);
+    }
+    size_t nq = gq.n, nd = gd.n, qbytes = gq.bytes, dbytes = gd.bytes;
+    dict_free(&gq);
+    dict_free(&gd);
     if (status != 0) {
-        PyMem_RawFree(st.qc.data);
-        PyMem_RawFree(st.dc.data);
-        PyMem_RawFree(st.val.data);
+        PyMem_RawFree(qc);
+        PyMem_RawFree(dc);
+        PyMem_RawFree(val);
         PyMem_RawFree(qo);
         PyMem_RawFree(qdata);
         PyMem_RawFree(dof);
@@ -766,13 +889,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             return PyErr_NoMemory();
         Py_RETURN_NONE;
     }
-    PyObject *o_qc = owned_new(st.qc.data, (Py_ssize_t)(rows * 4));
+    PyObject *o_qc = owned_new(qc, (Py_ssize_t)(rows * 4));
     PyObject *o_qo = owned_new(qo, (Py_ssize_t)((nq + 1) * 4));
     PyObject *o_qd = owned_new(qdata, (Py_ssize_t)qbytes);
-    PyObject *o_dc = owned_new(st.dc.data, (Py_ssize_t)(rows * 4));
+    PyObject *o_dc = owned_new(dc, (Py_ssize_t)(rows * 4));
     PyObject *o_do = owned_new(dof, (Py_ssize_t)((nd + 1) * 4));
     PyObject *o_dd = owned_new(ddata, (Py_ssize_t)dbytes);
-    PyObject *o_v = owned_new(st.val.data, (Py_ssize_t)(rows * 8));
+    PyObject *o_v = owned_new(val, (Py_ssize_t)(rows * 8));
     PyObject *out = NULL;
     if (o_qc && o_qo && o_qd && o_dc && o_do && o_dd && o_v)
         out = Py_BuildValue("(nOOOnOOOnO)", (Py_ssize_t)rows, o_qc, o_qo, o_qd, (Py_ssize_t)nq,
@@ -802,7 +925,7 @@ static PyObject *score(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buffer, start, end, run, strict) -> tuple of buffers, or None (use the exact reader)"},
+     "scan(buffer, threads, run, strict) -> tuple of buffers, or None (use the exact reader)"},
     {"score", score, METH_VARARGS,
      "score(field: bytes) -> (value, whole, plain), or None for a nan prefix"},
     {NULL, NULL, 0, NULL},

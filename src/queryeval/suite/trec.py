@@ -205,19 +205,6 @@ def reader_threads() -> int:
     return max(1, min(n, 8))
 
 
-def _line_chunks(data, n: int) -> list[tuple[int, int]]:
-    """``n`` (or fewer) ranges of ``data`` that split it after a newline."""
-    size = len(data)
-    bounds = [0]
-    for k in range(1, n):
-        at = data.find(b"\n", max(bounds[-1], size * k // n))
-        if at < 0:
-            break
-        bounds.append(at + 1)
-    bounds.append(size)
-    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
-
-
 def _parse_native(path: Path, kind: str, strict: bool = False,
                   threads: int | None = None) -> Columns | None:
     """The compiled reader (every trec_eval rule); None when it is not available or the file
@@ -231,52 +218,28 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
 
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            data = b""
-        else:
-            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        data = b"" if size == 0 else mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         if threads is None:
             threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
-        chunks = _line_chunks(data, max(1, threads))
-        run = kind == "run"
-        if len(chunks) <= 1:
-            parts = [mod.scan(data, 0, size, run, strict)]
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-                parts = list(pool.map(lambda c: mod.scan(data, c[0], c[1], run, strict), chunks))
+        out = mod.scan(data, max(1, threads), kind == "run", strict)
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
-    if any(p is None for p in parts):
+    if out is None:
         return None
-    value_type = np.float64 if run else np.int64
+    rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values = out
 
-    def column(i: int):
-        """Codes and dictionary of the id column at ``i`` (1: qid, 5: docid)."""
-        arrays = [
-            pa.DictionaryArray.from_arrays(
-                pa.Array.from_buffers(pa.int32(), p[0], [None, pa.py_buffer(p[i])]),
-                pa.Array.from_buffers(pa.string(), p[i + 3],
-                                      [None, pa.py_buffer(p[i + 1]), pa.py_buffer(p[i + 2])]),
-            )
-            for p in parts
-        ]
-        if len(arrays) == 1:
-            return np.frombuffer(parts[0][i], dtype=np.int32), arrays[0].dictionary
-        return _dictionary_codes(pa.chunked_array(arrays), pa.system_memory_pool())
+    def names(n: int, offsets, data):
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                      pa.py_buffer(data)])
 
-    q_codes, q_names = column(1)
-    d_codes, d_names = column(5)
-    values = [np.frombuffer(p[9], dtype=value_type) for p in parts]
     return Columns(
-        q=q_codes,
-        names_q=q_names,
-        doc=d_codes,
-        names_doc=d_names,
-        value=values[0] if len(values) == 1 else np.concatenate(values),
+        q=np.frombuffer(q_codes, dtype=np.int32),
+        names_q=names(n_q, q_offsets, q_data),
+        doc=np.frombuffer(d_codes, dtype=np.int32),
+        names_doc=names(n_d, d_offsets, d_data),
+        value=np.frombuffer(values, dtype=np.float64 if kind == "run" else np.int64),
     )
 
 
