@@ -575,7 +575,7 @@ static size_t count_lines(const char *p, size_t n) {
         if (t) {
             /* exact count: mark zero bytes without borrows */
             uint64_t z = ((w & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | w;
-            lines += (size_t)__builtin_popcountll(~z & 0x8080808080808080ULL);
+            lines += (size_t)((((~z & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
         }
     }
 #endif
@@ -593,10 +593,6 @@ static void scan_chunk(Scan *st) {
     const char *last_q = NULL;
     size_t last_qn = 0;
     int32_t last_qc = -1;
-    if (!valid_utf8((const unsigned char *)p, st->n)) {
-        st->status = 1;
-        return;
-    }
     while (p < e) {
         const char *line = p;
         while (p < e && cls[(unsigned char)*p] == 1)
@@ -729,10 +725,13 @@ typedef struct {
 } Job;
 
 static void run_job(Job *job) {
-    if (job->phase == 0)
-        job->st->cap = count_lines(job->st->buf, job->st->n);
+    Scan *st = job->st;
+    if (job->phase == 1)
+        scan_chunk(st);
+    else if (!valid_utf8((const unsigned char *)st->buf, st->n))
+        st->status = 1;
     else
-        scan_chunk(job->st);
+        st->cap = count_lines(st->buf, st->n);
 }
 
 #ifndef _WIN32
@@ -796,6 +795,9 @@ static int read_all(const char *buf, size_t n, int nthreads, int run, int strict
     }
     *nparts = np;
     run_phase(parts, np, 0);
+    for (int k = 0; k < np; k++)
+        if (parts[k].status)
+            return parts[k].status;
     size_t total = 0;
     for (int k = 0; k < np; k++)
         total += parts[k].cap;
