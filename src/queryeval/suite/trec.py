@@ -390,8 +390,8 @@ def build_arrays(
 ) -> RankingArrays:
     """Read both files and build the engine's arrays without any per-query Python dict.
 
-    The qrels file is read in a second thread while the run is read (pyarrow releases the
-    GIL); a bad qrels file is still reported before a bad run file.
+    The qrels file is read in a second thread while the run is read (the compiled reader and
+    pyarrow release the GIL); a bad qrels file is still reported before a bad run file.
     """
     from concurrent.futures import ThreadPoolExecutor
 
