@@ -132,6 +132,8 @@ static inline uint64_t load_prefix(const char *s, size_t n, const char *end) {
 }
 
 static inline uint64_t hash_name(const char *s, size_t n, uint64_t prefix) {
+    if (n <= 8) /* the prefix is the name; the length is implied by its zero padding */
+        return mix(prefix * 0x9E3779B97F4A7C15ULL + n);
     uint64_t h = (0x9E3779B97F4A7C15ULL ^ (uint64_t)n) * 0xff51afd7ed558ccdULL;
     h = (h ^ prefix) * 0x9E3779B97F4A7C15ULL;
     for (size_t k = 8; k < n; k += 8) {
@@ -767,6 +769,24 @@ static void run_phase(Scan *parts, int n, int phase) {
 #endif
 }
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* Hint the kernel to back a large output array with huge pages: one page fault per 2 MiB
+ * instead of one per 4 KiB (the arrays are written once, front to back). */
+static void huge_pages(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* The whole read, without the GIL. Returns 0, 1 (refused) or 2 (out of memory). */
 static int read_all(const char *buf, size_t n, int nthreads, int run, int strict, Scan *parts,
                     int *nparts, int32_t **qc, int32_t **dc, char **val, size_t *rows,
@@ -806,6 +826,9 @@ static int read_all(const char *buf, size_t n, int nthreads, int run, int strict
     *val = PyMem_RawMalloc((total ? total : 1) * 8);
     if (*qc == NULL || *dc == NULL || *val == NULL)
         return 2;
+    huge_pages(*qc, total * sizeof(int32_t));
+    huge_pages(*dc, total * sizeof(int32_t));
+    huge_pages(*val, total * 8);
     size_t off = 0;
     for (int k = 0; k < np; k++) {
         parts[k].qc = *qc + off;
