@@ -327,3 +327,18 @@ def test_dotless_i_is_no_number_in_the_exact_reader(tmp_path, monkeypatch) -> No
     assert trec.read_run(path) == {"q1": {"a": 0.0}}
     with pytest.raises(InputError, match=r"r:1: column 5 \(score\).*would read 0.0"):
         trec.read_run(path, strict=True)
+
+
+@needs_ext
+def test_file_that_cannot_be_mapped_is_read_whole(tmp_path, monkeypatch) -> None:
+    """Some file systems refuse mmap: the compiled reader then reads the bytes."""
+    import mmap
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")
+
+    path = _write(tmp_path, "r", b"q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t\n")
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    cols = trec._parse_native(path, "run")
+    assert cols is not None and names_list(cols.names_doc) == ["a", "b"]
+    assert cols.value.tolist() == [2.5, 1.5]

@@ -218,7 +218,11 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
 
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        data = b"" if size == 0 else mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            data = b"" if size == 0 else mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system without mmap: read it whole
+            data = fh.read()
+            size = len(data)
     try:
         if threads is None:
             threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
