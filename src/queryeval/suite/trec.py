@@ -228,7 +228,7 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
             threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
         out = mod.scan(data, max(1, threads), kind == "run", strict)
     finally:
-        if isinstance(data, mmap.mmap):
+        if not isinstance(data, bytes):
             data.close()
     if out is None:
         return None
