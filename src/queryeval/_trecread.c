@@ -1,24 +1,25 @@
-/* TREC run/qrels tokeniser: one pass over a byte buffer, trec_eval 10.0's reading rules.
+/* TREC run/qrels reader: trec_eval 10.0's reading rules, straight from a byte buffer.
  *
  * queryeval._trecread.scan(buffer, threads, run, strict) reads the lines of a run file
  * (run=True) or a qrels file from a bytes-like buffer with the GIL released, split at line
- * boundaries over `threads` POSIX threads, and returns
+ * boundaries over `threads` POSIX threads (a first pass checks UTF-8 and counts lines, the
+ * second tokenises), and returns
  *
  *     (n_rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values)
  *
- * where q_codes/d_codes are int32 codes (first-appearance order over the whole file) of the query and document
- * ids, q_offsets/q_data (d_...) the distinct ids as an Arrow string array's int32 offsets and
- * UTF-8 bytes, and values the float64 scores (run) or int64 relevance levels (qrels); every
- * buffer is a read-only object with the buffer protocol. It returns None when the chunk holds
- * anything the reader must refuse (a bad column count, a NaN score, a relevance outside 64
- * bits, text that is not UTF-8, and under strict everything trec_eval reads by a lenient
- * rule): the caller then re-reads the file with the exact Python reader, which raises the
- * error naming the line. The rules are those of queryeval.suite.trec._parse_python:
+ * where q_codes/d_codes are int32 codes of the query and document ids (first-appearance order
+ * over the whole file), q_offsets/q_data (d_...) the distinct ids as an Arrow string array's
+ * int32 offsets and UTF-8 bytes, and values the float64 scores (run) or int64 relevance levels
+ * (qrels); every buffer is a read-only object with the buffer protocol. It returns None when
+ * the file holds anything the reader must refuse (a bad column count, a NaN score, a relevance
+ * outside 64 bits, text that is not UTF-8, and under strict everything trec_eval reads by a
+ * lenient rule): the caller then re-reads the file with the exact Python reader, which raises
+ * the error naming the line. The rules are those of queryeval.suite.trec._parse_python:
  *
- *   fields are separated by C whitespace (space, \t, \v, \f, \r), lines end at \n; blank lines
- *   are skipped; qrels: a line whose first byte is '#' is a comment, exactly 4 fields, the
- *   relevance is the value of its longest [+-]digits prefix (0 if none); run: a line whose first
- *   non-blank byte is '#' is a comment, at least 6 fields, the score is the value of the
+ *   fields are separated by C whitespace (space, \t, \v, \f, \r), lines end at \n; blank
+ *   lines are skipped; qrels: a line whose first byte is '#' is a comment, exactly 4 fields,
+ *   the relevance is the value of its longest [+-]digits prefix (0 if none); run: a line whose
+ *   first non-blank byte is '#' is a comment, at least 6 fields, the score is the value of the
  *   longest prefix C's strtod reads (decimal, hexadecimal, inf[inity], nan[(...)]).
  *
  * Scores are correctly rounded (the value Python's float() gives the same prefix): exact
