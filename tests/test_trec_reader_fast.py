@@ -342,3 +342,16 @@ def test_file_that_cannot_be_mapped_is_read_whole(tmp_path, monkeypatch) -> None
     cols = trec._parse_native(path, "run")
     assert cols is not None and names_list(cols.names_doc) == ["a", "b"]
     assert cols.value.tolist() == [2.5, 1.5]
+
+
+@needs_ext
+@pytest.mark.parametrize("threads", [1, 2])
+def test_multibyte_ids_across_block_boundaries(tmp_path, threads) -> None:
+    """The UTF-8 check walks the file in 64 KiB blocks: 2- and 4-byte characters at every
+    offset across those boundaries are accepted, a bad byte after them is still refused."""
+    lines = "".join(f"q{i % 9} Q0 {'é' * (i % 5)}𝔸{i} 1 {i}.5 t\n" for i in range(6000))
+    path = _write(tmp_path, "r", lines.encode())
+    assert path.stat().st_size > 3 * 65536
+    assert _check_same(path, "run", False, threads) == "ok"
+    bad = _write(tmp_path, "bad", lines.encode() + b"q1 Q0 \xc3( 1 1 t\n")
+    assert "not UTF-8" in _check_same(bad, "run", False, threads)
