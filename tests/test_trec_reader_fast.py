@@ -351,7 +351,7 @@ def test_multibyte_ids_across_block_boundaries(tmp_path, threads) -> None:
     offset across those boundaries are accepted, a bad byte after them is still refused."""
     lines = "".join(f"q{i % 9} Q0 {'é' * (i % 5)}𝔸{i} 1 {i}.5 t\n" for i in range(6000))
     path = _write(tmp_path, "r", lines.encode())
-    assert path.stat().st_size > 3 * 65536
+    assert path.stat().st_size > 2 * 65536  # three blocks at least
     assert _check_same(path, "run", False, threads) == "ok"
     bad = _write(tmp_path, "bad", lines.encode() + b"q1 Q0 \xc3( 1 1 t\n")
     assert "not UTF-8" in _check_same(bad, "run", False, threads)
