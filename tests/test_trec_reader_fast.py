@@ -356,3 +356,17 @@ def test_multibyte_ids_across_block_boundaries(tmp_path, threads) -> None:
             assert _check_same(path, "run", False, threads) == "ok"
             bad = _write(tmp_path, "bad", line.encode() + b"q1 Q0 \xc3( 1 1 t\n")
             assert "not UTF-8" in _check_same(bad, "run", False, threads)
+
+
+@needs_ext
+def test_refused_file_goes_straight_to_the_exact_reader(tmp_path, monkeypatch) -> None:
+    """A file the compiled reader refuses has a line to refuse: the exact reader names it at
+    once (pyarrow would only fail too, after reading the whole file)."""
+    def no_pyarrow(path, kind):
+        raise AssertionError("pyarrow reader tried after the compiled reader refused")
+
+    monkeypatch.setattr(trec, "_parse_arrow", no_pyarrow)
+    path = _write(tmp_path, "r", b"q1 Q0 a 1 1 t\nq1 Q0 b 2 1.5x t\n")
+    with pytest.raises(InputError, match=r"r:2: column 5 \(score\)"):
+        trec.read_run(path, strict=True)
+    assert trec.read_run(path) == {"q1": {"a": 1.0, "b": 1.5}}

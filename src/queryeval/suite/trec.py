@@ -16,11 +16,11 @@ Fields are separated by C whitespace (space, tab, CR, VT, FF); blank lines are s
 columns, numbers with trailing text or underscores (reported as ``InputError``).
 
 Three readers give the same columns. The compiled one (``queryeval._trecread``, a small C
-extension built by ``pip install``) applies every rule above in one pass over the memory-mapped
-file, split at line boundaries over threads; without it (no compiler at install time, or
-``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files (single
-spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated spaces,
-comments, lenient numbers) is read line by line in Python, which either parses it or raises
+extension built by ``pip install``) applies every rule above in two passes over the
+memory-mapped file, split at line boundaries over threads; without it (no compiler at install
+time, or ``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files
+(single spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated
+spaces, comments, lenient numbers) is read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
@@ -338,9 +338,11 @@ def _read_columns(path: str | Path, kind: str, strict: bool = False) -> Columns:
 
     path = Path(path)
     check_input(path, "trec")  # a FIFO or a device is named as such (is_file() said "no such file")
-    cols = _parse_native(path, kind, strict)
-    if cols is None:
-        cols = _parse_arrow(path, kind)
+    if native_reader() is not None:
+        cols = _parse_native(path, kind, strict)
+        # refused: a line to refuse, which the exact reader names (pyarrow would refuse it too)
+        return cols if cols is not None else _parse_python(path, kind, strict)
+    cols = _parse_arrow(path, kind)
     if cols is None:
         cols = _parse_python(path, kind, strict)
     return cols
