@@ -8,6 +8,10 @@ has 5 judgements (relevance 0-2). Metrics: ndcg@10, recall@100, mrr@10, map@100.
 has no recip_rank cutoff, so it computes recip_rank in place of mrr@10 (same cost).
 Goals: >= 5x pytrec_eval from dicts, >= 20x from files.
 
+From files, queryeval is timed twice in the same run: with its compiled reader (the C
+extension ``queryeval._trecread``, built by ``pip install``) and with the pure readers
+(``QUERYEVAL_NO_EXT=1``: pyarrow's CSV reader), each against the same pytrec_eval timing.
+
 Timings are wall-clock (``time.perf_counter``), the best of ``--repeat`` runs (default 1),
 with process CPU time beside where it helps read a loaded machine: the load average is
 printed before and after, and figures taken at a load above the core count mean little.
@@ -22,6 +26,7 @@ import argparse
 import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +93,20 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
+@contextmanager
+def no_ext():
+    """The pure readers (pyarrow, then Python) for the duration: ``QUERYEVAL_NO_EXT=1``."""
+    before = os.environ.get("QUERYEVAL_NO_EXT")
+    os.environ["QUERYEVAL_NO_EXT"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["QUERYEVAL_NO_EXT"]
+        else:
+            os.environ["QUERYEVAL_NO_EXT"] = before
+
+
 def step_table(qpath: Path, rpath: Path) -> None:
     """Where the from-files time goes, ours and pytrec_eval's."""
     import pytrec_eval
@@ -96,12 +115,18 @@ def step_table(qpath: Path, rpath: Path) -> None:
     from queryeval.suite import trec
 
     held: dict = {}
+    compiled = trec.native_reader() is not None
+    threads = trec.reader_threads()
 
     def read_q():
         held["q"] = trec.read_qrels_columns(qpath)
 
     def read_r():
         held["r"] = trec.read_run_columns(rpath)
+
+    def read_r_pure():
+        with no_ext():
+            trec.read_run_columns(rpath)
 
     def build():
         q, r = held["q"], held["r"]
@@ -111,9 +136,11 @@ def step_table(qpath: Path, rpath: Path) -> None:
         with open(qpath) as fq, open(rpath) as fr:
             held["pq"], held["pr"] = pytrec_eval.parse_qrel(fq), pytrec_eval.parse_run(fr)
 
+    reader = f"compiled, {threads} threads" if compiled else "pyarrow CSV"
     steps = [
-        ("queryeval", "read qrels (pyarrow CSV)", read_q),
-        ("queryeval", "read run (pyarrow CSV, 2 threads)", read_r),
+        ("queryeval", f"read qrels ({reader})", read_q),
+        ("queryeval", f"read run ({reader})", read_r),
+        ("queryeval", "read run (pyarrow CSV, QUERYEVAL_NO_EXT)", read_r_pure),
         ("queryeval", "build arrays (pairs, look-ups)", build),
         ("queryeval", "evaluate 4 metrics", lambda: evaluate_arrays(held["a"], METRICS)),
         ("pytrec_eval", "parse_qrel + parse_run", parse),
@@ -121,10 +148,10 @@ def step_table(qpath: Path, rpath: Path) -> None:
          lambda: pytrec_eval.RelevanceEvaluator(held["pq"], PYTREC).evaluate(held["pr"])),
     ]
     print(f"\nper step, from files ({load()}):")
-    print(f"{'tool':12} {'step':36} {'wall s':>8} {'cpu s':>8}")
+    print(f"{'tool':12} {'step':42} {'wall s':>8} {'cpu s':>8}")
     for tool, name, fn in steps:
         wall, cpu = timed_cpu(fn)
-        print(f"{tool:12} {name:36} {wall:8.3f} {cpu:8.3f}")
+        print(f"{tool:12} {name:42} {wall:8.3f} {cpu:8.3f}")
 
 
 def main() -> None:
@@ -150,10 +177,14 @@ def main() -> None:
     import pyarrow.csv  # noqa: F401  (imported before timing, like pytrec_eval)
 
     from queryeval.metrics.ranking import evaluate
-    from queryeval.suite.trec import evaluate_files
+    from queryeval.suite.trec import evaluate_files, native_reader, reader_threads
 
     print(f"{args.queries:,} queries x {args.depth} docs; metrics {', '.join(METRICS)}; "
           f"best of {REPEAT}")
+    compiled = native_reader() is not None
+    print("TREC reader: " + (f"compiled (queryeval._trecread), {reader_threads()} threads"
+                             if compiled else "pure (pyarrow CSV): the C extension is not built "
+                             "or QUERYEVAL_NO_EXT is set"))
     print(f"start: {load()}")
     qrels, run = make_data(args.queries, args.depth)
     rows: list[tuple[str, str, float]] = []
@@ -186,6 +217,12 @@ def main() -> None:
         rows.append(("files", "queryeval", t_f))
         if t_ours is not None:
             assert abs(ours_f["ndcg@10"] - ours["ndcg@10"]) < 1e-9
+        t_fp = None
+        if compiled:
+            with no_ext():
+                t_fp, pure_f = timed(lambda: evaluate_files(qpath, rpath, METRICS))
+            rows.append(("files", "queryeval, pure readers (QUERYEVAL_NO_EXT=1)", t_fp))
+            assert dict(pure_f) == dict(ours_f), (dict(pure_f), dict(ours_f))
 
         def _pytrec_files():
             with open(qpath) as fq, open(rpath) as fr:
@@ -206,14 +243,18 @@ def main() -> None:
             step_table(qpath, rpath)
 
     base = {src: t for src, name, t in rows if name == "queryeval"}
-    print(f"\n{'input':6} {'tool':38} {'seconds':>9} {'x queryeval':>12}")
+    print(f"\n{'input':6} {'tool':46} {'seconds':>9} {'x queryeval':>12}")
     for src, name, t in rows:
-        print(f"{src:6} {name:38} {t:9.2f} {t / base[src]:12.1f}")
+        print(f"{src:6} {name:46} {t:9.2f} {t / base[src]:12.1f}")
     print(f"end: {load()}")
     if t_ours is not None:
         print(f"speed-up vs pytrec_eval from dicts: {t_py / t_ours:.1f}x (goal 5x)")
-    print(f"speed-up vs pytrec_eval from files: {t_pf / t_f:.1f}x (goal 20x): "
+    which = "compiled reader" if compiled else "pure readers"
+    print(f"speed-up vs pytrec_eval from files ({which}): {t_pf / t_f:.1f}x (goal 20x): "
           f"queryeval {t_f:.2f} s, pytrec_eval {t_pf:.2f} s")
+    if t_fp is not None:
+        print(f"speed-up vs pytrec_eval from files (pure readers): {t_pf / t_fp:.1f}x: "
+              f"queryeval {t_fp:.2f} s")
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def test_invalid_utf8_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_exact_path_used_without_pyarrow(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")  # nor the compiled reader
     monkeypatch.setattr(trec, "_parse_arrow", lambda path, kind: None)
     q, r = _write(tmp_path, "q", QRELS), _write(tmp_path, "r", RUN)
     assert evaluate_files(q, r, ["mrr"])["mrr"] == pytest.approx((1 / 3 + 1 / 2 + 0) / 3)
@@ -159,9 +160,19 @@ def _realistic_files(tmp_path: Path, seed: int) -> tuple[Path, list[str], list[s
     return _write(tmp_path, "q", "\n".join(qlines) + "\n"), qlines, rlines
 
 
+@pytest.mark.parametrize("reader", ["compiled", "pyarrow"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_fast_path_equals_pytrec_eval_grouped_shuffled_and_spaced(tmp_path, monkeypatch, seed) -> None:
+def test_fast_path_equals_pytrec_eval_grouped_shuffled_and_spaced(
+    tmp_path, monkeypatch, seed, reader
+) -> None:
     pytrec_eval = pytest.importorskip("pytrec_eval")
+    with pytest.MonkeyPatch.context() as env:  # the test's own monkeypatch is undone inside
+        if reader == "pyarrow":
+            env.setenv("QUERYEVAL_NO_EXT", "1")
+        _fast_path_equals_pytrec_eval(tmp_path, monkeypatch, seed, pytrec_eval)
+
+
+def _fast_path_equals_pytrec_eval(tmp_path, monkeypatch, seed, pytrec_eval) -> None:
     q, _, rlines = _realistic_files(tmp_path, seed)
     grouped = _write(tmp_path, "grouped", "\n".join(rlines) + "\n")
     shuffled = _write(tmp_path, "shuffled", "\n".join(np.random.default_rng(seed).permutation(rlines)) + "\n")
@@ -204,6 +215,7 @@ def test_fast_and_exact_readers_agree_on_query_order_and_missing(tmp_path, monke
     for mode in ("zero", "skip"):
         fast = evaluate_files(q, r, ["mrr", "ndcg"], per_query=True, missing_query=mode)
         with monkeypatch.context() as m:
+            m.setenv("QUERYEVAL_NO_EXT", "1")
             m.setattr(trec, "_parse_arrow", lambda path, kind: None)
             exact = evaluate_files(q, r, ["mrr", "ndcg"], per_query=True, missing_query=mode)
         assert fast.qids == exact.qids and fast.n_missing == exact.n_missing == 2
@@ -284,6 +296,7 @@ def test_c_atol(text: str, value: int, whole: bool) -> None:
 @pytest.mark.parametrize("exact_only", [False, True])
 def test_lenient_reading_matches_trec_eval(tmp_path: Path, monkeypatch, exact_only) -> None:
     if exact_only:
+        monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
         monkeypatch.setattr(trec, "_parse_arrow", lambda path, kind: None)
     # qrels: '#' in column 0 is a comment; 1_0 -> 1, abc -> 0, 2.7 -> 2 (atol).
     q = _write(tmp_path, "q", "# judged by hand\nq1 0 a 1_0\nq1 0 b abc\nq1 0 c 2.7\n")

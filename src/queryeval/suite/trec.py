@@ -15,9 +15,12 @@ Fields are separated by C whitespace (space, tab, CR, VT, FF); blank lines are s
 ``strict=True`` refuses everything trec_eval reads by a lenient rule: comments, extra run
 columns, numbers with trailing text or underscores (reported as ``InputError``).
 
-The fast path is pyarrow's multi-threaded CSV reader with a single-space delimiter and
-dictionary-encoded id columns; a file it cannot take (tabs, repeated spaces, a comment, a
-number it does not parse) is re-read line by line in Python, which either parses it or raises
+Three readers give the same columns. The compiled one (``queryeval._trecread``, a small C
+extension built by ``pip install``) applies every rule above in two passes over the
+memory-mapped file, split at line boundaries over threads; without it (no compiler at install
+time, or ``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files
+(single spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated
+spaces, comments, lenient numbers) is read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
@@ -25,6 +28,7 @@ pair may occur only once per file, as trec_eval requires.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,12 +63,12 @@ _SPLIT = re.compile(r"[ \t\n\v\f\r]+")
 _STRTOD = re.compile(
     r"[+-]?(?:(?P<hex>0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)"
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,  # ASCII: 'ı' (dotless i) must not match the i of "inf"
 )
 _ATOL = re.compile(r"[+-]?[0-9]+")
 #: What ``--strict`` accepts: a whole decimal number (no underscores, no trailing text).
 _STRICT_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                           r"|inf|infinity)", re.IGNORECASE)
+                           r"|inf|infinity)", re.IGNORECASE | re.ASCII)
 
 
 def c_strtod(text: str) -> tuple[float, bool]:
@@ -175,7 +179,75 @@ def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
     )
 
 
-# --------------------------------------------------------------------------- fast path
+# --------------------------------------------------------------------------- compiled path
+
+#: Bytes per thread below which the compiled reader does not split the file.
+_NATIVE_MIN_CHUNK = 1 << 22
+
+
+def native_reader():
+    """The compiled reader module, or None (not built, or ``QUERYEVAL_NO_EXT=1``)."""
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _trecread
+    except ImportError:
+        return None
+    return _trecread
+
+
+def reader_threads() -> int:
+    """Threads the compiled reader may use: the CPUs this process may run on, at most 8."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _parse_native(path: Path, kind: str, strict: bool = False,
+                  threads: int | None = None) -> Columns | None:
+    """The compiled reader (every trec_eval rule); None when it is not available or the file
+    holds a line to refuse (the exact reader then names it)."""
+    mod = native_reader()
+    if mod is None:
+        return None
+    import mmap
+
+    import pyarrow as pa
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            data = b"" if size == 0 else mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system without mmap: read it whole
+            data = fh.read()
+            size = len(data)
+    try:
+        if threads is None:
+            threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
+        out = mod.scan(data, max(1, threads), kind == "run", strict)
+    finally:
+        if not isinstance(data, bytes):
+            data.close()
+    if out is None:
+        return None
+    rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values = out
+
+    def names(n: int, offsets, data):
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                      pa.py_buffer(data)])
+
+    return Columns(
+        q=np.frombuffer(q_codes, dtype=np.int32),
+        names_q=names(n_q, q_offsets, q_data),
+        doc=np.frombuffer(d_codes, dtype=np.int32),
+        names_doc=names(n_d, d_offsets, d_data),
+        value=np.frombuffer(values, dtype=np.float64 if kind == "run" else np.int64),
+    )
+
+
+# --------------------------------------------------------------------------- pyarrow path
 
 
 #: C's ``isspace`` (trec_eval's field separators), in RE2 syntax.
@@ -266,6 +338,10 @@ def _read_columns(path: str | Path, kind: str, strict: bool = False) -> Columns:
 
     path = Path(path)
     check_input(path, "trec")  # a FIFO or a device is named as such (is_file() said "no such file")
+    if native_reader() is not None:
+        cols = _parse_native(path, kind, strict)
+        # refused: a line to refuse, which the exact reader names (pyarrow would refuse it too)
+        return cols if cols is not None else _parse_python(path, kind, strict)
     cols = _parse_arrow(path, kind)
     if cols is None:
         cols = _parse_python(path, kind, strict)
@@ -320,8 +396,8 @@ def build_arrays(
 ) -> RankingArrays:
     """Read both files and build the engine's arrays without any per-query Python dict.
 
-    The qrels file is read in a second thread while the run is read (pyarrow releases the
-    GIL); a bad qrels file is still reported before a bad run file.
+    The qrels file is read in a second thread while the run is read (the compiled reader and
+    pyarrow release the GIL); a bad qrels file is still reported before a bad run file.
     """
     from concurrent.futures import ThreadPoolExecutor
 

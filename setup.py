@@ -1,0 +1,22 @@
+"""Build of the optional C reader of TREC files (metadata and dependencies: pyproject.toml).
+
+``optional=True``: without a C compiler the install still succeeds and queryeval reads TREC
+files with pyarrow and Python instead (same results, slower; see docs/ranking.md). ``-O3``
+comes after any ``CFLAGS`` from the environment, which would otherwise replace Python's own
+optimisation flags (an unoptimised build reads at half the speed).
+"""
+
+import sys
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "queryeval._trecread",
+            ["src/queryeval/_trecread.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
+            optional=True,
+        ),
+    ],
+)

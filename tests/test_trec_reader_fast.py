@@ -1,0 +1,372 @@
+"""The compiled TREC reader (``queryeval._trecread``) equals the exact Python reader.
+
+Every reading rule of trec_eval 10.0 (comments, extra run columns, strtod/atol prefixes, C
+whitespace, blank lines, CRLF, a missing final newline, ``--strict``) is checked by running
+both readers on the same bytes: the compiled one must give the same columns (names in the same
+first-appearance order, codes, values bit for bit) or, where the exact reader raises, refuse the
+file so that the exact reader names the line. ``QUERYEVAL_NO_EXT=1`` forces the pure readers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import random
+import struct
+from decimal import Decimal, localcontext
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from queryeval.errors import InputError
+from queryeval.metrics.ranking._columns import names_list
+from queryeval.suite import trec
+from queryeval.suite.trec import evaluate_files
+
+NO_EXT = os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0")
+MOD = trec.native_reader()
+needs_ext = pytest.mark.skipif(MOD is None, reason="compiled reader not built (or QUERYEVAL_NO_EXT)")
+
+
+def test_extension_is_built_in_this_install() -> None:
+    """CI installs with ``pip install -e .``: a compiler is there, so a silent fallback to the
+    pure readers (``optional=True`` in setup.py) would show up here."""
+    if NO_EXT:
+        pytest.skip("QUERYEVAL_NO_EXT=1 forces the pure readers")
+    from queryeval import _trecread  # noqa: F401  (raises if the build fell back)
+
+    assert MOD is not None and hasattr(MOD, "scan")
+
+
+def test_no_ext_env_forces_the_pure_readers(monkeypatch) -> None:
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    assert trec.native_reader() is None
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "0")
+    built = importlib.util.find_spec("queryeval._trecread") is not None
+    assert (trec.native_reader() is not None) == built
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _canon(cols) -> tuple:
+    """Columns as plain data: names in code order, codes, values (floats as their bits)."""
+    value = np.asarray(cols.value)
+    bits = value.view(np.uint64) if value.dtype == np.float64 else value.astype(np.int64)
+    return (names_list(cols.names_q), names_list(cols.names_doc),
+            np.asarray(cols.q).tolist(), np.asarray(cols.doc).tolist(), value.dtype.kind,
+            bits.tolist())
+
+
+def _check_same(path: Path, kind: str, strict: bool, threads: int) -> str:
+    """The compiled reader gives the exact reader's columns, or refuses what it refuses;
+    returns "ok" or the exact reader's error."""
+    try:
+        want = _canon(trec._parse_python(path, kind, strict))
+    except InputError as exc:
+        assert trec._parse_native(path, kind, strict, threads=threads) is None, (
+            f"compiled reader accepted a file the exact reader refuses: {exc}")
+        return str(exc)
+    got = trec._parse_native(path, kind, strict, threads=threads)
+    assert got is not None, f"compiled reader refused a valid {kind} file ({path.read_bytes()!r})"
+    assert _canon(got) == want
+    return "ok"
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+# Every case of tests/test_trec_files.py's reading-rule tests, and a few more.
+CASES = [
+    ("qrels", "q1 0 a 1\nq1 0 b x\n"),
+    ("qrels", "q1 0 a 1\n\nq1 0 b\n"),
+    ("run", "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 high t\n"),
+    ("run", "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 nan t\n"),
+    ("run", "q1 Q0 a 1 1.0\n"),
+    ("run", "q1 Q0 a 1 1.0 t\nq2 Q0 a 1 1.0 t\nq1 Q0 a 3 0.5 t\n"),
+    ("qrels", "q1 0 a 1\nq1 0 a 0\n"),
+    ("qrels", "# judged by hand\nq1 0 a 1_0\nq1 0 b abc\nq1 0 c 2.7\n"),
+    ("run", "# run\n  # more\nq1 Q0 a 1 0_5 t x y\nq1 Q0 b 2 1.5abc t\nq1 Q0 c 3 0x1p3 t\n"),
+    ("qrels", "# c\nq1 0 a 1\n"),
+    ("run", "q1 Q0 a 1 1.0 t\n  # c\n"),
+    ("run", "q1 Q0 a 1 1.0 t extra\n"),
+    ("run", "q1 Q0 a 1 1.5abc t\n"),
+    ("run", "q1 Q0 a 1 0_5 t\n"),
+    ("qrels", "q1 0 a 1_0\n"),
+    ("qrels", "q1 0 a 2.7\n"),
+    ("qrels", "q1 0 a 1 x\n"),
+    ("qrels", "  # c\nq1 0 a 1\n"),
+    ("qrels", "q1 0 #a 1\n"),
+    ("run", "q1 Q0 a\xa0b 1 1.0 t\nq1 Q0 c 2 0.5 t\n"),
+    ("run", "# c\nq1 Q0 a 1 1.0 t\n# d\nq1 Q0 a 2 0.5 t\n"),
+    ("run", "q1 Q0 a 1 -NaN t\n"),
+    ("run", "q1 Q0 a 1 nan(0x7) t\n"),
+    ("run", "q1 Q0 a 1 nan(abc)x t\n"),
+    ("run", "q1 Q0 a 1 ınf t\n"),  # dotless i: no number (the exact reader crashed on it)
+    ("run", "q1 Q0 a 1 -Infinity t\nq1 Q0 b 1 INF t\nq1 Q0 c 1 infinit t\n"),
+    ("run", "q1 Q0 a 1 1e400 t\nq1 Q0 b 1 -1e-400 t\nq1 Q0 c 1 -0 t\nq1 Q0 d 1 0x1p99999 t\n"),
+    ("run", "q1\tQ0  a\v1\f2.5\rt\r\nq1 Q0 b 2 1 t"),  # every C space; CRLF; no final newline
+    ("run", "\n \n\t\nq1 Q0 a 1 1 t\n\n"),
+    ("run", ""),
+    ("qrels", "q1 0 a 99999999999999999999\n"),  # beyond 64 bits: refused
+    ("qrels", "q1 0 a -9223372036854775808\nq1 0 b 9223372036854775807\nq1 0 c +3\n"),
+    ("qrels", "q1 0 a 9223372036854775808\n"),
+    ("qrels", "q1 0 a -\nq1 0 b +\n"),
+    ("run", "q1 Q0 a 1 - t\nq1 Q0 b 1 + t\nq1 Q0 c 1 . t\nq1 Q0 d 1 .e5 t\n"),
+    ("run", "é Q0 𝔸 1 0.1 t\nz Q0 a\x1fb 1 2 t\nz Q0 a\x00b 2 3 t\n"),
+]
+
+
+@needs_ext
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(("kind", "text"), CASES)
+def test_reading_rule_cases(tmp_path, kind, text, strict, threads) -> None:
+    path = _write(tmp_path, "f", text.encode("utf-8"))
+    _check_same(path, kind, strict, threads)
+
+
+@needs_ext
+@pytest.mark.parametrize("data", [b"q1 Q0 \xff 2 1.0 t\n", b"q1 Q0 a 1 1 t\n# \xed\xa0\x80\n",
+                                  b"q1 Q0 a 1 1 t\xc3", b"q1 Q0 \xf4\x90\x80\x80 1 1 t\n",
+                                  b"q1 Q0 \xe0\x80\x80 1 1 t\n"])
+def test_invalid_utf8_is_refused_anywhere_in_the_file(tmp_path, data) -> None:
+    """Not UTF-8 (also a surrogate, an overlong form, a truncated tail, above U+10FFFF), even
+    in a comment: the exact reader names the line, the compiled one refuses the file."""
+    path = _write(tmp_path, "r", data)
+    assert "not UTF-8" in _check_same(path, "run", False, 1)
+
+
+@needs_ext
+def test_errors_and_line_numbers_are_the_exact_readers(tmp_path) -> None:
+    """Through the public readers: the same error text and line, with and without the
+    compiled reader."""
+    path = _write(tmp_path, "r", b"# c\nq1 Q0 a 1 1 t\n\nq1 Q0 b 2 1.5x t\n")
+    messages = []
+    for no_ext in ("0", "1"):
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("QUERYEVAL_NO_EXT", no_ext)
+            with pytest.raises(InputError) as err:
+                trec.read_run(path, strict=True)
+            messages.append(str(err.value))
+            assert trec.read_run(path) == {"q1": {"a": 1.0, "b": 1.5}}
+    assert messages[0] == messages[1] and "r:1:" in messages[0]  # the comment line comes first
+
+
+# --------------------------------------------------------------------------- random files
+
+IDS = ["q1", "q2", "10", "é", "𝔸", "a\xa0b", "x\x1fy", "#x", "Q0", "d" * 40, "ab#", "\u2028"]
+NUMBERS = ["1", "0", "-1", "+2", "0.5", "1.5abc", "0_5", "-2e3x", "1e", ".5", "5.", "0x1p3",
+           "0x", "0X1.8P-2", "inf", "-Infinity", "INFIN", "+3.", "1e400", "-0", "1_0", "2.7",
+           "abc", "1e-400", "0.1234567890123456789012", "9007199254740993",
+           "9223372036854775807", "-9223372036854775808", "00012", "1e+5", "7E-3", "0x.8p1"]
+BAD_NUMBERS = ["nan", "NaN(1)", "99999999999999999999", "-nan"]
+SEPS = [" ", " ", " ", "\t", "  ", " \t ", "\v", "\f", "\r"]
+
+
+def _random_file(rng: random.Random, kind: str, bad: bool) -> bytes:
+    lines = []
+    for _ in range(rng.randrange(1, 60)):
+        r = rng.random()
+        if r < 0.06:
+            lines.append(rng.choice(["", "   ", "\t", "# comment", "  # indented", "\t#x y"]))
+            continue
+        qid = rng.choice(IDS[:6]) if rng.random() < 0.8 else rng.choice(IDS)
+        doc = rng.choice(IDS) + str(rng.randrange(30))
+        pool = NUMBERS + (BAD_NUMBERS if bad and rng.random() < 0.05 else [])
+        if rng.random() < 0.5:
+            number = rng.choice(pool)
+        else:
+            number = repr(rng.uniform(-1e3, 1e3)) if kind == "run" else str(rng.randrange(-3, 5))
+        if kind == "qrels":
+            fields = [qid, "0", doc, number]
+        else:
+            fields = [qid, "Q0", doc, str(rng.randrange(100)), number, "tag"]
+            if rng.random() < 0.1:
+                fields += ["extra"] * rng.randrange(1, 3)
+        if bad and rng.random() < 0.03:
+            fields = fields[:-1]
+        line = rng.choice(["", "", " ", "\t"]) + "".join(
+            f + rng.choice(SEPS) for f in fields[:-1]) + fields[-1]
+        lines.append(line + rng.choice(["", "", "", " ", "\r", "\t"]))
+    text = "".join(line + rng.choice(["\n", "\n", "\n", "\r\n"]) for line in lines)
+    if rng.random() < 0.3:
+        text = text.rstrip("\n")
+    return text.encode("utf-8")
+
+
+@needs_ext
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_random_files_compiled_equals_exact(tmp_path, kind) -> None:
+    rng = random.Random(f"trec-{kind}")
+    outcomes = {"ok": 0, "error": 0}
+    for i in range(150):
+        path = _write(tmp_path, f"f{i}", _random_file(rng, kind, bad=i % 3 == 0))
+        for strict in (False, True):
+            for threads in (1, 2, 3):
+                result = _check_same(path, kind, strict, threads)
+            outcomes["ok" if result == "ok" else "error"] += 1
+    # both outcomes occur often enough for the comparison to mean something
+    assert outcomes["ok"] >= 50 and outcomes["error"] >= 50, outcomes
+
+
+@needs_ext
+def test_random_files_same_metrics(tmp_path) -> None:
+    """Whole evaluations from random lenient files: compiled == pure, per query."""
+    rng = random.Random(7)
+    names = ["ndcg@5", "map", "mrr", "recall@10", "bpref", "num_rel_ret"]
+    for i in range(20):
+        q = _write(tmp_path, f"q{i}", "".join(
+            f"q{j} 0 d{k}{rng.choice(SEPS)}{rng.choice(['1', '2', '0', '1_0', '2.7'])}\n"
+            for j in range(5) for k in rng.sample(range(20), 6)).encode())
+        r = _write(tmp_path, f"r{i}", ("# run\n" + "".join(
+            f"q{j}\tQ0 d{k} 0  {rng.choice(['0.5', '1.5abc', '0_5', '0x1p-1', repr(rng.random())])}"
+            f" t x\r\n" for j in range(6) for k in rng.sample(range(20), 12))).encode())
+        results = []
+        for no_ext in ("0", "1"):
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("QUERYEVAL_NO_EXT", no_ext)
+                results.append(evaluate_files(q, r, names, per_query=True))
+        assert results[0].qids == results[1].qids
+        for name in names:
+            np.testing.assert_array_equal(results[0].per_query[name], results[1].per_query[name])
+
+
+@needs_ext
+def test_thread_split_keeps_first_appearance_order(tmp_path) -> None:
+    """A file split over threads: names in first-appearance order over the whole file, codes
+    and values as one pass gives (also with more threads than lines)."""
+    lines = [f"q{i % 7} Q0 d{(i * 13) % 50} 1 {i / 8} t\n" for i in range(500)]
+    path = _write(tmp_path, "r", "".join(lines).encode())
+    one = _canon(trec._parse_native(path, "run", threads=1))
+    for threads in (2, 3, 8, 600):
+        assert _canon(trec._parse_native(path, "run", threads=threads)) == one
+    assert one[0] == [f"q{i}" for i in range(7)] and one[5][:3] == [
+        struct.unpack("<Q", struct.pack("<d", x))[0] for x in (0.0, 0.125, 0.25)]
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def _same_score(text: str) -> None:
+    want, whole = trec.c_strtod(text)
+    got = MOD.score(text.encode("utf-8"))
+    if math.isnan(want):
+        assert got is None, text
+        return
+    assert got is not None and _bits(got[0]) == _bits(want) and got[1] == whole, (text, got, want)
+    if whole:  # --strict accepts exactly the whole decimal / inf forms
+        assert got[2] == bool(trec._STRICT_FLOAT.fullmatch(text)), text
+
+
+@needs_ext
+def test_scores_bit_identical_random_and_adversarial() -> None:
+    """Scores equal Python's correctly rounded float() bit for bit: random doubles (repr),
+    random 1-25-digit decimals with exponents around the fast paths' limits (|e| 22, 27), and
+    decimals within 1e-25 of the midpoint between two doubles (where double rounding in
+    80-bit arithmetic would go wrong)."""
+    rng = random.Random(11)
+    texts = []
+    for _ in range(4000):
+        texts.append(repr(rng.random()))
+        texts.append(repr(struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]))
+        texts.append(float.hex(struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]))
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 26)))
+        cut = rng.randrange(len(digits) + 1)
+        texts.append(rng.choice(["", "-", "+"]) + digits[:cut] + "." + digits[cut:]
+                     + rng.choice(["", "e22", "e-22", "e23", "E-27", "e27", "e-28", "e300"]))
+        texts.append(f"{rng.randrange(2**53, 10**19)}e{rng.randrange(-30, 31)}")
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for _ in range(4000):
+            d = rng.uniform(1e-10, 1e10)
+            mid = (Decimal(d) + Decimal(math.nextafter(d, math.inf))) / 2
+            for digits in (17, 18, 19, 25):
+                texts.append(format(mid, f".{digits}e"))
+    texts += ["2.4703282292062327e-324", "2.4703282292062328e-324", "4.9e-324",
+              "1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308",
+              "0x1.00000000000008p0", "0x1.00000000000018p0", "0x1.fffffffffffff8p1023",
+              "9007199254740993", "9007199254740995", "123456789012345678901234567890",
+              "0." + "0" * 400 + "1", "1" + "0" * 400 + "e-400", "0e99999999999999999999",
+              "1e-99999999999999999999", "1e99999999999999999999", "00000000000000000000001.5"]
+    for text in texts:
+        _same_score(text)
+
+
+@needs_ext
+def test_score_prefixes_and_strict_forms() -> None:
+    """(value, whole, plain): plain is what ``--strict`` accepts (decimal or inf)."""
+    cases = {"1.5": (1.5, True, True), "1.5abc": (1.5, False, True), "0_5": (0.0, False, True),
+             "abc": (0.0, False, False), "0x1p3": (8.0, True, False), "0x": (0.0, False, True),
+             "inf": (math.inf, True, True), "-Infinity": (-math.inf, True, True),
+             "infinit": (math.inf, False, True), "ınf": (0.0, False, False),
+             "-": (0.0, False, False), "+3.": (3.0, True, True), "1e": (1.0, False, True)}
+    for text, want in cases.items():
+        assert MOD.score(text.encode()) == want, text
+    for text in ("nan", "-NaN", "nan(12)", "NAN(x"):
+        assert MOD.score(text.encode()) is None
+
+
+def test_dotless_i_is_no_number_in_the_exact_reader(tmp_path, monkeypatch) -> None:
+    """C's strtod reads ASCII letters only: 'ınf' (dotless i) is no number, so trec_eval reads
+    0. The exact reader's case-insensitive regex matched it as "inf" and then crashed in
+    float() with a traceback."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    monkeypatch.setattr(trec, "_parse_arrow", lambda path, kind: None)
+    assert trec.c_strtod("ınf") == (0.0, False) and trec.c_strtod("İNFINITY") == (0.0, False)
+    path = _write(tmp_path, "r", "q1 Q0 a 1 ınf t\n".encode())
+    assert trec.read_run(path) == {"q1": {"a": 0.0}}
+    with pytest.raises(InputError, match=r"r:1: column 5 \(score\).*would read 0.0"):
+        trec.read_run(path, strict=True)
+
+
+@needs_ext
+def test_file_that_cannot_be_mapped_is_read_whole(tmp_path, monkeypatch) -> None:
+    """Some file systems refuse mmap: the compiled reader then reads the bytes."""
+    import mmap
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")
+
+    path = _write(tmp_path, "r", b"q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t\n")
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    cols = trec._parse_native(path, "run")
+    assert cols is not None and names_list(cols.names_doc) == ["a", "b"]
+    assert cols.value.tolist() == [2.5, 1.5]
+
+
+@needs_ext
+@pytest.mark.parametrize("threads", [1, 2])
+def test_multibyte_ids_across_block_boundaries(tmp_path, threads) -> None:
+    """The UTF-8 check walks the file in 64 KiB blocks: a 4-byte or 2-byte character cut by a
+    block boundary at each of its inner offsets is accepted, a bad byte is still refused."""
+    for qid in ("q", "q1", "q12", "q123"):  # shifts the characters against the boundary
+        for char in ("𝔸", "é"):
+            line = f"{qid} Q0 {char * 40000} 1 1.5 t\nq1 Q0 d 2 1 t\n"
+            path = _write(tmp_path, "r", line.encode())
+            assert _check_same(path, "run", False, threads) == "ok"
+            bad = _write(tmp_path, "bad", line.encode() + b"q1 Q0 \xc3( 1 1 t\n")
+            assert "not UTF-8" in _check_same(bad, "run", False, threads)
+
+
+@needs_ext
+def test_refused_file_goes_straight_to_the_exact_reader(tmp_path, monkeypatch) -> None:
+    """A file the compiled reader refuses has a line to refuse: the exact reader names it at
+    once (pyarrow would only fail too, after reading the whole file)."""
+    def no_pyarrow(path, kind):
+        raise AssertionError("pyarrow reader tried after the compiled reader refused")
+
+    monkeypatch.setattr(trec, "_parse_arrow", no_pyarrow)
+    path = _write(tmp_path, "r", b"q1 Q0 a 1 1 t\nq1 Q0 b 2 1.5x t\n")
+    with pytest.raises(InputError, match=r"r:2: column 5 \(score\)"):
+        trec.read_run(path, strict=True)
+    assert trec.read_run(path) == {"q1": {"a": 1.0, "b": 1.5}}
