@@ -330,8 +330,9 @@ def test_dotless_i_is_no_number_in_the_exact_reader(tmp_path, monkeypatch) -> No
 
 
 @needs_ext
-def test_file_that_cannot_be_mapped_is_read_whole(tmp_path, monkeypatch) -> None:
-    """Some file systems refuse mmap: the compiled reader then reads the bytes."""
+def test_the_file_is_read_not_mapped(tmp_path, monkeypatch) -> None:
+    """The compiled reader reads the bytes and never maps the file: a mapped file truncated
+    by another process would end this one with SIGBUS (and some file systems refuse mmap)."""
     import mmap
 
     def refuse(*args, **kwargs):
