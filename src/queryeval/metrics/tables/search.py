@@ -61,6 +61,17 @@ joint multiset overlap, then greedy by refined tp; ``O(p²)`` refinements, outsi
 budget) and the search restarts with it: on low-cardinality columns the first greedy is a
 guess and a poor incumbent prunes nothing.
 
+Early stop and the ceiling left open. ``Budget.stall_nodes``: once the incumbent has not
+improved for that many nodes and the progress estimate (each node's share of the search
+space split evenly among its candidates; a settled candidate adds its share) projects more
+than twice a limit for the whole search, the search stops with ``exact=False`` instead of
+running into the limit. Either way an inexact result carries ``tp_bound``, a proven upper
+bound on every mapping's tp: the search settles a part of the mapping space only by pruning
+it against an incumbent (so below the best tp), and what is left open is covered by the
+deepest open node's bound, the bounds of the unvisited children of the open nodes above it,
+the root bounds (bound 4) of the subsets not searched yet, and ``min_j max_c overlap`` with
+the row counts when nothing finer is known.
+
 Batched children. Before refining the children of a node one by one, bound 1 is computed
 for all of them in one dense count (gold's histogram over (group, value) is shared; the
 predicted keys of the candidates are offset into disjoint ranges), and children it prunes
@@ -99,6 +110,12 @@ class Budget:
 
     max_nodes: int | None = 200_000
     max_seconds: float | None = 30.0
+    stall_nodes: int | None = 5_000
+    """Give up early (``exact=False``) once the incumbent has not improved for this many
+    nodes *and* the search's progress estimate projects more than twice ``max_nodes`` nodes
+    or ``max_seconds`` seconds for the whole search: such a search would run out anyway, so
+    waiting for the limit gains nothing. No effect when both limits are ``None``; ``None``
+    turns it off."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +127,16 @@ class SearchResult:
     tp: int
     exact: bool
     nodes: int
+    tp_bound: int = -1
+    """A proven upper bound on the row tp of every mapping: ``tp`` when exact, otherwise the
+    largest bound among the parts of the search left open (``-1``: not computed)."""
 
 
 class _OutOfBudget(Exception):
     pass
+
+
+_PROJECTION_MARGIN = 2.0  # early stop: projected work must exceed the limits this many times
 
 
 class _ProbeOver(Exception):
@@ -161,6 +184,15 @@ class _Search:
         self.rem_p = np.zeros(len(enc.pred_cols[0]) if self.p else 0, dtype=np.uint64)
         self.seeded = False
         self.voted = False
+        # Upper bound left open when the budget runs out, and progress for the early stop.
+        self.frames: list[list[Any]] = []  # per open DFS node: [own tp bound, unvisited bounds]
+        n_rows = min(len(enc.gold_cols[0]), len(enc.pred_cols[0])) if self.g and self.p else 0
+        self.static_bound = min(n_rows, int(self.ov.max(axis=1).min())) if self.g else n_rows
+        self.outside: int | None = -1  # bound outside the current DFS (None: unknown)
+        self.left_open = -1  # _open_tp_bound() when the budget ran out
+        self.progress = 0.0  # share of the current search space settled, 0..1
+        self.origin = (0, self.start)  # nodes and time when progress was last 0
+        self.improved_at = 0  # node count at the last incumbent improvement
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -199,11 +231,42 @@ class _Search:
         if self.probe_until is not None and self.nodes > self.probe_until:
             raise _ProbeOver
         b = self.budget
-        if b.max_nodes is not None and self.nodes > b.max_nodes:
+        if ((b.max_nodes is not None and self.nodes > b.max_nodes)
+                or (b.max_seconds is not None and self.nodes % 32 == 0
+                    and time.perf_counter() - self.start > b.max_seconds)
+                or (b.stall_nodes is not None and self.nodes % 64 == 0
+                    and self.nodes - self.improved_at >= b.stall_nodes and self._hopeless())):
+            self.left_open = self._open_tp_bound()
             raise _OutOfBudget
-        if (b.max_seconds is not None and self.nodes % 32 == 0
-                and time.perf_counter() - self.start > b.max_seconds):
-            raise _OutOfBudget
+
+    def _open_tp_bound(self) -> int:
+        """An upper bound on the tp of every mapping the search has not settled yet: the
+        deepest open node's own bound (it covers the node being expanded), the bounds of the
+        unvisited children of every open node above it, and ``outside`` for the parts of the
+        mapping space the current depth-first search does not cover (unknown: the static
+        bound). Settled parts were pruned against an incumbent, so ``max(best tp, this)``
+        bounds every mapping."""
+        out = self.static_bound if self.outside is None else self.outside
+        last = len(self.frames) - 1
+        for k, (own, pending) in enumerate(self.frames):
+            if k == last or pending is None:
+                out = max(out, own)
+            elif pending:
+                out = max(out, max(pending))
+        return out
+
+    def _hopeless(self) -> bool:
+        """Whether the progress estimate projects the search to need more than
+        ``_PROJECTION_MARGIN`` times a limit (nodes or seconds) in all."""
+        b = self.budget
+        share = max(self.progress, 1e-12)
+        nodes0, time0 = self.origin
+        if (b.max_nodes is not None
+                and nodes0 + (self.nodes - nodes0) / share > _PROJECTION_MARGIN * b.max_nodes):
+            return True
+        now = time.perf_counter()
+        return (b.max_seconds is not None and time0 - self.start + (now - time0) / share
+                > _PROJECTION_MARGIN * b.max_seconds)
 
     def _refine(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
                 j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -302,6 +365,7 @@ class _Search:
     def _offer(self, mapping: tuple[int, ...], tp: int, ent: float) -> None:
         if tp > self.best_tp or (tp == self.best_tp and ent > self.best_ent + EPS):
             self.best_tp, self.best_ent, self.best_map = tp, ent, mapping
+            self.improved_at = self.nodes
 
     def _prunable(self, tp_ub: int, ent_ub: float) -> bool:
         return tp_ub < self.best_tp or (tp_ub == self.best_tp and ent_ub <= self.best_ent + EPS)
@@ -411,37 +475,63 @@ class _Search:
         return out
 
     def _dfs(self, depth: int, tp: int, psum: float, rsum: float, gi: np.ndarray,
-             gk: np.ndarray, pi: np.ndarray, pk: np.ndarray) -> None:
+             gk: np.ndarray, pi: np.ndarray, pk: np.ndarray, ub: int | None = None,
+             weight: float = 1.0) -> None:
+        """Search below one node. ``ub``: its tp bound (``tp`` when ``None``), kept on
+        :attr:`frames` while it is open; ``weight``: its share of the search space, added to
+        :attr:`progress` once it is settled (a share of it per settled child before)."""
+        start = self.progress
         if depth == self.g:
             self._offer(tuple(self.sigma), tp, f1_from_sums(psum, rsum, self.g))
+            self.progress = start + weight
             return
+        frame: list[Any] = [tp if ub is None else min(tp, ub), None]
+        self.frames.append(frame)
+        try:
+            self._expand(depth, tp, psum, rsum, gi, gk, pi, pk, frame, weight)
+        finally:
+            self.frames.pop()
+        self.progress = start + weight
+
+    def _expand(self, depth: int, tp: int, psum: float, rsum: float, gi: np.ndarray,
+                gk: np.ndarray, pi: np.ndarray, pk: np.ndarray, frame: list[Any],
+                weight: float) -> None:
         j = self.order[depth]
         free = [x for x in range(self.p) if not self.used[x] and self.allowed[x]]
         tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
         position = {c: k for k, c in enumerate(free)}
+        cands = self._candidates(j)
+        share = weight / max(len(cands), 1)  # each candidate's share of the progress
         live = []
-        for c in self._candidates(j):
+        for c in cands:
             k = position[c]
             ps, rs = psum + self.sp[j, c], rsum + self.sr[j, c]
             ent_ub = f1_from_sums(ps + p_rest[k], rs + r_rest[k], self.g)
             rest_ub = int(tp_rest[k])
             if self._prunable(min(tp, int(self.ov[j, c]), rest_ub), ent_ub):
+                self.progress += share
                 continue
             live.append((c, ps, rs, ent_ub, rest_ub))
         if len(live) > 1:
             batch = self._batch_tp(gi, gk, pi, pk, j, [x[0] for x in live])
             if batch is not None:  # bound 1 for every child, one pass; prune before refining
-                live = [x for x, t in zip(live, batch, strict=True)
+                kept = [x for x, t in zip(live, batch, strict=True)
                         if not self._prunable(min(int(t), x[4]), x[3])]
+                self.progress += share * (len(live) - len(kept))
+                live = kept
         children = []
         for c, ps, rs, ent_ub, rest_ub in live:
             child = self._child(gi, gk, pi, pk, j, c)
             if self._prunable(min(child[0], rest_ub), ent_ub):
+                self.progress += share
                 continue
             children.append((child[0], ps + rs, c, ps, rs, ent_ub, rest_ub, child))
         children.sort(key=lambda ch: (-ch[0], -ch[1], ch[2]))
-        for ctp, _, c, ps, rs, ent_ub, rest_ub, child in children:
+        bounds = [min(ch[0], ch[6]) for ch in children]
+        for i, (ctp, _, c, ps, rs, ent_ub, rest_ub, child) in enumerate(children):
+            frame[1] = bounds[i + 1:]  # the children not visited yet
             if self._prunable(min(ctp, rest_ub), ent_ub):
+                self.progress += share
                 continue
             self.sigma[j], self.used[c] = c, True
             if self.multiset:
@@ -449,7 +539,7 @@ class _Search:
                     self.rem_g -= self.w_gold[j]
                     self.rem_p -= self.w_pred[c]
             try:
-                self._dfs(depth + 1, ctp, ps, rs, *child[1:])
+                self._dfs(depth + 1, ctp, ps, rs, *child[1:], ub=rest_ub, weight=share)
             finally:
                 self.sigma[j], self.used[c] = -1, False
                 if self.multiset:
@@ -574,15 +664,19 @@ class _Search:
                                      np.arange(n_pred), np.zeros(n_pred, dtype=np.int64),
                                      self.rem_g, self.rem_p)
 
-    def _search_from(self, root: tuple[np.ndarray, ...], root_tp: int) -> None:
-        """Branch and bound from ``root``; after ``_PROBE_NODES`` nodes without finishing,
-        the seeded incumbent is computed once and the search starts over."""
+    def _search_from(self, root: tuple[np.ndarray, ...], root_tp: int,
+                     weight: float = 1.0) -> None:
+        """Branch and bound from ``root`` (``weight``: its share of the progress); after
+        ``_PROBE_NODES`` nodes without finishing, the seeded incumbent is computed once and
+        the search starts over."""
+        start = self.progress
         try:
             if not self.seeded and self.g >= 2:
                 self.probe_until = self.nodes + _PROBE_NODES
-            self._dfs(0, root_tp, 0.0, 0.0, *root)
+            self._dfs(0, root_tp, 0.0, 0.0, *root, weight=weight)
         except _ProbeOver:
             self.probe_until = None
+            self.progress = start
             self.sigma, self.used = [-1] * self.g, [False] * self.p
             self.seeded = True
             self.counting = False
@@ -590,7 +684,7 @@ class _Search:
                 self._seeded_incumbent()
             finally:
                 self.counting = True
-            self._dfs(0, root_tp, 0.0, 0.0, *root)
+            self._dfs(0, root_tp, 0.0, 0.0, *root, weight=weight)
         finally:
             self.probe_until = None
 
@@ -610,14 +704,17 @@ class _Search:
                 try:
                     self.probe_until = self.nodes + _PROBE_NODES
                     self._dfs(0, min(n_gold, n_pred), 0.0, 0.0, *root)
-                    return SearchResult(self.best_map, self.best_tp, True, self.nodes)
+                    return SearchResult(self.best_map, self.best_tp, True, self.nodes,
+                                        self.best_tp)
                 except _ProbeOver:
                     self.sigma, self.used = [-1] * self.g, [False] * self.p
                 finally:
                     self.probe_until = None
             if subsets is None:
+                self.progress, self.origin = 0.0, (self.nodes, time.perf_counter())
                 self._search_from(root, min(n_gold, n_pred))
             else:
+                self.outside = None  # until every subset's root bound is known
                 phases = []
                 for subset in subsets:
                     self._tick()
@@ -640,17 +737,25 @@ class _Search:
                             self._vote_incumbent(root, subset)
                 finally:
                     self.counting = True
-                for root, subset in phases:
+                # Every mapping uses one subset, so the subsets not searched yet are bounded
+                # by their root bounds (bound 4).
+                weight = 1.0 / len(phases)
+                self.origin = (self.nodes, time.perf_counter())
+                for k, (root, subset) in enumerate(phases):
+                    self.progress = k * weight
+                    self.outside = max((ph[0][0] for ph in phases[k + 1:]), default=-1)
                     if root[0] < self.best_tp:
                         continue  # bound 4 at the root: no mapping into it can improve
                     self._phase_root(subset)
-                    self._search_from(root[1:], root[0])
+                    self._search_from(root[1:], root[0], weight)
         except _OutOfBudget:
             exact = False
             if subsets is not None and not self.voted and self.g >= 2:
                 self._late_vote(subsets)
         self.multiset = False
-        return SearchResult(self.best_map, self.best_tp, exact, self.nodes)
+        bound = max(self.best_tp, min(self.left_open, self.static_bound)) if not exact \
+            else self.best_tp
+        return SearchResult(self.best_map, self.best_tp, exact, self.nodes, bound)
 
     def _late_vote(self, subsets: list[list[int]]) -> None:
         """The budget ran out before any row-vote incumbent was computed: compute it for the
