@@ -554,13 +554,19 @@ class _Search:
         keys_g = (gk[None, :] * self.V + gold_vals).ravel()
         keys_p = (pk[None, :] * self.V + pred_vals).ravel()
         codes, n_keys = factorize(np.concatenate([keys_g, keys_p]))
-        hist_g = csr_matrix((np.ones(len(keys_g)),
-                             (np.repeat(np.arange(g), len(gi)), codes[:len(keys_g)])),
-                            shape=(g, n_keys))
-        hist_p = csr_matrix((np.tile(weight[pk], m),
-                             (np.repeat(np.arange(m), len(pi)), codes[len(keys_g):])),
-                            shape=(m, n_keys))
-        votes = (hist_g @ hist_p.T).toarray()
+        rows_g, rows_p = np.repeat(np.arange(g), len(gi)), np.repeat(np.arange(m), len(pi))
+        weights = np.tile(weight[pk], m)
+        if max(g, m) * n_keys <= _BATCH_MAX:  # dense histograms: no sparse index sorting
+            hist_gd = np.bincount(rows_g * n_keys + codes[:len(keys_g)],
+                                  minlength=g * n_keys).reshape(g, n_keys).astype(np.float64)
+            hist_pd = np.bincount(rows_p * n_keys + codes[len(keys_g):], weights=weights,
+                                  minlength=m * n_keys).reshape(m, n_keys)
+            votes = hist_gd @ hist_pd.T
+        else:
+            hist_g = csr_matrix((np.ones(len(keys_g)), (rows_g, codes[:len(keys_g)])),
+                                shape=(g, n_keys))
+            hist_p = csr_matrix((weights, (rows_p, codes[len(keys_g):])), shape=(m, n_keys))
+            votes = (hist_g @ hist_p.T).toarray()
         return (votes - votes.mean(axis=1, keepdims=True) - votes.mean(axis=0, keepdims=True)
                 + votes.mean())
 
