@@ -431,21 +431,19 @@ class _Search:
         m = tuple(mapping)
         self._offer(m, self.evaluate(m), self._entity(m))
 
-    def _remaining_bounds(self, depth: int, free: list[int]
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _remaining_bounds(self, depth: int, free: list[int], matrices: tuple[np.ndarray, ...]
+                          ) -> list[np.ndarray] | None:
         """Bounds 2 and 3 for the gold columns after ``depth``, one entry per choice of
         ``free[k]`` for the current gold column (which removes it from the others' options):
-        (tp bound, Σ max precision, Σ max recall)."""
+        for each of ``matrices`` (overlap, set precision, set recall), each remaining gold
+        column's best free column, per choice; ``None`` when no gold column remains."""
         rest = self.order[depth + 1:]
-        n_free = len(free)
         if not rest:
-            inf = np.full(n_free, np.iinfo(np.int64).max, dtype=np.int64)
-            zero = np.zeros(n_free)
-            return inf, zero, zero
+            return None
         ix = np.ix_(rest, free)
-        pick = np.arange(n_free)[None, :]
+        pick = np.arange(len(free))[None, :]
         out = []
-        for matrix in (self.ov, self.sp, self.sr):
+        for matrix in matrices:
             sub = matrix[ix]
             arg = sub.argmax(axis=1)
             top1 = sub[np.arange(len(rest)), arg]
@@ -454,7 +452,17 @@ class _Search:
                 else -np.inf
             top2 = masked.max(axis=1)  # free has more members than rest, so this exists
             out.append(np.where(arg[:, None] == pick, top2[:, None], top1[:, None]))
-        return out[0].min(axis=0), out[1].sum(axis=0), out[2].sum(axis=0)
+        return out
+
+    def _rest_tp_bounds(self, depth: int, free: list[int], tp: int) -> np.ndarray | None:
+        """Bound 2 per choice of ``free[k]`` (``None``: no bound). Skipped when every
+        remaining overlap is at least the node's ``tp``: a child's tp never exceeds its
+        parent's, so the bound could not lower any child's (the usual case on
+        low-cardinality tables, where it saves a pass per node)."""
+        rest = self.order[depth + 1:]
+        if not rest or int(self.ov[np.ix_(rest, free)].min()) >= tp:
+            return None
+        return self._remaining_bounds(depth, free, (self.ov,))[0].min(axis=0)
 
     def _candidates(self, j: int) -> list[int]:
         lo = self.sigma[self.prev_twin[j]] if self.prev_twin[j] >= 0 else -1
@@ -492,39 +500,53 @@ class _Search:
                 weight: float) -> None:
         j = self.order[depth]
         free = [x for x in range(self.p) if not self.used[x] and self.allowed[x]]
-        tp_rest, p_rest, r_rest = self._remaining_bounds(depth, free)
+        tp_rest = self._rest_tp_bounds(depth, free, tp)
         position = {c: k for k, c in enumerate(free)}
         cands = self._candidates(j)
         share = weight / max(len(cands), 1)  # each candidate's share of the progress
+        ent_rest: list[np.ndarray] = []
+
+        def prunable(tp_ub: int, k: int, ps: float, rs: float) -> bool:
+            """:meth:`_prunable` with bound 3 computed only when the tp bound ties the
+            incumbent (the only case where it decides), once per node."""
+            if tp_ub != self.best_tp:
+                return tp_ub < self.best_tp
+            if not ent_rest:
+                sums = self._remaining_bounds(depth, free, (self.sp, self.sr))
+                ent_rest.extend(np.zeros((2, len(free))) if sums is None
+                                else (sums[0].sum(axis=0), sums[1].sum(axis=0)))
+            return self._prunable(tp_ub, f1_from_sums(ps + ent_rest[0][k],
+                                                      rs + ent_rest[1][k], self.g))
+
+        inf = np.iinfo(np.int64).max
         live = []
         for c in cands:
             k = position[c]
             ps, rs = psum + self.sp[j, c], rsum + self.sr[j, c]
-            ent_ub = f1_from_sums(ps + p_rest[k], rs + r_rest[k], self.g)
-            rest_ub = int(tp_rest[k])
-            if self._prunable(min(tp, int(self.ov[j, c]), rest_ub), ent_ub):
+            rest_ub = inf if tp_rest is None else int(tp_rest[k])
+            if prunable(min(tp, int(self.ov[j, c]), rest_ub), k, ps, rs):
                 self.progress += share
                 continue
-            live.append((c, ps, rs, ent_ub, rest_ub))
+            live.append((c, ps, rs, k, rest_ub))
         if len(live) > 1:
             batch = self._batch_tp(gi, gk, pi, pk, j, [x[0] for x in live])
             if batch is not None:  # bound 1 for every child, one pass; prune before refining
                 kept = [x for x, t in zip(live, batch, strict=True)
-                        if not self._prunable(min(int(t), x[4]), x[3])]
+                        if not prunable(min(int(t), x[4]), x[3], x[1], x[2])]
                 self.progress += share * (len(live) - len(kept))
                 live = kept
         children = []
-        for c, ps, rs, ent_ub, rest_ub in live:
+        for c, ps, rs, k, rest_ub in live:
             child = self._child(gi, gk, pi, pk, j, c)
-            if self._prunable(min(child[0], rest_ub), ent_ub):
+            if prunable(min(child[0], rest_ub), k, ps, rs):
                 self.progress += share
                 continue
-            children.append((child[0], ps + rs, c, ps, rs, ent_ub, rest_ub, child))
+            children.append((child[0], ps + rs, c, ps, rs, k, rest_ub, child))
         children.sort(key=lambda ch: (-ch[0], -ch[1], ch[2]))
         bounds = [min(ch[0], ch[6]) for ch in children]
-        for i, (ctp, _, c, ps, rs, ent_ub, rest_ub, child) in enumerate(children):
+        for i, (ctp, _, c, ps, rs, k, rest_ub, child) in enumerate(children):
             frame[1] = bounds[i + 1:]  # the children not visited yet
-            if self._prunable(min(ctp, rest_ub), ent_ub):
+            if prunable(min(ctp, rest_ub), k, ps, rs):
                 self.progress += share
                 continue
             self.sigma[j], self.used[c] = c, True
