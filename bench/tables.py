@@ -134,7 +134,13 @@ def main() -> None:
                         help="time budget of our search in the 10k-row section")
     parser.add_argument("--planted-only", action="store_true",
                         help="only the planted-permutation grid")
+    parser.add_argument("--stall-sweep", type=int, metavar="N", default=0,
+                        help="only: N random planted tables searched with and without the "
+                             "early stop (does it ever stop a search that would finish?)")
     args = parser.parse_args()
+    if args.stall_sweep:
+        stall_sweep(args.stall_sweep)
+        return
     if args.planted_only:
         planted_grid(args.budget_seconds)
         return
@@ -229,6 +235,28 @@ def planted_grid(budget_seconds: float) -> None:
                     print(f"  {n_cols:2}+{extra} cols {cardinality:3} values noise {noise:.1f}: "
                           f"{took:6.2f} s recovered={got.mapping == planted} exact={got.exact} "
                           f"nodes={got.nodes} row={got.row_matching_f1:.4f}{ceiling}", flush=True)
+
+
+def stall_sweep(count: int, seed: int = 1) -> None:
+    """Random planted tables (7-10 columns, 1k-4k rows, 3-5 values, 10-30% noise, 0-1 extra
+    column) under a 100,000-node budget, with and without the early stop: a case the full
+    budget proves must never be stopped early."""
+    from queryeval.metrics.tables import Budget, table_scores
+
+    rng = random.Random(seed)
+    false_stops = 0
+    for _ in range(count):
+        n_cols, values = rng.choice([7, 8, 9, 10]), rng.choice([3, 4, 5])
+        noise, extra = rng.choice([0.1, 0.2, 0.3]), rng.choice([0, 1])
+        n_rows = rng.choice([1000, 2000, 4000])
+        pred, gold, _ = planted_case(n_cols, n_rows, values, noise, rng.randrange(10**6), extra)
+        full = table_scores(pred, gold, budget=Budget(100_000, None, stall_nodes=None))
+        early = table_scores(pred, gold, budget=Budget(100_000, None))
+        false_stops += full.exact and not early.exact
+        print(f"  {n_cols}+{extra} cols x {n_rows} rows, {values} values, noise {noise}: "
+              f"without stop exact={full.exact} nodes={full.nodes}; "
+              f"with stop exact={early.exact} nodes={early.nodes}", flush=True)
+    print(f"{false_stops} of {count} searches stopped early although they would finish")
 
 
 if __name__ == "__main__":
