@@ -45,11 +45,20 @@ def test_batched_child_tp_equals_refinement(pair, data):
         used.append(c)
     cands = [x for x in range(search.p) if x not in used]
     batch = search._batch_tp(*state, depth, cands)
-    single = [search._refine(*state, depth, c)[0] for c in cands]
+    refined = [search._refine(*state, depth, c) for c in cands]
+    single = [r[0] for r in refined]
     if batch is None:  # only when nothing is left to count on one side
         assert len(state[0]) == 0 or len(state[2]) == 0
     else:
         assert [int(t) for t in batch] == single
+        # The children built from the batch's counts are the refinements, array for array
+        # (same rows, same group ids), so the search below them is the same.
+        ctx = search._batch(*state, depth, cands)[1]
+        for i, ref in enumerate(refined):
+            got = search._batch_child(ctx, i)
+            assert got[0] == ref[0]
+            for a, b in zip(got[1:], ref[1:], strict=True):
+                assert np.array_equal(a, b)
 
 
 @settings(max_examples=100, deadline=None,

@@ -325,6 +325,13 @@ class _Search:
         candidates are offset into disjoint ranges). ``None`` when the key range is not
         small, or there is nothing to count; then the caller refines one by one. Counts one
         node per candidate."""
+        batch = self._batch(gi, gk, pi, pk, j, cands)
+        return None if batch is None else batch[0]
+
+    def _batch(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray, j: int,
+               cands: list[int]) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
+        """:meth:`_batch_tp`, plus what :meth:`_batch_child` needs to build a candidate's
+        child from the same counts instead of counting again."""
         if len(gi) == 0 or len(pi) == 0:
             return None
         span = (int(max(gk.max(), pk.max())) + 1) * self.V
@@ -333,12 +340,26 @@ class _Search:
             return None
         for _ in cands:
             self._tick()
-        hist_g = np.bincount(gk * self.V + self.enc.gold_cols[j][gi], minlength=span)
-        values = self.pred_mat[np.ix_(cands, pi)]
-        keys = (np.arange(m, dtype=np.int64)[:, None] * span + (pk * self.V)[None, :]
-                + values).ravel()
-        hist_p = np.bincount(keys, minlength=m * span).reshape(m, span)
-        return np.minimum(hist_p, hist_g[None, :]).sum(axis=1)
+        key_g = gk * self.V + self.enc.gold_cols[j][gi]
+        hist_g = np.bincount(key_g, minlength=span)
+        key_p = (pk * self.V)[None, :] + self.pred_mat[np.ix_(cands, pi)]  # m x rows
+        offsets = np.arange(m, dtype=np.int64)[:, None] * span
+        hist_p = np.bincount((offsets + key_p).ravel(), minlength=m * span).reshape(m, span)
+        both = np.minimum(hist_p, hist_g[None, :])
+        return both.sum(axis=1), (gi, key_g, pi, key_p, both)
+
+    def _batch_child(self, ctx: tuple[np.ndarray, ...], i: int
+                     ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The child :meth:`_refine_dense` would build for the ``i``-th candidate of a
+        :meth:`_batch`, from its counts (same rows, same group ids; one node)."""
+        self._tick()
+        gi, key_g, pi, key_p, both = ctx
+        present = both[i] > 0
+        remap = np.cumsum(present) - 1
+        keys = key_p[i]
+        keep_g, keep_p = present[key_g], present[keys]
+        return (int(both[i].sum()), gi[keep_g], remap[key_g[keep_g]], pi[keep_p],
+                remap[keys[keep_p]])
 
     def evaluate(self, mapping: tuple[int, ...]) -> int:
         """Row tp of a complete mapping."""
@@ -528,20 +549,22 @@ class _Search:
                 self.progress += share
                 continue
             live.append((c, ps, rs, k, rest_ub))
-        if len(live) > 1:
-            batch = self._batch_tp(gi, gk, pi, pk, j, [x[0] for x in live])
-            if batch is not None:  # bound 1 for every child, one pass; prune before refining
-                kept = [x for x, t in zip(live, batch, strict=True)
-                        if not prunable(min(int(t), x[4]), x[3], x[1], x[2])]
-                self.progress += share * (len(live) - len(kept))
-                live = kept
+        batch = self._batch(gi, gk, pi, pk, j, [x[0] for x in live]) if len(live) > 1 else None
+        index: list[int | None] = [None] * len(live)  # each live child's row in the batch
+        if batch is not None:  # bound 1 for every child, one pass; prune before refining
+            kept = [(x, i) for i, (x, t) in enumerate(zip(live, batch[0], strict=True))
+                    if not prunable(min(int(t), x[4]), x[3], x[1], x[2])]
+            self.progress += share * (len(live) - len(kept))
+            live, index = [x for x, _ in kept], [i for _, i in kept]
         children = []
-        for c, ps, rs, k, rest_ub in live:
-            child = self._child(gi, gk, pi, pk, j, c)
+        for (c, ps, rs, k, rest_ub), i in zip(live, index, strict=True):
+            child = (self._child(gi, gk, pi, pk, j, c) if batch is None or i is None
+                     else self._batch_child(batch[1], i))
             if prunable(min(child[0], rest_ub), k, ps, rs):
                 self.progress += share
                 continue
             children.append((child[0], ps + rs, c, ps, rs, k, rest_ub, child))
+        del batch  # its counts are not needed below this node
         children.sort(key=lambda ch: (-ch[0], -ch[1], ch[2]))
         bounds = [min(ch[0], ch[6]) for ch in children]
         for i, (ctp, _, c, ps, rs, k, rest_ub, child) in enumerate(children):
