@@ -64,7 +64,7 @@ guess and a poor incumbent prunes nothing.
 Early stop and the ceiling left open. ``Budget.stall_nodes``: once the incumbent has not
 improved for that many nodes and the progress estimate (each node's share of the search
 space split evenly among its candidates; a settled candidate adds its share) projects more
-than twice a limit for the whole search, the search stops with ``exact=False`` instead of
+than 1.25 times a limit for the whole search, the search stops with ``exact=False`` instead of
 running into the limit. Either way an inexact result carries ``tp_bound``, a proven upper
 bound on every mapping's tp: the search settles a part of the mapping space only by pruning
 it against an incumbent (so below the best tp), and what is left open is covered by the
@@ -112,7 +112,7 @@ class Budget:
     max_seconds: float | None = 30.0
     stall_nodes: int | None = 5_000
     """Give up early (``exact=False``) once the incumbent has not improved for this many
-    nodes *and* the search's progress estimate projects more than twice ``max_nodes`` nodes
+    nodes *and* the search's progress estimate projects more than 1.25 x ``max_nodes`` nodes
     or ``max_seconds`` seconds for the whole search: such a search would run out anyway, so
     waiting for the limit gains nothing. No effect when both limits are ``None``; ``None``
     turns it off."""
@@ -136,7 +136,10 @@ class _OutOfBudget(Exception):
     pass
 
 
-_PROJECTION_MARGIN = 2.0  # early stop: projected work must exceed the limits this many times
+# Early stop: the projected work must exceed a limit this many times. Measured on 37 random
+# planted searches that finish: the projection overestimated their size by at most 1.20x
+# (typically under 1.07x) while they were stalled (bench/tables.py --stall-sweep).
+_PROJECTION_MARGIN = 1.25
 
 
 class _ProbeOver(Exception):
