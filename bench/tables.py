@@ -136,12 +136,13 @@ def main() -> None:
                         help="only the planted-permutation grid")
     parser.add_argument("--repeat", type=int, default=1,
                         help="planted grid: run each cell this many times, report the fastest")
+    parser.add_argument("--seed", type=int, default=1, help="seed of --stall-sweep")
     parser.add_argument("--stall-sweep", type=int, metavar="N", default=0,
                         help="only: N random planted tables searched with and without the "
                              "early stop (does it ever stop a search that would finish?)")
     args = parser.parse_args()
     if args.stall_sweep:
-        stall_sweep(args.stall_sweep)
+        stall_sweep(args.stall_sweep, args.seed)
         return
     if args.planted_only:
         planted_grid(args.budget_seconds, args.repeat)
