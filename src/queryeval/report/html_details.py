@@ -185,9 +185,13 @@ def query_details(record: dict) -> str:
                      f"{esc(pairs) if mapping else 'none (no mapping was searched)'}; "
                      "✓ marks a row found in the other table (cells compared as text)</p>")
         if record.get("mapping_exact") is False:
-            parts.append('<p class="note"><b>exact: false</b> — the column-mapping search ran '
-                         "out of its budget; the figures are those of the best mapping found "
-                         "and may be below the optimum</p>")
+            row, bound = (record.get("scores") or {}).get("row_matching_f1"), \
+                record.get("row_f1_bound")
+            ceiling = (f"best found {row:.4f}, no mapping can exceed {bound:.4f}; "
+                       if isinstance(row, float) and isinstance(bound, float) else "")
+            parts.append(f'<p class="note"><b>exact: false</b> — {ceiling}the column-mapping '
+                         "search ran out of its budget; the figures are those of the best "
+                         "mapping found and may be below the optimum</p>")
         parts.append('<div class="rowsbox">' + _rows_table("gold rows", sample.get("gold"))
                      + _rows_table("predicted rows", sample.get("predicted")) + "</div>")
     else:

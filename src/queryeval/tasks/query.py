@@ -347,6 +347,8 @@ class QueryTask(Task):
             scores["perfect_match"] = 1.0 if ts.exact_match_f1 == 1.0 else 0.0
             record["mapping"] = list(ts.mapping) if ts.mapping is not None else None
             record["mapping_exact"] = ts.exact
+            if not ts.exact:  # a proven ceiling: the optimum lies between row F1 and this
+                record["row_f1_bound"] = ts.row_f1_bound
             if ts.order_score is not None:
                 record["order_score"] = ts.order_score
             record["result_sample"] = result_sample(gold, pred, record["mapping"])
@@ -434,7 +436,8 @@ class QueryTask(Task):
         return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "order_score",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "row_f1_bound",
+                   "order_score",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
@@ -446,6 +449,7 @@ class QueryTask(Task):
             "case_id": record["case_id"], "question": record["question"],
             **(record["scores"] or {}),
             "mapping_exact": record.get("mapping_exact"),
+            "row_f1_bound": record.get("row_f1_bound"),
             "order_score": record.get("order_score"),
             "gold_matched": record.get("gold_matched"),
             "gold_rows": g.get("rows"), "gold_columns": g.get("columns"),
@@ -468,7 +472,8 @@ class QueryTask(Task):
         if inexact:
             out.append(Note(f"exact: false for {inexact} case(s): the column-mapping search ran "
                             "out of its budget (search_nodes); their entity and row F1 are those "
-                            "of the best mapping found, possibly below the optimum.", "warning"))
+                            "of the best mapping found, possibly below the optimum, which "
+                            "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
         return out

@@ -35,6 +35,9 @@ class TableScores:
     when no mapping was searched (an empty table, too few columns). ``exact``: whether the
     mapping search finished within its budget, i.e. the figures equal an exhaustive search
     (always true when no search ran). ``nodes``: search nodes explored.
+    ``row_f1_bound``: a proven upper bound on the row-matching F1 of every mapping; equal to
+    ``row_matching_f1`` when ``exact``, otherwise the bound the search left open (the optimum
+    lies between the two).
     """
 
     arity_f1: float
@@ -53,6 +56,9 @@ class TableScores:
     order_score: float | None = None
     """With ``ordered=True``: LCS of the gold rows and the predicted rows (through
     ``mapping``) divided by the longer table's row count; ``None`` otherwise."""
+    row_f1_bound: float | None = None
+    """Upper bound on the row-matching F1 of any mapping (class docstring); ``None`` only
+    when built by hand."""
 
 
 def _row_f1(tp: int, n_pred: int, n_gold: int) -> float:
@@ -94,20 +100,22 @@ class _Mapped:
     mapping: tuple[int, ...] | None
     exact: bool
     nodes: int
+    row_bound: float
 
 
 def _mapped_scores(pred: Table, gold: Table, rules: str, budget: Budget | None,
                    tol: tuple[float, float] = (0.0, 0.0)) -> _Mapped:
     if not gold.rows and not pred.rows:
-        return _Mapped(1.0, 1.0, None, True, 0)
+        return _Mapped(1.0, 1.0, None, True, 0, 1.0)
     if not gold.rows or not pred.rows or gold.n_columns == 0:
-        return _Mapped(0.0, 0.0, None, True, 0)
+        return _Mapped(0.0, 0.0, None, True, 0, 0.0)
     if pred.n_columns < gold.n_columns:
-        return _Mapped(0.0, 0.0, None, True, 0)
+        return _Mapped(0.0, 0.0, None, True, 0, 0.0)
     enc = encode(gold, pred, rules, *tol)
     found = best_mapping(enc, budget)
-    return _Mapped(_entity_f1(enc, found.mapping), _row_f1(found.tp, pred.n_rows, gold.n_rows),
-                   found.mapping, found.exact, found.nodes)
+    row = _row_f1(found.tp, pred.n_rows, gold.n_rows)
+    return _Mapped(_entity_f1(enc, found.mapping), row, found.mapping, found.exact, found.nodes,
+                   row if found.exact else _row_f1(found.tp_bound, pred.n_rows, gold.n_rows))
 
 
 def _exact_match(pred: Table, gold: Table, rules: str, ordered: bool = False,
@@ -206,6 +214,7 @@ def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget |
         mapping=names,
         exact=mapped.exact,
         nodes=mapped.nodes,
+        row_f1_bound=mapped.row_bound,
         pred_rows=p_table.n_rows,
         gold_rows=g_table.n_rows,
         pred_columns=p_table.n_columns,
