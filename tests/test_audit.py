@@ -32,6 +32,16 @@ def _sql_example(tmp_path: Path) -> Path:
     return tmp_path / "suite.yaml"
 
 
+def _run_prediction(tmp_path: Path, suite: Path, case_id: str, query: str
+                    ) -> tuple[Path, dict]:
+    """Run ``suite`` with one recorded prediction; the responses file and the records."""
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"case_id": case_id, "query": query}) + "\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
+    return preds, run_records(out)[1]
+
+
 def test_shipped_sql_example_exercises_every_comparison_mode(tmp_path):
     suite = _sql_example(tmp_path)
     out = tmp_path / "o"
@@ -133,17 +143,14 @@ def test_gold_tables_and_bad_table_widths(tmp_path):
         "    query:\n      source: shop.sqlite\n      gold: SELECT name FROM items WHERE 0\n"
         "      gold_tables:\n      - columns: [name, price]\n"
         "        rows: [[carrot, 0.50], [onion, '.4']]\n", encoding="utf-8")
-    preds = tmp_path / "p.jsonl"
-    preds.write_text('{"case_id": "veg", "query": "SELECT name, price FROM items '
-                     "WHERE category = 'vegetable'\"}\n", encoding="utf-8")
-    out = tmp_path / "o"
-    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
-    _, recs = run_records(out)
+    preds, recs = _run_prediction(tmp_path, suite, "veg", "SELECT name, price FROM items "
+                                  "WHERE category = 'vegetable'")
     # the empty gold query scores 0; the gold table (0.50 = 0.5, .4 = 0.4) scores 1
     assert recs["veg"]["gold_matched"] == 1 and recs["veg"]["scores"]["perfect_match"] == 1.0
     suite.write_text(suite.read_text(encoding="utf-8").replace("[onion, '.4']", "[onion]"),
                      encoding="utf-8")
-    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 2
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(tmp_path / "o"),
+                 "-q"]) == 2
 
 
 @pytest.mark.parametrize(("explicit", "matched", "exact", "ordered"), [
@@ -161,12 +168,8 @@ def test_each_gold_decides_whether_its_order_counts(tmp_path, explicit, matched,
         "      gold: SELECT name FROM items WHERE price < 1 ORDER BY name\n"
         "      alternatives: [SELECT name FROM items WHERE price < 1]\n"
         f"{explicit}", encoding="utf-8")
-    preds = tmp_path / "p.jsonl"
-    preds.write_text('{"case_id": "cheap", "query": "SELECT name FROM items WHERE price < 1 '
-                     'ORDER BY name DESC"}\n', encoding="utf-8")
-    out = tmp_path / "o"
-    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
-    _, recs = run_records(out)
+    _, recs = _run_prediction(tmp_path, suite, "cheap",
+                              "SELECT name FROM items WHERE price < 1 ORDER BY name DESC")
     rec = recs["cheap"]
     assert rec["gold_matched"] == matched
     assert rec["scores"]["exact_match_f1"] == pytest.approx(exact)
@@ -212,3 +215,9 @@ def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):
     lines = next(out.rglob("results_*.csv")).read_text(encoding="utf-8").splitlines()
     header = lines[0].split(",")
     assert lines[1].split(",")[header.index("mapping_exact")] == "False"
+    # next to exact: false, the proven ceiling (record, CSV, hence the xlsx, and HTML)
+    rec = recs["wide"]
+    row, bound = rec["scores"]["row_matching_f1"], rec["row_f1_bound"]
+    assert row <= bound <= 1.0
+    assert f"best found {row:.4f}, no mapping can exceed {bound:.4f}" in html
+    assert float(lines[1].split(",")[header.index("row_f1_bound")]) == bound
