@@ -371,3 +371,39 @@ def test_refused_file_goes_straight_to_the_exact_reader(tmp_path, monkeypatch) -
     with pytest.raises(InputError, match=r"r:2: column 5 \(score\)"):
         trec.read_run(path, strict=True)
     assert trec.read_run(path) == {"q1": {"a": 1.0, "b": 1.5}}
+
+
+# --------------------------------------------------------------------------- red-team findings
+
+
+@pytest.mark.parametrize("ext", [False, True])
+def test_relevance_of_thousands_of_digits_is_read_not_crashed(tmp_path, monkeypatch, ext) -> None:
+    """A relevance of over 4,300 digits: Python's int() refuses it with a ValueError (a
+    traceback, in both readers: the compiled one hands the file to the exact one). Now
+    leading zeros count for nothing and any longer value is refused as out of range."""
+    if ext and MOD is None:
+        pytest.skip("compiled reader not built")
+    if not ext:
+        monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    assert trec.c_atol("9" * 5000) == (2**64, True)
+    assert trec.c_atol("-" + "0" * 5000 + "12x") == (-12, False)
+    zeros = _write(tmp_path, "q0", b"q1\t0 a " + b"0" * 5000 + b"3\nq1 0 b -" + b"0" * 6000 + b"\n")
+    assert trec.read_qrels(zeros) == {"q1": {"a": 3, "b": 0}}
+    for level in (b"9" * 5000, b"-" + b"1" * 4301, b"+" + b"0" * 4000 + b"1" * 20):
+        path = _write(tmp_path, "q", b"q1 0 a 1\nq1 0 b " + level + b"x\n")
+        with pytest.raises(InputError, match=r"q:2: column 4 \(relevance\).*out of range"):
+            trec.read_qrels(path)
+
+
+@needs_ext
+@pytest.mark.slow
+def test_score_exponent_beyond_the_parsers_cap_is_not_cancelled() -> None:
+    """The compiled reader stopped adding exponent digits at 10^8 but still took its exact
+    fast path: 1e-100000000 written as a 10^8-digit fraction, times e1000000000, read as
+    1.0 instead of inf (and e.g. 1e-900000000 as 1.0 instead of 0)."""
+    frac = b"0." + b"0" * 99_999_999 + b"1"  # 1e-100000000, a 100 MB field
+    for exp, want in ((b"e1000000000", math.inf), (b"e100000001", 10.0), (b"e100000000", 1.0),
+                      (b"e-1000000000", 0.0), (b"e00000000000100000000", 1.0)):
+        got = MOD.score(frac + exp)
+        assert got is not None and got[0] == want and got[1], (exp, got)
+        assert trec.c_strtod((frac + exp).decode()) == (want, True)

@@ -92,12 +92,17 @@ def c_strtod(text: str) -> tuple[float, bool]:
 
 def c_atol(text: str) -> tuple[int, bool]:
     """C ``atol`` on a field: the value of its ``[+-]digits`` prefix (0 if none), and whether
-    the whole field was that number. Values beyond 64 bits are returned as they are (the
-    reader refuses them: glibc would clamp them, and trec_eval then sizes an array by them)."""
+    the whole field was that number. A value beyond 64 bits comes back as ``±2**64`` (the
+    reader refuses it: glibc would clamp it, and trec_eval then sizes an array by it); its
+    digits are never converted whole, as Python refuses ``int()`` on over 4,300 digits."""
     m = _ATOL.match(text)
     if m is None:
         return 0, False
-    return int(m.group(0)), m.end() == len(text)
+    token = m.group(0)
+    sign = -1 if token[0] == "-" else 1
+    digits = token.lstrip("+-").lstrip("0")
+    value = sign * (int(digits or "0") if len(digits) <= 20 else 2**64)
+    return value, m.end() == len(text)
 
 
 def is_comment(line: str, kind: str) -> bool:
