@@ -431,6 +431,8 @@ static int parse_score(const char *s, size_t n, double *out, int *whole, int *pl
                     while (k < n && is_digit(u[k])) {
                         if (ev < 100000000L)
                             ev = ev * 10 + (u[k] - '0');
+                        else
+                            exact = 0; /* capped: only strtod has the true exponent */
                         k++;
                     }
                     e10 += eneg ? -ev : ev;
