@@ -407,3 +407,43 @@ def test_score_exponent_beyond_the_parsers_cap_is_not_cancelled() -> None:
         got = MOD.score(frac + exp)
         assert got is not None and got[0] == want and got[1], (exp, got)
         assert trec.c_strtod((frac + exp).decode()) == (want, True)
+
+
+def test_a_path_swapped_for_a_fifo_after_the_check_is_refused(tmp_path) -> None:
+    """_read_columns checks the path, then the readers opened it again with a plain open():
+    a path replaced by a FIFO in between made the read wait for a writer forever. Every
+    reader now opens through io/files and checks the open descriptor."""
+    import threading
+
+    fifo = tmp_path / "r"
+    os.mkfifo(fifo)
+    readers = [lambda: trec._parse_python(fifo, "run"), lambda: trec._row_lines(fifo, [0], "run")]
+    if MOD is not None:
+        readers.append(lambda: trec._parse_native(fifo, "run"))
+    for read in readers:
+        outcome: list = []
+
+        def call(read=read, outcome=outcome) -> None:
+            try:
+                read()
+            except InputError as exc:
+                outcome.append(str(exc))
+
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        worker.join(5)
+        if worker.is_alive():  # the old code: blocked in open(); release it, then fail
+            with open(fifo, "wb"):
+                pass
+            worker.join(5)
+            pytest.fail("the reader opened a FIFO and waited for a writer")
+        assert outcome and "not a regular file" in outcome[0], outcome
+
+
+def test_duplicate_in_a_file_shortened_meanwhile_is_an_input_error(tmp_path) -> None:
+    """The line numbers of a duplicate pair are found by reading the file again: a file
+    shortened in between raised KeyError (a traceback)."""
+    path = _write(tmp_path, "q", b"q1 0 a 1\n")
+    with pytest.raises(InputError, match=r"q: the file changed while it was being read"):
+        trec._row_lines(path, [0, 3], "qrels")
+    assert trec._row_lines(path, [0], "qrels") == [1]

@@ -131,7 +131,9 @@ def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
     q_codes: list[int] = []
     d_codes: list[int] = []
     values: list[float] = []
-    with open(path, "rb") as fh:
+    from queryeval.io.files import open_input
+
+    with open_input(path, "trec") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
@@ -219,10 +221,13 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
         return None
     import pyarrow as pa
 
+    from queryeval.io.files import read_input_bytes
+
     # read whole, not memory-mapped: a file truncated by another process while mapped would
-    # end the process with SIGBUS; reading costs one copy (measured: no slower on 70 MB)
-    with open(path, "rb") as fh:
-        data = fh.read()
+    # end the process with SIGBUS; reading costs one copy (measured: no slower on 70 MB).
+    # Opened through io/files (fstat of the open descriptor): a path swapped for a FIFO after
+    # the caller's check is refused, not read (a plain open() would wait for a writer forever).
+    data = read_input_bytes(path, "trec")
     if threads is None:
         threads = min(reader_threads(), max(1, len(data) // _NATIVE_MIN_CHUNK))
     out = mod.scan(data, max(1, threads), kind == "run", strict)
@@ -372,10 +377,12 @@ def _doc_mapping(qrels: Columns, run: Columns) -> np.ndarray:
 
 def _row_lines(path: Path, rows: Sequence[int], kind: str) -> list[int]:
     """1-based line numbers of 0-based data rows (blank and comment lines are not rows)."""
+    from queryeval.io.files import open_input
+
     wanted = sorted(set(rows))
     found: dict[int, int] = {}
     row = -1
-    with open(path, "rb") as fh:
+    with open_input(path, "trec") as fh:
         for lineno, raw in enumerate(fh, 1):
             if raw.strip() and not is_comment(raw.decode("utf-8", "replace"), kind):
                 row += 1
@@ -383,6 +390,8 @@ def _row_lines(path: Path, rows: Sequence[int], kind: str) -> list[int]:
                     found[row] = lineno
                     if len(found) == len(wanted):
                         break
+    if len(found) < len(wanted):  # shortened since it was read
+        raise InputError("the file changed while it was being read; run again", path=path)
     return [found[r] for r in rows]
 
 
