@@ -447,3 +447,25 @@ def test_duplicate_in_a_file_shortened_meanwhile_is_an_input_error(tmp_path) -> 
     with pytest.raises(InputError, match=r"q: the file changed while it was being read"):
         trec._row_lines(path, [0, 3], "qrels")
     assert trec._row_lines(path, [0], "qrels") == [1]
+
+
+@pytest.mark.parametrize(("data", "want"), [
+    (b"q1 Q0 a 1 1.0 t\rq2 Q0 b 1 2.0 t\n", {"q1": {"a": 1.0}}),  # one line, 12 fields
+    (b"q1 Q0 a 1 1.0 t\r\rq1 Q0 b 1 2.0 t\r\n", {"q1": {"a": 1.0}}),
+    (b"\xef\xbb\xbfq1 Q0 a 1 1.0 t\n", {"\ufeffq1": {"a": 1.0}}),  # the BOM is part of the id
+    (b"q1 Q0 a 1 1.0 t\r\nq1 Q0 b 1 2 t\r\n", {"q1": {"a": 1.0, "b": 2.0}}),
+])
+def test_pure_readers_keep_trec_evals_lines_and_first_id(tmp_path, monkeypatch, data, want):
+    """Without the extension pyarrow read the plain files: it ended a line at a lone CR (C
+    whitespace for trec_eval, so the second "line" was extra columns) and dropped a leading
+    UTF-8 BOM (trec_eval keeps it in the first query id). Such files go to the exact reader."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    path = _write(tmp_path, "r", data)
+    assert trec.read_run(path) == want
+    qrels = _write(tmp_path, "q", data.replace(b" Q0", b" 0").replace(b" 1 1.0 t", b" 1")
+                   .replace(b" 1 2.0 t", b" 2").replace(b" 1 2 t", b" 2"))
+    if data.count(b"\r") != data.count(b"\r\n"):
+        with pytest.raises(InputError, match=r"q:1: expected 4 .*got 8"):
+            trec.read_qrels(qrels)
+    else:
+        assert trec.read_qrels(qrels) == trec._to_dicts(trec._parse_python(qrels, "qrels"), int)

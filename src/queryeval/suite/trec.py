@@ -17,16 +17,17 @@ columns, numbers with trailing text or underscores (reported as ``InputError``).
 
 Three readers give the same columns. The compiled one (``queryeval._trecread``, a small C
 extension built by ``pip install``) applies every rule above in two passes over the
-memory-mapped file, split at line boundaries over threads; without it (no compiler at install
+file's bytes, split at line boundaries over threads; without it (no compiler at install
 time, or ``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files
 (single spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated
-spaces, comments, lenient numbers) is read line by line in Python, which either parses it or raises
+spaces, comments, lenient numbers, a lone CR, a leading BOM) is read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 import re
@@ -279,9 +280,16 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
     # The system allocator, not pyarrow's default (mimalloc): on a fresh process mimalloc's
     # page handling cost ~1.5 s of kernel time for a 10M-line run, the system pool ~0.4 s.
     pool = pa.system_memory_pool()
+    from queryeval.io.files import read_input_bytes
+
+    data = read_input_bytes(path, "trec")
+    if data.startswith(codecs.BOM_UTF8) or data.count(b"\r") != data.count(b"\r\n"):
+        # pyarrow drops a leading BOM (trec_eval keeps it in the first id) and ends a line
+        # at a lone CR (trec_eval's whitespace): "q1 .. t\rq2 .. t" is one run line, not two
+        return None
     try:
         table = pacsv.read_csv(
-            path,
+            pa.BufferReader(data),
             read_options=pacsv.ReadOptions(column_names=list(names), block_size=_BLOCK_SIZE),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False),
             convert_options=pacsv.ConvertOptions(
