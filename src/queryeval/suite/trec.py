@@ -283,9 +283,13 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
     from queryeval.io.files import read_input_bytes
 
     data = read_input_bytes(path, "trec")
-    if data.startswith(codecs.BOM_UTF8) or data.count(b"\r") != data.count(b"\r\n"):
+    if (data.startswith(codecs.BOM_UTF8) or data.count(b"\r") != data.count(b"\r\n")
+            or any(sep in data for sep in (b"  ", b"\t", b"\v", b"\f"))):
         # pyarrow drops a leading BOM (trec_eval keeps it in the first id) and ends a line
-        # at a lone CR (trec_eval's whitespace): "q1 .. t\rq2 .. t" is one run line, not two
+        # at a lone CR (trec_eval's whitespace): "q1 .. t\rq2 .. t" is one run line, not two.
+        # Any other C space, or two spaces, shifts the columns: "q1  Q0 d\t5 1 t" is 6
+        # fields to pyarrow with docid "Q0" (trec_eval: docid "d"); the unread columns
+        # (Q0, rank, tag) cannot be checked after the parse
         return None
     try:
         table = pacsv.read_csv(
