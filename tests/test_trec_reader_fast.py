@@ -483,3 +483,16 @@ def test_pure_readers_see_separators_in_unread_columns(tmp_path, monkeypatch, li
     monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
     path = _write(tmp_path, "r", line)
     assert trec.read_run(path) == {"q5": {"d33": score}}
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_pure_readers_refuse_bad_utf8_in_unread_columns(tmp_path, monkeypatch, kind) -> None:
+    """Found by ``bench/fuzz.py --trec-native``: bad UTF-8 in the Q0/iter (or rank, tag)
+    column passed pyarrow, which checks the columns it keeps only; the compiled and the exact
+    reader refuse it, so the same file was read or refused depending on the install."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    data = (b"q1 Q0 a 1 1.5 t\nq1 Q\xc0\xaf0 b 2 1 t\n" if kind == "run"
+            else b"q1 0 a 1\nq1 \xff b 0\n")
+    path = _write(tmp_path, "f", data)
+    with pytest.raises(InputError, match=r"f:2: not UTF-8"):
+        trec.read_run(path) if kind == "run" else trec.read_qrels(path)

@@ -291,6 +291,11 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
         # fields to pyarrow with docid "Q0" (trec_eval: docid "d"); the unread columns
         # (Q0, rank, tag) cannot be checked after the parse
         return None
+    if not data.isascii():
+        try:  # pyarrow checks the kept columns only; the exact reader (and trec_eval's
+            data.decode("utf-8")  # reading rules here) refuse bad UTF-8 on any line
+        except UnicodeDecodeError:
+            return None
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),
