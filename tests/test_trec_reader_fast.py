@@ -496,3 +496,20 @@ def test_pure_readers_refuse_bad_utf8_in_unread_columns(tmp_path, monkeypatch, k
     path = _write(tmp_path, "f", data)
     with pytest.raises(InputError, match=r"f:2: not UTF-8"):
         trec.read_run(path) if kind == "run" else trec.read_qrels(path)
+
+
+def test_a_query_of_tens_of_thousands_of_tied_documents_is_fast(tmp_path) -> None:
+    """A run whose documents all share one score (a hostile or lazy run: every score 0):
+    breaking the ties compared each relevant document with its whole query, n^2 string
+    comparisons (n = 40,000: 145 s; a 1M-line run: about a day). Now one sort. trec_eval's
+    order is docid descending: d29999 (not relevant), d29998 (relevant), ... so every second
+    document is relevant and AP is exactly 1/2."""
+    import time
+
+    n = 30_000
+    qrels = _write(tmp_path, "q", b"".join(b"q 0 d%05d %d\n" % (i, 1 - i % 2) for i in range(n)))
+    run = _write(tmp_path, "r", b"".join(b"q Q0 d%05d 1 0 t\n" % i for i in range(n)))
+    began = time.perf_counter()
+    result = evaluate_files(qrels, run, ["map", "P.10", "recip_rank"])
+    assert time.perf_counter() - began < 20  # the old code: ~80 s here
+    assert result.means == {"map": 0.5, "P.10": 0.5, "recip_rank": 0.5}
