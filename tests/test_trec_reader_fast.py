@@ -513,3 +513,45 @@ def test_a_query_of_tens_of_thousands_of_tied_documents_is_fast(tmp_path) -> Non
     result = evaluate_files(qrels, run, ["map", "P.10", "recip_rank"])
     assert time.perf_counter() - began < 20  # the old code: ~80 s here
     assert result.means == {"map": 0.5, "P.10": 0.5, "recip_rank": 0.5}
+
+
+def _colliding_ids(count: int) -> np.ndarray:
+    """8-byte ids whose hash under the compiled reader's former fixed function (no seed)
+    shares its low 24 bits: mix is inverted (xor-shift, multiply by the inverse constant),
+    keeping candidates whose bytes are all field bytes (ASCII but no C space)."""
+    k, c = 0xD6E8FEB86659FD93, 0x9E3779B97F4A7C15
+    k_inv, c_inv = np.uint64(pow(k, -1, 2**64)), np.uint64(pow(c, -1, 2**64))
+    rng = np.random.default_rng(7)
+    found, total = [], 0
+    sep = np.zeros(256, dtype=bool)
+    sep[[9, 10, 11, 12, 13, 32]] = True
+    sep[128:] = True
+    while total < count:
+        h = (rng.integers(0, 2**40, size=4_000_000, dtype=np.uint64) << np.uint64(24)) | np.uint64(
+            0x5A5A5A)
+        h ^= h >> np.uint64(32)
+        h *= k_inv
+        h ^= h >> np.uint64(32)
+        raw = ((h - np.uint64(8)) * c_inv).view(np.uint8).reshape(-1, 8)
+        ok = raw[~sep[raw].any(axis=1)]
+        found.append(ok)
+        total += len(ok)
+    return np.unique(np.concatenate(found), axis=0)[:count]
+
+
+@needs_ext
+@pytest.mark.slow
+def test_ids_built_to_collide_in_the_hash_table_stay_linear(tmp_path) -> None:
+    """Red team: with a fixed hash, 150,000 ids sharing their low hash bits made the id table
+    probe every earlier id on each insertion (n^2: ~9 s here, hours for a million). The hash
+    is now seeded per process from os.urandom, so such a file cannot be built offline."""
+    import time
+
+    ids = _colliding_ids(150_000)
+    data = b"".join(b"q 0 " + bytes(row) + b" 1\n" for row in ids)
+    path = _write(tmp_path, "q", data)
+    began = time.perf_counter()
+    cols = trec._parse_native(path, "qrels", threads=1)
+    assert time.perf_counter() - began < 3  # the fixed hash: ~9 s
+    assert cols is not None and len(cols.names_doc) == len(ids) == 150_000
+    assert names_list(cols.names_doc)[:3] == [bytes(r).decode() for r in ids[:3]]
