@@ -10,6 +10,11 @@ are printed with the input that caused them.
     python bench/fuzz.py --examples 2000 --jobs 2
     python bench/fuzz.py --examples 200 --reader suite-yaml --reader trec-run
     python bench/fuzz.py --readers-cost     # load time of a large JSONL and YAML suite
+    python bench/fuzz.py --trec-native --examples 20000 --seed 1   # compiled TREC reader
+
+``--trec-native`` compares the compiled TREC reader (``python setup.py build_ext --inplace``;
+build it with ``-fsanitize=address,undefined`` and LD_PRELOAD libasan for memory errors) and
+the pyarrow reader with the exact one on random and mutated qrels/run files.
 """
 
 from __future__ import annotations
