@@ -371,3 +371,187 @@ def test_refused_file_goes_straight_to_the_exact_reader(tmp_path, monkeypatch) -
     with pytest.raises(InputError, match=r"r:2: column 5 \(score\)"):
         trec.read_run(path, strict=True)
     assert trec.read_run(path) == {"q1": {"a": 1.0, "b": 1.5}}
+
+
+# --------------------------------------------------------------------------- red-team findings
+
+
+@pytest.mark.parametrize("ext", [False, True])
+def test_relevance_of_thousands_of_digits_is_read_not_crashed(tmp_path, monkeypatch, ext) -> None:
+    """A relevance of over 4,300 digits: Python's int() refuses it with a ValueError (a
+    traceback, in both readers: the compiled one hands the file to the exact one). Now
+    leading zeros count for nothing and any longer value is refused as out of range."""
+    if ext and MOD is None:
+        pytest.skip("compiled reader not built")
+    if not ext:
+        monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    assert trec.c_atol("9" * 5000) == (2**64, True)
+    assert trec.c_atol("-" + "0" * 5000 + "12x") == (-12, False)
+    zeros = _write(tmp_path, "q0", b"q1\t0 a " + b"0" * 5000 + b"3\nq1 0 b -" + b"0" * 6000 + b"\n")
+    assert trec.read_qrels(zeros) == {"q1": {"a": 3, "b": 0}}
+    for level in (b"9" * 5000, b"-" + b"1" * 4301, b"+" + b"0" * 4000 + b"1" * 20):
+        path = _write(tmp_path, "q", b"q1 0 a 1\nq1 0 b " + level + b"x\n")
+        with pytest.raises(InputError, match=r"q:2: column 4 \(relevance\).*out of range"):
+            trec.read_qrels(path)
+
+
+@needs_ext
+@pytest.mark.slow
+def test_score_exponent_beyond_the_parsers_cap_is_not_cancelled() -> None:
+    """The compiled reader stopped adding exponent digits at 10^8 but still took its exact
+    fast path: 1e-100000000 written as a 10^8-digit fraction, times e1000000000, read as
+    1.0 instead of inf (and e.g. 1e-900000000 as 1.0 instead of 0)."""
+    frac = b"0." + b"0" * 99_999_999 + b"1"  # 1e-100000000, a 100 MB field
+    for exp, want in ((b"e1000000000", math.inf), (b"e100000001", 10.0), (b"e100000000", 1.0),
+                      (b"e-1000000000", 0.0), (b"e00000000000100000000", 1.0)):
+        got = MOD.score(frac + exp)
+        assert got is not None and got[0] == want and got[1], (exp, got)
+        assert trec.c_strtod((frac + exp).decode()) == (want, True)
+
+
+def test_a_path_swapped_for_a_fifo_after_the_check_is_refused(tmp_path) -> None:
+    """_read_columns checks the path, then the readers opened it again with a plain open():
+    a path replaced by a FIFO in between made the read wait for a writer forever. Every
+    reader now opens through io/files and checks the open descriptor."""
+    import threading
+
+    fifo = tmp_path / "r"
+    os.mkfifo(fifo)
+    readers = [lambda: trec._parse_python(fifo, "run"), lambda: trec._row_lines(fifo, [0], "run")]
+    if MOD is not None:
+        readers.append(lambda: trec._parse_native(fifo, "run"))
+    for read in readers:
+        outcome: list = []
+
+        def call(read=read, outcome=outcome) -> None:
+            try:
+                read()
+            except InputError as exc:
+                outcome.append(str(exc))
+
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        worker.join(5)
+        if worker.is_alive():  # the old code: blocked in open(); release it, then fail
+            with open(fifo, "wb"):
+                pass
+            worker.join(5)
+            pytest.fail("the reader opened a FIFO and waited for a writer")
+        assert outcome and "not a regular file" in outcome[0], outcome
+
+
+def test_duplicate_in_a_file_shortened_meanwhile_is_an_input_error(tmp_path) -> None:
+    """The line numbers of a duplicate pair are found by reading the file again: a file
+    shortened in between raised KeyError (a traceback)."""
+    path = _write(tmp_path, "q", b"q1 0 a 1\n")
+    with pytest.raises(InputError, match=r"q: the file changed while it was being read"):
+        trec._row_lines(path, [0, 3], "qrels")
+    assert trec._row_lines(path, [0], "qrels") == [1]
+
+
+@pytest.mark.parametrize(("data", "want"), [
+    (b"q1 Q0 a 1 1.0 t\rq2 Q0 b 1 2.0 t\n", {"q1": {"a": 1.0}}),  # one line, 12 fields
+    (b"q1 Q0 a 1 1.0 t\r\rq1 Q0 b 1 2.0 t\r\n", {"q1": {"a": 1.0}}),
+    (b"\xef\xbb\xbfq1 Q0 a 1 1.0 t\n", {"\ufeffq1": {"a": 1.0}}),  # the BOM is part of the id
+    (b"q1 Q0 a 1 1.0 t\r\nq1 Q0 b 1 2 t\r\n", {"q1": {"a": 1.0, "b": 2.0}}),
+])
+def test_pure_readers_keep_trec_evals_lines_and_first_id(tmp_path, monkeypatch, data, want):
+    """Without the extension pyarrow read the plain files: it ended a line at a lone CR (C
+    whitespace for trec_eval, so the second "line" was extra columns) and dropped a leading
+    UTF-8 BOM (trec_eval keeps it in the first query id). Such files go to the exact reader."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    path = _write(tmp_path, "r", data)
+    assert trec.read_run(path) == want
+    qrels = _write(tmp_path, "q", data.replace(b" Q0", b" 0").replace(b" 1 1.0 t", b" 1")
+                   .replace(b" 1 2.0 t", b" 2").replace(b" 1 2 t", b" 2"))
+    if data.count(b"\r") != data.count(b"\r\n"):
+        with pytest.raises(InputError, match=r"q:1: expected 4 .*got 8"):
+            trec.read_qrels(qrels)
+    else:
+        assert trec.read_qrels(qrels) == trec._to_dicts(trec._parse_python(qrels, "qrels"), int)
+
+
+@pytest.mark.parametrize(("line", "score"), [
+    (b"q5  Q0 d33\t5 -16.5 tag\n", -16.5), (b"q5  Q0 d33\x0c5 -16.5 tag\n", -16.5),
+    (b"q5 Q0 d33 5\t7 -16.5 tag\n", 7.0), (b"q5 Q0  d33\x0b5 -16.5 tag\n", -16.5),
+])
+def test_pure_readers_see_separators_in_unread_columns(tmp_path, monkeypatch, line, score):
+    """Found by ``bench/fuzz.py --trec-native``: two spaces in one place and a tab (VT, FF) in
+    a column pyarrow does not keep made pyarrow see 6 columns with docid "Q0" where trec_eval
+    reads docid "d33", or score -16.5 where it reads 7; its check looked at the kept columns
+    only."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    path = _write(tmp_path, "r", line)
+    assert trec.read_run(path) == {"q5": {"d33": score}}
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_pure_readers_refuse_bad_utf8_in_unread_columns(tmp_path, monkeypatch, kind) -> None:
+    """Found by ``bench/fuzz.py --trec-native``: bad UTF-8 in the Q0/iter (or rank, tag)
+    column passed pyarrow, which checks the columns it keeps only; the compiled and the exact
+    reader refuse it, so the same file was read or refused depending on the install."""
+    monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
+    data = (b"q1 Q0 a 1 1.5 t\nq1 Q\xc0\xaf0 b 2 1 t\n" if kind == "run"
+            else b"q1 0 a 1\nq1 \xff b 0\n")
+    path = _write(tmp_path, "f", data)
+    with pytest.raises(InputError, match=r"f:2: not UTF-8"):
+        trec.read_run(path) if kind == "run" else trec.read_qrels(path)
+
+
+def test_a_query_of_tens_of_thousands_of_tied_documents_is_fast(tmp_path) -> None:
+    """A run whose documents all share one score (a hostile or lazy run: every score 0):
+    breaking the ties compared each relevant document with its whole query, n^2 string
+    comparisons (n = 40,000: 145 s; a 1M-line run: about a day). Now one sort. trec_eval's
+    order is docid descending: d29999 (not relevant), d29998 (relevant), ... so every second
+    document is relevant and AP is exactly 1/2."""
+    import time
+
+    n = 30_000
+    qrels = _write(tmp_path, "q", b"".join(b"q 0 d%05d %d\n" % (i, 1 - i % 2) for i in range(n)))
+    run = _write(tmp_path, "r", b"".join(b"q Q0 d%05d 1 0 t\n" % i for i in range(n)))
+    began = time.perf_counter()
+    result = evaluate_files(qrels, run, ["map", "P.10", "recip_rank"])
+    assert time.perf_counter() - began < 20  # the old code: ~80 s here
+    assert result.means == {"map": 0.5, "P.10": 0.5, "recip_rank": 0.5}
+
+
+def _colliding_ids(count: int) -> np.ndarray:
+    """8-byte ids whose hash under the compiled reader's former fixed function (no seed)
+    shares its low 24 bits: mix is inverted (xor-shift, multiply by the inverse constant),
+    keeping candidates whose bytes are all field bytes (ASCII but no C space)."""
+    k, c = 0xD6E8FEB86659FD93, 0x9E3779B97F4A7C15
+    k_inv, c_inv = np.uint64(pow(k, -1, 2**64)), np.uint64(pow(c, -1, 2**64))
+    rng = np.random.default_rng(7)
+    found, total = [], 0
+    sep = np.zeros(256, dtype=bool)
+    sep[[9, 10, 11, 12, 13, 32]] = True
+    sep[128:] = True
+    while total < count:
+        h = (rng.integers(0, 2**40, size=4_000_000, dtype=np.uint64) << np.uint64(24)) | np.uint64(
+            0x5A5A5A)
+        h ^= h >> np.uint64(32)
+        h *= k_inv
+        h ^= h >> np.uint64(32)
+        raw = ((h - np.uint64(8)) * c_inv).view(np.uint8).reshape(-1, 8)
+        ok = raw[~sep[raw].any(axis=1)]
+        found.append(ok)
+        total += len(ok)
+    return np.unique(np.concatenate(found), axis=0)[:count]
+
+
+@needs_ext
+@pytest.mark.slow
+def test_ids_built_to_collide_in_the_hash_table_stay_linear(tmp_path) -> None:
+    """Red team: with a fixed hash, 150,000 ids sharing their low hash bits made the id table
+    probe every earlier id on each insertion (n^2: ~9 s here, hours for a million). The hash
+    is now seeded per process from os.urandom, so such a file cannot be built offline."""
+    import time
+
+    ids = _colliding_ids(150_000)
+    data = b"".join(b"q 0 " + bytes(row) + b" 1\n" for row in ids)
+    path = _write(tmp_path, "q", data)
+    began = time.perf_counter()
+    cols = trec._parse_native(path, "qrels", threads=1)
+    assert time.perf_counter() - began < 3  # the fixed hash: ~9 s
+    assert cols is not None and len(cols.names_doc) == len(ids) == 150_000
+    assert names_list(cols.names_doc)[:3] == [bytes(r).decode() for r in ids[:3]]

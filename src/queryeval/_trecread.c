@@ -132,10 +132,15 @@ static inline uint64_t load_prefix(const char *s, size_t n, const char *end) {
     return w;
 }
 
+/* Random per process (set at import): ids are untrusted, and with a fixed hash a file of
+ * ids chosen to share their low hash bits (found offline by inverting mix) makes every
+ * insertion probe all earlier ones: n^2 (60,000 such ids took 1.5 s, a million hours). */
+static uint64_t hash_seed;
+
 static inline uint64_t hash_name(const char *s, size_t n, uint64_t prefix) {
     if (n <= 8) /* the prefix is the name; the length is implied by its zero padding */
-        return mix(prefix * 0x9E3779B97F4A7C15ULL + n);
-    uint64_t h = (0x9E3779B97F4A7C15ULL ^ (uint64_t)n) * 0xff51afd7ed558ccdULL;
+        return mix(mix(prefix ^ hash_seed) * 0x9E3779B97F4A7C15ULL + n);
+    uint64_t h = (0x9E3779B97F4A7C15ULL ^ hash_seed ^ (uint64_t)n) * 0xff51afd7ed558ccdULL;
     h = (h ^ prefix) * 0x9E3779B97F4A7C15ULL;
     for (size_t k = 8; k < n; k += 8) {
         uint64_t w = 0;
@@ -431,6 +436,8 @@ static int parse_score(const char *s, size_t n, double *out, int *whole, int *pl
                     while (k < n && is_digit(u[k])) {
                         if (ev < 100000000L)
                             ev = ev * 10 + (u[k] - '0');
+                        else
+                            exact = 0; /* capped: only strtod has the true exponent */
                         k++;
                     }
                     e10 += eneg ? -ev : ev;
@@ -992,6 +999,16 @@ PyMODINIT_FUNC PyInit__trecread(void) {
         }
     }
 #endif
+    if (hash_seed == 0) {
+        PyObject *os = PyImport_ImportModule("os");
+        PyObject *r = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
+        Py_XDECREF(os);
+        if (r == NULL)
+            return NULL;
+        memcpy(&hash_seed, PyBytes_AS_STRING(r), 8);
+        Py_DECREF(r);
+        hash_seed |= 1;
+    }
     if (PyType_Ready(&OwnedBufferType) < 0)
         return NULL;
     return PyModule_Create(&module);

@@ -17,16 +17,17 @@ columns, numbers with trailing text or underscores (reported as ``InputError``).
 
 Three readers give the same columns. The compiled one (``queryeval._trecread``, a small C
 extension built by ``pip install``) applies every rule above in two passes over the
-memory-mapped file, split at line boundaries over threads; without it (no compiler at install
+file's bytes, split at line boundaries over threads; without it (no compiler at install
 time, or ``QUERYEVAL_NO_EXT=1``) pyarrow's multi-threaded CSV reader reads the plain files
 (single spaces, no comments). A file neither takes (a bad line; for pyarrow also tabs, repeated
-spaces, comments, lenient numbers) is read line by line in Python, which either parses it or raises
+spaces, comments, lenient numbers, a lone CR, a leading BOM) is read line by line in Python, which either parses it or raises
 :class:`~queryeval.errors.InputError` naming the line and the column. A (query, document)
 pair may occur only once per file, as trec_eval requires.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 import re
@@ -92,12 +93,17 @@ def c_strtod(text: str) -> tuple[float, bool]:
 
 def c_atol(text: str) -> tuple[int, bool]:
     """C ``atol`` on a field: the value of its ``[+-]digits`` prefix (0 if none), and whether
-    the whole field was that number. Values beyond 64 bits are returned as they are (the
-    reader refuses them: glibc would clamp them, and trec_eval then sizes an array by them)."""
+    the whole field was that number. A value beyond 64 bits comes back as ``±2**64`` (the
+    reader refuses it: glibc would clamp it, and trec_eval then sizes an array by it); its
+    digits are never converted whole, as Python refuses ``int()`` on over 4,300 digits."""
     m = _ATOL.match(text)
     if m is None:
         return 0, False
-    return int(m.group(0)), m.end() == len(text)
+    token = m.group(0)
+    sign = -1 if token[0] == "-" else 1
+    digits = token.lstrip("+-").lstrip("0")
+    value = sign * (int(digits or "0") if len(digits) <= 20 else 2**64)
+    return value, m.end() == len(text)
 
 
 def is_comment(line: str, kind: str) -> bool:
@@ -126,7 +132,9 @@ def _parse_python(path: Path, kind: str, strict: bool = False) -> Columns:
     q_codes: list[int] = []
     d_codes: list[int] = []
     values: list[float] = []
-    with open(path, "rb") as fh:
+    from queryeval.io.files import open_input
+
+    with open_input(path, "trec") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
@@ -214,10 +222,13 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
         return None
     import pyarrow as pa
 
+    from queryeval.io.files import read_input_bytes
+
     # read whole, not memory-mapped: a file truncated by another process while mapped would
-    # end the process with SIGBUS; reading costs one copy (measured: no slower on 70 MB)
-    with open(path, "rb") as fh:
-        data = fh.read()
+    # end the process with SIGBUS; reading costs one copy (measured: no slower on 70 MB).
+    # Opened through io/files (fstat of the open descriptor): a path swapped for a FIFO after
+    # the caller's check is refused, not read (a plain open() would wait for a writer forever).
+    data = read_input_bytes(path, "trec")
     if threads is None:
         threads = min(reader_threads(), max(1, len(data) // _NATIVE_MIN_CHUNK))
     out = mod.scan(data, max(1, threads), kind == "run", strict)
@@ -269,9 +280,25 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
     # The system allocator, not pyarrow's default (mimalloc): on a fresh process mimalloc's
     # page handling cost ~1.5 s of kernel time for a 10M-line run, the system pool ~0.4 s.
     pool = pa.system_memory_pool()
+    from queryeval.io.files import read_input_bytes
+
+    data = read_input_bytes(path, "trec")
+    if (data.startswith(codecs.BOM_UTF8) or data.count(b"\r") != data.count(b"\r\n")
+            or any(sep in data for sep in (b"  ", b"\t", b"\v", b"\f"))):
+        # pyarrow drops a leading BOM (trec_eval keeps it in the first id) and ends a line
+        # at a lone CR (trec_eval's whitespace): "q1 .. t\rq2 .. t" is one run line, not two.
+        # Any other C space, or two spaces, shifts the columns: "q1  Q0 d\t5 1 t" is 6
+        # fields to pyarrow with docid "Q0" (trec_eval: docid "d"); the unread columns
+        # (Q0, rank, tag) cannot be checked after the parse
+        return None
+    if not data.isascii():
+        try:  # pyarrow checks the kept columns only; the exact reader (and trec_eval's
+            data.decode("utf-8")  # reading rules here) refuse bad UTF-8 on any line
+        except UnicodeDecodeError:
+            return None
     try:
         table = pacsv.read_csv(
-            path,
+            pa.BufferReader(data),
             read_options=pacsv.ReadOptions(column_names=list(names), block_size=_BLOCK_SIZE),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False),
             convert_options=pacsv.ConvertOptions(
@@ -367,10 +394,12 @@ def _doc_mapping(qrels: Columns, run: Columns) -> np.ndarray:
 
 def _row_lines(path: Path, rows: Sequence[int], kind: str) -> list[int]:
     """1-based line numbers of 0-based data rows (blank and comment lines are not rows)."""
+    from queryeval.io.files import open_input
+
     wanted = sorted(set(rows))
     found: dict[int, int] = {}
     row = -1
-    with open(path, "rb") as fh:
+    with open_input(path, "trec") as fh:
         for lineno, raw in enumerate(fh, 1):
             if raw.strip() and not is_comment(raw.decode("utf-8", "replace"), kind):
                 row += 1
@@ -378,6 +407,8 @@ def _row_lines(path: Path, rows: Sequence[int], kind: str) -> list[int]:
                     found[row] = lineno
                     if len(found) == len(wanted):
                         break
+    if len(found) < len(wanted):  # shortened since it was read
+        raise InputError("the file changed while it was being read; run again", path=path)
     return [found[r] for r in rows]
 
 

@@ -108,16 +108,39 @@ def _by_sort(arrays: RankingArrays, hit_q, hit_scores) -> tuple[np.ndarray, np.n
 
 
 def _ties_above(arrays: RankingArrays, starts, lens, hit_scores, hit_docids) -> np.ndarray:
-    """For tied hits: how many same-score documents of the query sort before (docid greater)."""
-    above = np.zeros(hit_scores.size, dtype=np.int64)
-    for a, b in _chunks(lens):
-        idx, begin = _segments_index(starts[a:b], lens[a:b])
-        owner = np.repeat(np.arange(a, b), lens[a:b])
-        same = arrays.scores[idx] == np.repeat(hit_scores[a:b], lens[a:b])
-        idx, owner = idx[same], owner[same]
-        greater = arrays.docids_at(idx) > hit_docids[owner]
-        above += np.bincount(owner[greater.astype(bool)], minlength=hit_scores.size)
-    return above
+    """For tied hits: how many same-score documents of the query sort before (docid greater).
+
+    One pass over the documents of the queries involved, not one per hit (a query of n
+    documents all tied, all relevant, cost n^2 comparisons: 145 s for n = 40,000): the
+    documents sharing a score with some hit get (query, score, docid) ranks, sorted once
+    into int64 keys; each hit then counts the keys above its own in its (query, score) group
+    with two binary searches. Docids compare as Python ``str`` (trec_eval's order)."""
+    segs, hit_seg = np.unique(starts, return_inverse=True)
+    seg_lens = _first_lens(starts, lens, segs)
+    idx, _ = _segments_index(segs, seg_lens)
+    owner = np.repeat(np.arange(segs.size, dtype=np.int64), seg_lens)
+    scores = arrays.scores[idx]
+    keep = np.isin(scores, hit_scores)
+    idx, owner, scores = idx[keep], owner[keep], scores[keep]
+    docs = np.asarray(arrays.docids_at(idx), dtype=object)
+    uniq_scores, score_rank = np.unique(scores, return_inverse=True)
+    uniq_docs, doc_rank = np.unique(docs, return_inverse=True)
+    n_scores, n_docs = np.int64(uniq_scores.size), np.int64(uniq_docs.size)
+    groups, group = np.unique(owner * n_scores + score_rank.ravel(), return_inverse=True)
+    keys = np.sort(group.ravel().astype(np.int64) * n_docs + doc_rank.ravel())
+    hit_group = np.searchsorted(
+        groups, hit_seg.ravel() * n_scores + np.searchsorted(uniq_scores, hit_scores))
+    hit_doc = np.searchsorted(uniq_docs, np.asarray(hit_docids, dtype=object))
+    hit_key = hit_group * n_docs + hit_doc
+    return (np.searchsorted(keys, (hit_group + 1) * n_docs, side="left")
+            - np.searchsorted(keys, hit_key, side="right")).astype(np.int64)
+
+
+def _first_lens(starts, lens, segs) -> np.ndarray:
+    """The segment length of each distinct segment start (all hits of a query share it)."""
+    order = np.argsort(starts, kind="stable")
+    first = np.searchsorted(starts[order], segs, side="left")
+    return lens[order][first]
 
 
 def hit_ranks(
