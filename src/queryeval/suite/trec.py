@@ -283,7 +283,8 @@ def _parse_arrow(path: Path, kind: str) -> Columns | None:
     from queryeval.io.files import read_input_bytes
 
     data = read_input_bytes(path, "trec")
-    if (data.startswith(codecs.BOM_UTF8) or data.count(b"\r") != data.count(b"\r\n")
+    if (data.startswith(codecs.BOM_UTF8)
+            or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n"))
             or any(sep in data for sep in (b"  ", b"\t", b"\v", b"\f"))):
         # pyarrow drops a leading BOM (trec_eval keeps it in the first id) and ends a line
         # at a lone CR (trec_eval's whitespace): "q1 .. t\rq2 .. t" is one run line, not two.
