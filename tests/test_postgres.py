@@ -173,6 +173,52 @@ def test_run_with_a_postgresql_url(shop, tmp_path) -> None:
     assert main(["audit", str(suite), "--database", shop["reader"], "--fail-on-broken"]) == 0
 
 
+def test_a_case_may_name_its_postgresql_source(shop, tmp_path) -> None:
+    """``source: postgresql://…`` in a case is a URL, not a path next to the suite file."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text("id: cheap\nconversation:\n- role: user\n  content: cheap items\n"
+                     "  target:\n    query:\n      gold: SELECT name FROM items WHERE price < 1\n"
+                     f"      source: {shop['reader']}\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"case_id": "cheap", "query": "SELECT name FROM items WHERE price < 1"}\n',
+                     encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q"]) == 0
+    _, recs = run_records(out)
+    assert recs["cheap"]["source"] == shop["reader"]
+    assert recs["cheap"]["scores"]["perfect_match"] == 1.0
+    assert main(["audit", str(suite), "--fail-on-broken"]) == 0
+
+
+@pytest.mark.parametrize("url", ["postgresql://reader:s3cret@127.0.0.1:5432/shop",
+                                 "postgresql://127.0.0.1/shop?user=reader&password=s3cret",
+                                 "postgres://reader@127.0.0.1/shop?sslmode=disable&PASSWORD=s3cret"])
+def test_a_password_in_the_url_is_refused_before_anything_is_written(tmp_path, capsys, url):
+    """The source is written to the run log, the results and the HTML: a password there
+    would be kept in plain text, so it must come from PGPASSWORD or ~/.pgpass."""
+    suite = tmp_path / "s.yaml"
+    case = ("id: cheap\nconversation:\n- role: user\n  content: cheap items\n"
+            "  target:\n    query:\n      gold: SELECT 1\n")
+    suite.write_text(case, encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--database", url, "--system", "cmd:true", "--out",
+                 str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PGPASSWORD" in err and "s3cret" not in err
+    assert not out.exists()
+    suite.write_text(case + f"      source: {url}\n", encoding="utf-8")
+    assert main(["validate", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert f"{suite}:8: conversation[0].target.query.source" in err and "PGPASSWORD" in err
+    assert "s3cret" not in err
+
+
+def test_passwords_are_redacted_from_error_messages() -> None:
+    assert pg_module._redact("postgresql://qe:s3cret@h:5/db") == "postgresql://qe:***@h:5/db"
+    assert (pg_module._redact("postgresql://h/db?user=qe&password=s3cret&sslmode=require")
+            == "postgresql://h/db?user=qe&password=***&sslmode=require")
+
+
 def test_server_binaries_are_found_on_path_or_in_debians_versioned_folders(
         tmp_path, monkeypatch) -> None:
     """Debian installs initdb/pg_ctl under /usr/lib/postgresql/<major>/bin, not on PATH: the

@@ -182,10 +182,13 @@ def first_error(exc: ValidationError, model: Any = Case) -> tuple[str, tuple]:
 
 
 def resolve_sources(case: Case, folder: Path) -> None:
-    """Relative ``target.query.source`` paths are relative to the suite file."""
+    """Relative ``target.query.source`` paths are relative to the suite file; a URL (an
+    endpoint, ``postgresql://…``) is left as it is."""
+    from queryeval.io.urls import is_url
+
     for turn in case.conversation:
         q = turn.target.query if turn.target is not None else None
-        if q is not None and q.source and not q.source.startswith(("http://", "https://")):
+        if q is not None and q.source and not is_url(q.source):
             q.source = ",".join(str((folder / p.strip()).resolve()) for p in q.source.split(","))
 
 

@@ -120,6 +120,15 @@ class QueryTarget(BaseModel):
         default=None, min_length=1, description="Gold columns that must be matched; the "
         "others are optional.")
 
+    @field_validator("source")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        from queryeval.io.urls import PASSWORD_HINT, has_password
+
+        if value is not None and has_password(value):
+            raise ValueError(PASSWORD_HINT)
+        return value
+
 
 class Target(BaseModel):
     """Ground truth of one user turn. Each task kind owns one key."""

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
@@ -93,6 +93,15 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
+
+    @field_validator("source")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        from queryeval.io.urls import PASSWORD_HINT, has_password
+
+        if value is not None and has_password(value):
+            raise ValueError(PASSWORD_HINT)
+        return value
 
 
 def _lang_of(source: str) -> str:

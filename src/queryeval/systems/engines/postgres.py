@@ -267,5 +267,7 @@ def _end(conn: Any) -> None:
 
 
 def _redact(url: str) -> str:
-    """The URL without its password."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    """The URL without its password (``user:secret@`` and ``?password=secret``)."""
+    from queryeval.io.urls import redact
+
+    return redact(url)
