@@ -183,6 +183,13 @@ def test_tolerance_with_buildingqa_rules_is_a_config_error(tmp_path, capsys):
                  "abs_tol=0.1", "-q"])
     assert code == 2
     assert "abs_tol / rel_tol need --rules clean" in capsys.readouterr().err
+    # a case's own abs_tol is set aside under buildingqa rules (was: unscorable, every F1 0)
+    out = tmp_path / "b"
+    assert main(["run", str(suite), "--responses", str(tmp_path / "predictions.jsonl"),
+                 "--out", str(out), "--rules", "buildingqa", "-q", "--no-report"]) == 0
+    rec = run_records(out)[1]["gross-prices"]
+    assert rec["comparison"]["abs_tol"] == 0.0
+    assert rec["scores"]["row_matching_f1"] == pytest.approx(5 / 6)
 
 
 def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):

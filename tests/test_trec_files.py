@@ -258,6 +258,11 @@ def test_cli_table_and_errors(tmp_path: Path, cli) -> None:
     bad = _write(tmp_path, "bad", "q1 0 a 1 extra\n")
     res = cli(bad, r, "-m", "mrr")
     assert isinstance(res.exception, InputError) and res.exception.line == 1
+    res = cli(q, r, "-m", "mrr", "--json", "--trec-format")
+    assert res.exit_code != 0 and "choose one" in str(res.exception)
+    one = _write(tmp_path, "one", "q1 0 a 1\n")
+    res = cli(one, r, "-m", "mrr")
+    assert res.exit_code == 0 and ": 1 query;" in " ".join(res.output.split())
 
 
 # ------------------------------------------------------------------ trec_eval 10.0's reading

@@ -161,6 +161,7 @@ def _print(results: list[dict]) -> None:
                       console_text(notes), style=style)
     console.print(table)
     broken = sum(r["status"] in BROKEN for r in results)
-    console.print(f"{len(results)} gold queries, {broken} broken, "
+    console.print(f"{len(results)} gold {'query' if len(results) == 1 else 'queries'}, "
+                  f"{broken} broken, "
                   f"{sum(bool(r['warnings']) for r in results)} with warnings",
                   markup=False, highlight=False)

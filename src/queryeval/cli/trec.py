@@ -47,6 +47,9 @@ def command(
         parse_metrics(metric)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if trec_format and as_json:
+        raise ConfigError("--json and --trec-format are two formats of the same figures; "
+                          "choose one")
     if missing_query not in ("zero", "skip"):
         raise ConfigError(f"--missing-query must be 'zero' or 'skip', got {missing_query!r}")
     try:
@@ -90,7 +93,7 @@ def command(
 def heading(run: str, qrels: str, queries: int, missing: int, missing_query: str) -> str:
     """The line above the table: what was scored, and what became of judged queries the run
     does not answer."""
-    line = f"{run} scored against {qrels}: {queries} queries"
+    line = f"{run} scored against {qrels}: {queries} {'query' if queries == 1 else 'queries'}"
     if not missing:
         return line + "; every judged query is in the run"
     fate = "each scores 0" if missing_query == "zero" else "left out"
