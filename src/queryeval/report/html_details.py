@@ -187,11 +187,19 @@ def query_details(record: dict) -> str:
         if record.get("mapping_exact") is False:
             row, bound = (record.get("scores") or {}).get("row_matching_f1"), \
                 record.get("row_f1_bound")
-            ceiling = (f"best found {row:.4f}, no mapping can exceed {bound:.4f}; "
-                       if isinstance(row, float) and isinstance(bound, float) else "")
-            parts.append(f'<p class="note"><b>exact: false</b> — {ceiling}the column-mapping '
-                         "search ran out of its budget; the figures are those of the best "
-                         "mapping found and may be below the optimum</p>")
+            known = isinstance(row, float) and isinstance(bound, float)
+            if known and bound <= row:
+                # the ceiling is reached: row F1 is optimal; ties were left unsettled
+                parts.append(f'<p class="note"><b>exact: false</b> — row F1 {row:.4f} is '
+                             "optimal (no mapping can exceed it), but the column-mapping "
+                             "search ran out of its budget before settling ties between "
+                             "mappings as good: entity F1 may be below the optimum</p>")
+            else:
+                ceiling = (f"best found {row:.4f}, no mapping can exceed {bound:.4f}; "
+                           if known else "")
+                parts.append(f'<p class="note"><b>exact: false</b> — {ceiling}the '
+                             "column-mapping search ran out of its budget; the figures are "
+                             "those of the best mapping found and may be below the optimum</p>")
         parts.append('<div class="rowsbox">' + _rows_table("gold rows", sample.get("gold"))
                      + _rows_table("predicted rows", sample.get("predicted")) + "</div>")
     else:

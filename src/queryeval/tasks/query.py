@@ -84,7 +84,7 @@ class QueryOptions(TaskOptions):
     max_rows: int = 100_000
     store_dir: str | None = None
     """Where embedded SPARQL stores persist between runs (default .queryeval-cache/oxigraph)."""
-    search_nodes: int = 200_000
+    search_nodes: int = Field(default=200_000, ge=1)
     """Node budget of the column-mapping search (results say whether the search was exact)."""
     order: Literal["auto", "ignore"] = "auto"
     """auto: row order counts for exact match when the gold query has a top-level ORDER BY
