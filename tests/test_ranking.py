@@ -107,10 +107,22 @@ def test_result_type_and_per_query() -> None:
     assert evaluate(QRELS, RUN, ["mrr@10"]).per_query == {}
 
 
-@pytest.mark.parametrize("bad", ["ndgc@10", "recall@0", "precision", "hit_rate", "map@x", "", 3])
+@pytest.mark.parametrize("bad", ["ndgc@10", "map@x", "", 3])
 def test_unknown_metric_lists_known_ones(bad) -> None:
     with pytest.raises(ValueError, match="known metrics"):
         evaluate(QRELS, RUN, [bad])
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("recall@0", "the cutoff must be at least 1"), ("precision", "precision needs"),
+    ("hit_rate", "hit_rate needs"), ("rbp.p=1.5", "strictly between 0 and 1"),
+    ("11pt_avg.0.5,0.2", "must be increasing")])
+def test_a_known_metric_with_a_bad_parameter_says_what_is_wrong(bad, why) -> None:
+    """The name is known, so the message says what is wrong with it, without the list."""
+    with pytest.raises(ValueError) as err:
+        evaluate(QRELS, RUN, [bad])
+    assert str(err.value).startswith(f"bad metric {bad!r}: ") and why in str(err.value)
+    assert "known metrics" not in str(err.value)
 
 
 def test_metric_name_grammar() -> None:

@@ -166,41 +166,47 @@ class MetricSpec:
 
 
 def _unknown(name: str, why: str) -> ValueError:
+    """A name that is no measure: the reason and every known name."""
     return ValueError(
         f"unknown metric {name!r} ({why}); known metrics: {', '.join(KNOWN_METRICS)} "
         "(k is a positive integer)"
     )
 
 
+def _bad(name: str, why: str) -> ValueError:
+    """A known measure with a parameter it cannot take: the reason alone."""
+    return ValueError(f"bad metric {name!r}: {why}")
+
+
 def _check_real(name: str, measure: str, value: float) -> None:
     if measure == "iprec_at_recall" and not 0.0 <= value <= 1.0:
-        raise _unknown(name, "the recall level must be between 0 and 1")
+        raise _bad(name, "the recall level must be between 0 and 1")
     if measure == "rbp" and not 0.0 < value < 1.0:
-        raise _unknown(name, "the persistence p must be strictly between 0 and 1")
+        raise _bad(name, "the persistence p must be strictly between 0 and 1")
     if measure == "set_f" and value < 0.0:
-        raise _unknown(name, "beta must be >= 0")
+        raise _bad(name, "beta must be >= 0")
 
 
 def _check_values(name: str, measure: str, values: tuple[float, ...]) -> tuple[float, ...]:
     """``utility.a,b,c,d`` (four coefficients) and ``11pt_avg.X,Y,...`` (recall levels)."""
     if measure == "utility":
         if len(values) != 4:
-            raise _unknown(name, "utility takes four coefficients, e.g. utility.1,-1,0,0")
+            raise _bad(name, "utility takes four coefficients, e.g. utility.1,-1,0,0")
         return values
     if measure != "11pt_avg":
-        raise _unknown(name, "only utility (utility.1,-1,0,0) and 11pt_avg (11pt_avg.0.2,0.5,0.8)"
+        raise _bad(name, "only utility (utility.1,-1,0,0) and 11pt_avg (11pt_avg.0.2,0.5,0.8)"
                        " take a list of numbers")
     if not all(0.0 <= v <= 1.0 for v in values):
-        raise _unknown(name, "the recall levels must be between 0 and 1")
+        raise _bad(name, "the recall levels must be between 0 and 1")
     if any(b < a for a, b in zip(values, values[1:], strict=False)):
-        raise _unknown(name, "the recall levels must be increasing (trec_eval's loop assumes it)")
+        raise _bad(name, "the recall levels must be increasing (trec_eval's loop assumes it)")
     return values
 
 
 def _with_gains(name: str, text: str, measure: str, spelled: str, pairs_text: str) -> MetricSpec:
     """``ndcg.1=3,2=9``, ``Rndcg.0=1``, ``rbp.p=0.8,2=3``: level=gain pairs (and rbp's p)."""
     if measure not in _GAIN_MEASURES or spelled.lower() in ("ndcg_cut", "map_cut"):
-        raise _unknown(name, "only ndcg, Rndcg, rbp, ndcg_rel and G take gains, e.g. ndcg.1=3,2=9"
+        raise _bad(name, "only ndcg, Rndcg, rbp, ndcg_rel and G take gains, e.g. ndcg.1=3,2=9"
                        " (trec_eval's ndcg_cut has no gains)")
     pairs = [part.split("=") for part in pairs_text.split(",")]
     param = _MEASURES[measure].default
@@ -208,13 +214,13 @@ def _with_gains(name: str, text: str, measure: str, spelled: str, pairs_text: st
     for key, value in pairs:
         if key == "p":
             if measure != "rbp":
-                raise _unknown(name, "only rbp takes p=X")
+                raise _bad(name, "only rbp takes p=X")
             param = float(value)
             _check_real(name, measure, param)
         else:
             gains.append((int(key), float(value)))
     if len({level for level, _ in gains}) != len(gains) or sum(k == "p" for k, _ in pairs) > 1:
-        raise _unknown(name, "a relevance level is given two gains")
+        raise _bad(name, "a relevance level is given two gains")
     return MetricSpec(name=text, measure=measure, k=None, param=param,
                       gains=tuple(gains) if gains else None)
 
@@ -243,16 +249,16 @@ def parse_metric(name: str) -> MetricSpec:
     if arg is None:
         if kind.arg.endswith("!"):
             what = "a cutoff, e.g. @10" if kind.arg == "cutoff!" else "a parameter, e.g. _0.10"
-            raise _unknown(name, f"{match['name']} needs {what}")
+            raise _bad(name, f"{match['name']} needs {what}")
         return MetricSpec(name=text, measure=measure, k=None, param=kind.default)
     if kind.arg == "none":
-        raise _unknown(name, f"{match['name']} takes no cutoff or parameter")
+        raise _bad(name, f"{match['name']} takes no cutoff or parameter")
     if kind.arg.startswith("cutoff"):
         if not arg.isdigit():
-            raise _unknown(name, "the cutoff must be a positive integer")
+            raise _bad(name, "the cutoff must be a positive integer")
         k = int(arg)
         if k < 1:
-            raise _unknown(name, "the cutoff must be at least 1")
+            raise _bad(name, "the cutoff must be at least 1")
         return MetricSpec(name=text, measure=measure, k=k)
     value = float(arg)
     _check_real(name, measure, value)
