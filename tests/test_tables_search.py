@@ -6,8 +6,10 @@ the previous search needed ~25x more for."""
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -108,20 +110,13 @@ def test_wide_low_cardinality_table_is_solved_exactly():
 
 # --- issue 18: the multiset bound, the row-vote incumbent, honest `exact` --------------------
 
-def _planted(n_cols: int, n_rows: int, cardinality: int, noise: float, seed: int,
-             extra: int = 0):
-    """Gold rows; the prediction redraws each cell with probability ``noise``, shuffles the
-    columns and appends ``extra`` random columns. Returns (pred, gold, planted names)."""
-    rng = random.Random(seed)
-    rows = [tuple(f"v{rng.randrange(cardinality)}" for _ in range(n_cols)) for _ in range(n_rows)]
-    noisy = [tuple(f"v{rng.randrange(cardinality)}" if rng.random() < noise else v for v in r)
-             + tuple(f"v{rng.randrange(cardinality)}" for _ in range(extra)) for r in rows]
-    order = list(range(n_cols + extra))
-    rng.shuffle(order)
-    pred = Table([f"p{i}" for i in range(len(order))],
-                 [tuple(r[order[i]] for i in range(len(order))) for r in noisy])
-    gold = Table([f"g{i}" for i in range(n_cols)], rows)
-    return pred, gold, tuple(f"p{order.index(j)}" for j in range(n_cols))
+# the planted-permutation generator of bench/tables.py (the grid in docs/tables.md), so the
+# tests and the benchmark draw the same tables
+_SPEC = importlib.util.spec_from_file_location(
+    "queryeval_bench_tables", Path(__file__).resolve().parents[1] / "bench" / "tables.py")
+_bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_bench)
+_planted = _bench.planted_case
 
 
 def _figures_of(pred: Table, gold: Table, mapping: tuple[str, ...]) -> float:
