@@ -8,11 +8,31 @@ task kinds add their own optional key to :class:`Target`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 _STRICT = ConfigDict(extra="forbid", coerce_numbers_to_str=True, str_strip_whitespace=False)
+
+
+def _no_password(value: str) -> str:
+    from queryeval.io.urls import PASSWORD_HINT, has_password
+
+    if has_password(value):
+        raise ValueError(PASSWORD_HINT)
+    return value
+
+
+DataSource = Annotated[str, AfterValidator(_no_password)]
+"""Where queries run (files, an endpoint, a database URL): it is written to the run log and
+the reports, so a URL carrying a password is refused (one check for cases and options)."""
 
 
 class Term(BaseModel):
@@ -101,7 +121,7 @@ class QueryTarget(BaseModel):
     gold: str = Field(min_length=1, description="The gold SPARQL or SQL query.")
     language: Literal["sparql", "sql"] | None = Field(
         default=None, description="Inferred from the source when left out.")
-    source: str | None = Field(
+    source: DataSource | None = Field(
         default=None,
         description="Where to run it: RDF file(s) (comma-separated), a SPARQL endpoint URL, "
         "a .sqlite/.db or .duckdb file. Relative paths are relative to the suite file; "
@@ -119,15 +139,6 @@ class QueryTarget(BaseModel):
     columns: list[str] | None = Field(
         default=None, min_length=1, description="Gold columns that must be matched; the "
         "others are optional.")
-
-    @field_validator("source")
-    @classmethod
-    def _no_password(cls, value: str | None) -> str | None:
-        from queryeval.io.urls import PASSWORD_HINT, has_password
-
-        if value is not None and has_password(value):
-            raise ValueError(PASSWORD_HINT)
-        return value
 
 
 class Target(BaseModel):

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from queryeval.errors import ConfigError
-from queryeval.suite.models import Case
+from queryeval.suite.models import Case, DataSource
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Groups, Note, Overall, ReportItem, Workbook
@@ -76,7 +76,7 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
 
 
 class QueryOptions(TaskOptions):
-    source: str | None = None
+    source: DataSource | None = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
     sqlite (.sqlite/.db) or DuckDB (.duckdb) file, a ``postgresql://`` URL. A case's own ``target.query.source`` wins."""
     rules: Literal["clean", "buildingqa"] = "clean"
@@ -93,15 +93,6 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
-
-    @field_validator("source")
-    @classmethod
-    def _no_password(cls, value: str | None) -> str | None:
-        from queryeval.io.urls import PASSWORD_HINT, has_password
-
-        if value is not None and has_password(value):
-            raise ValueError(PASSWORD_HINT)
-        return value
 
 
 def _lang_of(source: str) -> str:
