@@ -25,7 +25,6 @@ from queryeval.report.compare import (
     write_xlsx,
 )
 from queryeval.report.html_compare import render_comparison
-from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 
 FRANCE = "5eed0000-0000-0000-0000-00000001eef0"     # A: 0/0 -> B: fixed
@@ -48,7 +47,7 @@ def responses_from(records: list[dict], path: Path, *, fix=(), empty=()) -> Path
 
 def run_suite(examples_dir: Path, out: Path, responses: Path, **options) -> Path:
     result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"), responses=str(responses),
-                                 out=str(out), task_options=options, reports=False), reporter=write_run_reports)
+                                 out=str(out), task_options=options, reports=False))
     return result.log.paths.batch
 
 

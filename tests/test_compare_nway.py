@@ -29,7 +29,6 @@ from queryeval.report.compare_nway import (
     write,
 )
 from queryeval.report.html_compare import render_nway
-from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 
 FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
@@ -53,7 +52,7 @@ def _responses(records: list[dict], path: Path, *, fix=(), empty=()) -> Path:
 def _run(examples_dir: Path, out: Path, responses: Path) -> Path:
     return start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                responses=str(responses), out=str(out),
-                               reports=False), reporter=write_run_reports).log.paths.batch
+                               reports=False)).log.paths.batch
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,7 @@ def report(tmp_path_factory, examples_dir) -> Path:
     tmp = tmp_path_factory.mktemp("browser")
     result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                  responses=str(examples_dir / "sdmx" / "responses.jsonl"),
-                                 out=str(tmp / "out"), reports=False), reporter=write_run_reports)
+                                 out=str(tmp / "out"), reports=False))
     return write_html_report(result.log.paths.batch, resamples=500)
 
 
@@ -269,7 +269,7 @@ def test_each_task_report_in_chromium(task, driver, tmp_path, examples_dir):
 def test_300_case_report_is_short_until_unfolded(driver, tmp_path):
     suite, responses = _answers_files(tmp_path, 300)
     result = start_run(RunConfig(suite=str(suite), responses=str(responses),
-                                 out=str(tmp_path / "out"), reports=False), reporter=write_run_reports)
+                                 out=str(tmp_path / "out"), reports=False))
     page = write_html_report(result.log.paths.batch, resamples=300)
     state = _look(driver, page, "report-answers-300", tmp_path)
     assert state["height"] <= MAX_HEIGHT, state

@@ -17,7 +17,6 @@ from queryeval.report.compare import load_run, resolve_batch
 from queryeval.report.html import flatten, rate_keys, render_report, write_html_report
 from queryeval.report.html_details import generic_details, render_details, selection_details
 from queryeval.report.html_svg import bar_chart, radar_chart
-from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 
 USA = "5eed0000-0000-0000-0000-000000017334"
@@ -47,7 +46,7 @@ def run_dir(tmp_path_factory, examples_dir) -> Path:
     lines = [ln for ln in src.read_text().splitlines() if USA not in ln]
     (tmp / "r.jsonl").write_text("\n".join(lines) + "\n")
     result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
-                                 responses=str(tmp / "r.jsonl"), out=str(tmp / "out"), reports=False), reporter=write_run_reports)
+                                 responses=str(tmp / "r.jsonl"), out=str(tmp / "out"), reports=False))
     return result.log.paths.batch
 
 

@@ -196,7 +196,7 @@ def query_run(tmp_path_factory, examples_dir):
     return start_run(RunConfig(suite=str(examples_dir / "sparql" / "suite.yaml"),
                                responses=str(examples_dir / "sparql" / "predictions.jsonl"),
                                out=str(tmp / "out"), reports=False,
-                               task_options={"store_dir": str(tmp / "store")}), reporter=write_run_reports)
+                               task_options={"store_dir": str(tmp / "store")}))
 
 
 def test_result_sample_marks_matched_rows_under_the_mapping():
@@ -288,7 +288,7 @@ def answers_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ans")
     suite, responses = _answers_suite(tmp)
     return start_run(RunConfig(suite=str(suite), responses=str(responses), out=str(tmp / "out"),
-                               reports=False), reporter=write_run_reports)
+                               reports=False))
 
 
 def test_answers_details_sub_answers_and_missing(answers_run):
@@ -352,7 +352,7 @@ def test_ratio_bootstrap_agrees_with_the_mean_bootstrap():
 def test_large_run_folds_cases_and_details(tmp_path):
     suite, responses = _answers_suite(tmp_path, n=300)
     result = start_run(RunConfig(suite=str(suite), responses=str(responses),
-                                 out=str(tmp_path / "out"), reports=False), reporter=write_run_reports)
+                                 out=str(tmp_path / "out"), reports=False))
     text = _report_text(result.log.paths.batch)
     assert '<details class="fold" id="cases-box"><summary>300 cases: ' in text  # not open
     assert text.count('<details class="case" id="case-') == sum(
@@ -390,7 +390,7 @@ def test_selection_xlsx_result_column(tmp_path, examples_dir):
 def test_error_banner_from_metrics(tmp_path, examples_dir):
     result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                  responses=str(examples_dir / "sdmx" / "responses.jsonl"),
-                                 out=str(tmp_path / "out"), reports=False), reporter=write_run_reports)
+                                 out=str(tmp_path / "out"), reports=False))
     text = _report_text(result.log.paths.batch)
     assert 'class="banner"' not in text  # no failed call, no banner
     path = result.log.paths.metrics
@@ -417,7 +417,7 @@ def test_fields_status_follows_the_seed_pass_rule(tmp_path, examples_dir):
     result = start_run(RunConfig(
         suite=str(examples_dir / "fields" / "evaluation.csv"), out=str(tmp_path / "out"),
         reports=False, task_options={"data": str(examples_dir / "fields" / "ingredients.csv"),
-                                     "model": "bm25"}), reporter=write_run_reports)
+                                     "model": "bm25"}))
     o = result.metrics["overall_metrics"]
     text = _report_text(result.log.paths.batch)
     # the HTML's pass count is the seed's "passed" (not "every figure equals 1")

@@ -16,7 +16,6 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
 from queryeval.report.compare import compare_runs, load_run  # noqa: E402
-from queryeval.report.run_reports import write_run_reports  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import CSP, bind_warning, create_app, is_loopback  # noqa: E402
 
@@ -26,7 +25,7 @@ USA = "5eed0000-0000-0000-0000-000000017334"
 def _run(examples_dir: Path, out: Path, responses: Path) -> Path:
     return start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                responses=str(responses), out=str(out),
-                               reports=False), reporter=write_run_reports).log.paths.batch
+                               reports=False)).log.paths.batch
 
 
 @pytest.fixture(scope="module")

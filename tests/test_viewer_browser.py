@@ -21,9 +21,9 @@ pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
 from queryeval.report.compare import load_run  # noqa: E402
-from queryeval.report.run_reports import write_run_reports  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
+from test_compare_nway import _responses as _variant  # noqa: E402
 from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -33,18 +33,7 @@ FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
 
 def _sdmx(examples: Path, out: Path, responses: Path) -> Path:
     return start_run(RunConfig(suite=str(examples / "sdmx" / "suite"), responses=str(responses),
-                               out=str(out), reports=False), reporter=write_run_reports).log.paths.batch
-
-
-def _variant(records: list[dict], path: Path, *, fix=(), empty=()) -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            for t in r["turns"]:
-                out = t["target"] if r["case_id"] in fix else [] if r["case_id"] in empty \
-                    else t["output"]
-                fh.write(json.dumps({"case_id": r["case_id"], "turn": t["turn"],
-                                     "indicator_selection": out}) + "\n")
-    return path
+                               out=str(out), reports=False)).log.paths.batch
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +48,11 @@ def server(tmp_path_factory, examples_dir):
                                                   empty={r["case_id"] for r in records}))
     suite, responses = _answers_files(tmp, 12)
     d = start_run(RunConfig(suite=str(suite), responses=str(responses), out=str(root / "d"),
-                            reports=False), reporter=write_run_reports).log.paths.batch
+                            reports=False)).log.paths.batch
     e = start_run(RunConfig(suite=str(examples_dir / "sparql" / "suite.yaml"), out=str(root / "e"),
                             responses=str(examples_dir / "sparql" / "predictions.jsonl"),
                             task_options={"store_dir": str(tmp / "store")},
-                            reports=False), reporter=write_run_reports).log.paths.batch
+                            reports=False)).log.paths.batch
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -16,7 +16,6 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import MAX_COMPARE, create_app  # noqa: E402
 
@@ -28,7 +27,7 @@ def run_dir(tmp_path_factory, examples_dir) -> Path:
     out = tmp_path_factory.mktemp("hostile") / "src"
     batch = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
                                 responses=str(examples_dir / "sdmx" / "responses.jsonl"),
-                                out=str(out), reports=False), reporter=write_run_reports).log.paths.batch
+                                out=str(out), reports=False)).log.paths.batch
     return batch.parent
 
 
