@@ -246,10 +246,6 @@ class Run:
         if xlsx and loaded.task is not None and loaded.metrics is not None:
             with writing(paths.report_xlsx):
                 written += write_task_reports(loaded.task, paths, loaded.records, loaded.metrics)
-                if "repeats" in loaded.metrics and paths.report_xlsx.exists():
-                    from queryeval.run.repeats import add_xlsx_sheet
-
-                    add_xlsx_sheet(paths.report_xlsx, loaded.metrics["repeats"])
         return [Path(p) for p in written]
 
     def compare(self, baseline: Run | str | Path, **kwargs: Any) -> Any:

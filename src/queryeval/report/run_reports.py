@@ -58,10 +58,6 @@ def write_run_reports(log: RunLog, task: Any, records: Any, metrics: dict,
         return []
     with reporting(log.paths.report_xlsx):
         written = write_task_reports(task, log.paths, list(records), metrics)
-        if "repeats" in metrics and log.paths.report_xlsx.exists():
-            from queryeval.run.repeats import add_xlsx_sheet
-
-            add_xlsx_sheet(log.paths.report_xlsx, metrics["repeats"])
     from queryeval.report.html import write_html_report
 
     html = log.paths.folder / f"report_{log.paths.batch_id}.html"

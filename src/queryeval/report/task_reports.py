@@ -1,7 +1,7 @@
 """A task's report files, from what the task says they hold (:meth:`Task.report_content`:
 :class:`~queryeval.tasks.content.Workbook` and :class:`~queryeval.tasks.content.Export`
-items), then whatever the task writes itself (:meth:`Task.write_reports`, the hook for
-user-registered tasks)."""
+items; a run with repeats adds its ``Repeats`` sheet to the xlsx), then whatever the task
+writes itself (:meth:`Task.write_reports`, the hook for user-registered tasks)."""
 
 from __future__ import annotations
 
@@ -74,5 +74,9 @@ def write_task_reports(task: Any, paths: Any, records: list[dict], metrics: dict
             written.append(EXPORT_FORMATS[item.fmt](paths.folder / name, item.data))
         else:
             raise TypeError(f"report_content items are Workbook or Export, not {type(item).__name__}")
+    if "repeats" in metrics and paths.report_xlsx.exists():  # a run with --repeats
+        from queryeval.run.repeats import add_xlsx_sheet
+
+        add_xlsx_sheet(paths.report_xlsx, metrics["repeats"])
     written += [Path(p) for p in task.write_reports(paths, records, metrics)]
     return written
