@@ -276,16 +276,18 @@ class QueryTask(Task):
             golds.append(({"columns": t["columns"], "rows": t["rows"]}, None))
         return golds, first_info, None
 
-    def _modes(self, record: dict) -> dict:
+    def _modes(self, record: dict, ordered: bool | None = None) -> dict:
         """Comparison options of one case against its gold query: suite options, then the
-        case's own (see :meth:`_ordered` for row order)."""
+        case's own (``ordered``: already decided, else see :meth:`_ordered`)."""
         m = record.get("modes") or {}
         abs_tol = m.get("abs_tol") if m.get("abs_tol") is not None else self.options.abs_tol
         rel_tol = m.get("rel_tol") if m.get("rel_tol") is not None else self.options.rel_tol
         if self.options.rules == "buildingqa":  # the reference compares values as text; the
             abs_tol = rel_tol = 0.0  # record's comparison says so (a suite-wide tol is refused)
-        return {"ordered": self._ordered(record, record["gold_query"]), "abs_tol": abs_tol,
-                "rel_tol": rel_tol, "columns": m.get("columns")}
+        if ordered is None:
+            ordered = self._ordered(record, record["gold_query"])
+        return {"ordered": ordered, "abs_tol": abs_tol, "rel_tol": rel_tol,
+                "columns": m.get("columns")}
 
     def _ordered(self, record: dict, query: str | None) -> bool:
         """Whether row order counts against one gold (``query``: that gold's query, None for
@@ -323,9 +325,9 @@ class QueryTask(Task):
             engine = self.engine(record["source"])
             sparql = record["language"] == "sparql"
             try:
-                modes = self._modes(record)
+                per_gold = [self._ordered(record, q) for _, q in golds]  # golds[0]: the gold
+                modes = self._modes(record, ordered=per_gold[0])
                 record["comparison"] = modes
-                per_gold = [self._ordered(record, q) for _, q in golds]
                 index, ts = best_of_golds(
                     pred, [g for g, _ in golds],
                     gold_queries=[q if sparql else None for _, q in golds],
