@@ -16,7 +16,7 @@ def _loaded(run: Any) -> Any:
     """A :class:`~queryeval.api.run.Run`'s loaded log (duck-typed: ``api.run`` imports this
     module for ``Run.compare``, so this one does not import it back); paths pass through."""
     load = getattr(run, "_load", None)
-    return load() if callable(load) and not isinstance(run, (str, os.PathLike)) else run
+    return load() if callable(load) else run
 
 
 class Comparison:
