@@ -65,7 +65,7 @@ def server(tmp_path_factory, examples_dir):
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
     ids = [p.stem[len("batch_"):] for p in (a, b, c, d, e)]
-    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids}
+    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids, "paths": [a, b, c, d, e]}
     srv.should_exit = True
     thread.join(timeout=30)
     sock.close()
@@ -129,7 +129,15 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     driver.run(f"document.querySelector('tr[data-run=\"{ids[0]}\"] a.runlink').click()")
     _ready(driver)
     assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
-    assert driver.run("return document.querySelectorAll('#overall tbody tr').length") == 2
+    # the Overall table is the HTML report's (same rows, same CI text; 300 resamples both)
+    from queryeval.report.html import overall_rows, report_figures
+
+    fig = report_figures(server["paths"][0], resamples=300)
+    want = [[k, "—" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
+            for k, _, ci in overall_rows(load_run(server["paths"][0]), fig.metrics, fig.cis)]
+    assert driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                      "'#overall tbody tr'), function (r) { return [r.cells[0].textContent,"
+                      " r.cells[2].textContent]; })") == want
     driver.run("var f = document.getElementById('case-filter'); f.value = 'cpi';"
                "f.dispatchEvent(new Event('input'));")
     _wait(driver, "return document.body.getAttribute('data-cases')", "6")

@@ -38,6 +38,7 @@ def command(
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(128)  # connections wait from now on, not refused before uvicorn starts
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host} port {port}: "
