@@ -266,6 +266,13 @@ def test_tuning_file_outside_the_folder_is_never_read_nor_echoed(examples_dir, t
     assert all(r.status_code == 200 for r in seen), [r.text[:300] for r in seen]
     assert not any("TOP-SECRET" in r.text for r in seen)
     assert seen[1].json()["withheld"] == ["tuning"]
+    # a link inside the folder to the file outside: resolved, so withheld too
+    (root / "link.json").symlink_to(secret)
+    doc["evaluation_config"]["task_options"] = {"tuning": str(root / "link.json")}
+    batch.write_text(json.dumps(doc))
+    client = TestClient(create_app(root, resamples=R), base_url="http://127.0.0.1")
+    got = client.get(f"/api/runs/{rid}")
+    assert got.json()["withheld"] == ["tuning"] and "TOP-SECRET" not in got.text
     # a tuning file inside the folder is used; its errors are named by kind, never quoted
     inside = root / "tuning.json"
     shutil.copy(secret, inside)

@@ -142,7 +142,9 @@ class Viewer:
         except QueryevalError as exc:
             raise Unreadable(_reason(exc)) from None
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            raise Unreadable(f"results_{entry.batch_id}.jsonl: {_reason(exc)}") from None
+            # by kind only: the text of such an error may quote the file
+            raise Unreadable(f"results_{entry.batch_id}.jsonl: {type(exc).__name__} while "
+                             "reading the records") from None
         for k, r in enumerate(records):
             if not isinstance(r, dict) or r.get("case_id") is None:
                 raise Unreadable(f"results_{entry.batch_id}.jsonl: record {k + 1} is not an "
