@@ -283,3 +283,23 @@ def test_tuning_file_outside_the_folder_is_never_read_nor_echoed(examples_dir, t
     assert got.status_code == 200 and "TOP-SECRET" not in got.text
     assert got.json()["withheld"] == [] and got.json()["task_error"] == "InputError"
     assert run is not None
+
+
+def test_huge_integer_score_is_unreadable_not_a_500(examples_dir, tmp_path):
+    """Issue 24 item 7 in the viewer: a per-case score of 400 digits (beyond float range)
+    makes the run unreadable (422, the kind of error named), never a 500."""
+    root = tmp_path / "served"
+    qe.evaluate(str(examples_dir / "sdmx" / "suite"),
+                responses=str(examples_dir / "sdmx" / "responses.jsonl"), out=root, reports=False)
+    results = next(root.rglob("results_*.jsonl"))
+    lines = results.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["scores"]["macro_recall"] = 10 ** 400
+    results.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    client = TestClient(create_app(root, resamples=R), base_url="http://127.0.0.1")
+    rid = _id(next(root.rglob("batch_*.json")))
+    for url in (f"/api/runs/{rid}", f"/api/runs/{rid}/cases", f"/api/runs/{rid}/cases/x"):
+        got = client.get(url)
+        assert got.status_code == 422, (url, got.status_code, got.text[:200])
+        assert "OverflowError" in got.json()["error"] and "1000000000" not in got.text
+    assert client.get("/api/runs").status_code == 200

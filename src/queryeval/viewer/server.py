@@ -264,7 +264,10 @@ def create_app(root: str | Path, *, resamples: int = 10_000, host: str = "127.0.
         if isinstance(opened, Response):
             return opened
         entry, loaded, rows = opened
-        return respond(_json(_run_doc(viewer, entry, loaded, rows)))
+        try:
+            return respond(_json(_run_doc(viewer, entry, loaded, rows)))
+        except Unreadable as exc:
+            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
 
     def cases(request: Request) -> Response:
         if viewer.entry(request.path_params["run_id"]) is None:
