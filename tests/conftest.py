@@ -91,6 +91,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(line)
         if len(changes) > 50:
             reporter.write_line(f"... and {len(changes) - 50} more")
+        reporter.write_line("(+ created, - removed, M changed; a file you edited yourself while "
+                            "the tests ran shows as M too)")
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
