@@ -154,3 +154,14 @@ def test_check_case_with_repeats_gates_the_case_figures():
         qe.testing.check_case(b, async_flaky, repeats=4)
     assert "case b: pass_rate = 0.5 (wanted >= 1)" in str(err.value)
     assert "PFPF" in str(err.value)
+
+
+def test_assert_suite_forwards_labels_and_options_as_qe_evaluate(examples_dir):
+    """DABench questions with their labels file, recorded responses and the tables option:
+    the same figures as qe.evaluate given the same arguments."""
+    ex = examples_dir / "answers"
+    kwargs = {"labels": ex / "labels.jsonl", "responses": ex / "responses.jsonl",
+              "tables": ex / "tables"}
+    want = qe.evaluate(ex / "questions.jsonl", **kwargs).metrics["overall_metrics"]
+    got = qe.testing.assert_suite(ex / "questions.jsonl", thresholds={"psaq": 0.0}, **kwargs)
+    assert got["overall_metrics"] == want and want["questions"] > 0
