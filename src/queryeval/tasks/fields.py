@@ -38,6 +38,7 @@ from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tune.tuning_file import load_tuning as _load_tuning
 
 DEFAULT_MODEL = "minilm"
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -131,20 +132,6 @@ def score_field(ranked: list[str], truth: list[str], n: int | None) -> dict:
         "found": [i for i, r in zip(items, ranks.tolist(), strict=True) if r <= cut],
         "missing": [i for i, r in zip(items, ranks.tolist(), strict=True) if r > cut],
     }
-
-
-def _load_tuning(path: str) -> dict[str, dict]:
-    from queryeval.io.files import read_input_bytes
-
-    p = Path(path)
-    try:
-        doc = json.loads(read_input_bytes(p, "tuning").decode("utf-8"))
-        rows = doc["rows"]
-        return {str(r["Field Name"]): {"n": int(r["N"]), "model": str(r["Model"])} for r in rows}
-    except FileNotFoundError:
-        raise InputError("file not found", path=p) from None
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"not a 'queryeval tune --json' file: {exc}", path=p) from None
 
 
 class _FieldGroup:
