@@ -9,6 +9,10 @@ task tests build small inputs of their own (e.g. a BuildingQA QA JSON in test_qu
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,81 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
+
+# Every queryeval cache (embeddings, the embedded SPARQL stores, the call cache) defaults under
+# $QUERYEVAL_CACHE_DIR when it is set: one temporary folder for the whole session (set before
+# xdist starts its workers, which inherit it, as do the CLI subprocesses), so no test caches
+# into the checkout's ./.queryeval-cache. Tests that check the defaults unset it themselves.
+if not os.environ.get("QUERYEVAL_CACHE_DIR"):
+    _CACHE = tempfile.mkdtemp(prefix="queryeval-test-cache-")
+    os.environ["QUERYEVAL_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
+
+
+# ------------------------------------------------------------ the tests must not write into the checkout
+
+#: What a test session may leave in the checkout: caches of Python and the test tools, the
+#: virtualenv and build outputs (the C TREC reader built in place, egg-info, build/, dist/).
+UNWATCHED_DIRS = {".git", ".venv", "venv", ".tox", ".nox", ".pytest_cache", ".hypothesis",
+                  ".ruff_cache", ".mypy_cache", "__pycache__", "build", "dist"}
+UNWATCHED_SUFFIXES = (".pyc", ".egg-info", ".so", ".pyd")
+
+
+def checkout_snapshot(root: Path = REPO) -> dict[str, tuple[int, int] | None]:
+    """Every file (size, mtime) and folder (None) under ``root``, outside :data:`UNWATCHED_DIRS`
+    and build outputs; symbolic links are not followed."""
+    out: dict[str, tuple[int, int] | None] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in UNWATCHED_DIRS and not d.endswith(UNWATCHED_SUFFIXES)]
+        rel = os.path.relpath(folder, root)
+        for d in dirs:
+            out[os.path.normpath(os.path.join(rel, d)) + os.sep] = None
+        for f in files:
+            if f.endswith(UNWATCHED_SUFFIXES):
+                continue
+            try:
+                st = os.lstat(os.path.join(folder, f))
+            except OSError:
+                continue
+            out[os.path.normpath(os.path.join(rel, f))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def checkout_changes(before: dict, after: dict) -> list[str]:
+    """``+ path`` (created), ``- path`` (removed), ``M path`` (changed), sorted."""
+    lines = [f"+ {p}" for p in after.keys() - before.keys()]
+    lines += [f"- {p}" for p in before.keys() - after.keys()]
+    lines += [f"M {p}" for p in before.keys() & after.keys() if before[p] != after[p]]
+    return sorted(lines, key=lambda line: line[2:])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
+        session.config._checkout_before = checkout_snapshot()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail a session whose tests wrote into the checkout (tests write under tmp_path), listing
+    what they left: a later run, or a user, would take it for their own."""
+    before = getattr(session.config, "_checkout_before", None)
+    if before is None:
+        return
+    changes = checkout_changes(before, checkout_snapshot())
+    if not changes:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_sep("=", "the tests wrote into the checkout (write under tmp_path)", red=True)
+        for line in changes[:50]:
+            reporter.write_line(line)
+        if len(changes) > 50:
+            reporter.write_line(f"... and {len(changes) - 50} more")
+        reporter.write_line("(+ created, - removed, M changed; a file you edited yourself while "
+                            "the tests ran shows as M too)")
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -132,9 +132,9 @@ def test_default_n_is_the_ground_truth_size_and_a_larger_n_passes(tmp_path, suit
           for r in recs for t in r["turns"]]
     assert ns == [(2, 1), (1, 1), (1, 0)]
     item = f["m"]["group_metrics"]["field"]["item"]  # N varies per question: 2, 1, 1
-    assert (item["n"], item["n_min"], item["n_max"]) == ("1–2", 1, 2)
+    assert (item["n"], item["n_min"], item["n_max"], item["n_range"]) == (None, 1, 2, "1–2")
     typ = f["m"]["group_metrics"]["field"]["type"]  # 1, 1, 0
-    assert (typ["n"], typ["n_min"], typ["n_max"]) == ("0–1", 0, 1)
+    assert (typ["n"], typ["n_min"], typ["n_max"], typ["n_range"]) == (None, 0, 1, "0–1")
     g = run(tmp_path, suite, *fake(tmp_path), "--option", "n=4")
     assert g["m"]["overall_metrics"]["passed"] == 3
     assert g["m"]["overall_metrics"]["avg_recall"] == 1.0
@@ -342,8 +342,10 @@ def test_shipped_evaluation_table_is_a_suite_and_runs_with_cli_flags(tmp_path):
 
 def test_field_groups_carry_the_n_used_for_every_field(tmp_path):
     """``n`` given for one field only: the others are scored at each question's ground-truth
-    size, and their group figures say so (no missing N): the range and its bounds, checked
-    against the suite's ground truth."""
+    size, and their group figures say so: the range and its bounds, checked against the
+    suite's ground truth (``n`` itself is null there: no single N was used)."""
+    import pandas as pd
+
     import queryeval as qe
     from queryeval.suite import load_suite
 
@@ -357,5 +359,57 @@ def test_field_groups_carry_the_n_used_for_every_field(tmp_path):
         sizes = [len(set(t.target.fields[field])) for c in suite.cases for t in c.conversation
                  if t.target is not None]
         assert (groups.loc[field, "n_min"], groups.loc[field, "n_max"]) == (min(sizes), max(sizes))
-        assert groups.loc[field, "n"] == f"{min(sizes)}–{max(sizes)}"
-    assert not groups[["n", "n_min", "n_max"]].isna().any().any()
+        assert groups.loc[field, "n_range"] == f"{min(sizes)}–{max(sizes)}"
+        assert pd.isna(groups.loc[field, "n"])
+    assert not groups[["n_range", "n_min", "n_max"]].isna().any().any()
+
+
+# -- a tuning file must cover every evaluated field (issue 23, item 4) -----------------------
+
+def tuning_file(path: Path, rows: dict[str, tuple[int, str]]) -> Path:
+    """A ``queryeval tune --json`` file with these (field -> (N, model)) rows."""
+    path.write_text(json.dumps({"rows": [
+        {"Field Name": f, "N": n, "Model": m, "recall": 1.0, "passed": 1, "tokens": 1}
+        for f, (n, m) in rows.items()], "summary": {}}))
+    return path
+
+
+def test_a_tuning_file_for_other_fields_is_refused_naming_the_fields_it_lacks(tmp_path, capsys):
+    """The shipped example with a tuning file for item/type: price_type and category have no
+    tuning, so the run is refused (exit 2, one line naming the file and those fields) before
+    any run file is written, instead of scoring them at each question's N."""
+    repo = Path(__file__).resolve().parents[1] / "examples" / "fields"
+    tuning = tuning_file(tmp_path / "tune_other.json", {"item": (3, "bm25"), "type": (2, "bm25")})
+    out = tmp_path / "o"
+    assert main(["run", str(repo / "evaluation.csv"), "--data", str(repo / "ingredients.csv"),
+                 "--tuning", str(tuning), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(tuning) in err
+    assert "price_type" in err and "category" in err
+    assert "item," not in err.split(str(tuning))[1].split("(")[0]  # item is tuned: not listed
+    assert not out.exists() or not any(out.rglob("*_*.json*"))
+
+
+def test_a_tuning_file_may_leave_out_fields_whose_n_and_model_are_given(tmp_path, suite):
+    """A field the tuning file lacks is fine when its N (and, with a data table, its model) is
+    set explicitly; the tuned field keeps the file's N."""
+    tuning = tuning_file(tmp_path / "t.json", {"item": (2, "bm25")})
+    f = run(tmp_path, suite, *fake(tmp_path), "--option", f"tuning={tuning}",
+            "--option", 'n={"type": 1}')
+    fields = f["m"]["group_metrics"]["field"]
+    assert (fields["item"]["n"], fields["type"]["n"]) == (2, 1)
+    with pytest.raises(InputError, match="type"):
+        list(FieldsTask({"tuning": str(tuning)}).select_cases(load_suite(suite).cases))
+
+
+def test_field_n_is_a_number_or_null_and_the_range_a_separate_field(tmp_path, suite):
+    """``n`` keeps one JSON type: the N when every question used the same one, else null;
+    ``n_range`` is the text (``"1–2"``, or ``"2"`` when constant), ``n_min``/``n_max`` numbers."""
+    f = run(tmp_path, suite, *fake(tmp_path), "--option", 'n={"item": 2}')
+    fields = f["m"]["group_metrics"]["field"]
+    item, typ = fields["item"], fields["type"]  # type: N per question 1, 1, 0
+    assert (item["n"], item["n_min"], item["n_max"], item["n_range"]) == (2, 2, 2, "2")
+    assert (typ["n"], typ["n_min"], typ["n_max"], typ["n_range"]) == (None, 0, 1, "0–1")
+    for g in fields.values():
+        assert g["n"] is None or type(g["n"]) is int

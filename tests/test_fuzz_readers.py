@@ -753,7 +753,8 @@ def test_yaml_alias_reuse_within_limits_still_loads(tmp_path: Path) -> None:
     ("? [[1]]\n: 2\n", "a mapping key must be a scalar"),             # was TypeError
     ("id: 2001-13-45\n", "cannot read value timestamp"),              # was ValueError
     ("id: !!timestamp 'x'\n", "cannot read value timestamp"),         # was AttributeError
-    ("[" * 5000 + "]" * 5000, "nesting too deep"),
+    ("[" * 500 + "]" * 500, "nesting too deep"),  # ours; deeper, PyYAML >= 6.0.4 stops first
+    ("[" * 5000 + "]" * 5000, "invalid YAML: "),     # whoever stops it: one line, the file
     ('id: x\nconversation: [{role: user, content: q, "a\\nb": 1}]\n', "unknown field"),
 ])
 def test_yaml_regressions(tmp_path: Path, text: str | bytes, expected: str) -> None:

@@ -69,10 +69,25 @@ def run_main(capsys, *args: str) -> str:
     "id: x\nmetadata: " + "[" * 30_000 + "]" * 30_000 + "\n",  # deep inside a case: its line
 ], ids=["flow-lists", "flow-maps", "inside-a-case"])
 def test_deep_yaml_is_refused_before_it_is_composed(tmp_path, text):
+    """Our behaviour, whichever layer stops it first (our event count, or PyYAML >= 6.0.4's
+    own depth limit of 1,000, whose wording is not ours to assert): no crash, exit 2, one
+    line naming the file and the line."""
     suite = tmp_path / "deep.yaml"
     suite.write_text(text)
     line = one_error_line(cli("validate", str(suite)))
     where = 2 if text.startswith("id:") else 1
+    assert line.startswith(f"error: {suite}:{where}: invalid YAML: ")
+
+
+@pytest.mark.parametrize("levels", [101, 500, 999])
+@pytest.mark.parametrize("prefix", ["", "id: x\nmetadata: "], ids=["top", "inside-a-case"])
+def test_nesting_below_pyyamls_own_limit_gets_our_message(tmp_path, levels, prefix):
+    """Deeper than our 100 levels but within PyYAML's own limit (1,000 since 6.0.4; none
+    before): our message, on every PyYAML version."""
+    suite = tmp_path / "deep.yaml"
+    suite.write_text(prefix + "[" * levels + "]" * levels + "\n")
+    line = one_error_line(cli("validate", str(suite)))
+    where = 2 if prefix else 1
     assert line.startswith(f"error: {suite}:{where}: invalid YAML: nesting too deep (more than "
                            "100 levels)")
 

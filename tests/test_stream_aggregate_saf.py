@@ -299,10 +299,12 @@ def test_fields_hand_computed():
     f = m["group_metrics"]["field"]
     assert list(f) == ["f1", "f2"]
     assert f["f1"]["questions"] == 2 and f["f1"]["passed"] == 1
-    assert (f["f1"]["n"], f["f1"]["n_min"], f["f1"]["n_max"]) == ("1–2", 1, 2)  # N = 2, then 1
+    assert (f["f1"]["n"], f["f1"]["n_min"], f["f1"]["n_max"], f["f1"]["n_range"]) == (
+        None, 1, 2, "1–2")  # N = 2, then 1
     assert f["f1"]["avg_recall"] == 0.75 and f["f1"]["mrr"] == pytest.approx(5 / 6, rel=1e-15)
     assert f["f2"] == {"questions": 1, "passed": 0, "pass_rate": 0.0, "avg_recall": 0.0,
-                       "mrr": 0.0, "n": 1, "n_min": 1, "n_max": 1, "model": None}
+                       "mrr": 0.0, "n": 1, "n_min": 1, "n_max": 1, "n_range": "1",
+                       "model": None}
     assert list(m["group_metrics"]["tag"]) == ["(no tag)", "a"]
     assert m["group_metrics"]["tag"]["(no tag)"]["pass_rate"] == 1.0
 

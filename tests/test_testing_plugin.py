@@ -101,3 +101,67 @@ def test_cases_keep_task_options_and_ids(examples_dir):
     assert first.task == "retrieval" and first.options["k"] == 3
     record = qe.testing.check_case(first)  # the built-in BM25 retriever over the corpus
     assert record["k"] == 3 and len(record["retrieved_chunks"]) == 3
+
+
+# -- assert_suite takes what qe.evaluate takes; repeats figures (issue 23, item 7) ------------
+
+FLAKY = [{"id": c, "conversation": [{"role": "user", "content": c,
+                                     "target": {"answers": {"n": "3"}}}]} for c in "abc"]
+
+
+def flaky(request):
+    """"a" always right, "b" right on even repeats (2 of 4), "c" never."""
+    case, rep = request["messages"][-1]["content"], request.get("repeat", 0)
+    ok = case == "a" or (case == "b" and rep % 2 == 0)
+    return {"response": "@n[3]" if ok else "@n[4]"}
+
+
+async def async_flaky(request):
+    return flaky(request)
+
+
+def test_assert_suite_takes_a_callable_async_system_and_repeats(tmp_path):
+    """A function (sync or ``async def``) is a system here as in qe.evaluate and check_case;
+    ``repeats``/``pass_k`` are forwarded and their figures gateable (hand-computed: pass@2 =
+    (1 + 5/6 + 0)/3, pass^2 = (1 + 1/6 + 0)/3)."""
+    metrics = qe.testing.assert_suite(FLAKY, system=flaky, thresholds={"psaq": 0.6})
+    assert metrics["overall_metrics"]["psaq"] == pytest.approx(2 / 3)  # one call: a, b right
+    for system in (flaky, async_flaky):
+        metrics = qe.testing.assert_suite(FLAKY, system=system, repeats=4, pass_k=[2, 4],
+                                          thresholds={"pass@2": 0.61, "pass_rate": 0.5})
+        overall = metrics["repeats"]["overall"]
+        assert overall["pass@2"]["mean"] == pytest.approx(11 / 18, abs=1e-12)
+        assert overall["pass^2"]["mean"] == pytest.approx(7 / 18, abs=1e-12)
+    with pytest.raises(AssertionError, match=r"pass\^2 = 0\.3889 < 0\.5"):
+        qe.testing.assert_suite(FLAKY, system=flaky, repeats=4, pass_k=[2],
+                                thresholds={"pass^2": 0.5}, out=tmp_path / "o")
+    assert list((tmp_path / "o").rglob("batch_*.json"))
+    with pytest.raises(qe.ConfigError, match="pass@3"):
+        qe.testing.assert_suite(FLAKY, system=flaky, repeats=4, thresholds={"pass@3": 0.5})
+
+
+def test_check_case_with_repeats_gates_the_case_figures():
+    """``check_case(..., repeats=N)``: the case's own pass rate / pass@k / pass^k over N
+    attempts (the run's repeat statistics); without thresholds every attempt must pass."""
+    (a, b, c) = FLAKY
+    record = qe.testing.check_case(a, flaky, repeats=4)
+    assert record["case_id"] == "a"
+    qe.testing.check_case(b, flaky, repeats=4, pass_k=[2], thresholds={"pass@2": 5 / 6})
+    with pytest.raises(AssertionError) as err:
+        qe.testing.check_case(b, flaky, repeats=4, pass_k=[2], thresholds={"pass^2": 0.2})
+    assert str(err.value).startswith("case b: pass^2 = 0.1667 (wanted >= 0.2)")
+    with pytest.raises(AssertionError) as err:
+        qe.testing.check_case(b, async_flaky, repeats=4)
+    assert "case b: pass_rate = 0.5 (wanted >= 1)" in str(err.value)
+    assert "PFPF" in str(err.value)
+
+
+def test_assert_suite_forwards_labels_and_options_as_qe_evaluate(examples_dir):
+    """DABench questions with their labels file, recorded responses and the tables option:
+    the same figures as qe.evaluate given the same arguments."""
+    ex = examples_dir / "answers"
+    kwargs = {"labels": ex / "labels.jsonl", "responses": ex / "responses.jsonl",
+              "tables": ex / "tables"}
+    want = qe.evaluate(ex / "questions.jsonl", **kwargs).metrics["overall_metrics"]
+    got = qe.testing.assert_suite(ex / "questions.jsonl", thresholds={"psaq": 0.0}, **kwargs)
+    assert got["overall_metrics"] == want and want["questions"] > 0

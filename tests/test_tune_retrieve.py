@@ -270,7 +270,7 @@ def test_cost_from_value_or_document(tmp_path, monkeypatch):
     for mode in ("value", "document"):
         out = tmp_path / f"{mode}.json"
         assert main(["tune", str(suite), "--data", str(data), "--model", "bm25", "--unlimited",
-                     "--cost-from", mode, "--json", str(out)]) == 0
+                     "--cost-from", mode, "--json", str(out), "--out", str(tmp_path / "runs")]) == 0
         (row,) = json.loads(out.read_text())["rows"]
         assert row["N"] == 1 and row["tokens"] == want[mode]
     assert main(["tune", str(suite), "--data", str(data), "--cost-from", "nope"]) == 2

@@ -8,6 +8,11 @@ The whole suite against thresholds::
         assert_suite("evals/sdmx", system="python:mybot.py:select",
                      thresholds={"macro_recall": 0.8, "macro_precision": 0.75})
 
+A nondeterministic system, gated on the repeats figures (docs/repeats.md)::
+
+    assert_suite("evals/sdmx", system=mybot, repeats=5, pass_k=[3],
+                 thresholds={"pass@3": 0.9, "pass_rate": 0.7})
+
 Or one test per case, each failing with its own reason (expected vs got)::
 
     import pytest
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,39 +36,32 @@ from queryeval.errors import GateFailure
 from queryeval.suite.models import Case
 
 
-def assert_suite(suite: str | Path, *, responses: str | Path | None = None,
-                 system: str | None = None, thresholds: Mapping[str, float],
-                 task: str | None = None, out: str | Path | None = None,
-                 concurrency: int = 4, timeout: float | None = 60.0, retries: int = 2,
-                 **options: Any) -> dict:
-    """Run ``suite`` against ``system`` (or recorded ``responses``) and assert every
-    ``overall_metrics`` threshold (``value >= threshold``). Extra keyword arguments are task
-    options (e.g. ``include_extra_dimensions=False``, ``on_error="skip"``).
+def assert_suite(suite: Any, *, thresholds: Mapping[str, float],
+                 out: str | Path | None = None, concurrency: int = 4,
+                 timeout: float | None = 60.0, retries: int = 2, backoff: float = 0.1,
+                 **kwargs: Any) -> dict:
+    """Run ``suite`` as :func:`queryeval.evaluate` does and assert every threshold
+    (``value >= threshold``). Everything else is passed to :func:`queryeval.evaluate`: the
+    ``system`` (a spec string, a callable, an ``async def`` callable, an object with
+    ``.call``) or recorded ``responses``, ``task``, ``labels``, ``repeats``, ``pass_k``,
+    ``options`` and task options as keywords (e.g. ``include_extra_dimensions=False``,
+    ``on_error="skip"``); ``suite`` is a path or cases in memory.
 
-    The run log goes to a temporary folder removed afterwards, unless ``out`` is given.
-    Returns the metrics document. Raises AssertionError listing every missed threshold (and
-    the run's errors, which often explain them); ConfigError for an unknown metric name.
+    ``thresholds`` name any figure the run reports (:func:`queryeval.report.gates.gate_values`):
+    ``overall_metrics`` and, with ``repeats``, ``pass_rate``, ``pass@k``, ``pass^k`` as the
+    metrics JSON names them; unknown names raise ConfigError before any call. The run log goes
+    to a temporary folder removed afterwards, unless ``out`` is given. Returns the metrics
+    document. Raises AssertionError listing every missed threshold (and the run's errors,
+    which often explain them).
     """
+    from queryeval.api.evaluate import evaluate
     from queryeval.report.gates import check_thresholds
-    from queryeval.run.evaluate import RunConfig, start_run
 
     if not thresholds:
         raise ValueError("assert_suite needs at least one threshold")
-
-    def run(folder: str | Path) -> dict:
-        config = RunConfig(
-            suite=str(suite), task=task, system=system,
-            responses=str(responses) if responses is not None else None, out=str(folder),
-            concurrency=concurrency, timeout=timeout, retries=retries, backoff=0.1,
-            task_options=dict(options), reports=False,
-        )
-        return start_run(config).metrics
-
-    if out is not None:
-        metrics = run(out)
-    else:
-        with tempfile.TemporaryDirectory(prefix="queryeval-") as tmp:
-            metrics = run(tmp)
+    run = evaluate(suite, out=out, concurrency=concurrency, timeout=timeout, retries=retries,
+                   backoff=backoff, fail_under=dict(thresholds), **kwargs)
+    metrics = run.metrics
     try:
         check_thresholds(metrics, thresholds)
     except GateFailure as exc:
@@ -72,7 +69,8 @@ def assert_suite(suite: str | Path, *, responses: str | Path | None = None,
         extra = ""
         if overall.get("errors"):
             extra = f"\n  the run had {overall['errors']} failed call(s): {overall.get('errors_by_kind')}"
-        raise AssertionError(f"suite {suite}: {exc}{extra}") from None
+        name = suite if isinstance(suite, (str, os.PathLike)) else "(cases in memory)"
+        raise AssertionError(f"suite {name}: {exc}{extra}") from None
     return metrics
 
 
@@ -131,14 +129,21 @@ def cases(suite: Any, *, task: str | None = None, labels: str | Path | None = No
 
 def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: str | None = None,
                thresholds: Mapping[str, float] | None = None, timeout: float | None = 60.0,
-               retries: int = 2, backoff: float = 0.1, **options: Any) -> dict:
+               retries: int = 2, backoff: float = 0.1, repeats: int = 1,
+               pass_k: list[int] | None = None, **options: Any) -> dict:
     """Run one case against ``system`` and raise AssertionError with a readable reason
     (failing metrics, then expected vs got) unless it passes.
 
     A case passes when its call succeeded and every deciding per-case score is 1 (the
     verdict of the HTML report), or, with ``thresholds``, when each named per-case metric
     is at least its threshold. ``system`` is what :func:`queryeval.evaluate` accepts (None:
-    the task's built-in system). Returns the case's result record."""
+    the task's built-in system). Returns the case's result record.
+
+    With ``repeats`` N > 1 the case is run N times as :func:`queryeval.evaluate` runs it
+    (``pass_k`` as there) and the thresholds name the run's figures for it (one case: the
+    case's own): ``pass_rate``, ``pass@k``, ``pass^k``, the per-case metrics' means over the
+    attempts; without thresholds every attempt must pass (``pass_rate`` = 1). Returns the
+    first failed attempt's record, else the first attempt's."""
     __tracebackhide__ = True  # pytest shows the caller's line and the reason, not this code
     from queryeval.api.cases import check_cases
     from queryeval.api.evaluate import task_options
@@ -154,6 +159,9 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     else:
         (the_case,) = check_cases([case])
         name, opts = infer_task(the_case.task_kinds(), task), task_options(None, **options)
+    if repeats != 1 or pass_k:
+        return _check_repeated(the_case, system, name, opts, thresholds, timeout=timeout,
+                               retries=retries, backoff=backoff, repeats=repeats, pass_k=pass_k)
     scorer = get_task(name, opts)
     try:
         runner = make_system(system) if system is not None else scorer.default_system()
@@ -187,6 +195,41 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
         raise AssertionError(f"case {the_case.id}: {scores}\n  expected: {expected}\n"
                              f"  got:      {got}")
     return record
+
+
+def _check_repeated(the_case: Case, system: Any, name: str, opts: dict,
+                    thresholds: Mapping[str, float] | None, **run: Any) -> dict:
+    """:func:`check_case` with repeats: one run of the one case, its figures read from the
+    run's metrics (:func:`queryeval.report.gates.gate_values`)."""
+    __tracebackhide__ = True
+    import csv
+
+    from queryeval.api.evaluate import evaluate
+    from queryeval.report.gates import gate_values
+
+    result = evaluate([the_case], system=system, task=name, options=opts, concurrency=1, **run)
+    values = gate_values(result.metrics)
+    wanted = dict(thresholds or {"pass_rate": 1.0})
+    unknown = [m for m in wanted if m not in values]
+    if unknown:
+        raise AssertionError(f"case {the_case.id}: no figure {', '.join(unknown)} "
+                             f"(has: {', '.join(k for k in values if '.' not in k)})")
+    failed = {m: values[m] for m, t in wanted.items() if values[m] is None or values[m] < t}
+    records = sorted(result.records, key=lambda r: r.get("repeat") or 0)
+    with open(result.folder / f"repeats_{result.batch_id}.csv", newline="",
+              encoding="utf-8") as fh:
+        outcomes = next(iter(csv.DictReader(fh)), {}).get("outcomes", "")
+    first_bad = next((r for r, o in zip(records, outcomes, strict=False) if o != "P"),
+                     records[0])
+    if not failed:
+        return first_bad
+    scores = ", ".join(f"{m} = {'undefined' if v is None else format(v, '.4g')} "
+                       f"(wanted >= {wanted[m]:g})" for m, v in failed.items())
+    expected, got = _expected_got(first_bad)
+    raise AssertionError(f"case {the_case.id}: {scores}\n  attempts: {outcomes} "
+                         "(P passed, F failed, E the call failed)\n"
+                         f"  expected: {expected}\n"
+                         f"  got:      {got} (repeat {first_bad.get('repeat')})")
 
 
 def _errors(record: dict) -> str:

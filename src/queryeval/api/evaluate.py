@@ -165,7 +165,8 @@ def evaluate(
             (``--max-error-rate``; 1.0: only when every call failed). The run itself always
             finishes; failed calls are recorded on their cases.
         isolate: run a ``python:`` spec's callable in worker processes (``--isolate``).
-        fail_under: gates ``{metric: minimum}`` on ``overall_metrics`` (``--fail-under``):
+        fail_under: gates ``{metric: minimum}`` on ``overall_metrics`` and, with repeats, on
+            ``pass_rate``, ``pass@k``, ``pass^k`` of ``metrics["repeats"]`` (``--fail-under``):
             the names are checked before any call (ConfigError for an unknown one); after the
             run, :meth:`Run.check_gates` raises GateFailure for a missed one.
         progress: ``progress(advance, total)`` callback.
@@ -232,7 +233,7 @@ def evaluate(
         except ValidationError as exc:
             raise _config_error(exc) from None
         try:
-            result = start_run(config, progress=progress, before=_gate_names(fail_under),
+            result = start_run(config, progress=progress, before=_gate_names(fail_under, repeats, pass_k),
                                reporter=write_run_reports)
         except InputError as err:
             raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
@@ -246,12 +247,14 @@ def evaluate(
                fail_under=fail_under)
 
 
-def _gate_names(fail_under: Mapping[str, float] | None) -> Callable[[Any], None] | None:
+def _gate_names(fail_under: Mapping[str, float] | None, repeats: int,
+                pass_k: Any) -> Callable[[Any], None] | None:
     if not fail_under:
         return None
     from queryeval.report.gates import check_threshold_names
 
-    return lambda task: check_threshold_names(task, fail_under)
+    return lambda task: check_threshold_names(task, fail_under, repeats=repeats,
+                                              pass_k=list(pass_k or []))
 
 
 def _in_memory_error(err: InputError, names: dict, written: set) -> InputError:

@@ -55,8 +55,10 @@ def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> P
     keys = ["passed", "questions", "pass_rate", "avg_recall", "mrr", "errors"]
     nxt = write_table(st, 1, keys, [[o.get(k) for k in keys]], title="Overall")
     fkeys = ["n", "model", "questions", "passed", "pass_rate", "avg_recall", "mrr"]
+    # the N column: the one N (a number), or the range's text where N varied per question
     write_table(st, nxt, ["field", *fkeys],
-                ([name, *(g.get(k) for k in fkeys)]
+                ([name, *(g.get("n_range") if k == "n" and g.get("n") is None else g.get(k)
+                          for k in fkeys)]
                  for name, g in metrics["group_metrics"]["field"].items()),
                 title="Per field")
     for line in st.iter_rows():

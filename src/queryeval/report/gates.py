@@ -2,14 +2,16 @@
 
 :func:`parse_thresholds` reads the repeatable CLI option; :func:`check_thresholds` checks a
 metrics document (or its ``overall_metrics``) and raises :class:`GateFailure` naming every
-threshold that was missed. A metric passes when ``value >= threshold``; an undefined value
+threshold that was missed. Every figure the run reports can be gated, the repeats figures
+(``pass_rate``, ``pass@k``, ``pass^k``) included: :func:`gate_values`. A metric passes when ``value >= threshold``; an undefined value
 (None: e.g. no case could be scored) fails, because a gate must not pass on missing evidence.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,18 +64,51 @@ def numeric_keys(overall: Mapping) -> list[str]:
             if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))]
 
 
-def evaluate_thresholds(metrics: Mapping, thresholds: Mapping[str, float]) -> list[GateResult]:
-    """One result per threshold. ``metrics`` is a metrics document (with ``overall_metrics``)
-    or the overall dict itself. Unknown metric names raise ConfigError listing the keys."""
+REPEATS_PREFIX = "repeats."
+"""``repeats.NAME`` always names a figure of the repeats section (``repeats.pass_rate``), also
+where the task's ``overall_metrics`` has a figure of the same name (the fields task's
+``pass_rate`` counts questions, the repeats one cases)."""
+
+
+def gate_values(metrics: Mapping) -> dict[str, Any]:
+    """Every figure a gate can name, read from the run's metrics (never recomputed): the
+    numbers of ``overall_metrics``, and for a run with repeats each figure of
+    ``repeats.overall`` (``pass_rate``, ``pass@k``, ``pass^k``, ``<metric>_mean``,
+    ``mean_<metric>_std``: its ``mean``, the mean over cases) and ``flaky_share``, under the
+    name the metrics JSON gives it and as ``repeats.NAME``. A name in both keeps the
+    ``overall_metrics`` figure. ``metrics`` may also be the overall dict itself."""
     overall = metrics.get("overall_metrics", metrics)
-    available = numeric_keys(overall)
-    unknown = [k for k in thresholds if k not in available]
+    values: dict[str, Any] = {k: overall[k] for k in numeric_keys(overall)}
+    rep = metrics.get("repeats") if "overall_metrics" in metrics else None
+    if isinstance(rep, Mapping):
+        figures = {name: fig.get("mean") for name, fig in (rep.get("overall") or {}).items()
+                   if isinstance(fig, Mapping)}
+        figures["flaky_share"] = rep.get("flaky_share")
+        for name, value in figures.items():
+            values.setdefault(name, value)
+            values[REPEATS_PREFIX + name] = value
+    return values
+
+
+def _listed(values: Mapping[str, Any]) -> list[str]:
+    """The names to list as available: ``repeats.NAME`` only where NAME alone means another
+    figure."""
+    return [k for k in values if not k.startswith(REPEATS_PREFIX)
+            or values.get(k[len(REPEATS_PREFIX):]) is not values[k]]
+
+
+def evaluate_thresholds(metrics: Mapping, thresholds: Mapping[str, float]) -> list[GateResult]:
+    """One result per threshold. ``metrics`` is a metrics document (with ``overall_metrics``,
+    and ``repeats`` for a run with repeats: :func:`gate_values`) or the overall dict itself.
+    Unknown metric names raise ConfigError listing the names there are."""
+    values = gate_values(metrics)
+    unknown = [k for k in thresholds if k not in values]
     if unknown:
         raise ConfigError(f"unknown metric(s) for --fail-under: {', '.join(unknown)}; "
-                          f"available: {', '.join(available) or 'none'}")
+                          f"available: {', '.join(_listed(values)) or 'none'}")
     out = []
     for key, threshold in thresholds.items():
-        value = overall[key]
+        value = values[key]
         if value is not None and not math.isfinite(float(value)):
             value = None
         out.append(GateResult(key, None if value is None else float(value), float(threshold)))
@@ -89,8 +124,26 @@ def check_thresholds(metrics: Mapping, thresholds: Mapping[str, float]) -> list[
     return results
 
 
-def check_threshold_names(task: Any, thresholds: Mapping[str, float]) -> None:
-    """Before a run: every gated name must be one of the task's overall metrics (those its
-    aggregate of no records holds), so a typo stops the run before any call is paid for."""
-    if thresholds:
-        evaluate_thresholds(task.aggregate([]), {k: 0.0 for k in thresholds})
+_PER_CASE_FIGURE = re.compile(r"^(?:repeats\.)?(?:.+_mean|mean_.+_std)$")
+
+
+def check_threshold_names(task: Any, thresholds: Mapping[str, float], *, repeats: int = 1,
+                          pass_k: Sequence[int] = ()) -> None:
+    """Before a run: every gated name must be one the run will report, so a typo stops the
+    run before any call is paid for: the task's overall metrics (those its aggregate of no
+    records holds) and, with ``repeats`` > 1, the repeats figures (``pass_rate``, ``pass@k``
+    and ``pass^k`` for the run's k, ``flaky_share``). ``<metric>_mean`` and
+    ``mean_<metric>_std`` depend on the per-case metrics the records carry: they are checked
+    after the run."""
+    if not thresholds:
+        return
+    expected: dict[str, Any] = dict(task.aggregate([]))
+    names = dict(thresholds)
+    if repeats > 1:
+        from queryeval.run.repeats import pass_ks
+
+        keys = ["pass_rate"] + [f"pass{sep}{k}" for k in pass_ks(repeats, pass_k)
+                                for sep in ("@", "^")]
+        expected["repeats"] = {"overall": {k: {"mean": None} for k in keys}, "flaky_share": None}
+        names = {k: v for k, v in names.items() if not _PER_CASE_FIGURE.match(k)}
+    evaluate_thresholds(expected, {k: 0.0 for k in names})

@@ -512,9 +512,9 @@ def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
     repeats = _repeats(log)
     if repeats <= 1:
         return {}
-    from queryeval.run.repeats import repeat_stats, write_cases_csv
+    from queryeval.run.repeats import pass_ks, repeat_stats, write_cases_csv
 
-    ks = (log.batch.get("evaluation_config") or {}).get("pass_k") or sorted({1, repeats})
+    ks = pass_ks(repeats, (log.batch.get("evaluation_config") or {}).get("pass_k"))
     stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
     write_cases_csv(log.paths.repeats_csv, stats)
     return {"repeats": stats.result()}

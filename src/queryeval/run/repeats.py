@@ -259,6 +259,12 @@ SUMMED = frozenset({"errors", "errors_by_kind"})
 """Keys of an aggregate that count failed attempts: summed over the repeats, not averaged."""
 
 
+def pass_ks(repeats: int, pass_k: Iterable[int] | None) -> list[int]:
+    """The k of pass@k / pass^k a run with ``repeats`` reports: ``pass_k`` as given, else
+    ``1`` and ``repeats`` (``--pass-k``'s default)."""
+    return list(pass_k or []) or sorted({1, repeats})
+
+
 def aggregate_attempts(task: Any, records: Iterable[dict], repeats: int) -> dict:
     """The task's overall and group figures for a run with repeats, counted per CASE.
 

@@ -38,6 +38,7 @@ from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tune.tuning_file import load_tuning as _load_tuning
 
 DEFAULT_MODEL = "minilm"
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -133,20 +134,6 @@ def score_field(ranked: list[str], truth: list[str], n: int | None) -> dict:
     }
 
 
-def _load_tuning(path: str) -> dict[str, dict]:
-    from queryeval.io.files import read_input_bytes
-
-    p = Path(path)
-    try:
-        doc = json.loads(read_input_bytes(p, "tuning").decode("utf-8"))
-        rows = doc["rows"]
-        return {str(r["Field Name"]): {"n": int(r["N"]), "model": str(r["Model"])} for r in rows}
-    except FileNotFoundError:
-        raise InputError("file not found", path=p) from None
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"not a 'queryeval tune --json' file: {exc}", path=p) from None
-
-
 class _FieldGroup:
     """A field's question scores: the aggregate and the distinct cut-offs N seen."""
 
@@ -163,13 +150,15 @@ class _FieldGroup:
 
 
 def _n_figures(ns: set[int]) -> dict:
-    """The cut-offs N a field was scored at: ``n`` is that N, or ``"lo–hi"`` when it varied
-    per question (no N given: each question's ground-truth size); ``n_min`` and ``n_max`` as
-    numbers either way. A field with no scored question has none."""
+    """The cut-offs N a field was scored at, each key with one JSON type: ``n`` is that N (a
+    number), or null when it varied per question (no N given: each question's ground-truth
+    size); ``n_min`` and ``n_max`` are numbers either way; ``n_range`` is the text the reports
+    show (``"3"``, or ``"1–3"`` when it varied). A field with no scored question has none."""
     if not ns:
-        return {"n": None, "n_min": None, "n_max": None}
+        return {"n": None, "n_min": None, "n_max": None, "n_range": None}
     lo, hi = min(ns), max(ns)
-    return {"n": lo if lo == hi else f"{lo}–{hi}", "n_min": lo, "n_max": hi}
+    return {"n": lo if lo == hi else None, "n_min": lo, "n_max": hi,
+            "n_range": str(lo) if lo == hi else f"{lo}–{hi}"}
 
 
 class FieldsTask(Task):
@@ -189,6 +178,16 @@ class FieldsTask(Task):
         elif n is not None:
             return n
         return self._tuning.get(field, {}).get("n")
+
+    def _untuned(self, field: str) -> bool:
+        """A field the tuning file has no row for whose setting it would have supplied: its N
+        is not given, or (with a data table, where the built-in retriever runs) its model."""
+        if field in self._tuning:
+            return False
+        n, m = self.options.n, self.options.model
+        n_given = field in n if isinstance(n, dict) else n is not None
+        m_given = field in m if isinstance(m, dict) else m is not None
+        return not n_given or (bool(self.options.data) and not m_given)
 
     def model_for(self, field: str) -> str:
         m = self.options.model
@@ -264,21 +263,34 @@ class FieldsTask(Task):
 
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
         """All cases, checking that every evaluated field is in the data table (when there is
-        one), so a typo fails the run before it starts (the run's first pass over the cases)
-        instead of failing every case."""
-        if not self.options.data:
+        one) and in the tuning file (when there is one, unless its N and model are given), so
+        a typo or a tuning file for other fields fails the run before it starts (the run's
+        first pass over the cases) instead of failing every case or scoring a field at an N
+        nobody chose."""
+        if not self.options.data and not self.options.tuning:
             return cases
-        return self._checked(cases, _table(self.options.data, self.options.descriptions).fields)
+        known = _table(self.options.data, self.options.descriptions).fields \
+            if self.options.data else None
+        return self._checked(cases, known)
 
-    def _checked(self, cases: Iterable[Case], fields: list[str]) -> Iterator[Case]:
+    def _checked(self, cases: Iterable[Case], fields: list[str] | None) -> Iterator[Case]:
+        untuned: dict[str, None] = {}  # in first-seen order
         for case in cases:
             for turn in self.scored_turns(case):
                 for f in self._turn_fields(case, turn):
-                    if f not in fields:
+                    if fields is not None and f not in fields:
                         raise ConfigError(
                             f"case {case.id!r}: field {f!r} is not in the data table "
                             f"{self.options.data} ({', '.join(fields)})")
+                    if self.options.tuning and self._untuned(f):
+                        untuned[f] = None
             yield case
+        if untuned:
+            tuned = ", ".join(self._tuning) or "none"
+            raise InputError(
+                f"no tuning for field(s) {', '.join(untuned)} (the file tunes {tuned}); run "
+                "'queryeval tune' on these fields, or give their N and model (--n/--model)",
+                path=self.options.tuning)
 
     def default_system(self) -> FieldsSystem:
         """The built-in retriever over ``data`` (the system when none is given)."""
@@ -415,7 +427,7 @@ class FieldsTask(Task):
         return [
             Overall(["passed", "questions", "pass_rate", "avg_recall", "mrr", "errors"]),
             Groups(metrics["group_metrics"]["field"], "field",
-                   ["n", "model", "questions", "passed", "avg_recall", "mrr"]),
+                   ["n_range", "model", "questions", "passed", "avg_recall", "mrr"]),
         ]
 
 

@@ -10,6 +10,7 @@ docs/execution.md.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -75,6 +76,14 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     return out
 
 
+def _store_root() -> Path:
+    """The default folder of the embedded SPARQL stores: ``$QUERYEVAL_CACHE_DIR/oxigraph`` if
+    the variable is set (the root of every queryeval cache), else ``.queryeval-cache/oxigraph``
+    under the current directory."""
+    base = os.environ.get("QUERYEVAL_CACHE_DIR")
+    return (Path(base).expanduser() if base else Path(".queryeval-cache")) / "oxigraph"
+
+
 class QueryOptions(TaskOptions):
     source: DataSource | None = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
@@ -83,7 +92,9 @@ class QueryOptions(TaskOptions):
     timeout_s: float = 30.0
     max_rows: int = 100_000
     store_dir: str | None = None
-    """Where embedded SPARQL stores persist between runs (default .queryeval-cache/oxigraph)."""
+    """Where embedded SPARQL stores persist between runs (default
+    ``$QUERYEVAL_CACHE_DIR/oxigraph`` if the variable is set, else ``.queryeval-cache/oxigraph``,
+    as the embedding cache)."""
     search_nodes: int = Field(default=200_000, ge=1)
     """Node budget of the column-mapping search (results say whether the search was exact)."""
     order: Literal["auto", "ignore"] = "auto"
@@ -142,7 +153,7 @@ class QueryTask(Task):
         suffix = Path(paths[0]).suffix.lower()
         if suffix in RDF_SUFFIXES:
             key = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:16]
-            root = Path(self.options.store_dir or ".queryeval-cache/oxigraph")
+            root = Path(self.options.store_dir) if self.options.store_dir else _store_root()
             return eng.LocalSparqlEngine(paths, store_dir=root / key)
         if suffix in SQLITE_SUFFIXES:
             return eng.SqliteEngine(paths[0])
