@@ -407,3 +407,42 @@ def test_tune_bad_option_is_one_line(tmp_path, option, value, message):
     assert proc.returncode == 2
     assert proc.stderr.startswith(message.format(tmp=tmp_path)), proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_an_oversized_recorded_response_is_an_error_on_its_case(tmp_path, monkeypatch):
+    """A recorded line over the HTTP adapter's size cap is a ``malformed`` error on its case
+    with one message naming the line; the run goes on and the output is copied neither into
+    the results JSONL nor into the CSV (a 120 MB line was copied into both)."""
+    from queryeval.systems.http import HttpSystem
+    from queryeval.systems.recorded import RecordedSystem
+
+    cap = getattr(RecordedSystem, "max_response_bytes", None)
+    monkeypatch.setattr(RecordedSystem, "max_response_bytes", 4000, raising=False)
+    lines = RESPONSES.read_text().splitlines()
+    big = json.loads(lines[2])
+    big["indicator_selection"][0]["dimensions"][0]["values"][0]["name"] = "BIGBIGBIG" * 1000
+    lines[2] = json.dumps(big)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(responses), "--out", str(out), "-q"]) == 0
+    files = run_files(out)
+    records = [json.loads(x) for x in files["jsonl"].read_text().splitlines()]
+    errored = [r for r in records if r["status"] == "error"]
+    assert len(records) == 23 and [r["case_id"] for r in errored] == [big["case_id"]]
+    assert errored[0]["error_kinds"] == ["malformed"]
+    size = len(lines[2].encode()) + 1  # with its newline
+    assert f"responses.jsonl line 3 is {size:,} bytes, over the 4,000-byte cap" in json.dumps(
+        errored[0])
+    for path in (files["jsonl"], files["csv"]):
+        assert "BIGBIG" not in path.read_text()
+    assert cap == HttpSystem("http://x").max_response_bytes == 64 * 1024 * 1024
+    # shipped to Ray workers (pickled: the outputs travel), the line is still refused
+    import pickle
+
+    from queryeval.errors import SystemCallError
+    from queryeval.tasks.base import get_task
+
+    system = pickle.loads(pickle.dumps(RecordedSystem.load(responses, get_task("indicator_selection"))))
+    with pytest.raises(SystemCallError, match="line 3 is .* over the 4,000-byte cap"):
+        system.call({"case_id": big["case_id"]}, None)
