@@ -446,3 +446,24 @@ def test_an_oversized_recorded_response_is_an_error_on_its_case(tmp_path, monkey
     system = pickle.loads(pickle.dumps(RecordedSystem.load(responses, get_task("indicator_selection"))))
     with pytest.raises(SystemCallError, match="line 3 is .* over the 4,000-byte cap"):
         system.call({"case_id": big["case_id"]}, None)
+
+
+def test_resume_takes_any_file_of_the_batch(tmp_path, capsys):
+    """``--resume`` takes any file of a batch, as ``report`` and ``compare`` do (it refused
+    ``results_<id>.jsonl``); the unfinished run is continued to the same 23 records."""
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
+                 "--no-report"]) == 0
+    files = run_files(out)
+    full = files["jsonl"].read_text().splitlines()
+    metrics = json.loads(files["metrics"].read_text())["overall_metrics"]
+    for key in ("jsonl", "csv", "metrics"):
+        files["jsonl"].write_text("\n".join(full[:10]) + "\n")  # an interrupted run
+        batch = json.loads(files["batch"].read_text())
+        files["batch"].write_text(json.dumps({**batch, "status": "interrupted"}))
+        assert main(["run", "--resume", str(files[key]), "-q"]) == 0, capsys.readouterr().err
+        ids = [json.loads(x)["case_id"] for x in files["jsonl"].read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == 23, key
+        assert json.loads(files["metrics"].read_text())["overall_metrics"] == metrics
+    assert main(["run", "--resume", str(tmp_path / "notes_x.json"), "-q"]) == 2
+    assert "not a batch_<id>.json file, a file of the batch or a run folder" in capsys.readouterr().err
