@@ -295,3 +295,19 @@ def test_tune_shows_progress_on_a_terminal_and_writes_beside_the_runs(tmp_path, 
     assert out == f"tuning: {json_path}, {json_path.with_suffix('.xlsx')}\n"
     doc = json.loads(json_path.read_text())
     assert doc["summary"]["questions"] == 20 and len(doc["rows"]) == 3
+
+
+def test_sql_example_without_its_database_says_how_to_build_it(tmp_path):
+    """examples/sql ships shop.sql and build_db.py, not the database: the error says to run
+    build_db.py first (one line, exit 2), and the run works once it has been run."""
+    sql = tmp_path / "sql"
+    shutil.copytree(REPO / "examples" / "sql", sql, ignore=shutil.ignore_patterns("*.sqlite"))
+    args = [sys.executable, "-m", "queryeval", "run", str(sql / "suite.yaml"), "--responses",
+            str(sql / "predictions.jsonl"), "--out", str(tmp_path / "runs"), "-q", "--no-report"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {sql / 'shop.sqlite'}: sqlite database file not found (build "
+                           f"it first: python {sql / 'build_db.py'})\n")
+    subprocess.run([sys.executable, str(sql / "build_db.py")], check=True, capture_output=True)
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

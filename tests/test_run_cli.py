@@ -467,3 +467,17 @@ def test_resume_takes_any_file_of_the_batch(tmp_path, capsys):
         assert json.loads(files["metrics"].read_text())["overall_metrics"] == metrics
     assert main(["run", "--resume", str(tmp_path / "notes_x.json"), "-q"]) == 2
     assert "not a batch_<id>.json file, a file of the batch or a run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("after", "what"), [("--k", "is an option"),
+                                             ("--responses", "is an option"),
+                                             ("--bogus", "looks like an option")])
+def test_an_option_without_its_value_is_named(tmp_path, capsys, after, what):
+    """``--corpus --k 5``: click took ``--k`` as the corpus and reported "unexpected extra
+    argument (5)"; the message names the option that lacks its value."""
+    code = main(["run", str(SUITE), "--corpus", after, "5", "--out", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"error: --corpus: needs a value (the next word, {after}, {what}; a value starting "
+        "with -- is given as --corpus=VALUE)\n")
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())

@@ -103,8 +103,37 @@ class _HelpRules:
             super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
+def check_option_values(params: list[Any], args: list[str]) -> None:
+    """A value-taking option followed by another option of the command (``--corpus --k 5``)
+    is refused naming the option: click would take ``--k`` as the corpus path and report the
+    ``5`` as an unexpected extra argument."""
+    from queryeval.errors import ConfigError
+
+    names: set[str] = set()
+    takes_value: set[str] = set()
+    for param in params:
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        opts = [*param.opts, *getattr(param, "secondary_opts", ())]
+        names.update(opts)
+        if not param.is_flag and not param.count:
+            takes_value.update(param.opts)
+    for arg, after in zip(args, args[1:], strict=False):
+        if arg == "--":
+            return
+        if arg in takes_value and (after in names or after.startswith("--") and len(after) > 2):
+            what = "is an option" if after in names else "looks like an option"
+            raise ConfigError(f"{arg}: needs a value (the next word, {after}, {what}; "
+                              f"a value starting with -- is given as {arg}=VALUE)")
+
+
 class Command(_HelpRules, TyperCommand):
-    """A command whose help follows :class:`_HelpRules`."""
+    """A command whose help follows :class:`_HelpRules`, and whose value-taking options
+    refuse another option as their value (:func:`check_option_values`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        check_option_values(self.get_params(ctx), args)
+        return super().parse_args(ctx, args)
 
 
 class Group(_HelpRules, TyperGroup):
