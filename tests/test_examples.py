@@ -8,6 +8,7 @@ checked against hand-computed figures. The shipped DABench-format example
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -91,9 +92,15 @@ def run_readme(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def logged_files(cwd: Path, proc) -> list[Path]:
-    """The files named on the run's one ``run log:`` line (relative to ``cwd``)."""
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
-    return [cwd / p for p in line.removeprefix("run log: ").split(", ")]
+    """The files a run names (relative to ``cwd``): ``run log: FOLDER`` with the log's file
+    names indented below it, then one ``report: PATH`` / ``export: PATH`` line each."""
+    lines = proc.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("run log: "))
+    folder = cwd / lines[start].removeprefix("run log: ")
+    names = [x[2:] for x in itertools.takewhile(lambda x: x.startswith("  "), lines[start + 1:])]
+    rest = [x.split(": ", 1)[1] for x in lines[start + 1 + len(names):]
+            if x.startswith(("report: ", "export: "))]
+    return [folder / n for n in names] + [cwd / p for p in rest]
 
 
 def check_answers(cwd: Path, proc) -> None:

@@ -3,6 +3,7 @@ the xlsx, bad input (exit 2, one line, no traceback), a run killed with SIGKILL 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -132,18 +133,35 @@ def test_validate_and_schema_commands(tmp_path, columns):
     assert schema["title"] == "queryeval test case"
 
 
-def test_run_log_line_is_not_wrapped(tmp_path):
-    """The run's "run log: ..." line names every written file on one line at any width."""
+def logged(stdout: str) -> dict[str, list[Path]]:
+    """The files a run's output names: ``run log: FOLDER`` with the log's file names indented
+    below it, then ``report: PATH`` and ``export: PATH`` lines."""
+    lines = stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("run log: "))
+    folder = Path(lines[start].removeprefix("run log: "))
+    names = [x[2:] for x in itertools.takewhile(lambda x: x.startswith("  "), lines[start + 1:])]
+    after = lines[start + 1 + len(names):]
+    return {"log": [folder / n for n in names],
+            "report": [Path(x.removeprefix("report: ")) for x in after if x.startswith("report: ")],
+            "export": [Path(x.removeprefix("export: ")) for x in after if x.startswith("export: ")]}
+
+
+def test_run_log_names_the_folder_and_each_file_on_its_own_line(tmp_path):
+    """The folder on the ``run log:`` line, the log's files indented below it, each report
+    on its own ``report:`` line (all were one ~1,000-character line); none wrapped at 30
+    columns."""
     out = deep_copy_of_suite(tmp_path).parent / "runs"
     proc = cli("run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
                columns=30)
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
     files = run_files(out)
     bid = files["batch"].stem.removeprefix("batch_")
-    listed = line.removeprefix("run log: ").split(", ")
-    assert listed == [str(files[k]) for k in ("batch", "jsonl", "csv", "metrics", "xlsx")] + [
-        str(files["batch"].parent / f"report_{bid}.html")]
+    folder = files["batch"].parent
+    assert proc.stdout.splitlines() == [
+        f"run log: {folder}", f"  batch_{bid}.json", f"  results_{bid}.jsonl",
+        f"  results_{bid}.csv", f"  metrics_{bid}.json", f"report: {folder / f'report_{bid}.xlsx'}",
+        f"report: {folder / f'report_{bid}.html'}"]
+    assert logged(proc.stdout)["log"] == [files[k] for k in ("batch", "jsonl", "csv", "metrics")]
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
@@ -332,9 +350,8 @@ def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
          "--export", "dabench", "--out", str(tmp_path / "a"), "-q"],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
     (dabench,) = (tmp_path / "a").rglob("dabench_*.json")
-    assert line.endswith(f", {dabench}")
+    assert logged(proc.stdout)["export"] == [dabench]
 
 
 def test_trec_per_query_heading_is_one_plain_line(tmp_path):
