@@ -498,3 +498,17 @@ def test_an_option_without_its_value_is_named(tmp_path, capsys, after, what):
         f"error: --corpus: needs a value (the next word, {after}, {what}; a value starting "
         "with -- is given as --corpus=VALUE)\n")
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_report_output_writes_only_beside_the_given_file(tmp_path):
+    """``report RUN --output X`` writes X and the Excel report beside X; the run's folder is
+    left byte for byte as it was (the xlsx in it was rewritten)."""
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
+    files = run_files(out)
+    before = {p: p.read_bytes() for p in files["batch"].parent.iterdir()}
+    target = tmp_path / "elsewhere" / "mine.html"
+    assert main(["report", str(files["jsonl"]), "--output", str(target)]) == 0
+    assert {p: p.read_bytes() for p in files["batch"].parent.iterdir()} == before
+    bid = files["batch"].stem.removeprefix("batch_")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["mine.html", f"report_{bid}.xlsx"]
