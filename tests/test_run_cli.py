@@ -343,6 +343,9 @@ def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("Repeats: 2 attempts per case") == 1
+    # the bar counts attempts (23 cases × 2), not "cases"
+    (bar,) = [x for x in proc.stderr.splitlines() if "46/46" in x]
+    assert bar.startswith("attempts ") and "cases" not in proc.stderr
     answers = REPO / "examples" / "answers"
     proc = subprocess.run(
         [sys.executable, "-m", "queryeval", "run", str(answers / "questions.jsonl"), "--labels",

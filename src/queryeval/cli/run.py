@@ -177,7 +177,7 @@ def command(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=err_console, disable=quiet, transient=False,
     )
-    handle = bar.add_task("cases", total=None)
+    handle = bar.add_task(_progress_unit(repeats, resume), total=None)
 
     def progress(advance: int, total: int) -> None:
         """Started on the first call, once the suite has loaded, so errors print alone."""
@@ -347,3 +347,16 @@ def written_lines(paths: Any) -> list[str]:
     export = paths.folder / f"dabench_{paths.batch_id}.json"
     lines += [f"export: {export}"] if export.exists() else []
     return lines
+
+
+def _progress_unit(repeats: int, resume: Path | None) -> str:
+    """What the progress bar counts: ``cases``, or ``attempts`` (case × repeat) with repeats,
+    also when resuming a run of repeats."""
+    if resume is not None:
+        from queryeval.run.log import RunLog
+
+        try:
+            repeats = RunLog.open(resume).batch.get("evaluation_config", {}).get("repeats") or 1
+        except Exception:  # noqa: BLE001 - the resume itself reports a bad RUN
+            repeats = 1
+    return "attempts" if isinstance(repeats, int) and repeats > 1 else "cases"

@@ -329,6 +329,15 @@ def _short_name(name: object) -> str:
     return f'<td title="{esc(text)}">{esc(text[:NAME_CHARS - 1].rstrip())}…</td>'
 
 
+def _unit(run: LoadedRun, n: int) -> str:
+    """``23 cases``, or with repeats ``69 attempts (23 cases × 3)``: a record is an attempt."""
+    repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
+    if repeats <= 1:
+        return f"{n} cases"
+    cases = len({r.get("case_id") for r in run.records})
+    return f"{n} attempts ({cases} cases × {repeats})"
+
+
 def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
     cols: list[str] = []
     for v in values:
@@ -336,7 +345,8 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
     counts_cols = _count_columns(run.records, cols)
     rows = []
     for i, (rec, v, verd) in enumerate(zip(run.records, values, verdicts, strict=True)):
-        cid = esc(rec.get("case_id"))
+        cid = esc(rec.get("case_id")) + (f' <span class="note">#{esc(rec["repeat"])}</span>'
+                                          if "repeat" in rec else "")
         link = f'<a href="#case-{i}">{cid}</a>' if verd != "pass" else cid
         tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in rec.get("tags") or [])
         cells = "".join(num_cell(int(v[k]) if k in counts_cols and k in v else v.get(k))
@@ -351,7 +361,7 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
     folded = "" if len(verdicts) <= OPEN_CASES else " (folded: click to open)"
     return (
         f'<details class="fold" id="cases-box"{" open" if not folded else ""}><summary>'
-        f"{len(verdicts)} cases: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+        f"{_unit(run, len(verdicts))}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
         + f"{folded}</summary>"
         '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
         'aria-label="filter cases"><select id="filter-status" aria-label="status">'
@@ -373,7 +383,8 @@ def _details(run: LoadedRun, verdicts: list[str]) -> str:
         if verd == "pass":
             continue
         head = (f'<span class="{esc(verd)}">[{esc(verd)}]</span> {esc(_cut(rec.get("name")))} '
-                f'<code>{esc(rec.get("case_id"))}</code>')
+                f'<code>{esc(rec.get("case_id"))}</code>'
+                + (f' attempt {esc(rec["repeat"])}' if "repeat" in rec else ""))
         body = render_details(run.task_name, run.task, rec)
         if fold:
             out.append(f'<details class="case" id="case-{i}"><summary>{head}</summary>'
@@ -385,7 +396,8 @@ def _details(run: LoadedRun, verdicts: list[str]) -> str:
         return '<p class="note">every case passed</p>'
     if not fold:
         return "".join(out)
-    return (f'<details class="fold" id="details-box"><summary>{shown} cases (folded: click to '
+    what = _unit(run, shown).split(" (")[0]
+    return (f'<details class="fold" id="details-box"><summary>{what} (folded: click to '
             f"open the list, then a case; a link from the table opens its case)</summary>"
             f'{"".join(out)}</details>')
 
