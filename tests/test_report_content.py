@@ -91,6 +91,20 @@ def test_retrieval_single_k_keeps_the_reference_layout():
     assert "recall@1" not in m["overall_metrics"] and m["group_metrics"] == {"dataset": {}}
 
 
+def test_a_users_own_retriever_is_not_recorded_as_bm25(tmp_path, examples_dir):
+    """A run of recorded responses (or --system) records no built-in retriever: its batch said
+    ``retriever: bm25``; a built-in run without --retriever still reports bm25."""
+    ret = examples_dir / "retrieval"
+    result = start_run(RunConfig(suite=str(ret / "questions.csv"), responses=str(ret / "responses.jsonl"),
+                                 out=str(tmp_path), reports=False, task_options={"k": [5]}))
+    batch = json.loads(result.log.paths.batch.read_text())
+    assert batch["evaluation_config"]["task_options"]["retriever"] is None
+    assert f"<th>system</th><td>recorded: {ret / 'responses.jsonl'}</td>" in _report_text(
+        result.log.paths.batch)
+    assert RetrievalTask({}).system_label() == "bm25"
+    assert RetrievalTask({"retriever": "bm25"}).system_label() == "bm25"
+
+
 def test_retrieval_html_xlsx_and_system_label(retrieval_run, examples_dir):
     result = retrieval_run
     o = result.metrics["overall_metrics"]

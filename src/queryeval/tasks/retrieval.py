@@ -33,7 +33,9 @@ class RetrievalOptions(TaskOptions):
     sampling: float | None = Field(default=None, gt=0)
     random_seed: int | None = None
     corpus: str | None = None
-    retriever: str = "bm25"
+    retriever: str | None = None
+    """The built-in retriever (``bm25`` when left out); a run of the user's own system or of
+    recorded responses keeps it ``None``, so its log never says ``retriever: bm25``."""
     model: str | None = None
     hash_case: Literal["any", "exact"] = "any"
     """How content hashes compare: ``any`` (default) ignores letter case, since an MD5 hex
@@ -161,7 +163,8 @@ class RetrievalTask(Task):
             raise ConfigError("retrieval needs --corpus CHUNKS (built-in retriever), --system or --responses")
         from queryeval.systems.retrieval import BuiltinRetrievalSystem
 
-        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever, self.options.model)
+        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever or "bm25",
+                                      self.options.model)
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
     def select_cases(self, cases: list[Case]) -> list[Case]:
@@ -455,7 +458,7 @@ class RetrievalTask(Task):
             from queryeval.systems.retrievers.models import DEFAULT_MODEL
 
             return f"dense: {self.options.model or DEFAULT_MODEL}"
-        return self.options.retriever
+        return self.options.retriever or "bm25"
 
     def report_record(self, record: dict) -> dict:
         """The record with its expected chunk's text for the report: from a retrieved chunk
