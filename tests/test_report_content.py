@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import openpyxl
@@ -23,6 +24,7 @@ from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 from queryeval.suite.retrieval import read_corpus
 from queryeval.tasks.query import result_sample
+from queryeval.tasks.content import Figures
 from queryeval.tasks.retrieval import RetrievalTask
 
 EVIL = "<script>alert(1)</script>"
@@ -454,3 +456,63 @@ def test_long_case_names_are_cut_with_the_full_text_on_hover():
     shown = cell[cell.index(">") + 1:-len("</td>")]
     assert len(shown.replace(EVIL_ESCAPED, EVIL)) == NAME_CHARS and "<script>" not in cell
     assert _short_name("short") == "<td>short</td>" and _short_name(None) == "<td></td>"
+
+
+# --- what each figure is (the task's Figures) ---------------------------------------------------
+def _overall_names(text: str) -> list[str]:
+    overall = text[text.index("<h2>Overall"):]
+    overall = overall[:overall.index('<p class="note">Intervals')]
+    overall = overall.split('<table id="timings">')[0]
+    return re.findall(r"<tr><td>([^<]+)</td>", overall)
+
+
+def test_settings_and_timings_are_not_listed_or_charted_as_metrics(answers_run, query_run,
+                                                                   retrieval_run, tmp_path):
+    """Each task declares which of its figures are settings, timings, older names or not on
+    [0, 1] (``Task.figures``); the HTML reads that: settings in the Overall heading, timings in
+    their own table, ``recall_at_k`` under its own name, the similarity score never charted
+    even when every value falls in [0, 1] (a dense retriever's cosine)."""
+    answers = _report_text(answers_run.log.paths.batch)
+    assert "<h2>Overall (match = numeric, missing_mode = wrong)</h2>" in answers
+    assert not {"match", "missing_mode"} & set(_overall_names(answers))
+    query = _report_text(query_run.log.paths.batch)
+    rules = query_run.metrics["overall_metrics"]["rules"]
+    assert f"<h2>Overall (rules = {rules})</h2>" in query and "rules" not in _overall_names(query)
+    # retrieval: the timing apart, and a copy whose scores all lie in [0, 1]
+    folder = tmp_path / "copy"
+    shutil.copytree(retrieval_run.log.paths.folder, folder)
+    metrics_file = folder / retrieval_run.log.paths.metrics.name
+    doc = json.loads(metrics_file.read_text())
+    for figures in doc["group_metrics"]["dataset"].values():
+        figures["avg_score_incorrect"] = 0.6
+    doc["overall_metrics"]["incorrect_retrievals_analysis"]["avg_score_incorrect"] = 0.6
+    metrics_file.write_text(json.dumps(doc))
+    text = _report_text(folder / retrieval_run.log.paths.batch.name)
+    names = _overall_names(text)
+    assert "mean_retrieval_time_ms" not in names and "recall_at_k" not in names and "k" not in names
+    timings = text[text.index('<table id="timings">'):]
+    assert re.match(r'<table id="timings">.*?<td>mean_retrieval_time_ms</td>', timings)
+    svgs = "".join(re.findall(r"<svg.*?</svg>", text, flags=re.S))
+    assert "avg_score_incorrect" not in svgs and "recall_at_k" not in svgs
+    assert "recall@10" in svgs  # the metrics themselves are still charted
+    # a task that declares nothing keeps every figure
+    assert RetrievalTask.figures.kind("recall_at_k") == "alias"
+    assert RetrievalTask.figures.kind("incorrect_retrievals_analysis.avg_score_incorrect") == "unbounded"
+    assert Figures().kind("k") == "metric"
+
+
+def test_single_k_console_and_charts_name_recall_by_its_k(tmp_path, examples_dir):
+    """A single-k run's dataset figures are stored under the reference's ``recall_at_k``; the
+    console column and the HTML chart call it ``recall@5``."""
+    ret = examples_dir / "retrieval"
+    result = start_run(RunConfig(suite=str(ret / "questions.csv"), out=str(tmp_path), reports=False,
+                                 task_options={"k": [5], "corpus": str(ret / "corpus.jsonl")}))
+    assert "recall_at_k" in next(iter(result.metrics["group_metrics"]["dataset"].values()))
+    text = _console_text(render_summary(result.task.summary(result.metrics), result.metrics))
+    assert "recall_at_k" not in text and "mean_retrieval_time_ms" not in text.split("Timings")[0]
+    by_dataset = text[text.index("By dataset"):]
+    for name, figures in result.metrics["group_metrics"]["dataset"].items():
+        assert re.search(rf"{name}\s+│\s+\d+\s+│\s+{figures['recall_at_k']:.4f}", by_dataset)
+    page = _report_text(result.log.paths.batch)
+    svgs = "".join(re.findall(r"<svg.*?</svg>", page, flags=re.S))
+    assert "recall_at_k" not in page and "recall@5" in svgs

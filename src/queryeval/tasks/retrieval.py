@@ -21,7 +21,7 @@ from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 
 
 class RetrievalOptions(TaskOptions):
@@ -137,6 +137,11 @@ class _AtK:
 
 class RetrievalTask(Task):
     name = "retrieval"
+    figures = Figures(
+        settings=("k",), timings=("mean_retrieval_time_ms",),
+        # the reference's names of the figures at the run's k, kept in the metrics file
+        aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
+        unbounded=("avg_score_incorrect",))  # the retriever's similarity score (BM25: > 1)
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -423,12 +428,14 @@ class RetrievalTask(Task):
         several = bool(self.smaller_ks())
         every_k = [f"recall@{j}" for j in self.options.k]
         groups = metrics["group_metrics"]["dataset"] if several else metrics["dataset_metrics"]
+        if not several:  # the reference's layout names recall at the run's k recall_at_k
+            groups = {name: {f"recall@{k}": g.get("recall_at_k"), **g} for name, g in groups.items()}
         return [
-            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
-                     "mean_retrieval_time_ms", "total_questions", "successful_retrievals",
-                     "errors"], title=f"Overall (k={', '.join(map(str, self.options.k))})"),
-            Groups(groups, "dataset", ["sample_size", *(every_k if several else ["recall_at_k"]),
-                                       f"mrr@{k}", "avg_score_incorrect"]),
+            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}", "total_questions",
+                     "successful_retrievals", "errors"],
+                    title=f"Overall (k={', '.join(map(str, self.options.k))})"),
+            Overall(list(self.figures.timings), title="Timings"),
+            Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
         ]
 
     # --- what the reports show ----------------------------------------------------------------
