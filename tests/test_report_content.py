@@ -516,3 +516,47 @@ def test_single_k_console_and_charts_name_recall_by_its_k(tmp_path, examples_dir
     page = _report_text(result.log.paths.batch)
     svgs = "".join(re.findall(r"<svg.*?</svg>", page, flags=re.S))
     assert "recall_at_k" not in page and "recall@5" in svgs
+
+
+def test_notebook_view_lists_metrics_as_the_report_does(answers_run, retrieval_run, tmp_path):
+    """A Run in a notebook (``_repr_html_``): settings beside the heading, not as metric rows;
+    no ``recall_at_k`` beside ``recall@10``; no empty group (``concept (0)``)."""
+    import queryeval as qe
+
+    answers = qe.load(answers_run.log.paths.batch)._repr_html_()
+    rows = re.findall(r"<tr><td>([^<]+)</td>", answers)
+    assert "match = numeric, missing_mode = wrong" in answers
+    assert "psaq" in rows and not {"match", "missing_mode"} & set(rows)
+    retrieval = qe.load(retrieval_run.log.paths.batch)._repr_html_()
+    rows = re.findall(r"<tr><td>([^<]+)</td>", retrieval)
+    assert "recall@10" in rows and "recall_at_k" not in rows and "k" not in rows
+    folder = tmp_path / "copy"
+    shutil.copytree(answers_run.log.paths.folder, folder)
+    metrics_file = folder / answers_run.log.paths.metrics.name
+    doc = json.loads(metrics_file.read_text())
+    doc["group_metrics"]["concept"] = {}
+    metrics_file.write_text(json.dumps(doc))
+    page = qe.load(folder / answers_run.log.paths.batch.name)._repr_html_()
+    assert "concept (0)" not in page and "concept_group (" in page
+
+
+def test_data_values_are_written_as_meant_in_one_place():
+    """A database's sum that lands one binary step above 12.78 prints as 12.780000000000001
+    with repr; result rows show 12.78. Figures keep their 4 decimals; both come from
+    report.numbers."""
+    import math
+
+    from queryeval.report import console, html_page
+    from queryeval.report.html_details import _rows_table
+    from queryeval.report.numbers import figure, value_text
+
+    above = math.nextafter(12.78, 13)
+    assert repr(above) == "12.780000000000001" and repr(1.1 * 3) == "3.3000000000000003"
+    assert value_text(above) == "12.78" and value_text(1.1 * 3) == "3.3" and value_text(3.0) == "3.0"
+    assert value_text(0.1 + 0.2) == "0.3" and value_text(1e300) == "1e+300"
+    assert value_text(2 ** 0.5) == "1.4142135623731" and value_text(7) == "7"
+    for x in (12.78, 0.1, 1 / 3, 123456.789, 5e-324):  # 15 digits read back as written
+        assert float(value_text(x)) == float(f"{x:.15g}")
+    html = _rows_table("rows", {"columns": ["gross"], "rows": [[above]], "matched": [True]})
+    assert "<td class=\"hit\">12.78</td>" in html and "12.780000000000001" not in html
+    assert console.fmt is html_page.fmt is figure and figure(0.5) == "0.5000"

@@ -11,14 +11,10 @@ from typing import Any
 from rich.table import Table
 
 from queryeval.io.safetext import console_text
+from queryeval.report.numbers import figure
 
 
-def fmt(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
+fmt = figure  # one formatter for every surface (report.numbers)
 
 
 def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Overall") -> Table:
