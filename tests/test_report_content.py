@@ -510,6 +510,8 @@ def test_single_k_console_and_charts_name_recall_by_its_k(tmp_path, examples_dir
     assert "recall_at_k" in next(iter(result.metrics["group_metrics"]["dataset"].values()))
     text = _console_text(render_summary(result.task.summary(result.metrics), result.metrics))
     assert "recall_at_k" not in text and "mean_retrieval_time_ms" not in text.split("Timings")[0]
+    timings = text[text.index("Timings"):text.index("By dataset")]
+    assert re.search(r"timing\s+┃\s+value", timings) and "mean_retrieval_time_ms" in timings
     by_dataset = text[text.index("By dataset"):]
     for name, figures in result.metrics["group_metrics"]["dataset"].items():
         assert re.search(rf"{name}\s+│\s+\d+\s+│\s+{figures['recall_at_k']:.4f}", by_dataset)

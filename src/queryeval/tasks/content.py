@@ -23,10 +23,11 @@ from typing import Any, Literal
 @dataclass(frozen=True)
 class Overall:
     """The run's overall figures (``metrics["overall_metrics"]``): ``keys`` in that order
-    (None: every scalar figure)."""
+    (None: every scalar figure); ``what`` heads the names' column (``metric``, ``timing``)."""
 
     keys: Sequence[str] | None = None
     title: str = "Overall"
+    what: str = "metric"
 
 
 @dataclass(frozen=True)

@@ -434,7 +434,7 @@ class RetrievalTask(Task):
             Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}", "total_questions",
                      "successful_retrievals", "errors"],
                     title=f"Overall (k={', '.join(map(str, self.options.k))})"),
-            Overall(list(self.figures.timings), title="Timings"),
+            Overall(list(self.figures.timings), title="Timings", what="timing"),
             Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
         ]
 
