@@ -562,3 +562,20 @@ def test_data_values_are_written_as_meant_in_one_place():
     html = _rows_table("rows", {"columns": ["gross"], "rows": [[above]], "matched": [True]})
     assert "<td class=\"hit\">12.78</td>" in html and "12.780000000000001" not in html
     assert console.fmt is html_page.fmt is figure and figure(0.5) == "0.5000"
+
+
+def test_viewer_reads_the_same_declared_figures(answers_run, retrieval_run):
+    """The viewer's index headlines and run page take the task's Figures too (by the task's
+    name in the index): no ``match``/``k`` headline, the timing kept as a time."""
+    from queryeval.viewer.index import headline_figures
+    from queryeval.viewer.results import run_figures
+
+    figures, kinds = headline_figures(answers_run.metrics["overall_metrics"], None, "answers")
+    assert "psaq" in figures and not {"match", "missing_mode"} & set(figures)
+    overall = retrieval_run.metrics["overall_metrics"]
+    figures, kinds = headline_figures(overall, 10, "retrieval")
+    assert "k" not in figures and "recall_at_k" not in figures and "recall@10" in figures
+    assert kinds["mean_retrieval_time_ms"] == "time"
+    page = run_figures(load_run(answers_run.log.paths.batch), resamples=100)
+    assert page["settings"] == "match = numeric, missing_mode = wrong"
+    assert not {"match", "missing_mode"} & {row["metric"] for row in page["overall_rows"]}

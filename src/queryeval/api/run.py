@@ -281,10 +281,12 @@ class Run:
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
-        from queryeval.report.html import figure_kinds, overall_figures
+        from queryeval.report.html import figure_kinds, overall_figures, overall_timings
 
         # the HTML report's split: settings in the heading, older names under their own
-        figures, settings, timings = overall_figures(self.overall, figure_kinds(self.task))
+        kinds = figure_kinds(self.task)
+        figures, settings = overall_figures(self.overall, kinds)
+        timings = overall_timings(self.overall, kinds)
         head += f" · {e(settings)}" if settings else ""
         rows = "".join(
             f"<tr><td>{e(str(k))}</td><td style='text-align:right'>{e(_fmt(v))}</td></tr>"

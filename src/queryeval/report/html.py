@@ -17,6 +17,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,23 +44,36 @@ _AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
 
 
 def figure_kinds(task: Any) -> Figures:
-    """What the task says its figures are (:class:`~queryeval.tasks.content.Figures`);
-    nothing declared for a task that does not say."""
+    """What the task (a Task, or a task's name) says its figures are
+    (:class:`~queryeval.tasks.content.Figures`); nothing declared for a task that does not
+    say or cannot be loaded."""
+    if isinstance(task, str):
+        from queryeval.tasks.base import task_class
+
+        try:
+            task = task_class(task)
+        except Exception:  # noqa: BLE001 - an unknown or broken plug-in: nothing declared
+            return Figures()
     kinds = getattr(task, "figures", None)
     return kinds if isinstance(kinds, Figures) else Figures()
 
 
-def overall_figures(overall: dict, kinds: Figures | None = None
-                    ) -> tuple[dict[str, Any], str, dict[str, Any]]:
+def overall_figures(overall: dict, kinds: Figures | None = None) -> tuple[dict[str, Any], str]:
     """The overall figures split as the task declares them (``kinds``): the metrics to list
-    (an older name left out when its figure is listed under its own name), the settings as
-    heading text (``k = 10, match = numeric``; empty when none) and the timings."""
+    (settings and timings left out, an older name shown as its figure's own name) and the
+    settings as heading text (``k = 10, match = numeric``; empty when none)."""
     kinds = kinds or Figures()
     figures = flatten(overall)
     settings = {key: figures.pop(key) for key in list(figures) if kinds.kind(key) == "setting"}
-    timings = {key: figures.pop(key) for key in list(figures) if kinds.kind(key) == "timing"}
+    figures = {key: v for key, v in figures.items() if kinds.kind(key) != "timing"}
     figures = own_names(figures, kinds, settings)
-    return figures, ", ".join(f"{key} = {value}" for key, value in settings.items()), timings
+    return figures, ", ".join(f"{key} = {value}" for key, value in settings.items())
+
+
+def overall_timings(overall: dict, kinds: Figures | None = None) -> dict[str, Any]:
+    """The overall figures the task calls timings (``mean_retrieval_time_ms``), listed apart."""
+    kinds = kinds or Figures()
+    return {key: v for key, v in flatten(overall).items() if kinds.kind(key) == "timing"}
 
 
 def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any]) -> dict[str, Any]:
@@ -223,24 +237,37 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
     return cis
 
 
-def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
-             resamples: int, seed: int) -> str:
-    kinds = figure_kinds(run.task)
-    figures, _, timings = overall_figures(metrics.get("overall_metrics", {}), kinds)
-    rows, chart_rows, chart_ci = [], [], []
+def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
+                 ) -> list[tuple[str, Any, stats.MeanCI | None]]:
+    """The Overall table: (figure, value, its case-bootstrap CI or None) for each overall
+    metric (settings, timings and older names left out, as the task declares them); a CI is
+    given only where it is the CI of that very figure (its mean equals the value). The
+    viewer reads this too."""
+    figures, _ = overall_figures(metrics.get("overall_metrics", {}), figure_kinds(run.task))
+    out = []
     for key, value in figures.items():
         ci = cis.get(key)
         agrees = (ci is not None and ci.mean is not None and isinstance(value, (int, float))
                   and abs(ci.mean - value) <= 1e-9)
         agrees = agrees and ci.low is not None
-        interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if agrees else "—"
+        out.append((key, value, ci if agrees else None))
+    return out
+
+
+def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
+             resamples: int, seed: int) -> str:
+    kinds = figure_kinds(run.task)
+    timings = overall_timings(metrics.get("overall_metrics", {}), kinds)
+    rows, chart_rows, chart_ci = [], [], []
+    for key, value, ci in overall_rows(run, metrics, cis):
+        interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else "—"
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
-                     f'<td class="num">{ci.n if agrees else ""}</td>'])
+                     f'<td class="num">{ci.n if ci is not None else ""}</td>'])
         if (_is_rate(value) and kinds.chartable(key)
                 and not lower_is_better(run.task, key.rsplit(".", 1)[-1])):
             chart_rows.append((key, [value]))
-            chart_ci.append([(ci.low, ci.high) if agrees else None])
+            chart_ci.append([(ci.low, ci.high) if ci is not None else None])
     out = [table(["metric", "value", "95% CI of the case mean", "cases"], rows)]
     if timings:
         out.append(table(["timing", "value"], [[f"<td>{esc(k)}</td>", num_cell(v)]
@@ -468,13 +495,24 @@ def repeats_section(rep: dict | None) -> str:
 
 
 # --- the page ---------------------------------------------------------------------------------
-def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
-    """The HTML text of a run's report."""
+@dataclass
+class ReportFigures:
+    """What a run's report shows, computed once: the metrics (the metrics file's, or those of
+    the cases done so far), each record's per-case metrics and verdict, the CIs."""
+
+    metrics: dict
+    values: list[dict[str, float]]
+    verdicts: list[str]
+    cis: dict[str, stats.MeanCI]
+    finished: bool
+
+
+def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
+                   seed: int = 0) -> ReportFigures:
+    """The figures of :func:`render_report` (the viewer shows the same ones)."""
     run = load_run(run)
     metrics = run.metrics
-    note = ""
     if metrics is None:
-        note = '<p class="error">this run is not finished: figures cover the cases done so far</p>'
         repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
         if run.task is None:
             metrics = {}
@@ -499,6 +537,16 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)
     cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed)
+    return ReportFigures(metrics, values, verdicts, cis, run.metrics is not None)
+
+
+def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
+    """The HTML text of a run's report."""
+    run = load_run(run)
+    fig = report_figures(run, resamples=resamples, seed=seed)
+    metrics, values, verdicts, cis = fig.metrics, fig.values, fig.verdicts, fig.cis
+    note = "" if fig.finished else (
+        '<p class="error">this run is not finished: figures cover the cases done so far</p>')
     title = f"queryeval report · {run.task_name} · {run.batch_id[:8]}"
     settings = overall_figures(metrics.get("overall_metrics", {}), figure_kinds(run.task))[1]
     overall_h = f"Overall ({settings})" if settings else "Overall"
