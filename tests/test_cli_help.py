@@ -213,3 +213,17 @@ def test_version():
     proc = cli("--version")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"queryeval {__version__}\n", "")
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", __version__)
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "audit", "cache"])
+def test_help_at_80_columns_folds_long_words_instead_of_cutting_them(command):
+    """At 80 columns (set here, not the machine's) a help word longer than its column (a
+    URL, a path, a default) is folded onto the next line; Typer's Columns cut it to
+    ``https://api.openai.com/…``."""
+    text = cli(command, "--help", columns=80).stdout
+    assert text and max(len(line) for line in text.splitlines()) <= 80
+    assert not re.search(r"…\s*│", text), re.search(r".*…\s*│", text).group(0)
+    if command == "run":  # the folded default reads whole once its pieces are joined
+        cells = "".join(line.rstrip(" │").split("│")[-1].strip() if "│" in line else ""
+                        for line in text.splitlines())
+        assert "[default:https://api.openai.com/v1]" in cells.replace(" ", "")

@@ -8,6 +8,7 @@ checked against hand-computed figures. The shipped DABench-format example
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -91,9 +92,15 @@ def run_readme(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def logged_files(cwd: Path, proc) -> list[Path]:
-    """The files named on the run's one ``run log:`` line (relative to ``cwd``)."""
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
-    return [cwd / p for p in line.removeprefix("run log: ").split(", ")]
+    """The files a run names (relative to ``cwd``): ``run log: FOLDER`` with the log's file
+    names indented below it, then one ``report: PATH`` / ``export: PATH`` line each."""
+    lines = proc.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("run log: "))
+    folder = cwd / lines[start].removeprefix("run log: ")
+    names = [x[2:] for x in itertools.takewhile(lambda x: x.startswith("  "), lines[start + 1:])]
+    rest = [x.split(": ", 1)[1] for x in lines[start + 1 + len(names):]
+            if x.startswith(("report: ", "export: "))]
+    return [folder / n for n in names] + [cwd / p for p in rest]
 
 
 def check_answers(cwd: Path, proc) -> None:
@@ -295,3 +302,19 @@ def test_tune_shows_progress_on_a_terminal_and_writes_beside_the_runs(tmp_path, 
     assert out == f"tuning: {json_path}, {json_path.with_suffix('.xlsx')}\n"
     doc = json.loads(json_path.read_text())
     assert doc["summary"]["questions"] == 20 and len(doc["rows"]) == 3
+
+
+def test_sql_example_without_its_database_says_how_to_build_it(tmp_path):
+    """examples/sql ships shop.sql and build_db.py, not the database: the error says to run
+    build_db.py first (one line, exit 2), and the run works once it has been run."""
+    sql = tmp_path / "sql"
+    shutil.copytree(REPO / "examples" / "sql", sql, ignore=shutil.ignore_patterns("*.sqlite"))
+    args = [sys.executable, "-m", "queryeval", "run", str(sql / "suite.yaml"), "--responses",
+            str(sql / "predictions.jsonl"), "--out", str(tmp_path / "runs"), "-q", "--no-report"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {sql / 'shop.sqlite'}: sqlite database file not found (build "
+                           f"it first: python {sql / 'build_db.py'})\n")
+    subprocess.run([sys.executable, str(sql / "build_db.py")], check=True, capture_output=True)
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

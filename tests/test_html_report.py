@@ -225,3 +225,16 @@ def test_line_chart_geometry():
     assert 'd="M46 139 L496 18"' in svg and "&lt;t&gt;" in svg
     with pytest.raises(ValueError):
         line_chart([1, 2], {"s": [0.5]}, title="x")
+
+
+def test_repeated_run_counts_attempts_not_cases(tmp_path, examples_dir):
+    """With --repeats a record is an attempt: the case table says "46 attempts (23 cases ×
+    2)" and marks each row's attempt; the details name the attempt (both said "46 cases")."""
+    result = start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"),
+                                 responses=str(examples_dir / "sdmx" / "responses.jsonl"),
+                                 out=str(tmp_path), reports=False, repeats=2))
+    text = render_report(result.log.paths.batch, resamples=100)
+    assert "46 cases" not in text  # 5 failing cases (test_case_table_links_every_failure) × 2
+    assert "<summary>46 attempts (23 cases × 2): 36 pass, 10 fail, 0 error" in text
+    assert f'{FRANCE} <span class="note">#1</span>' in text
+    assert f"<code>{FRANCE}</code> attempt 1" in text

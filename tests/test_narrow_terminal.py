@@ -51,8 +51,9 @@ def test_run_summary_shows_every_number_whole_at_40_columns(name: str, tmp_path:
     proc = cli("run", *args, "--out", str(tmp_path), "--no-report")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    log = re.search(r"run log: .*?(\S+metrics_[\w-]+\.json)", out).group(1)
-    metrics = json.loads(Path(log).read_text())
+    folder = re.search(r"^run log: (.+)$", out, re.M).group(1)
+    log = re.search(r"^  (metrics_[\w-]+\.json)$", out, re.M).group(1)
+    metrics = json.loads((Path(folder) / log).read_text())
     assert "…" not in out
     for token in names:
         assert whole(token, out), token

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import openpyxl
@@ -23,6 +24,7 @@ from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 from queryeval.suite.retrieval import read_corpus
 from queryeval.tasks.query import result_sample
+from queryeval.tasks.content import Figures
 from queryeval.tasks.retrieval import RetrievalTask
 
 EVIL = "<script>alert(1)</script>"
@@ -89,6 +91,20 @@ def test_retrieval_single_k_keeps_the_reference_layout():
     assert task.smaller_ks() == []
     m = task.aggregate([])
     assert "recall@1" not in m["overall_metrics"] and m["group_metrics"] == {"dataset": {}}
+
+
+def test_a_users_own_retriever_is_not_recorded_as_bm25(tmp_path, examples_dir):
+    """A run of recorded responses (or --system) records no built-in retriever: its batch said
+    ``retriever: bm25``; a built-in run without --retriever still reports bm25."""
+    ret = examples_dir / "retrieval"
+    result = start_run(RunConfig(suite=str(ret / "questions.csv"), responses=str(ret / "responses.jsonl"),
+                                 out=str(tmp_path), reports=False, task_options={"k": [5]}))
+    batch = json.loads(result.log.paths.batch.read_text())
+    assert batch["evaluation_config"]["task_options"]["retriever"] is None
+    assert f"<th>system</th><td>recorded: {ret / 'responses.jsonl'}</td>" in _report_text(
+        result.log.paths.batch)
+    assert RetrievalTask({}).system_label() == "bm25"
+    assert RetrievalTask({"retriever": "bm25"}).system_label() == "bm25"
 
 
 def test_retrieval_html_xlsx_and_system_label(retrieval_run, examples_dir):
@@ -440,3 +456,126 @@ def test_long_case_names_are_cut_with_the_full_text_on_hover():
     shown = cell[cell.index(">") + 1:-len("</td>")]
     assert len(shown.replace(EVIL_ESCAPED, EVIL)) == NAME_CHARS and "<script>" not in cell
     assert _short_name("short") == "<td>short</td>" and _short_name(None) == "<td></td>"
+
+
+# --- what each figure is (the task's Figures) ---------------------------------------------------
+def _overall_names(text: str) -> list[str]:
+    overall = text[text.index("<h2>Overall"):]
+    overall = overall[:overall.index('<p class="note">Intervals')]
+    overall = overall.split('<table id="timings">')[0]
+    return re.findall(r"<tr><td>([^<]+)</td>", overall)
+
+
+def test_settings_and_timings_are_not_listed_or_charted_as_metrics(answers_run, query_run,
+                                                                   retrieval_run, tmp_path):
+    """Each task declares which of its figures are settings, timings, older names or not on
+    [0, 1] (``Task.figures``); the HTML reads that: settings in the Overall heading, timings in
+    their own table, ``recall_at_k`` under its own name, the similarity score never charted
+    even when every value falls in [0, 1] (a dense retriever's cosine)."""
+    answers = _report_text(answers_run.log.paths.batch)
+    assert "<h2>Overall (match = numeric, missing_mode = wrong)</h2>" in answers
+    assert not {"match", "missing_mode"} & set(_overall_names(answers))
+    query = _report_text(query_run.log.paths.batch)
+    rules = query_run.metrics["overall_metrics"]["rules"]
+    assert f"<h2>Overall (rules = {rules})</h2>" in query and "rules" not in _overall_names(query)
+    # retrieval: the timing apart, and a copy whose scores all lie in [0, 1]
+    folder = tmp_path / "copy"
+    shutil.copytree(retrieval_run.log.paths.folder, folder)
+    metrics_file = folder / retrieval_run.log.paths.metrics.name
+    doc = json.loads(metrics_file.read_text())
+    for figures in doc["group_metrics"]["dataset"].values():
+        figures["avg_score_incorrect"] = 0.6
+    doc["overall_metrics"]["incorrect_retrievals_analysis"]["avg_score_incorrect"] = 0.6
+    metrics_file.write_text(json.dumps(doc))
+    text = _report_text(folder / retrieval_run.log.paths.batch.name)
+    names = _overall_names(text)
+    assert "mean_retrieval_time_ms" not in names and "recall_at_k" not in names and "k" not in names
+    timings = text[text.index('<table id="timings">'):]
+    assert re.match(r'<table id="timings">.*?<td>mean_retrieval_time_ms</td>', timings)
+    svgs = "".join(re.findall(r"<svg.*?</svg>", text, flags=re.S))
+    assert "avg_score_incorrect" not in svgs and "recall_at_k" not in svgs
+    assert "recall@10" in svgs  # the metrics themselves are still charted
+    # a task that declares nothing keeps every figure
+    assert RetrievalTask.figures.kind("recall_at_k") == "alias"
+    assert RetrievalTask.figures.kind("incorrect_retrievals_analysis.avg_score_incorrect") == "unbounded"
+    assert Figures().kind("k") == "metric"
+
+
+def test_single_k_console_and_charts_name_recall_by_its_k(tmp_path, examples_dir):
+    """A single-k run's dataset figures are stored under the reference's ``recall_at_k``; the
+    console column and the HTML chart call it ``recall@5``."""
+    ret = examples_dir / "retrieval"
+    result = start_run(RunConfig(suite=str(ret / "questions.csv"), out=str(tmp_path), reports=False,
+                                 task_options={"k": [5], "corpus": str(ret / "corpus.jsonl")}))
+    assert "recall_at_k" in next(iter(result.metrics["group_metrics"]["dataset"].values()))
+    text = _console_text(render_summary(result.task.summary(result.metrics), result.metrics))
+    assert "recall_at_k" not in text and "mean_retrieval_time_ms" not in text.split("Timings")[0]
+    timings = text[text.index("Timings"):text.index("By dataset")]
+    assert re.search(r"timing\s+┃\s+value", timings) and "mean_retrieval_time_ms" in timings
+    by_dataset = text[text.index("By dataset"):]
+    for name, figures in result.metrics["group_metrics"]["dataset"].items():
+        assert re.search(rf"{name}\s+│\s+\d+\s+│\s+{figures['recall_at_k']:.4f}", by_dataset)
+    page = _report_text(result.log.paths.batch)
+    svgs = "".join(re.findall(r"<svg.*?</svg>", page, flags=re.S))
+    assert "recall_at_k" not in page and "recall@5" in svgs
+
+
+def test_notebook_view_lists_metrics_as_the_report_does(answers_run, retrieval_run, tmp_path):
+    """A Run in a notebook (``_repr_html_``): settings beside the heading, not as metric rows;
+    no ``recall_at_k`` beside ``recall@10``; no empty group (``concept (0)``)."""
+    import queryeval as qe
+
+    answers = qe.load(answers_run.log.paths.batch)._repr_html_()
+    rows = re.findall(r"<tr><td>([^<]+)</td>", answers)
+    assert "match = numeric, missing_mode = wrong" in answers
+    assert "psaq" in rows and not {"match", "missing_mode"} & set(rows)
+    retrieval = qe.load(retrieval_run.log.paths.batch)._repr_html_()
+    rows = re.findall(r"<tr><td>([^<]+)</td>", retrieval)
+    assert "recall@10" in rows and "recall_at_k" not in rows and "k" not in rows
+    folder = tmp_path / "copy"
+    shutil.copytree(answers_run.log.paths.folder, folder)
+    metrics_file = folder / answers_run.log.paths.metrics.name
+    doc = json.loads(metrics_file.read_text())
+    doc["group_metrics"]["concept"] = {}
+    metrics_file.write_text(json.dumps(doc))
+    page = qe.load(folder / answers_run.log.paths.batch.name)._repr_html_()
+    assert "concept (0)" not in page and "concept_group (" in page
+
+
+def test_data_values_are_written_as_meant_in_one_place():
+    """A database's sum that lands one binary step above 12.78 prints as 12.780000000000001
+    with repr; result rows show 12.78. Figures keep their 4 decimals; both come from
+    report.numbers."""
+    import math
+
+    from queryeval.report import console, html_page
+    from queryeval.report.html_details import _rows_table
+    from queryeval.report.numbers import figure, value_text
+
+    above = math.nextafter(12.78, 13)
+    assert repr(above) == "12.780000000000001" and repr(1.1 * 3) == "3.3000000000000003"
+    assert value_text(above) == "12.78" and value_text(1.1 * 3) == "3.3" and value_text(3.0) == "3.0"
+    assert value_text(0.1 + 0.2) == "0.3" and value_text(1e300) == "1e+300"
+    assert value_text(2 ** 0.5) == "1.4142135623731" and value_text(7) == "7"
+    for x in (12.78, 0.1, 1 / 3, 123456.789, 5e-324):  # 15 digits read back as written
+        assert float(value_text(x)) == float(f"{x:.15g}")
+    html = _rows_table("rows", {"columns": ["gross"], "rows": [[above]], "matched": [True]})
+    assert "<td class=\"hit\">12.78</td>" in html and "12.780000000000001" not in html
+    assert console.fmt is html_page.fmt is figure and figure(0.5) == "0.5000"
+
+
+def test_viewer_reads_the_same_declared_figures(answers_run, retrieval_run):
+    """The viewer's index headlines and run page take the task's Figures too (by the task's
+    name in the index): no ``match``/``k`` headline, the timing kept as a time."""
+    from queryeval.viewer.index import headline_figures
+    from queryeval.viewer.results import run_figures
+
+    figures, kinds = headline_figures(answers_run.metrics["overall_metrics"], None, "answers")
+    assert "psaq" in figures and not {"match", "missing_mode"} & set(figures)
+    overall = retrieval_run.metrics["overall_metrics"]
+    figures, kinds = headline_figures(overall, 10, "retrieval")
+    assert "k" not in figures and "recall_at_k" not in figures and "recall@10" in figures
+    assert kinds["mean_retrieval_time_ms"] == "time"
+    page = run_figures(load_run(answers_run.log.paths.batch), resamples=100)
+    assert page["settings"] == "match = numeric, missing_mode = wrong"
+    assert not {"match", "missing_mode"} & {row["metric"] for row in page["overall_rows"]}

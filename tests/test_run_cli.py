@@ -3,6 +3,7 @@ the xlsx, bad input (exit 2, one line, no traceback), a run killed with SIGKILL 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -132,18 +133,35 @@ def test_validate_and_schema_commands(tmp_path, columns):
     assert schema["title"] == "queryeval test case"
 
 
-def test_run_log_line_is_not_wrapped(tmp_path):
-    """The run's "run log: ..." line names every written file on one line at any width."""
+def logged(stdout: str) -> dict[str, list[Path]]:
+    """The files a run's output names: ``run log: FOLDER`` with the log's file names indented
+    below it, then ``report: PATH`` and ``export: PATH`` lines."""
+    lines = stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("run log: "))
+    folder = Path(lines[start].removeprefix("run log: "))
+    names = [x[2:] for x in itertools.takewhile(lambda x: x.startswith("  "), lines[start + 1:])]
+    after = lines[start + 1 + len(names):]
+    return {"log": [folder / n for n in names],
+            "report": [Path(x.removeprefix("report: ")) for x in after if x.startswith("report: ")],
+            "export": [Path(x.removeprefix("export: ")) for x in after if x.startswith("export: ")]}
+
+
+def test_run_log_names_the_folder_and_each_file_on_its_own_line(tmp_path):
+    """The folder on the ``run log:`` line, the log's files indented below it, each report
+    on its own ``report:`` line (all were one ~1,000-character line); none wrapped at 30
+    columns."""
     out = deep_copy_of_suite(tmp_path).parent / "runs"
     proc = cli("run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
                columns=30)
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
     files = run_files(out)
     bid = files["batch"].stem.removeprefix("batch_")
-    listed = line.removeprefix("run log: ").split(", ")
-    assert listed == [str(files[k]) for k in ("batch", "jsonl", "csv", "metrics", "xlsx")] + [
-        str(files["batch"].parent / f"report_{bid}.html")]
+    folder = files["batch"].parent
+    assert proc.stdout.splitlines() == [
+        f"run log: {folder}", f"  batch_{bid}.json", f"  results_{bid}.jsonl",
+        f"  results_{bid}.csv", f"  metrics_{bid}.json", f"report: {folder / f'report_{bid}.xlsx'}",
+        f"report: {folder / f'report_{bid}.html'}"]
+    assert logged(proc.stdout)["log"] == [files[k] for k in ("batch", "jsonl", "csv", "metrics")]
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
@@ -325,6 +343,9 @@ def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("Repeats: 2 attempts per case") == 1
+    # the bar counts attempts (23 cases × 2), not "cases"
+    (bar,) = [x for x in proc.stderr.splitlines() if "46/46" in x]
+    assert bar.startswith("attempts ") and "cases" not in proc.stderr
     answers = REPO / "examples" / "answers"
     proc = subprocess.run(
         [sys.executable, "-m", "queryeval", "run", str(answers / "questions.jsonl"), "--labels",
@@ -332,9 +353,8 @@ def test_repeats_table_printed_once_and_run_log_names_every_file(tmp_path):
          "--export", "dabench", "--out", str(tmp_path / "a"), "-q"],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("run log: ")]
     (dabench,) = (tmp_path / "a").rglob("dabench_*.json")
-    assert line.endswith(f", {dabench}")
+    assert logged(proc.stdout)["export"] == [dabench]
 
 
 def test_trec_per_query_heading_is_one_plain_line(tmp_path):
@@ -407,3 +427,91 @@ def test_tune_bad_option_is_one_line(tmp_path, option, value, message):
     assert proc.returncode == 2
     assert proc.stderr.startswith(message.format(tmp=tmp_path)), proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_an_oversized_recorded_response_is_an_error_on_its_case(tmp_path, monkeypatch):
+    """A recorded line over the HTTP adapter's size cap is a ``malformed`` error on its case
+    with one message naming the line; the run goes on and the output is copied neither into
+    the results JSONL nor into the CSV (a 120 MB line was copied into both)."""
+    from queryeval.systems.http import HttpSystem
+    from queryeval.systems.recorded import RecordedSystem
+
+    cap = getattr(RecordedSystem, "max_response_bytes", None)
+    monkeypatch.setattr(RecordedSystem, "max_response_bytes", 4000, raising=False)
+    lines = RESPONSES.read_text().splitlines()
+    big = json.loads(lines[2])
+    big["indicator_selection"][0]["dimensions"][0]["values"][0]["name"] = "BIGBIGBIG" * 1000
+    lines[2] = json.dumps(big)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(responses), "--out", str(out), "-q"]) == 0
+    files = run_files(out)
+    records = [json.loads(x) for x in files["jsonl"].read_text().splitlines()]
+    errored = [r for r in records if r["status"] == "error"]
+    assert len(records) == 23 and [r["case_id"] for r in errored] == [big["case_id"]]
+    assert errored[0]["error_kinds"] == ["malformed"]
+    size = len(lines[2].encode()) + 1  # with its newline
+    assert f"responses.jsonl line 3 is {size:,} bytes, over the 4,000-byte cap" in json.dumps(
+        errored[0])
+    for path in (files["jsonl"], files["csv"]):
+        assert "BIGBIG" not in path.read_text()
+    assert cap == HttpSystem("http://x").max_response_bytes == 64 * 1024 * 1024
+    # shipped to Ray workers (pickled: the outputs travel), the line is still refused
+    import pickle
+
+    from queryeval.errors import SystemCallError
+    from queryeval.tasks.base import get_task
+
+    system = pickle.loads(pickle.dumps(RecordedSystem.load(responses, get_task("indicator_selection"))))
+    with pytest.raises(SystemCallError, match="line 3 is .* over the 4,000-byte cap"):
+        system.call({"case_id": big["case_id"]}, None)
+
+
+def test_resume_takes_any_file_of_the_batch(tmp_path, capsys):
+    """``--resume`` takes any file of a batch, as ``report`` and ``compare`` do (it refused
+    ``results_<id>.jsonl``); the unfinished run is continued to the same 23 records."""
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q",
+                 "--no-report"]) == 0
+    files = run_files(out)
+    full = files["jsonl"].read_text().splitlines()
+    metrics = json.loads(files["metrics"].read_text())["overall_metrics"]
+    for key in ("jsonl", "csv", "metrics"):
+        files["jsonl"].write_text("\n".join(full[:10]) + "\n")  # an interrupted run
+        batch = json.loads(files["batch"].read_text())
+        files["batch"].write_text(json.dumps({**batch, "status": "interrupted"}))
+        assert main(["run", "--resume", str(files[key]), "-q"]) == 0, capsys.readouterr().err
+        ids = [json.loads(x)["case_id"] for x in files["jsonl"].read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == 23, key
+        assert json.loads(files["metrics"].read_text())["overall_metrics"] == metrics
+    assert main(["run", "--resume", str(tmp_path / "notes_x.json"), "-q"]) == 2
+    assert "not a batch_<id>.json file, a file of the batch or a run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("after", "what"), [("--k", "is an option"),
+                                             ("--responses", "is an option"),
+                                             ("--bogus", "looks like an option")])
+def test_an_option_without_its_value_is_named(tmp_path, capsys, after, what):
+    """``--corpus --k 5``: click took ``--k`` as the corpus and reported "unexpected extra
+    argument (5)"; the message names the option that lacks its value."""
+    code = main(["run", str(SUITE), "--corpus", after, "5", "--out", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"error: --corpus: needs a value (the next word, {after}, {what}; a value starting "
+        "with -- is given as --corpus=VALUE)\n")
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_report_output_writes_only_beside_the_given_file(tmp_path):
+    """``report RUN --output X`` writes X and the Excel report beside X; the run's folder is
+    left byte for byte as it was (the xlsx in it was rewritten)."""
+    out = tmp_path / "o"
+    assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q"]) == 0
+    files = run_files(out)
+    before = {p: p.read_bytes() for p in files["batch"].parent.iterdir()}
+    target = tmp_path / "elsewhere" / "mine.html"
+    assert main(["report", str(files["jsonl"]), "--output", str(target)]) == 0
+    assert {p: p.read_bytes() for p in files["batch"].parent.iterdir()} == before
+    bid = files["batch"].stem.removeprefix("batch_")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["mine.html", f"report_{bid}.xlsx"]

@@ -124,7 +124,7 @@ def evaluate(
     max_error_rate: float = 1.0,
     isolate: bool = False,
     fail_under: Mapping[str, float] | None = None,
-    progress: Callable[[int, int], Any] | None = None,
+    progress: Callable[[int, int], Any] | bool | None = None,
     repeats: int = 1,
     pass_k: list[int] | tuple[int, ...] | None = None,
     cache: bool = False,
@@ -149,7 +149,8 @@ def evaluate(
         task: the task kind (default: inferred from the targets); custom kinds registered with
             :func:`queryeval.register_task` work too.
         out: the run-log folder. ``None``: a temporary folder that lives as long as the
-            returned Run (give ``out`` to keep the log and to resume it).
+            returned Run and is removed after it; its path is printed to stderr, saying so
+            (give ``out`` to keep the log and to resume it).
         options: task options, named like the command-line flags, e.g. ``k=[1, 5]``,
             ``corpus=...``, ``graph=...``/``database=...``/``endpoint=...``, ``data=...``,
             ``n=5``, ``match="strict"``, ``on_error="skip"``.
@@ -169,7 +170,9 @@ def evaluate(
             ``pass_rate``, ``pass@k``, ``pass^k`` of ``metrics["repeats"]`` (``--fail-under``):
             the names are checked before any call (ConfigError for an unknown one); after the
             run, :meth:`Run.check_gates` raises GateFailure for a missed one.
-        progress: ``progress(advance, total)`` callback.
+        progress: ``progress(advance, total)`` callback; ``None``: a progress line in a
+            notebook, a progress bar when stderr is a terminal, nothing elsewhere
+            (:mod:`queryeval.api.progress`); ``False``: none.
         repeats: call every scored turn this many times (``--repeats``); the metrics get a
             ``repeats`` section (pass rate, pass@k, pass^k, flaky cases; docs/repeats.md).
         pass_k: the k of pass@k / pass^k (``--pass-k``; each at most ``repeats``).
@@ -197,6 +200,12 @@ def evaluate(
     if resume and out is None:
         raise ConfigError("resume=True needs out=FOLDER (a temporary run log cannot be resumed)")
     opts = task_options(options, **kwargs)
+    shown = None
+    if progress is None or progress is True:
+        from queryeval.api.progress import auto_progress
+
+        progress = shown = auto_progress("attempts" if repeats > 1 else "cases")
+    progress = progress or None
     keep = None
     if out is None:
         keep = tempfile.TemporaryDirectory(prefix="queryeval-")
@@ -204,7 +213,12 @@ def evaluate(
     else:
         folder = Path(out)
     if resume and _one_batch(folder):
-        return _resume_matching(folder, suite, system, retry_errors=retry_errors, progress=progress)
+        try:
+            return _resume_matching(folder, suite, system, retry_errors=retry_errors,
+                                    progress=progress)
+        finally:
+            if shown is not None:
+                shown.close()
     suite_path, responses_path = _inputs(suite, responses, folder / "inputs")
     spec: str | None = None
     if system_name is not None and (not isinstance(system_name, str) or not system_name.strip()):
@@ -241,8 +255,15 @@ def evaluate(
                                                            (responses_path, responses))
                                             if k and not _is_path(v)}) from None
     finally:
+        if shown is not None:
+            shown.close()
         if spec is not None:
             callable_systems.unregister(spec)
+    if keep is not None:
+        from queryeval.api.progress import tell
+
+        tell(f"run log: {folder} (temporary: removed once this Run is no longer referenced; "
+             "give out=FOLDER to keep it)")
     return Run(result.log.paths.batch, warnings=result.warnings, keep=keep,
                fail_under=fail_under)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,9 @@ def _error_text(error: Any) -> str | None:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}" if math.isfinite(value) else str(value)
-    return str(value)
+    from queryeval.report.numbers import figure
+
+    return figure(value)
 
 
 class Run:
@@ -282,10 +281,17 @@ class Run:
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
+        from queryeval.report.html import figure_kinds, overall_figures, overall_timings
+
+        # the HTML report's split: settings in the heading, older names under their own
+        kinds = figure_kinds(self.task)
+        figures, settings = overall_figures(self.overall, kinds)
+        timings = overall_timings(self.overall, kinds)
+        head += f" · {e(settings)}" if settings else ""
         rows = "".join(
             f"<tr><td>{e(str(k))}</td><td style='text-align:right'>{e(_fmt(v))}</td></tr>"
-            for k, v in self.overall.items() if not isinstance(v, (dict, list)))
-        groups = ", ".join(f"{e(k)} ({len(v)})" for k, v in self.groups.items())
+            for k, v in {**figures, **timings}.items())
+        groups = ", ".join(f"{e(k)} ({len(v)})" for k, v in self.groups.items() if len(v))
         more = f"<p>groups: {groups}</p>" if groups else ""
         return (f"<div class='queryeval-run'><p>{head}</p><table><tr><th>metric</th>"
                 f"<th>value</th></tr>{rows}</table>{more}<p><code>{e(str(self.path))}</code>"

@@ -5,6 +5,8 @@
 * A docstring's single line breaks are source formatting, not layout: paragraphs are joined
   into one line each (Typer's rich help would keep the break and the indentation), so the
   help reflows to the terminal's width.
+* A long word in the help text (a URL, a path, a default) is folded onto the next line,
+  never cut to ``https://api.openai.com/…``.
 * Option names, their short forms and value types are never cut, however narrow the terminal:
   Typer's options table would crop them to ``--respo…``. Their columns do not wrap and only
   the help text column gives up width; when the names leave the help text less than
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.columns import Columns
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
@@ -52,6 +55,8 @@ class _HelpTable(Table):
     panels), keep every column but the last (the help text) whole."""
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        if renderables and isinstance(renderables[-1], Columns):
+            renderables = (*renderables[:-1], _wrapping(renderables[-1]))
         if not self.columns and renderables:
             for _ in renderables[:-1]:
                 self.add_column(no_wrap=True, overflow="fold")
@@ -76,6 +81,18 @@ class _HelpTable(Table):
             head.no_wrap, head.overflow = False, "fold"
             yield head
             yield Padding(cells[-1][r], (0, 0, 0, 4))
+
+
+def _wrapping(cell: Columns) -> Columns | Text:
+    """Typer's help cell (the help text, ``[default: …]``, ``[required]`` as
+    :class:`~rich.columns.Columns`) as one Text that wraps, folding a word longer than the
+    column (a URL, a path): Columns would cut such a word to ``https://api.openai.com/…``."""
+    items = list(cell.renderables)
+    if not items or not all(isinstance(i, Text) for i in items):
+        return cell
+    text = Text(" ").join(items)
+    text.no_wrap, text.overflow = False, "fold"
+    return text
 
 
 @contextmanager
@@ -103,8 +120,37 @@ class _HelpRules:
             super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
+def check_option_values(params: list[Any], args: list[str]) -> None:
+    """A value-taking option followed by another option of the command (``--corpus --k 5``)
+    is refused naming the option: click would take ``--k`` as the corpus path and report the
+    ``5`` as an unexpected extra argument."""
+    from queryeval.errors import ConfigError
+
+    names: set[str] = set()
+    takes_value: set[str] = set()
+    for param in params:
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        opts = [*param.opts, *getattr(param, "secondary_opts", ())]
+        names.update(opts)
+        if not param.is_flag and not param.count:
+            takes_value.update(param.opts)
+    for arg, after in zip(args, args[1:], strict=False):
+        if arg == "--":
+            return
+        if arg in takes_value and (after in names or after.startswith("--") and len(after) > 2):
+            what = "is an option" if after in names else "looks like an option"
+            raise ConfigError(f"{arg}: needs a value (the next word, {after}, {what}; "
+                              f"a value starting with -- is given as {arg}=VALUE)")
+
+
 class Command(_HelpRules, TyperCommand):
-    """A command whose help follows :class:`_HelpRules`."""
+    """A command whose help follows :class:`_HelpRules`, and whose value-taking options
+    refuse another option as their value (:func:`check_option_values`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        check_option_values(self.get_params(ctx), args)
+        return super().parse_args(ctx, args)
 
 
 class Group(_HelpRules, TyperGroup):

@@ -35,6 +35,7 @@ def command(
     source = console_plain(result.source_batch_id)  # from a run log: controls shown, not sent
     console.print(f"re-scored {source} (changed options: {changed})",
                   markup=False, highlight=False, soft_wrap=True)
-    written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
-    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html") if p.exists()]
-    console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False, soft_wrap=True)
+    from queryeval.cli.run import written_lines
+
+    for line in written_lines(paths):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

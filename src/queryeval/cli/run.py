@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 
@@ -177,7 +177,7 @@ def command(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=err_console, disable=quiet, transient=False,
     )
-    handle = bar.add_task("cases", total=None)
+    handle = bar.add_task(_progress_unit(repeats, resume), total=None)
 
     def progress(advance: int, total: int) -> None:
         """Started on the first call, once the suite has loaded, so errors print alone."""
@@ -318,12 +318,9 @@ def command(
             c = result.metrics["cache"]
             console.print(f"call cache: {c['hits']} hits, {c['calls']} calls ({c['folder']})",
                           markup=False, highlight=False)
+    for line in written_lines(RunPaths(result.folder, result.batch_id)):
+        console.print(line, markup=False, highlight=False)
     paths = RunPaths(result.folder, result.batch_id)
-    written = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
-    written += [paths.repeats_csv] if paths.repeats_csv.exists() else []
-    written += [p for p in (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html",
-                            paths.folder / f"dabench_{paths.batch_id}.json") if p.exists()]
-    console.print("run log: " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
@@ -336,3 +333,30 @@ def command(
         check_thresholds(result.metrics, thresholds)
         console.print("gates passed: " + ", ".join(f"{k} >= {v:g}" for k, v in thresholds.items()),
                       markup=False, highlight=False)
+
+
+def written_lines(paths: Any) -> list[str]:
+    """What a run wrote, a path a line: ``run log: FOLDER`` with the log's file names
+    indented below it, then ``report: PATH`` per report and ``export: PATH`` per export
+    (each line short enough to read; the whole list was one ~1,000-character line)."""
+    logs = [paths.batch, paths.results_jsonl, paths.results_csv, paths.metrics]
+    logs += [paths.repeats_csv] if paths.repeats_csv.exists() else []
+    lines = [f"run log: {paths.folder}", *(f"  {p.name}" for p in logs if p.exists())]
+    reports = (paths.report_xlsx, paths.folder / f"report_{paths.batch_id}.html")
+    lines += [f"report: {p}" for p in reports if p.exists()]
+    export = paths.folder / f"dabench_{paths.batch_id}.json"
+    lines += [f"export: {export}"] if export.exists() else []
+    return lines
+
+
+def _progress_unit(repeats: int, resume: Path | None) -> str:
+    """What the progress bar counts: ``cases``, or ``attempts`` (case × repeat) with repeats,
+    also when resuming a run of repeats."""
+    if resume is not None:
+        from queryeval.run.log import RunLog
+
+        try:
+            repeats = RunLog.open(resume).batch.get("evaluation_config", {}).get("repeats") or 1
+        except Exception:  # noqa: BLE001 - the resume itself reports a bad RUN
+            repeats = 1
+    return "attempts" if isinstance(repeats, int) and repeats > 1 else "cases"

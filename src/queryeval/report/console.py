@@ -11,20 +11,17 @@ from typing import Any
 from rich.table import Table
 
 from queryeval.io.safetext import console_text
+from queryeval.report.numbers import figure
 
 
-def fmt(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
+fmt = figure  # one formatter for every surface (report.numbers)
 
 
-def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Overall") -> Table:
+def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Overall",
+                  what: str = "metric") -> Table:
     overall = metrics["overall_metrics"]
     table = Table(title=console_text(title), title_justify="left")
-    table.add_column("metric")
+    table.add_column(console_text(what))
     table.add_column("value", justify="right")
     for key in keys or list(overall):
         value = overall.get(key)
@@ -53,7 +50,7 @@ def render_summary(content: Any, metrics: dict) -> list[Any]:
     for item in content if isinstance(content, (list, tuple)) else [content]:
         if isinstance(item, Overall):
             out.append(overall_table(metrics, keys=list(item.keys) if item.keys is not None
-                                     else None, title=item.title))
+                                     else None, title=item.title, what=item.what))
         elif isinstance(item, Groups):
             out.append(group_table(item.groups, item.label, list(item.columns)))
         elif isinstance(item, Note):

@@ -26,6 +26,7 @@ from queryeval.report.compare import LoadedRun, case_metrics, load_run, lower_is
 from queryeval.report.html_details import render_details
 from queryeval.report.html_page import esc, fmt, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
+from queryeval.tasks.content import Figures
 
 MAX_BARS = 60
 MAX_SERIES = 4
@@ -40,25 +41,55 @@ NAME_CHARS = 90
 SIZE_KEYS = ("cases", "questions", "sample_size", "count", "size")
 """Figures that give a group's size (n), first found wins; else in_target + not_in_target."""
 _AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
-# Run settings kept among the overall figures (retrieval's cut-off ``k``): named in the
-# Overall heading, not listed as a metric.
-_SETTINGS = ("k",)
-# Older names kept in the metrics file for the same figure under its ``name@k`` name
-# (retrieval's ``recall_at_k`` is ``recall@k`` at the run's k): each figure is listed once.
-_ALIASES = {"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"}
 
 
-def overall_figures(overall: dict) -> tuple[dict[str, Any], str]:
-    """The overall figures to list (settings and same-value aliases left out) and the
-    settings as heading text (``k = 10``), empty when there are none."""
+def figure_kinds(task: Any) -> Figures:
+    """What the task (a Task, or a task's name) says its figures are
+    (:class:`~queryeval.tasks.content.Figures`); nothing declared for a task that does not
+    say or cannot be loaded."""
+    if isinstance(task, str):
+        from queryeval.tasks.base import task_class
+
+        try:
+            task = task_class(task)
+        except Exception:  # noqa: BLE001 - an unknown or broken plug-in: nothing declared
+            return Figures()
+    kinds = getattr(task, "figures", None)
+    return kinds if isinstance(kinds, Figures) else Figures()
+
+
+def overall_figures(overall: dict, kinds: Figures | None = None) -> tuple[dict[str, Any], str]:
+    """The overall figures split as the task declares them (``kinds``): the metrics to list
+    (settings and timings left out, an older name shown as its figure's own name) and the
+    settings as heading text (``k = 10, match = numeric``; empty when none)."""
+    kinds = kinds or Figures()
     figures = flatten(overall)
-    settings = {key: figures.pop(key) for key in _SETTINGS
-                if isinstance(figures.get(key), int) and not isinstance(figures.get(key), bool)}
-    for alias, target in _ALIASES.items():
-        name = target.format(k=settings.get("k", ""))
-        if alias in figures and name in figures and figures[alias] == figures[name]:
-            del figures[alias]
+    settings = {key: figures.pop(key) for key in list(figures) if kinds.kind(key) == "setting"}
+    figures = {key: v for key, v in figures.items() if kinds.kind(key) != "timing"}
+    figures = own_names(figures, kinds, settings)
     return figures, ", ".join(f"{key} = {value}" for key, value in settings.items())
+
+
+def overall_timings(overall: dict, kinds: Figures | None = None) -> dict[str, Any]:
+    """The overall figures the task calls timings (``mean_retrieval_time_ms``), listed apart."""
+    kinds = kinds or Figures()
+    return {key: v for key, v in flatten(overall).items() if kinds.kind(key) == "timing"}
+
+
+def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with each older name (``recall_at_k``) under the figure's own name
+    (``recall@5``, ``{k}`` from ``settings``): dropped when that name is there with the same
+    value, renamed when it is not; kept when the two differ (then they are two figures)."""
+    out = dict(figures)
+    for alias, target in kinds.aliases.items():
+        if alias not in out or "{k}" in target and settings.get("k") is None:
+            continue
+        name = target.format(k=settings.get("k"))
+        if name not in out:
+            out = {name if key == alias else key: value for key, value in out.items()}
+        elif out[alias] == out[name]:
+            del out[alias]
+    return out
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -80,14 +111,16 @@ def _is_rate(v: Any) -> bool:
     return isinstance(v, float) and math.isfinite(v) and 0.0 <= v <= 1.0
 
 
-def rate_keys(members: dict[str, dict[str, Any]]) -> list[str]:
-    """Keys whose values are, for every member, a float in [0, 1] or None (not all None).
-    Counts are ints in the metrics JSON, so they never qualify; nor do latencies and other
-    better-lower figures (by name, see :func:`lower_is_better`)."""
+def rate_keys(members: dict[str, dict[str, Any]], kinds: Figures | None = None) -> list[str]:
+    """Keys whose values are, for every member, a float in [0, 1] or None (not all None),
+    and that the task calls metrics (``kinds``: no setting, timing, older name or score that
+    is not on [0, 1]). Counts are ints in the metrics JSON, so they never qualify; nor do
+    latencies and other better-lower figures (by name, see :func:`lower_is_better`)."""
+    kinds = kinds or Figures()
     keys: list[str] = []
     for figures in members.values():
         keys += [k for k in figures if k not in keys]
-    return [k for k in keys if not lower_is_better(None, k.rsplit(".", 1)[-1])
+    return [k for k in keys if kinds.chartable(k) and not lower_is_better(None, k.rsplit(".", 1)[-1])
             and all(f.get(k) is None or _is_rate(f.get(k)) for f in members.values())
             and any(_is_rate(f.get(k)) for f in members.values())]
 
@@ -207,9 +240,10 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
 def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
                  ) -> list[tuple[str, Any, stats.MeanCI | None]]:
     """The Overall table: (figure, value, its case-bootstrap CI or None) for each overall
-    figure (settings and aliases left out); a CI is given only where it is the CI of that
-    very figure (its mean equals the value). The viewer reads this too."""
-    figures, _ = overall_figures(metrics.get("overall_metrics", {}))
+    metric (settings, timings and older names left out, as the task declares them); a CI is
+    given only where it is the CI of that very figure (its mean equals the value). The
+    viewer reads this too."""
+    figures, _ = overall_figures(metrics.get("overall_metrics", {}), figure_kinds(run.task))
     out = []
     for key, value in figures.items():
         ci = cis.get(key)
@@ -222,16 +256,23 @@ def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
 
 def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
+    kinds = figure_kinds(run.task)
+    timings = overall_timings(metrics.get("overall_metrics", {}), kinds)
     rows, chart_rows, chart_ci = [], [], []
     for key, value, ci in overall_rows(run, metrics, cis):
         interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else "—"
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
                      f'<td class="num">{ci.n if ci is not None else ""}</td>'])
-        if _is_rate(value) and not lower_is_better(run.task, key.rsplit(".", 1)[-1]):
+        if (_is_rate(value) and kinds.chartable(key)
+                and not lower_is_better(run.task, key.rsplit(".", 1)[-1])):
             chart_rows.append((key, [value]))
             chart_ci.append([(ci.low, ci.high) if ci is not None else None])
     out = [table(["metric", "value", "95% CI of the case mean", "cases"], rows)]
+    if timings:
+        out.append(table(["timing", "value"], [[f"<td>{esc(k)}</td>", num_cell(v)]
+                                               for k, v in timings.items()],
+                         attrs=' id="timings"'))
     out.append('<p class="note">Intervals: percentile bootstrap over cases '
                f"({resamples} resamples, seed {seed}); shown for figures that are means over "
                "cases, or ratios of per-case sums (resampled as such).</p>")
@@ -273,7 +314,7 @@ def group_size(figures: dict) -> int | None:
     return None
 
 
-def _groups(metrics: dict) -> str:
+def _groups(metrics: dict, kinds: Figures | None = None) -> str:
     """Per group kind: bar charts of its [0, 1] figures (every series, at most
     :data:`MAX_SERIES` a chart; each bar labelled with the member's n), a radar chart only
     when there are enough members for one (:data:`RADAR_MIN_AXES`) and every charted figure
@@ -285,10 +326,11 @@ def _groups(metrics: dict) -> str:
             continue
         flat: dict[str, dict[str, Any]] = {}
         sizes: dict[str, int | None] = {}
+        run_k = {"k": (metrics.get("overall_metrics") or {}).get("k")}
         for name, figures in members.items():
-            flat[str(name)] = flatten(figures)
+            flat[str(name)] = own_names(flatten(figures), kinds or Figures(), run_k)
             sizes[str(name)] = group_size(figures) if isinstance(figures, dict) else None
-        keys = _prefer(rate_keys(flat))
+        keys = _prefer(rate_keys(flat, kinds))
         out.append(f"<h3>by {esc(kind)} ({len(flat)})</h3>")
         charts = []
         names = list(flat)[:MAX_BARS]
@@ -341,6 +383,15 @@ def _short_name(name: object) -> str:
     return f'<td title="{esc(text)}">{esc(text[:NAME_CHARS - 1].rstrip())}…</td>'
 
 
+def _unit(run: LoadedRun, n: int) -> str:
+    """``23 cases``, or with repeats ``69 attempts (23 cases × 3)``: a record is an attempt."""
+    repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
+    if repeats <= 1:
+        return f"{n} cases"
+    cases = len({r.get("case_id") for r in run.records})
+    return f"{n} attempts ({cases} cases × {repeats})"
+
+
 def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
     cols: list[str] = []
     for v in values:
@@ -348,7 +399,8 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
     counts_cols = _count_columns(run.records, cols)
     rows = []
     for i, (rec, v, verd) in enumerate(zip(run.records, values, verdicts, strict=True)):
-        cid = esc(rec.get("case_id"))
+        cid = esc(rec.get("case_id")) + (f' <span class="note">#{esc(rec["repeat"])}</span>'
+                                          if "repeat" in rec else "")
         link = f'<a href="#case-{i}">{cid}</a>' if verd != "pass" else cid
         tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in rec.get("tags") or [])
         cells = "".join(num_cell(int(v[k]) if k in counts_cols and k in v else v.get(k))
@@ -363,7 +415,7 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
     folded = "" if len(verdicts) <= OPEN_CASES else " (folded: click to open)"
     return (
         f'<details class="fold" id="cases-box"{" open" if not folded else ""}><summary>'
-        f"{len(verdicts)} cases: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+        f"{_unit(run, len(verdicts))}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
         + f"{folded}</summary>"
         '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
         'aria-label="filter cases"><select id="filter-status" aria-label="status">'
@@ -385,7 +437,8 @@ def _details(run: LoadedRun, verdicts: list[str]) -> str:
         if verd == "pass":
             continue
         head = (f'<span class="{esc(verd)}">[{esc(verd)}]</span> {esc(_cut(rec.get("name")))} '
-                f'<code>{esc(rec.get("case_id"))}</code>')
+                f'<code>{esc(rec.get("case_id"))}</code>'
+                + (f' attempt {esc(rec["repeat"])}' if "repeat" in rec else ""))
         body = render_details(run.task_name, run.task, rec)
         if fold:
             out.append(f'<details class="case" id="case-{i}"><summary>{head}</summary>'
@@ -397,7 +450,8 @@ def _details(run: LoadedRun, verdicts: list[str]) -> str:
         return '<p class="note">every case passed</p>'
     if not fold:
         return "".join(out)
-    return (f'<details class="fold" id="details-box"><summary>{shown} cases (folded: click to '
+    what = _unit(run, shown).split(" (")[0]
+    return (f'<details class="fold" id="details-box"><summary>{what} (folded: click to '
             f"open the list, then a case; a link from the table opens its case)</summary>"
             f'{"".join(out)}</details>')
 
@@ -494,14 +548,14 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
     note = "" if fig.finished else (
         '<p class="error">this run is not finished: figures cover the cases done so far</p>')
     title = f"queryeval report · {run.task_name} · {run.batch_id[:8]}"
-    settings = overall_figures(metrics.get("overall_metrics", {}))[1]
+    settings = overall_figures(metrics.get("overall_metrics", {}), figure_kinds(run.task))[1]
     overall_h = f"Overall ({settings})" if settings else "Overall"
     body = (
         f"<h1>{esc(run.task_name)} report</h1><p class=\"meta\">batch {esc(run.batch_id)}</p>{note}"
         f"{error_banner(metrics)}"
         f"{_meta(run)}<h2>{esc(overall_h)}</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
         f"{by_k(metrics)}{repeats_section(metrics.get('repeats'))}"
-        f"<h2>By group</h2>{_groups(metrics)}"
+        f"<h2>By group</h2>{_groups(metrics, figure_kinds(run.task))}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"
         f"<h2>Details of cases that did not pass</h2>{_details(run, verdicts)}"
     )

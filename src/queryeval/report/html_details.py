@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from queryeval.report.html_page import esc, fmt
+from queryeval.report.html_page import esc, fmt, value_text
 
 
 def _pretty(value: Any) -> str:
@@ -146,7 +146,7 @@ def _rows_table(title: str, part: dict | None) -> str:
         ok = i < len(matched) and matched[i]
         cls = "hit" if ok else "miss"
         body.append(f'<tr><td class="{cls}">{"✓" if ok else "✗"}</td>'
-                    + "".join(f'<td class="{cls}">{"<i>unbound</i>" if v is None else esc(v)}</td>'
+                    + "".join(f'<td class="{cls}">{"<i>unbound</i>" if v is None else esc(value_text(v))}</td>'
                               for v in row) + "</tr>")
     total = part.get("total", len(rows))
     more = f"first {len(rows)} of {total} rows" if total > len(rows) else f"{total} rows"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from queryeval.report.numbers import figure, value_text  # noqa: F401 - value_text re-exported
+
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:18px 28px;color:#1d2330;background:#fff}
 h1{font-size:22px;margin:4px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde;padding-bottom:4px}
@@ -107,15 +109,7 @@ def esc(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def fmt(value: object, digits: int = 4) -> str:
-    """A figure for display (no rounding of stored values: display only)."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.{digits}f}" if math.isfinite(value) else str(value)
-    return str(value)
+fmt = figure  # a figure for display: one formatter for every surface (report.numbers)
 
 
 def num_cell(value: object, digits: int = 4, cls: str = "num") -> str:

@@ -23,6 +23,7 @@ import csv
 import datetime as dt
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -86,6 +87,20 @@ class RunPaths:
     def repeats_csv(self) -> Path:
         """Per-case statistics of a run with ``--repeats`` (docs/repeats.md)."""
         return self._p("repeats", ".csv")
+
+
+_BATCH_FILE = re.compile(r"^(?:results|metrics|report|repeats|dabench)_(?P<id>.+?)"
+                         r"\.(?:json|jsonl|csv|xlsx|html)$")
+
+
+def batch_beside(path: Path) -> Path:
+    """The ``batch_<id>.json`` of any file of a batch (``results_<id>.jsonl``,
+    ``metrics_<id>.json``, a report, ...) when it lies beside it; else ``path`` itself."""
+    match = _BATCH_FILE.match(path.name)
+    if match is None:
+        return path
+    batch = path.with_name(f"batch_{match['id']}.json")
+    return batch if batch.is_file() else path
 
 
 def write_all(fh: Any, data: bytes) -> None:
@@ -161,8 +176,11 @@ class RunLog:
                     f"({names}); pass the batch_<id>.json file"
                 )
             location = pick[0]
+        if location.is_file() and not location.name.startswith("batch_"):
+            location = batch_beside(location)
         if not location.is_file() or not location.name.startswith("batch_"):
-            raise ConfigError(f"{location}: not a batch_<id>.json file or run folder")
+            raise ConfigError(f"{location}: not a batch_<id>.json file, a file of the batch or "
+                              "a run folder")
         batch = _read_json(location)
         schema = batch.get("log_schema")
         if schema != LOG_SCHEMA:

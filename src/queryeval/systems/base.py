@@ -22,6 +22,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from queryeval.errors import SystemCallError
 
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""Largest answer read from a system, in bytes: an HTTP body (per system:
+``HttpSystem(max_response_bytes=...)``) or a recorded response line. A larger one is a
+``malformed`` error on its case; the run goes on."""
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DONE = object()  # on the walk's stack: the container whose id is the key is finished
 _NEEDS_WALK = re.compile(rb"\\[uU][dD][89a-fA-F]|[eE][+-]?[0-9]{3}|[0-9]{300}")

@@ -35,10 +35,8 @@ import httpcore
 import httpx
 
 from queryeval.errors import SystemCallError
-from queryeval.systems.base import parse_json
+from queryeval.systems.base import MAX_RESPONSE_BYTES, parse_json
 
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-"""Largest answer body read, in bytes (per system: ``HttpSystem(max_response_bytes=...)``)."""
 POOL_CONNECTIONS = 256
 """Connections kept alive for reuse (httpx's default of 20 would close and reopen
 connections on every call once more than 20 cases are in flight)."""

@@ -8,7 +8,9 @@ line), checks that the lines fit the suite, and answers requests by (case id, tu
 A JSONL file is *indexed*, not held: the first pass validates each line and keeps only
 where it lies (byte offset and length) under a 128-bit key of its case id, about 40 bytes a
 line (:mod:`queryeval.io.idindex`); a request reads its line again with ``os.pread`` and
-parses it. An output that the run log cannot store (a NaN or infinite number: JSON readers
+parses it. A line longer than :data:`~queryeval.systems.base.MAX_RESPONSE_BYTES` (64 MiB, the
+HTTP adapter's cap) is answered as a ``malformed`` error on its case, so the run goes on and
+the output is copied neither into the run log nor into the reports. An output that the run log cannot store (a NaN or infinite number: JSON readers
 accept ``NaN`` and ``Infinity``) is answered as a ``malformed`` error on its case
 (:func:`~queryeval.systems.base.checked_output`). A million recorded lines therefore cost tens of megabytes, not gigabytes. A CSV
 file (a quoted cell may span lines) is parsed into memory as before. Pickling (to ship the
@@ -31,7 +33,7 @@ from queryeval.errors import InputError, SystemCallError
 from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span
 from queryeval.suite.yamlsrc import format_loc, printable
-from queryeval.systems.base import checked_output
+from queryeval.systems.base import MAX_RESPONSE_BYTES, checked_output
 
 if TYPE_CHECKING:
     from queryeval.tasks.base import Task
@@ -100,6 +102,17 @@ def _refused(exc: Exception, path: Path, lineno: int) -> NoReturn:
     raise InputError(printable(str(exc).strip("'\"")), path=path, line=lineno) from None
 
 
+class Oversized:
+    """Stands for a recorded output over the size cap: answered as an error, never read."""
+
+    def __init__(self, size: int, line: int) -> None:
+        self.size, self.line = size, line
+
+    def error(self, path: Path, limit: int) -> SystemCallError:
+        return SystemCallError("malformed", f"recorded response at {path.name} line {self.line} is "
+                                            f"{self.size:,} bytes, over the {limit:,}-byte cap")
+
+
 #: ``turns`` value of a line left out because an earlier line answers the same (case, turn).
 DROPPED = -2
 
@@ -143,6 +156,8 @@ class RecordedSystem:
 
     inline = True
     """Answers are at hand: the runner calls it on its own thread, case after case."""
+    max_response_bytes = MAX_RESPONSE_BYTES
+    """A longer recorded line is a ``malformed`` error on its case (the HTTP adapter's cap)."""
 
     def __init__(self, path: Path, entries: dict[Key, Any], lines: dict[Key, int]) -> None:
         """In-memory form: ``entries[(case_id, turn)]`` is the output, ``lines`` its line."""
@@ -235,6 +250,8 @@ class RecordedSystem:
         key = (request["case_id"], request.get("turn"))
         if key not in self.entries:
             raise SystemCallError("missing", f"no recorded response in {self.path.name}")
+        if isinstance(self.entries[key], Oversized):
+            raise self.entries[key].error(self.path, self.max_response_bytes)
         return checked_output(self.entries[key])
 
     def close(self) -> None:
@@ -377,6 +394,9 @@ class IndexedRecordedSystem(RecordedSystem):
         for wanted in order:
             for row in rows:
                 if int(self.repeats[row]) == wanted:
+                    if int(self.sizes[row]) > self.max_response_bytes:
+                        raise Oversized(int(self.sizes[row]), int(self.linenos[row])).error(
+                            self.path, self.max_response_bytes)
                     obj = read_json_span(self._descriptor(), int(self.offsets[row]),
                                          int(self.sizes[row]))
                     return checked_output(
@@ -393,6 +413,8 @@ class IndexedRecordedSystem(RecordedSystem):
                 continue
             obj = read_json_span(fd, int(self.offsets[row]), int(self.sizes[row]))
             case_id, _, output = _read_line(self.task, obj, self.path, int(self.linenos[row]))
+            if int(self.sizes[row]) > self.max_response_bytes:
+                output = Oversized(int(self.sizes[row]), int(self.linenos[row]))
             turn = int(self.turns[row])
             key = (case_id, None if turn == NO_TURN else turn)
             entries[key] = output

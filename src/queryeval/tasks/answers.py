@@ -26,7 +26,7 @@ from queryeval.metrics.answers import (
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Export, Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
 
 
 class ReformatOptions(BaseModel):
@@ -79,6 +79,7 @@ def _question_score(record: dict) -> QuestionScore:
 
 class AnswersTask(Task):
     name = "answers"
+    figures = Figures(settings=("match", "missing_mode"))
     Options = AnswersOptions
 
     #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the

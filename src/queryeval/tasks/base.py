@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
-from queryeval.tasks.content import Overall, ReportItem
+from queryeval.tasks.content import Figures, Overall, ReportItem
 
 
 class TaskOptions(BaseModel):
@@ -50,6 +50,9 @@ class Task(ABC):
 
     name: ClassVar[str]
     Options: ClassVar[type[TaskOptions]] = TaskOptions
+    figures: ClassVar[Figures] = Figures()
+    """What the task's figures are (settings, timings, older names, not on [0, 1]): the
+    reports read it instead of guessing (:class:`~queryeval.tasks.content.Figures`)."""
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         if isinstance(options, TaskOptions):

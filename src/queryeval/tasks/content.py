@@ -8,6 +8,9 @@ the imports flow one way: tasks -> run -> report.
 * Console summary: a list of :class:`Overall`, :class:`Groups` and :class:`Note`.
 * Report files: a list of :class:`Workbook` (the xlsx beside the run log, in one of the
   report layer's layouts) and :class:`Export` (a file in another tool's format).
+* What each figure is: :class:`Figures` (``Task.figures``): which keys of the metrics are
+  settings, timings, older names of another figure, or not on [0, 1], so no renderer
+  guesses from a name or a value.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from typing import Any, Literal
 @dataclass(frozen=True)
 class Overall:
     """The run's overall figures (``metrics["overall_metrics"]``): ``keys`` in that order
-    (None: every scalar figure)."""
+    (None: every scalar figure); ``what`` heads the names' column (``metric``, ``timing``)."""
 
     keys: Sequence[str] | None = None
     title: str = "Overall"
+    what: str = "metric"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,40 @@ class Export:
     fmt: str
     filename: str
     data: Any
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a task's figures are (keys of ``overall_metrics`` and of each group's figures; a
+    nested figure by its last name, e.g. ``avg_score_incorrect``).
+
+    * ``settings``: how the run was scored (``k``, ``match``, ``rules``), stored beside the
+      figures: named with the Overall heading, never listed, charted or compared as metrics.
+    * ``timings``: durations (``mean_retrieval_time_ms``): listed apart from the metrics.
+    * ``aliases``: an older name -> the figure it repeats (``recall_at_k`` -> ``recall@{k}``,
+      ``{k}`` the run's ``k``): the figure is listed once, under its own name.
+    * ``unbounded``: figures not on [0, 1] although a value may fall there (a retriever's
+      similarity score): listed, never drawn on a [0, 1] chart.
+    """
+
+    settings: tuple[str, ...] = ()
+    timings: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    unbounded: tuple[str, ...] = ()
+
+    def kind(self, key: str) -> str:
+        """``setting``, ``timing``, ``alias``, ``unbounded`` or ``metric`` for a figure's
+        key (a dotted key is judged by its last part)."""
+        last = str(key).rsplit(".", 1)[-1]
+        for kind, names in (("setting", self.settings), ("timing", self.timings),
+                            ("alias", self.aliases), ("unbounded", self.unbounded)):
+            if key in names or last in names:
+                return kind
+        return "metric"
+
+    def chartable(self, key: str) -> bool:
+        """Whether a figure may be drawn on a [0, 1] chart (its values must be rates too)."""
+        return self.kind(key) == "metric"
 
 
 Section = Overall | Groups | Note

@@ -22,7 +22,7 @@ from queryeval.errors import ConfigError
 from queryeval.suite.models import Case, DataSource
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Groups, Note, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
@@ -115,6 +115,7 @@ def _lang_of(source: str) -> str:
 
 class QueryTask(Task):
     name = "query"
+    figures = Figures(settings=("rules",))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:

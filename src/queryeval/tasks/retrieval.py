@@ -21,7 +21,7 @@ from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 
 
 class RetrievalOptions(TaskOptions):
@@ -33,7 +33,9 @@ class RetrievalOptions(TaskOptions):
     sampling: float | None = Field(default=None, gt=0)
     random_seed: int | None = None
     corpus: str | None = None
-    retriever: str = "bm25"
+    retriever: str | None = None
+    """The built-in retriever (``bm25`` when left out); a run of the user's own system or of
+    recorded responses keeps it ``None``, so its log never says ``retriever: bm25``."""
     model: str | None = None
     hash_case: Literal["any", "exact"] = "any"
     """How content hashes compare: ``any`` (default) ignores letter case, since an MD5 hex
@@ -135,6 +137,11 @@ class _AtK:
 
 class RetrievalTask(Task):
     name = "retrieval"
+    figures = Figures(
+        settings=("k",), timings=("mean_retrieval_time_ms",),
+        # the reference's names of the figures at the run's k, kept in the metrics file
+        aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
+        unbounded=("avg_score_incorrect",))  # the retriever's similarity score (BM25: > 1)
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -161,7 +168,8 @@ class RetrievalTask(Task):
             raise ConfigError("retrieval needs --corpus CHUNKS (built-in retriever), --system or --responses")
         from queryeval.systems.retrieval import BuiltinRetrievalSystem
 
-        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever, self.options.model)
+        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever or "bm25",
+                                      self.options.model)
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
     def select_cases(self, cases: list[Case]) -> list[Case]:
@@ -420,12 +428,14 @@ class RetrievalTask(Task):
         several = bool(self.smaller_ks())
         every_k = [f"recall@{j}" for j in self.options.k]
         groups = metrics["group_metrics"]["dataset"] if several else metrics["dataset_metrics"]
+        if not several:  # the reference's layout names recall at the run's k recall_at_k
+            groups = {name: {f"recall@{k}": g.get("recall_at_k"), **g} for name, g in groups.items()}
         return [
-            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}",
-                     "mean_retrieval_time_ms", "total_questions", "successful_retrievals",
-                     "errors"], title=f"Overall (k={', '.join(map(str, self.options.k))})"),
-            Groups(groups, "dataset", ["sample_size", *(every_k if several else ["recall_at_k"]),
-                                       f"mrr@{k}", "avg_score_incorrect"]),
+            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}", "total_questions",
+                     "successful_retrievals", "errors"],
+                    title=f"Overall (k={', '.join(map(str, self.options.k))})"),
+            Overall(list(self.figures.timings), title="Timings", what="timing"),
+            Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
         ]
 
     # --- what the reports show ----------------------------------------------------------------
@@ -455,7 +465,7 @@ class RetrievalTask(Task):
             from queryeval.systems.retrievers.models import DEFAULT_MODEL
 
             return f"dense: {self.options.model or DEFAULT_MODEL}"
-        return self.options.retriever
+        return self.options.retriever or "bm25"
 
     def report_record(self, record: dict) -> dict:
         """The record with its expected chunk's text for the report: from a retrieved chunk

@@ -54,7 +54,7 @@ def summary(entry: Entry, root: Path) -> dict:
         except (Exception, RecursionError):  # noqa: BLE001 - a bad metrics file: no figures
             overall = {}
     k = _top_k(opts)
-    headline, kinds = headline_figures(overall, k)
+    headline, kinds = headline_figures(overall, k, batch.get("task"))
     suite_info = batch.get("suite_info") or {}
     total = cfg.get("num_samples") or suite_info.get("cases")
     total = total if isinstance(total, int) and not isinstance(total, bool) else None
@@ -76,7 +76,8 @@ def summary(entry: Entry, root: Path) -> dict:
 
 
 
-def headline_figures(overall: dict, k: int | None) -> tuple[dict[str, Any], dict[str, str]]:
+def headline_figures(overall: dict, k: int | None,
+                     task: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """The index's headline figures and their kinds. The figures are the Overall figures of
     the HTML report (:func:`queryeval.report.html.overall_figures`: settings such as ``k`` and
     same-value aliases left out; a remaining ``recall_at_k`` is named ``recall@K``). The kind
@@ -86,9 +87,11 @@ def headline_figures(overall: dict, k: int | None) -> tuple[dict[str, Any], dict
     included).
     Figures first, then counts, then times."""
     from queryeval.report.compare import lower_is_better
-    from queryeval.report.html import overall_figures
+    from queryeval.report.html import figure_kinds, overall_figures, overall_timings
 
-    figures, _ = overall_figures(overall)
+    declared = figure_kinds(task) if isinstance(task, str) else None  # settings, older names
+    figures, _ = overall_figures(overall, declared)
+    figures.update(overall_timings(overall, declared))
     if "recall_at_k" in figures and k is not None:  # say which k
         figures.setdefault(f"recall@{k}", figures.pop("recall_at_k"))
     kinds: dict[str, str] = {}

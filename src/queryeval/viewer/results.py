@@ -98,7 +98,7 @@ def _row(record: dict, metrics: dict, verd: str, attempts: list[dict]) -> dict:
 def run_figures(loaded: Any, *, resamples: int, seed: int = 0) -> dict:
     """The report's Overall rows (figure, value, CI low/high and n where the report shows
     one) and the metrics' ``repeats`` section (None without repeats)."""
-    from queryeval.report.html import overall_figures, overall_rows, report_figures
+    from queryeval.report.html import figure_kinds, overall_figures, overall_rows, report_figures
 
     fig = report_figures(loaded, resamples=resamples, seed=seed)
     rows = []
@@ -107,7 +107,7 @@ def run_figures(loaded: Any, *, resamples: int, seed: int = 0) -> dict:
                      "low": ci.low if ci is not None else None,
                      "high": ci.high if ci is not None else None,
                      "n": ci.n if ci is not None else None})
-    settings = overall_figures(fig.metrics.get("overall_metrics", {}))[1]
+    settings = overall_figures(fig.metrics.get("overall_metrics", {}), figure_kinds(loaded.task))[1]
     rep = fig.metrics.get("repeats")
     return {"overall_rows": rows, "settings": settings, "finished": fig.finished,
             "repeats": rep if isinstance(rep, dict) else None,

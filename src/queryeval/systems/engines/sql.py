@@ -113,7 +113,9 @@ _SQLITE_ACTION_NAMES: dict[int, str] = {
 def _check_file(path: str | Path, what: str) -> Path:
     p = Path(path).expanduser().resolve()
     if not p.is_file():
-        raise InputError(f"{what} database file not found", path=p)
+        builder = p.parent / "build_db.py"  # a shipped example's database is built, not stored
+        more = f" (build it first: python {builder})" if builder.is_file() else ""
+        raise InputError(f"{what} database file not found{more}", path=p)
     return p
 
 
