@@ -263,7 +263,8 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
                             "attempt scores the same answer and the repeats add nothing")
         system = recorded
     elif config.system:
-        system = make_system(config.system, isolate=config.isolate)
+        system = make_system(config.system, isolate=config.isolate,
+                             concurrency=config.concurrency)
     elif config.executor == "ray":
         from queryeval.systems.retrievers.ray_embed import index_with_ray
 
