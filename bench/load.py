@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from faults import answer_for, write_suite  # noqa: E402 - the bench folder's own helper
 
 REPO = Path(__file__).resolve().parents[1]
+PROGRESS = "--progress" in sys.argv  # the progress bar drawn (to a pipe: as the CLI draws it there)
 
 RUNNER = """
 import resource, sys, time
@@ -95,7 +96,7 @@ def measure(cases: int, latency: float, concurrency: int, pool: int, tmp: Path) 
         url = f"http://127.0.0.1:{port_file.read_text()}/"
         out = tmp / f"out-{time.monotonic_ns()}"
         argv = [sys.executable, "-c", RUNNER, str(pool), "run", str(suite), "--system", url,
-                "--out", str(out), "-q", "--no-report", "-c", str(concurrency), "--timeout", "30"]
+                "--out", str(out), *([] if PROGRESS else ["-q"]), "--no-report", "-c", str(concurrency), "--timeout", "30"]
         t0 = time.perf_counter()
         proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
@@ -144,6 +145,8 @@ def main() -> int:
                     help="seconds per answer; each value is one measurement (default: 0.02 0.2)")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--runs", type=int, default=1, help="runs per latency; the fastest is shown")
+    ap.add_argument("--progress", action="store_true",
+                    help="leave out -q: the progress display's cost included")
     ap.add_argument("--pool", type=int, default=0, help="keep-alive connections (0: the adapter's default)")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
