@@ -24,10 +24,6 @@ from queryeval.systems.recorded import RecordedSystem
 from queryeval.tasks.base import Task, get_task, infer_task
 
 
-KEEP_CASES = 20_000
-"""Suites up to this many cases are held in memory after the first pass (a few MB)."""
-
-
 class Cases:
     """The cases of a run: re-iterable (each pass reads a lazy suite again), with a count, and
     each case's rank in run order (:attr:`order`, used to put records in that order)."""
@@ -62,19 +58,10 @@ class Cases:
                 if done is None or attempt_key(c.id, r) not in done)
 
     def scan(self, task: Task) -> Iterator[tuple[str, list[int]]]:
-        """One pass: count the cases, rank their ids, and yield ``(case id, scored turns)``.
-
-        A suite of at most :data:`KEEP_CASES` cases is kept from this pass, so the calls do
-        not parse it again (for 3,000 YAML cases that second parse was a third of the calls
-        phase's time on the loop: docs/scale.md); a larger one is read again lazily."""
+        """One pass: count the cases, rank their ids, and yield ``(case id, scored turns)``."""
         keys = KeyBuilder()
         count = 0
-        kept: list[Case] | None = [] if self._fixed is None else None
         for case in self:
-            if kept is not None:
-                kept.append(case)
-                if len(kept) > KEEP_CASES:
-                    kept = None
             if self.repeats == 1:
                 keys.add(case.id, len(keys))
             else:
@@ -84,8 +71,6 @@ class Cases:
             yield case.id, task.scored_turns(case)
         self.count = count
         self.order = keys.build()
-        if kept is not None:
-            self._fixed = kept
 
 
 def _git_commit(folder: Path) -> str | None:
