@@ -80,11 +80,8 @@ def is_async_callable(func: Any) -> bool:
 def load_callable(spec: str) -> Callable[[dict], Any]:
     """The callable named by ``MODULE:FUNC`` or ``path/file.py:FUNC`` (after ``python:``).
     A file's own folder goes first on the import path, so it imports the modules beside it
-    (as ``python path/file.py`` would); the current directory is importable too."""
-    return _load_callable(spec)
-
-
-def _load_callable(spec: str) -> Callable[[dict], Any]:
+    (as ``python path/file.py`` would); the current directory is importable too. (Built by
+    :func:`queryeval.systems.factory.make_system`, which also routes an ``async def``.)"""
     target, sep, func_name = spec.rpartition(":")
     if not sep or not target or not func_name:
         raise ConfigError(f"python system must be python:MODULE:FUNC, got python:{spec}")
@@ -119,10 +116,6 @@ class PythonSystem:
     def __init__(self, func: Callable[[dict], Any], name: str | None = None) -> None:
         self.func = func
         self.name = name or f"python:{getattr(func, '__module__', '?')}:{getattr(func, '__name__', '?')}"
-
-    @classmethod
-    def from_spec(cls, spec: str) -> PythonSystem:
-        return cls(_load_callable(spec), name=f"python:{spec}")
 
     def call(self, request: dict, timeout: float | None) -> Any:
         return checked_output(self._call(request, timeout))
@@ -176,7 +169,7 @@ def _worker_main() -> None:
     cwd = sys.argv[4]
     os.chdir(cwd)
     try:
-        func = _load_callable(sys.argv[3])
+        func = load_callable(sys.argv[3])
     except ConfigError as exc:
         conn.send(("config", str(exc)))
         return
