@@ -96,7 +96,8 @@ def measure(cases: int, latency: float, concurrency: int, pool: int, tmp: Path) 
         url = f"http://127.0.0.1:{port_file.read_text()}/"
         out = tmp / f"out-{time.monotonic_ns()}"
         argv = [sys.executable, "-c", RUNNER, str(pool), "run", str(suite), "--system", url,
-                "--out", str(out), *([] if PROGRESS else ["-q"]), "--no-report", "-c", str(concurrency), "--timeout", "30"]
+                "--out", str(out), *([] if PROGRESS else ["-q"]), "--no-report",
+                "-c", str(concurrency), "--timeout", "30"]
         t0 = time.perf_counter()
         proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
@@ -123,17 +124,17 @@ def measure(cases: int, latency: float, concurrency: int, pool: int, tmp: Path) 
 
 
 def report(r: dict) -> None:
-    print(f"cases {r['cases']}, latency {r['latency_ms']:g} ms, concurrency {r['concurrency']}, "
-          f"keep-alive pool {r['pool']}")
+    print(f"cases {r['cases']}, latency {r['latency_ms']:g} ms, concurrency {r['concurrency']}")
     print(f"  run (main() in the run process): {r['run_s']:.2f} s ({r['run_cpu_s']:.2f} s CPU) -> "
           f"{r['cases_per_s']:.0f} cases/s; whole process incl. interpreter start-up "
           f"{r['process_s']:.2f} s")
     print(f"  ideal (cases x latency / concurrency): {r['ideal_s']:.2f} s; "
           f"RATIO {r['ratio']:.2f} (calls phase alone {r['calls_ratio']:.2f}, "
           f"{r['calls_per_s']:.0f} cases/s)")
+    outside = r["run_s"] - sum(w for w, _ in r["phases"].values())
     print("  phases, wall (CPU): " + ", ".join(f"{k} {w:.2f} s ({c:.2f})"
                                              for k, (w, c) in r["phases"].items())
-          + f"; outside them (imports, summary) {r['run_s'] - sum(w for w, _ in r['phases'].values()):.2f} s")
+          + f"; outside them (imports, summary) {outside:.2f} s")
     print(f"  peak RSS of the run process: {r['peak_rss_mib']:.0f} MiB; errors {r['errors']}, "
           f"macro_recall {r['macro_recall']}")
 
@@ -147,7 +148,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1, help="runs per latency; the fastest is shown")
     ap.add_argument("--progress", action="store_true",
                     help="leave out -q: the progress display's cost included")
-    ap.add_argument("--pool", type=int, default=0, help="keep-alive connections (0: the adapter's default)")
+    ap.add_argument("--pool", type=int, default=0, help="httpx's keep-alive pool, threaded path only (0: the "
+                    "adapter's default); the event loop keeps one connection per call in flight")
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:

@@ -2,8 +2,9 @@
 exponential backoff for transient failures, and per-case error capture.
 
 Cases run in a thread pool, or for a system with ``acall`` (HTTP) on one asyncio event loop
-(``concurrency`` cases in flight); a case's scored turns run in order. Each finished case is handed to ``on_record`` on the calling thread, which appends it
-to the run log, so nothing computed is lost if the run is killed.
+(``concurrency`` cases in flight); a case's scored turns run in order. Each finished case is
+handed to ``on_record`` on the calling thread, which appends it to the run log, so nothing
+computed is lost if the run is killed.
 """
 
 from __future__ import annotations

@@ -329,7 +329,8 @@ class _AsyncPool:
                         limit: int) -> tuple[int, _Headers, bytes | None]:
         h = conn.h11
         try:
-            conn.writer.write(h.send(head) + h.send(h11.Data(data=body)) + h.send(h11.EndOfMessage()))
+            conn.writer.write(h.send(head) + h.send(h11.Data(data=body))
+                              + h.send(h11.EndOfMessage()))  # one write: one send(2)
             await conn.writer.drain()
             status, headers = 0, _Headers()
             chunks: list[bytes] = []
