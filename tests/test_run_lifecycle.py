@@ -397,6 +397,81 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
     assert json.loads(files(out)["batch"].read_text())["status"] == "interrupted"
 
 
+class SlowHttpSystem:
+    """The example system served over loopback HTTP, each answer after ``seconds``: the
+    runner calls it on its event loop (run/runner.py), the path Ctrl-C and kill -9 must
+    leave as resumable as the threads do."""
+
+    def __init__(self, seconds: float) -> None:
+        import importlib.util
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        spec = importlib.util.spec_from_file_location("lifecycle_example_system", SYSTEM)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        select = module.select
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):  # noqa: N802
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(seconds)
+                data = json.dumps(select(request)).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/select"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_an_http_run_on_the_event_loop_resumes_after_ctrl_c_or_kill(tmp_path, reference, how):
+    out = tmp_path / "o"
+    with SlowHttpSystem(0.15) as srv:
+        proc = popen("run", str(SUITE), "--system", srv.url, "--out", str(out), "-q", "-c", "2",
+                     "--no-report")
+        wait_for_lines(out, 5, proc)
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=30)
+        f = files(out)
+        done = lines_of(f["jsonl"])  # every line whole: nothing cut, nothing lost
+        assert 5 <= len(done) < N_CASES
+        if how == "sigint":
+            assert proc.returncode == 130
+            assert one_line(stderr) == (f"interrupted: {len(done)} of {N_CASES} cases done; "
+                                        f"resume with: queryeval run --resume {f['batch']}")
+            assert json.loads(f["batch"].read_text())["status"] == "interrupted"
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        resumed = cli("run", "--resume", str(f["batch"]), "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr == f"resuming: {len(done)} done, {N_CASES - len(done)} to go\n"
+    records = lines_of(f["jsonl"])
+    assert records[:len(done)] == done  # what was written before stays as it was
+    ids = [r["case_id"] for r in records]
+    assert len(ids) == len(set(ids)) == N_CASES
+    got = json.loads(f["metrics"].read_text())
+    assert got["overall_metrics"] == reference["overall_metrics"]
+    assert got["group_metrics"] == reference["group_metrics"]
+
+
 # --- 6. failed calls ---------------------------------------------------------------------------------
 def _all_failed(tmp_path: Path, capsys, *args: str) -> tuple[list[str], dict]:
     out = tmp_path / "o"

@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -119,6 +120,12 @@ def now_iso() -> str:
     return dt.datetime.now().isoformat(timespec="microseconds")
 
 
+def _fsync_quietly(fd: int) -> None:
+    """The periodic fsync (a failure shows at :meth:`RunLog.close`, which syncs again)."""
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
 class RunLog:
     """Writes (and re-opens) one batch of the run log."""
 
@@ -128,6 +135,7 @@ class RunLog:
         self._fh: Any = None
         self._size = 0
         self._since_sync = 0
+        self._syncer: threading.Thread | None = None
 
     # --- creating and opening -------------------------------------------------------------
     @classmethod
@@ -199,7 +207,8 @@ class RunLog:
 
     def append(self, record: dict) -> None:
         """Append one case's record with one unbuffered write (the OS has it at once, so it
-        survives a kill -9; fsync every ``FSYNC_EVERY`` lines and at close).
+        survives a kill -9; fsync every ``FSYNC_EVERY`` lines, on a helper thread so the
+        caller's event loop is not held for the disk, and at close).
 
         If the write fails, the file is cut back to its last whole line and
         :class:`OutputError` is raised: the lines already written stay valid."""
@@ -212,15 +221,24 @@ class RunLog:
             write_all(self._fh, data)
             self._size += len(data)
             self._since_sync += 1
-            if self._since_sync >= FSYNC_EVERY:
-                os.fsync(self._fh.fileno())
-                self._since_sync = 0
+            if self._since_sync >= FSYNC_EVERY and not (self._syncer and self._syncer.is_alive()):
+                self._since_sync = 0  # (while one runs, the next starts at the next line)
+                self._syncer = threading.Thread(target=_fsync_quietly, args=(self._fh.fileno(),),
+                                                daemon=True, name="queryeval-fsync")
+                self._syncer.start()
         except OSError as exc:
             self._abandon()
             raise OutputError.from_os(path, exc) from None
 
+    def _join_syncer(self) -> None:
+        """Wait for a running fsync (before its file is closed: its descriptor stays ours)."""
+        syncer, self._syncer = self._syncer, None
+        if syncer is not None:
+            syncer.join()
+
     def _abandon(self) -> None:
         """After a failed append: drop a partly written line (best effort) and close."""
+        self._join_syncer()
         fh, self._fh = self._fh, None
         if fh is None:
             return
@@ -232,6 +250,7 @@ class RunLog:
     def close(self, *, quiet: bool = False) -> None:
         """Sync and close the results file. ``quiet``: swallow errors (used while another
         error is already on its way up, so it is the one reported)."""
+        self._join_syncer()
         fh, self._fh = self._fh, None
         if fh is None:
             return

@@ -1,13 +1,15 @@
 """Calling the system for every case: a concurrency limit, a per-call timeout, retries with
 exponential backoff for transient failures, and per-case error capture.
 
-Cases run in a thread pool (``concurrency`` cases in flight); a case's scored turns run in
-order. Each finished case is handed to ``on_record`` on the calling thread, which appends it
-to the run log, so nothing computed is lost if the run is killed.
+Cases run in a thread pool, or for a system with ``acall`` (HTTP) on one asyncio event loop
+(``concurrency`` cases in flight); a case's scored turns run in order. Each finished case is
+handed to ``on_record`` on the calling thread, which appends it to the run log, so nothing
+computed is lost if the run is killed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import random
 import threading
@@ -50,6 +52,25 @@ def _describe_malformed(exc: Exception) -> str:
     return str(exc)
 
 
+def _success(task: Task, request: dict, raw: Any, attempt: int, t0: float) -> TurnOutcome:
+    """The outcome of an answer; ``SystemCallError`` (``malformed``) if the task refuses it."""
+    latency = (time.perf_counter() - t0) * 1000
+    try:
+        output = task.parse_output(raw)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise SystemCallError("malformed", _describe_malformed(exc)) from None
+    return TurnOutcome(turn=request["turn"], output=output, attempts=attempt, latency_ms=latency)
+
+
+def _failure(request: dict, exc: Exception, attempt: int, started: float) -> TurnOutcome:
+    if isinstance(exc, SystemCallError):
+        error = {"kind": exc.kind, "message": exc.message}
+    else:  # an adapter bug must not kill the run
+        error = {"kind": "exception", "message": f"{type(exc).__name__}: {exc}"}
+    return TurnOutcome(turn=request["turn"], error=error, attempts=attempt,
+                       latency_ms=(time.perf_counter() - started) * 1000)
+
+
 def call_turn(system: System, task: Task, request: dict, *, timeout: float | None,
               policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> TurnOutcome:
     """One scored turn: call, validate the output, retry transient failures."""
@@ -59,28 +80,33 @@ def call_turn(system: System, task: Task, request: dict, *, timeout: float | Non
         attempt += 1
         t0 = time.perf_counter()
         try:
-            raw = system.call(request, timeout)
-            latency = (time.perf_counter() - t0) * 1000
-            try:
-                output = task.parse_output(raw)
-            except (ValidationError, ValueError, TypeError) as exc:
-                raise SystemCallError("malformed", _describe_malformed(exc)) from None
-            return TurnOutcome(turn=request["turn"], output=output, attempts=attempt,
-                               latency_ms=latency)
+            return _success(task, request, system.call(request, timeout), attempt, t0)
         except SystemCallError as err:
             if err.retryable and attempt <= policy.retries:
                 sleep(policy.delay(attempt, err.retry_after))
                 continue
-            return TurnOutcome(
-                turn=request["turn"], error={"kind": err.kind, "message": err.message},
-                attempts=attempt, latency_ms=(time.perf_counter() - started) * 1000,
-            )
+            return _failure(request, err, attempt, started)
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not kill the run
-            return TurnOutcome(
-                turn=request["turn"],
-                error={"kind": "exception", "message": f"{type(exc).__name__}: {exc}"},
-                attempts=attempt, latency_ms=(time.perf_counter() - started) * 1000,
-            )
+            return _failure(request, exc, attempt, started)
+
+
+async def acall_turn(system: Any, task: Task, request: dict, *, timeout: float | None,
+                     policy: RetryPolicy) -> TurnOutcome:
+    """:func:`call_turn` on the running event loop, through ``system.acall``."""
+    attempt = 0
+    started = time.perf_counter()
+    while True:
+        attempt += 1
+        t0 = time.perf_counter()
+        try:
+            return _success(task, request, await system.acall(request, timeout), attempt, t0)
+        except SystemCallError as err:
+            if err.retryable and attempt <= policy.retries:
+                await asyncio.sleep(policy.delay(attempt, err.retry_after))
+                continue
+            return _failure(request, err, attempt, started)
+        except Exception as exc:  # noqa: BLE001 - an adapter bug must not kill the run
+            return _failure(request, exc, attempt, started)
 
 
 @dataclass(frozen=True)
@@ -113,6 +139,66 @@ def evaluate_case(case: Case | Attempt, system: System, task: Task, *, timeout: 
     return task.score_case(case, outcomes)
 
 
+async def aevaluate_case(case: Case | Attempt, system: Any, task: Task, *,
+                         timeout: float | None, policy: RetryPolicy) -> dict:
+    """:func:`evaluate_case` on the running event loop."""
+    attempt = case if isinstance(case, Attempt) else None
+    the_case = attempt.case if attempt is not None else case
+    outcomes = []
+    for req in task.requests(the_case):
+        if attempt is not None:
+            req = {**req, "repeat": attempt.repeat}
+        outcomes.append(await acall_turn(system, task, req, timeout=timeout, policy=policy))
+    record = task.score_case(the_case, outcomes)
+    return with_repeat(record, attempt.repeat) if attempt is not None else record
+
+
+def uses_event_loop(system: System) -> bool:
+    """Whether :func:`run_cases` calls ``system`` on one asyncio event loop: it has
+    ``acall`` and says it is ready (``async_ready``), and no loop runs in this thread
+    already (a notebook's: then the threads serve it)."""
+    if not getattr(system, "async_ready", False) or not callable(getattr(system, "acall", None)):
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
+
+
+async def _run_on_loop(cases: Iterable[Case | Attempt], system: Any, task: Task, *,
+                       on_record: Callable[[dict], Any], concurrency: int,
+                       timeout: float | None, policy: RetryPolicy,
+                       stop: threading.Event) -> int:
+    """``concurrency`` workers on this loop take the next case from one iterator, call and
+    score it, and hand its record to ``on_record`` (on this thread, as it finishes)."""
+    it = iter(cases)
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        while not stop.is_set():
+            case = next(it, None)  # no await in between: one worker at a time reads it
+            if case is None:
+                return
+            record = await aevaluate_case(case, system, task, timeout=timeout, policy=policy)
+            on_record(record)
+            done += 1
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        stop.set()
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        aclose = getattr(system, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return done
+
+
 def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
               on_record: Callable[[dict], Any], concurrency: int = 4,
               timeout: float | None = 60.0, policy: RetryPolicy | None = None,
@@ -120,7 +206,10 @@ def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
     """Evaluate ``cases`` with at most ``concurrency`` in flight; returns the number done.
 
     A system with ``inline = True`` (recorded outputs: nothing to wait for) is run on the
-    calling thread, one case after another.
+    calling thread, one case after another. A system with ``acall`` that is
+    ``async_ready`` (an HTTP endpoint) is run on one asyncio event loop in the calling thread
+    (:func:`uses_event_loop`): ``concurrency`` calls in flight, each record handed to
+    ``on_record`` as its case finishes, no thread hand-offs.
 
     Submission is bounded (never more than ``2 * concurrency`` cases pending), so a suite of
     a million cases does not create a million futures up front. Finished cases arrive on a
@@ -138,6 +227,10 @@ def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
             on_record(evaluate_case(case, system, task, timeout=timeout, policy=policy))
             done += 1
         return done
+    if uses_event_loop(system):  # HTTP: one loop, no thread hand-offs (docs/scale.md)
+        return asyncio.run(_run_on_loop(cases, system, task, on_record=on_record,
+                                        concurrency=concurrency, timeout=timeout,
+                                        policy=policy, stop=stop))
     window = 2 * max(1, concurrency)
     done = 0
     pending = 0

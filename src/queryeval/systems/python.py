@@ -17,15 +17,24 @@ a call past its timeout kills its worker (the deadline holds, unlike a thread) a
 ``timeout``. Each call starts in the run's starting directory; the worker's directory,
 signal handlers and globals are its own, so the run's are untouched.
 
+The callable may be an ``async def``: :func:`queryeval.systems.factory.make_system` then
+runs it as :mod:`queryeval.systems.callable` runs one (one event loop, at most
+``concurrency`` calls at once, a call past its timeout cancelled); an isolated worker awaits
+it on its own loop. A ``path/file.py`` spec puts the file's own folder first on the import
+path, in the workers too, so the file imports the modules beside it.
+
 ``TimeoutError``/``ConnectionError`` raised by the callable are treated as transient and
 retried; any other exception is recorded without retry.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import signal
@@ -47,7 +56,32 @@ WORKER_START_TIMEOUT = 120.0
 call's timeout: a model loaded at import would otherwise time out every fresh worker)."""
 
 
-def _load_callable(spec: str) -> Callable[[dict], Any]:
+def _importable(folder: str, *, first: bool = False) -> None:
+    """Put ``folder`` on the import path (first, as Python does for a script's own folder,
+    or last), unless it is there already."""
+    if folder not in sys.path:
+        if first:
+            sys.path.insert(0, folder)
+        else:
+            sys.path.append(folder)
+
+
+def is_async_callable(func: Any) -> bool:
+    """Whether calling ``func`` gives a coroutine: an ``async def`` function (also behind
+    ``functools.partial``) or an object whose ``__call__`` is one."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)  # noqa: B004 - an async __call__ on an instance
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def load_callable(spec: str) -> Callable[[dict], Any]:
+    """The callable named by ``MODULE:FUNC`` or ``path/file.py:FUNC`` (after ``python:``).
+    A file's own folder goes first on the import path, so it imports the modules beside it
+    (as ``python path/file.py`` would); the current directory is importable too. (Built by
+    :func:`queryeval.systems.factory.make_system`, which also routes an ``async def``.)"""
     target, sep, func_name = spec.rpartition(":")
     if not sep or not target or not func_name:
         raise ConfigError(f"python system must be python:MODULE:FUNC, got python:{spec}")
@@ -56,6 +90,8 @@ def _load_callable(spec: str) -> Callable[[dict], Any]:
             path = Path(target).resolve()
             if not path.is_file():
                 raise ConfigError(f"python system file not found: {target}")
+            _importable(str(path.parent), first=True)  # ``from patterns import A`` beside it
+            _importable(os.getcwd())
             mod_name = f"_queryeval_system_{abs(hash(str(path)))}"
             module_spec = importlib.util.spec_from_file_location(mod_name, path)
             if module_spec is None or module_spec.loader is None:
@@ -64,8 +100,7 @@ def _load_callable(spec: str) -> Callable[[dict], Any]:
             sys.modules[mod_name] = module
             module_spec.loader.exec_module(module)
         else:
-            if os.getcwd() not in sys.path:
-                sys.path.insert(0, os.getcwd())
+            _importable(os.getcwd(), first=True)
             module = importlib.import_module(target)
     except ConfigError:
         raise
@@ -81,10 +116,6 @@ class PythonSystem:
     def __init__(self, func: Callable[[dict], Any], name: str | None = None) -> None:
         self.func = func
         self.name = name or f"python:{getattr(func, '__module__', '?')}:{getattr(func, '__name__', '?')}"
-
-    @classmethod
-    def from_spec(cls, spec: str) -> PythonSystem:
-        return cls(_load_callable(spec), name=f"python:{spec}")
 
     def call(self, request: dict, timeout: float | None) -> Any:
         return checked_output(self._call(request, timeout))
@@ -138,11 +169,12 @@ def _worker_main() -> None:
     cwd = sys.argv[4]
     os.chdir(cwd)
     try:
-        func = _load_callable(sys.argv[3])
+        func = load_callable(sys.argv[3])
     except ConfigError as exc:
         conn.send(("config", str(exc)))
         return
     conn.send(("ready", None))
+    loop: asyncio.AbstractEventLoop | None = None  # one per worker, for async callables
     while True:
         try:
             request = conn.recv()
@@ -152,7 +184,12 @@ def _worker_main() -> None:
             return
         try:
             os.chdir(cwd)  # every call starts where the run started, whatever the last did
-            answer: tuple = ("ok", func(request))
+            value = func(request)
+            if inspect.isawaitable(value):  # async def: awaited on this worker's one loop
+                if loop is None:
+                    loop = asyncio.new_event_loop()
+                value = loop.run_until_complete(value)
+            answer: tuple = ("ok", value)
         except BaseException as exc:  # noqa: BLE001 - recorded on the case
             err = _call_error(exc)
             answer = ("error", (err.kind, err.message, err.retryable))

@@ -1,0 +1,187 @@
+"""Finishing a run: aggregate the records, write the CSV and the metrics (with the calls
+and the error summary), the repeats section, the derived batches, then the reports."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from queryeval.errors import QueryevalError
+from queryeval.io.idindex import IdIndex
+from queryeval.run.log import RunLog
+from queryeval.run.records import RecordStream
+from queryeval.tasks.base import Task, get_task
+
+
+class CallsFailed(QueryevalError):
+    """Every call failed, or more than ``--max-error-rate`` of them (exit code 3). The run
+    log and reports are complete; the error summary was printed before this line."""
+
+    exit_code = 3
+
+
+def check_error_rate(calls: int, failed: int, limit: float = 1.0) -> None:
+    """Raise :class:`CallsFailed` when all ``calls`` failed, or more than ``limit`` of them."""
+    if not calls or not failed:
+        return
+    rate = failed / calls
+    if failed == calls:
+        raise CallsFailed(f"all {calls} calls to the system failed")
+    if rate > limit:
+        raise CallsFailed(f"{failed} of {calls} calls to the system failed "
+                          f"({rate:.1%}), more than --max-error-rate {limit:g}")
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    """A system's error message as one printable line: whitespace runs become one space and
+    other control characters (a terminal escape, say) are shown escaped, never sent raw."""
+    text = " ".join(text.split())[:limit]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class ErrorTally:
+    """Failed calls per error kind, with the first message and case of each (in suite order)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failed = 0
+        self.kinds: dict[str, dict] = {}
+
+    def add(self, record: dict) -> dict:
+        turns = record.get("turns")
+        if isinstance(turns, list):
+            errors = [t.get("error") for t in turns]
+        else:
+            errors = [record.get("error")]
+        self.calls += len(errors)
+        for err in errors:
+            if not isinstance(err, dict):
+                continue
+            self.failed += 1
+            kind = str(err.get("kind", "error"))
+            entry = self.kinds.get(kind)
+            if entry is None:
+                message = _one_line(str(err.get("message", "")))
+                self.kinds[kind] = {"kind": kind, "count": 1, "first_message": message,
+                                    "case": str(record.get("case_id", ""))}
+            else:
+                entry["count"] += 1
+        return record
+
+    def summary(self) -> list[dict]:
+        return list(self.kinds.values())
+
+
+def format_error_summary(summary: list[dict]) -> list[str]:
+    """One line per error kind: ``12 × connection: ConnectError: ... (case abc)``."""
+    return [f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})"
+            for e in summary]
+
+
+Reporter = Callable[[RunLog, Task, RecordStream, dict, "list[str] | None"], Any]
+"""Writes the reports of a finished run: ``(log, task, records, metrics, warnings)``; the
+report layer's ``write_run_reports``. The run layer calls it and never imports it."""
+
+
+def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None, *,
+           reporter: Reporter | None = None, warnings: list[str] | None = None,
+           extra: dict | None = None) -> tuple[dict, RecordStream]:
+    """Aggregate the records of a log and write the CSV and metrics atomically, mark the
+    batch complete, then call ``reporter`` (None: no reports).
+
+    The records are streamed from the results file in ``order`` (case ids, or an IdIndex of
+    ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores.
+    ``extra`` goes into the metrics (e.g. the call cache's counts). A run with repeats (its
+    batch's ``repeats`` > 1) also gets the ``repeats`` section of the metrics and
+    ``repeats_<id>.csv`` (docs/repeats.md)."""
+    try:
+        records = log.scan_records(order)
+        add = {**(extra or {}), **_repeat_section(log, task, records)}
+        metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
+        _write_variants(log, task, records)
+        log.mark_complete()
+        if reporter is not None:
+            reporter(log, task, records, metrics, warnings)
+        return metrics, records
+    finally:
+        task.close()
+
+
+def _repeats(log: RunLog) -> int:
+    value = (log.batch.get("evaluation_config") or {}).get("repeats", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
+    """For a run with repeats: ``{"repeats": ...}`` for the metrics, and
+    ``repeats_<id>.csv`` written (docs/repeats.md); else nothing."""
+    repeats = _repeats(log)
+    if repeats <= 1:
+        return {}
+    from queryeval.run.repeats import pass_ks, repeat_stats, write_cases_csv
+
+    ks = pass_ks(repeats, (log.batch.get("evaluation_config") or {}).get("pass_k"))
+    stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
+    write_cases_csv(log.paths.repeats_csv, stats)
+    return {"repeats": stats.result()}
+
+
+def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict | None = None,
+                  repeat_column: bool = False) -> dict:
+    """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
+    carry ``calls`` (total, failed) and ``error_summary`` (per kind: kind, count,
+    first_message, case). ``repeat_column``: the CSV's second column is ``repeat``."""
+    if repeat_column:  # counted per case: docs/repeats.md
+        from queryeval.run.repeats import aggregate_attempts
+
+        metrics = aggregate_attempts(task, records, _repeats(log))
+    else:
+        metrics = task.aggregate(records)
+    errors = ErrorTally()
+    columns = list(task.csv_columns)
+    if repeat_column:
+        columns = [*columns[:1], "repeat", *[c for c in columns[1:] if c != "repeat"]]
+        rows = ({**row, "repeat": r.get("repeat")}
+                for r in records for row in task.csv_rows(errors.add(r)))
+    else:
+        rows = (row for r in records for row in task.csv_rows(errors.add(r)))
+    log.write_csv(columns, rows)
+    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
+    metrics["error_summary"] = errors.summary()
+    metrics.update(extra or {})
+    log.write_metrics(metrics)
+    return metrics
+
+
+def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
+    """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
+    options, each a complete batch of its own. Their ids are derived from the parent's id and
+    the options (and kept in the parent batch), so finishing again, after a resume or after a
+    kill part-way through writing them, rewrites the same batches instead of adding more."""
+    variants = task.variant_options()
+    if not variants:
+        return
+    known = log.batch.get("derived_batches", {})
+    base_opts = task.options.model_dump()
+    for opts in variants:
+        key = json.dumps(opts, sort_keys=True)
+        vtask = get_task(task.name, {**base_opts, **opts})
+        fields = {k: v for k, v in log.batch.items()
+                  if k not in ("log_schema", "batch_id", "timestamp", "status", "derived_batches",
+                               "completed_at", "resumed_at")}
+        config = dict(fields.get("evaluation_config", {}))
+        config["task_options"] = vtask.options.model_dump()
+        config.update(vtask.batch_info())
+        fields.update({"evaluation_config": config, "derived_from": log.paths.batch_id})
+        batch_id = known.get(key) or str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                     f"queryeval:{log.paths.batch_id}:{key}"))
+        vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
+        vlog.rewrite_records(vtask.rescore_record(r) for r in records)
+        vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
+        _write_tables(vlog, vtask, vrecords, extra=_repeat_section(vlog, vtask, vrecords),
+                      repeat_column=_repeats(vlog) > 1)
+        vlog.mark_complete()
+        known[key] = vlog.paths.batch_id
+    log.batch["derived_batches"] = known
