@@ -6,7 +6,10 @@ watchdog thread could not stop it either). The only reliable way to stop a runaw
 query is to kill the process that runs it. The worker opens the store with
 ``Store.read_only`` -- it cannot write, whatever it is asked -- and stays alive between
 queries, so the start-up cost (interpreter, import, opening the store; a few hundred ms)
-is paid once per engine and again only after a timeout kill.
+is paid once per engine and again only after a timeout kill. Before it opens anything the
+worker puts itself in the operating-system sandbox (:mod:`.sandbox`: no socket, writes only
+in its own temporary folder, RLIMIT_DATA), and every query is first decided by one parse
+(:func:`analyse`, :mod:`.sparql_safety`) inside it, under the query's deadline.
 
 Process and protocol: the worker is ``python -m queryeval.systems.engines.sparql_worker
 STORE_DIR`` started with :mod:`subprocess`, not :mod:`multiprocessing`: multiprocessing's
@@ -14,9 +17,12 @@ spawn and forkserver start methods re-import the caller's ``__main__`` module, w
 every user script without an ``if __name__ == "__main__"`` guard (measured), and fork is
 unsafe in a process that has threads. Messages are length-prefixed pickles over the
 worker's stdin and stdout (the worker moves ``sys.stdout`` to stderr first, so a stray
-print cannot corrupt the channel). The worker sends ``("ready", quad_count)`` or
-``("fatal", message)`` once; then answers every request dict with ``("ok", payload)`` /
-``("syntax", message)`` / ``("error", message)``; ``None`` or end of input make it exit.
+print cannot corrupt the channel). The parent may send one settings frame first
+(:class:`WorkerProcess` ``init``); the worker sends ``("ready", {"sandbox": report, ...})``
+or ``("fatal", message)`` once; then answers every request dict with ``("ok", payload)`` /
+``("refused" | "syntax" | "error", message)``; ``None`` or end of input make it exit. Each
+worker gets a fresh temporary folder (``TMPDIR``, its working directory; removed when it
+ends).
 A reader thread in the parent moves replies into a queue, so waiting with a deadline is a
 ``Queue.get(timeout=...)`` and works on every platform. Rows travel as SPARQL-JSON term
 dicts, so the parent does no conversion.
