@@ -540,3 +540,22 @@ def test_unavailable_layers_are_named() -> None:
     report = {"network": "unavailable: no seccomp on darwin", "memory": "RLIMIT_DATA 1 MiB",
               "filesystem": "landlock ABI 3: ..."}
     assert sandbox_module.unavailable_layers(report) == ["network"]
+
+
+def test_crack4_a_postgres_query_finishing_past_its_deadline_is_a_timeout(pg_server) -> None:
+    """Issue 24, crack 4: a query that finished past its deadline was reported ``ok`` (the
+    SQL workers said QueryTimeout). The session measures with its clock; here the clock
+    says the fetch ended 10 s after a 5 s deadline."""
+    pytest.importorskip("psycopg")
+    from queryeval.systems.engines import postgres as pg_module
+
+    db = pg_server.database("late", "SELECT 1;")
+    session = pg_module.PostgresSession(db["reader"])
+    try:
+        assert session.run("SELECT 1", 5, 10) == (["?column?"], [(1,)], False)
+        ticks = iter([100.0, 110.0])
+        session.clock = lambda: next(ticks)
+        with pytest.raises(QueryTimeout):
+            session.run("SELECT 1", 5, 10)
+    finally:
+        session.close()
