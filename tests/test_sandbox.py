@@ -16,7 +16,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -36,9 +35,9 @@ from queryeval.systems.engines import (
     RemoteSparqlEngine,
     SqliteEngine,
     base,
+    sparql_safety,
 )
 from queryeval.systems.engines import sandbox as sandbox_module
-from queryeval.systems.engines import sparql_safety
 
 TTL = """@prefix ex: <http://example.org/> .
 ex:a ex:p ex:b . ex:b ex:p true . ex:g ex:p "x" .
@@ -147,7 +146,7 @@ def test_crack1_glued_service_is_refused_and_sends_nothing(graph, listener) -> N
     with pytest.raises(QueryRefused):
         graph.execute(trueservice(listener.url), timeout_s=10)
     hidden_from = ("PREFIX FROq: <http://a/> PREFIX : <http://example.org/> "
-                   f"DESCRIBE <http://example.org/a>FROM:g WHERE {{ }}")
+                   "DESCRIBE <http://example.org/a>FROM:g WHERE { }")
     with pytest.raises((QueryRefused, QueryFailed)) as err:
         graph.execute(hidden_from, timeout_s=10)
     assert isinstance(err.value, QueryRefused) or err.value.syntax_error

@@ -167,7 +167,6 @@ class QueryTask(Task):
     def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
         from queryeval.systems.engines import QueryExecutionError
-
         from queryeval.systems.engines.sandbox import unavailable_layers
 
         engine = self.engine(source)

@@ -64,7 +64,6 @@ def sparql_shape(query: str, prefixes: Mapping[str, str] | None = None) -> Sparq
     gold queries rely on the graph's prefixes) get placeholder IRIs: they cannot change the
     shape."""
     from pyparsing import ParseException
-    from rdflib.plugins.sparql.algebra import translateQuery
     from rdflib.plugins.sparql.parser import parseQuery
 
     if not isinstance(query, str) or len(query) > MAX_PARSE_CHARS:

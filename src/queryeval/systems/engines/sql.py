@@ -64,6 +64,7 @@ from queryeval.systems.engines.base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
+    MAX_SQL_CHARS,
     ConnectionEngine,
     QueryFailed,
     QueryRefused,
@@ -72,7 +73,6 @@ from queryeval.systems.engines.base import (
     check_limits,
     check_memory_limit,
     fetch_bounded,
-    MAX_SQL_CHARS,
 )
 from queryeval.systems.engines.sql_safety import check_sql
 
