@@ -47,20 +47,26 @@ GOLD = {"head": {"vars": ["leak"]},
 
 
 def _linux_sandbox() -> str | None:
-    """Why the OS sandbox cannot hold here, or None."""
+    """Why the OS sandbox cannot hold here, or None: asked of a real sandboxed process (a
+    container's own seccomp profile may refuse Landlock or seccomp where the kernel has it)."""
     if not sys.platform.startswith("linux"):
         return f"no seccomp or Landlock on {sys.platform}"
     if sandbox_module.landlock_abi() < 1:
         return "the kernel has no Landlock"
-    try:
-        import pyseccomp  # noqa: F401
-    except (ImportError, OSError, RuntimeError):
-        return "no libseccomp"
-    return None
+    probe = ("import json, sys, tempfile; from queryeval.systems.engines import sandbox; "
+             "r = sandbox.apply(tempfile.gettempdir(), 256 * 1024**2); "
+             "print(json.dumps(sandbox.unavailable_layers(r)))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(base.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, env=env)
+    missing = json.loads(run.stdout or '["all"]') if run.returncode == 0 else ["all"]
+    return f"layers unavailable here: {', '.join(missing)}" if missing else None
 
 
-needs_sandbox = pytest.mark.skipif(_linux_sandbox() is not None,
-                                   reason=f"OS sandbox unavailable: {_linux_sandbox()}")
+_WHY_NOT = _linux_sandbox()
+needs_sandbox = pytest.mark.skipif(_WHY_NOT is not None,
+                                   reason=f"OS sandbox unavailable: {_WHY_NOT}")
 
 
 class Listener:
@@ -530,7 +536,7 @@ def test_engines_report_their_sandbox(graph) -> None:
     report = graph.sandbox
     assert set(report) >= {"memory", "filesystem", "network", "deadline"}
     assert report["memory"].startswith("RLIMIT_DATA")
-    if _linux_sandbox() is None:
+    if _WHY_NOT is None:
         assert sandbox_module.unavailable_layers(report) == []
 
 
@@ -558,3 +564,46 @@ def test_crack4_a_postgres_query_finishing_past_its_deadline_is_a_timeout(pg_ser
             session.run("SELECT 1", 5, 10)
     finally:
         session.close()
+
+
+def test_the_run_log_says_when_a_sandbox_layer_is_missing(tmp_path, monkeypatch) -> None:
+    """Where a layer cannot be applied (another platform, an old kernel, no libseccomp) the
+    worker's report says ``unavailable: …`` and every execution in the run log carries
+    ``sandbox_unavailable``; with every layer held the field is absent."""
+    import sqlite3
+
+    from queryeval.cli.app import main
+    from queryeval.systems.engines.sparql_worker import WorkerProcess
+    from test_query_task import run_records
+
+    db = tmp_path / "t.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (a)")
+        con.execute("INSERT INTO t VALUES (1)")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(json.dumps({"id": "c1", "conversation": [{
+        "role": "user", "content": "q", "target": {"query": {
+            "gold": "SELECT a FROM t", "source": str(db)}}}]}) + "\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"case_id": "c1", "query": "SELECT a FROM t"}) + "\n",
+                     encoding="utf-8")
+
+    def records(out: Path) -> dict:
+        assert main(["run", str(suite), "--responses", str(preds), "--out", str(out), "-q",
+                     "--no-report"]) == 0
+        return run_records(out)[1]["c1"]
+
+    if _WHY_NOT is None:
+        assert "sandbox_unavailable" not in records(tmp_path / "held")["predicted_execution"]
+    real_start = WorkerProcess.start
+
+    def start(self) -> None:  # as a worker on a machine without seccomp reports it
+        real_start(self)
+        self.sandbox = {**(self.sandbox or {}), "network": "unavailable: no seccomp on test"}
+
+    monkeypatch.setattr(WorkerProcess, "start", start)
+    record = records(tmp_path / "missing")
+    assert record["scores"]["exact_match_f1"] == 1.0
+    for side in ("predicted_execution", "gold_execution"):
+        assert record[side]["sandbox_unavailable"] == {
+            "network": "unavailable: no seccomp on test"}, record[side]
