@@ -2,9 +2,12 @@
 
 Two ways to count a query's columns:
 
-* :func:`sparql_arity` (clean rules) parses the query with a real SPARQL parser (pyoxigraph)
-  and counts the projected variables, so ``SELECT *`` counts the in-scope variables and
-  ``SELECT ?x {...}`` (no ``WHERE`` keyword) counts 1.
+* :func:`sparql_arity` (clean rules) parses the query with a complete SPARQL 1.1 grammar
+  (rdflib's parser and algebra; :func:`sparql_shape`) and counts the projected variables, so
+  ``SELECT *`` counts the in-scope variables and ``SELECT ?x {...}`` (no ``WHERE`` keyword)
+  counts 1. The text is only parsed, never evaluated. The scorer does not even parse a
+  predicted query: under clean rules it counts the columns of the result the sandboxed
+  worker returned (see :func:`.scores.table_scores`), which is the same number.
 * :func:`buildingqa_arity` (BuildingQA rules) reproduces the reference's regular
   expression: the whitespace-separated tokens (parentheses kept whole) between ``SELECT``
   and the first ``WHERE``, other than ``DISTINCT``. ``SELECT *`` is 1; no ``WHERE`` is 0.
@@ -14,11 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 _BQA_SELECT = re.compile(r"SELECT\s+(.+?)\s+WHERE", re.IGNORECASE | re.DOTALL)
-_SERVICE = re.compile(r"\bSERVICE(\s+SILENT)?\b", re.IGNORECASE)
-_PREFIXED = re.compile(r"(?<![\w<#?$])([A-Za-z][\w.\-]*)?:")
 
 
 def buildingqa_arity(query: str) -> int:
@@ -44,32 +46,91 @@ def buildingqa_arity(query: str) -> int:
     return len([t for t in tokens if t.upper() != "DISTINCT"])
 
 
-def sparql_arity(query: str, prefixes: Mapping[str, str] | None = None) -> int | None:
-    """The number of columns a SPARQL query returns, from pyoxigraph's parser; ``None``
-    when the text is not a valid query.
+@dataclass(frozen=True)
+class SparqlShape:
+    """What one parse of a SPARQL query says about its result: ``arity`` (columns: SELECT
+    the projected variables, ASK 1, CONSTRUCT / DESCRIBE 3), ``ordered`` (a top-level ORDER
+    BY) and ``limited`` (a top-level LIMIT or OFFSET)."""
 
-    SELECT: the projected variables. ASK: 1 (one boolean). CONSTRUCT / DESCRIBE: 3 (the
-    triple's subject, predicate and object). Prefixes the query uses without declaring them
-    (BuildingQA's gold queries rely on the graph's prefixes) are declared with placeholder
-    IRIs, which cannot change the projection. The query is prepared on an empty in-memory
-    store and never iterated; ``SERVICE`` is rewritten to ``GRAPH`` (same grammar, same
-    scope) before that, so nothing can reach the network.
-    """
-    import pyoxigraph as ox
+    arity: int
+    ordered: bool
+    limited: bool
 
-    text = _SERVICE.sub("GRAPH", query)
-    declared = dict(prefixes or {})
-    for name in _PREFIXED.findall(text):
-        declared.setdefault(name, f"urn:queryeval:prefix:{name}#")
-    try:
-        result: Any = ox.Store().query(text, prefixes=declared)
-    except (SyntaxError, ValueError, OSError):
+
+def sparql_shape(query: str, prefixes: Mapping[str, str] | None = None) -> SparqlShape | None:
+    """One parse of ``query`` (rdflib's SPARQL 1.1 grammar; nothing is evaluated, no request
+    can be sent); ``None`` when it is not a query (an update, a syntax error, over
+    :data:`MAX_PARSE_CHARS`). Prefixes the query uses without declaring them (BuildingQA's
+    gold queries rely on the graph's prefixes) get placeholder IRIs: they cannot change the
+    shape."""
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseQuery
+
+    if not isinstance(query, str) or len(query) > MAX_PARSE_CHARS:
         return None
-    if isinstance(result, ox.QuerySolutions):
-        return len(result.variables)
-    if isinstance(result, ox.QueryBoolean):
-        return 1
-    return 3
+    try:
+        parsed = parseQuery(query)
+    except (ParseException, RecursionError, ValueError, TypeError):
+        return None
+    body = parsed[1]
+    form = str(body.name)
+    ordered = dict.get(body, "orderby") is not None
+    limited = dict.get(body, "limitoffset") is not None
+    if form != "SelectQuery":
+        return SparqlShape(1 if form == "AskQuery" else 3, ordered, limited)
+    names = dict(prefixes or {})
+    for node in _walk(body):
+        if getattr(node, "name", None) == "pname":
+            names.setdefault(str(dict.get(node, "prefix") or ""),
+                             f"urn:queryeval:prefix:{len(names)}#")
+    count = projection_count(parsed, names)
+    return None if count is None else SparqlShape(count, ordered, limited)
+
+
+def projection_count(parsed: Any, prefixes: Mapping[str, str]) -> int | None:
+    """The projected variables of a parsed SELECT (rdflib's algebra: ``SELECT *`` gives the
+    in-scope variables); None when the algebra rejects it (a variable projected twice ...).
+    Prefixed names are expanded here with ``prefixes`` (which must cover every one used),
+    not by rdflib's namespace manager, which keeps one prefix per IRI (two prefixes bound to
+    one IRI would make the first "unknown")."""
+    from rdflib import URIRef
+    from rdflib.plugins.sparql.algebra import translateQuery, traverse
+
+    def expand(node: Any) -> Any:
+        if getattr(node, "name", None) == "pname":
+            prefix = str(dict.get(node, "prefix") or "")
+            return URIRef(prefixes.get(prefix, "urn:queryeval:prefix:unknown#")
+                          + str(dict.get(node, "localname") or ""))
+        return None
+
+    try:
+        body = traverse(parsed[1], visitPost=expand)
+        algebra = translateQuery([[], body]).algebra
+    except Exception:  # noqa: BLE001 - not a valid query for the algebra
+        return None
+    return len(dict.get(algebra, "PV") or ())
+
+
+MAX_PARSE_CHARS = 100_000
+"""Longer text is not parsed (the engines refuse it as well)."""
+
+
+def _walk(node: Any) -> Any:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        yield item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)) or type(item).__name__ == "ParseResults":
+            stack.extend(item)
+
+
+def sparql_arity(query: str, prefixes: Mapping[str, str] | None = None) -> int | None:
+    """The number of columns a SPARQL query returns (:func:`sparql_shape`); ``None`` when
+    the text is not a valid query."""
+    shape = sparql_shape(query, prefixes)
+    return None if shape is None else shape.arity
 
 
 def arity_f1_from_counts(pred_count: int, gold_count: int) -> float:

@@ -1,8 +1,8 @@
 """Comparison modes of the table metrics (issue 18): row order, numeric tolerance.
 
-* :func:`query_is_ordered` — whether a gold query has a top-level ``ORDER BY`` (sqlglot's
-  parse tree for SQL; for SPARQL the query must parse with pyoxigraph, then an ``ORDER BY``
-  outside every ``{...}`` group is top-level, since a sub-select's lies inside braces).
+* :func:`query_is_ordered` — whether a gold query has a top-level ``ORDER BY``, read off one
+  parse tree: sqlglot's for SQL, rdflib's SPARQL 1.1 grammar for SPARQL
+  (:func:`.arity.sparql_shape`: a sub-select's ORDER BY is not the query's).
 * :func:`lcs_length` — longest common subsequence of two integer sequences, bit-parallel
   (Allison–Dix / Hyyrö: one big-integer add, and, or, sub per element of the second
   sequence), so 10k × 10k rows cost ~10k big-integer operations, not 10⁸ cell updates.
@@ -20,18 +20,9 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from queryeval.metrics.tables.model import canonical_number
-
-_SPARQL_SKIP = re.compile(
-    r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
-    r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>', re.DOTALL)
-_ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
-
-
-_LIMIT = re.compile(r"\b(?:LIMIT|OFFSET)\b", re.IGNORECASE)
 
 
 def query_is_ordered(query: str, language: str) -> bool | None:
@@ -62,24 +53,12 @@ def _top_level_clause(query: str, language: str, clause: str) -> bool | None:
         return trees[0].args.get("order") is not None
     if language != "sparql":
         raise ValueError(f"language must be 'sparql' or 'sql', not {language!r}")
-    from queryeval.metrics.tables.arity import sparql_arity
+    from queryeval.metrics.tables.arity import sparql_shape
 
-    if sparql_arity(query) is None:
+    shape = sparql_shape(query)
+    if shape is None:
         return None
-    text = _SPARQL_SKIP.sub(" ", query)  # comments, strings and IRIs cannot hold braces
-    depth = 0
-    outside = []
-    for char in text:
-        if char == "{":
-            depth += 1
-            outside.append(" ")
-        elif char == "}":
-            depth -= 1
-            outside.append(" ")
-        else:
-            outside.append(char if depth == 0 else " ")
-    pattern = _LIMIT if clause == "limit" else _ORDER_BY
-    return bool(pattern.search("".join(outside)))
+    return shape.limited if clause == "limit" else shape.ordered
 
 
 def lcs_length(a: Sequence[int], b: Sequence[int]) -> int:

@@ -27,6 +27,16 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_ROWS = 100_000
 DEFAULT_MEMORY_LIMIT_BYTES = 2 * 1024**3
 """Every engine's worker process runs under this RLIMIT_DATA unless told otherwise."""
+DEFAULT_MAX_RESULT_BYTES = 128 * 1024**2
+"""Byte budget of one result as the worker fetches it (text plus 64 bytes a cell): a larger
+result is a failed query, so it never reaches the evaluating process."""
+MAX_SQL_CHARS = 100_000
+"""Longest SQL text accepted (characters), as for SPARQL."""
+
+QUERY_CHECKS = True
+"""Test-only switch: False turns every query-text check off (the SPARQL parse decisions,
+the SQL statement policy, the sqlite authorizer and DuckDB's external-access lock), so that
+tests can show what the operating-system sandbox holds alone. Never set it elsewhere."""
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -255,3 +265,40 @@ class ConnectionEngine:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def cell_bytes(value: Any) -> int:
+    """A cell's approximate size in memory for the byte budget: 64 bytes, plus the length of
+    text and binary values (nested SPARQL-JSON terms counted through)."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return 64 + len(value)
+    if isinstance(value, dict):
+        return 64 + sum(cell_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return 64 + sum(cell_bytes(v) for v in value)
+    return 64
+
+
+def result_too_large(budget: int) -> str:
+    """The reason of a query whose result passed the byte budget."""
+    return (f"the result is larger than the byte budget ({budget / 1024**2:g} MiB, "
+            "max_result_bytes); nothing of it was kept")
+
+
+def fetch_bounded(fetchmany: Any, max_rows: int, max_bytes: int) -> tuple[list[tuple], bool]:
+    """Up to ``max_rows`` rows through ``fetchmany(n)``, in batches, and whether a further row
+    exists; raises :class:`QueryFailed` as soon as the rows pass ``max_bytes`` (0: no
+    budget), so a result of huge rows is never held whole."""
+    rows: list[tuple] = []
+    size = 0
+    while len(rows) <= max_rows:
+        batch = fetchmany(min(1000, max_rows + 1 - len(rows)))
+        if not batch:
+            break
+        for row in batch:
+            if max_bytes:
+                size += sum(cell_bytes(v) for v in row)
+                if size > max_bytes:
+                    raise QueryFailed(result_too_large(max_bytes))
+            rows.append(tuple(row))
+    return rows[:max_rows], len(rows) > max_rows

@@ -14,24 +14,29 @@ Layers, each enough on its own for the common cases, together for the rest:
    ``lo_import``, ``lo_export``, ``dblink*``, ``set_config``, ``pg_terminate_backend``,
    ``pg_advisory_lock``, ``pg_stat_reset``, ``nextval``, ``query_to_xml``, ``ts_stat``,
    ``ts_rewrite``, ``pg_sleep`` …). Text sqlglot cannot parse is refused.
-2. **Server**: every query runs in a ``READ ONLY`` transaction that is rolled back, with
+2. **Worker** (:mod:`.sql_worker`): the connection lives in a worker process that opens it
+   and then installs the operating-system sandbox (:mod:`.sandbox`: no new socket, writes
+   only in its temporary folder, RLIMIT_DATA); rows are fetched in batches against
+   ``max_rows`` and a byte budget (``max_result_bytes``), so a huge result fails in the
+   worker instead of filling the evaluating process; the worker is killed at the deadline
+   (plus a grace), and a query that finishes past it is a ``QueryTimeout``.
+3. **Server**: every query runs in a ``READ ONLY`` transaction that is rolled back, with
    ``statement_timeout`` = the time limit (``set_config(…, true)``: this transaction only),
    through a server-side cursor (``DECLARE … CURSOR FOR <query>``, which accepts exactly one
    SELECT/VALUES without data-modifying CTEs), fetching at most ``max_rows + 1`` rows. After
    the rollback the engine releases session-level advisory locks
    (``pg_advisory_unlock_all()``), the one effect of a read-only query ROLLBACK keeps.
-3. **Client deadline**: if the server does not stop by ``timeout_s + 1`` s, the client
-   cancels the query (``connection.cancel()``).
+4. **Client deadline**: at ``timeout_s`` the worker cancels the query
+   (``connection.cancel()``); at ``timeout_s + 0.5`` s the parent kills the worker.
 
 A connection the server dropped (restart, terminated backend) is replaced before the next
-query. Use a login role that can only read (``GRANT SELECT``) as well: a read-only
+query (by a fresh worker: a sandboxed one cannot open a socket). Use a login role that can only read (``GRANT SELECT``) as well: a read-only
 transaction still lets a superuser *read* server files or reset statistics through a function
 the policy does not know about.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 import time
@@ -39,15 +44,15 @@ from typing import Any
 
 from queryeval.errors import ConfigError
 from queryeval.systems.engines.base import (
-    DEFAULT_MAX_ROWS,
-    DEFAULT_TIMEOUT_S,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MEMORY_LIMIT_BYTES,
     ConnectionEngine,
     QueryFailed,
     QueryRefused,
-    QueryResult,
     QueryTimeout,
-    check_limits,
+    fetch_bounded,
 )
+from queryeval.systems.engines.sql import _SqlEngine
 
 _DENIED_FUNCTIONS = re.compile(
     # files and programs on the server, large objects
@@ -121,12 +126,15 @@ def _refuse_unicode_identifiers(sql: str) -> None:
                                "statement check cannot verify the name they spell")
 
 
-class PostgresEngine(ConnectionEngine):
-    """Read-only SQL on PostgreSQL. One connection, reused; use as a context manager."""
+class PostgresEngine(_SqlEngine):
+    """Read-only SQL on PostgreSQL, run by a sandboxed worker process that holds the one
+    connection (see :mod:`.sql_worker`). Use as a context manager."""
 
     dialect = "postgres"
 
-    def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, connect_timeout_s: float = 10.0,
+                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -134,8 +142,32 @@ class PostgresEngine(ConnectionEngine):
                 from None
         self.url = url
         self.connect_timeout_s = connect_timeout_s
-        self._lock = threading.Lock()
-        self._closed = False
+        super().__init__(None, memory_limit_bytes=memory_limit_bytes, threads=None,
+                         max_result_bytes=max_result_bytes,
+                         settings={"url": url, "connect_timeout_s": connect_timeout_s})
+        try:
+            self.start()  # a server that cannot be reached is a ConfigError now, not per query
+        except QueryFailed:
+            self.close()
+            raise ConfigError(self._worker.last_fatal or f"cannot connect to PostgreSQL "
+                              f"({_redact(url)})") from None
+
+    def check(self, query: str) -> frozenset[str]:
+        check_postgres(query)
+        return frozenset()
+
+
+class PostgresSession(ConnectionEngine):
+    """The connection to the server (lives in the worker process; module docstring)."""
+
+    max_result_bytes = 0
+    """The byte budget of the next result (0: none); the worker sets it per request."""
+    clock = staticmethod(time.monotonic)
+    """What measures a query against its deadline (tests replace it)."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
+        self.url = url
+        self.connect_timeout_s = connect_timeout_s
         self._conn: Any = self._connect()
 
     def _connect(self) -> Any:
@@ -150,92 +182,75 @@ class PostgresEngine(ConnectionEngine):
         conn.read_only = True  # every transaction psycopg opens is BEGIN READ ONLY
         return conn
 
-    def close(self) -> None:
-        """Close the connection. Idempotent."""
-        with self._lock:
-            self._closed = True
-            super().close()
-
     def _begin(self, timeout_s: float) -> Any:
         """The connection, in a fresh READ ONLY transaction with ``statement_timeout`` set.
-        A connection the server has dropped (restart, terminated backend, network) is
-        replaced once: nothing of the query has run yet, so this is safe to retry."""
+        A connection the server has dropped (restart, terminated backend, network) cannot be
+        replaced here -- the sandbox forbids new sockets -- so the worker asks the parent for
+        a fresh worker (``restart``): nothing of the query has run yet, so that is safe."""
         import psycopg
 
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            conn = self._reconnect()
+            raise _Restart("postgres: connection lost")
         try:
             _set_timeout(conn, timeout_s)
         except psycopg.Error as exc:
             if not conn.broken:
                 _end(conn)
                 raise QueryFailed(f"postgres: {_first_line(exc)}") from None
-            conn = self._reconnect()
-            try:
-                _set_timeout(conn, timeout_s)
-            except psycopg.Error as again:
-                raise QueryFailed(f"postgres: {_first_line(again)}") from None
+            raise _Restart(f"postgres: connection lost; {_first_line(exc)}") from None
         return conn
 
-    def _reconnect(self) -> Any:
-        old, self._conn = self._conn, None
-        if old is not None:
-            with contextlib.suppress(Exception):  # already broken: closing only frees it
-                old.close()
-        try:
-            self._conn = self._connect()
-        except ConfigError as exc:
-            raise QueryFailed(f"postgres: connection lost; {exc}") from None
-        return self._conn
-
-    def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
-        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
+    def run(self, query: str, timeout_s: float, max_rows: int,
+            table_functions: frozenset[str] = frozenset()) -> tuple[list[str], list[Any], bool]:
+        """(columns, rows, truncated): a server-side cursor, fetched in batches against
+        ``max_rows`` and the byte budget; raises QueryRefused / QueryTimeout / QueryFailed.
+        A query that finishes past its deadline is a QueryTimeout."""
         import psycopg
         from psycopg import errors as pg_errors
 
-        check_limits(timeout_s, max_rows)
-        check_postgres(query)
-        with self._lock:
-            if self._closed:
-                raise QueryFailed("engine is closed")
-            conn = self._begin(timeout_s)
-            cancelled = threading.Event()
+        conn = self._begin(timeout_s)
+        cancelled = threading.Event()
 
-            def cancel() -> None:
-                cancelled.set()
-                try:
-                    conn.cancel()
-                except psycopg.Error:  # pragma: no cover - the query ended meanwhile
-                    pass
-
-            timer = threading.Timer(timeout_s + 1.0, cancel)
-            start = time.perf_counter()
+        def cancel() -> None:
+            cancelled.set()
             try:
-                timer.start()
-                with conn.cursor(name="queryeval_q") as cur:
-                    cur.execute(query)
-                    rows = cur.fetchmany(max_rows + 1)
-                    columns = [d.name for d in cur.description or ()]
-            except pg_errors.QueryCanceled:
+                conn.cancel()
+            except psycopg.Error:  # pragma: no cover - the query ended meanwhile
+                pass
+
+        timer = threading.Timer(timeout_s, cancel)
+        timer.daemon = True
+        start = self.clock()
+        try:
+            timer.start()
+            with conn.cursor(name="queryeval_q") as cur:
+                cur.execute(query)
+                columns = [d.name for d in cur.description or ()]
+                rows, truncated = fetch_bounded(cur.fetchmany, max_rows, self.max_result_bytes)
+        except pg_errors.QueryCanceled:
+            raise QueryTimeout(f"query ran longer than {timeout_s:g} s; cancelled") from None
+        except psycopg.Error as exc:
+            if cancelled.is_set():
                 raise QueryTimeout(f"query ran longer than {timeout_s:g} s; cancelled") from None
-            except psycopg.Error as exc:
-                if cancelled.is_set():
-                    raise QueryTimeout(f"query ran longer than {timeout_s:g} s; cancelled") \
-                        from None
-                first = _first_line(exc)
-                syntax = isinstance(exc, pg_errors.SyntaxError)
-                if isinstance(exc, (pg_errors.ReadOnlySqlTransaction,
-                                    pg_errors.InsufficientPrivilege)):
-                    raise QueryRefused(f"postgres: {first}") from None
-                raise QueryFailed(f"postgres: {first}", syntax_error=syntax) from None
-            finally:
-                timer.cancel()
-                _end(conn)
-        elapsed = (time.perf_counter() - start) * 1000.0
-        return QueryResult(columns=columns, rows=[tuple(r) for r in rows[:max_rows]],
-                           truncated=len(rows) > max_rows, elapsed_ms=elapsed, kind="sql")
+            first = _first_line(exc)
+            syntax = isinstance(exc, pg_errors.SyntaxError)
+            if isinstance(exc, (pg_errors.ReadOnlySqlTransaction,
+                                pg_errors.InsufficientPrivilege)):
+                raise QueryRefused(f"postgres: {first}") from None
+            raise QueryFailed(f"postgres: {first}", syntax_error=syntax) from None
+        finally:
+            timer.cancel()
+            _end(conn)
+        if cancelled.is_set() or self.clock() - start > timeout_s:
+            raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
+        return columns, rows, truncated
+
+
+class _Restart(QueryFailed):
+    """The connection is gone; the parent starts a fresh worker and retries once."""
+
+    kind = "restart"
 
 
 def _set_timeout(conn: Any, timeout_s: float) -> None:

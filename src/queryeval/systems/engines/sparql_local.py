@@ -23,7 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from queryeval.systems.engines import base
 from queryeval.systems.engines.base import (
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -33,7 +35,7 @@ from queryeval.systems.engines.base import (
     check_memory_limit,
     sparql_worker_payload,
 )
-from queryeval.systems.engines.sparql_safety import check_sparql
+from queryeval.systems.engines.sparql_safety import check_length
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES, StoreInfo, prepare_store
 from queryeval.systems.engines.sparql_worker import SparqlWorker
 
@@ -59,6 +61,7 @@ class LocalSparqlEngine:
         base_iri: str | None = None,
         union_default_graph: bool = False,
         memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         srcs = [sources] if isinstance(sources, (str, Path)) else list(sources)
         check_memory_limit(memory_limit_bytes)
@@ -75,6 +78,7 @@ class LocalSparqlEngine:
                                          **dict(prefixes or {})}
         self.base_iri = base_iri
         self.union_default_graph = union_default_graph
+        self.max_result_bytes = max_result_bytes
         self._worker = SparqlWorker(str(self.info.path), memory_limit_bytes)
         self._lock = threading.Lock()
         self._closed = False
@@ -88,6 +92,11 @@ class LocalSparqlEngine:
     def worker(self) -> SparqlWorker:
         """The worker handle (exposed for tests and diagnostics)."""
         return self._worker
+
+    @property
+    def sandbox(self) -> dict[str, str] | None:
+        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
+        return self._worker.sandbox
 
     def __enter__(self) -> LocalSparqlEngine:
         return self
@@ -111,12 +120,12 @@ class LocalSparqlEngine:
         check_limits(timeout_s, max_rows)
         if self._closed:
             raise QueryFailed("engine is closed")
-        check = check_sparql(query, allowed_graphs=self.info.named_graphs,
-                             prefixes=self.prefixes)
+        check_length(query)  # everything else is decided in the worker, under the deadline
         request: dict[str, Any] = {
             "query": query, "prefixes": self.prefixes, "base_iri": self.base_iri,
             "union_default_graph": self.union_default_graph, "max_rows": max_rows,
-            "from_spans": check.from_spans,
+            "allowed_graphs": sorted(self.info.named_graphs), "checks": base.QUERY_CHECKS,
+            "max_result_bytes": self.max_result_bytes,
         }
         with self._lock:
             if not self._worker.alive():
@@ -128,7 +137,8 @@ class LocalSparqlEngine:
         return QueryResult(columns=payload["columns"], rows=payload["rows"],
                            truncated=payload["truncated"], elapsed_ms=elapsed,
                            kind=payload["kind"], boolean=payload["boolean"],
-                           extra={"engine_ms": payload["engine_ms"]})
+                           extra={"engine_ms": payload["engine_ms"], "shape": payload["shape"],
+                                  "sandbox": self._worker.sandbox})
 
     def close(self) -> None:
         """Stop the worker and delete a temporary store. Idempotent."""

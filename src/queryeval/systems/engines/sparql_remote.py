@@ -1,7 +1,10 @@
 """SPARQL on a remote endpoint over the SPARQL 1.1 protocol (httpx).
 
-Each query is checked by :mod:`.sparql_safety` first (the endpoint might honour Update,
-SERVICE or FROM <url>; we never send them). The request is ``POST`` with the form field
+Each query is decided by one parse (:func:`.sparql_safety.check_sparql`, run in a sandboxed
+checker worker under the query's deadline) before anything is sent: the endpoint might
+honour Update, SERVICE or FROM <url>, and we never send them. This is the one path that
+must send the query text away, so here the parse decides alone; what the endpoint then does
+with a query that passed is the endpoint's business (docs/reliability.md). The request is ``POST`` with the form field
 ``query=``; SELECT and ASK ask for ``application/sparql-results+json``, CONSTRUCT and
 DESCRIBE for ``application/n-triples`` (parsed with pyoxigraph). The timeout is a total
 deadline on the whole exchange (httpx's own timeouts are per read, so a server that
@@ -36,7 +39,7 @@ from queryeval.systems.engines.base import (
     check_memory_limit,
     sparql_worker_payload,
 )
-from queryeval.systems.engines.sparql_safety import check_sparql
+from queryeval.systems.engines.sparql_safety import check_length
 from queryeval.systems.engines.sparql_worker import MEMORY_STORE, SparqlWorker
 
 RESULTS_JSON = "application/sparql-results+json"
@@ -75,7 +78,7 @@ class RemoteSparqlEngine:
         self._client = client or httpx.Client(
             follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0))
         self._lock = threading.Lock()
-        # pyoxigraph's parser, in a killable process with a memory cap
+        # the one parse, in a killable, sandboxed process with a memory cap
         self._checker = SparqlWorker(MEMORY_STORE, check_memory_limit(memory_limit_bytes))
 
     def __enter__(self) -> RemoteSparqlEngine:
@@ -93,25 +96,22 @@ class RemoteSparqlEngine:
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
         """Check, send and decode ``query``; raises QueryRefused/QueryTimeout/QueryFailed."""
         check_limits(timeout_s, max_rows)
-        check = check_sparql(query, allowed_graphs=self.allowed_graphs, prefixes=self.prefixes)
-        missing = {k: v for k, v in self.prefixes.items() if k not in check.prefixes}
-        prologue = "".join(f"PREFIX {k}: <{v}>\n" for k, v in missing.items())
-        text = prologue + query
-        graph = check.form in ("CONSTRUCT", "DESCRIBE")
-        headers = {**self.headers, "Accept": N_TRIPLES if graph else RESULTS_JSON}
+        check_length(query)
         with self._lock:
             if not self._checker.alive():
                 self._checker.start()  # outside the deadline, as for the embedded engine
             start = time.perf_counter()
             deadline = time.monotonic() + timeout_s
-            # The engine's own parser decides on exactly the text that would be sent.
-            shift = len(prologue)
-            status, payload = self._checker.request(
-                {"query": text, "prefixes": {}, "base_iri": None, "max_rows": 0,
-                 "lenient_prefixes": True,
-                 "from_spans": [(a + shift, b + shift) for a, b in check.from_spans]},
+            # One parse decides, on exactly the text that will be sent (prologue included).
+            status, shape = self._checker.request(
+                {"query": query, "prefixes": self.prefixes, "base_iri": None, "max_rows": 0,
+                 "lenient_prefixes": True, "allowed_graphs": sorted(self.allowed_graphs)},
                 timeout_s)
-            sparql_worker_payload(status, payload)
+            shape = sparql_worker_payload(status, shape)
+            missing = {k: v for k, v in self.prefixes.items() if k not in shape["prefixes"]}
+            text = "".join(f"PREFIX {k}: <{v}>\n" for k, v in missing.items()) + query
+            graph = shape["form"] in ("CONSTRUCT", "DESCRIBE")
+            headers = {**self.headers, "Accept": N_TRIPLES if graph else RESULTS_JSON}
             body, content_type = self._post(text, headers, deadline, timeout_s)
         if graph:
             result = _decode_triples(body, max_rows)

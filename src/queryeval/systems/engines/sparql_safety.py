@@ -1,42 +1,44 @@
-"""Refuse dangerous SPARQL before it reaches an engine.
+"""SPARQL decisions from one real parse: safety, form, arity and order.
 
-Refused (:class:`QueryRefused`):
+:func:`check_sparql` parses the text once with a complete SPARQL 1.1 grammar (rdflib's
+parser and algebra) and reads every decision off that parse, never off rewritten text:
 
-* **SPARQL Update** -- any operation keyword (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE,
-  ADD, MOVE, COPY, WITH, USING) anywhere in the text, and any request whose first
-  keyword after the prologue is not SELECT, ASK, CONSTRUCT or DESCRIBE. None of these
-  words is legal in a SPARQL *query*, so finding one as a keyword token is proof enough.
-* **SERVICE** -- federated queries make the engine issue HTTP requests (pyoxigraph and
-  rdflib both do; an ASK with SERVICE fires the request from ``Store.query`` itself).
-* **FROM / FROM NAMED** naming a graph outside ``allowed_graphs`` -- rdflib fetches
-  ``FROM <http://...>`` and reads ``FROM <file:...>``; remote endpoints may do the same.
+* **refused** (:class:`QueryRefused`): a ``SERVICE`` clause anywhere (federated queries make
+  an engine send requests), a ``FROM`` / ``FROM NAMED`` clause naming a graph outside
+  ``allowed_graphs`` (engines may fetch it), and SPARQL Update (``INSERT``, ``DELETE``,
+  ``LOAD``, ``CLEAR`` ...: the text parses as an update, not as a query);
+* **syntax** (:class:`SparqlSyntaxError`): text that is neither a query nor an update, or a
+  prefix that is neither declared nor supplied (``lenient_prefixes`` -- remote endpoints,
+  which predefine prefixes -- accepts the names in :data:`ENDPOINT_PREFIXES` undeclared and
+  refuses any other);
+* otherwise a :class:`SparqlCheck`: the form, the prefixes the query declares, its dataset
+  clauses, the number of columns it returns (``arity``) and whether it sorts or slices at
+  the top level.
 
-Two stages. :func:`check_sparql` (in the caller) is lexical: a tokenizer that follows the
-SPARQL 1.1 grammar's terminals (keywords only outside strings, IRIs and comments; ``?service``,
-``ex:SERVICE`` and ``"SERVICE"`` are not keywords, ``SeRvIcE`` is), run on the raw text and on
-the text with ``\\uXXXX`` escapes decoded (other engines may decode them everywhere). It gives
-clear reasons and reads the form, the declared prefixes and the FROM clauses.
+Where this parse and the executing engine's own parser may disagree -- oxigraph's parser
+backtracks, so ``?s ?p trueSERVICE:x { ... }`` is ``true SERVICE :x { ... }`` for it while
+the grammar reads an undeclared prefixed name -- the decision does not rest on the parse
+alone: the embedded engines run every query in the operating-system sandbox
+(:mod:`.sandbox`), where the engine cannot open a socket or write a file whatever it reads.
+Text the grammar rejects is handed to the engine only on an empty store inside that sandbox,
+to tell a plain syntax error from text it reads differently (which is refused). See
+:mod:`.sparql_worker` and docs/reliability.md.
 
-A token check alone is not enough: oxigraph matches keywords without a word boundary, so
-``SERVICE:x {...}``, ``SERVICEep:x``, ``FROM:g`` are real SERVICE / FROM clauses for the
-engine while a tokenizer reads one prefixed name. pyoxigraph 0.5 has no parse-only API and
-exposes no algebra, so :func:`verify_with_engine` (run in the worker process, under the
-query's deadline) asks the engine's own parser questions it can answer safely: see there.
-Length is capped first (:data:`MAX_QUERY_CHARS`).
+The parse runs inside the worker process, under the query's deadline and memory cap; the
+caller checks only the type and the length (:func:`check_length`, linear).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from queryeval.systems.engines.base import QueryRefused
 
-__all__ = [
-    "MAX_QUERY_CHARS", "QueryRefused", "SparqlCheck", "Token", "check_sparql", "neutralise",
-    "tokenize", "verify_with_engine",
-]
+__all__ = ["MAX_QUERY_CHARS", "QueryRefused", "SparqlCheck", "SparqlSyntaxError",
+           "check_length", "check_sparql"]
 
 MAX_QUERY_CHARS = 100_000
 """Longest query text accepted (characters). Generated queries are a few hundred characters;
@@ -44,82 +46,54 @@ checking and planning cost grows with the length (pyoxigraph plans a 4,000-patte
 minutes), so longer text is refused before any work is done."""
 
 QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
-UPDATE_KEYWORDS = frozenset({
-    "INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
-    "WITH", "USING",
-})
-
-_PN_CHARS_BASE = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff"
-_PN_CHARS = _PN_CHARS_BASE + "_\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
-
-_TOKEN_RE = re.compile(
-    rf"""
-    (?P<ws>\s+)
-  | (?P<comment>\#[^\n\r]*)
-  | (?P<iri><[^<>"{{}}|^`\\\x00-\x20]*>)
-  | (?P<string>
-        '''(?:(?:'|'')?(?:[^'\\]|\\.))*'''
-      | \"\"\"(?:(?:"|"")?(?:[^"\\]|\\.))*\"\"\"
-      | '(?:[^'\\\n\r]|\\.)*'
-      | "(?:[^"\\\n\r]|\\.)*"
-    )
-  | (?P<var>[?$][{_PN_CHARS}]+)
-  | (?P<langtag>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
-  | (?P<pname>(?:[{_PN_CHARS_BASE}_](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?)?:(?:(?:[{_PN_CHARS}:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%])(?:(?:[{_PN_CHARS}.:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%])*(?:[{_PN_CHARS}:]|%[0-9A-Fa-f]{{2}}|\\[_~.\-!$&'()*+,;=/?\#@%]))?)?)
-  | (?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>\^\^|\|\||&&|!=|<=|>=|[{{}}()\[\];,.*=!<>&|+\-/^@?$])
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-
-_ESCAPE_RE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+PLACEHOLDER_PREFIX = "http://queryeval.invalid/prefix/"
+ENDPOINT_PREFIXES = frozenset("""
+brick csvw dc dcam dcat dcmitype dcterms doap foaf geo odrl org owl prof prov qb rdf rdfs
+schema sh skos sosa ssn time vann void wgs xml xsd
+dbo dbr dbp dbc dbpedia yago wd wdt wds wdv wdref wikibase p ps pq pr prv bd psv pqv
+""".split())
+"""Prefixes a remote endpoint may predefine (rdflib's well-known vocabularies, DBpedia's and
+Wikidata's): with ``lenient_prefixes`` a query may use these undeclared. Any other
+undeclared prefix is refused, even for an endpoint: a parser that does not know the prefix
+may read the name differently (oxigraph reads an unknown ``trueSERVICE:x`` as
+``true SERVICE :x``), so only names that are plain vocabulary names are let through."""
 
 
-@dataclass(frozen=True)
-class Token:
-    """One lexical token: ``kind`` is a group name of the lexer, ``text`` the source text."""
-
-    kind: str
-    text: str
-    pos: int
+class SparqlSyntaxError(Exception):
+    """The text is not a SPARQL query (nor an update)."""
 
 
 @dataclass
 class SparqlCheck:
-    """What the checks learned about a query that passed them.
+    """What one parse learned about a query that may run.
 
-    ``form`` is SELECT, ASK, CONSTRUCT or DESCRIBE (upper case); ``prefixes`` the prefixes
-    the query declares itself; ``datasets`` the ``(named, iri)`` pairs of its FROM clauses.
+    ``form``: SELECT, ASK, CONSTRUCT or DESCRIBE; ``prefixes``: the prefixes the query
+    declares itself; ``datasets``: the ``(named, iri)`` pairs of its FROM clauses;
+    ``arity``: the number of columns it returns (SELECT: projected variables, ``SELECT *``
+    the in-scope ones; ASK 1; CONSTRUCT / DESCRIBE 3: subject, predicate, object);
+    ``ordered`` / ``limited``: a top-level ORDER BY / LIMIT or OFFSET.
     """
 
     form: str
     prefixes: dict[str, str] = field(default_factory=dict)
     datasets: list[tuple[bool, str]] = field(default_factory=list)
-    from_spans: list[tuple[int, int]] = field(default_factory=list)
-    """Where each FROM clause the lexer read lies in the raw text (start, end)."""
+    arity: int = 0
+    ordered: bool = False
+    limited: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"form": self.form, "prefixes": dict(self.prefixes),
+                "datasets": [list(d) for d in self.datasets], "arity": self.arity,
+                "ordered": self.ordered, "limited": self.limited}
 
 
-def tokenize(text: str) -> list[Token]:
-    """Split SPARQL text into tokens, dropping whitespace and comments."""
-    out: list[Token] = []
-    for m in _TOKEN_RE.finditer(text):
-        kind = m.lastgroup or "other"
-        if kind in ("ws", "comment"):
-            continue
-        out.append(Token(kind, m.group(), m.start()))
-    return out
-
-
-def decode_codepoint_escapes(text: str) -> str:
-    r"""Decode ``\uXXXX`` / ``\UXXXXXXXX`` everywhere, as SPARQL 1.1 section 19.2 says."""
-
-    def repl(m: re.Match[str]) -> str:
-        code = int(m.group(1) or m.group(2), 16)
-        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else m.group()
-
-    return _ESCAPE_RE.sub(repl, text)
+def check_length(text: object, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """``text`` when it is a string of at most ``max_chars`` characters; else QueryRefused."""
+    if not isinstance(text, str):
+        raise QueryRefused(f"query must be text, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise QueryRefused(f"query is {len(text):,} characters long; the limit is {max_chars:,}")
+    return text
 
 
 def check_sparql(
@@ -127,170 +101,115 @@ def check_sparql(
     *,
     allowed_graphs: Collection[str] = (),
     prefixes: Mapping[str, str] | None = None,
+    base_iri: str | None = None,
+    lenient_prefixes: bool = False,
     max_chars: int = MAX_QUERY_CHARS,
 ) -> SparqlCheck:
-    """Check ``text`` and describe it; raise :class:`QueryRefused` when it must not run.
+    """Parse ``text`` once and decide (module docstring); raise :class:`QueryRefused` or
+    :class:`SparqlSyntaxError`. ``prefixes``: the default prefixes the engine supplies
+    (``FROM ex:g`` is expanded with them); ``allowed_graphs``: the graph IRIs a FROM /
+    FROM NAMED clause may name."""
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 
-    ``allowed_graphs`` lists the graph IRIs a FROM / FROM NAMED clause may name (for the
-    embedded store: its own named graphs). ``prefixes`` are the default prefixes the
-    engine will supply, used to expand ``FROM ex:g``. This is the first, lexical stage;
-    :func:`verify_with_engine` (run in the worker process, under the query's deadline)
-    then decides with the engine's own parser.
-    """
-    if not isinstance(text, str):
-        raise QueryRefused(f"query must be text, got {type(text).__name__}")
-    if len(text) > max_chars:
-        raise QueryRefused(f"query is {len(text):,} characters long; the limit is {max_chars:,}")
-    views = [text]
-    decoded = decode_codepoint_escapes(text)
-    if decoded != text:
-        views.append(decoded)
-    result: SparqlCheck | None = None
-    for view in views:
-        check = _check_view(tokenize(view), allowed_graphs, prefixes or {},
-                            escaped=view is not text)
-        result = result or check
-    assert result is not None  # views is never empty
-    return result
-
-
-def _check_view(tokens: list[Token], allowed_graphs: Collection[str],
-                default_prefixes: Mapping[str, str], *, escaped: bool) -> SparqlCheck:
-    note = " (after decoding \\u escapes)" if escaped else ""
-    words = [(i, t.text.upper()) for i, t in enumerate(tokens) if t.kind == "word"]
-    for _, word in words:
-        if word == "SERVICE":
-            raise QueryRefused(f"SERVICE (federated query to another endpoint) is not allowed{note}")
-        if word in UPDATE_KEYWORDS:
-            raise QueryRefused(f"SPARQL Update is not allowed ({word}){note}")
-
-    # Prologue: BASE <iri> | PREFIX pname: <iri>, then the query form.
+    check_length(text, max_chars)
+    try:
+        parsed = parseQuery(text)
+    except (ParseException, RecursionError, ValueError, TypeError) as exc:
+        try:
+            update = parseUpdate(text)
+        except Exception:  # noqa: BLE001 - neither a query nor an update
+            raise SparqlSyntaxError(_first_line(exc)) from None
+        names = sorted({re.sub(r"(?<=[a-z])(?=[A-Z])", " ", str(getattr(op, "name", "") or "UPDATE")).upper()
+                        for op in _get(update, "request") or ()})
+        raise QueryRefused(f"SPARQL Update is not allowed ({', '.join(names) or 'UPDATE'})") \
+            from None
+    prologue, query = parsed[0], parsed[1]
     declared: dict[str, str] = {}
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        up = tok.text.upper() if tok.kind == "word" else ""
-        if up == "BASE":
-            i += 2
-        elif up == "PREFIX":
-            if i + 2 < len(tokens) and tokens[i + 1].kind == "pname" and tokens[i + 2].kind == "iri":
-                declared[tokens[i + 1].text.rstrip(":")] = tokens[i + 2].text[1:-1]
-            i += 3
-        else:
-            break
-    if i >= len(tokens):
-        raise QueryRefused("empty query: no SELECT, ASK, CONSTRUCT or DESCRIBE")
-    first = tokens[i]
-    form = first.text.upper() if first.kind == "word" else ""
-    if form not in QUERY_FORMS:
-        raise QueryRefused(
-            f"not a SPARQL query: expected SELECT, ASK, CONSTRUCT or DESCRIBE, found {first.text!r}{note}"
-        )
-
+    base = base_iri
+    for decl in prologue:
+        if decl.name == "PrefixDecl":
+            declared[str(_get(decl, "prefix") or "")] = str(decl["iri"])
+        elif decl.name == "Base":
+            base = str(decl["iri"])
+    known = {**dict(prefixes or {}), **declared}
+    init_ns = dict(known)
+    for node in _walk(query):
+        name = getattr(node, "name", None)
+        if name == "ServiceGraphPattern":
+            raise QueryRefused("SERVICE (federated query to another endpoint) is not allowed")
+        if name == "pname":
+            prefix = str(_get(node, "prefix") or "")
+            if prefix not in init_ns:
+                if not lenient_prefixes:
+                    raise SparqlSyntaxError(f"prefix {prefix + ':'!r} is not declared")
+                if prefix not in ENDPOINT_PREFIXES:
+                    raise QueryRefused(
+                        f"prefix {prefix + ':'!r} is neither declared nor one an endpoint "
+                        "predefines; an endpoint's parser may read it differently "
+                        "(declare it with PREFIX)")
+                init_ns[prefix] = f"{PLACEHOLDER_PREFIX}{len(init_ns)}#"
     allowed = set(allowed_graphs)
-    known = {**default_prefixes, **declared}
     datasets: list[tuple[bool, str]] = []
-    spans: list[tuple[int, int]] = []
-    for j, word in words:
-        if word != "FROM":
-            continue
-        k = j + 1
-        named = k < len(tokens) and tokens[k].kind == "word" and tokens[k].text.upper() == "NAMED"
-        if named:
-            k += 1
-        target = tokens[k] if k < len(tokens) else None
-        iri = _resolve(target, known)
-        clause = "FROM NAMED" if named else "FROM"
-        if iri is None:
-            shown = target.text if target else "end of query"
-            raise QueryRefused(f"{clause} must name a graph IRI, found {shown!r}{note}")
-        if iri not in allowed:
-            raise QueryRefused(
-                f"{clause} <{iri}> names a graph outside the store (engines may fetch it){note}"
-            )
+    for clause in _get(query, "datasetClause") or ():
+        named = "named" in clause
+        iri = _resolve(clause["named"] if named else clause["default"], known, base)
+        keyword = "FROM NAMED" if named else "FROM"
+        if iri is None or iri not in allowed:
+            shown = "an undeclared prefixed name" if iri is None else f"<{iri}>"
+            raise QueryRefused(f"{keyword} {shown} names a graph outside the store "
+                               "(engines may fetch it)")
         datasets.append((named, iri))
-        if not escaped and target is not None:
-            spans.append((tokens[j].pos, target.pos + len(target.text)))
-    return SparqlCheck(form=form, prefixes=declared, datasets=datasets, from_spans=spans)
+    form = str(query.name).removesuffix("Query").upper()
+    if form not in QUERY_FORMS:  # pragma: no cover - parseQuery yields only these
+        raise SparqlSyntaxError(f"not a SPARQL query form: {query.name}")
+    return SparqlCheck(form=form, prefixes=declared, datasets=datasets,
+                       arity=_arity(parsed, form, base, init_ns),
+                       ordered=_get(query, "orderby") is not None,
+                       limited=_get(query, "limitoffset") is not None)
 
 
-def _resolve(token: Token | None, prefixes: Mapping[str, str]) -> str | None:
-    if token is None:
-        return None
-    if token.kind == "iri":
-        return token.text[1:-1]
-    if token.kind == "pname":
-        prefix, _, local = token.text.partition(":")
-        if prefix in prefixes:
-            return prefixes[prefix] + re.sub(r"\\(.)", r"\1", local)
-    return None
+def _arity(parsed: Any, form: str, base: str | None, init_ns: Mapping[str, str]) -> int:
+    if form == "ASK":
+        return 1
+    if form != "SELECT":
+        return 3
+    from queryeval.metrics.tables.arity import projection_count
+
+    count = projection_count(parsed, init_ns)
+    if count is None:
+        raise SparqlSyntaxError("the SELECT clause is not valid (a variable projected twice?)")
+    return count
 
 
-# ------------------------------------------------------------------ the engine's own parser
-
-_NEUTRAL = {word: re.compile(word, re.IGNORECASE | re.ASCII) for word in ("service", "from")}
-
-
-def neutralise(text: str, word: str) -> str:
-    """``text`` with every occurrence of ``word`` (ASCII case-insensitive, anywhere: inside
-    names, strings, IRIs, glued to other letters) changed in its last letter to ``q``.
-
-    The change keeps every name, string and IRI lexically valid (a consistent renaming),
-    but a ``SERVICE`` / ``FROM`` *keyword* becomes a word the grammar has no place for.
-    """
-    return _NEUTRAL[word].sub(lambda m: m.group()[:-1] + "q", text)
+def _walk(node: Any) -> Iterator[Any]:
+    """Every node of a parse (CompValue, ParseResults, lists), depth first, no recursion."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        yield item
+        if isinstance(item, dict):  # CompValue is an OrderedDict
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)) or type(item).__name__ == "ParseResults":
+            stack.extend(item)
 
 
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
-    out = list(text)
-    for start, end in spans:
-        out[start:end] = " " * (end - start)
-    return "".join(out)
+def _resolve(term: Any, prefixes: Mapping[str, str], base: str | None) -> str | None:
+    from urllib.parse import urljoin
+
+    if getattr(term, "name", None) == "pname":
+        prefix = str(_get(term, "prefix") or "")
+        if prefix not in prefixes:
+            return None
+        return prefixes[prefix] + str(_get(term, "localname") or "")
+    text = str(term)
+    return urljoin(base, text) if base else text
 
 
-def verify_with_engine(
-    parse: Callable[[str, Mapping[str, str]], object],
-    text: str,
-    *,
-    prefixes: Mapping[str, str],
-    from_spans: list[tuple[int, int]],
-) -> None:
-    """Decide SERVICE and FROM with the engine's own grammar; raise QueryRefused, or
-    SyntaxError when the text is simply not a SPARQL query.
+def _get(node: Any, key: str) -> Any:
+    """``node[key]`` or None (rdflib's ``CompValue.get`` returns the key when it is missing)."""
+    return dict.get(node, key) if isinstance(node, dict) else None
 
-    pyoxigraph 0.5 has no parse-only API and exposes no algebra (``Store.query`` parses
-    and plans, and evaluates ASK at once), so the parser is asked questions it can answer
-    safely. ``parse(text, prefixes)`` must run ``Store.query`` on an *empty in-memory*
-    store inside a killable worker (planning can be slow):
 
-    1. the text with every ``service`` neutralised (see :func:`neutralise`) must parse.
-       A neutralised text contains no SERVICE keyword, so parsing (even evaluating) it
-       cannot send a request. If the original contains no ``service`` at all and still
-       fails, it is a plain syntax error. Otherwise the grammar needed a SERVICE keyword
-       (in whatever spelling: ``SERVICE:x``, ``SERVICEep:x``, ``trueSERVICE<u>`` ...),
-       or the text is invalid: refused either way.
-    2. the same text with the FROM clauses the lexer read blanked out, and every other
-       ``from`` neutralised, must parse as well; otherwise the grammar sees a dataset
-       clause the lexer did not check (``FROM:g``, ``FROMNAMED<g>`` ...): refused.
-    Neither the original text nor one that still holds a SERVICE keyword is ever parsed.
-    """
-    keys = {neutralise(k, "service"): v for k, v in prefixes.items()}
-    no_service = neutralise(text, "service")
-    try:
-        parse(no_service, keys)
-    except SyntaxError:
-        if no_service == text:
-            raise
-        raise QueryRefused(
-            "the engine's own parser reads a SERVICE clause (federated query) in this text, "
-            "or the text is not valid SPARQL") from None
-    keys = {neutralise(k, "from"): v for k, v in keys.items()}
-    no_dataset = neutralise(_blank(no_service, from_spans), "from")
-    if no_dataset == no_service:
-        return
-    try:
-        parse(no_dataset, keys)
-    except SyntaxError:
-        raise QueryRefused(
-            "the engine's own parser reads a FROM / FROM NAMED clause (dataset) that the "
-            "checker could not read; write it as FROM <iri>") from None
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

@@ -6,7 +6,10 @@ watchdog thread could not stop it either). The only reliable way to stop a runaw
 query is to kill the process that runs it. The worker opens the store with
 ``Store.read_only`` -- it cannot write, whatever it is asked -- and stays alive between
 queries, so the start-up cost (interpreter, import, opening the store; a few hundred ms)
-is paid once per engine and again only after a timeout kill.
+is paid once per engine and again only after a timeout kill. Before it opens anything the
+worker puts itself in the operating-system sandbox (:mod:`.sandbox`: no socket, writes only
+in its own temporary folder, RLIMIT_DATA), and every query is first decided by one parse
+(:func:`analyse`, :mod:`.sparql_safety`) inside it, under the query's deadline.
 
 Process and protocol: the worker is ``python -m queryeval.systems.engines.sparql_worker
 STORE_DIR`` started with :mod:`subprocess`, not :mod:`multiprocessing`: multiprocessing's
@@ -14,9 +17,12 @@ spawn and forkserver start methods re-import the caller's ``__main__`` module, w
 every user script without an ``if __name__ == "__main__"`` guard (measured), and fork is
 unsafe in a process that has threads. Messages are length-prefixed pickles over the
 worker's stdin and stdout (the worker moves ``sys.stdout`` to stderr first, so a stray
-print cannot corrupt the channel). The worker sends ``("ready", quad_count)`` or
-``("fatal", message)`` once; then answers every request dict with ``("ok", payload)`` /
-``("syntax", message)`` / ``("error", message)``; ``None`` or end of input make it exit.
+print cannot corrupt the channel). The parent may send one settings frame first
+(:class:`WorkerProcess` ``init``); the worker sends ``("ready", {"sandbox": report, ...})``
+or ``("fatal", message)`` once; then answers every request dict with ``("ok", payload)`` /
+``("refused" | "syntax" | "error", message)``; ``None`` or end of input make it exit. Each
+worker gets a fresh temporary folder (``TMPDIR``, its working directory; removed when it
+ends).
 A reader thread in the parent moves replies into a queue, so waiting with a deadline is a
 ``Queue.get(timeout=...)`` and works on every platform. Rows travel as SPARQL-JSON term
 dicts, so the parent does no conversion.
@@ -27,16 +33,23 @@ from __future__ import annotations
 import os
 import pickle
 import queue
-import re
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from queryeval.systems.engines.base import QueryFailed, QueryRefused, QueryTimeout
+from queryeval.systems.engines.base import (
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    cell_bytes,
+    result_too_large,
+)
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -77,71 +90,61 @@ def term_to_json(term: Any) -> dict[str, Any] | None:
     raise TypeError(f"unexpected RDF term {term!r}")
 
 
-def verify(checker: Any, request: dict[str, Any]) -> tuple[str, Any] | None:
-    """Run :func:`.sparql_safety.verify_with_engine` on the empty store ``checker``:
-    ``None`` when the query may run, else the ``("refused" | "syntax", message)`` reply."""
-    from queryeval.systems.engines.sparql_safety import verify_with_engine
+def analyse(checker: Any, request: dict[str, Any]) -> tuple[str, Any]:
+    """The one parse of the request's query (:func:`.sparql_safety.check_sparql`):
+    ``("ok", SparqlCheck.to_dict())`` when it may run, else ``("refused" | "syntax", why)``.
 
-    base_iri = request.get("base_iri") or CHECK_BASE_IRI
-    lenient = bool(request.get("lenient_prefixes"))
-
-    def parse(text: str, prefixes: Any) -> None:
-        # With lenient_prefixes (remote endpoints, which may predefine prefixes such as
-        # dbo: or brick:), an undeclared prefix gets a placeholder IRI for the check only.
-        # Never one whose name holds a neutralised keyword: declaring `trueSERVICq:` would
-        # turn `trueSERVICE:x {...}` (true + SERVICE for a parser without that prefix)
-        # into a harmless-looking triple (found by the corpus test).
-        extra: dict[str, str] = {}
-        for _ in range(64):
-            try:
-                checker.query(text, prefixes={**extra, **prefixes} or None, base_iri=base_iri)
-                return
-            except SyntaxError as exc:
-                name = missing_prefix(text, str(exc)) if lenient else None
-                if name is None or name in extra or _NEUTRALISED.search(name):
-                    raise
-                extra[name] = f"{CHECK_BASE_IRI}prefix/{len(extra)}#"
-        raise SyntaxError("too many undeclared prefixes")
+    Text the SPARQL 1.1 grammar rejects is run once on ``checker`` (an empty in-memory
+    store, inside this sandboxed worker): if oxigraph rejects it too it is a plain syntax
+    error; if oxigraph reads something in it (``trueSERVICE:x`` is ``true SERVICE :x`` for
+    oxigraph's backtracking parser) it is refused -- the two parsers disagree, so no
+    decision read off the grammar would hold for the engine. Whatever oxigraph does with it
+    meanwhile (a SERVICE request, say) meets the sandbox: no socket, no file."""
+    from queryeval.systems.engines.sparql_safety import SparqlSyntaxError, check_sparql
 
     try:
-        verify_with_engine(parse, request["query"], prefixes=request.get("prefixes") or {},
-                           from_spans=list(request.get("from_spans") or ()))
+        check = check_sparql(request["query"], allowed_graphs=request.get("allowed_graphs") or (),
+                             prefixes=request.get("prefixes") or {},
+                             base_iri=request.get("base_iri"),
+                             lenient_prefixes=bool(request.get("lenient_prefixes")))
     except QueryRefused as exc:
         return ("refused", exc.reason)
-    except SyntaxError as exc:
-        return ("syntax", str(exc))
+    except SparqlSyntaxError as exc:
+        grammar = str(exc)
+        try:
+            result = checker.query(request["query"], prefixes=request.get("prefixes") or None,
+                                   base_iri=request.get("base_iri") or CHECK_BASE_IRI)
+            if not isinstance(result, bool) and hasattr(result, "__iter__"):
+                for _ in result:
+                    break
+        except SyntaxError as again:
+            # With lenient prefixes (remote endpoints predefine some) oxigraph may stop at
+            # a prefix the endpoint would know: then it read nothing we could verify.
+            if not (request.get("lenient_prefixes") and "Prefix not found" in str(again)):
+                return ("syntax", str(again))
+        except Exception:  # noqa: BLE001 - oxigraph read a query and failed running it
+            pass
+        return ("refused", "the SPARQL 1.1 grammar rejects this text but the engine's parser "
+                           f"reads a query in it, so it cannot be verified ({grammar})")
     except Exception as exc:  # noqa: BLE001 - whatever it is, the query was not verified
         return ("refused", f"could not verify the query: {type(exc).__name__}: {exc}")
-    return None
-
-
-_PREFIX_ERROR = re.compile(r"^error at (\d+):(\d+): expected one of Prefix not found")
-_NEUTRALISED = re.compile("servicq|froq", re.IGNORECASE | re.ASCII)
-_PNAME_END = re.compile(r"([^\W\d][\w.\-\u00b7]*)?:[\w.\-%\\:]*$")
-
-
-def missing_prefix(text: str, message: str) -> str | None:
-    """The prefix name pyoxigraph reported as undeclared ("Prefix not found"), or None."""
-    m = _PREFIX_ERROR.match(message)
-    if m is None:
-        return None
-    lines = text.split("\n")
-    line, col = int(m.group(1)), int(m.group(2))
-    if not 1 <= line <= len(lines):
-        return None
-    found = _PNAME_END.search(lines[line - 1][: col - 1])
-    return None if found is None else (found.group(1) or "")
+    return ("ok", check.to_dict())
 
 
 def run_query(store: Any, request: dict[str, Any], checker: Any = None) -> tuple[str, Any]:
-    """Verify (on ``checker``, an empty in-memory store) and execute one request on
-    ``store``; never raises (errors become replies). ``store`` None: verify only."""
+    """Decide (one parse, :func:`analyse`) and execute one request on ``store``; never
+    raises (errors become replies). ``store`` None: decide only (the reply's payload is
+    the parse's description). ``request["checks"]`` False (a test-only switch, see
+    :data:`.base.QUERY_CHECKS`) skips the decision: only the sandbox holds then."""
     import pyoxigraph as ox
 
-    if checker is not None:
-        refusal = verify(checker, request)
-        if refusal is not None or store is None:
-            return refusal or ("ok", None)
+    shape: dict[str, Any] | None = None
+    if request.get("checks", True):
+        status, shape = analyse(checker if checker is not None else ox.Store(), request)
+        if status != "ok" or store is None:
+            return (status, shape)
+    elif store is None:
+        return ("ok", None)
     max_rows: int = request["max_rows"]
     start = time.perf_counter()
     try:
@@ -171,14 +174,22 @@ def run_query(store: Any, request: dict[str, Any], checker: Any = None) -> tuple
                 def convert(item: Any) -> tuple[Any, ...]:
                     return (term_to_json(item.subject), term_to_json(item.predicate),
                             term_to_json(item.object))
+            budget = int(request.get("max_result_bytes") or 0)
+            size = 0
             for item in result:
                 if len(rows) >= max_rows:
                     truncated = True  # a (max_rows + 1)-th row exists
                     break
-                rows.append(convert(item))
+                row = convert(item)
+                if budget:
+                    size += cell_bytes(row)
+                    if size > budget:
+                        return ("error", result_too_large(budget))
+                rows.append(row)
             payload = {"kind": kind, "columns": columns, "rows": rows, "boolean": None}
         payload["truncated"] = truncated
         payload["engine_ms"] = (time.perf_counter() - start) * 1000.0
+        payload["shape"] = shape
         return ("ok", payload)
     except SyntaxError as exc:
         return ("syntax", str(exc))
@@ -210,32 +221,35 @@ def read_frame(stream: IO[bytes]) -> Any:
 
 
 def cap_memory(limit: int) -> None:
-    """Set this process's RLIMIT_DATA (heap and private writable mappings) to ``limit``
-    bytes; 0 leaves it alone. Unlike RLIMIT_AS it does not count RocksDB's read-only file
-    mappings, so the store still opens; an allocation past it fails (Rust aborts the
-    worker, which the parent reports as a failed query)."""
-    import resource
+    """Set this process's RLIMIT_DATA (and RLIMIT_FSIZE) to ``limit`` bytes; 0 leaves them
+    alone (see :func:`.sandbox.cap_resources`)."""
+    from queryeval.systems.engines.sandbox import cap_resources
 
-    if limit <= 0 or not hasattr(resource, "RLIMIT_DATA"):
-        return
-    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    cap_resources(limit)
+
+
+def open_channel() -> tuple[IO[bytes], IO[bytes]]:
+    """(requests in, replies out) of a worker: the replies go to a copy of stdout, and
+    stdout itself is moved to stderr so that a stray print cannot corrupt the channel."""
+    channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return sys.stdin.buffer, channel_out
 
 
 def worker_main(store_path: str, memory_limit: int = 0) -> int:
-    """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``)."""
-    cap_memory(memory_limit)
-    channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
-    channel_in = sys.stdin.buffer
+    """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``): the
+    sandbox first (before pyoxigraph is imported or any thread started), then the store."""
+    from queryeval.systems.engines import sandbox
+
+    channel_in, channel_out = open_channel()
+    report = sandbox.apply(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir(), memory_limit)
     try:
         import pyoxigraph as ox
 
-        checker = ox.Store()  # empty, in memory: where queries are verified
+        checker = ox.Store()  # empty, in memory: where unverifiable text is tried
         store = None if store_path == MEMORY_STORE else ox.Store.read_only(store_path)
-        write_frame(channel_out, ("ready", 0 if store is None else len(store)))
+        write_frame(channel_out, ("ready", {"quads": 0 if store is None else len(store),
+                                            "sandbox": report}))
     except Exception as exc:
         write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
         return 1
@@ -246,6 +260,11 @@ def worker_main(store_path: str, memory_limit: int = 0) -> int:
         write_frame(channel_out, run_query(store, request, checker))
 
 
+WORKER_TMP_ENV = "QUERYEVAL_WORKER_TMP"
+"""The environment variable naming a worker's own temporary folder (the one place the
+sandbox lets it write); TMPDIR points there as well."""
+
+
 class WorkerProcess:
     """The parent's handle on one worker process (``python -m MODULE ARGS...``): start,
     ask with a deadline, kill. The child sends ``("ready", info)`` or ``("fatal", message)``
@@ -253,12 +272,17 @@ class WorkerProcess:
 
     name = "worker"
 
-    def __init__(self, module: str, args: list[str]) -> None:
+    def __init__(self, module: str, args: list[str], init: Any = None) -> None:
         self.module = module
         self.args = list(args)
+        self.init = init  # sent as the first frame (settings kept off the command line)
         self._proc: subprocess.Popen[bytes] | None = None
         self._replies: queue.Queue[Any] = queue.Queue()
+        self._tmpdir: str | None = None
         self.starts = 0  # how many processes were started (tests watch restarts)
+        self.last_fatal: str | None = None  # why the last start failed (the worker's words)
+        self.sandbox: dict[str, str] | None = None
+        """The last started worker's sandbox report (:func:`.sandbox.apply`)."""
 
     @property
     def pid(self) -> int | None:
@@ -270,10 +294,19 @@ class WorkerProcess:
     def start(self) -> None:
         """Start a fresh worker and wait until it has opened the store."""
         self.kill()
+        self._tmpdir = tempfile.mkdtemp(prefix="queryeval-worker-")
+        env = _child_env()
+        env[WORKER_TMP_ENV] = env["TMPDIR"] = self._tmpdir
         proc = subprocess.Popen(
             [sys.executable, "-m", self.module, *self.args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=self._tmpdir,
         )
+        if self.init is not None:
+            assert proc.stdin is not None
+            try:
+                write_frame(proc.stdin, self.init)
+            except (OSError, ValueError):
+                pass  # the reader sees the worker die
         replies: queue.Queue[Any] = queue.Queue()
         assert proc.stdout is not None
         threading.Thread(target=_pump, args=(proc.stdout, replies), daemon=True,
@@ -292,7 +325,9 @@ class WorkerProcess:
         status, detail = reply
         if status != "ready":
             self.kill()
+            self.last_fatal = str(detail)
             raise QueryFailed(f"{self.name} could not start: {detail}")
+        self.sandbox = dict(detail.get("sandbox") or {}) if isinstance(detail, dict) else None
 
     def request(self, request: dict[str, Any], timeout_s: float) -> tuple[str, Any]:
         """Send one request; kill the worker and raise QueryTimeout past ``timeout_s``."""
@@ -318,9 +353,13 @@ class WorkerProcess:
         return reply
 
     def kill(self) -> None:
-        """Stop the worker now (SIGKILL); safe to call when none is running."""
+        """Stop the worker now (SIGKILL) and remove its temporary folder; safe to call when
+        none is running."""
         proc, self._proc = self._proc, None
         if proc is None:
+            if self._tmpdir is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+                self._tmpdir = None
             return
         if proc.poll() is None:
             proc.kill()
@@ -331,6 +370,9 @@ class WorkerProcess:
                     stream.close()
                 except OSError:
                     pass
+        tmpdir, self._tmpdir = self._tmpdir, None
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
 
     def close(self) -> None:
         """Ask the worker to exit, then make sure it has."""

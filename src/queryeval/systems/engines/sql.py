@@ -36,8 +36,14 @@ DuckDB (``DuckDBEngine``)
 
 The parent waits ``timeout_s`` plus :data:`KILL_GRACE_S` for the worker's answer, then
 kills it (``QueryTimeout``); the next query starts a fresh worker (outside its deadline).
-Rows: ``fetchmany(max_rows + 1)`` -- both drivers stream, so a huge result is never
-materialised; ``truncated`` says whether a row beyond ``max_rows`` existed.
+Rows: :func:`.base.fetch_bounded` -- batches of ``fetchmany`` against ``max_rows`` and a byte
+budget (``max_result_bytes``, default 128 MiB), so a result of huge rows fails in the worker
+instead of reaching the evaluating process; ``truncated`` says whether a row beyond
+``max_rows`` existed.
+
+Every worker runs in the operating-system sandbox (:mod:`.sandbox`: no socket, writes only
+in its own temporary folder, RLIMIT_DATA), so a statement that slips past the policy and
+the connection's own locks still cannot reach the network or change a file.
 """
 
 from __future__ import annotations
@@ -52,10 +58,13 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.systems.engines import base
 from queryeval.systems.engines.base import (
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_MEMORY_LIMIT_BYTES,
     DEFAULT_TIMEOUT_S,
+    MAX_SQL_CHARS,
     ConnectionEngine,
     QueryFailed,
     QueryRefused,
@@ -63,6 +72,7 @@ from queryeval.systems.engines.base import (
     QueryTimeout,
     check_limits,
     check_memory_limit,
+    fetch_bounded,
 )
 from queryeval.systems.engines.sql_safety import check_sql
 
@@ -122,19 +132,25 @@ def _check_file(path: str | Path, what: str) -> Path:
 KILL_GRACE_S = 0.5
 """How long past ``timeout_s`` the parent waits for the worker before killing it."""
 class _SqlEngine:
-    """The parent side: statement check, then the worker process with a hard deadline."""
+    """The parent side: statement check, then the sandboxed worker process with a hard
+    deadline (sqlite, DuckDB and PostgreSQL alike)."""
 
     dialect: str = ""
 
-    def __init__(self, path: Path, *, memory_limit_bytes: int | None, threads: int | None) -> None:
+    def __init__(self, path: Path | None, *, memory_limit_bytes: int | None,
+                 threads: int | None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 settings: dict[str, Any] | None = None) -> None:
         from queryeval.systems.engines.sparql_worker import WorkerProcess
 
         self.path = path
         self.memory_limit_bytes = check_memory_limit(memory_limit_bytes)
+        self.max_result_bytes = max_result_bytes
         self.threads = threads
+        self._settings = dict(settings or {})
         self._lock = threading.Lock()
         self._closed = False
-        args = [self.dialect, str(path), str(self.memory_limit_bytes or 0), str(threads or 0)]
+        args = [self.dialect, str(path or "-"), str(self.memory_limit_bytes or 0),
+                str(threads or 0)]
         self._worker = WorkerProcess("queryeval.systems.engines.sql_worker", args)
         self._worker.name = f"{self.dialect} worker"
         self._finalizer = weakref.finalize(self, self._worker.close)
@@ -143,6 +159,11 @@ class _SqlEngine:
     def worker(self) -> Any:
         """The worker handle (exposed for tests and diagnostics)."""
         return self._worker
+
+    @property
+    def sandbox(self) -> dict[str, str] | None:
+        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
+        return self._worker.sandbox
 
     def __enter__(self) -> Any:
         return self
@@ -156,21 +177,46 @@ class _SqlEngine:
             self._closed = True
             self._finalizer()
 
+    def check(self, query: str) -> frozenset[str]:
+        """The statement policy (:func:`.sql_safety.check_sql`); the table functions it allowed."""
+        return check_sql(query, self.dialect)  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        """Start the worker now (outside any query's deadline), with the current settings."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        checks = base.QUERY_CHECKS
+        if self._worker.alive() and (self._worker.init or {}).get("checks") == checks:
+            return
+        self._worker.init = {**self._settings, "checks": checks}
+        self._worker.start()
+
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
         """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
         check_limits(timeout_s, max_rows)
-        table_functions = check_sql(query, self.dialect)  # type: ignore[arg-type]
+        check_sql_length(query)
+        table_functions = self.check(query) if base.QUERY_CHECKS else frozenset()
         request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
-                   "table_functions": sorted(table_functions or ())}
+                   "table_functions": sorted(table_functions or ()),
+                   "max_result_bytes": self.max_result_bytes}
         with self._lock:
             if self._closed:
                 raise QueryFailed("engine is closed")
-            if not self._worker.alive():
-                self._worker.start()
-            start = time.perf_counter()
-            status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
-            elapsed = (time.perf_counter() - start) * 1000.0
+            for attempt in (1, 2):
+                self._start()
+                start = time.perf_counter()
+                status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
+                elapsed = (time.perf_counter() - start) * 1000.0
+                if status == "ok" or payload["kind"] != "restart":
+                    break
+                # the worker's connection was lost before the query ran: a fresh worker
+                # connects again (outside the sandbox's filter, before it is installed)
+                self._worker.kill()
+                if attempt == 2:
+                    raise QueryFailed(payload["reason"])
         if status != "ok":
             kind, reason = payload["kind"], payload["reason"]
             if kind == "refused":
@@ -180,7 +226,16 @@ class _SqlEngine:
             raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
         return QueryResult(columns=payload["columns"], rows=payload["rows"],
                            truncated=payload["truncated"], elapsed_ms=elapsed, kind="sql",
-                           extra={"engine_ms": payload["engine_ms"]})
+                           extra={"engine_ms": payload["engine_ms"],
+                                  "sandbox": self._worker.sandbox})
+
+
+def check_sql_length(query: object, max_chars: int = MAX_SQL_CHARS) -> None:
+    """Refuse SQL that is not text or longer than ``max_chars`` (before any parsing)."""
+    if not isinstance(query, str):
+        raise QueryRefused(f"query must be text, got {type(query).__name__}")
+    if len(query) > max_chars:
+        raise QueryRefused(f"query is {len(query):,} characters long; the limit is {max_chars:,}")
 
 
 class SqliteEngine(_SqlEngine):
@@ -189,10 +244,12 @@ class SqliteEngine(_SqlEngine):
     dialect = "sqlite"
 
     def __init__(self, path: str | Path, *,
-                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES) -> None:
+                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         p = _check_file(path, "sqlite")
         SqliteSession(p).close()  # a bad file is an InputError here, not a failed query
-        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=None)
+        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=None,
+                         max_result_bytes=max_result_bytes)
 
 
 class DuckDBEngine(_SqlEngine):
@@ -201,10 +258,12 @@ class DuckDBEngine(_SqlEngine):
     dialect = "duckdb"
 
     def __init__(self, path: str | Path, *, threads: int | None = None,
-                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES) -> None:
+                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         p = _check_file(path, "DuckDB")
         DuckDBSession(p, threads=threads, memory_limit_bytes=memory_limit_bytes).close()
-        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=threads)
+        super().__init__(p, memory_limit_bytes=memory_limit_bytes, threads=threads,
+                         max_result_bytes=max_result_bytes)
 
 
 # ------------------------------------------------------------ inside the worker process
@@ -213,7 +272,10 @@ class DuckDBEngine(_SqlEngine):
 class SqliteSession(ConnectionEngine):
     """The locked-down sqlite connection (lives in the worker process)."""
 
-    def __init__(self, path: Path) -> None:
+    max_result_bytes = 0
+    """The byte budget of the next result (0: none); the worker sets it per request."""
+
+    def __init__(self, path: Path, *, checks: bool = True) -> None:
         self.path = path
         self._denied: list[str] = []
         self._vtabs: frozenset[str] = frozenset()
@@ -223,10 +285,11 @@ class SqliteSession(ConnectionEngine):
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
             raise InputError(f"cannot open sqlite database: {exc}", path=self.path) from None
-        if hasattr(conn, "setlimit"):  # Python >= 3.11; the authorizer denies ATTACH anyway
-            conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
-        conn.set_authorizer(self._authorize)
+        if checks:  # off only in tests (base.QUERY_CHECKS): then the OS sandbox alone holds
+            if hasattr(conn, "setlimit"):  # Python >= 3.11; the authorizer denies ATTACH too
+                conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+                conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
+            conn.set_authorizer(self._authorize)
         self._conn: sqlite3.Connection | None = conn
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None,
@@ -277,7 +340,7 @@ class SqliteSession(ConnectionEngine):
         try:
             cur.execute(query)
             columns = [d[0] for d in cur.description or ()]
-            rows = cur.fetchmany(max_rows + 1)
+            rows, truncated = fetch_bounded(cur.fetchmany, max_rows, self.max_result_bytes)
         except sqlite3.Error as exc:
             if timed_out:
                 raise QueryTimeout(f"query ran longer than {timeout_s:g} s; interrupted") from None
@@ -291,14 +354,18 @@ class SqliteSession(ConnectionEngine):
             conn.set_progress_handler(None, 0)
         if timed_out or time.monotonic() > deadline:
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
-        return columns, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
+        return columns, rows, truncated
 
 
 class DuckDBSession(ConnectionEngine):
     """The locked-down DuckDB connection (lives in the worker process)."""
 
+    max_result_bytes = 0
+    """The byte budget of the next result (0: none); the worker sets it per request."""
+
     def __init__(self, path: Path, *, threads: int | None = None,
-                 memory_limit_bytes: int | None = None) -> None:
+                 memory_limit_bytes: int | None = None, checks: bool = True,
+                 temp_directory: str | None = None) -> None:
         import duckdb
 
         self.path = path
@@ -309,9 +376,14 @@ class DuckDBSession(ConnectionEngine):
             "allow_community_extensions": False,
             "threads": threads or min(4, os.cpu_count() or 1),
         }
+        if temp_directory:  # spilling goes to the worker's own folder (the sandbox's)
+            config["temp_directory"] = temp_directory
         if memory_limit_bytes:
             config["memory_limit"] = f"{max(memory_limit_bytes // 2 // 1024**2, 32)}MB"
         config["lock_configuration"] = True
+        if not checks:  # test-only (base.QUERY_CHECKS): the OS sandbox alone holds
+            config.update({"enable_external_access": True, "autoinstall_known_extensions": True,
+                           "autoload_known_extensions": True, "lock_configuration": False})
         try:
             self._conn: Any = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.Error as exc:
@@ -343,7 +415,7 @@ class DuckDBSession(ConnectionEngine):
         try:
             cur = conn.execute(query)
             columns = [d[0] for d in cur.description or ()]
-            rows = cur.fetchmany(max_rows + 1)
+            rows, truncated = fetch_bounded(cur.fetchmany, max_rows, self.max_result_bytes)
         except duckdb.Error as exc:
             done.set()
             guard.join()
@@ -368,7 +440,7 @@ class DuckDBSession(ConnectionEngine):
             except duckdb.Error:
                 pass
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
-        return columns, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
+        return columns, rows, truncated
 
 
 def _rollback(conn: Any) -> None:

@@ -1,19 +1,26 @@
-"""The SQL worker process: one locked-down sqlite or DuckDB connection, capped memory.
+"""The SQL worker process: one locked-down sqlite, DuckDB or PostgreSQL connection, in the
+operating-system sandbox.
 
 ``python -m queryeval.systems.engines.sql_worker DIALECT PATH MEMORY_BYTES THREADS``
-(0 means "no cap" / "default"). It sets ``RLIMIT_DATA`` to ``MEMORY_BYTES`` first (heap
-and anonymous mappings: an allocation past it fails instead of swapping the machine; the
-database file itself is read through the page cache and does not count), opens the
-database as :class:`.sql.SqliteSession` / :class:`.sql.DuckDBSession`, then answers
-requests with the framing of :mod:`.sparql_worker`: ``("ok", {"columns", "rows",
-"truncated", "engine_ms"})`` or ``("error", {"kind", "reason", "syntax_error"?})``.
-The parent kills it when a query overruns its deadline (see :mod:`.sql`).
+(0 means "no cap" / "default"; for PostgreSQL PATH is ``-``). The parent's first frame is
+the settings dict (``checks``: the test-only switch of :data:`.base.QUERY_CHECKS`; ``url``:
+the PostgreSQL server, kept off the command line because it may hold a password).
+
+Order matters. sqlite / DuckDB: the sandbox (:func:`.sandbox.apply`: RLIMIT_DATA, Landlock,
+seccomp) first -- before DuckDB is imported or any thread started -- then the database is
+opened read-only. PostgreSQL: the one connection to the configured server first, then the
+sandbox, so the open socket keeps working and no new one can be made (a lost connection
+ends the worker; the parent starts a fresh one). Then the worker answers requests with the
+framing of :mod:`.sparql_worker`: ``("ok", {"columns", "rows", "truncated", "engine_ms"})``
+or ``("error", {"kind", "reason", "syntax_error"?})``. The parent kills it when a query
+overruns its deadline (see :mod:`.sql`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,7 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
     from queryeval.systems.engines.base import QueryExecutionError
 
     start = time.perf_counter()
+    session.max_result_bytes = int(request.get("max_result_bytes") or 0)
     try:
         columns, rows, truncated = session.run(
             request["query"], float(request["timeout_s"]), int(request["max_rows"]),
@@ -38,36 +46,64 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
                    "engine_ms": (time.perf_counter() - start) * 1000.0})
 
 
+def open_session(dialect: str, path: str, memory: int, threads: int,
+                 settings: dict[str, Any]) -> Any:
+    checks = bool(settings.get("checks", True))
+    if dialect == "postgres":
+        from queryeval.systems.engines.postgres import PostgresSession
+
+        return PostgresSession(str(settings["url"]),
+                               connect_timeout_s=float(settings.get("connect_timeout_s") or 10))
+    from queryeval.systems.engines.sql import DuckDBSession, SqliteSession
+
+    if dialect == "sqlite":
+        return SqliteSession(Path(path), checks=checks)
+    return DuckDBSession(Path(path), threads=threads or None, memory_limit_bytes=memory or None,
+                         checks=checks, temp_directory=os.environ.get("TMPDIR"))
+
+
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
-    from queryeval.systems.engines.sparql_worker import _EOF, cap_memory, read_frame, write_frame
+    from queryeval.systems.engines import sandbox
+    from queryeval.systems.engines.sparql_worker import (
+        _EOF,
+        WORKER_TMP_ENV,
+        open_channel,
+        read_frame,
+        write_frame,
+    )
 
-    channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
-    channel_in = sys.stdin.buffer
+    channel_in, channel_out = open_channel()
+    settings = read_frame(channel_in)
+    if not isinstance(settings, dict):
+        return 1
+    writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
+    report: dict[str, str] = {}
     try:
-        cap_memory(memory)
-        from queryeval.systems.engines.sql import DuckDBSession, SqliteSession
-
-        if dialect == "sqlite":
-            session: Any = SqliteSession(Path(path))
-        else:
-            session = DuckDBSession(Path(path), threads=threads or None,
-                                    memory_limit_bytes=memory or None)
-        write_frame(channel_out, ("ready", 0))
+        if dialect != "postgres":
+            report = sandbox.apply(writable, memory)
+        session = open_session(dialect, path, memory, threads, settings)
+        if dialect == "postgres":
+            report = sandbox.apply(writable, memory)
+        write_frame(channel_out, ("ready", {"sandbox": report}))
     except Exception as exc:  # noqa: BLE001
-        write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+        write_frame(channel_out, ("fatal", reason))
         return 1
     while True:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
             session.close()
             return 0
-        write_frame(channel_out, handle(session, request))
+        reply = handle(session, request)
+        write_frame(channel_out, reply)
+        if reply[0] == "error" and reply[1].get("kind") == "restart":
+            session.close()
+            return 0  # the connection is gone and no new socket can be opened here
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] not in ("sqlite", "duckdb"):
+    if len(sys.argv) != 5 or sys.argv[1] not in ("sqlite", "duckdb", "postgres"):
         sys.stderr.write("usage: python -m queryeval.systems.engines.sql_worker "
-                         "sqlite|duckdb PATH MEMORY_BYTES THREADS\n")
+                         "sqlite|duckdb|postgres PATH MEMORY_BYTES THREADS\n")
         sys.exit(2)
     sys.exit(worker_main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

@@ -1,0 +1,201 @@
+"""The operating-system sandbox every query worker process runs in (Linux).
+
+A safety decision made on query text can be fooled by text; this layer does not read the
+query at all. Before a worker accepts its first query it restricts *itself*:
+
+* **network** -- a seccomp filter (libseccomp through ``pyseccomp``, applied to every thread
+  with TSYNC) makes ``socket()`` fail with EACCES for every address family, and refuses
+  ``io_uring_setup`` (io_uring can create sockets without the ``socket`` system call),
+  ``execve`` / ``execveat`` (no programs) and ``ptrace``. Landlock (ABI >= 4) also denies TCP
+  ``connect`` / ``bind``. The PostgreSQL worker opens its one connection *before* the
+  filter is installed; the open socket stays usable, no new one can be made.
+* **files** -- Landlock (ABI >= 1): reading and executing stay allowed everywhere (the
+  interpreter, the libraries, the store); writing, creating, removing, renaming and
+  truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
+  Landlock applies to the calling thread and the threads it starts later, so it is applied
+  first thing, before any engine is imported (the PostgreSQL worker: right after it
+  connects; psycopg starts no thread). With ABI >= 6 the worker also cannot signal
+  processes outside its own domain.
+* **memory** -- ``RLIMIT_DATA`` (heap and private writable mappings; RocksDB's read-only
+  file mappings are not counted, so the store still opens), ``RLIMIT_FSIZE`` (no file
+  larger than the memory cap, even in the temporary folder), no core dumps.
+* **time** -- the parent kills the worker (SIGKILL) at its deadline (see
+  :class:`.sparql_worker.WorkerProcess`).
+
+What is available is detected, never assumed; :func:`apply` returns a report (a dict of
+layer -> how it is held, or ``"unavailable: why"``) that the worker sends to the parent in
+its ``ready`` message; engines expose it as ``engine.sandbox`` and the query task records it
+on every execution when a layer is missing. Platform limits (docs/reliability.md): macOS and
+Windows have neither seccomp nor Landlock -- there only the time and memory limits hold
+(RLIMIT_DATA is advisory on macOS) and the text checks decide alone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+from typing import Any
+
+# Landlock (include/uapi/linux/landlock.h); the system call numbers are the same on every
+# architecture (they were added after the tables were unified).
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1, 2, 4, 8
+_FS_ALL_ABI1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
+
+DENIED_SYSCALLS = ("socket", "io_uring_setup", "execve", "execveat", "ptrace")
+"""System calls the seccomp filter makes fail with EACCES."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> Any:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        version = _libc().syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0),
+                                  ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(0, int(version))
+
+
+def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict[str, str]:
+    """Landlock this thread (and the threads it starts later): writes only under
+    ``writable``; with ``deny_tcp`` and ABI >= 4 no TCP connect/bind either."""
+    abi = landlock_abi()
+    if abi <= 0:
+        why = "unavailable: no Landlock in this kernel" if sys.platform.startswith("linux") \
+            else f"unavailable: no Landlock on {sys.platform}"
+        return {"filesystem": why}
+    libc = _libc()
+    fs = _FS_ALL_ABI1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0) \
+        | (_FS_IOCTL_DEV if abi >= 5 else 0)
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if deny_tcp and abi >= 4 else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = _RulesetAttr(fs, net, scoped)
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
+                           ctypes.c_uint32(0))
+    if ruleset < 0:
+        return {"filesystem": f"unavailable: landlock_create_ruleset: "
+                              f"{os.strerror(ctypes.get_errno())}"}
+    try:
+        read_only = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+        file_rights = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE \
+            | (_FS_TRUNCATE if abi >= 3 else 0)
+        for path, rights in (("/", read_only), (writable, fs),
+                             ("/dev/null", _FS_WRITE_FILE | _FS_READ_FILE
+                              | (_FS_TRUNCATE if abi >= 3 else 0))):
+            fd = os.open(path, os.O_PATH | getattr(os, "O_CLOEXEC", 0))
+            try:
+                rule = _PathBeneathAttr(rights & (file_rights if path == "/dev/null" else fs), fd)
+                if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset),
+                                ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                                ctypes.c_uint32(0)) < 0:
+                    return {"filesystem": f"unavailable: landlock_add_rule({path}): "
+                                          f"{os.strerror(ctypes.get_errno())}"}
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
+                libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            return {"filesystem": f"unavailable: landlock_restrict_self: "
+                                  f"{os.strerror(ctypes.get_errno())}"}
+    finally:
+        os.close(ruleset)
+    out = {"filesystem": f"landlock ABI {abi}: writes only under the worker's temporary folder"}
+    if net:
+        out["tcp"] = f"landlock ABI {abi}: no TCP connect or bind"
+    return out
+
+
+def deny_network() -> str:
+    """Install the seccomp filter (:data:`DENIED_SYSCALLS` fail with EACCES, on every
+    thread); return how the network is held, or ``"unavailable: why"``."""
+    if not sys.platform.startswith("linux"):
+        return f"unavailable: no seccomp on {sys.platform}"
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError, RuntimeError) as exc:  # no libseccomp on this machine
+        return f"unavailable: libseccomp could not be loaded ({type(exc).__name__})"
+    try:
+        flt = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+        flt.set_attr(seccomp.Attr.CTL_TSYNC, 1)
+        for name in DENIED_SYSCALLS:
+            try:
+                flt.add_rule(seccomp.ERRNO(errno.EACCES), name)
+            except (RuntimeError, ValueError, OSError):
+                if name == "socket":  # the one rule this layer is about
+                    raise
+        flt.load()
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the filter is not in place
+        return f"unavailable: seccomp filter not loaded ({type(exc).__name__}: {exc})"
+    return "seccomp: socket(), io_uring, exec and ptrace fail with EACCES"
+
+
+def cap_resources(limit: int) -> str:
+    """RLIMIT_DATA and RLIMIT_FSIZE at ``limit`` bytes (0: no memory cap), no core dumps."""
+    try:
+        import resource
+    except ImportError:
+        return f"unavailable: no resource limits on {sys.platform}"
+
+    def lower(which: int, value: int) -> None:
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, hard))
+
+    lower(resource.RLIMIT_CORE, 0)
+    if limit <= 0:
+        return "unavailable: no memory cap was asked for"
+    if not hasattr(resource, "RLIMIT_DATA"):
+        return f"unavailable: no RLIMIT_DATA on {sys.platform}"
+    lower(resource.RLIMIT_DATA, limit)
+    lower(resource.RLIMIT_FSIZE, limit)
+    return f"RLIMIT_DATA and RLIMIT_FSIZE {limit // 1024**2} MiB"
+
+
+def apply(writable: str, memory_limit: int, *, network: bool = True,
+          filesystem: bool = True) -> dict[str, str]:
+    """Apply the layers asked for to this process, in the order that keeps each of them
+    whole (module docstring). Returns the report: layer -> how it is held, or
+    ``"unavailable: why"``; ``unavailable_layers(report)`` names the missing ones."""
+    report: dict[str, str] = {"memory": cap_resources(memory_limit)}
+    if filesystem:
+        report.update(restrict_filesystem_and_tcp(writable, deny_tcp=network))
+    if network:
+        report["network"] = deny_network()
+    report["deadline"] = "the parent kills the worker (SIGKILL) at the deadline"
+    return report
+
+
+def unavailable_layers(report: dict[str, str] | None) -> list[str]:
+    """The layers of a worker's sandbox report that are not held ("network", "filesystem",
+    "memory"); every layer when there is no report."""
+    if not report:
+        return ["network", "filesystem", "memory"]
+    return [k for k in ("network", "filesystem", "memory")
+            if str(report.get(k, "unavailable")).startswith("unavailable")]
