@@ -573,3 +573,7 @@ def test_one_reader_finds_the_first_bad_number_and_keeps_the_rest():
     assert read_json(f'[-{HUGE}, {HUGE}, NaN]', finite=False, huge="inf")[:2] == [
         float("-inf"), float("inf")]
     assert read_json(f'-{HUGE}', finite=False, huge="inf") == float("-inf")
+    for encoding in ("utf-8", "utf-16", "utf-32-le"):  # bytes are decoded as json.loads does
+        with pytest.raises(NumberError, match=r"^a: an integer of 400 digits"):
+            read_json(f'{{"a": {HUGE}}}'.encode(encoding), finite=False)
+        assert read_json('{"a": [1, 2.5]}'.encode(encoding)) == {"a": [1, 2.5]}
