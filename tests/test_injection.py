@@ -272,6 +272,32 @@ def test_repeats_sheet_of_flaky_hostile_cases_goes_through_the_safe_writer(tmp_p
         assert all(c.data_type != "f" for row in wb["Repeats"].iter_rows() for c in row)
 
 
+def test_only_the_safe_writer_sets_a_cell():
+    """Every xlsx cell of every report is set by ``report.xlsx.put`` (issue 24 item 5: the
+    Repeats sheet used ``ws.append``): no other module of the package calls a worksheet's
+    ``append`` or ``cell(..., value=...)`` or assigns a cell's ``value``."""
+    import ast
+
+    import queryeval
+
+    package = Path(queryeval.__file__).resolve().parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "report" / "xlsx.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    (node.func.attr == "append" and isinstance(node.func.value, ast.Name)
+                     and node.func.value.id in ("ws", "sheet", "worksheet"))
+                    or (node.func.attr == "cell" and any(k.arg == "value" for k in node.keywords))):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "value"
+                    and isinstance(t.value, (ast.Name, ast.Subscript, ast.Call)) for t in node.targets):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert found == []
+
+
 def test_put_writes_numbers_no_float_holds_as_text(tmp_path):
     """A number a spreadsheet cannot hold (NaN, infinity, an integer beyond the float range)
     is written as text: the file opens, and no cell shows a wrong number."""
