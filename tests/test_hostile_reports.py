@@ -136,15 +136,12 @@ def render_everything(capsys, runs: list[Path], texts: list[str]) -> None:
         out, err = capsys.readouterr()
         assert_no_escape(out)
         assert_cli_ok_or_one_line(code, err)
-        if code == 0:
-            assert_html_safe(batch.with_name(batch.name.replace("batch_", "report_")
-                                             .replace(".json", ".html")))
-            xlsx = batch.with_name(batch.name.replace("batch_", "report_").replace(".json", ".xlsx"))
-            if xlsx.exists():
+        if code == 0:  # the files are named by the batch's own id (a hostile one too)
+            (html,) = batch.parent.glob("report_*.html")
+            assert_html_safe(html)
+            for xlsx in batch.parent.glob("report_*.xlsx"):
                 assert_xlsx_safe(xlsx, texts)
-            results_csv = batch.with_name(batch.name.replace("batch_", "results_")
-                                          .replace(".json", ".csv"))
-            if results_csv.exists():
+            for results_csv in batch.parent.glob("results_*.csv"):
                 assert_csv_safe(results_csv)
     folder = runs[0].parent.parent
     outs = folder / "cmp"
@@ -345,3 +342,30 @@ def test_every_report_of_a_run_with_one_hostile_field(tmp_path_factory, capsys, 
     out, err = capsys.readouterr()
     assert_no_escape(out)
     assert_cli_ok_or_one_line(code, err)
+
+
+def test_viewer_answers_422_for_a_run_file_integer_beyond_float_range(tmp_path):
+    """Issue 24 item 7: a 400-digit per-case score in a retrieval run's
+    ``results_<id>.jsonl`` was a 500 (the task's ``float()`` of it overflowed)."""
+    ex = REPO / "examples" / "retrieval"
+    assert main(["run", str(ex / "questions.csv"), "--corpus", str(ex / "corpus.jsonl"),
+                 "--responses", str(ex / "responses.jsonl"), "--k", "3", "--out",
+                 str(tmp_path / "V"), "-q", "--no-report"]) == 0
+    batch = next(p for p in (tmp_path / "V").rglob("batch_*.json")
+                 if "derived_from" not in json.loads(p.read_text(encoding="utf-8")))
+    rid = batch.stem[len("batch_"):]
+    results = batch.with_name(f"results_{rid}.jsonl")
+    text = results.read_text(encoding="utf-8")
+    key = '"recall@3": '
+    start = text.index(key) + len(key)
+    end = min(text.index(",", start), text.index("}", start))
+    results.write_text(text[:start] + HUGE + text[end:], encoding="utf-8")
+    client = TestClient(create_app(tmp_path / "V", resamples=int(RESAMPLES)),
+                        base_url="http://127.0.0.1", raise_server_exceptions=False)
+    for url in (f"/api/runs/{rid}", f"/api/runs/{rid}/cases"):
+        resp = client.get(url)
+        assert resp.status_code == 422, (url, resp.status_code, resp.text[-500:])
+        message = resp.json()["error"]
+        assert "scores.recall@3" in message and HUGE not in message
+        assert "an integer of 400 digits is beyond the range of a float" in message
+    assert client.get("/api/runs").status_code == 200
