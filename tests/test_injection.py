@@ -246,6 +246,74 @@ def test_fields_report_has_no_formula(tmp_path, names):
     assert_in_cells(texts, [*names, "=z"])
 
 
+@NAME_SETS
+def test_repeats_sheet_of_flaky_hostile_cases_goes_through_the_safe_writer(tmp_path, names):
+    """Issue 24 item 5: a flaky case id holding a control character or ESC crashed the run's
+    reports (the Repeats sheet bypassed :func:`queryeval.report.xlsx.put`), and so did
+    ``queryeval report``. Every case here is flaky: repeat 0 right, repeat 1 wrong."""
+    suite, _ = write_selection_suite(tmp_path, names)
+    resp = write_jsonl(tmp_path / "rep.jsonl", [
+        {"case_id": h, "turn": t, "repeat": r,
+         "indicator_selection": _selection(h, h, h if r == 0 else "x" + h)}
+        for h in names for t in (0, 2) for r in (0, 1)])
+    out = tmp_path / "o"
+    assert main(["run", str(suite), "--responses", str(resp), "--repeats", "2", "--out", str(out),
+                 "-q", "-c", "1"]) == 0
+    assert only(out, "report_*.html").stat().st_size > 0
+    for again in (False, True):
+        if again:  # queryeval report writes the same sheet again
+            only(out, "report_*.html").unlink()
+            assert main(["report", str(only(out, "batch_*.json"))]) == 0
+            assert only(out, "report_*.html").stat().st_size > 0
+        wb = openpyxl.load_workbook(only(out, "report_*.xlsx"))
+        rows = [[c.value for c in row] for row in wb["Repeats"].iter_rows()]
+        start = next(i for i, r in enumerate(rows) if r[0] == "flaky case") + 1
+        assert [r[:3] for r in rows[start:]] == [[expected_visible(h), 0.5, "PF"] for h in names]
+        assert all(c.data_type != "f" for row in wb["Repeats"].iter_rows() for c in row)
+
+
+def test_only_the_safe_writer_sets_a_cell():
+    """Every xlsx cell of every report is set by ``report.xlsx.put`` (issue 24 item 5: the
+    Repeats sheet used ``ws.append``): no other module of the package calls a worksheet's
+    ``append`` or ``cell(..., value=...)`` or assigns a cell's ``value``."""
+    import ast
+
+    import queryeval
+
+    package = Path(queryeval.__file__).resolve().parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "report" / "xlsx.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    (node.func.attr == "append" and isinstance(node.func.value, ast.Name)
+                     and node.func.value.id in ("ws", "sheet", "worksheet"))
+                    or (node.func.attr == "cell" and any(k.arg == "value" for k in node.keywords))):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "value"
+                    and isinstance(t.value, (ast.Name, ast.Subscript, ast.Call)) for t in node.targets):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert found == []
+
+
+def test_put_writes_numbers_no_float_holds_as_text(tmp_path):
+    """A number a spreadsheet cannot hold (NaN, infinity, an integer beyond the float range)
+    is written as text: the file opens, and no cell shows a wrong number."""
+    from queryeval.report.xlsx import put, save
+
+    wb = Workbook()
+    values = [10**400, -(10**400), float("nan"), float("inf"), -float("inf"), 10**300, 1e308]
+    for i, v in enumerate(values, start=1):
+        put(wb.active, i, 1, v)
+    save(wb, tmp_path / "h.xlsx")
+    back = openpyxl.load_workbook(tmp_path / "h.xlsx").active
+    assert [(c.value, c.data_type) for (c,) in back.iter_rows()] == [
+        ("1" + "0" * 400, "s"), ("-1" + "0" * 400, "s"), ("nan", "s"), ("inf", "s"),
+        ("-inf", "s"), (1e300, "n"), (1e308, "n")]
+
+
 def test_compare_xlsx_and_console_are_literal(tmp_path):
     from queryeval.report.compare import compare_runs, console_renderables, write_xlsx
 

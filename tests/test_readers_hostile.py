@@ -488,3 +488,107 @@ def test_tuning_file_that_is_a_fifo_is_refused_without_reading(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.stdout.strip() == f"{fifo}: is a FIFO (named pipe), not a regular file; give a file"
+
+
+# ------------------------------------------------------------------ numbers no float holds
+# One reader (queryeval.io.numbers) for every number from outside: a recorded output holding
+# one is a malformed case (the run goes on); a run file holding one is one line, exit 2.
+
+HUGE = "9" * 400
+HUGE_REASON = "an integer of 400 digits is beyond the range of a float (about 1.8e308)"
+
+
+def _retrieval_run(out: Path, responses: Path) -> int:
+    return main(["run", str(RETRIEVAL_QUESTIONS), "--corpus", str(RETRIEVAL_CORPUS),
+                 "--responses", str(responses), "--k", "3", "--out", str(out), "-q",
+                 "--no-report"])
+
+
+def _main_batch(out: Path) -> Path:
+    (batch,) = [p for p in out.rglob("batch_*.json")
+                if "derived_from" not in json.loads(p.read_text())]
+    return batch
+
+
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_recorded_score_beyond_float_range_is_malformed_on_its_case(tmp_path, capsys, sign):
+    lines = (EXAMPLES / "retrieval" / "responses.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    bad = lines[0].replace('"score": 0.3195', f'"score": {sign}{HUGE}', 1)
+    assert bad != lines[0]
+    responses = tmp_path / "r.jsonl"
+    responses.write_text("\n".join([bad, *lines[1:]]) + "\n")
+    assert _retrieval_run(tmp_path / "out", responses) in (0, 3)
+    batch = _main_batch(tmp_path / "out")
+    records = [json.loads(x) for x in batch.with_name(
+        batch.name.replace("batch_", "results_").replace(".json", ".jsonl")).read_text().splitlines()]
+    errors = {r["case_id"]: r["error"] for r in records if r["status"] == "error"}
+    assert errors == {first["qa_pair_id"]: {
+        "kind": "malformed",
+        "message": f"line 1 of r.jsonl: retrieved_chunks[0].score: {HUGE_REASON}"}}
+    assert len(records) == len(lines)  # every other case was scored
+
+
+def _two_retrieval_runs(tmp_path: Path) -> tuple[Path, Path]:
+    responses = EXAMPLES / "retrieval" / "responses.jsonl"
+    assert _retrieval_run(tmp_path / "a", responses) == 0
+    assert _retrieval_run(tmp_path / "b", responses) == 0
+    return _main_batch(tmp_path / "a"), _main_batch(tmp_path / "b")
+
+
+@pytest.mark.parametrize(("raw", "reason"), [(HUGE, HUGE_REASON), ("-" + HUGE, HUGE_REASON)])
+def test_run_file_number_no_float_holds_is_one_line_for_compare_and_report(
+        tmp_path, capsys, raw, reason):
+    a, b = _two_retrieval_runs(tmp_path)
+    results = b.with_name(b.name.replace("batch_", "results_").replace(".json", ".jsonl"))
+    text = results.read_text()
+    start = text.index('"scores": {"recall@3": ') + len('"scores": {"recall@3": ')
+    end = min(text.index(",", start), text.index("}", start))
+    results.write_text(text[:start] + raw + text[end:])
+    expected = (f"error: {results}:1: scores.recall@3: corrupt result line: {reason}")
+    assert run_main(capsys, "compare", str(a), str(b)) == expected
+    assert run_main(capsys, "report", str(b)) == expected
+
+
+def test_batch_file_number_no_float_holds_is_one_line(tmp_path, capsys):
+    a, b = _two_retrieval_runs(tmp_path)
+    doc = json.loads(b.read_text())
+    doc["evaluation_config"]["concurrency"] = "__X__"
+    b.write_text(json.dumps(doc).replace('"__X__"', HUGE))
+    assert run_main(capsys, "report", str(b)) == (
+        f"error: {b}: evaluation_config.concurrency: cannot read run log file: {HUGE_REASON}")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "yaml"])
+def test_suite_integer_beyond_float_range_is_one_line(tmp_path, capsys, fmt):
+    if fmt == "jsonl":
+        suite = tmp_path / "s.jsonl"
+        suite.write_text(json.dumps({**CASE, "metadata": {"w": [1, "__X__"]}})
+                         .replace('"__X__"', HUGE) + "\n")
+        where = "1: metadata.w[1]"
+    else:
+        suite = tmp_path / "s.yaml"
+        suite.write_text(f"id: c1\nmetadata:\n  weight: {HUGE}\nconversation:\n- role: user\n"
+                         "  content: q\n  target: {answers: [{name: a, value: '1'}]}\n")
+        where = "3: metadata.weight"
+    assert run_main(capsys, "validate", str(suite)) == f"error: {suite}:{where}: {HUGE_REASON}"
+
+
+def test_one_reader_finds_the_first_bad_number_and_keeps_the_rest():
+    from queryeval.io.numbers import NumberError, read_json
+
+    ok = f'{{"a": [1, 2.5, {"9" * 308}], "b": "{"9" * 400}", "c": 1e308, "d": -1e-999}}'
+    assert read_json(ok) == {"a": [1, 2.5, int("9" * 308)], "b": "9" * 400, "c": 1e308, "d": -0.0}
+    assert read_json(ok.encode()) == read_json(ok)
+    with pytest.raises(NumberError) as info:
+        read_json(f'{{"a": {{"b": [0, {HUGE}]}}, "c": NaN}}')
+    assert (info.value.field, info.value.reason, info.value.integer) == ("a.b[1]", HUGE_REASON, True)
+    with pytest.raises(NumberError, match=r"^c: not a finite number: NaN$"):
+        read_json(f'{{"a": {{"b": [0, {HUGE}]}}, "c": NaN}}', huge="inf")
+    assert read_json(f'[-{HUGE}, {HUGE}, NaN]', finite=False, huge="inf")[:2] == [
+        float("-inf"), float("inf")]
+    assert read_json(f'-{HUGE}', finite=False, huge="inf") == float("-inf")
+    for encoding in ("utf-8", "utf-16", "utf-32-le"):  # bytes are decoded as json.loads does
+        with pytest.raises(NumberError, match=r"^a: an integer of 400 digits"):
+            read_json(f'{{"a": {HUGE}}}'.encode(encoding), finite=False)
+        assert read_json('{"a": [1, 2.5]}'.encode(encoding)) == {"a": [1, 2.5]}

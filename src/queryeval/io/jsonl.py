@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.io.numbers import NumberError, read_json
 
 
 def json_value_error(exc: ValueError) -> str:
@@ -46,13 +47,6 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
-class _NonFinite:
-    """Stands for a NaN or infinite number while a strict line is parsed."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 duplicate_key_error = _DuplicateKey  # raised by loads_strict: ``.key`` is the key
 
 
@@ -67,64 +61,30 @@ def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def _find_non_finite(value: Any, loc: tuple = ()) -> tuple[tuple, str] | None:
-    """Where in ``value`` the first :class:`_NonFinite` lies (iterative: any depth)."""
-    stack = [(value, loc)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, _NonFinite):
-            return where, item.text
-        if isinstance(item, dict):
-            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
-        elif isinstance(item, list):
-            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
-    return None
-
-
-def _loc_text(loc: tuple) -> str:
-    """``("a", 0, "b")`` -> ``a[0].b``, control characters escaped (one line, always)."""
-    out = ""
-    for part in loc:
-        text = str(part)
-        if not text.isprintable():
-            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + text
-    return out
-
-
 NON_FINITE = "not a finite number: {text} (NaN and Infinity are not allowed in a suite)"
 
 
 def loads_strict(text: str | bytes, *, path: Path, line: int | None = None) -> Any:
-    """``json.loads`` for a suite: a key written twice in one object, and NaN, Infinity or a
-    number too large for a float (``1e999``) are one InputError naming the field."""
-    seen: list[_NonFinite] = []
-
-    def constant(word: str) -> _NonFinite:
-        seen.append(_NonFinite(word))
-        return seen[-1]
-
-    def number(word: str) -> Any:
-        value = float(word)
-        return value if value - value == 0 else constant(word)  # 1e999 overflows to inf
-
-    value = json.loads(text, object_pairs_hook=_pairs_no_duplicates, parse_constant=constant,
-                       parse_float=number)
-    found = _find_non_finite(value) if seen else None  # walked only when one was met
-    if found is not None:
-        where, bad = found
-        raise InputError(NON_FINITE.format(text=bad[:40]), path=path, line=line,
-                         field=_loc_text(where) or None)
-    return value
+    """``json.loads`` for a suite: a key written twice in one object, and NaN, Infinity, a
+    number too large for a float (``1e999``) or an integer beyond the float range (400
+    digits) are one InputError naming the field (:func:`queryeval.io.numbers.read_json`)."""
+    try:
+        return read_json(text, object_pairs_hook=_pairs_no_duplicates)
+    except NumberError as exc:
+        reason = exc.reason if exc.integer else NON_FINITE.format(text=exc.text)
+        raise InputError(reason, path=path, line=line, field=exc.field or None) from None
 
 
 def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = True,
                     strict: bool = False) -> Any:
     """One JSONL line's value; every way it can be bad is one InputError naming the line.
     ``strict`` (suites): duplicate keys and non-finite numbers are errors too
-    (:func:`loads_strict`); without it (recorded responses) they parse as ``json`` does."""
+    (:func:`loads_strict`); without it (recorded responses) they parse as ``json`` does,
+    and an integer beyond the float range as ``json`` reads ``1e999``: ``±inf``, which makes
+    the output ``malformed`` on its case (:func:`queryeval.io.numbers.read_json`)."""
     try:
-        value = loads_strict(text, path=path, line=line) if strict else json.loads(text)
+        value = (loads_strict(text, path=path, line=line) if strict
+                 else read_json(text, finite=False, huge="inf"))
     except _DuplicateKey as exc:
         raise InputError(f"duplicate key {exc.key!r}", path=path, line=line) from None
     except json.JSONDecodeError as exc:
@@ -189,15 +149,17 @@ def iter_jsonl_spans(path: str | Path, *, objects_only: bool = True, kind: str =
                                                            strict=strict)
 
 
-def read_json_span(fd: int, offset: int, size: int) -> Any:
+def read_json_span(fd: int, offset: int, size: int, *, huge: str = "inf") -> Any:
     """The JSON value of ``size`` bytes at ``offset`` of an open file descriptor (``os.pread``:
-    no shared file position, so threads may read one descriptor at once)."""
+    no shared file position, so threads may read one descriptor at once). Numbers are read
+    as in a recorded output (:func:`parse_json_line`); with ``huge="error"`` an integer
+    beyond the float range raises :class:`~queryeval.io.numbers.NumberError` naming it."""
     import os
 
     data = os.pread(fd, size, offset)
     if len(data) != size:
         raise OSError(f"file changed: {size} bytes expected at offset {offset}, got {len(data)}")
-    return json.loads(data)
+    return read_json(data, finite=False, huge=huge)
 
 
 def iter_csv(path: str | Path, *, kind: str = "data") -> Iterator[tuple[int, list[str]]]:

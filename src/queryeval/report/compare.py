@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError, GateFailure, InputError
+from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import stats
 from queryeval.run.log import RunLog, dumps
 from queryeval.run.repeats import case_means
@@ -100,14 +100,7 @@ def load_run(location: str | Path | LoadedRun) -> LoadedRun:
     from queryeval.tasks.base import get_task
 
     log = RunLog.open(resolve_batch(location))
-    metrics = None
-    if log.paths.metrics.is_file():
-        import json
-
-        try:
-            metrics = json.loads(log.paths.metrics.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read metrics: {exc}", path=log.paths.metrics) from None
+    metrics = log.read_metrics()  # the run log's one reader (numbers: queryeval.io.numbers)
     opts = log.batch.get("evaluation_config", {}).get("task_options") or {}
     try:
         task = get_task(log.batch.get("task") or "", opts)

@@ -75,8 +75,8 @@ def write_task_reports(task: Any, paths: Any, records: list[dict], metrics: dict
         else:
             raise TypeError(f"report_content items are Workbook or Export, not {type(item).__name__}")
     if "repeats" in metrics and paths.report_xlsx.exists():  # a run with --repeats
-        from queryeval.run.repeats import add_xlsx_sheet
+        from queryeval.report.repeats_xlsx import add_repeats_sheet
 
-        add_xlsx_sheet(paths.report_xlsx, metrics["repeats"])
+        add_repeats_sheet(paths.report_xlsx, metrics["repeats"])
     written += [Path(p) for p in task.write_reports(paths, records, metrics)]
     return written

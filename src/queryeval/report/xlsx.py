@@ -24,6 +24,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from queryeval.io.atomic import atomic_path
+from queryeval.io.numbers import FLOAT_MAX
 from queryeval.io.safetext import xlsx_text
 
 HEADER_FONT = Font(bold=True, color="FFFFFF")
@@ -45,17 +46,29 @@ def cell_text(text: str, note: str = "… (truncated; full details in the result
 def put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
     """Set one cell: numbers (openpyxl's numeric types: int, float, Decimal, numpy; other real
     numbers as float), booleans, dates and ``None`` as they are; anything else as text (data
-    type ``s``, never a formula; storable; at most one cell's length)."""
+    type ``s``, never a formula; storable; at most one cell's length). A float or int no
+    float holds (NaN, infinity, an integer of 400 digits) is no number to a spreadsheet:
+    it is written as text too."""
     cls = value.__class__
-    if cls is not str and (value is None or cls is int or cls is float
-                           or isinstance(value, (*NUMERIC_TYPES, dt.date, dt.time, dt.timedelta))):
+    if (cls is int or cls is float) and not -FLOAT_MAX <= value <= FLOAT_MAX:
+        value, cls = repr(value) if cls is float else _long_int(value), str  # no number: text
+    elif cls is not str and (value is None or cls is int or cls is float or isinstance(
+            value, (*NUMERIC_TYPES, dt.date, dt.time, dt.timedelta))):
         return ws.cell(row=row, column=column, value=value)
-    if cls is not str and isinstance(value, numbers.Real):  # e.g. Fraction
+    elif cls is not str and isinstance(value, numbers.Real):  # e.g. Fraction
         return ws.cell(row=row, column=column, value=float(value))
     c = ws.cell(row=row, column=column)
     c.value = cell_text(xlsx_text(value if cls is str else str(value)))
     c.data_type = "s"  # openpyxl reads a leading "=" as a formula
     return c
+
+
+def _long_int(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # past Python's int/str digit limit
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"{'-' if value < 0 else ''}(an integer of about {digits} digits)"
 
 
 def write_header(ws: Worksheet, row: int, headers: Sequence[str], col: int = 1) -> None:

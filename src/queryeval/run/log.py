@@ -305,6 +305,13 @@ class RunLog:
         with writing(self.paths.metrics):
             write_text_atomic(self.paths.metrics, dumps(doc, indent=2) + "\n")
 
+    def read_metrics(self) -> dict | None:
+        """``metrics_<id>.json``, or None when there is none; unreadable (bad JSON, an
+        integer beyond the float range): one InputError naming the file and field."""
+        if not self.paths.metrics.is_file():
+            return None
+        return _read_json(self.paths.metrics)
+
     def mark_complete(self) -> None:
         self.batch["status"] = "complete"
         self.batch["completed_at"] = now_iso()
@@ -312,8 +319,15 @@ class RunLog:
 
 
 def _read_json(path: Path) -> dict:
+    """A batch or metrics file: one InputError naming the file (and the field of a number no
+    float holds, :mod:`queryeval.io.numbers`) for anything unreadable."""
+    from queryeval.io.numbers import NumberError, read_json
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_json(path.read_bytes(), finite=False)
+    except NumberError as exc:
+        raise InputError(f"cannot read run log file: {exc.reason}", path=path,
+                         field=exc.field or None) from None
     except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, a huge number
         raise InputError(f"cannot read run log file: {' '.join(str(exc).split())[:300]}",
                          path=path) from None

@@ -9,12 +9,14 @@ run that was not resumed out of order) and parses one record at a time.
 
 The case id is read from the start of a line our writer produced (``{"case_id": "..."``)
 without parsing the rest; any other line is parsed whole. A line that is not valid JSON is
-reported with its line number when it is read.
+reported with its line number when it is read, and so is an integer beyond the float range
+(400 digits: :mod:`queryeval.io.numbers`), naming its field: the run cannot be read, in one
+line (exit 2), instead of a traceback in a report. (NaN and ``Infinity``, which our writer
+never writes either, are read as ``json`` reads them, as before: no report fails on them.)
 """
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterator, Sequence
 from json.decoder import scanstring  # type: ignore[attr-defined]
@@ -25,6 +27,7 @@ import numpy as np
 from queryeval.errors import InputError
 from queryeval.io.files import open_input
 from queryeval.io.idindex import IdIndex, KeyBuilder
+from queryeval.io.numbers import NumberError, read_json
 
 _PREFIX = b'{"case_id": "'
 _UNRANKED = np.iinfo(np.int64).max
@@ -79,7 +82,10 @@ def _case_id(line: bytes, path: Path, lineno: int) -> str:
 
 def _parse(line: bytes, path: Path, lineno: int) -> dict:
     try:
-        rec = json.loads(line)
+        rec = read_json(line, finite=False)
+    except NumberError as exc:  # an integer of 400 digits
+        raise InputError(f"corrupt result line: {exc.reason}", path=path, line=lineno,
+                         field=exc.field or None) from None
     except (ValueError, RecursionError):  # bad JSON or UTF-8, huge numbers, depth
         raise InputError("corrupt result line", path=path, line=lineno) from None
     if not isinstance(rec, dict) or "case_id" not in rec:
@@ -119,8 +125,8 @@ class RecordStream:
                 fh.seek(offset)  # within the buffer when in order: no system call
                 line = fh.read(size)
                 try:
-                    rec = json.loads(line)
-                except (ValueError, RecursionError):
+                    rec = read_json(line, finite=False)
+                except (ValueError, RecursionError):  # NumberError too
                     rec = None
                 if not isinstance(rec, dict):  # raises, naming the line (counted only now)
                     _parse(line, self.path, _line_number(self.path, offset))

@@ -209,37 +209,6 @@ def write_cases_csv(path: Path, stats: RepeatStats) -> None:
             writer.writerow(csv_row([row.get(c) for c in cols], raw=False))
 
 
-def add_xlsx_sheet(path: Path, rep: dict, flaky_rows: int = 100) -> None:
-    """Add a ``Repeats`` sheet to the task's xlsx report: pass rate, pass@k and pass^k (mean
-    over cases and the case-bootstrap interval), then the flaky cases with each attempt's
-    outcome. Written atomically like the report itself."""
-    from openpyxl import load_workbook
-
-    from queryeval.io.atomic import atomic_open
-    from queryeval.io.safetext import csv_cell
-
-    wb = load_workbook(path)
-    if "Repeats" in wb.sheetnames:
-        del wb["Repeats"]
-    ws = wb.create_sheet("Repeats")
-    ws.append(["figure", "mean over cases", "CI low", "CI high"])
-    overall = rep.get("overall") or {}
-    keys = ["pass_rate"] + [f"pass{sep}{k}" for k in rep.get("pass_k", []) for sep in ("@", "^")]
-    for key in keys:
-        fig = overall.get(key) or {}
-        ws.append([key, fig.get("mean"), fig.get("ci_low"), fig.get("ci_high")])
-    ws.append([])
-    ws.append(["attempts per case", rep.get("repeats")])
-    ws.append(["cases", rep.get("cases")])
-    ws.append(["flaky cases", rep.get("flaky_cases"), "share", rep.get("flaky_share")])
-    ws.append([])
-    ws.append(["flaky case", "pass rate", "attempts (P pass, F fail, E error)"])
-    for row in (rep.get("flaky") or [])[:flaky_rows]:
-        ws.append([csv_cell(row.get("case_id")), row.get("pass_rate"), row.get("outcomes")])
-    with atomic_open(path, "wb") as fh:
-        wb.save(fh)
-
-
 def case_means(records: Iterable[dict], metrics: Callable[[dict], dict[str, float]]
                ) -> dict[str, dict[str, float]]:
     """Per case id, the mean over its attempts of each per-case metric (``metrics`` is the

@@ -17,6 +17,7 @@ import yaml
 from yaml.reader import ReaderError
 
 from queryeval.errors import InputError
+from queryeval.io.numbers import beyond_float, int_fits
 
 try:  # the C loader is much faster where libyaml is available
     _Loader = yaml.CSafeLoader
@@ -155,6 +156,9 @@ class _Walker:
             if isinstance(value, float) and value - value != 0:
                 raise InputError(f"not a finite number: {printable(str(node.value))[:40]} "
                                  "(.nan and .inf are not allowed in a suite)", path=self.path,
+                                 line=node.start_mark.line + 1, field=format_loc(loc) or None)
+            if type(value) is int and not int_fits(value):  # float() of it would overflow
+                raise InputError(beyond_float(str(value)), path=self.path,
                                  line=node.start_mark.line + 1, field=format_loc(loc) or None)
             return value
         except yaml.YAMLError:

@@ -10,8 +10,10 @@ where it lies (byte offset and length) under a 128-bit key of its case id, about
 line (:mod:`queryeval.io.idindex`); a request reads its line again with ``os.pread`` and
 parses it. A line longer than :data:`~queryeval.systems.base.MAX_RESPONSE_BYTES` (64 MiB, the
 HTTP adapter's cap) is answered as a ``malformed`` error on its case, so the run goes on and
-the output is copied neither into the run log nor into the reports. An output that the run log cannot store (a NaN or infinite number: JSON readers
-accept ``NaN`` and ``Infinity``) is answered as a ``malformed`` error on its case
+the output is copied neither into the run log nor into the reports. An output that the run
+log cannot store (a NaN or infinite number: JSON readers accept ``NaN`` and ``Infinity``) or a
+number no float holds (an integer of 400 digits, :mod:`queryeval.io.numbers`) is answered as a
+``malformed`` error on its case
 (:func:`~queryeval.systems.base.checked_output`). A million recorded lines therefore cost tens of megabytes, not gigabytes. A CSV
 file (a quoted cell may span lines) is parsed into memory as before. Pickling (to ship the
 system to Ray workers) sends the outputs themselves, so workers need no access to the file.
@@ -32,6 +34,7 @@ from pydantic import ValidationError
 from queryeval.errors import InputError, SystemCallError
 from queryeval.io.idindex import IdIndex, KeyBuilder
 from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span
+from queryeval.io.numbers import NumberError
 from queryeval.suite.yamlsrc import format_loc, printable
 from queryeval.systems.base import MAX_RESPONSE_BYTES, checked_output
 
@@ -397,8 +400,12 @@ class IndexedRecordedSystem(RecordedSystem):
                     if int(self.sizes[row]) > self.max_response_bytes:
                         raise Oversized(int(self.sizes[row]), int(self.linenos[row])).error(
                             self.path, self.max_response_bytes)
-                    obj = read_json_span(self._descriptor(), int(self.offsets[row]),
-                                         int(self.sizes[row]))
+                    try:
+                        obj = read_json_span(self._descriptor(), int(self.offsets[row]),
+                                             int(self.sizes[row]), huge="error")
+                    except NumberError as exc:  # an integer beyond the float range
+                        raise SystemCallError("malformed", f"line {int(self.linenos[row])} of "
+                                              f"{self.path.name}: {exc}") from None
                     return checked_output(
                         _read_line(self.task, obj, self.path, int(self.linenos[row]))[2])
         raise SystemCallError("missing", f"no recorded response in {self.path.name}")

@@ -82,77 +82,35 @@ pruning is the same bound 1, only cheaper; each candidate still counts as one no
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from itertools import combinations
 from math import comb
 from typing import Any
 
 import numpy as np
 
-from queryeval.metrics.tables.encode import Encoded, factorize
+from queryeval.metrics.tables.encode import Encoded
+# Budget, SearchResult and f1_from_sums stay importable from here (this module's API)
+from queryeval.metrics.tables.search_base import (
+    _MAX_SUBSETS,
+    _PROBE_NODES,
+    _PROJECTION_MARGIN,
+    _VOTE_ROUNDS,
+    _VOTE_WORK,
+    EPS,
+    Budget,
+    SearchResult,
+    _OutOfBudget,
+    _ProbeOver,
+    f1_from_sums,
+)
+from queryeval.metrics.tables.search_incumbents import Incumbents
+from queryeval.metrics.tables.search_rows import RowGroups
 
-EPS = 1e-12
-_DENSE_MIN = 1 << 15  # dense counting is cheaper than hashing below this range
-_PROBE_NODES = 64  # search nodes tried before computing the seeded incumbent
-_BATCH_MAX = 1 << 22  # largest histogram of a batched child evaluation
-_MAX_SUBSETS = 64  # p > g: largest number of predicted-column subsets searched one by one
-_VOTE_ROUNDS = 12  # iterative vote: column pairs fixed one at a time, then one assignment
-_VOTE_WORK = 200_000_000  # cell visits allowed for the up-front votes of all subsets
-_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining a group id with a row hash
+class _Search(RowGroups, Incumbents):
+    """One search (module docstring): its state, the bounds, the depth-first search and
+    :meth:`run`; the row groups are :class:`RowGroups`' and the incumbents
+    :class:`Incumbents`'."""
 
-
-@dataclass(frozen=True)
-class Budget:
-    """Limits on the mapping search. ``None`` disables a limit. A node is one refinement of
-    the row groups (one pass over the still-matchable rows). The defaults finish every real
-    case we have seen exactly; a time limit makes results depend on machine speed, so set
-    ``max_seconds=None`` where reproducibility matters more than latency."""
-
-    max_nodes: int | None = 200_000
-    max_seconds: float | None = 30.0
-    stall_nodes: int | None = 5_000
-    """Give up early (``exact=False``) once the incumbent has not improved for this many
-    nodes *and* the search's progress estimate projects more than 1.25 x ``max_nodes`` nodes
-    or ``max_seconds`` seconds for the whole search: such a search would run out anyway, so
-    waiting for the limit gains nothing. No effect when both limits are ``None``; ``None``
-    turns it off."""
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """The best mapping found (predicted column index per gold column), its row tp, whether
-    the search finished (``exact``) and how many nodes it explored."""
-
-    mapping: tuple[int, ...]
-    tp: int
-    exact: bool
-    nodes: int
-    tp_bound: int = -1
-    """A proven upper bound on the row tp of every mapping: ``tp`` when exact, otherwise the
-    largest bound among the parts of the search left open (``-1``: not computed)."""
-
-
-class _OutOfBudget(Exception):
-    pass
-
-
-# Early stop: the projected work must exceed a limit this many times. On 70 random planted
-# searches that finish, the projection overestimated their size by at most 1.21x while they
-# were stalled, mostly under 1.07x (bench/tables.py --stall-sweep 30 / 40 --seed 2).
-_PROJECTION_MARGIN = 1.25
-
-
-class _ProbeOver(Exception):
-    pass
-
-
-def f1_from_sums(psum: float, rsum: float, g: int) -> float:
-    """Entity F1 from summed per-column precisions / recalls over ``g`` columns."""
-    p, r = psum / g, rsum / g
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
-
-
-class _Search:
     def __init__(self, enc: Encoded, budget: Budget) -> None:
         self.enc = enc
         self.budget = budget
@@ -268,192 +226,10 @@ class _Search:
         return (b.max_seconds is not None and time0 - self.start + (now - time0) / share
                 > _PROJECTION_MARGIN * b.max_seconds)
 
-    def _refine(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
-                j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Split the row groups by gold column ``j`` / predicted column ``c``; return the new
-        tp and the still-matchable rows with their new group ids."""
-        if len(gi) == 0 or len(pi) == 0:
-            return 0, gi[:0], gk[:0], pi[:0], pk[:0]
-        self._tick()
-        key_g = gk * self.V + self.enc.gold_cols[j][gi]
-        key_p = pk * self.V + self.enc.pred_cols[c][pi]
-        span = (int(max(gk.max(), pk.max())) + 1) * self.V
-        if span <= max(_DENSE_MIN, 2 * (len(gi) + len(pi))):
-            return self._refine_dense(gi, key_g, pi, key_p, span)
-        return _split_by_keys(gi, key_g, pi, key_p)
-
-    @staticmethod
-    def _refine_dense(gi: np.ndarray, key_g: np.ndarray, pi: np.ndarray, key_p: np.ndarray,
-                      span: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_refine` when the keys fit a small dense range (few groups, few values):
-        counting by ``bincount`` instead of hashing. Only groups present on both sides are
-        kept, renumbered densely, so the range stays small at the next level."""
-        cnt_g = np.bincount(key_g, minlength=span)
-        cnt_p = np.bincount(key_p, minlength=span)
-        both = np.minimum(cnt_g, cnt_p)
-        tp = int(both.sum())
-        present = both > 0
-        remap = np.cumsum(present) - 1
-        keep_g = present[key_g]
-        keep_p = present[key_p]
-        return tp, gi[keep_g], remap[key_g[keep_g]], pi[keep_p], remap[key_p[keep_p]]
-
-    def _multiset_filter(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray,
-                         pk: np.ndarray, rem_g: np.ndarray, rem_p: np.ndarray
-                         ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Bound 4: split the groups further by the multiset of each row's values on the
-        columns still to be assigned (gold: the unassigned gold columns; predicted: the free
-        columns of the current subset), hashed as a sum of per-value random weights. Returns
-        the tp of that finer grouping and the rows that still have a counterpart."""
-        if len(gi) == 0 or len(pi) == 0:
-            return 0, gi[:0], gk[:0], pi[:0], pk[:0]
-        with np.errstate(over="ignore"):
-            key_g = gk.astype(np.uint64) * _MUL + rem_g
-            key_p = pk.astype(np.uint64) * _MUL + rem_p
-        return _split_by_keys(gi, key_g, pi, key_p)
-
-    def _child(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
-               j: int, c: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The child node's rows: :meth:`_refine`. Bound 4 needs no work below a subset's
-        root: rows of one group there share their remaining multiset (hash ``h``), and a
-        refinement keeps only rows of one group with one value ``v`` together, whose
-        remaining multisets are then all ``h - w(v)`` again. Regrouping by it would split
-        nothing (it was measured as 17% of the search's time on 5-value tables)."""
-        return self._refine(gi, gk, pi, pk, j, c)
-
-    def _batch_tp(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray,
-                  j: int, cands: list[int]) -> np.ndarray | None:
-        """The tp :meth:`_refine` would return for each candidate ``c`` of gold column ``j``,
-        all in one dense count (gold's histogram is shared; the predicted keys of all
-        candidates are offset into disjoint ranges). ``None`` when the key range is not
-        small, or there is nothing to count; then the caller refines one by one. Counts one
-        node per candidate."""
-        batch = self._batch(gi, gk, pi, pk, j, cands)
-        return None if batch is None else batch[0]
-
-    def _batch(self, gi: np.ndarray, gk: np.ndarray, pi: np.ndarray, pk: np.ndarray, j: int,
-               cands: list[int]) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
-        """:meth:`_batch_tp`, plus what :meth:`_batch_child` needs to build a candidate's
-        child from the same counts instead of counting again."""
-        if len(gi) == 0 or len(pi) == 0:
-            return None
-        span = (int(max(gk.max(), pk.max())) + 1) * self.V
-        m = len(cands)
-        if span > max(_DENSE_MIN, 2 * (len(gi) + len(pi))) or m * span > _BATCH_MAX:
-            return None
-        for _ in cands:
-            self._tick()
-        key_g = gk * self.V + self.enc.gold_cols[j][gi]
-        hist_g = np.bincount(key_g, minlength=span)
-        key_p = (pk * self.V)[None, :] + self.pred_mat[np.ix_(cands, pi)]  # m x rows
-        offsets = np.arange(m, dtype=np.int64)[:, None] * span
-        hist_p = np.bincount((offsets + key_p).ravel(), minlength=m * span).reshape(m, span)
-        both = np.minimum(hist_p, hist_g[None, :])
-        return both.sum(axis=1), (gi, key_g, pi, key_p, both)
-
-    def _batch_child(self, ctx: tuple[np.ndarray, ...], i: int
-                     ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The child :meth:`_refine_dense` would build for the ``i``-th candidate of a
-        :meth:`_batch`, from its counts (same rows, same group ids; one node)."""
-        self._tick()
-        gi, key_g, pi, key_p, both = ctx
-        present = both[i] > 0
-        remap = np.cumsum(present) - 1
-        keys = key_p[i]
-        keep_g, keep_p = present[key_g], present[keys]
-        return (int(both[i].sum()), gi[keep_g], remap[key_g[keep_g]], pi[keep_p],
-                remap[keys[keep_p]])
-
-    def evaluate(self, mapping: tuple[int, ...]) -> int:
-        """Row tp of a complete mapping."""
-        gi = np.arange(len(self.enc.gold_cols[0]) if self.g else 0)
-        pi = np.arange(len(self.enc.pred_cols[0]) if self.p else 0)
-        gk = np.zeros(len(gi), dtype=np.int64)
-        pk = np.zeros(len(pi), dtype=np.int64)
-        tp = min(len(gi), len(pi))
-        for j, c in enumerate(mapping):
-            tp, gi, gk, pi, pk = self._refine(gi, gk, pi, pk, j, c)
-        return tp
-
-    def _entity(self, mapping: tuple[int, ...]) -> float:
-        psum = sum(self.sp[j, c] for j, c in enumerate(mapping))
-        rsum = sum(self.sr[j, c] for j, c in enumerate(mapping))
-        return f1_from_sums(psum, rsum, self.g)
-
-    def _offer(self, mapping: tuple[int, ...], tp: int, ent: float) -> None:
-        if tp > self.best_tp or (tp == self.best_tp and ent > self.best_ent + EPS):
-            self.best_tp, self.best_ent, self.best_map = tp, ent, mapping
-            self.improved_at = self.nodes
-
     def _prunable(self, tp_ub: int, ent_ub: float) -> bool:
         return tp_ub < self.best_tp or (tp_ub == self.best_tp and ent_ub <= self.best_ent + EPS)
 
     # -- search --------------------------------------------------------------------------------
-
-    def _incumbent(self) -> None:
-        """Greedy mapping (search order, best free column by overlap then set precision +
-        recall), evaluated outside the budget so a result always exists."""
-        used: set[int] = set()
-        mapping = [0] * self.g
-        for j in self.order:
-            c = max((x for x in range(self.p) if x not in used),
-                    key=lambda x: (self.ov[j, x], self.sp[j, x] + self.sr[j, x], -x))
-            mapping[j] = c
-            used.add(c)
-        m = tuple(mapping)
-        self.counting = False
-        try:
-            self._offer(m, self.evaluate(m), self._entity(m))
-        finally:
-            self.counting = True
-
-    def _seeded_incumbent(self) -> None:
-        """A second greedy mapping that looks at rows, not single columns: the first two gold
-        columns of the search order take the pair of predicted columns with the largest
-        two-column multiset overlap (``p·(p-1)`` refinements), then each further gold
-        column takes the free predicted column that keeps the most rows matched.
-
-        Why: with few values per column every single-column overlap is about the same, so
-        the first greedy is a guess; the joint distribution of two columns is not (a true
-        pair of columns repeats the gold pair's sampling fluctuations, a wrong pair does
-        not), and from two correct columns on, the refined tp separates the right column
-        from the others. Costs ``O(p²)`` refinements outside the budget."""
-        n_gold, n_pred = len(self.enc.gold_cols[0]), len(self.enc.pred_cols[0])
-        root = (np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
-                np.arange(n_pred), np.zeros(n_pred, dtype=np.int64))
-        j1, j2 = self.order[0], self.order[1]
-
-        def rank(j: int, c: int, tp: int) -> tuple[int, float, int]:
-            return tp, self.sp[j, c] + self.sr[j, c], -c
-
-        best = None
-        for a in range(self.p):
-            first = self._refine(*root, j1, a)
-            for b in range(self.p):
-                if b == a:
-                    continue
-                second = self._refine(*first[1:], j2, b)
-                key = (second[0], self.sp[j1, a] + self.sr[j1, a] + self.sp[j2, b]
-                       + self.sr[j2, b], -a, -b)
-                if best is None or key > best[0]:
-                    best = (key, a, b, second)
-        if best is None:  # unreachable: p >= g >= 2
-            return
-        _, a, b, state = best
-        mapping = [-1] * self.g
-        mapping[j1], mapping[j2] = a, b
-        used = {a, b}
-        for j in self.order[2:]:
-            options = []
-            for c in range(self.p):
-                if c not in used:
-                    child = self._refine(*state[1:], j, c)
-                    options.append((rank(j, c, child[0]), c, child))
-            _, c, state = max(options, key=lambda o: o[0])
-            mapping[j] = c
-            used.add(c)
-        m = tuple(mapping)
-        self._offer(m, self.evaluate(m), self._entity(m))
 
     def _remaining_bounds(self, depth: int, free: list[int], matrices: tuple[np.ndarray, ...]
                           ) -> list[np.ndarray] | None:
@@ -581,94 +357,6 @@ class _Search:
             finally:
                 self.sigma[j], self.used[c] = -1, False
 
-    def _votes(self, state: tuple[Any, ...], gold_js: list[int], pred_cs: list[int]
-               ) -> np.ndarray | None:
-        """Votes of the row pairs sharing a group of ``state`` for each (gold column, predicted
-        column) pair whose values agree, weighted ``1/max(a, b)`` for a group of ``a`` gold
-        and ``b`` predicted rows, double-centred (row and column effects removed: they do not
-        change an assignment, and the agreement expected from the columns' value frequencies
-        is such an effect). ``None`` when no rows are left."""
-        from scipy.sparse import csr_matrix
-
-        _, gi, gk, pi, pk = state
-        if len(gi) == 0 or len(pi) == 0:
-            return None
-        k = int(max(gk.max(), pk.max())) + 1
-        weight = 1.0 / np.maximum(np.maximum(np.bincount(gk, minlength=k),
-                                             np.bincount(pk, minlength=k)), 1)
-        g, m = len(gold_js), len(pred_cs)
-        gold_vals = np.stack([self.enc.gold_cols[j][gi] for j in gold_js])
-        pred_vals = np.stack([self.enc.pred_cols[c][pi] for c in pred_cs])
-        keys_g = (gk[None, :] * self.V + gold_vals).ravel()
-        keys_p = (pk[None, :] * self.V + pred_vals).ravel()
-        codes, n_keys = factorize(np.concatenate([keys_g, keys_p]))
-        rows_g, rows_p = np.repeat(np.arange(g), len(gi)), np.repeat(np.arange(m), len(pi))
-        weights = np.tile(weight[pk], m)
-        if max(g, m) * n_keys <= _BATCH_MAX:  # dense histograms: no sparse index sorting
-            hist_gd = np.bincount(rows_g * n_keys + codes[:len(keys_g)],
-                                  minlength=g * n_keys).reshape(g, n_keys).astype(np.float64)
-            hist_pd = np.bincount(rows_p * n_keys + codes[len(keys_g):], weights=weights,
-                                  minlength=m * n_keys).reshape(m, n_keys)
-            votes = hist_gd @ hist_pd.T
-        else:
-            hist_g = csr_matrix((np.ones(len(keys_g)), (rows_g, codes[:len(keys_g)])),
-                                shape=(g, n_keys))
-            hist_p = csr_matrix((weights, (rows_p, codes[len(keys_g):])), shape=(m, n_keys))
-            votes = (hist_g @ hist_p.T).toarray()
-        return (votes - votes.mean(axis=1, keepdims=True) - votes.mean(axis=0, keepdims=True)
-                + votes.mean())
-
-    def _vote_incumbent(self, root: tuple[Any, ...], subset: list[int]) -> None:
-        """Incumbents from rows, not columns: gold and predicted rows whose value multisets
-        agree (``root`` holds them, grouped by multiset) are likely the same row with its
-        columns permuted, and every such pair votes for the column pairs whose values agree
-        (:meth:`_votes`). Offered: (a) the assignment with most votes
-        (``linear_sum_assignment``); (b) an iterative one: fix the single column pair whose
-        vote stands out most from its row's runner-up, regroup the rows by bound 4 with that
-        pair assigned (groups become much finer, so the votes much sharper), vote again on
-        the rest, and so on. Outside the budget; ``g`` vote rounds of ``O(rows · g)``."""
-        from scipy.optimize import linear_sum_assignment
-
-        state = root
-        free_g, free_p = list(range(self.g)), list(subset)
-        mapping = [-1] * self.g
-        first = True
-        rounds = 0
-        while free_g:
-            scores = self._votes(state, free_g, free_p)
-            if scores is None:  # no rows left: any completion has the same tp
-                for j, c in zip(free_g, free_p, strict=False):
-                    mapping[j] = c
-                break
-            rows, cols = linear_sum_assignment(scores, maximize=True)
-            rounds += 1
-            if rounds > _VOTE_ROUNDS:  # bounded work: the rest by this assignment
-                for i, x in zip(rows, cols, strict=True):
-                    mapping[free_g[int(i)]] = free_p[int(x)]
-                break
-            if first:
-                one_shot = [0] * self.g
-                for i, x in zip(rows, cols, strict=True):
-                    one_shot[free_g[int(i)]] = free_p[int(x)]
-                m1 = tuple(one_shot)
-                self._offer(m1, self.evaluate(m1), self._entity(m1))
-                first = False
-            spread = float(scores.std()) or 1.0
-            best: tuple[float, int, int] | None = None
-            for i, x in zip(rows, cols, strict=True):
-                others = np.delete(scores[i], x)
-                margin = (scores[i, x] - (others.max() if len(others) else 0.0)) / spread
-                if best is None or margin > best[0]:
-                    best = (margin, int(i), int(x))
-            assert best is not None  # rows is not empty while free_g is not
-            j, c = free_g[best[1]], free_p[best[2]]
-            mapping[j] = c
-            state = self._child(*state[1:], j, c)
-            free_g.remove(j)
-            free_p.remove(c)
-        m2 = tuple(mapping)
-        self._offer(m2, self.evaluate(m2), self._entity(m2))
-
     def _subsets(self) -> list[list[int]] | None:
         """The subsets of ``g`` predicted columns searched one by one under bound 4 (all
         ``p`` columns when ``p == g``); ``None`` when there are too many (then bound 4 is
@@ -676,25 +364,6 @@ class _Search:
         if comb(self.p, self.g) > _MAX_SUBSETS:
             return None
         return [list(x) for x in combinations(range(self.p), self.g)]
-
-    def _phase_root(self, subset: list[int]) -> tuple[int, np.ndarray, np.ndarray,
-                                                      np.ndarray, np.ndarray]:
-        """Set up bound 4 for one subset: every row's hash of its whole value multiset, and
-        the root's rows grouped by it (rows without a counterpart dropped)."""
-        n_gold, n_pred = len(self.enc.gold_cols[0]), len(self.enc.pred_cols[0])
-        self.allowed = [False] * self.p
-        for c in subset:
-            self.allowed[c] = True
-        with np.errstate(over="ignore"):
-            rem_g = np.zeros(n_gold, dtype=np.uint64)
-            for w in self.w_gold:
-                rem_g += w
-            rem_p = np.zeros(n_pred, dtype=np.uint64)
-            for c in subset:
-                rem_p += self.w_pred[c]
-        return self._multiset_filter(np.arange(n_gold), np.zeros(n_gold, dtype=np.int64),
-                                     np.arange(n_pred), np.zeros(n_pred, dtype=np.int64),
-                                     rem_g, rem_p)
 
     def _search_from(self, root: tuple[np.ndarray, ...], root_tp: int,
                      weight: float = 1.0) -> None:
@@ -788,18 +457,6 @@ class _Search:
             else self.best_tp
         return SearchResult(self.best_map, self.best_tp, exact, self.nodes, bound)
 
-    def _late_vote(self, subsets: list[list[int]]) -> None:
-        """The budget ran out before any row-vote incumbent was computed: compute it for the
-        most promising subset (outside the budget) so the result is never worse for it."""
-        self.counting = False
-        try:
-            best = max(((self._phase_root(sub), sub) for sub in subsets), key=lambda x: x[0][0])
-            self._phase_root(best[1])
-            self._vote_incumbent(best[0], best[1])
-        finally:
-            self.counting = True
-
-
 def best_mapping(enc: Encoded, budget: Budget | None = None) -> SearchResult:
     """The mapping maximising (row tp, entity F1), by branch and bound (module docstring).
 
@@ -814,17 +471,3 @@ def positional_tp(enc: Encoded) -> int:
     """Row tp of the positional mapping (gold column i -> predicted column i)."""
     search = _Search(enc, Budget(max_nodes=None, max_seconds=None))
     return search.evaluate(tuple(range(len(enc.gold_cols))))
-
-
-def _split_by_keys(gi: np.ndarray, key_g: np.ndarray, pi: np.ndarray, key_p: np.ndarray
-                   ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group gold and predicted rows by their keys: the tp of that grouping (per key, the
-    smaller count) and the rows that still have a counterpart, with their new group ids."""
-    codes, k = factorize(np.concatenate([key_g, key_p]))
-    cg, cp = codes[:len(gi)], codes[len(gi):]
-    cnt_g = np.bincount(cg, minlength=k)
-    cnt_p = np.bincount(cp, minlength=k)
-    tp = int(np.minimum(cnt_g, cnt_p).sum())
-    keep_g = cnt_p[cg] > 0
-    keep_p = cnt_g[cp] > 0
-    return tp, gi[keep_g], cg[keep_g], pi[keep_p], cp[keep_p]
