@@ -35,6 +35,21 @@ class NamesByIndex(Protocol):
 
 
 @dataclass
+class DocCodes:
+    """Integer docid codes into one dictionary of names (what the file reader gives).
+
+    ``run``: the code of every run entry (aligned with ``RankingArrays.scores``); ``judged``:
+    the code of every judgement's docid in the same dictionary (-1: not in the run); ``names``:
+    the dictionary (a pyarrow string array, a numpy object array or a list of ``str``). Lets
+    tie-breaking compare docids by code, never building Python strings.
+    """
+
+    names: object
+    run: np.ndarray
+    judged: np.ndarray
+
+
+@dataclass
 class RankingArrays:
     """A (qrels, run) pair ready for :func:`queryeval.metrics.ranking.evaluate_arrays`.
 
@@ -52,6 +67,8 @@ class RankingArrays:
             indexing turns into one (the file builder's ``LazyNames``; only tied hits are read).
         n_missing: judged queries the run does not contain (scored 0 under
             ``missing_query="zero"``, left out under ``"skip"``).
+        doc_codes: optional integer docid codes (:class:`DocCodes`); when given,
+            tie-breaking reads docids through them instead of ``docids_at``/``judged_docid``.
     """
 
     qids: list[str]
@@ -64,6 +81,7 @@ class RankingArrays:
     judged_score: np.ndarray
     judged_docid: NamesByIndex
     n_missing: int = 0
+    doc_codes: DocCodes | None = None
 
     @property
     def n_queries(self) -> int:
@@ -210,19 +228,17 @@ def _arrays_from_dicts(
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
 
     def docids_at(idx: np.ndarray) -> np.ndarray:
+        """Docids of flat run indices: the keys of the queries involved, flattened once."""
         idx = np.asarray(idx, dtype=np.int64)
-        out = np.empty(idx.size, dtype=object)
+        if idx.size == 0:
+            return np.empty(0, dtype=object)
         qi = np.searchsorted(seg_start + seg_len, idx, side="right")
-        order = np.argsort(qi, kind="stable")
-        bounds = np.flatnonzero(np.diff(qi[order])) + 1
-        for group in np.split(order, bounds):
-            if group.size == 0:
-                continue
-            q = int(qi[group[0]])
-            keys = list(segs[q])
-            local = idx[group] - seg_start[q]
-            out[group] = [keys[i] for i in local.tolist()]
-        return out
+        qs = np.unique(qi)
+        lens = seg_len[qs]
+        flat = np.fromiter(chain.from_iterable(map(segs.__getitem__, qs.tolist())),
+                           dtype=object, count=int(lens.sum()))
+        offset = np.cumsum(lens) - lens  # where each involved query starts in ``flat``
+        return flat[idx - seg_start[qi] + offset[np.searchsorted(qs, qi)]]
 
     return RankingArrays(
         qids=qids,
