@@ -20,12 +20,14 @@ import gc
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
 
 MISSING_QUERY_MODES = ("zero", "skip")
+_GET = attrgetter("get")
 
 
 class NamesByIndex(Protocol):
@@ -128,14 +130,14 @@ def _values(x: Mapping):
 
 def _values_of(items: list):
     """``x.values()`` for each item; the C-level ``dict.values`` when all are plain dicts."""
-    if all(type(x) is dict for x in items):
+    if {dict}.issuperset(map(type, items)):
         return map(dict.values, items)
     return map(_values, items)
 
 
 def _check_mappings(qids: list[str], values: list, what: str, value: str) -> None:
     """Every per-query value must be a mapping (type check fast-pathed for plain dicts)."""
-    if all(type(v) is dict for v in values):
+    if {dict}.issuperset(map(type, values)):
         return
     for q, v in zip(qids, values, strict=False):
         if not isinstance(v, Mapping):
@@ -156,6 +158,32 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+class _JudgedDocids:
+    """The docids of judgement rows, read from the qrels dicts only when indexed (only tied
+    hits and error messages need them): ``self[idx]`` is an object array."""
+
+    def __init__(self, judgements: list, j_len: np.ndarray) -> None:
+        self.judgements = judgements
+        self.ends = np.cumsum(j_len)
+
+    def __len__(self) -> int:
+        return int(self.ends[-1]) if self.ends.size else 0
+
+    def __getitem__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.size == 0:
+            return np.empty(0, dtype=object)
+        qi = np.searchsorted(self.ends, idx, side="right")
+        qs = np.unique(qi)
+        lens = self.ends[qs] - np.where(qs > 0, self.ends[qs - 1], 0)
+        flat = np.fromiter(chain.from_iterable(map(self.judgements.__getitem__, qs.tolist())),
+                           dtype=object, count=int(lens.sum()))
+        offset = np.cumsum(lens) - lens
+        first = self.ends[qs] - lens  # each involved query's first row
+        at = np.searchsorted(qs, qi)
+        return flat[idx - first[at] + offset[at]]
 
 
 def arrays_from_dicts(
@@ -180,25 +208,34 @@ def _arrays_from_dicts(
 ) -> RankingArrays:
     if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
         raise ValueError("qrels and run must be mappings {qid: {docid: value}}")
-    for q in chain(qrels, run):
-        if type(q) is not str and not isinstance(q, str):
-            raise ValueError(f"query ids must be strings, got {q!r}")
+    if not {str}.issuperset(map(type, chain(qrels, run))):  # C-level scan; exact check below
+        for q in chain(qrels, run):
+            if not isinstance(q, str):
+                raise ValueError(f"query ids must be strings, got {q!r}")
     # A query with an empty judgement dict is not judged (pytrec_eval drops it too).
-    judged = [q for q, j in qrels.items() if not _is_mapping(j) or len(j) > 0]
+    plain_qrels = {dict}.issuperset(map(type, qrels.values()))
+    if plain_qrels:
+        judged = list(compress(qrels, map(len, qrels.values())))
+    else:
+        judged = [q for q, j in qrels.items() if not _is_mapping(j) or len(j) > 0]
+    in_run = list(map(run.__contains__, judged))
+    n_missing = len(judged) - sum(in_run)
     if missing_query == "zero":
         qids = sorted(judged)
     else:
-        qids = sorted(q for q in judged if q in run)
+        qids = sorted(compress(judged, in_run))
     empty: dict[str, float] = {}
-    segs = [run.get(q) for q in qids]
-    n_missing = sum(1 for q in judged if q not in run)
-    segs = [empty if s is None else s for s in segs]
-    _check_mappings(qids, segs, "run", "score")
+    segs = list(map(run.get, qids, repeat(empty, len(qids))))
+    plain_segs = {dict}.issuperset(map(type, segs))
+    if not plain_segs:
+        segs = [empty if s is None else s for s in segs]
+        _check_mappings(qids, segs, "run", "score")
     nq = len(qids)
     seg_len = np.fromiter(map(len, segs), dtype=np.int64, count=nq)
     seg_start = np.cumsum(seg_len) - seg_len
     n = int(seg_len.sum())
-    scores = _float_array(chain.from_iterable(_values_of(segs)), n, "run scores")
+    values = map(dict.values, segs) if plain_segs else _values_of(segs)
+    scores = _float_array(chain.from_iterable(values), n, "run scores")
 
     def _where_run(i: int) -> str:
         qi = int(np.searchsorted(seg_start + seg_len, i, side="right"))
@@ -206,25 +243,28 @@ def _arrays_from_dicts(
 
     check_scores(scores, _where_run)
 
-    judgements = [qrels[q] for q in qids]
-    _check_mappings(qids, judgements, "qrels", "relevance")
+    judgements = list(map(qrels.__getitem__, qids))
+    if not plain_qrels:
+        _check_mappings(qids, judgements, "qrels", "relevance")
     j_len = np.fromiter(map(len, judgements), dtype=np.int64, count=nq)
     r_all = int(j_len.sum())
-    rels = _float_array(chain.from_iterable(_values_of(judgements)), r_all, "relevance")
-    j_docs = np.fromiter(chain.from_iterable(judgements), dtype=object, count=r_all)
+    values = map(dict.values, judgements) if plain_qrels else _values_of(judgements)
+    rels = _float_array(chain.from_iterable(values), r_all, "relevance")
+    j_docs = _JudgedDocids(judgements, j_len)
 
     def _where_qrels(i: int) -> str:
         qi = int(np.searchsorted(np.cumsum(j_len), i, side="right"))
-        return f"query {qids[qi]!r}, document {j_docs[i]!r}"
+        return f"query {qids[qi]!r}, document {j_docs[np.array([i])][0]!r}"
 
     rels_int = relevance_as_int(rels, _where_qrels)
-    # The run's score of every judged document: one C-level dict lookup per judgement.
-    getters = [s.get for s in segs]
-    j_score = np.fromiter(
-        chain.from_iterable(map(map, getters, judgements, repeat(repeat(np.nan)))),
-        dtype=np.float64,
-        count=r_all,
-    )
+    # The run's score of every judged document: one C-level dict lookup per judgement (one
+    # flat ``map`` over all judgements when every run value is a plain dict).
+    if plain_segs:
+        seg_per_row = chain.from_iterable(map(repeat, segs, j_len.tolist()))
+        found = map(dict.get, seg_per_row, chain.from_iterable(judgements), repeat(np.nan))
+    else:
+        found = chain.from_iterable(map(map, map(_GET, segs), judgements, repeat(repeat(np.nan))))
+    j_score = np.fromiter(found, dtype=np.float64, count=r_all)
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
 
     def docids_at(idx: np.ndarray) -> np.ndarray:
