@@ -25,9 +25,10 @@ built beforehand, its JIT warmed on a tiny input first) and from TREC files
 ``from_file`` + evaluate), all in the same process, one shape at a time. ``--scale`` multiplies
 the query counts (``--quick`` = 0.1; deep keeps >= 2 queries).
 
-Timings are wall-clock, the best of ``--repeat`` runs (default 1). Peak RSS is the process's
-high-water mark during the call (``/proc/self/clear_refs`` resets it before each call; Linux),
-so it includes the inputs already in memory. The 1-minute load average is printed per shape:
+Timings are wall-clock, the best of ``--repeat`` runs (default 1). Peak RSS is how far the
+process's high-water mark rose above its RSS before the call (``/proc/self/clear_refs`` resets
+the mark before each call; Linux): the call's own peak memory, the inputs already loaded (the
+dicts, for the dict rows) not counted. The 1-minute load average is printed per shape:
 the box is shared, and figures taken at a load above the core count mean little.
 
 Goals (issue 25): >= 5x pytrec_eval from dicts on every shape; from files >= 20x on the default
@@ -128,17 +129,30 @@ def _peak_mib() -> float:
     return float("nan")
 
 
+def _rss_mib() -> float:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def timed(fn):
-    """Best wall time of ``REPEAT`` calls, the peak RSS (MiB) during them, the last result."""
+    """Best wall time of ``REPEAT`` calls, the peak RSS growth (MiB) during them over the RSS
+    before each call (the inputs already in memory are not counted), the last result."""
     best, peak, out = float("inf"), 0.0, None
     for _ in range(REPEAT):
         out = None
         gc.collect()
         _peak_reset()
+        before = _rss_mib()
         t = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - t)
-        peak = max(peak, _peak_mib())
+        peak = max(peak, _peak_mib() - before)
     return best, peak, out
 
 
@@ -267,7 +281,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'shape':9} {'input':5} {'load':>5} {'queryeval':>9} {'pytrec':>8} {'ranx':>8} "
-          f"{'vs pytrec':>9} {'goal':>5} {'vs ranx':>8} {'peak RSS MiB q/p/r':>20}  verdict")
+          f"{'vs pytrec':>9} {'goal':>5} {'vs ranx':>8} {'peak +MiB q/p/r':>18}  verdict")
     for r in rows:
         vs_p = r["p"] / r["q"]
         met = vs_p >= r["goal"] and (r["r"] is None or r["input"] == "files"
@@ -275,7 +289,7 @@ def print_table(rows: list[dict]) -> None:
         rss = "/".join("-" if r[k] is None else f"{r[k]:.0f}" for k in ("mq", "mp", "mr"))
         print(f"{r['shape']:9} {r['input']:5} {r['load']:5.1f} {r['q']:9.2f} {_fmt(r['p'])} "
               f"{_fmt(r['r'])} {vs_p:8.1f}x {r['goal']:4.0f}x {_ratio(r['r'], r['q']):>8} "
-              f"{rss:>20}  {'met' if met else 'NOT met'}")
+              f"{rss:>18}  {'met' if met else 'NOT met'}")
 
 
 def main() -> None:
@@ -303,14 +317,15 @@ def main() -> None:
     from queryeval.metrics.ranking import evaluate
     from queryeval.suite.trec import native_reader, reader_threads
 
-    # Warm every tool once on a tiny tied input (imports, Arrow kernels, ranx's JIT).
-    tiny_q, tiny_r = {"q": {"a": 1, "b": 2}}, {"q": {"a": 1.0, "b": 1.0, "c": 0.5}}
-    evaluate(tiny_q, tiny_r, METRICS)
+    # Warm every tool once on a small tied input (imports, Arrow kernels, ranx's JIT).
+    small_q, small_r = make_data(SHAPES[3], 200)
+    evaluate(small_q, small_r, METRICS)
     use_ranx = not args.no_ranx
     if use_ranx:
         import ranx
 
-        ranx.evaluate(ranx.Qrels(tiny_q), ranx.Run(tiny_r), METRICS)
+        for _ in range(2):
+            ranx.evaluate(ranx.Qrels(small_q), ranx.Run(small_r), METRICS)
     print(f"scale {scale:g}; metrics {', '.join(METRICS)}; best of {REPEAT}; TREC reader: "
           + (f"compiled, {reader_threads()} threads" if native_reader() is not None
              else "pure (pyarrow CSV)"))

@@ -60,7 +60,8 @@ class RankingArrays:
         seg_start, seg_len: int64 ``[n_queries]``; query ``i``'s retrieved scores are
             ``scores[seg_start[i] : seg_start[i] + seg_len[i]]`` (length 0: not in the run).
         scores: float64 ``[N]``, no NaN.
-        docids_at: maps flat indices into ``scores`` to their docids (an object array).
+        docids_at: maps flat indices into ``scores`` (and optionally their query indices,
+            which spares a search) to their docids (an object array).
         judged_q: int64 ``[R]``, query index of each judgement (every level, also 0 and
             negative ones: trec_eval's non-relevant and pooled-but-unjudged documents).
         judged_gain: float64 ``[R]``, its relevance level (an integer; the nDCG gain when > 0).
@@ -77,7 +78,7 @@ class RankingArrays:
     seg_start: np.ndarray
     seg_len: np.ndarray
     scores: np.ndarray
-    docids_at: Callable[[np.ndarray], np.ndarray]
+    docids_at: Callable[..., np.ndarray]
     judged_q: np.ndarray
     judged_gain: np.ndarray
     judged_score: np.ndarray
@@ -267,18 +268,25 @@ def _arrays_from_dicts(
     j_score = np.fromiter(found, dtype=np.float64, count=r_all)
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
 
-    def docids_at(idx: np.ndarray) -> np.ndarray:
-        """Docids of flat run indices: the keys of the queries involved, flattened once."""
+    def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:
+        """Docids of flat run indices (``query``: their query indices, if known): the keys
+        of the queries involved, flattened once."""
         idx = np.asarray(idx, dtype=np.int64)
         if idx.size == 0:
             return np.empty(0, dtype=object)
-        qi = np.searchsorted(seg_start + seg_len, idx, side="right")
-        qs = np.unique(qi)
+        qi = np.searchsorted(seg_start + seg_len, idx, side="right") if query is None else query
+        if np.all(qi[1:] >= qi[:-1]):  # the usual order: no sort needed
+            first = np.concatenate(([0], np.flatnonzero(qi[1:] != qi[:-1]) + 1))
+            qs = qi[first]
+            at = np.repeat(np.arange(qs.size), np.diff(np.append(first, qi.size)))
+        else:
+            qs, at = np.unique(qi, return_inverse=True)
+            at = at.ravel()
         lens = seg_len[qs]
         flat = np.fromiter(chain.from_iterable(map(segs.__getitem__, qs.tolist())),
                            dtype=object, count=int(lens.sum()))
         offset = np.cumsum(lens) - lens  # where each involved query starts in ``flat``
-        return flat[idx - seg_start[qi] + offset[np.searchsorted(qs, qi)]]
+        return flat[idx - seg_start[qs][at] + offset[at]]
 
     return RankingArrays(
         qids=qids,

@@ -274,7 +274,7 @@ def arrays_from_columns(
         jscore[cand[found]] = scores[at[found]]
     names_doc = run.names_doc
 
-    def docids_at(idx: np.ndarray) -> np.ndarray:
+    def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:
         return names_at(names_doc, doc[np.asarray(idx, dtype=np.int64)])
 
     return RankingArrays(

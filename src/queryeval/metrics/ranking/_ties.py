@@ -5,8 +5,10 @@ is code-point order: Python's ``str`` order). For a relevant document h tied wit
 rank gains ``#{e in q : score_e == score_h, docid_e > docid_h}``. Here:
 
 1. **Groups.** The tied hits' distinct (query, score) pairs are the groups; the documents of
-   each group (its *members*) are found with integer and float operations only (one pass over
-   the involved queries' scores; the groups of a query are disjoint, so members <= N).
+   each group (its *members*) are found with float and integer operations only: each group's
+   query segment compared with its score, or, when that work exceeds a few times the run
+   (many groups in long queries), one pass over the involved queries matching (query, score)
+   by integer keys. The groups of a query are disjoint, so members <= N.
 2. **Docids.** Only the members' and the hits' docids are read: as pyarrow strings (Arrow
    compares strings bytewise on UTF-8: code-point order), taken straight from the file reader's
    Arrow dictionary by integer code, or converted once from the dicts' Python strings.
@@ -124,8 +126,8 @@ def _python_keys(values: np.ndarray) -> np.ndarray:
                        count=values.size)
 
 
-def _docids(arrays: RankingArrays, member: np.ndarray, hit_rows: np.ndarray,
-            ranked: bool) -> tuple[object, object]:
+def _docids(arrays: RankingArrays, member: np.ndarray, member_q: np.ndarray,
+            hit_rows: np.ndarray, ranked: bool) -> tuple[object, object]:
     """(member docids, hit docids): Arrow string arrays, or int64 keys (in docid order) when
     ``ranked`` or on the slow path."""
     codes: DocCodes | None = arrays.doc_codes
@@ -144,7 +146,7 @@ def _docids(arrays: RankingArrays, member: np.ndarray, hit_rows: np.ndarray,
             k = _python_keys(np.asarray(_names_list(codes.names, uniq), dtype=object))
             k = k[inv.ravel()]
         return k[: m_code.size], k[m_code.size :]
-    m_docs = np.asarray(arrays.docids_at(member), dtype=object)
+    m_docs = np.asarray(arrays.docids_at(member, member_q), dtype=object)
     h_docs = np.asarray(arrays.judged_docid[hit_rows], dtype=object)
     a, b = _arrow_strings(m_docs), _arrow_strings(h_docs)
     if a is None or b is None:
@@ -226,7 +228,10 @@ def ties_above(arrays: RankingArrays, starts, lens, hit_scores, hit_rows, method
         method = "pairs" if pairs <= _PAIRS_FACTOR * member.size + _PAIRS_SLACK else "rank"
     if method not in ("pairs", "rank"):
         raise ValueError(f"method must be auto, pairs or rank, got {method!r}")
-    m_doc, h_doc = _docids(arrays, member, hit_rows, ranked=method == "rank")
+    g_query = np.empty(g_start.size, dtype=np.int64)
+    g_query[hit_group] = arrays.judged_q[hit_rows]
+    member_q = np.repeat(g_query, sizes)
+    m_doc, h_doc = _docids(arrays, member, member_q, hit_rows, ranked=method == "rank")
     if method == "pairs":
         m_begin = (np.cumsum(sizes) - sizes)[hit_group]
         return _count_pairs(m_doc, h_doc, m_begin, sizes_h)
