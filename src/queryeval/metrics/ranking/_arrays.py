@@ -161,6 +161,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, without a sort when already in order."""
+    if np.all(values[1:] >= values[:-1]):
+        first = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
+        return values[first], np.repeat(np.arange(first.size), np.diff(np.append(first, values.size)))
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.ravel()
+
+
 class _JudgedDocids:
     """The docids of judgement rows, read from the qrels dicts only when indexed (only tied
     hits and error messages need them): ``self[idx]`` is an object array."""
@@ -177,13 +186,12 @@ class _JudgedDocids:
         if idx.size == 0:
             return np.empty(0, dtype=object)
         qi = np.searchsorted(self.ends, idx, side="right")
-        qs = np.unique(qi)
+        qs, at = distinct(qi)
         lens = self.ends[qs] - np.where(qs > 0, self.ends[qs - 1], 0)
         flat = np.fromiter(chain.from_iterable(map(self.judgements.__getitem__, qs.tolist())),
                            dtype=object, count=int(lens.sum()))
         offset = np.cumsum(lens) - lens
         first = self.ends[qs] - lens  # each involved query's first row
-        at = np.searchsorted(qs, qi)
         return flat[idx - first[at] + offset[at]]
 
 
@@ -275,13 +283,7 @@ def _arrays_from_dicts(
         if idx.size == 0:
             return np.empty(0, dtype=object)
         qi = np.searchsorted(seg_start + seg_len, idx, side="right") if query is None else query
-        if np.all(qi[1:] >= qi[:-1]):  # the usual order: no sort needed
-            first = np.concatenate(([0], np.flatnonzero(qi[1:] != qi[:-1]) + 1))
-            qs = qi[first]
-            at = np.repeat(np.arange(qs.size), np.diff(np.append(first, qi.size)))
-        else:
-            qs, at = np.unique(qi, return_inverse=True)
-            at = at.ravel()
+        qs, at = distinct(qi)
         lens = seg_len[qs]
         flat = np.fromiter(chain.from_iterable(map(segs.__getitem__, qs.tolist())),
                            dtype=object, count=int(lens.sum()))

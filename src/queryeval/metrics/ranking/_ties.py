@@ -70,6 +70,19 @@ def _members(scores: np.ndarray, g_start, g_len, g_score) -> tuple[np.ndarray, n
     involved segments matches each document's (segment, score) to a group by integer keys."""
     if int(g_len.sum()) > _GATHER_FACTOR * max(scores.size, 1):
         return _members_by_key(scores, g_start, g_len, g_score)
+    width = int(g_len[0]) if g_len.size else 0
+    if (width > 0 and scores.size % width == 0 and np.all(g_len == width)
+            and np.all(g_start % width == 0)):  # every query as long: rows of a table
+        table = scores.reshape(-1, width)
+        rows = g_start // width
+        step = max(_PAIRS_CHUNK // width, 1)
+        parts, sizes = [], np.empty(g_start.size, dtype=np.int64)
+        for a in range(0, rows.size, step):
+            same = table[rows[a : a + step]] == g_score[a : a + step, None]
+            sizes[a : a + step] = np.count_nonzero(same, axis=1)
+            r, c = np.nonzero(same)  # row-major: grouped by group
+            parts.append(g_start[a + r] + c)
+        return np.concatenate(parts), sizes
     parts, sizes = [], np.empty(g_start.size, dtype=np.int64)
     csum = np.cumsum(g_len)
     a = 0
