@@ -29,7 +29,9 @@ Timings are wall-clock, the best of ``--repeat`` runs (default 1). Peak RSS is h
 process's high-water mark rose above its RSS before the call (``/proc/self/clear_refs`` resets
 the mark before each call; Linux): the call's own peak memory, the inputs already loaded (the
 dicts, for the dict rows) not counted. The 1-minute load average is printed per shape:
-the box is shared, and figures taken at a load above the core count mean little.
+the box is shared, and figures taken at a load above the core count mean little: ``cpu x`` is
+pytrec_eval's process CPU time over ours, steadier under load (ours counts both reader threads,
+so on free cores our wall-clock ratio from files is the higher one).
 
 Goals (issue 25): >= 5x pytrec_eval from dicts on every shape; from files >= 20x on the default
 shape and >= 10x on every shape; never slower than ranx's evaluate-only time.
@@ -108,6 +110,8 @@ def write_files(qrels, run, folder: Path) -> tuple[Path, Path]:
 
 
 REPEAT = 1
+#: Process CPU seconds of the last ``timed`` call (all threads).
+LAST_CPU = float("nan")
 
 
 def _peak_reset() -> None:
@@ -143,16 +147,19 @@ def _rss_mib() -> float:
 def timed(fn):
     """Best wall time of ``REPEAT`` calls, the peak RSS growth (MiB) during them over the RSS
     before each call (the inputs already in memory are not counted), the last result."""
-    best, peak, out = float("inf"), 0.0, None
+    global LAST_CPU
+    best, cpu, peak, out = float("inf"), float("inf"), 0.0, None
     for _ in range(REPEAT):
         out = None
         gc.collect()
         _peak_reset()
         before = _rss_mib()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
         best = min(best, time.perf_counter() - t)
+        cpu = min(cpu, time.process_time() - c)
         peak = max(peak, _peak_mib() - before)
+    LAST_CPU = cpu
     return best, peak, out
 
 
@@ -189,7 +196,9 @@ def bench_shape(shape: Shape, n_queries: int, use_ranx: bool, steps: bool) -> li
     la = os.getloadavg()[0]
     rows = []
     t_q, m_q, ours = timed(lambda: evaluate(qrels, run, METRICS))
+    c_q = LAST_CPU
     t_p, m_p, ref = timed(lambda: pytrec_eval.RelevanceEvaluator(qrels, PYTREC).evaluate(run))
+    c_p = LAST_CPU
     assert abs(_ndcg(ref) - ours["ndcg@10"]) < 1e-9, (shape.name, _ndcg(ref), ours["ndcg@10"])
     ref = None
     t_r = m_r = None
@@ -200,13 +209,14 @@ def bench_shape(shape: Shape, n_queries: int, use_ranx: bool, steps: bool) -> li
         t_r, m_r, _ = timed(lambda: ranx.evaluate(rq, rr, METRICS))
         rq = rr = None
     rows.append(dict(shape=shape.name, input="dicts", q=t_q, p=t_p, r=t_r, mq=m_q, mp=m_p, mr=m_r,
-                     load=la, goal=5.0))
+                     load=la, goal=5.0, cq=c_q, cp=c_p))
     with tempfile.TemporaryDirectory() as tmp:
         qpath, rpath = write_files(qrels, run, Path(tmp))
         qrels = run = None
         gc.collect()
         la = os.getloadavg()[0]
         t_q, m_q, ours_f = timed(lambda: evaluate_files(qpath, rpath, METRICS))
+        c_q = LAST_CPU
         assert abs(ours_f["ndcg@10"] - ours["ndcg@10"]) < 1e-9
 
         def _pytrec_files():
@@ -215,6 +225,7 @@ def bench_shape(shape: Shape, n_queries: int, use_ranx: bool, steps: bool) -> li
             return pytrec_eval.RelevanceEvaluator(q, PYTREC).evaluate(r)
 
         t_p, m_p, _ = timed(_pytrec_files)
+        c_p = LAST_CPU
         t_r = m_r = None
         if use_ranx:
 
@@ -224,7 +235,8 @@ def bench_shape(shape: Shape, n_queries: int, use_ranx: bool, steps: bool) -> li
 
             t_r, m_r, _ = timed(_ranx_files)
         rows.append(dict(shape=shape.name, input="files", q=t_q, p=t_p, r=t_r, mq=m_q, mp=m_p,
-                         mr=m_r, load=la, goal=20.0 if shape.name == "default" else 10.0))
+                         mr=m_r, load=la, goal=20.0 if shape.name == "default" else 10.0,
+                         cq=c_q, cp=c_p))
         if steps:
             step_table(qpath, rpath)
     return rows
@@ -281,14 +293,15 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'shape':9} {'input':5} {'load':>5} {'queryeval':>9} {'pytrec':>8} {'ranx':>8} "
-          f"{'vs pytrec':>9} {'goal':>5} {'vs ranx':>8} {'peak +MiB q/p/r':>18}  verdict")
+          f"{'vs pytrec':>9} {'goal':>5} {'cpu x':>6} {'vs ranx':>8} {'peak +MiB q/p/r':>18}  verdict")
     for r in rows:
         vs_p = r["p"] / r["q"]
         met = vs_p >= r["goal"] and (r["r"] is None or r["input"] == "files"
                                      or r["r"] >= r["q"])
         rss = "/".join("-" if r[k] is None else f"{r[k]:.0f}" for k in ("mq", "mp", "mr"))
         print(f"{r['shape']:9} {r['input']:5} {r['load']:5.1f} {r['q']:9.2f} {_fmt(r['p'])} "
-              f"{_fmt(r['r'])} {vs_p:8.1f}x {r['goal']:4.0f}x {_ratio(r['r'], r['q']):>8} "
+              f"{_fmt(r['r'])} {vs_p:8.1f}x {r['goal']:4.0f}x {r['cp'] / r['cq']:5.1f}x "
+              f"{_ratio(r['r'], r['q']):>8} "
               f"{rss:>18}  {'met' if met else 'NOT met'}")
 
 
