@@ -52,6 +52,9 @@ import numpy as np
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "map@100"]
 PYTREC = {"ndcg_cut.10", "recall.100", "recip_rank", "map_cut.100"}
+#: ``--trec-measures`` adds these (ours, pytrec_eval's); rbp has no pytrec_eval counterpart.
+TREC_EXTRA = (["bpref", "infAP", "Rprec", "set_F", "num_rel_ret", "iprec_at_recall_0.50", "rbp"],
+              {"bpref", "infAP", "Rprec", "set_F", "num_rel_ret", "iprec_at_recall"})
 
 
 @dataclass(frozen=True)
@@ -270,9 +273,9 @@ def step_table(qpath: Path, rpath: Path) -> None:
         ("queryeval", "build arrays (pairs, look-ups)",
          lambda: held.__setitem__("a", arrays_from_columns(
              held["q"], held["r"], trec._doc_mapping(held["q"], held["r"])))),
-        ("queryeval", "evaluate 4 metrics", lambda: evaluate_arrays(held["a"], METRICS)),
+        ("queryeval", f"evaluate {len(METRICS)} metrics", lambda: evaluate_arrays(held["a"], METRICS)),
         ("pytrec_eval", "parse_qrel + parse_run", parse),
-        ("pytrec_eval", "evaluate 4 metrics",
+        ("pytrec_eval", f"evaluate {len(METRICS)} metrics",
          lambda: pytrec_eval.RelevanceEvaluator(held["pq"], PYTREC).evaluate(held["pr"])),
     ]
     print(f"\n  per step, from files ({load()}):")
@@ -314,7 +317,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs for every timing")
     ap.add_argument("--no-ranx", action="store_true", help="skip ranx (its JIT takes ~20 s)")
     ap.add_argument("--steps", action="store_true", help="per-step table of the files path")
+    ap.add_argument("--trec-measures", action="store_true",
+                    help="also bpref, infAP, Rprec, set_F, num_rel_ret, iprec_at_recall, rbp "
+                    "(both tools; ranx skipped)")
     args = ap.parse_args()
+    if args.trec_measures:
+        METRICS.extend(TREC_EXTRA[0])
+        PYTREC.update(TREC_EXTRA[1])
+        args.no_ranx = True
     REPEAT = max(args.repeat, 1)
     scale = 0.1 if args.quick else args.scale
     wanted = [s.strip() for s in args.shapes.split(",") if s.strip()]
