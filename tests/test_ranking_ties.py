@@ -210,3 +210,28 @@ def test_tied_runs_match_pytrec_eval_from_dicts_and_columns(decimals: int) -> No
         for theirs, ours in PYTREC.items():
             want = [ref[q][theirs.replace(".", "_")] for q in res.qids]
             np.testing.assert_allclose(res.per_query[ours], want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("decimals", [1, -1])
+def test_tied_runs_from_trec_files_match_dicts_and_pytrec_eval(tmp_path, decimals: int) -> None:
+    """Through the TREC readers: docids compared by code in the reader's name dictionary."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from queryeval.suite.trec import evaluate_files
+
+    rng = np.random.default_rng(7 + decimals)
+    qrels, run = _tied_random_pair(rng, 60, decimals)
+    run = {q: docs for q, docs in run.items() if docs}  # a file cannot hold an empty ranking
+    qpath, rpath = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qpath.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                             for d, g in docs.items()), encoding="utf-8")
+    rpath.write_text("".join(f"{q} Q0 {d} {i + 1} {s!r} t\n" for q, docs in run.items()
+                             for i, (d, s) in enumerate(docs.items())), encoding="utf-8")
+    names = list(PYTREC.values())
+    from_files = evaluate_files(qpath, rpath, names, per_query=True, missing_query="skip")
+    from_dicts = evaluate(qrels, run, names, per_query=True, missing_query="skip")
+    ref = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC)).evaluate(run)
+    assert from_files.qids == from_dicts.qids == sorted(ref)
+    for theirs, ours in PYTREC.items():
+        want = [ref[q][theirs.replace(".", "_")] for q in from_files.qids]
+        np.testing.assert_array_equal(from_files.per_query[ours], from_dicts.per_query[ours])
+        np.testing.assert_allclose(from_files.per_query[ours], want, rtol=0, atol=1e-12)
