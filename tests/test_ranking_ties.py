@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics.ranking import (
@@ -128,6 +128,32 @@ def test_tied_metrics_match_brute_force(pair) -> None:
         ap = sum((n + 1) / (j + 1) for n, j in enumerate(hits)) / num_rel if num_rel else 0.0
         assert res.per_query["mrr"][i] == pytest.approx(mrr, abs=1e-15)
         assert res.per_query["map"][i] == pytest.approx(ap, abs=1e-12)
+
+
+# A score tied in one query that is also a tied score in another query, without a hit there:
+# those documents belong to no group (a per-query key match must not file them elsewhere).
+_CROSS = ({"q1": {"a": 1}, "q2": {"m": 1}},
+          {"q1": {"a": 1.0, "b": 1.0, "y": 2.0, "z": 2.0}, "q2": {"m": 2.0, "n": 2.0}})
+
+
+@settings(max_examples=150, deadline=None)
+@example(pair=_CROSS, factor=0)
+@example(pair=_CROSS, factor=10**9)
+@given(pair=_tied_pair(), factor=st.sampled_from([0, 10**9]))
+def test_both_ways_of_finding_tied_groups_agree_with_the_oracle(pair, factor) -> None:
+    """Members found per group (the gather) or per query (integer keys) rank alike."""
+    from unittest import mock
+
+    from queryeval.metrics.ranking import _ties
+
+    qrels, run = pair
+    if not qrels:
+        return
+    arrays = arrays_from_dicts(qrels, run, "zero")
+    want = _oracle_judged(qrels, run, arrays.qids)
+    with mock.patch.object(_ties, "_GATHER_FACTOR", factor):
+        for method in ("pairs", "rank"):
+            assert _judged_ranks(arrays, "count", method) == want
 
 
 def test_lone_surrogates_and_non_arrow_docids_take_the_exact_slow_path() -> None:
