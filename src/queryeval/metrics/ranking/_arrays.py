@@ -20,18 +20,35 @@ import gc
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
 
 MISSING_QUERY_MODES = ("zero", "skip")
+_GET = attrgetter("get")
 
 
 class NamesByIndex(Protocol):
     """Anything that integer-array indexing turns into an object array of names."""
 
     def __getitem__(self, idx: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass
+class DocCodes:
+    """Integer docid codes into one dictionary of names (what the file reader gives).
+
+    ``run``: the code of every run entry (aligned with ``RankingArrays.scores``); ``judged``:
+    the code of every judgement's docid in the same dictionary (-1: not in the run); ``names``:
+    the dictionary (a pyarrow string array, a numpy object array or a list of ``str``). Lets
+    tie-breaking compare docids by code, never building Python strings.
+    """
+
+    names: object
+    run: np.ndarray
+    judged: np.ndarray
 
 
 @dataclass
@@ -43,7 +60,8 @@ class RankingArrays:
         seg_start, seg_len: int64 ``[n_queries]``; query ``i``'s retrieved scores are
             ``scores[seg_start[i] : seg_start[i] + seg_len[i]]`` (length 0: not in the run).
         scores: float64 ``[N]``, no NaN.
-        docids_at: maps flat indices into ``scores`` to their docids (an object array).
+        docids_at: maps flat indices into ``scores`` (and optionally their query indices,
+            which spares a search) to their docids (an object array).
         judged_q: int64 ``[R]``, query index of each judgement (every level, also 0 and
             negative ones: trec_eval's non-relevant and pooled-but-unjudged documents).
         judged_gain: float64 ``[R]``, its relevance level (an integer; the nDCG gain when > 0).
@@ -52,18 +70,21 @@ class RankingArrays:
             indexing turns into one (the file builder's ``LazyNames``; only tied hits are read).
         n_missing: judged queries the run does not contain (scored 0 under
             ``missing_query="zero"``, left out under ``"skip"``).
+        doc_codes: optional integer docid codes (:class:`DocCodes`); when given,
+            tie-breaking reads docids through them instead of ``docids_at``/``judged_docid``.
     """
 
     qids: list[str]
     seg_start: np.ndarray
     seg_len: np.ndarray
     scores: np.ndarray
-    docids_at: Callable[[np.ndarray], np.ndarray]
+    docids_at: Callable[..., np.ndarray]
     judged_q: np.ndarray
     judged_gain: np.ndarray
     judged_score: np.ndarray
     judged_docid: NamesByIndex
     n_missing: int = 0
+    doc_codes: DocCodes | None = None
 
     @property
     def n_queries(self) -> int:
@@ -110,14 +131,14 @@ def _values(x: Mapping):
 
 def _values_of(items: list):
     """``x.values()`` for each item; the C-level ``dict.values`` when all are plain dicts."""
-    if all(type(x) is dict for x in items):
+    if {dict}.issuperset(map(type, items)):
         return map(dict.values, items)
     return map(_values, items)
 
 
 def _check_mappings(qids: list[str], values: list, what: str, value: str) -> None:
     """Every per-query value must be a mapping (type check fast-pathed for plain dicts)."""
-    if all(type(v) is dict for v in values):
+    if {dict}.issuperset(map(type, values)):
         return
     for q, v in zip(qids, values, strict=False):
         if not isinstance(v, Mapping):
@@ -138,6 +159,40 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, without a sort when already in order."""
+    if np.all(values[1:] >= values[:-1]):
+        first = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
+        return values[first], np.repeat(np.arange(first.size), np.diff(np.append(first, values.size)))
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.ravel()
+
+
+class _JudgedDocids:
+    """The docids of judgement rows, read from the qrels dicts only when indexed (only tied
+    hits and error messages need them): ``self[idx]`` is an object array."""
+
+    def __init__(self, judgements: list, j_len: np.ndarray) -> None:
+        self.judgements = judgements
+        self.ends = np.cumsum(j_len)
+
+    def __len__(self) -> int:
+        return int(self.ends[-1]) if self.ends.size else 0
+
+    def __getitem__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.size == 0:
+            return np.empty(0, dtype=object)
+        qi = np.searchsorted(self.ends, idx, side="right")
+        qs, at = distinct(qi)
+        lens = self.ends[qs] - np.where(qs > 0, self.ends[qs - 1], 0)
+        flat = np.fromiter(chain.from_iterable(map(self.judgements.__getitem__, qs.tolist())),
+                           dtype=object, count=int(lens.sum()))
+        offset = np.cumsum(lens) - lens
+        first = self.ends[qs] - lens  # each involved query's first row
+        return flat[idx - first[at] + offset[at]]
 
 
 def arrays_from_dicts(
@@ -162,25 +217,34 @@ def _arrays_from_dicts(
 ) -> RankingArrays:
     if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
         raise ValueError("qrels and run must be mappings {qid: {docid: value}}")
-    for q in chain(qrels, run):
-        if type(q) is not str and not isinstance(q, str):
-            raise ValueError(f"query ids must be strings, got {q!r}")
+    if not {str}.issuperset(map(type, chain(qrels, run))):  # C-level scan; exact check below
+        for q in chain(qrels, run):
+            if not isinstance(q, str):
+                raise ValueError(f"query ids must be strings, got {q!r}")
     # A query with an empty judgement dict is not judged (pytrec_eval drops it too).
-    judged = [q for q, j in qrels.items() if not _is_mapping(j) or len(j) > 0]
+    plain_qrels = {dict}.issuperset(map(type, qrels.values()))
+    if plain_qrels:
+        judged = list(compress(qrels, map(len, qrels.values())))
+    else:
+        judged = [q for q, j in qrels.items() if not _is_mapping(j) or len(j) > 0]
+    in_run = list(map(run.__contains__, judged))
+    n_missing = len(judged) - sum(in_run)
     if missing_query == "zero":
         qids = sorted(judged)
     else:
-        qids = sorted(q for q in judged if q in run)
+        qids = sorted(compress(judged, in_run))
     empty: dict[str, float] = {}
-    segs = [run.get(q) for q in qids]
-    n_missing = sum(1 for q in judged if q not in run)
-    segs = [empty if s is None else s for s in segs]
-    _check_mappings(qids, segs, "run", "score")
+    segs = list(map(run.get, qids, repeat(empty, len(qids))))
+    plain_segs = {dict}.issuperset(map(type, segs))
+    if not plain_segs:
+        segs = [empty if s is None else s for s in segs]
+        _check_mappings(qids, segs, "run", "score")
     nq = len(qids)
     seg_len = np.fromiter(map(len, segs), dtype=np.int64, count=nq)
     seg_start = np.cumsum(seg_len) - seg_len
     n = int(seg_len.sum())
-    scores = _float_array(chain.from_iterable(_values_of(segs)), n, "run scores")
+    values = map(dict.values, segs) if plain_segs else _values_of(segs)
+    scores = _float_array(chain.from_iterable(values), n, "run scores")
 
     def _where_run(i: int) -> str:
         qi = int(np.searchsorted(seg_start + seg_len, i, side="right"))
@@ -188,41 +252,43 @@ def _arrays_from_dicts(
 
     check_scores(scores, _where_run)
 
-    judgements = [qrels[q] for q in qids]
-    _check_mappings(qids, judgements, "qrels", "relevance")
+    judgements = list(map(qrels.__getitem__, qids))
+    if not plain_qrels:
+        _check_mappings(qids, judgements, "qrels", "relevance")
     j_len = np.fromiter(map(len, judgements), dtype=np.int64, count=nq)
     r_all = int(j_len.sum())
-    rels = _float_array(chain.from_iterable(_values_of(judgements)), r_all, "relevance")
-    j_docs = np.fromiter(chain.from_iterable(judgements), dtype=object, count=r_all)
+    values = map(dict.values, judgements) if plain_qrels else _values_of(judgements)
+    rels = _float_array(chain.from_iterable(values), r_all, "relevance")
+    j_docs = _JudgedDocids(judgements, j_len)
 
     def _where_qrels(i: int) -> str:
         qi = int(np.searchsorted(np.cumsum(j_len), i, side="right"))
-        return f"query {qids[qi]!r}, document {j_docs[i]!r}"
+        return f"query {qids[qi]!r}, document {j_docs[np.array([i])][0]!r}"
 
     rels_int = relevance_as_int(rels, _where_qrels)
-    # The run's score of every judged document: one C-level dict lookup per judgement.
-    getters = [s.get for s in segs]
-    j_score = np.fromiter(
-        chain.from_iterable(map(map, getters, judgements, repeat(repeat(np.nan)))),
-        dtype=np.float64,
-        count=r_all,
-    )
+    # The run's score of every judged document: one C-level dict lookup per judgement (one
+    # flat ``map`` over all judgements when every run value is a plain dict).
+    if plain_segs:
+        seg_per_row = chain.from_iterable(map(repeat, segs, j_len.tolist()))
+        found = map(dict.get, seg_per_row, chain.from_iterable(judgements), repeat(np.nan))
+    else:
+        found = chain.from_iterable(map(map, map(_GET, segs), judgements, repeat(repeat(np.nan))))
+    j_score = np.fromiter(found, dtype=np.float64, count=r_all)
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
 
-    def docids_at(idx: np.ndarray) -> np.ndarray:
+    def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:
+        """Docids of flat run indices (``query``: their query indices, if known): the keys
+        of the queries involved, flattened once."""
         idx = np.asarray(idx, dtype=np.int64)
-        out = np.empty(idx.size, dtype=object)
-        qi = np.searchsorted(seg_start + seg_len, idx, side="right")
-        order = np.argsort(qi, kind="stable")
-        bounds = np.flatnonzero(np.diff(qi[order])) + 1
-        for group in np.split(order, bounds):
-            if group.size == 0:
-                continue
-            q = int(qi[group[0]])
-            keys = list(segs[q])
-            local = idx[group] - seg_start[q]
-            out[group] = [keys[i] for i in local.tolist()]
-        return out
+        if idx.size == 0:
+            return np.empty(0, dtype=object)
+        qi = np.searchsorted(seg_start + seg_len, idx, side="right") if query is None else query
+        qs, at = distinct(qi)
+        lens = seg_len[qs]
+        flat = np.fromiter(chain.from_iterable(map(segs.__getitem__, qs.tolist())),
+                           dtype=object, count=int(lens.sum()))
+        offset = np.cumsum(lens) - lens  # where each involved query starts in ``flat``
+        return flat[idx - seg_start[qs][at] + offset[at]]
 
     return RankingArrays(
         qids=qids,

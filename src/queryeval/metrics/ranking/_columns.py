@@ -10,8 +10,8 @@ loops over rows in Python, so a 10-million-line run costs a few vectorised passe
   sorted independently, or one global sort) to find duplicated pairs and, by binary search,
   the run entry of every relevant judgement.
 * query ids are matched by pyarrow kernels (hash look-ups, one string sort) when the reader
-  gives pyarrow dictionaries; docids are never turned into Python strings except for the few
-  that tie-breaking needs.
+  gives pyarrow dictionaries; docids are never turned into Python strings: tie-breaking
+  compares them by code through the run's name dictionary (``DocCodes``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from queryeval.metrics.ranking._arrays import (
+    DocCodes,
     RankingArrays,
     check_missing_query,
     check_scores,
@@ -273,7 +274,7 @@ def arrays_from_columns(
         jscore[cand[found]] = scores[at[found]]
     names_doc = run.names_doc
 
-    def docids_at(idx: np.ndarray) -> np.ndarray:
+    def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:
         return names_at(names_doc, doc[np.asarray(idx, dtype=np.int64)])
 
     return RankingArrays(
@@ -287,4 +288,5 @@ def arrays_from_columns(
         judged_score=jscore,
         judged_docid=LazyNames(qrels.names_doc, jdoc),
         n_missing=n_missing,
+        doc_codes=DocCodes(names=names_doc, run=doc, judged=jrun),
     )

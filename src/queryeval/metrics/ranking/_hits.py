@@ -106,6 +106,19 @@ def position_in_group(group: np.ndarray, n_groups: int) -> np.ndarray:
     return np.arange(group.size, dtype=np.int64) - first[group]
 
 
+def _ideal_order(q: np.ndarray, gain: np.ndarray, nq: int) -> np.ndarray:
+    """Stable order by (query, gain descending): one int64 sort of a combined key when the
+    (integer) gains span little enough, else ``np.lexsort``."""
+    if gain.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    hi, lo = float(gain.max()), float(gain.min())
+    span = hi - lo + 1
+    if span * max(nq, 1) < 2.0**62:
+        key = q.astype(np.int64) * np.int64(span) + (hi - gain).astype(np.int64)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((-gain, q))
+
+
 def build_hits(
     arrays: RankingArrays,
     strategy: str = "auto",
@@ -141,7 +154,7 @@ def build_hits(
     positive = rel > 0
     rq = arrays.judged_q
     pos_rows = np.flatnonzero(rel_all > 0)
-    iorder = pos_rows[np.lexsort((-rel_all[pos_rows], rq[pos_rows]))]
+    iorder = pos_rows[_ideal_order(rq[pos_rows], rel_all[pos_rows], nq)]
     ideal_q = rq[iorder]
     hq = q[relevant]
     return Hits(

@@ -11,7 +11,8 @@ tile the flat arrays). Two interchangeable layouts, same answers (tests hold the
 * ``sorted``: one global int64 sort of packed ``(query, document, row)`` keys.
 
 A look-up is a vectorised binary search (one gather per halving step) in the table's row, or a
-``searchsorted`` in the global keys.
+``searchsorted`` in the global keys; with many look-ups into few (query, document) cells, one
+gather from a dense grid built from the table.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ import numpy as np
 
 #: The table layout is used while rows x width <= this many times the number of entries.
 _PAD_FACTOR = 2
+#: Look-ups use a dense (row, document) grid while it has at most this many cells per table
+#: entry plus look-up, and at most ``_DIRECT_MAX`` cells (many judgements per query, few
+#: distinct documents: e.g. 1,000 judged of 5,000 documents per query).
+_DIRECT_FACTOR = 4
+_DIRECT_MAX = 1 << 26
 
 
 def bits(n: int) -> int:
@@ -138,22 +144,41 @@ class RunPairs:
             return out
         width = table.shape[1]
         flat = table.ravel()
-        offset = row[ok] * width
-        target = d[ok] << self._pb
-        # Branchless lower bound, every lane in step: ceil(log2(width)) gathers.
-        base = np.zeros(ok.size, dtype=np.int64)
+        itype = np.int32 if flat.size < 2**31 else np.int64  # half the index traffic
+        target = (d[ok] << self._pb).astype(flat.dtype)
+        # Branchless lower bound, every lane in step: ceil(log2(width)) gathers; ``base`` is
+        # the absolute index into the flattened table.
+        base = (row[ok] * width).astype(itype)
         n = width
         while n > 1:
             half = n >> 1
-            base += np.where(flat[offset + base + half] < target, half, 0)
+            step = flat[base + half] < target
+            base += step.astype(itype) * itype(half)
             n -= half
-        entry = flat[offset + base].astype(np.int64)
-        base += entry < target
-        found = base < width
-        entry = np.where(found, flat[offset + np.minimum(base, width - 1)], 0).astype(np.int64)
-        found &= (entry >> self._pb) == (target >> self._pb)
+        row_end = (row[ok] + 1) * width
+        base += flat[base] < target
+        found = base < row_end
+        entry = flat[np.minimum(base, flat.size - 1)].astype(np.int64)
+        found &= (entry >> self._pb) == (target.astype(np.int64) >> self._pb)
         pos = entry & ((1 << self._pb) - 1)
         out[ok[found]] = self._row_start[row[ok[found]]] + pos[found]
+        return out
+
+    def _lookup_direct(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Many look-ups into few (query, document) cells: a dense (row, doc) -> entry grid,
+        one scatter and one gather (no search)."""
+        table, pb = self._table, self._pb
+        rows = table.shape[0]
+        grid = np.full(rows * self._n_docs, -1, dtype=np.int64)
+        doc = (table >> pb).astype(np.int64)
+        real = doc < self._n_docs  # not padding
+        r = np.repeat(np.arange(rows, dtype=np.int64), table.shape[1])[real.ravel()]
+        pos = (table & ((1 << pb) - 1)).astype(np.int64)[real]
+        grid[r * self._n_docs + doc[real]] = self._row_start[r] + pos
+        out = np.full(q.size, -1, dtype=np.int64)
+        row = self._row_of_q[q]
+        ok = np.flatnonzero(row >= 0)
+        out[ok] = grid[row[ok] * self._n_docs + d[ok]]
         return out
 
     # ------------------------------------------------------------------ sorted layout
@@ -183,13 +208,23 @@ class RunPairs:
 
     # ------------------------------------------------------------------ look-up
 
-    def lookup(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    def lookup(self, q: np.ndarray, d: np.ndarray, method: str = "auto") -> np.ndarray:
         """Flat entry of each (query index, document code) pair; -1 where the run lacks it.
 
-        ``d`` must hold valid codes (``0 <= d < n_docs``).
+        ``d`` must hold valid codes (``0 <= d < n_docs``). ``method`` (table layout only):
+        ``"auto"``, ``"search"`` (binary search in the rows) or ``"direct"`` (dense grid);
+        same answers.
         """
         q = np.asarray(q, dtype=np.int64)
         d = np.asarray(d, dtype=np.int64)
         if self.layout == "table":
+            if method == "auto":
+                cells = self._table.shape[0] * self._n_docs
+                small = cells <= min(_DIRECT_FACTOR * (self._table.size + q.size), _DIRECT_MAX)
+                method = "direct" if small else "search"
+            if method == "direct":
+                return self._lookup_direct(q, d)
+            if method != "search":
+                raise ValueError(f"method must be auto, search or direct, got {method!r}")
             return self._lookup_table(q, d)
         return self._lookup_sorted(q, d)

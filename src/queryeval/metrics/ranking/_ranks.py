@@ -14,7 +14,8 @@ Two interchangeable strategies compute the first term:
 * ``sort``: one int64 sort of (query, dense score rank) keys and two binary searches per hit
   (work ~ N log N; used when hits are dense, e.g. hundreds of relevant documents per query).
 
-The docid term is computed only for hits that share their score with another document.
+The docid term is computed only for hits that share their score with another document
+(``_ties.ties_above``: integer and Arrow string operations, no Python object is sorted).
 """
 
 from __future__ import annotations
@@ -22,19 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from queryeval.metrics.ranking._arrays import RankingArrays
+from queryeval.metrics.ranking._ties import segments_index, ties_above
 
 #: Gathered elements per chunk of the counting strategy (bounds memory to ~100 MB).
 _CHUNK = 1 << 22
 #: Counting is chosen while its work is at most this many times the run size.
 _COUNT_FACTOR = 8
-
-
-def _segments_index(starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Flat indices of the concatenated segments, and each segment's offset in them."""
-    begin = np.cumsum(lens) - lens
-    total = int(lens.sum())
-    idx = np.repeat(starts - begin, lens) + np.arange(total, dtype=np.int64)
-    return idx, begin
 
 
 def _chunks(lens: np.ndarray):
@@ -77,7 +71,7 @@ def _count(scores, starts, lens, hit_scores) -> tuple[np.ndarray, np.ndarray]:
     gt = np.zeros(hit_scores.size, dtype=np.int64)
     eq = np.zeros(hit_scores.size, dtype=np.int64)
     for a, b in _chunks(lens):
-        idx, begin = _segments_index(starts[a:b], lens[a:b])
+        idx, begin = segments_index(starts[a:b], lens[a:b])
         vals = scores[idx]
         thr = np.repeat(hit_scores[a:b], lens[a:b])
         gt[a:b] = np.add.reduceat(vals > thr, begin, dtype=np.int64)
@@ -107,51 +101,17 @@ def _by_sort(arrays: RankingArrays, hit_q, hit_scores) -> tuple[np.ndarray, np.n
     return lo - base, hi - lo
 
 
-def _ties_above(arrays: RankingArrays, starts, lens, hit_scores, hit_docids) -> np.ndarray:
-    """For tied hits: how many same-score documents of the query sort before (docid greater).
-
-    One pass over the documents of the queries involved, not one per hit (a query of n
-    documents all tied, all relevant, cost n^2 comparisons: 145 s for n = 40,000): the
-    documents sharing a score with some hit get (query, score, docid) ranks, sorted once
-    into int64 keys; each hit then counts the keys above its own in its (query, score) group
-    with two binary searches. Docids compare as Python ``str`` (trec_eval's order)."""
-    segs, hit_seg = np.unique(starts, return_inverse=True)
-    seg_lens = _first_lens(starts, lens, segs)
-    idx, _ = _segments_index(segs, seg_lens)
-    owner = np.repeat(np.arange(segs.size, dtype=np.int64), seg_lens)
-    scores = arrays.scores[idx]
-    keep = np.isin(scores, hit_scores)
-    idx, owner, scores = idx[keep], owner[keep], scores[keep]
-    docs = np.asarray(arrays.docids_at(idx), dtype=object)
-    uniq_scores, score_rank = np.unique(scores, return_inverse=True)
-    uniq_docs, doc_rank = np.unique(docs, return_inverse=True)
-    n_scores, n_docs = np.int64(uniq_scores.size), np.int64(uniq_docs.size)
-    groups, group = np.unique(owner * n_scores + score_rank.ravel(), return_inverse=True)
-    keys = np.sort(group.ravel().astype(np.int64) * n_docs + doc_rank.ravel())
-    hit_group = np.searchsorted(
-        groups, hit_seg.ravel() * n_scores + np.searchsorted(uniq_scores, hit_scores))
-    hit_doc = np.searchsorted(uniq_docs, np.asarray(hit_docids, dtype=object))
-    hit_key = hit_group * n_docs + hit_doc
-    return (np.searchsorted(keys, (hit_group + 1) * n_docs, side="left")
-            - np.searchsorted(keys, hit_key, side="right")).astype(np.int64)
-
-
-def _first_lens(starts, lens, segs) -> np.ndarray:
-    """The segment length of each distinct segment start (all hits of a query share it)."""
-    order = np.argsort(starts, kind="stable")
-    first = np.searchsorted(starts[order], segs, side="left")
-    return lens[order][first]
-
-
 def hit_ranks(
-    arrays: RankingArrays, strategy: str = "auto", select: np.ndarray | None = None
+    arrays: RankingArrays, strategy: str = "auto", select: np.ndarray | None = None,
+    ties: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """0-based trec_eval ranks of the retrieved judged documents under ``select``.
 
     ``select`` is a mask over the judgement rows (None: every row). Only the selected rows
     are ranked, so the cost is proportional to what the requested measures need.
     Returns ``(query_index, rank, relevance)`` sorted by (query, rank). ``strategy`` is
-    ``"auto"``, ``"count"`` or ``"sort"``; all give identical ranks (tests hold them to it).
+    ``"auto"``, ``"count"`` or ``"sort"``; ``ties`` is the tie-breaking method (``"auto"``,
+    ``"pairs"``, ``"rank"``; see ``_ties``); all give identical ranks (tests hold them to it).
     """
     keep = ~np.isnan(arrays.judged_score)
     if select is not None:
@@ -174,7 +134,7 @@ def hit_ranks(
     rank = gt
     tied = np.flatnonzero(eq > 1)
     if tied.size:
-        tied_docids = arrays.judged_docid[retrieved[tied]]  # the only docids ever read
-        rank[tied] += _ties_above(arrays, starts[tied], lens[tied], hs[tied], tied_docids)
+        rank[tied] += ties_above(arrays, starts[tied], lens[tied], hs[tied], retrieved[tied],
+                                 ties)
     order = np.lexsort((rank, hq))
     return hq[order], rank[order], gain[order]
