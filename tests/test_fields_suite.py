@@ -119,6 +119,7 @@ def test_tune_command_end_to_end(tmp_path):
     result = CliRunner().invoke(_tune_app(), [
         str(ev), "--rankings", str(rk), "--data", str(data), "--budget", "10",
         "--json", f"{out}.json", "--csv", f"{out}.csv", "--xlsx", f"{out}.xlsx",
+        "--out", str(tmp_path / "runs"),
     ])
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "out.json").read_text())
@@ -142,6 +143,7 @@ def test_tune_command_end_to_end(tmp_path):
 def test_tune_command_rankings_mismatch(tmp_path):
     ev = write(tmp_path / "eval.csv", "Question,item\nq1,a\nq2,b\n")
     rk = write(tmp_path / "rk.json", json.dumps({"fields": {"item": {"models": {"m": [["a"]]}}}}))
-    result = CliRunner().invoke(_tune_app(), [str(ev), "--rankings", str(rk)])
+    result = CliRunner().invoke(_tune_app(), [str(ev), "--rankings", str(rk),
+                                                "--out", str(tmp_path / "runs")])
     assert isinstance(result.exception, InputError)
     assert "fields.item.models.m: 1 rankings for 2 questions" in str(result.exception)
