@@ -88,27 +88,33 @@ _STR_TAG = "tag:yaml.org,2002:str"
 # A case needs about 10 levels (conversation[0].target.indicator_selection[0]...).
 MAX_DEPTH = 100
 
-_OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_OPEN_EVENTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
+_CLOSE_EVENTS = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
 
 
-def check_depth(text: str, path: Path, loader_class: type | None = None) -> None:
+def check_depth(text: str, path: Path, loader_class: type | None = None) -> bool:
     """Refuse YAML nested more than :data:`MAX_DEPTH` levels, from the parser's events
-    (iterative: no recursion however deep the text), before anything composes it."""
+    (iterative: no recursion however deep the text), before anything composes it.
+    Returns whether the text has any alias (``*name``): without one, nothing is reached twice."""
     depth = 0
+    aliases = False
     loader = (loader_class or _Loader)(text)  # outside the try: nothing to dispose if it fails
     try:
         while (event := loader.get_event()) is not None:
-            if isinstance(event, _OPEN_EVENTS):
+            kind = type(event)  # the parsers make these exact classes
+            if kind in _OPEN_EVENTS:
                 depth += 1
                 if depth > MAX_DEPTH:
                     raise InputError(f"invalid YAML: nesting too deep (more than {MAX_DEPTH} levels); "
                                      "refusing it (a suite needs about 10)",
                                      path=path, line=event.start_mark.line + 1)
-            elif isinstance(event, _CLOSE_EVENTS):
+            elif kind in _CLOSE_EVENTS:
                 depth -= 1
+            elif kind is yaml.AliasEvent:
+                aliases = True
     finally:
         loader.dispose()
+    return aliases
 
 
 def _one_line(text: str) -> str:
@@ -119,9 +125,10 @@ def _one_line(text: str) -> str:
 class _Walker:
     """Builds plain data from a composed document, counting alias expansions."""
 
-    def __init__(self, loader: Any, path: Path) -> None:
+    def __init__(self, loader: Any, path: Path, aliases: bool = True) -> None:
         self.loader = loader
         self.path = path
+        self.aliases = aliases  # False: the text has no alias, every node is reached once
         self.seen: set[int] = set()
         self.visits = 0
         self.merged: dict[int, int] = {}  # mapping node -> pairs its merge keys brought
@@ -179,7 +186,8 @@ class _Walker:
     def walk(self, node: yaml.Node, loc: Loc, lines: dict[Loc, int],
              line: int | None = None) -> Any:
         """``line``: where the value's key is written (its own line for a list item)."""
-        self._count(node)
+        if self.aliases:
+            self._count(node)
         lines[loc] = line or node.start_mark.line + 1
         kind = type(node)
         if kind is yaml.ScalarNode and node.tag == _STR_TAG:
@@ -210,7 +218,8 @@ class _Walker:
         # mapping's own keys override merged ones, as YAML wants; only a key written
         # twice in the mapping itself is a duplicate.
         for index, (key_node, value_node) in enumerate(node.value):
-            self._count(key_node)
+            if self.aliases:
+                self._count(key_node)
             if type(key_node) is yaml.ScalarNode and key_node.tag == _STR_TAG:
                 key = key_node.value
             else:
@@ -237,9 +246,10 @@ class _Walker:
         return out
 
 
-def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path,
+          aliases: bool = True) -> Any:
     """Plain data of ``node`` (one document), filling ``lines`` with the line of every path."""
-    return _Walker(loader, path).walk(node, loc, lines)
+    return _Walker(loader, path, aliases).walk(node, loc, lines)
 
 
 def read_yaml_documents(path: str | Path, loader_class: type | None = None) -> Iterator[YamlDoc]:
@@ -255,14 +265,14 @@ def read_yaml_documents(path: str | Path, loader_class: type | None = None) -> I
     text = decode_text(read_input_bytes(path, "suite"), path)
     loader = None
     try:
-        check_depth(text, path, loader_class)
+        aliases = check_depth(text, path, loader_class)
         loader = loader_class(text)  # the pure loader's reader refuses a control character here
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
             lines: dict[Loc, int] = {}
-            data = _walk(loader, node, (), lines, path)
+            data = _walk(loader, node, (), lines, path, aliases)
             # construct_document would forget the document's nodes here; calling
             # construct_object ourselves, we do it (else every scalar node of the file
             # stays alive in this cache, and the garbage collector walks them again and again)
