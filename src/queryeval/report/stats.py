@@ -9,7 +9,8 @@
   enumeration for ``n <= exact_max_n`` (meet in the middle: the sums of the two halves' flips
   are added as an outer sum), seeded Monte Carlo otherwise, with the +1 correction
   ``p = (hits + 1) / (resamples + 1)`` so a sampled p is never 0.
-* :func:`paired_t_test` — scipy's ``ttest_rel`` with the zero-variance cases made explicit.
+* :func:`paired_t_test` — scipy's ``ttest_rel`` with the zero-variance cases made explicit
+  (scipy.stats imported there, when a t-test is asked for).
 * :func:`holm` — Holm-Bonferroni step-down adjustment across metrics.
 * :func:`paired_bootstrap_ci` — bootstrap CI of the mean of the paired differences.
 
@@ -23,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sp
 
 #: Largest number of entries of one resampling block (indices or signs); bounds memory.
 BLOCK_ELEMENTS = 4_000_000
@@ -222,6 +222,10 @@ def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
         if d[0] == 0:
             return TestResult(1.0, 0.0, "t")
         return TestResult(0.0, math.copysign(math.inf, d[0]), "t")
+    # Imported here, not at the top: scipy.stats takes ~0.5 s of CPU to import, and a run
+    # that only reads its own batch back (queryeval run, qe.Run.batch_id) needs none of it.
+    from scipy import stats as _sp
+
     res = _sp.ttest_rel(b_arr, a_arr)
     return TestResult(float(res.pvalue), float(res.statistic), "t")
 

@@ -20,8 +20,10 @@ from queryeval.errors import InputError
 from queryeval.io.numbers import beyond_float, int_fits
 
 try:  # the C loader is much faster where libyaml is available
+    from yaml.cyaml import CParser
     _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the build
+except ImportError:  # pragma: no cover - depends on the build
+    CParser = type(None)
     _Loader = yaml.SafeLoader
 
 Loc = tuple[str | int, ...]
@@ -75,6 +77,9 @@ ALIAS_RATIO = 10
 # merges others repeats their keys: refuse when the flattened pairs would exceed this.
 MAX_MERGED_PAIRS = 100_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# Keys that SafeConstructor.flatten_mapping rewrites (``<<`` merges, ``=`` value keys).
+_FLATTENED_TAGS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 # libyaml's C composer recurses once per nesting level and overflows the C stack (a
@@ -83,27 +88,33 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # A case needs about 10 levels (conversation[0].target.indicator_selection[0]...).
 MAX_DEPTH = 100
 
-_OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_OPEN_EVENTS = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
+_CLOSE_EVENTS = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
 
 
-def check_depth(text: str, path: Path) -> None:
+def check_depth(text: str, path: Path, loader_class: type | None = None) -> bool:
     """Refuse YAML nested more than :data:`MAX_DEPTH` levels, from the parser's events
-    (iterative: no recursion however deep the text), before anything composes it."""
+    (iterative: no recursion however deep the text), before anything composes it.
+    Returns whether the text has any alias (``*name``): without one, nothing is reached twice."""
     depth = 0
-    loader = _Loader(text)
+    aliases = False
+    loader = (loader_class or _Loader)(text)  # outside the try: nothing to dispose if it fails
     try:
         while (event := loader.get_event()) is not None:
-            if isinstance(event, _OPEN_EVENTS):
+            kind = type(event)  # the parsers make these exact classes
+            if kind in _OPEN_EVENTS:
                 depth += 1
                 if depth > MAX_DEPTH:
                     raise InputError(f"invalid YAML: nesting too deep (more than {MAX_DEPTH} levels); "
                                      "refusing it (a suite needs about 10)",
                                      path=path, line=event.start_mark.line + 1)
-            elif isinstance(event, _CLOSE_EVENTS):
+            elif kind in _CLOSE_EVENTS:
                 depth -= 1
+            elif kind is yaml.AliasEvent:
+                aliases = True
     finally:
         loader.dispose()
+    return aliases
 
 
 def _one_line(text: str) -> str:
@@ -114,9 +125,10 @@ def _one_line(text: str) -> str:
 class _Walker:
     """Builds plain data from a composed document, counting alias expansions."""
 
-    def __init__(self, loader: Any, path: Path) -> None:
+    def __init__(self, loader: Any, path: Path, aliases: bool = True) -> None:
         self.loader = loader
         self.path = path
+        self.aliases = aliases  # False: the text has no alias, every node is reached once
         self.seen: set[int] = set()
         self.visits = 0
         self.merged: dict[int, int] = {}  # mapping node -> pairs its merge keys brought
@@ -174,27 +186,43 @@ class _Walker:
     def walk(self, node: yaml.Node, loc: Loc, lines: dict[Loc, int],
              line: int | None = None) -> Any:
         """``line``: where the value's key is written (its own line for a list item)."""
-        self._count(node)
+        if self.aliases:
+            self._count(node)
         lines[loc] = line or node.start_mark.line + 1
+        kind = type(node)
+        if kind is yaml.ScalarNode and node.tag == _STR_TAG:
+            return node.value  # what construct_object gives for a str scalar, without its cache
         if isinstance(node, yaml.MappingNode):
-            if any(k.tag == _MERGE_TAG for k, _ in node.value) and \
-                    self._merged_pairs(node, {}) > MAX_MERGED_PAIRS:
+            return self._mapping(node, loc, lines)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.walk(item, (*loc, i), lines) for i, item in enumerate(node.value)]
+        return self._construct(node, loc)
+
+    def _mapping(self, node: yaml.MappingNode, loc: Loc, lines: dict[Loc, int]) -> dict:
+        if id(node) not in self.merged:
+            special = {k.tag for k, _ in node.value} & _FLATTENED_TAGS
+            if _MERGE_TAG in special and self._merged_pairs(node, {}) > MAX_MERGED_PAIRS:
                 raise InputError(f"YAML merge keys (<<) expand to more than {MAX_MERGED_PAIRS} "
                                  "entries; refusing a merge bomb",
                                  path=self.path, line=node.start_mark.line + 1,
                                  field=format_loc(loc) or None)
-            if id(node) not in self.merged:
-                own = sum(1 for k, _ in node.value if k.tag != _MERGE_TAG)
+            own = len(node.value)
+            if special:  # flatten_mapping changes nothing in a mapping without these keys
+                own -= sum(1 for k, _ in node.value if k.tag == _MERGE_TAG)
                 self.loader.flatten_mapping(node)  # resolve YAML merge keys (<<), in place
-                self.merged[id(node)] = len(node.value) - own
-            n_merged = self.merged[id(node)]
-            out: dict[Any, Any] = {}
-            written: set[Any] = set()
-            # flatten_mapping puts the merged pairs first: a later pair wins, so the
-            # mapping's own keys override merged ones, as YAML wants; only a key written
-            # twice in the mapping itself is a duplicate.
-            for index, (key_node, value_node) in enumerate(node.value):
+            self.merged[id(node)] = len(node.value) - own
+        n_merged = self.merged[id(node)]
+        out: dict[Any, Any] = {}
+        written: set[Any] = set()
+        # flatten_mapping puts the merged pairs first: a later pair wins, so the
+        # mapping's own keys override merged ones, as YAML wants; only a key written
+        # twice in the mapping itself is a duplicate.
+        for index, (key_node, value_node) in enumerate(node.value):
+            if self.aliases:
                 self._count(key_node)
+            if type(key_node) is yaml.ScalarNode and key_node.tag == _STR_TAG:
+                key = key_node.value
+            else:
                 key = self._construct(key_node, loc)
                 if isinstance(key, list):
                     key = tuple(key)
@@ -204,43 +232,51 @@ class _Walker:
                     raise InputError(f"a mapping key must be a scalar, got {type(key).__name__}",
                                      path=self.path, line=key_node.start_mark.line + 1,
                                      field=format_loc(loc) or None) from None
-                if index >= n_merged and key in written:
+            if index >= n_merged:
+                if key in written:
                     raise InputError(
                         f"duplicate key {key!r}",
                         path=self.path,
                         line=key_node.start_mark.line + 1,
                         field=format_loc((*loc, str(key))),
                     )
-                if index >= n_merged:
-                    written.add(key)
-                child = (*loc, key if isinstance(key, (str, int)) else str(key))
-                out[key] = self.walk(value_node, child, lines, key_node.start_mark.line + 1)
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self.walk(item, (*loc, i), lines) for i, item in enumerate(node.value)]
-        return self._construct(node, loc)
+                written.add(key)
+            child = (*loc, key if isinstance(key, (str, int)) else str(key))
+            out[key] = self.walk(value_node, child, lines, key_node.start_mark.line + 1)
+        return out
 
 
-def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+def _walk(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path,
+          aliases: bool = True) -> Any:
     """Plain data of ``node`` (one document), filling ``lines`` with the line of every path."""
-    return _Walker(loader, path).walk(node, loc, lines)
+    return _Walker(loader, path, aliases).walk(node, loc, lines)
 
 
-def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
-    """Yield every non-empty document of a (possibly multi-document) YAML file."""
+def read_yaml_documents(path: str | Path, loader_class: type | None = None) -> Iterator[YamlDoc]:
+    """Yield every non-empty document of a (possibly multi-document) YAML file.
+
+    ``loader_class``: the PyYAML loader (default: libyaml's ``CSafeLoader`` where PyYAML was
+    built with it, else the pure-Python ``SafeLoader``); tests/test_yaml_fast.py reads the
+    same texts with both and compares."""
     from queryeval.io.files import decode_text, read_input_bytes
 
     path = Path(path)
+    loader_class = loader_class or _Loader
     text = decode_text(read_input_bytes(path, "suite"), path)
-    loader = _Loader(text)
+    loader = None
     try:
-        check_depth(text, path)
+        aliases = check_depth(text, path, loader_class)
+        loader = loader_class(text)  # the pure loader's reader refuses a control character here
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
             lines: dict[Loc, int] = {}
-            data = _walk(loader, node, (), lines, path)
+            data = _walk(loader, node, (), lines, path, aliases)
+            # construct_document would forget the document's nodes here; calling
+            # construct_object ourselves, we do it (else every scalar node of the file
+            # stays alive in this cache, and the garbage collector walks them again and again)
+            loader.constructed_objects.clear()
             if data is None:
                 continue
             yield YamlDoc(data=data, path=path, line=node.start_mark.line + 1, lines=lines)
@@ -250,7 +286,12 @@ def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
         problem = exc.problem or exc.context or "invalid YAML"
         raise InputError(f"invalid YAML: {_one_line(problem)}", path=path, line=line) from None
     except ReaderError as exc:  # a control character or bad encoding in the text
-        line = text.count("\n", 0, exc.position) + 1 if isinstance(exc.position, int) else None
+        line = None
+        if isinstance(exc.position, int):
+            if issubclass(loader_class, CParser):  # libyaml counts bytes of UTF-8, not characters
+                line = text.encode("utf-8", "surrogatepass").count(b"\n", 0, exc.position) + 1
+            else:
+                line = text.count("\n", 0, exc.position) + 1
         char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
         raise InputError(f"invalid YAML: unacceptable character {char}: {_one_line(exc.reason)}",
                          path=path, line=line) from None
@@ -259,4 +300,5 @@ def read_yaml_documents(path: str | Path) -> Iterator[YamlDoc]:
     except RecursionError:
         raise InputError("invalid YAML: nesting too deep", path=path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
