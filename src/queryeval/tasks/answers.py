@@ -95,6 +95,17 @@ class AnswersTask(Task):
         self._reformatter = None
         self._lock = threading.Lock()
 
+    def input_files(self) -> list[str]:
+        """Nothing beyond the options; but ``tables`` must be a folder: queryeval never opens
+        it (the system is sent paths under it), so a mistyped folder is refused here, when the
+        run starts or resumes, not found out from the system's answers. A run log read
+        later (report, viewer) does not need the folder."""
+        tables = self.options.tables
+        if tables and not Path(tables).is_dir():
+            why = "a file" if Path(tables).exists() else "nothing is there"
+            raise ConfigError(f"--tables {tables}: not a folder ({why})")
+        return []
+
     # --- requests and outputs -------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
         out = super().requests(case)
