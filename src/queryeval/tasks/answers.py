@@ -79,7 +79,9 @@ def _question_score(record: dict) -> QuestionScore:
 
 class AnswersTask(Task):
     name = "answers"
-    figures = Figures(settings=("match", "missing_mode"))
+    figures = Figures(settings=("match", "missing_mode"), counts=(
+        "questions", "answered", "missing", "subquestions", "correct_questions",
+        "correct_subquestions", "total_cases", "skipped_missing", "errors"))
     Options = AnswersOptions
 
     #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the

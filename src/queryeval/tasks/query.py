@@ -115,7 +115,7 @@ def _lang_of(source: str) -> str:
 
 class QueryTask(Task):
     name = "query"
-    figures = Figures(settings=("rules",))
+    figures = Figures(settings=("rules",), counts=("cases", "gold_failures", "errors"))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
