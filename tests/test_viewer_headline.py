@@ -54,8 +54,9 @@ def _headline(row: dict) -> list[str]:  # as app.js picks them
 
 @pytest.mark.parametrize("repeats", [1, 3])
 def test_index_headline_is_the_rates_with_and_without_repeats(tmp_path, repeats):
-    run = qe.evaluate(str(EX / "questions.csv"), system=flaky_retriever, corpus=str(EX / "corpus.jsonl"),
-                      k=[1, 5, 10], repeats=repeats, out=tmp_path / "o", reports=False)
+    run = qe.evaluate(str(EX / "questions.csv"), system=flaky_retriever,
+                      corpus=str(EX / "corpus.jsonl"), k=[1, 5, 10], repeats=repeats,
+                      out=tmp_path / "o", reports=False)
     overall = run.metrics["overall_metrics"]
     if repeats > 1:  # the counts are means over the repeats: floats in the JSON
         assert isinstance(overall["successful_retrievals"], float)
