@@ -266,3 +266,25 @@ def test_compat_infiagent_takes_the_first_non_empty_response(tmp_path, suite, fm
     assert main(["run", str(s), "--responses", str(r), "--out", str(tmp_path / "x"), "-q"]) == 2
     err = capsys.readouterr().err
     assert f":{second_q1}:" in err and "duplicate response for case 'q1'" in err
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_tables_folder_that_is_not_there_is_refused_before_any_call(tmp_path, suite, kind,
+                                                                        capsys):
+    """--tables names the folder the system is sent table paths under; nothing else opens it,
+    so a mistyped folder used to run on silently, every request naming a file that is not
+    there."""
+    s, _ = suite
+    tables = tmp_path / "no-such-tables"
+    if kind == "file":
+        tables.write_text("a\n1\n")
+    mod = tmp_path / "sys.py"
+    mod.write_text("def answer(req):\n    raise AssertionError('called')\n")
+    out = tmp_path / "o"
+    capsys.readouterr()
+    assert main(["run", str(s), "--system", f"python:{mod}:answer", "--tables", str(tables),
+                 "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert "--tables" in err and "no-such-tables" in err and "not a folder" in err
+    assert not list(out.rglob("batch_*.json"))

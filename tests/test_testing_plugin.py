@@ -156,6 +156,24 @@ def test_check_case_with_repeats_gates_the_case_figures():
     assert "PFPF" in str(err.value)
 
 
+def test_check_case_refuses_a_pass_k_the_run_will_not_report_before_any_call():
+    """``thresholds={"pass@3": ...}`` with ``repeats=5`` and no ``pass_k`` (the run reports
+    pass@1 and pass@5): refused before the system is called, as ``--fail-under`` is, and
+    with ``pass_k=[3]`` the gate is checked."""
+    calls = []
+
+    def counting(request):
+        calls.append(request.get("repeat"))
+        return flaky(request)
+
+    (_, b, _) = FLAKY
+    with pytest.raises(qe.ConfigError, match=r"pass@3.*available: .*pass@5"):
+        qe.testing.check_case(b, counting, repeats=5, thresholds={"pass@3": 0.5})
+    assert calls == []
+    qe.testing.check_case(b, counting, repeats=5, pass_k=[3], thresholds={"pass@3": 0.5})
+    assert sorted(calls) == [0, 1, 2, 3, 4]
+
+
 def test_assert_suite_forwards_labels_and_options_as_qe_evaluate(examples_dir):
     """DABench questions with their labels file, recorded responses and the tables option:
     the same figures as qe.evaluate given the same arguments."""

@@ -216,7 +216,7 @@ def test_headline_kinds_are_decided_by_type_not_value(retrieval, tmp_path):
     assert row["metric_kinds"]["mean_retrieval_time_ms"] == "time"
     assert "k" not in row["metrics"]  # a setting, not a figure
     kinds = list(row["metric_kinds"].values())
-    assert kinds == sorted(kinds, key=["figure", "count", "time"].index)
+    assert kinds == sorted(kinds, key=["figure", "count", "score", "time"].index)
 
 
 def test_missed_case_page_shows_the_expected_chunk_text(retrieval):

@@ -205,8 +205,15 @@ def _check_repeated(the_case: Case, system: Any, name: str, opts: dict,
     import csv
 
     from queryeval.api.evaluate import evaluate
-    from queryeval.report.gates import gate_values
+    from queryeval.report.gates import check_threshold_names, gate_values
+    from queryeval.tasks.base import get_task
 
+    scorer = get_task(name, opts)
+    try:  # a name the run will not report (pass@3 without 3 in pass_k): before any call
+        check_threshold_names(scorer, thresholds or {}, repeats=run["repeats"],
+                              pass_k=run.get("pass_k") or ())
+    finally:
+        scorer.close()
     result = evaluate([the_case], system=system, task=name, options=opts, concurrency=1, **run)
     values = gate_values(result.metrics)
     wanted = dict(thresholds or {"pass_rate": 1.0})

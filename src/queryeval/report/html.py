@@ -525,14 +525,18 @@ def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
     values = [case_metrics(run.task, r) for r in run.records]
     verdicts = [verdict(run.task, r, v, run.task_name)
                 for r, v in zip(run.records, values, strict=True)]
+    from queryeval.run.repeats import case_means, in_bootstrap_order
+
     counted_ids = {id(r) for r in _counted(run)}
     per_case: dict[str, list[float]] = {}
-    counted = [v for rec, v in zip(run.records, values, strict=True) if id(rec) in counted_ids]
+    kept = [(rec, v) for rec, v in zip(run.records, values, strict=True) if id(rec) in counted_ids]
     if any("repeat" in r for r in run.records):  # --repeats: resample CASES (their means)
-        from queryeval.run.repeats import case_means
-
-        kept = [r for r in run.records if id(r) in counted_ids]
-        counted = list(case_means(kept, lambda r: case_metrics(run.task, r)).values())
+        means = case_means([rec for rec, _ in kept], lambda r: case_metrics(run.task, r))
+        kept = [(cid, means[cid]) for cid in means]
+    else:
+        kept = [(rec.get("case_id"), v) for rec, v in kept]
+    # the cases in the order the repeats section resamples them: one interval per figure
+    counted = [v for _, v in in_bootstrap_order(kept, lambda pair: pair[0])]
     for v in counted:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)

@@ -22,7 +22,9 @@ import math
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 FLAKY_LIST = 50
 """Flaky cases listed in the metrics (and so in the reports); the CSV has them all."""
@@ -113,9 +115,7 @@ class RepeatStats:
         """The ``repeats`` section of the metrics."""
         keys = ["pass_rate"] + [f"pass{sep}{k}" for k in self.ks for sep in ("@", "^")]
         keys += [f"{name}_mean" for name in self.metric_names]
-        # cases in id order for the bootstrap: the interval does not depend on the order in
-        # which the records were read (completion order, suite order)
-        canon = sorted(self.rows, key=lambda r: r["case_id"])
+        canon = in_bootstrap_order(self.rows, lambda r: r["case_id"])
         columns = {key: [r[key] for r in canon if r.get(key) is not None] for key in keys}
         intervals = case_bootstrap(columns, confidence=confidence, seed=seed)
         overall: dict[str, dict] = {}
@@ -141,6 +141,15 @@ class RepeatStats:
             "flaky": [{"case_id": r["case_id"], "outcomes": r["outcomes"],
                        "pass_rate": r["pass_rate"]} for r in flaky[:FLAKY_LIST]],
         }
+
+
+def in_bootstrap_order(items: Iterable[T], case_id: Callable[[T], Any]) -> list[T]:
+    """``items`` (one per case) in the order every case bootstrap takes its cases in: case
+    id order. The resampled cases are drawn by position, so the order decides the interval;
+    one order for the repeats section and the reports' Overall CIs (and the viewer's) gives
+    one interval per figure, whatever order the records were read in (completion order,
+    suite order)."""
+    return sorted(items, key=lambda x: str(case_id(x)))
 
 
 def case_bootstrap(columns: dict[str, list[float]], *, confidence: float = 0.95,

@@ -79,7 +79,9 @@ def _question_score(record: dict) -> QuestionScore:
 
 class AnswersTask(Task):
     name = "answers"
-    figures = Figures(settings=("match", "missing_mode"))
+    figures = Figures(settings=("match", "missing_mode"), counts=(
+        "questions", "answered", "missing", "subquestions", "correct_questions",
+        "correct_subquestions", "total_cases", "skipped_missing", "errors"))
     Options = AnswersOptions
 
     #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the
@@ -94,6 +96,17 @@ class AnswersTask(Task):
         super().__init__(options)
         self._reformatter = None
         self._lock = threading.Lock()
+
+    def input_files(self) -> list[str]:
+        """Nothing beyond the options; but ``tables`` must be a folder: queryeval never opens
+        it (the system is sent paths under it), so a mistyped folder is refused here, when the
+        run starts or resumes, not found out from the system's answers. A run log read
+        later (report, viewer) does not need the folder."""
+        tables = self.options.tables
+        if tables and not Path(tables).is_dir():
+            why = "a file" if Path(tables).exists() else "nothing is there"
+            raise ConfigError(f"--tables {tables}: not a folder ({why})")
+        return []
 
     # --- requests and outputs -------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:

@@ -81,19 +81,25 @@ class Figures:
       ``{k}`` the run's ``k``): the figure is listed once, under its own name.
     * ``unbounded``: figures not on [0, 1] although a value may fall there (a retriever's
       similarity score): listed, never drawn on a [0, 1] chart.
+    * ``counts``: counts (cases, questions, passes): an int in a plain run's metrics, but the
+      mean over the attempts in a run with repeats (``successful_retrievals`` 43.6), so
+      their JSON type does not tell them from a rate; never drawn on a [0, 1] chart nor
+      taken for a headline rate.
     """
 
     settings: tuple[str, ...] = ()
     timings: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     unbounded: tuple[str, ...] = ()
+    counts: tuple[str, ...] = ()
 
     def kind(self, key: str) -> str:
-        """``setting``, ``timing``, ``alias``, ``unbounded`` or ``metric`` for a figure's
-        key (a dotted key is judged by its last part)."""
+        """``setting``, ``timing``, ``alias``, ``unbounded``, ``count`` or ``metric`` for a
+        figure's key (a dotted key is judged by its last part)."""
         last = str(key).rsplit(".", 1)[-1]
         for kind, names in (("setting", self.settings), ("timing", self.timings),
-                            ("alias", self.aliases), ("unbounded", self.unbounded)):
+                            ("alias", self.aliases), ("unbounded", self.unbounded),
+                            ("count", self.counts)):
             if key in names or last in names:
                 return kind
         return "metric"

@@ -37,7 +37,7 @@ from queryeval.metrics.fields import (
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 from queryeval.tune.tuning_file import load_tuning as _load_tuning
 
 DEFAULT_MODEL = "minilm"
@@ -164,6 +164,7 @@ def _n_figures(ns: set[int]) -> dict:
 class FieldsTask(Task):
     name = "fields"
     Options = FieldsOptions
+    figures = Figures(counts=("passed", "questions", "total_cases", "scored_cases", "errors"))
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)

@@ -115,7 +115,8 @@ def _lang_of(source: str) -> str:
 
 class QueryTask(Task):
     name = "query"
-    figures = Figures(settings=("rules",))
+    figures = Figures(settings=("rules",), counts=(
+        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors"))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:

@@ -141,7 +141,9 @@ class RetrievalTask(Task):
         settings=("k",), timings=("mean_retrieval_time_ms",),
         # the reference's names of the figures at the run's k, kept in the metrics file
         aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
-        unbounded=("avg_score_incorrect",))  # the retriever's similarity score (BM25: > 1)
+        unbounded=("avg_score_incorrect",),  # the retriever's similarity score (BM25: > 1)
+        counts=("total_questions", "successful_retrievals", "incorrect_retrievals_count",
+                "sample_size", "errors"))
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:

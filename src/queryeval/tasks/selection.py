@@ -18,7 +18,7 @@ from queryeval.metrics.sets import MicroCounts, score_selection
 from queryeval.suite.models import Case, DatasetSelection
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
-from queryeval.tasks.content import Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 
 _SELECTION = TypeAdapter(list[DatasetSelection])
 
@@ -99,6 +99,9 @@ class _DimGroup:
 class SelectionTask(Task):
     name = "indicator_selection"
     Options = SelectionOptions
+    figures = Figures(counts=(
+        "tp", "fp", "fn", "total_cases", "scored_cases", "scored_turns", "cases",
+        "cases_with_dimensions_not_in_target", "in_target", "not_in_target", "errors"))
 
     # --- outputs of the system ------------------------------------------------------------
     def parse_output(self, raw: Any) -> list[dict]:

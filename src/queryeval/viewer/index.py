@@ -82,14 +82,17 @@ def headline_figures(overall: dict, k: int | None,
     the HTML report (:func:`queryeval.report.html.overall_figures`: settings such as ``k`` and
     same-value aliases left out; a remaining ``recall_at_k`` is named ``recall@K``). The kind
     is decided here, from the metrics file's JSON types and the metric's name, never from the
-    value: ``count`` (an int in the JSON: cases, errors), ``time`` (a float better lower by
+    value: ``count`` (an int in the JSON, or a figure the task declares a count: with
+    repeats a count is the mean over the attempts, a float), ``score`` (a figure the task
+    declares unbounded: a retriever's similarity score), ``time`` (a float better lower by
     name: latencies, ``*_ms``, ``*time*``), else ``figure`` (a float: a rate or mean, 1.0
     included).
-    Figures first, then counts, then times."""
+    Figures first, then counts, then scores, then times."""
     from queryeval.report.compare import lower_is_better
     from queryeval.report.html import figure_kinds, overall_figures, overall_timings
+    from queryeval.tasks.content import Figures
 
-    declared = figure_kinds(task) if isinstance(task, str) else None  # settings, older names
+    declared = figure_kinds(task) if isinstance(task, str) else Figures()  # settings, names
     figures, _ = overall_figures(overall, declared)
     figures.update(overall_timings(overall, declared))
     if "recall_at_k" in figures and k is not None:  # say which k
@@ -98,13 +101,15 @@ def headline_figures(overall: dict, k: int | None,
     for name, value in figures.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        if isinstance(value, int):
+        if isinstance(value, int) or declared.kind(name) == "count":
             kinds[name] = "count"
+        elif declared.kind(name) == "unbounded":
+            kinds[name] = "score"
         elif lower_is_better(None, name.rsplit(".", 1)[-1]) or "time" in name:
             kinds[name] = "time"
         else:
             kinds[name] = "figure"
-    order = {"figure": 0, "count": 1, "time": 2}
+    order = {"figure": 0, "count": 1, "score": 2, "time": 3}
     names = sorted(kinds, key=lambda n: order[kinds[n]])
     return {n: figures[n] for n in names}, {n: kinds[n] for n in names}
 

@@ -1,0 +1,70 @@
+"""The viewer index's headline: the first three entries of kind ``figure`` (what app.js
+shows) are the task's rates, for a plain run and a run with repeats alike; a retriever's
+similarity score (declared unbounded) and a count averaged over the repeats (a float in the
+metrics JSON) are never taken for a rate."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import queryeval as qe
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from queryeval.viewer.server import create_app  # noqa: E402
+
+EX = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+CHUNKS = [json.loads(line)["chunk_id"] for line in (EX / "corpus.jsonl").read_text().splitlines()]
+EXPECTED = {}  # question -> its chunk id, read once from the suite's own file
+
+
+def _expected() -> dict[str, str]:
+    if not EXPECTED:
+        import csv
+
+        with open(EX / "questions.csv", newline="") as fh:
+            EXPECTED.update({row["question"]: row["chunk_id"] for row in csv.DictReader(fh)})
+    return EXPECTED
+
+
+def flaky_retriever(req: dict) -> dict:
+    """The right chunk first in about 60% of the attempts (seeded by question and repeat),
+    else ten other chunks."""
+    rng = random.Random(f"{req['question']}:{req.get('repeat', 0)}")
+    right = _expected()[req["question"]]
+    others = [c for c in CHUNKS if c != right][:10]
+    ranked = [right, *others[:9]] if rng.random() < 0.6 else others
+    return {"retrieved_chunks": [{"chunk_id": c, "score": 10.0 - i} for i, c in enumerate(ranked)]}
+
+
+def _index_row(out: Path, batch_id: str) -> dict:
+    client = TestClient(create_app(out, resamples=200), base_url="http://127.0.0.1")
+    rows = client.get("/api/runs").json()["runs"]
+    return next(r for r in rows if r["id"] == batch_id)
+
+
+def _headline(row: dict) -> list[str]:  # as app.js picks them
+    return [k for k in row["metrics"] if row["metric_kinds"].get(k) == "figure"][:3]
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_index_headline_is_the_rates_with_and_without_repeats(tmp_path, repeats):
+    run = qe.evaluate(str(EX / "questions.csv"), system=flaky_retriever,
+                      corpus=str(EX / "corpus.jsonl"), k=[1, 5, 10], repeats=repeats,
+                      out=tmp_path / "o", reports=False)
+    overall = run.metrics["overall_metrics"]
+    if repeats > 1:  # the counts are means over the repeats: floats in the JSON
+        assert isinstance(overall["successful_retrievals"], float)
+    assert overall["incorrect_retrievals_analysis"]["avg_score_incorrect"] > 1  # not a rate
+    row = _index_row(tmp_path / "o", run.batch_id)
+    assert _headline(row) == ["recall@10", "mrr@10", "ndcg@10"]
+    kinds = row["metric_kinds"]
+    assert kinds["successful_retrievals"] == kinds["total_questions"] == "count"
+    assert kinds["incorrect_retrievals_analysis.incorrect_retrievals_count"] == "count"
+    assert kinds["incorrect_retrievals_analysis.avg_score_incorrect"] == "score"
+    assert kinds["mean_retrieval_time_ms"] == "time"
