@@ -8,7 +8,17 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   ``io_uring_setup`` (io_uring can create sockets without the ``socket`` system call),
   ``execve`` / ``execveat`` (no programs) and ``ptrace``. Landlock (ABI >= 4) also denies TCP
   ``connect`` / ``bind``. The PostgreSQL worker opens its one connection *before* the
-  filter is installed; the open socket stays usable, no new one can be made.
+  filter is installed; the open socket stays usable, no new one can be made. System calls
+  of another ABI (i386 ``int 0x80``, x32) kill the process (libseccomp's bad-architecture
+  action): the filter is written for the native ABI only.
+* **processes** -- the same filter refuses ``fork`` / ``vfork`` and every ``clone`` without
+  ``CLONE_THREAD`` (a child process would outlive the kill that holds the deadline); ``clone3``
+  answers ENOSYS, so the C library falls back to ``clone`` for threads, which stay allowed.
+  ``process_vm_readv`` / ``process_vm_writev`` / ``pidfd_getfd`` are refused too (Landlock
+  already scopes them; this holds where Landlock is missing).
+* **file metadata** -- Landlock does not govern a file's mode, owner, times or extended
+  attributes, so the filter refuses the ``chmod`` / ``chown`` / ``utime`` / ``setxattr`` /
+  ``removexattr`` families everywhere (the worker needs none of them).
 * **files** -- Landlock (ABI >= 1): reading and executing stay allowed everywhere (the
   interpreter, the libraries, the store); writing, creating, removing, renaming and
   truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
@@ -50,8 +60,21 @@ _FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
 
-DENIED_SYSCALLS = ("socket", "io_uring_setup", "execve", "execveat", "ptrace")
-"""System calls the seccomp filter makes fail with EACCES."""
+DENIED_SYSCALLS = (
+    "socket", "io_uring_setup", "execve", "execveat", "ptrace",
+    # processes: a child would outlive the deadline's SIGKILL (clone: see _deny_processes)
+    "fork", "vfork", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+    # file metadata, which Landlock does not govern
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+    "utime", "utimes", "futimesat", "utimensat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+)
+"""System calls the seccomp filter makes fail with EACCES (names libseccomp may not know on
+this architecture are skipped; ``socket`` must be known)."""
+_NEWER_SYSCALLS = {"setxattrat": 463, "removexattrat": 466}
+"""File-metadata calls newer than some libseccomp releases, by number (the same on every
+architecture since the tables were unified at 424)."""
+_CLONE_THREAD = 0x00010000
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -149,10 +172,29 @@ def deny_network() -> str:
             except (RuntimeError, ValueError, OSError):
                 if name == "socket":  # the one rule this layer is about
                     raise
+        for name, number in _NEWER_SYSCALLS.items():
+            if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) < 0:
+                _try_rule(flt, seccomp.ERRNO(errno.EACCES), number)
+            else:
+                _try_rule(flt, seccomp.ERRNO(errno.EACCES), name)
+        # a new process, never a new thread: clone without CLONE_THREAD fails; clone3 (whose
+        # flags sit in memory a filter cannot read) answers ENOSYS so threads use clone
+        flt.add_rule(seccomp.ERRNO(errno.EACCES), "clone",
+                     seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
+        _try_rule(flt, seccomp.ERRNO(errno.ENOSYS), "clone3")
         flt.load()
     except Exception as exc:  # noqa: BLE001 - whatever failed, the filter is not in place
         return f"unavailable: seccomp filter not loaded ({type(exc).__name__}: {exc})"
-    return "seccomp: socket(), io_uring, exec and ptrace fail with EACCES"
+    return ("seccomp: socket(), io_uring, exec, new processes, ptrace and file-metadata "
+            "changes fail")
+
+
+def _try_rule(flt: Any, action: Any, syscall: str | int) -> None:
+    """Add one rule; a call this kernel or libseccomp does not know needs none."""
+    try:
+        flt.add_rule(action, syscall)
+    except (RuntimeError, ValueError, OSError):
+        pass
 
 
 def cap_resources(limit: int) -> str:

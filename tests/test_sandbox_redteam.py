@@ -1,0 +1,107 @@
+"""Adversarial review of the issue-24 sandbox (what a worker running hostile native code --
+an engine bug, an extension -- could still do), each found hole failing first on the old code.
+
+Every probe runs in a real sandboxed process (:func:`.sandbox.apply`) and only touches
+``tmp_path``; listeners are loopback only; every loop is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from queryeval.systems.engines import base
+from queryeval.systems.engines import sandbox as sandbox_module
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_sandbox import _WHY_NOT, needs_sandbox  # noqa: E402
+
+_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(Path(base.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
+
+
+def _sandboxed(tmp_path: Path, body: str, *args: str) -> dict:
+    """Run ``body`` (Python; ``out`` is the dict it fills, ``argv`` its arguments) in a fresh
+    process after :func:`.sandbox.apply` with ``tmp_path / "w"`` as the writable folder."""
+    writable = tmp_path / "w"
+    writable.mkdir(exist_ok=True)
+    script = ("import json, os, sys\nfrom queryeval.systems.engines import sandbox\n"
+              "out = {'report': sandbox.apply(sys.argv[1], 512 * 1024**2)}\n"
+              "argv = sys.argv[2:]\n" + body + "\nprint(json.dumps(out))\n")
+    run = subprocess.run([sys.executable, "-c", script, str(writable), *args],
+                         capture_output=True, text=True, timeout=60, env=_ENV)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert sandbox_module.unavailable_layers(out["report"]) == []
+    return out
+
+
+_METADATA = """
+target = argv[0]
+for name, call in (("chmod", lambda: os.chmod(target, 0o777)),
+                   ("fchmod", lambda: os.fchmod(os.open(target, os.O_RDONLY), 0o777)),
+                   ("utime", lambda: os.utime(target, (0, 0))),
+                   ("chown", lambda: os.chown(target, os.getuid(), os.getgid())),
+                   ("setxattr", lambda: os.setxattr(target, "user.queryeval", b"1"))):
+    try:
+        call()
+        out[name] = "changed"
+    except OSError as exc:
+        out[name] = exc.errno
+"""
+
+
+@needs_sandbox
+def test_a_sandboxed_process_cannot_change_file_metadata_outside(tmp_path: Path) -> None:
+    """Landlock governs writing, creating, renaming, removing and truncating, not a file's
+    mode, owner, times or extended attributes: before the fix a sandboxed worker could
+    ``chmod 777`` (or back-date, or tag) any file of the user's it could name."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    victim.chmod(0o600)
+    os.utime(victim, (1_000_000_000, 1_000_000_000))
+    before = victim.stat()
+    got = _sandboxed(tmp_path, _METADATA, str(victim))
+    after = victim.stat()
+    assert {k: got[k] for k in ("chmod", "fchmod", "utime", "chown")} == {
+        "chmod": 13, "fchmod": 13, "utime": 13, "chown": 13}
+    assert got["setxattr"] in (13, 95)  # EACCES, or EOPNOTSUPP where the fs has no xattrs
+    assert stat.S_IMODE(after.st_mode) == 0o600
+    assert (after.st_mtime, after.st_atime) == (before.st_mtime, before.st_atime)
+    assert after.st_ctime == before.st_ctime  # nothing about the inode changed
+
+
+_PROCESSES = """
+import threading
+try:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    out["fork"] = "forked"
+except OSError as exc:
+    out["fork"] = exc.errno
+seen = []
+t = threading.Thread(target=lambda: seen.append(1))
+t.start()
+t.join(10)
+out["thread"] = seen == [1]
+"""
+
+
+@needs_sandbox
+def test_a_sandboxed_process_cannot_start_a_process_but_can_start_threads(tmp_path) -> None:
+    """A child process (``fork``; then ``setsid``) outlives the SIGKILL that holds the
+    worker's deadline, keeps its CPU and memory, and keeps running whatever it was given:
+    before the fix a sandboxed worker could fork. Threads (clone with CLONE_THREAD) stay
+    allowed: DuckDB, RocksDB and the watchdogs need them."""
+    got = _sandboxed(tmp_path, _PROCESSES)
+    assert got["fork"] == 13
+    assert got["thread"] is True
+
