@@ -105,3 +105,71 @@ def test_a_sandboxed_process_cannot_start_a_process_but_can_start_threads(tmp_pa
     assert got["fork"] == 13
     assert got["thread"] is True
 
+
+_HOSTILE_WORKER = '''
+import os, pickle, struct, sys
+
+class Evil:
+    def __reduce__(self):
+        return (exec, ("open(%r, 'w').write('code ran in the parent')",))
+
+def frame(payload):
+    os.write(1, struct.pack("!Q", len(payload)) + payload)
+
+frame(pickle.dumps(("ready", {"sandbox": {}})))
+sys.stdin.buffer.read(8)  # the request's header is enough
+frame(pickle.dumps(("ok", {"rows": [Evil()]})))
+sys.stdin.buffer.read()
+'''
+
+
+def test_a_worker_cannot_run_code_in_the_parent_through_its_replies(tmp_path, monkeypatch):
+    """The parent unpickled whatever its worker sent: a worker running hostile native code (the
+    case the sandbox exists for) could put a ``__reduce__`` in a reply and run any code in
+    the unsandboxed evaluating process. Replies are now read with an allowlist of the value
+    types engines return; anything else fails the query and runs nothing."""
+    from queryeval.systems.engines.base import QueryFailed
+    from queryeval.systems.engines.sparql_worker import WorkerProcess
+
+    marker = tmp_path / "pwned.txt"
+    (tmp_path / "hostile_worker_mod.py").write_text(_HOSTILE_WORKER % str(marker))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    worker = WorkerProcess("hostile_worker_mod", [])
+    try:
+        worker.start()
+        with pytest.raises(QueryFailed):
+            worker.request({"query": "x"}, 30)
+    finally:
+        worker.kill()
+    assert not marker.exists()
+
+
+def test_replies_keep_every_value_type_the_engines_return() -> None:
+    """The allowlist reads back what sqlite, DuckDB, PostgreSQL and SPARQL rows hold
+    (cross-checked against plain pickle on the same values)."""
+    import datetime as dt
+    import decimal
+    import io
+    import ipaddress
+    import pickle
+    import uuid
+    import zoneinfo
+
+    from queryeval.systems.engines.sparql_worker import read_frame, write_frame
+
+    values = (1, 2**100, 1.5, float("inf"), "t", b"\x00\x01", bytearray(b"x"), None, True,
+              decimal.Decimal("1.50"), dt.date(2020, 1, 2), dt.time(1, 2, 3),
+              dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+              dt.datetime(2020, 1, 2, 3, tzinfo=zoneinfo.ZoneInfo("UTC")),
+              dt.timedelta(days=3), uuid.UUID(int=7), [1, [2]], {"a": {"b": 1}}, {1, 2},
+              frozenset({3}), ipaddress.ip_address("127.0.0.1"),
+              ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_interface("::1/128"),
+              {"type": "literal", "value": "x", "datatype": "http://x"})
+    buf = io.BytesIO()
+    write_frame(buf, ("ok", {"rows": [values]}))
+    buf.seek(0)
+    got = read_frame(buf)
+    assert got == ("ok", {"rows": [values]})
+    assert got == pickle.loads(pickle.dumps(("ok", {"rows": [values]})))
+
