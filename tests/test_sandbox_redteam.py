@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -173,3 +174,25 @@ def test_replies_keep_every_value_type_the_engines_return() -> None:
     assert got == ("ok", {"rows": [values]})
     assert got == pickle.loads(pickle.dumps(("ok", {"rows": [values]})))
 
+
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+
+
+def test_duckdb_spills_at_most_the_memory_cap_to_disk(tmp_path: Path) -> None:
+    """DuckDB spills to its temp_directory (the worker's own folder, the one place the
+    sandbox lets it write) up to ``max_temp_directory_size``, by default 90% of the free
+    disk: one GROUP BY over generated rows could fill the disk for as long as its deadline
+    ran (RLIMIT_FSIZE caps each file, not their number). The spill is now capped at the
+    worker's memory cap."""
+    import duckdb
+
+    from queryeval.systems.engines import DuckDBEngine
+
+    db = tmp_path / "t.duckdb"
+    duckdb.connect(str(db)).execute("CREATE TABLE t (a INTEGER)").close()
+    cap = 256 * 1024**2
+    with DuckDBEngine(db, memory_limit_bytes=cap) as engine:
+        got = engine.execute("SELECT current_setting('max_temp_directory_size') AS s").rows
+    spelled = re.fullmatch(r"([0-9.]+) ([KMGT]?i?B)", got[0][0])
+    assert spelled is not None, got  # was "90% of available disk space"
+    assert 0 < float(spelled[1]) * _UNITS[spelled[2]] <= cap
