@@ -196,3 +196,68 @@ def test_duckdb_spills_at_most_the_memory_cap_to_disk(tmp_path: Path) -> None:
     spelled = re.fullmatch(r"([0-9.]+) ([KMGT]?i?B)", got[0][0])
     assert spelled is not None, got  # was "90% of available disk space"
     assert 0 < float(spelled[1]) * _UNITS[spelled[2]] <= cap
+
+
+_EARLY_THREAD = """
+import threading
+go, done = threading.Event(), threading.Event()
+def early():
+    go.wait(30)
+    try:
+        with open(argv[0], "w") as f:
+            f.write("written by a thread started before the sandbox")
+        out["early_thread"] = "written"
+    except OSError as exc:
+        out["early_thread"] = exc.errno
+    done.set()
+threading.Thread(target=early, daemon=True).start()
+"""
+
+_EARLY_THREAD_AFTER = """
+go.set()
+done.wait(30)
+"""
+
+
+@needs_sandbox
+def test_a_thread_started_before_the_sandbox_is_not_reported_as_confined(tmp_path) -> None:
+    """Landlock confines the calling thread and the threads it starts later, never one that
+    was already running. Before the fix :func:`.sandbox.apply` reported the file layer as
+    held while such a thread could still write anywhere; now it counts the process's
+    threads and reports the layer unavailable (the engines' workers apply it while they
+    have one thread: checked for sqlite, DuckDB, SPARQL and PostgreSQL after connecting)."""
+    writable, escape = tmp_path / "w", tmp_path / "escape.txt"
+    writable.mkdir()
+    script = ("import json, os, sys\nargv = sys.argv[2:]\nout = {}\n" + _EARLY_THREAD
+              + "from queryeval.systems.engines import sandbox\n"
+              "out['report'] = sandbox.apply(sys.argv[1], 512 * 1024**2)\n"
+              + _EARLY_THREAD_AFTER + "print(json.dumps(out))\n")
+    run = subprocess.run([sys.executable, "-c", script, str(writable), str(escape)],
+                         capture_output=True, text=True, timeout=60, env=_ENV, check=True)
+    got = json.loads(run.stdout)
+    if got["early_thread"] == "written":  # the layer cannot hold for that thread ...
+        assert "filesystem" in sandbox_module.unavailable_layers(got["report"])  # ... say so
+        assert "thread" in got["report"]["filesystem"]
+    else:  # a kernel that confines every thread (Landlock TSYNC)
+        assert got["early_thread"] == 13
+
+
+@needs_sandbox
+def test_every_sql_worker_is_sandboxed_while_single_threaded(tmp_path, pg_server) -> None:
+    """The workers apply Landlock before any thread starts (else the check above would name
+    the layer unavailable): sqlite, DuckDB, and PostgreSQL after its connection."""
+    import sqlite3
+
+    import duckdb
+
+    from queryeval.systems.engines import DuckDBEngine, SqliteEngine
+    from queryeval.systems.engines.postgres import PostgresEngine
+
+    sqlite3.connect(tmp_path / "t.sqlite").execute("CREATE TABLE t (a)").connection.commit()
+    duckdb.connect(str(tmp_path / "t.duckdb")).execute("CREATE TABLE t (a INTEGER)").close()
+    db = pg_server.database("redteam_threads", "CREATE TABLE t (a int);")
+    for engine in (SqliteEngine(tmp_path / "t.sqlite"), DuckDBEngine(tmp_path / "t.duckdb"),
+                   PostgresEngine(db["reader"])):
+        with engine:
+            engine.start()
+            assert sandbox_module.unavailable_layers(engine.sandbox) == [], engine.sandbox

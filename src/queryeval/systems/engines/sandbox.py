@@ -24,7 +24,8 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
   Landlock applies to the calling thread and the threads it starts later, so it is applied
   first thing, before any engine is imported (the PostgreSQL worker: right after it
-  connects; psycopg starts no thread). With ABI >= 6 the worker also cannot signal
+  connects; psycopg starts no thread); :func:`apply` counts the process's threads and
+  reports the layer unavailable when another one was already running. With ABI >= 6 the worker also cannot signal
   processes outside its own domain.
 * **memory** -- ``RLIMIT_DATA`` (heap and private writable mappings; RocksDB's read-only
   file mappings are not counted, so the store still opens), ``RLIMIT_FSIZE`` (no file
@@ -142,6 +143,7 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
                                           f"{os.strerror(ctypes.get_errno())}"}
             finally:
                 os.close(fd)
+        others = _thread_count() - 1  # threads Landlock will not reach
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
                 libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
             return {"filesystem": f"unavailable: landlock_restrict_self: "
@@ -149,9 +151,20 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
     finally:
         os.close(ruleset)
     out = {"filesystem": f"landlock ABI {abi}: writes only under the worker's temporary folder"}
+    if others:
+        out["filesystem"] = (f"unavailable: {others} other thread(s) were already running "
+                             "(Landlock confines only the calling thread and its later ones)")
     if net:
         out["tcp"] = f"landlock ABI {abi}: no TCP connect or bind"
     return out
+
+
+def _thread_count() -> int:
+    """This process's threads (``/proc/self/task``); 1 where that cannot be read."""
+    try:
+        return max(1, len(os.listdir("/proc/self/task")))
+    except OSError:
+        return 1
 
 
 def deny_network() -> str:
