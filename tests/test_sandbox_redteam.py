@@ -261,3 +261,37 @@ def test_every_sql_worker_is_sandboxed_while_single_threaded(tmp_path, pg_server
         with engine:
             engine.start()
             assert sandbox_module.unavailable_layers(engine.sandbox) == [], engine.sandbox
+
+
+_UNCOUNTED_MEMORY = """
+import ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+try:  # MAP_SHARED | MAP_ANONYMOUS: shared memory, which RLIMIT_DATA does not count
+    m = mmap.mmap(-1, 1024**3)
+    for i in range(0, 1024**3, 4096 * 64):
+        m[i] = 1
+    out["shared_mapping"] = "1 GiB touched"
+    m.close()
+except OSError as exc:
+    out["shared_mapping"] = exc.errno
+libc.shmget.restype = ctypes.c_int
+shm = libc.shmget(0, 1024**2, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT: outlives the process
+out["shmget"] = "created" if shm >= 0 else ctypes.get_errno()
+if shm >= 0:
+    libc.shmctl(shm, 0, None)  # IPC_RMID: leave nothing behind on the old code
+try:
+    os.close(os.memfd_create("queryeval"))
+    out["memfd"] = "created"
+except OSError as exc:
+    out["memfd"] = exc.errno
+"""
+
+
+@needs_sandbox
+def test_a_sandboxed_process_cannot_take_memory_rlimit_data_does_not_count(tmp_path) -> None:
+    """RLIMIT_DATA counts private writable mappings only. Before the fix a sandboxed process
+    capped at 512 MiB mapped and touched 1 GiB of MAP_SHARED anonymous memory, made memfd
+    files (mappable without limit), and created SysV shared memory, which outlives the
+    process -- the deadline's kill does not free it. All three now fail."""
+    got = _sandboxed(tmp_path, _UNCOUNTED_MEMORY)
+    assert (got["shared_mapping"], got["shmget"], got["memfd"]) == (13, 13, 13)

@@ -16,6 +16,10 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   answers ENOSYS, so the C library falls back to ``clone`` for threads, which stay allowed.
   ``process_vm_readv`` / ``process_vm_writev`` / ``pidfd_getfd`` are refused too (Landlock
   already scopes them; this holds where Landlock is missing).
+* **memory outside RLIMIT_DATA** -- the filter refuses shared anonymous mappings
+  (``mmap`` with ``MAP_SHARED | MAP_ANONYMOUS``), ``memfd_create`` and System V / POSIX IPC
+  objects (``shmget``, ``shmat``, ``msgget``, ``semget``, ``mq_open``: they outlive the
+  process the deadline kills); none of the engines uses them.
 * **file metadata** -- Landlock does not govern a file's mode, owner, times or extended
   attributes, so the filter refuses the ``chmod`` / ``chown`` / ``utime`` / ``setxattr`` /
   ``removexattr`` families everywhere (the worker needs none of them).
@@ -69,6 +73,9 @@ DENIED_SYSCALLS = (
     "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
     "utime", "utimes", "futimesat", "utimensat",
     "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    # memory RLIMIT_DATA does not count (shared mappings: see _MAP_SHARED_ANONYMOUS), and
+    # System V / POSIX IPC objects, which outlive the process the deadline kills
+    "memfd_create", "memfd_secret", "shmget", "shmat", "msgget", "semget", "mq_open",
 )
 """System calls the seccomp filter makes fail with EACCES (names libseccomp may not know on
 this architecture are skipped; ``socket`` must be known)."""
@@ -76,6 +83,7 @@ _NEWER_SYSCALLS = {"setxattrat": 463, "removexattrat": 466}
 """File-metadata calls newer than some libseccomp releases, by number (the same on every
 architecture since the tables were unified at 424)."""
 _CLONE_THREAD = 0x00010000
+_MAP_TYPE_AND_ANONYMOUS, _MAP_SHARED, _MAP_SHARED_VALIDATE, _MAP_ANONYMOUS = 0x23, 1, 3, 0x20
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -195,11 +203,16 @@ def deny_network() -> str:
         flt.add_rule(seccomp.ERRNO(errno.EACCES), "clone",
                      seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
         _try_rule(flt, seccomp.ERRNO(errno.ENOSYS), "clone3")
+        # shared anonymous memory is not counted by RLIMIT_DATA (private memory is)
+        for kind in (_MAP_SHARED, _MAP_SHARED_VALIDATE):
+            flt.add_rule(seccomp.ERRNO(errno.EACCES), "mmap",
+                         seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_TYPE_AND_ANONYMOUS,
+                                     kind | _MAP_ANONYMOUS))
         flt.load()
     except Exception as exc:  # noqa: BLE001 - whatever failed, the filter is not in place
         return f"unavailable: seccomp filter not loaded ({type(exc).__name__}: {exc})"
-    return ("seccomp: socket(), io_uring, exec, new processes, ptrace and file-metadata "
-            "changes fail")
+    return ("seccomp: socket(), io_uring, exec, new processes, ptrace, file-metadata changes, "
+            "shared memory and IPC objects fail")
 
 
 def _try_rule(flt: Any, action: Any, syscall: str | int) -> None:
