@@ -29,8 +29,8 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   Landlock applies to the calling thread and the threads it starts later, so it is applied
   first thing, before any engine is imported (the PostgreSQL worker: right after it
   connects; psycopg starts no thread); :func:`apply` counts the process's threads and
-  reports the layer unavailable when another one was already running. With ABI >= 6 the worker also cannot signal
-  processes outside its own domain.
+  reports the layer unavailable when another one was already running. With ABI >= 6 the
+  worker also cannot signal processes outside its own domain.
 * **memory** -- ``RLIMIT_DATA`` (heap and private writable mappings; RocksDB's read-only
   file mappings are not counted, so the store still opens), ``RLIMIT_FSIZE`` (no file
   larger than the memory cap, even in the temporary folder), no core dumps.
