@@ -295,3 +295,56 @@ def test_a_sandboxed_process_cannot_take_memory_rlimit_data_does_not_count(tmp_p
     process -- the deadline's kill does not free it. All three now fail."""
     got = _sandboxed(tmp_path, _UNCOUNTED_MEMORY)
     assert (got["shared_mapping"], got["shmget"], got["memfd"]) == (13, 13, 13)
+
+
+def test_postgres_values_of_other_types_arrive_as_their_text(pg_server) -> None:
+    """Regression guard for the allowlist unpickler: psycopg returns ranges and multiranges as
+    its own classes, which a reply may not name. The worker sends such values as their text
+    -- what the parent's conversions (``str(value)``) made of them before -- instead of
+    failing the query."""
+    from psycopg.types.multirange import Multirange
+    from psycopg.types.range import Range
+
+    from queryeval.systems.engines.postgres import PostgresEngine
+
+    db = pg_server.database("redteam_types", "CREATE TABLE t (a int);")
+    with PostgresEngine(db["reader"]) as engine:
+        result = engine.execute("SELECT int4range(1, 5) AS r, '{[1,2], [4,6)}'::int4multirange"
+                                " AS m, ARRAY[int4range(2, 3)] AS a, '1.2.3.4'::inet AS i")
+    # the text is psycopg's own str() of the value it decodes (what the parent made of it)
+    r15, r23 = str(Range(1, 5, "[)")), str(Range(2, 3, "[)"))
+    multi = str(Multirange([Range(1, 3, "[)"), Range(4, 6, "[)")]))
+    assert result.to_table_json()["rows"] == [[r15, multi, str([r23]), "1.2.3.4"]]
+    assert result.rows[0][0] == r15
+    assert result.to_sparql_json()["results"]["bindings"][0]["r"] == {"type": "literal",
+                                                                      "value": r15}
+
+
+def test_wire_values_keep_row_types_and_turn_the_rest_into_text() -> None:
+    import datetime as dt
+    import decimal
+
+    from queryeval.systems.engines.sql_worker import wire_value
+
+    class Berlin(dt.tzinfo):  # a time zone class a reply may not name
+        def utcoffset(self, when):
+            return dt.timedelta(hours=1)
+
+        def tzname(self, when):
+            return "CET"
+
+        def dst(self, when):
+            return dt.timedelta(0)
+
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque!"
+
+    fixed = dt.datetime(2020, 1, 2, 3, tzinfo=dt.timezone.utc)
+    odd = dt.datetime(2020, 1, 2, 3, tzinfo=Berlin())
+    kept = [1, 2.5, "s", b"b", None, True, decimal.Decimal("1.5"), fixed, dt.date(2020, 1, 2),
+            dt.timedelta(1), [1, {"k": (2, 3)}]]
+    assert [wire_value(v) for v in kept] == kept
+    assert wire_value(odd) == "2020-01-02 03:00:00+01:00"
+    assert wire_value([Opaque(), {"k": Opaque()}]) == ["opaque!", {"k": "opaque!"}]
+    assert wire_value(memoryview(b"xy")) == b"xy"
