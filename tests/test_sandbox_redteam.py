@@ -21,7 +21,10 @@ from queryeval.systems.engines import base
 from queryeval.systems.engines import sandbox as sandbox_module
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_sandbox import _WHY_NOT, needs_sandbox  # noqa: E402
+from test_sandbox import Listener, graph, listener, needs_sandbox  # noqa: E402, F401
+
+from queryeval.systems.engines import QueryRefused, RemoteSparqlEngine  # noqa: E402
+from queryeval.systems.engines.base import term_text  # noqa: E402
 
 _ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(Path(base.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
@@ -348,3 +351,82 @@ def test_wire_values_keep_row_types_and_turn_the_rest_into_text() -> None:
     assert wire_value(odd) == "2020-01-02 03:00:00+01:00"
     assert wire_value([Opaque(), {"k": Opaque()}]) == ["opaque!", {"k": "opaque!"}]
     assert wire_value(memoryview(b"xy")) == b"xy"
+
+
+# The SPARQL grammar (and rdflib) expands \uXXXX escapes in the whole text before parsing;
+# oxigraph -- and other endpoints -- do not outside strings and IRIs. An escaped newline in
+# a comment ends the comment for the grammar only, so text can be code for one parser and a
+# comment or a string for the other.
+_HIDDEN_SERVICE = ('SELECT * {{ ?s ?p ?o # \\u000a FILTER(?o != """\n'
+                   'SERVICE <{url}> {{ ?a ?b ?c }}\n'
+                   '# """)\n}}')
+_HIDDEN_FROM = ('SELECT * # \\u000a {{ FILTER("""\n'
+                'FROM <{url}>\n'
+                '# """ != 1)\n'
+                '{{ ?s ?p ?o }}\n'
+                '# \\u000a }}\n')
+
+
+_HIDDEN_BY_CR = 'SELECT * {{ ?s ?p ?o # \r SERVICE <{url}> {{ ?a ?b ?c }}\n}}'
+"""rdflib ends a comment at a line feed only, oxigraph at a carriage return as well (the
+grammar's EOL): a SERVICE after a bare CR in a comment is code for oxigraph only."""
+
+
+def test_a_bare_carriage_return_in_a_comment_hides_service_from_the_grammar() -> None:
+    """Before the fix the text passed the parse (no SERVICE) and oxigraph sent the request
+    (reproduced against a loopback listener; in the worker the sandbox refused the socket,
+    a remote endpoint would have run it). A CR not followed by LF is now refused."""
+    from queryeval.systems.engines import sparql_safety
+
+    text = _HIDDEN_BY_CR.format(url="http://127.0.0.1:9/sparql")
+    with pytest.raises(QueryRefused, match="carriage return"):
+        sparql_safety.check_sparql(text)
+    # a CRLF comment is read alike by both parsers and still runs
+    assert sparql_safety.check_sparql("SELECT ?s # c\r\n{ ?s ?p ?o }").arity == 1
+
+
+def test_escaped_syntax_hides_service_and_from_from_the_grammar(tmp_path) -> None:
+    """Before the fix both texts passed the one parse (form SELECT, no SERVICE, no dataset
+    clause) while oxigraph ran the SERVICE (a request reached a loopback listener, outside
+    the sandbox) and read FROM <g> (the rows of a named graph outside ``allowed_graphs``);
+    the remote engine forwarded both texts. A \\u escape of an ASCII character that is not a
+    letter or digit -- the only ones that can move a token boundary -- is now refused."""
+    import pyoxigraph as ox
+
+    from queryeval.systems.engines import sparql_safety
+
+    secret = "http://secret.example/g"
+    store = ox.Store()
+    store.add(ox.Quad(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p"),
+                      ox.Literal("secret"), ox.NamedNode(secret)))
+    hidden_from = _HIDDEN_FROM.format(url=secret)
+    assert [s["o"].value for s in store.query(hidden_from)] == ["secret"]  # oxigraph: FROM
+    for text in (_HIDDEN_SERVICE.format(url="http://127.0.0.1:9/sparql"), hidden_from):
+        with pytest.raises(QueryRefused, match="escape"):
+            sparql_safety.check_sparql(text)
+
+
+def test_the_engines_refuse_escape_hidden_service_and_send_nothing(graph, listener) -> None:
+    endpoint = Listener()
+    texts = (_HIDDEN_SERVICE.format(url=listener.url),
+             _HIDDEN_FROM.format(url=listener.url), _HIDDEN_BY_CR.format(url=listener.url))
+    try:
+        with RemoteSparqlEngine(endpoint.url) as remote:
+            for text in texts:
+                with pytest.raises(QueryRefused):
+                    remote.execute(text, timeout_s=10)
+        for text in texts:
+            with pytest.raises(QueryRefused):
+                graph.execute(text, timeout_s=10)
+        assert endpoint.hits == [] and listener.hits == []
+    finally:
+        endpoint.close()
+
+
+@pytest.mark.parametrize("text, rows", [
+    ('SELECT ("caf\\u00e9" AS ?x) {}', "café"),
+    ('SELECT ("\\u0041\\U00000042" AS ?x) {}', "AB"),
+    ('SELECT (STR(<http://a/\\u00e9>) AS ?x) {}', "http://a/é"),
+])
+def test_escapes_of_letters_and_non_ascii_still_run(graph, text, rows) -> None:
+    assert [[term_text(c) for c in r] for r in graph.execute(text, timeout_s=10).rows] == [[rows]]
