@@ -8,14 +8,29 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   ``io_uring_setup`` (io_uring can create sockets without the ``socket`` system call),
   ``execve`` / ``execveat`` (no programs) and ``ptrace``. Landlock (ABI >= 4) also denies TCP
   ``connect`` / ``bind``. The PostgreSQL worker opens its one connection *before* the
-  filter is installed; the open socket stays usable, no new one can be made.
+  filter is installed; the open socket stays usable, no new one can be made. System calls
+  of another ABI (i386 ``int 0x80``, x32) kill the process (libseccomp's bad-architecture
+  action): the filter is written for the native ABI only.
+* **processes** -- the same filter refuses ``fork`` / ``vfork`` and every ``clone`` without
+  ``CLONE_THREAD`` (a child process would outlive the kill that holds the deadline); ``clone3``
+  answers ENOSYS, so the C library falls back to ``clone`` for threads, which stay allowed.
+  ``process_vm_readv`` / ``process_vm_writev`` / ``pidfd_getfd`` are refused too (Landlock
+  already scopes them; this holds where Landlock is missing).
+* **memory outside RLIMIT_DATA** -- the filter refuses shared anonymous mappings
+  (``mmap`` with ``MAP_SHARED | MAP_ANONYMOUS``), ``memfd_create`` and System V / POSIX IPC
+  objects (``shmget``, ``shmat``, ``msgget``, ``semget``, ``mq_open``: they outlive the
+  process the deadline kills); none of the engines uses them.
+* **file metadata** -- Landlock does not govern a file's mode, owner, times or extended
+  attributes, so the filter refuses the ``chmod`` / ``chown`` / ``utime`` / ``setxattr`` /
+  ``removexattr`` families everywhere (the worker needs none of them).
 * **files** -- Landlock (ABI >= 1): reading and executing stay allowed everywhere (the
   interpreter, the libraries, the store); writing, creating, removing, renaming and
   truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
   Landlock applies to the calling thread and the threads it starts later, so it is applied
   first thing, before any engine is imported (the PostgreSQL worker: right after it
-  connects; psycopg starts no thread). With ABI >= 6 the worker also cannot signal
-  processes outside its own domain.
+  connects; psycopg starts no thread); :func:`apply` counts the process's threads and
+  reports the layer unavailable when another one was already running. With ABI >= 6 the
+  worker also cannot signal processes outside its own domain.
 * **memory** -- ``RLIMIT_DATA`` (heap and private writable mappings; RocksDB's read-only
   file mappings are not counted, so the store still opens), ``RLIMIT_FSIZE`` (no file
   larger than the memory cap, even in the temporary folder), no core dumps.
@@ -50,8 +65,25 @@ _FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
 
-DENIED_SYSCALLS = ("socket", "io_uring_setup", "execve", "execveat", "ptrace")
-"""System calls the seccomp filter makes fail with EACCES."""
+DENIED_SYSCALLS = (
+    "socket", "io_uring_setup", "execve", "execveat", "ptrace",
+    # processes: a child would outlive the deadline's SIGKILL (clone: see _deny_processes)
+    "fork", "vfork", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+    # file metadata, which Landlock does not govern
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+    "utime", "utimes", "futimesat", "utimensat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    # memory RLIMIT_DATA does not count (shared mappings: see _MAP_SHARED_ANONYMOUS), and
+    # System V / POSIX IPC objects, which outlive the process the deadline kills
+    "memfd_create", "memfd_secret", "shmget", "shmat", "msgget", "semget", "mq_open",
+)
+"""System calls the seccomp filter makes fail with EACCES (names libseccomp may not know on
+this architecture are skipped; ``socket`` must be known)."""
+_NEWER_SYSCALLS = {"setxattrat": 463, "removexattrat": 466}
+"""File-metadata calls newer than some libseccomp releases, by number (the same on every
+architecture since the tables were unified at 424)."""
+_CLONE_THREAD = 0x00010000
+_MAP_TYPE_AND_ANONYMOUS, _MAP_SHARED, _MAP_SHARED_VALIDATE, _MAP_ANONYMOUS = 0x23, 1, 3, 0x20
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -119,6 +151,7 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
                                           f"{os.strerror(ctypes.get_errno())}"}
             finally:
                 os.close(fd)
+        others = _thread_count() - 1  # threads Landlock will not reach
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
                 libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
             return {"filesystem": f"unavailable: landlock_restrict_self: "
@@ -126,9 +159,20 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
     finally:
         os.close(ruleset)
     out = {"filesystem": f"landlock ABI {abi}: writes only under the worker's temporary folder"}
+    if others:
+        out["filesystem"] = (f"unavailable: {others} other thread(s) were already running "
+                             "(Landlock confines only the calling thread and its later ones)")
     if net:
         out["tcp"] = f"landlock ABI {abi}: no TCP connect or bind"
     return out
+
+
+def _thread_count() -> int:
+    """This process's threads (``/proc/self/task``); 1 where that cannot be read."""
+    try:
+        return max(1, len(os.listdir("/proc/self/task")))
+    except OSError:
+        return 1
 
 
 def deny_network() -> str:
@@ -149,10 +193,34 @@ def deny_network() -> str:
             except (RuntimeError, ValueError, OSError):
                 if name == "socket":  # the one rule this layer is about
                     raise
+        for name, number in _NEWER_SYSCALLS.items():
+            if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) < 0:
+                _try_rule(flt, seccomp.ERRNO(errno.EACCES), number)
+            else:
+                _try_rule(flt, seccomp.ERRNO(errno.EACCES), name)
+        # a new process, never a new thread: clone without CLONE_THREAD fails; clone3 (whose
+        # flags sit in memory a filter cannot read) answers ENOSYS so threads use clone
+        flt.add_rule(seccomp.ERRNO(errno.EACCES), "clone",
+                     seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
+        _try_rule(flt, seccomp.ERRNO(errno.ENOSYS), "clone3")
+        # shared anonymous memory is not counted by RLIMIT_DATA (private memory is)
+        for kind in (_MAP_SHARED, _MAP_SHARED_VALIDATE):
+            flt.add_rule(seccomp.ERRNO(errno.EACCES), "mmap",
+                         seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_TYPE_AND_ANONYMOUS,
+                                     kind | _MAP_ANONYMOUS))
         flt.load()
     except Exception as exc:  # noqa: BLE001 - whatever failed, the filter is not in place
         return f"unavailable: seccomp filter not loaded ({type(exc).__name__}: {exc})"
-    return "seccomp: socket(), io_uring, exec and ptrace fail with EACCES"
+    return ("seccomp: socket(), io_uring, exec, new processes, ptrace, file-metadata changes, "
+            "shared memory and IPC objects fail")
+
+
+def _try_rule(flt: Any, action: Any, syscall: str | int) -> None:
+    """Add one rule; a call this kernel or libseccomp does not know needs none."""
+    try:
+        flt.add_rule(action, syscall)
+    except (RuntimeError, ValueError, OSError):
+        pass
 
 
 def cap_resources(limit: int) -> str:

@@ -6,7 +6,11 @@ parser and algebra) and reads every decision off that parse, never off rewritten
 * **refused** (:class:`QueryRefused`): a ``SERVICE`` clause anywhere (federated queries make
   an engine send requests), a ``FROM`` / ``FROM NAMED`` clause naming a graph outside
   ``allowed_graphs`` (engines may fetch it), and SPARQL Update (``INSERT``, ``DELETE``,
-  ``LOAD``, ``CLEAR`` ...: the text parses as an update, not as a query);
+  ``LOAD``, ``CLEAR`` ...: the text parses as an update, not as a query), and a ``\\u``
+  escape of an ASCII character other than a letter or digit (the grammar expands escapes
+  before parsing, oxigraph and endpoints do not: an escaped newline would end a comment for
+  one parser only) or a bare carriage return (it ends a comment for oxigraph, not for
+  rdflib; :func:`_refuse_ambiguous_text`);
 * **syntax** (:class:`SparqlSyntaxError`): text that is neither a query nor an update, or a
   prefix that is neither declared nor supplied (``lenient_prefixes`` -- remote endpoints,
   which predefine prefixes -- accepts the names in :data:`ENDPOINT_PREFIXES` undeclared and
@@ -113,6 +117,7 @@ def check_sparql(
     from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 
     check_length(text, max_chars)
+    _refuse_ambiguous_text(text)
     try:
         parsed = parseQuery(text)
     except (ParseException, RecursionError, ValueError, TypeError) as exc:
@@ -167,6 +172,38 @@ def check_sparql(
                        arity=_arity(parsed, form, base, init_ns),
                        ordered=_get(query, "orderby") is not None,
                        limited=_get(query, "limitoffset") is not None)
+
+
+_BARE_CR = re.compile(r"\r(?!\n)")
+
+
+def _refuse_ambiguous_text(text: str) -> None:
+    """Refuse a bare carriage return: rdflib ends a comment at a line feed only, oxigraph (as
+    the grammar's EOL says) at a carriage return too, so text after a bare CR in a comment
+    is code for the engine only. Refuse a ``\\u`` / ``\\U`` escape of an ASCII character
+    that is not a letter or a digit. The grammar (rdflib's ``expandUnicodeEscapes``, by the
+    same pattern) expands escapes in the whole text before parsing; oxigraph and most
+    endpoints do not outside strings and IRIs. An escaped newline in a comment ends the
+    comment for the grammar only, an escaped quote ends a string for it only: the text
+    would be code for one parser and a comment or a string for the other (a SERVICE or
+    FROM the grammar never sees). Letters, digits and non-ASCII characters cannot move a
+    token boundary."""
+    from rdflib.plugins.sparql.parser import expandUnicodeEscapes_re
+
+    bare_cr = _BARE_CR.search(text)
+    if bare_cr is not None:
+        raise QueryRefused(
+            f"a carriage return not followed by a line feed (character {bare_cr.start()}): "
+            "it ends a comment for the engine but not for the grammar, so the query cannot "
+            "be verified")
+    for match in expandUnicodeEscapes_re.finditer(text):
+        code = int(match.group(1), 16)
+        if code < 0x80 and not chr(code).isalnum():
+            raise QueryRefused(
+                f"the escape {match.group(0)!r} (U+{code:04X}) spells SPARQL syntax; parsers "
+                "disagree on where it applies (the grammar expands it everywhere, the engine "
+                "only inside strings and IRIs), so the query cannot be verified; write the "
+                "character itself")
 
 
 def _arity(parsed: Any, form: str, base: str | None, init_ns: Mapping[str, str]) -> int:

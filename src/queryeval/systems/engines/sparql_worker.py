@@ -30,6 +30,7 @@ dicts, so the parent does no conversion.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import queue
@@ -208,8 +209,47 @@ def write_frame(stream: IO[bytes], obj: Any) -> None:
     stream.flush()
 
 
+_SAFE_GLOBALS = frozenset({
+    ("datetime", "date"), ("datetime", "datetime"), ("datetime", "time"),
+    ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"),
+    ("uuid", "UUID"), ("uuid", "SafeUUID"), ("zoneinfo", "ZoneInfo"),
+    ("ipaddress", "IPv4Address"), ("ipaddress", "IPv6Address"), ("ipaddress", "IPv4Network"),
+    ("ipaddress", "IPv6Network"), ("ipaddress", "IPv4Interface"),
+    ("ipaddress", "IPv6Interface"),
+})
+"""The only classes a frame may name: the values sqlite, DuckDB, psycopg and the SPARQL
+worker put in rows (plus ``getattr(ZoneInfo, "_unpickle")``, how a ZoneInfo pickles)."""
+
+
+class UnsafeFrame(pickle.UnpicklingError):
+    """A frame named a class outside :data:`_SAFE_GLOBALS`."""
+
+
+def _zoneinfo_getattr(obj: Any, name: str) -> Any:
+    import zoneinfo
+
+    if obj is zoneinfo.ZoneInfo and name == "_unpickle":
+        return zoneinfo.ZoneInfo._unpickle
+    raise UnsafeFrame(f"a frame asked for {name!r} of {obj!r}")
+
+
+class _FrameUnpickler(pickle.Unpickler):
+    """Reads frames from the other side of a worker channel -- for the parent, a process
+    that may be running hostile native code -- so nothing in a frame can call a function:
+    only the value classes of :data:`_SAFE_GLOBALS` are found."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        if (module, name) == ("builtins", "getattr"):
+            return _zoneinfo_getattr
+        raise UnsafeFrame(f"a frame named {module}.{name}, which is not a result value type")
+
+
 def read_frame(stream: IO[bytes]) -> Any:
-    """One message, or ``_EOF`` when the stream ends (also mid-frame)."""
+    """One message, or ``_EOF`` when the stream ends (also mid-frame). Only value types are
+    read (:class:`_FrameUnpickler`); a frame naming anything else raises
+    :class:`UnsafeFrame` before any of it is built."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return _EOF
@@ -217,7 +257,7 @@ def read_frame(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         return _EOF
-    return pickle.loads(data)
+    return _FrameUnpickler(io.BytesIO(data)).load()
 
 
 def cap_memory(limit: int) -> None:
@@ -319,7 +359,7 @@ class WorkerProcess:
             self.kill()
             raise QueryFailed(f"{self.name} did not start within {START_TIMEOUT_S:.0f} s") from None
         if reply is _EOF:
-            code = proc.wait(10)
+            code = _exit_code(proc)
             self.kill()
             raise QueryFailed(f"{self.name} died while starting (exit code {code})")
         status, detail = reply
@@ -346,8 +386,10 @@ class WorkerProcess:
             self.kill()
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s; worker process killed") from None
         if reply is _EOF:
-            code = proc.wait(10)
+            code = _exit_code(proc)
             self.kill()
+            if code is None:  # alive, but its channel is unreadable (a hostile frame)
+                raise QueryFailed(f"{self.name} sent a reply that is not a result; killed")
             raise QueryFailed(f"{self.name} process died during the query (exit code {code}; "
                               "out of memory?)")
         return reply
@@ -410,6 +452,15 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
+    """The worker's exit code once its channel ended, or None when it is still alive a
+    few seconds later (it sent something unreadable; the caller kills it)."""
+    try:
+        return proc.wait(3)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
     """Reader thread: move every frame from the worker into ``replies``, then ``_EOF``."""
     try:
@@ -418,8 +469,8 @@ def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
             replies.put(msg)
             if msg is _EOF:
                 return
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError):
-        replies.put(_EOF)
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError, MemoryError):
+        replies.put(_EOF)  # a hostile or broken frame: the worker is treated as dead
 
 
 if __name__ == "__main__":

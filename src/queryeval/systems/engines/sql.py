@@ -27,8 +27,10 @@ DuckDB (``DuckDBEngine``)
     * ``read_only=True``; ``enable_external_access=false`` -- read_only still allows
       ``COPY ... TO``, ``read_csv('/etc/passwd')``, ATTACH of new files, INSTALL/LOAD;
     * autoinstall/autoload of extensions off, ``lock_configuration=true`` so a query
-      cannot ``SET`` any of this back; ``memory_limit`` (half the worker's cap) and
-      ``threads`` (default min(4, CPUs));
+      cannot ``SET`` any of this back; ``memory_limit`` (half the worker's cap),
+      ``max_temp_directory_size`` (the worker's cap: what a query may spill to the worker's
+      temporary folder; DuckDB's default is 90% of the free disk) and ``threads`` (default
+      min(4, CPUs));
     * a watchdog thread calls ``Connection.interrupt()`` at the deadline and keeps
       calling it every 50 ms until the query ends (one early interrupt can be lost).
     TEMP tables remain possible in DuckDB's read-only mode (they live in memory); the
@@ -380,6 +382,8 @@ class DuckDBSession(ConnectionEngine):
             config["temp_directory"] = temp_directory
         if memory_limit_bytes:
             config["memory_limit"] = f"{max(memory_limit_bytes // 2 // 1024**2, 32)}MB"
+            # spilling is capped too (DuckDB's default: 90% of the free disk)
+            config["max_temp_directory_size"] = f"{memory_limit_bytes // 1024**2}MiB"
         config["lock_configuration"] = True
         if not checks:  # test-only (base.QUERY_CHECKS): the OS sandbox alone holds
             config.update({"enable_external_access": True, "autoinstall_known_extensions": True,

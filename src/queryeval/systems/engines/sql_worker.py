@@ -42,8 +42,46 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
         return ("error", {"kind": "failed", "reason": "out of memory (worker cap)"})
     except Exception as exc:  # noqa: BLE001 - an engine error must become a reply
         return ("error", {"kind": "failed", "reason": f"{type(exc).__name__}: {exc}"})
-    return ("ok", {"columns": columns, "rows": rows, "truncated": truncated,
-                   "engine_ms": (time.perf_counter() - start) * 1000.0})
+    return ("ok", {"columns": columns, "rows": [tuple(map(wire_value, row)) for row in rows],
+                   "truncated": truncated, "engine_ms": (time.perf_counter() - start) * 1000.0})
+
+
+def _plain_types() -> tuple[frozenset[type], frozenset[type]]:
+    import datetime as dt
+    import decimal
+    import ipaddress
+    import uuid
+    import zoneinfo
+
+    plain = frozenset({type(None), bool, int, float, str, bytes, bytearray, decimal.Decimal,
+                       dt.date, dt.timedelta, uuid.UUID, ipaddress.IPv4Address,
+                       ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network,
+                       ipaddress.IPv4Interface, ipaddress.IPv6Interface})
+    return plain, frozenset({type(None), dt.timezone, zoneinfo.ZoneInfo})
+
+
+_PLAIN, _PLAIN_TZ = _plain_types()
+
+
+def wire_value(value: Any) -> Any:
+    """``value`` as the parent may read it (:data:`.sparql_worker._SAFE_GLOBALS`): the value
+    types rows hold stay as they are (lists, tuples and dicts through), anything else --
+    psycopg's ranges and multiranges, a time zone of another kind -- becomes its text, which
+    is what the parent's conversions (``str(value)``) made of it."""
+    import datetime as dt
+
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind in (dt.datetime, dt.time):
+        return value if type(value.tzinfo) in _PLAIN_TZ else str(value)
+    if kind in (list, tuple):
+        return kind(wire_value(v) for v in value)
+    if kind is dict:
+        return {wire_value(k): wire_value(v) for k, v in value.items()}
+    if kind is memoryview:
+        return bytes(value)
+    return str(value)
 
 
 def open_session(dialect: str, path: str, memory: int, threads: int,
