@@ -22,127 +22,23 @@ from typing import Any
 
 from queryeval.errors import ConfigError, GateFailure, InputError
 from queryeval.report import stats
-from queryeval.run.log import RunLog, dumps
-from queryeval.run.repeats import case_means
+from queryeval.run.log import dumps
+from queryeval.run.results import (  # noqa: F401 - re-exported
+    RunResults,
+    case_metrics,
+    default_case_metrics,
+    resolve_batch,
+)
 
 #: Changes smaller than this are float noise, not flips.
 FLIP_EPS = 1e-12
-_LOG_FILE = re.compile(r"^(?:batch|results|metrics|report)_(?P<id>.+?)\.(?:json|jsonl|csv|xlsx|html)$")
 _LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|errors?)$|_ms$")
 
 
-# --- reading runs -----------------------------------------------------------------------------
-@dataclass
-class LoadedRun:
-    """A run log read back: batch metadata, metrics (None if not finished), task, and its
-    records, read from the results file on first use (a summary or an exit code needs only
-    the batch and the metrics; the records may be millions)."""
-
-    log: RunLog
-    metrics: dict | None
-    task: Any  # queryeval.tasks.base.Task, or None when the task kind is not installed
-    _records: list[dict] | None = field(default=None, repr=False)
-
-    @property
-    def records(self) -> list[dict]:
-        """The records in the order of ``results_<id>.csv`` (the suite's order)."""
-        if self._records is None:
-            self._records = _in_csv_order(self.log, self.log.read_records())
-        return self._records
-
-    @property
-    def batch(self) -> dict:
-        return self.log.batch
-
-    @property
-    def batch_id(self) -> str:
-        return self.log.paths.batch_id
-
-    @property
-    def task_name(self) -> str | None:
-        return self.batch.get("task")
-
-    @property
-    def task_options(self) -> dict:
-        return dict(self.batch.get("evaluation_config", {}).get("task_options") or {})
-
-    def label(self) -> str:
-        return f"{self.batch_id[:8]} ({self.log.paths.folder.name})"
-
-
-def resolve_batch(location: str | Path) -> Path:
-    """The ``batch_<id>.json`` for a batch file, any file of the batch (results, metrics,
-    report), or a folder holding exactly one batch (searched recursively)."""
-    path = Path(location)
-    if path.is_dir():
-        found = sorted(path.rglob("batch_*.json"))
-        if len(found) != 1:
-            names = ", ".join(str(p.relative_to(path)) for p in found[:6]) or "none"
-            more = f" and {len(found) - 6} more" if len(found) > 6 else ""
-            raise ConfigError(f"{path}: expected one run (batch_<id>.json), found {len(found)} "
-                              f"({names}{more}); pass the batch_<id>.json file")
-        return found[0]
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file or folder")
-    match = _LOG_FILE.match(path.name)
-    if not match:
-        raise ConfigError(f"{path}: not a run log (a batch_<id>.json, a file of the batch, or a run folder)")
-    batch = path.with_name(f"batch_{match['id']}.json")
-    if not batch.is_file():
-        raise ConfigError(f"{path}: no {batch.name} beside it")
-    return batch
-
-
-def load_run(location: str | Path | LoadedRun) -> LoadedRun:
-    """Open a run log for reading (never modifies it)."""
-    if isinstance(location, LoadedRun):
-        return location
-    from queryeval.tasks.base import get_task
-
-    log = RunLog.open(resolve_batch(location))
-    metrics = None
-    if log.paths.metrics.is_file():
-        import json
-
-        try:
-            metrics = json.loads(log.paths.metrics.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read metrics: {exc}", path=log.paths.metrics) from None
-    opts = log.batch.get("evaluation_config", {}).get("task_options") or {}
-    try:
-        task = get_task(log.batch.get("task") or "", opts)
-    except ConfigError:
-        task = None
-    return LoadedRun(log, metrics, task)
-
-
-def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:
-    """Records in the order of ``results_<id>.csv`` (the suite's order, written by ``finish``);
-    the JSONL holds them in completion order. Cases absent from the CSV keep their order, last."""
-    from queryeval.run.records import csv_order
-
-    order = csv_order(log.paths.results_csv)
-    if order is None:
-        return records
-    last = len(order)
-    return sorted(records, key=lambda r: order.get(str(r["case_id"]), last))
-
-
-# --- per-case metrics -------------------------------------------------------------------------
-def default_case_metrics(record: dict) -> dict[str, float]:
-    """Every finite number (not bool) directly in ``record["scores"]``."""
-    scores = record.get("scores") or {}
-    return {
-        k: float(v) for k, v in scores.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    }
-
-
-def case_metrics(task: Any, record: dict) -> dict[str, float]:
-    """Per-case metrics of a record: the task's ``case_metrics(record)`` hook when it has one
-    (a task whose per-case figures live elsewhere), else :func:`default_case_metrics`."""
-    hook = getattr(task, "case_metrics", None)
-    return hook(record) if callable(hook) else default_case_metrics(record)
+# --- reading runs (run/results.py: one model of a run's per-case results) -------------------
+LoadedRun = RunResults
+"""The run model (kept under its former name)."""
+load_run = RunResults.open
 
 
 def lower_is_better(task: Any, metric: str) -> bool:
@@ -238,14 +134,8 @@ class Comparison:
         }
 
 
-def _run_info(run: LoadedRun) -> dict:
-    cfg = run.batch.get("evaluation_config", {})
-    return {
-        "batch_id": run.batch_id, "path": str(run.log.paths.batch), "status": run.batch.get("status"),
-        "timestamp": run.batch.get("timestamp"), "system": cfg.get("system"),
-        "responses": cfg.get("responses"), "task_options": run.task_options,
-        "cases": len(run.records),
-    }
+def _run_info(run: RunResults) -> dict:
+    return run.describe()
 
 
 def _flips(ids: list[str], names: dict[str, Any], xs: list[float], ys: list[float],
@@ -280,17 +170,19 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
 
 @dataclass
 class PairedCases:
-    """Two runs' cases paired by id, with their per-case metrics (the input of every test)."""
+    """Two runs' cases paired by id, with their per-case figures (each case's mean over its
+    attempts, :class:`~queryeval.run.results.CaseResult`): the input of every test."""
 
-    a: LoadedRun
-    b: LoadedRun
-    by_a: dict[str, dict]
-    by_b: dict[str, dict]
+    a: RunResults | None
+    b: RunResults | None
+    ids_a: list[str]
+    ids_b: list[str]
     paired: list[str]
     excluded: list[str]
     task: Any
     vals_a: dict[str, dict[str, float]]
     vals_b: dict[str, dict[str, float]]
+    names: dict[str, str | None] = field(default_factory=dict)
 
     def available(self) -> list[str]:
         """Per-case metrics present in both runs, in first-seen order."""
@@ -301,39 +193,24 @@ class PairedCases:
         return out
 
 
-def pair_runs(a: LoadedRun, b: LoadedRun) -> PairedCases:
+def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
     """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise).
     With ``on_error=skip`` in either run, cases whose call failed in either are excluded."""
     if a.task_name != b.task_name:
         raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
                           f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
-    by_a, by_b = _by_case(a.records), _by_case(b.records)
+    by_a = {c.case_id: c for c in a.cases}
+    by_b = {c.case_id: c for c in b.cases}
     paired = [cid for cid in by_a if cid in by_b]
     excluded: list[str] = []
-    if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
-        excluded = [cid for cid in paired
-                    if "error" in (by_a[cid].get("status"), by_b[cid].get("status"))]
+    if "skip" in (a.on_error, b.on_error):
+        excluded = [cid for cid in paired if by_a[cid].errored or by_b[cid].errored]
         gone = set(excluded)
         paired = [cid for cid in paired if cid not in gone]
-    task = a.task or b.task
-    keep = set(paired)
-
-    def values(run: LoadedRun) -> dict[str, dict[str, float]]:
-        return case_means((r for r in run.records if r["case_id"] in keep),
-                          lambda r: case_metrics(task, r))
-
-    return PairedCases(a, b, by_a, by_b, paired, excluded, task, values(a), values(b))
-
-
-def _by_case(records: Sequence[dict]) -> dict[str, dict]:
-    """One record per case id: its first attempt, or with ``--repeats`` the first attempt that
-    failed (a case errored when any attempt did)."""
-    out: dict[str, dict] = {}
-    for r in records:
-        cid = r["case_id"]
-        if cid not in out or (r.get("status") == "error" and out[cid].get("status") != "error"):
-            out[cid] = r
-    return out
+    return PairedCases(a, b, list(by_a), list(by_b), paired, excluded, a.task or b.task,
+                       {cid: dict(by_a[cid].means) for cid in paired},
+                       {cid: dict(by_b[cid].means) for cid in paired},
+                       {cid: by_a[cid].name for cid in paired})
 
 
 def choose_metrics(pair: PairedCases, metrics: Sequence[str] | None) -> list[str]:
@@ -352,7 +229,7 @@ def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set
                          exact_max_n: int = 20) -> list[MetricComparison]:
     """One :class:`MetricComparison` per metric over the paired cases (those in ``cases``
     only, when given: a group). ``p_holm`` is left unset."""
-    names = {cid: pair.by_a[cid].get("name") for cid in pair.paired}
+    names = pair.names
     results = []
     for metric in chosen:
         ids = [cid for cid in pair.paired if metric in pair.vals_a[cid]
@@ -388,8 +265,8 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
         m.p_ttest_holm = p
     return Comparison(
         task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(pair.paired),
-        only_a=[c for c in pair.by_a if c not in pair.by_b],
-        only_b=[c for c in pair.by_b if c not in pair.by_a],
+        only_a=[c for c in pair.ids_a if c not in set(pair.ids_b)],
+        only_b=[c for c in pair.ids_b if c not in set(pair.ids_a)],
         excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
     )

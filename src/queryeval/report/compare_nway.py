@@ -28,7 +28,6 @@ from queryeval.report.compare import (
     MetricComparison,
     PairedCases,
     _run_info,
-    case_metrics,
     choose_metrics,
     compare_pair_metrics,
     load_run,
@@ -256,17 +255,17 @@ def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] 
     chosen_sets = [choose_metrics(p, metrics) for p in paired.values()]
     chosen = [m for m in chosen_sets[0] if all(m in s for s in chosen_sets[1:])]
     task = next((r.task for r in loaded if r.task is not None), None)
-    ids = [{r["case_id"] for r in run.records} for run in loaded]
-    common = [r["case_id"] for r in loaded[0].records if all(r["case_id"] in s for s in ids)]
-    if any(r.task_options.get("on_error") == "skip" for r in loaded):
-        bad = {r["case_id"] for run in loaded for r in run.records if r.get("status") == "error"}
-        common = [c for c in common if c not in bad]
-    by_run = [{r["case_id"]: r for r in run.records} for run in loaded]
-    per = [{cid: case_metrics(task, b[cid]) for cid in common} for b in by_run]
+    # every figure from the run model: each case's mean over its attempts (as the two-run
+    # compare pairs on), cases in run A's order, present in every run
+    cases = [{c.case_id: c for c in run.cases} for run in loaded]
+    common = [cid for cid in cases[0] if all(cid in cs for cs in cases[1:])]
+    if any(run.on_error == "skip" for run in loaded):
+        common = [cid for cid in common if not any(cs[cid].errored for cs in cases)]
+    per = [{cid: dict(cs[cid].means) for cid in common} for cs in cases]
     members: dict[str, dict[str, set[str]]] = {}
     if groups:
         for cid in common:
-            for key, values in record_groups(by_run[0][cid]).items():
+            for key, values in cases[0][cid].labels.items():
                 for v in values:
                     members.setdefault(key, {}).setdefault(v, set()).add(cid)
     return _assemble(loaded[0].task_name, [_run_info(r) for r in loaded], per, common, chosen,
@@ -304,8 +303,7 @@ def compare_trec(qrels: str | Path, runs: Sequence[str | Path], metrics: Sequenc
     common = [q for q in per[0] if all(q in p for p in per[1:])]
     paired = {}
     for i, j in index:
-        by = {q: {"case_id": q, "name": None} for q in common}
-        paired[(i, j)] = PairedCases(None, None, by, by, common, [], None,  # type: ignore[arg-type]
+        paired[(i, j)] = PairedCases(None, None, list(per[i]), list(per[j]), common, [], None,
                                      {q: per[i][q] for q in common},
                                      {q: per[j][q] for q in common})
     infos = [{"batch_id": Path(r).name, "path": str(r), "status": "trec run", "system": None,
