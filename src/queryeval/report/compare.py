@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, GateFailure, InputError
+from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
 from queryeval.run.log import dumps
 from queryeval.run.results import (  # noqa: F401 - re-exported
@@ -83,6 +84,15 @@ class MetricComparison:
     lower_is_better: bool = False
     improved: list[Flip] = field(default_factory=list)
     regressed: list[Flip] = field(default_factory=list)
+    verdict: str = "no detectable difference"
+    """``better`` / ``worse`` (significant after Holm), ``no detectable difference``, or
+    ``count (not tested)``: :mod:`queryeval.report.compare_verdict`."""
+    tested: bool = True
+    """In the Holm family (not a count, not a twin of an earlier metric)."""
+    same_as: str | None = None
+    """The earlier metric whose per-case values this one equals in both runs (its test)."""
+    notes: list[str] = field(default_factory=list)
+    diffs: list[float] = field(default_factory=list, repr=False)
 
     def worse(self) -> bool:
         """B is worse than A on this metric (direction-aware)."""
@@ -92,6 +102,7 @@ class MetricComparison:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out.pop("diffs")
         for key in ("improved", "regressed"):
             out[key] = [{**asdict(f), "delta": f.delta} for f in getattr(self, key)]
         return out
@@ -112,6 +123,9 @@ class Comparison:
     confidence: float
     resamples: int
     seed: int | None
+    warnings: list[str] = field(default_factory=list)
+    """A run compared with itself; per metric: a CI excluding 0 beside a Holm p >= alpha,
+    an n too small to detect the observed difference."""
 
     def metric(self, name: str) -> MetricComparison:
         for m in self.metrics:
@@ -121,7 +135,12 @@ class Comparison:
 
     def regressions(self) -> list[MetricComparison]:
         """Metrics where B is worse and the Holm-adjusted randomization p is below alpha."""
-        return [m for m in self.metrics if m.worse() and m.p_holm is not None and m.p_holm < self.alpha]
+        return [m for m in self.metrics if m.verdict == verdicts.WORSE]
+
+    def headline(self) -> str:
+        """The verdict in one line: per direction, the metrics significantly better or worse
+        after Holm, and how many show no detectable difference."""
+        return verdicts.headline(self.metrics, self.alpha)
 
     def to_dict(self) -> dict:
         return {
@@ -129,7 +148,9 @@ class Comparison:
             "run_a": self.run_a, "run_b": self.run_b, "paired_cases": self.paired,
             "only_in_a": self.only_a, "only_in_b": self.only_b, "excluded": self.excluded,
             "alpha": self.alpha, "confidence": self.confidence, "resamples": self.resamples,
-            "seed": self.seed, "metrics": [m.to_dict() for m in self.metrics],
+            "seed": self.seed, "headline": self.headline(), "warnings": self.warnings,
+            "verdicts": {m.metric: m.verdict for m in self.metrics},
+            "metrics": [m.to_dict() for m in self.metrics],
             "regressions": [m.metric for m in self.regressions()],
         }
 
@@ -164,7 +185,7 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
         metric, len(ids), sum(xs) / len(xs), sum(ys) / len(ys), ci.mean, ci.low, ci.high,
         rand.p_value, rand.method, stats.paired_t_test(xs, ys).p_value,
         binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
-        improved=improved, regressed=regressed,
+        improved=improved, regressed=regressed, diffs=diffs,
     )
 
 
@@ -259,17 +280,45 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
     chosen = choose_metrics(pair, metrics)
     results = compare_pair_metrics(pair, chosen, confidence=confidence, resamples=resamples,
                                    seed=seed, exact_max_n=exact_max_n)
-    for m, p in zip(results, stats.holm([m.p_randomization for m in results]), strict=True):
-        m.p_holm = p
-    for m, p in zip(results, stats.holm([m.p_ttest for m in results]), strict=True):
-        m.p_ttest_holm = p
+    conclude(results, pair, alpha=alpha, confidence=confidence)
     return Comparison(
         task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(pair.paired),
         only_a=[c for c in pair.ids_a if c not in set(pair.ids_b)],
         only_b=[c for c in pair.ids_b if c not in set(pair.ids_a)],
         excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
+        warnings=verdicts.same_run_warning([_run_info(a), _run_info(b)])
+        + [n for m in results for n in m.notes],
     )
+
+
+def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float,
+             confidence: float) -> None:
+    """Holm's adjustment over the family of distinct tested metrics (counts out; a metric
+    equal case by case to an earlier one takes its test), then each metric's verdict and
+    notes. Sets ``p_holm``, ``p_ttest_holm``, ``tested``, ``same_as``, ``verdict``, ``notes``."""
+    names = [m.metric for m in results]
+    twins, counts = verdicts.classify(names, [pair.vals_a, pair.vals_b], pair.paired)
+    family = [m for m in results if m.metric not in counts and m.metric not in twins]
+    for m, p in zip(family, stats.holm([m.p_randomization for m in family]), strict=True):
+        m.p_holm = p
+    for m, p in zip(family, stats.holm([m.p_ttest for m in family]), strict=True):
+        m.p_ttest_holm = p
+    by_name = {m.metric: m for m in results}
+    for m in results:
+        m.tested = m in family
+        if m.metric in counts:
+            m.p_holm = m.p_ttest_holm = None
+            m.verdict = verdicts.COUNT
+            continue
+        if m.metric in twins:
+            m.same_as = twins[m.metric]
+            m.p_holm, m.p_ttest_holm = by_name[m.same_as].p_holm, by_name[m.same_as].p_ttest_holm
+        m.verdict = verdicts.verdict(m.diff, m.p_holm, alpha, m.lower_is_better)
+        if m.tested:
+            m.notes = verdicts.notes(m.metric, n=m.n, diffs=m.diffs, ci=(m.ci_low, m.ci_high),
+                                     confidence=confidence, p_raw=m.p_randomization,
+                                     p_adjusted=m.p_holm, family=len(family), alpha=alpha)
 
 
 def check_regression(comparison: Comparison) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from queryeval.errors import ConfigError, GateFailure
+from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
 from queryeval.report.compare import (
     LoadedRun,
@@ -30,6 +31,7 @@ from queryeval.report.compare import (
     _run_info,
     choose_metrics,
     compare_pair_metrics,
+    conclude,
     load_run,
     lower_is_better,
     pair_runs,
@@ -69,6 +71,10 @@ class Table:
     """Cases shared by every run that carry the metric (the means' cases)."""
     lower: dict[str, bool]
     tests: list[PairTest] = field(default_factory=list)
+    twins: dict[str, str] = field(default_factory=dict)
+    """Metric -> the earlier metric it equals case by case in every run (shares its test)."""
+    counts: set[str] = field(default_factory=set)
+    """Count metrics (shown, not tested)."""
 
     def test(self, metric: str, i: int, j: int) -> PairTest | None:
         for t in self.tests:
@@ -103,6 +109,8 @@ class Table:
                 "means": self.means[m], "best": self.best(m),
                 "better_than": [self.marks(m, k, alpha)[0] for k in range(len(self.means[m]))],
                 "worse_than": [self.marks(m, k, alpha)[1] for k in range(len(self.means[m]))],
+                "tested": m not in self.counts and m not in self.twins,
+                "same_as": self.twins.get(m), "count": m in self.counts,
             } for m in self.metrics],
             "tests": [{"run_a": t.i, "run_b": t.j, "p_adjusted": t.p_adjusted,
                        **{k: v for k, v in t.result.to_dict().items()
@@ -127,14 +135,42 @@ class NWayComparison:
     confidence: float
     resamples: int
     seed: int | None
+    warnings: list[str] = field(default_factory=list)
+    """A run given twice; per pair and metric: a CI excluding 0 beside a Holm p >= alpha,
+    an n too small to detect the observed difference."""
 
     def tables(self) -> list[Table]:
         return [self.overall, *(t for ts in self.groups.values() for t in ts)]
 
     def regressions(self) -> list[PairTest]:
         """Overall tests where a run is significantly worse than the baseline (run 0)."""
-        return [t for t in self.overall.tests if t.i == 0 and t.result.worse()
-                and t.p_adjusted is not None and t.p_adjusted < self.alpha]
+        return [t for t in self.overall.tests if t.i == 0 and verdicts.verdict(
+            t.result.diff, t.p_adjusted, self.alpha, t.result.lower_is_better) == verdicts.WORSE]
+
+    def verdicts(self) -> list[dict]:
+        """Per pair of the overall table and metric: the verdict of the second run against
+        the first (better / worse / no detectable difference, significant after Holm over
+        the table's tests)."""
+        out = []
+        for t in self.overall.tests:
+            m = t.result
+            out.append({"run_a": t.i, "run_b": t.j, "metric": m.metric, "diff": m.diff,
+                        "p_adjusted": t.p_adjusted, "verdict": verdicts.verdict(
+                            m.diff, t.p_adjusted, self.alpha, m.lower_is_better)})
+        return out
+
+    def headline(self) -> str:
+        """One line per run against the baseline: metrics significantly worse and better."""
+        lines = []
+        for j in range(1, len(self.runs)):
+            rows = [v for v in self.verdicts() if v["run_a"] == 0 and v["run_b"] == j]
+            worse = [v["metric"] for v in rows if v["verdict"] == verdicts.WORSE]
+            better = [v["metric"] for v in rows if v["verdict"] == verdicts.BETTER]
+            lines.append(f"{letter(j)} ({self.labels[j]}) against a ({self.labels[0]}): "
+                         f"worse on {len(worse)}{': ' + ', '.join(worse) if worse else ''}; "
+                         f"better on {len(better)}{': ' + ', '.join(better) if better else ''}; "
+                         f"no detectable difference on {len(rows) - len(worse) - len(better)}")
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
@@ -142,7 +178,8 @@ class NWayComparison:
             "runs": [{**r, "letter": letter(k), "label": self.labels[k]}
                      for k, r in enumerate(self.runs)],
             "pairs": self.pairs, "alpha": self.alpha, "confidence": self.confidence,
-            "resamples": self.resamples, "seed": self.seed,
+            "resamples": self.resamples, "seed": self.seed, "headline": self.headline(),
+            "warnings": self.warnings, "verdicts": self.verdicts(),
             "overall": self.overall.to_dict(self.alpha),
             "groups": {k: [t.to_dict(self.alpha) for t in ts] for k, ts in self.groups.items()},
             "flips": [{"run_a": i, "run_b": j, "metric": m.metric,
@@ -155,7 +192,11 @@ class NWayComparison:
 
 
 def run_label(info: dict) -> str:
-    """A short name for a run: its system, else its responses file's name, else its batch id."""
+    """A run's label: the one stored in its batch record (``--name`` or the default of
+    :func:`queryeval.run.results.default_label`), else its system, its responses file's
+    name, else its batch id."""
+    if isinstance(info.get("label"), str) and info["label"]:
+        return info["label"]
     system = info.get("system")
     if isinstance(system, dict):
         system = system.get("name") or system.get("kind")
@@ -180,9 +221,16 @@ def record_groups(record: dict) -> dict[str, list[str]]:
     return out
 
 
-def _adjust(tests: list[PairTest]) -> None:
-    for t, p in zip(tests, stats.holm([t.result.p_randomization for t in tests]), strict=True):
+def _adjust(tests: list[PairTest], twins: dict[str, str], counts: set[str]) -> None:
+    """Holm across the table's tests of distinct, tested metrics (compare_verdict): a count
+    is not tested, a metric equal case by case to an earlier one takes that one's test."""
+    family = [t for t in tests if t.result.metric not in counts and t.result.metric not in twins]
+    for t, p in zip(family, stats.holm([t.result.p_randomization for t in family]), strict=True):
         t.p_adjusted = p
+    adjusted = {(t.result.metric, t.i, t.j): t.p_adjusted for t in family}
+    for t in tests:
+        if t.result.metric in twins:
+            t.p_adjusted = adjusted.get((twins[t.result.metric], t.i, t.j))
 
 
 def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, float]]],
@@ -196,10 +244,14 @@ def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, fl
         means[m] = [math.fsum(p[c][m] for c in ids) / len(ids) if ids else None for p in per]
     table = Table(key, member, list(metrics), means, n,
                   {m: lower_is_better(task, m) for m in metrics})
+    ids = [c for c in common if cases is None or c in cases]
+    twins, counts = verdicts.classify(metrics, per, ids)
+    table.twins, table.counts = twins, counts
     for (i, j), pair in pairs.items():
-        for res in compare_pair_metrics(pair, metrics, cases=cases, **kw):
+        for res in compare_pair_metrics(pair, [m for m in metrics if m not in counts],
+                                        cases=cases, **kw):
             table.tests.append(PairTest(i, j, res))
-    _adjust(table.tests)
+    _adjust(table.tests, twins, counts)
     return table
 
 
@@ -229,15 +281,16 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
     pair_results: dict[tuple[int, int], list[MetricComparison]] = {}
     for i, j in paired:
         res = [t.result for t in overall.tests if (t.i, t.j) == (i, j)]
-        for m, p in zip(res, stats.holm([m.p_randomization for m in res]), strict=True):
-            m.p_holm = p
-        for m, p in zip(res, stats.holm([m.p_ttest for m in res]), strict=True):
-            m.p_ttest_holm = p
+        conclude(res, paired[(i, j)], alpha=alpha, confidence=confidence)
         pair_results[(i, j)] = res
     group_tables = {key: [_table(key, v, per, common, chosen, task, paired, kw, cs)
                           for v, cs in sorted(members[key].items())] for key in sorted(members)}
+    warnings = verdicts.same_run_warning(infos) + [
+        f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
+        for m in res for note in m.notes]
     return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
-                          group_tables, pair_results, alpha, confidence, resamples, seed)
+                          group_tables, pair_results, alpha, confidence, resamples, seed,
+                          warnings)
 
 
 def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
