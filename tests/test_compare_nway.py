@@ -166,8 +166,11 @@ def test_exports(runs, comp_all, tmp_path):
     wb = load_workbook(write(comp_all, tmp_path / "t.xlsx", "xlsx"))
     ws = wb["Compare"]
     cells = {(c.row, c.column): c.value for row in ws.iter_rows() for c in row}
-    assert cells[(7, 1)] == "macro_recall" and cells[(7, 4)] == pytest.approx(20.5 / 23)
-    assert ws.cell(7, 4).font.bold and not ws.cell(7, 3).font.bold
+    row = min(r for (r, c), v in cells.items() if c == 1 and v == "macro_recall")  # overall
+    assert cells[(row, 4)] == pytest.approx(20.5 / 23)
+    assert ws.cell(row, 4).font.bold and not ws.cell(row, 3).font.bold
+    assert cells[(3, 1)].startswith("b (") and "worse on 0" in cells[(3, 1)]  # verdict first
+    assert cells[(4, 1)].startswith("c (") and "worse on 2" in cells[(4, 1)]
     assert wb["Tests"].max_row == 1 + sum(len(t.tests) for t in comp_all.tables())
 
 

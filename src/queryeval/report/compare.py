@@ -13,17 +13,15 @@ reading), and the console / JSON / xlsx outputs; the HTML output is in
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError, GateFailure, InputError
+from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
-from queryeval.run.log import dumps
 from queryeval.run.results import (  # noqa: F401 - re-exported
     RunResults,
     case_metrics,
@@ -135,7 +133,8 @@ class Comparison:
 
     def regressions(self) -> list[MetricComparison]:
         """Metrics where B is worse and the Holm-adjusted randomization p is below alpha."""
-        return [m for m in self.metrics if m.verdict == verdicts.WORSE]
+        return [m for m in self.metrics if m.verdict != verdicts.COUNT and verdicts.verdict(
+            m.diff, m.p_holm, self.alpha, m.lower_is_better) == verdicts.WORSE]
 
     def headline(self) -> str:
         """The verdict in one line: per direction, the metrics significantly better or worse
@@ -336,97 +335,10 @@ def check_regression(comparison: Comparison) -> None:
     raise GateFailure("significant regression: " + "; ".join(lines))
 
 
-# --- outputs ----------------------------------------------------------------------------------
-def _f(v: float | None, spec: str = ".4f") -> str:
-    return "—" if v is None else format(v, spec)
+# --- outputs: report/compare_output.py (console, JSON, xlsx); HTML: report/html_compare.py --
+def __getattr__(name: str):  # the outputs' former home: report.compare.write_xlsx etc.
+    if name in ("console_renderables", "write_json", "write_xlsx", "_sheet_title"):
+        from queryeval.report import compare_output
 
-
-def console_renderables(comp: Comparison, *, max_flips: int = 10) -> list:
-    """Rich tables: the per-metric summary, then the flipped cases of each metric. Text from
-    the runs (task, batch ids, metric names, case ids and names) is literal, never markup,
-    with control characters made visible (:func:`queryeval.io.safetext.console_text`)."""
-    from rich.table import Table
-
-    from queryeval.io.safetext import console_text as lit
-
-    head = Table(title=lit(f"Compare {comp.task}: A={comp.run_a['batch_id'][:8]} "
-                           f"B={comp.run_b['batch_id'][:8]} ({comp.paired} paired cases"
-                           f", {len(comp.only_a)} only in A, {len(comp.only_b)} only in B)"),
-                 title_justify="left")
-    for col in ("metric", "n", "mean A", "mean B", "B − A", f"{comp.confidence:.0%} CI",
-                "p rand.", "p t-test", "p Holm", "improved", "regressed"):
-        head.add_column(col, justify="left" if col == "metric" else "right")
-    for m in comp.metrics:
-        style = "bold red" if m in comp.regressions() else None
-        head.add_row(lit(m.metric), str(m.n), _f(m.mean_a), _f(m.mean_b), _f(m.diff, "+.4f"),
-                     lit(f"[{_f(m.ci_low, '+.4f')}, {_f(m.ci_high, '+.4f')}]"),
-                     _f(m.p_randomization, ".4g"), _f(m.p_ttest, ".4g"), _f(m.p_holm, ".4g"),
-                     str(len(m.improved)), str(len(m.regressed)), style=style)
-    out: list = [head]
-    for m in comp.metrics:
-        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
-        if not flips:
-            continue
-        t = Table(title=lit(f"{m.metric}: flipped cases"), title_justify="left")
-        for col in ("change", "case", "A", "B"):
-            t.add_column(col)
-        for kind, f in flips[:max_flips]:
-            t.add_row(kind, lit(f"{f.case_id} {f.name or ''}".strip()), _f(f.a), _f(f.b))
-        if len(flips) > max_flips:
-            t.add_row("…", f"{len(flips) - max_flips} more (see --json/--xlsx/--html)", "", "")
-        out.append(t)
-    return out
-
-
-def write_json(comp: Comparison, path: str | Path) -> Path:
-    from queryeval.io.atomic import write_text_atomic
-
-    write_text_atomic(path, dumps(comp.to_dict(), indent=2) + "\n")
-    return Path(path)
-
-
-def _sheet_title(name: str, used: set[str]) -> str:
-    from queryeval.io.safetext import xlsx_text
-
-    base = re.sub(r"[\[\]:*?/\\]", "_", xlsx_text(name))[:31].strip("'") or "metric"
-    title, i = base, 2
-    while title.lower() in used or title.lower() == "summary":
-        suffix = f"~{i}"
-        title, i = base[: 31 - len(suffix)] + suffix, i + 1
-    used.add(title.lower())
-    return title
-
-
-def write_xlsx(comp: Comparison, path: str | Path) -> Path:
-    """Sheet ``Summary`` (one row per metric) and one sheet per metric with its flipped cases."""
-    from openpyxl import Workbook
-
-    from queryeval.report.xlsx import save, set_widths, write_table
-
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Summary"
-    info = [("task", comp.task), ("run A", comp.run_a["batch_id"]), ("run B", comp.run_b["batch_id"]),
-            ("paired cases", comp.paired), ("only in A", len(comp.only_a)),
-            ("only in B", len(comp.only_b)), ("excluded (errors, on_error=skip)", len(comp.excluded)),
-            ("alpha", comp.alpha), ("resamples", comp.resamples), ("seed", comp.seed)]
-    row = write_table(ws, 1, ["field", "value"], info, title="Comparison")
-    headers = ["metric", "n", "mean A", "mean B", "B - A", "CI low", "CI high", "p randomization",
-               "p t-test", "p Holm", "p t-test Holm", "improved", "regressed", "significant regression"]
-    regress = {m.metric for m in comp.regressions()}
-    rows = [[m.metric, m.n, m.mean_a, m.mean_b, m.diff, m.ci_low, m.ci_high, m.p_randomization,
-             m.p_ttest, m.p_holm, m.p_ttest_holm, len(m.improved), len(m.regressed),
-             "yes" if m.metric in regress else "no"] for m in comp.metrics]
-    write_table(ws, row, headers, rows, figure_cols=(3, 4, 5, 6, 7), title="Metrics")
-    ws.freeze_panes = None
-    set_widths(ws, {1: 34, **{j: 14 for j in range(2, 15)}})
-    used: set[str] = set()
-    for m in comp.metrics:
-        sheet = wb.create_sheet(_sheet_title(m.metric, used))
-        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
-        write_table(sheet, 1, ["change", "case_id", "name", "A", "B", "B - A"],
-                    [[k, f.case_id, f.name, f.a, f.b, f.delta] for k, f in flips],
-                    figure_cols=(4, 5, 6), title=f"{m.metric}: flipped cases ({len(flips)})")
-        sheet.freeze_panes = "A3"
-        set_widths(sheet, {1: 12, 2: 40, 3: 40, 4: 10, 5: 10, 6: 10})
-    return save(wb, path)
+        return getattr(compare_output, name)
+    raise AttributeError(name)
