@@ -298,7 +298,8 @@ def command(
                 ray_address=config.ray_address, max_error_rate=config.max_error_rate,
                 isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
                 cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
-                system_version=config.system_version, fail_under=thresholds or None,
+                system_version=config.system_version, name=config.name,
+                fail_under=thresholds or None,
                 progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         if bar.live.is_started:

@@ -13,6 +13,7 @@ are shown, never tested. Both compares (two runs and N runs) call these function
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
@@ -22,10 +23,15 @@ POWER = 0.8
 """Power at which :func:`cases_needed` sizes a comparison."""
 
 
-def is_count(values: Sequence[float]) -> bool:
-    """Non-negative whole numbers, not all 0/1: a count of things, not a rate."""
+_COUNT_NAME = re.compile(r"(?:^|_)(?:subquestions|questions|cases|count|answered|rows)$"
+                         r"|^(?:n|num|total)_")
+
+
+def is_count(values: Sequence[float], name: str = "") -> bool:
+    """Non-negative whole numbers, either named as a count (``subquestions``, ``cases``,
+    ``n_…``, ``total_…``) or not all 0/1: a count of things, not a rate."""
     return bool(values) and all(v >= 0 and float(v).is_integer() for v in values) \
-        and any(v > 1 for v in values)
+        and (any(v > 1 for v in values) or bool(_COUNT_NAME.search(name)))
 
 
 def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str, float]]],
@@ -38,7 +44,7 @@ def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str,
     for m in metrics:
         vector = tuple(tuple(col[c].get(m) for c in ids if c in col) for col in columns)
         flat = [v for run in vector for v in run if v is not None]
-        if is_count(flat):
+        if is_count(flat, m):
             counts.add(m)
             continue
         if not flat:
