@@ -513,8 +513,9 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     for r in rows:
         names += [k for k in r["metrics"] if k not in names]
     cis = []
+    counted = loaded.counted()  # the run model: one mean per case, on_error applied
     for m in names:
-        vals = [r["metrics"][m] for r in rows if m in r["metrics"]]
+        vals = [c.means[m] for c in counted if m in c.means]
         ci = stats.bootstrap_ci(vals, resamples=viewer.resamples, seed=0)
         cis.append({"metric": m, "mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n})
     metrics = loaded.metrics if isinstance(loaded.metrics, dict) else {}
