@@ -182,7 +182,9 @@ def test_console_and_metrics_json(built, kind):
     doc = json.loads(_file(run, "metrics", ".json").read_text())
     assert doc["overall_metrics"]["psaq"] == pytest.approx(AGG[kind])
     assert run.overall["psaq"] == pytest.approx(AGG[kind])
-    assert re.search(rf"psaq\s*│\s*{AGG[kind]:.4f}", str(run))
+    text = str(run)
+    assert re.search(rf"psaq\s*│\s*{AGG[kind]:.4f}", text) and f"run: {kind}" in text
+    assert kind in run._repr_html_()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -311,7 +313,7 @@ def test_viewer_api(built, lab):
     client = TestClient(create_app(lab / "runs", resamples=200), base_url="http://127.0.0.1")
     for kind, run in runs.items():
         doc = client.get(f"/api/runs/{run.batch_id}").json()
-        assert doc["metrics"]["psaq"] == pytest.approx(AGG[kind])
+        assert doc["metrics"]["psaq"] == pytest.approx(AGG[kind]) and doc["label"] == kind
         ci = next(m for m in doc["case_metrics"] if m["metric"] == "all_correct")
         assert (ci["n"], ci["mean"]) == (len(EXPECTED[kind][1]), pytest.approx(AGG[kind])), kind
     ids = "&".join(f"run={runs[k].batch_id}" for k in KINDS)

@@ -284,8 +284,11 @@ class Run:
         from queryeval.report.console import overall_table, render_summary
 
         task = self.task
-        out = (render_summary(task.summary(self.metrics), self.metrics) if task is not None
-               else [overall_table(self.metrics)])
+        from queryeval.io.safetext import console_text
+
+        out = [console_text(f"run: {self.label}", "bold")]
+        out += (render_summary(task.summary(self.metrics), self.metrics) if task is not None
+                else [overall_table(self.metrics)])
         if "repeats" in self.metrics:
             from queryeval.report.console import repeats_tables
 
@@ -298,11 +301,12 @@ class Run:
         return render_text(self.summary())
 
     def __repr__(self) -> str:
-        return f"<queryeval.Run {self.task_name} {self.path}>"
+        return f"<queryeval.Run {self.label} {self.task_name} {self.path}>"
 
     def _repr_html_(self) -> str:
         e = html.escape
-        head = (f"<b>queryeval run</b> · task <code>{e(str(self.task_name))}</code> · batch "
+        head = (f"<b>queryeval run</b> <b>{e(self.label)}</b> · task "
+                f"<code>{e(str(self.task_name))}</code> · batch "
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
