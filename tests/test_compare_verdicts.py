@@ -198,6 +198,11 @@ def test_cli_name_and_builtin_label_in_compare_html(tmp_path):
     # hit_rate@10 equals recall@10 case by case (one relevant chunk): one test, not two
     hit = next(m for m in doc["metrics"] if m["metric"].startswith("hit_rate@"))
     assert hit["same_as"] == hit["metric"].replace("hit_rate", "recall") and not hit["tested"]
+    # precision@10 = recall@10 / 10 case by case: the same (scale-free) test
+    prec = next(m for m in doc["metrics"] if m["metric"].startswith("precision@"))
+    assert prec["same_as"] == prec["metric"].replace("precision", "recall")
+    assert prec["p_holm"] == next(m["p_holm"] for m in doc["metrics"]
+                                  if m["metric"] == prec["same_as"])
 
 
 def test_qrels_compare_labels_runs_by_their_run_tag(tmp_path):

@@ -23,11 +23,11 @@ def _f(v: float | None, spec: str = ".4f") -> str:
 
 def short_verdict(m: MetricComparison) -> str:
     """The verdict cell: ``better``, ``worse``, ``—`` (no detectable difference), ``count``;
-    a metric sharing an earlier one's test says so (``= recall@5``)."""
+    a metric sharing an earlier one's test says so (``test of recall@5``)."""
     if m.verdict == verdicts.COUNT:
         return "count"
     text = m.verdict if m.verdict in (verdicts.BETTER, verdicts.WORSE) else "—"
-    return f"{text} (= {m.same_as})" if m.same_as else text
+    return f"{text} (test of {m.same_as})" if m.same_as else text
 
 
 def run_line(comp: Comparison) -> str:
@@ -68,7 +68,8 @@ def console_renderables(comp: Comparison, *, details: bool = False, max_flips: i
     out.append(head)
     out.append(lit(f"verdict: better/worse = significant after Holm over {sum(m.tested for m in comp.metrics)} "
                    f"tested metric(s) at alpha {comp.alpha:g}; — = no detectable difference; "
-                   "count = not tested; (= m) = equal case by case to m, one test"))
+                   "count = not tested; (test of m) = equal to m case by case, up to a "
+                   "factor: one test"))
     imp = sum(len(m.improved) for m in comp.metrics if m.tested)
     reg = sum(len(m.regressed) for m in comp.metrics if m.tested)
     if not details:

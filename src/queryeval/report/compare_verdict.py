@@ -4,10 +4,11 @@ reader needs (a run compared with itself, too few cases to detect the observed d
 a confidence interval that excludes 0 beside a Holm-adjusted p above alpha).
 
 The Holm family holds each distinct per-case figure once: a metric whose per-case values
-equal an earlier metric's in every run (``hit_rate@k`` and ``recall@k``, ``map@k`` and
-``mrr@k`` when each question has one relevant chunk) takes that metric's test instead of
-counting twice, and counts (``subquestions``, ``cases``: non-negative integers, not all 0/1)
-are shown, never tested. Both compares (two runs and N runs) call these functions.
+equal an earlier metric's in every run, up to a positive factor (the tests are scale-free),
+takes that metric's test instead of counting twice (``hit_rate@k`` and ``recall@k``,
+``map@k`` and ``mrr@k``, and ``precision@k = recall@k / k`` when each question has one
+relevant chunk); counts (``subquestions``, ``cases``: whole numbers named as counts or not
+all 0/1) are shown, never tested. Both compares (two runs and N runs) call these functions.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def is_count(values: Sequence[float], name: str = "") -> bool:
 
 def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str, float]]],
              ids: Sequence[str]) -> tuple[dict[str, str], set[str]]:
-    """(``{metric: earlier metric it equals in every run}``, the count metrics) over the
-    cases ``ids`` of each run's per-case values ``columns[k][case_id][metric]``."""
+    """(``{metric: earlier metric it equals, up to a positive factor, in every run}``, the
+    count metrics) over the cases ``ids`` of each run's per-case values
+    ``columns[k][case_id][metric]``."""
     twins: dict[str, str] = {}
     counts: set[str] = set()
     seen: dict[tuple, str] = {}
@@ -49,6 +51,11 @@ def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str,
             continue
         if not flat:
             continue
+        # the paired tests are scale-free: a metric proportional to an earlier one case by
+        # case in every run (precision@k = recall@k / k with one relevant chunk) has its p
+        scale = max(abs(v) for v in flat) or 1.0
+        vector = tuple(tuple(None if v is None else round(v / scale, 12) for v in run)
+                       for run in vector)
         if vector in seen:
             twins[m] = seen[vector]
         else:
