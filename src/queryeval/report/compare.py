@@ -1,14 +1,16 @@
 """Compare two runs of the same task case by case: differences, significance, flipped cases.
 
-Cases are paired by ``case_id``. For every per-case metric (a number in each record's
-``scores``, or whatever the task's ``case_metrics(record)`` hook returns) the comparison
-holds the means of A and B, the difference B − A with a paired bootstrap CI, a paired
-randomization (sign-flip) test and a paired t-test, Holm-adjusted p-values across metrics,
-and the cases that improved or regressed. A run with ``--repeats`` is paired on each case's
-mean over its attempts (so the paired tests stay valid; a case errored when any attempt did),
-and may be compared with a run without repeats. Also here: :func:`load_run` (open any run log for
-reading), and the console / JSON / xlsx outputs; the HTML output is in
-:mod:`queryeval.report.html_compare`. See docs/reports.md.
+Cases are paired by ``case_id`` and read from the run model
+(:class:`queryeval.run.results.RunResults`): each case's per-case figures are its exact mean
+over its attempts (one attempt without ``--repeats``; a case errored when any attempt did),
+so the N-way compare, the viewer and this one pair on the same values with n = cases. For
+every per-case metric the comparison holds the means of A and B, the difference B − A with a
+paired bootstrap CI, a paired randomization (sign-flip) test and a paired t-test, Holm-adjusted
+p-values across the distinct tested metrics, the verdict and warnings
+(:mod:`queryeval.report.compare_verdict`), and the cases that improved or regressed.
+``load_run``/``LoadedRun`` are the run model's former names. Outputs: console, JSON and xlsx
+in :mod:`queryeval.report.compare_output`, HTML in :mod:`queryeval.report.html_compare`.
+See docs/compare.md.
 """
 
 from __future__ import annotations
