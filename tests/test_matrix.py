@@ -314,8 +314,11 @@ def test_viewer_api(built, lab):
     for kind, run in runs.items():
         doc = client.get(f"/api/runs/{run.batch_id}").json()
         assert doc["metrics"]["psaq"] == pytest.approx(AGG[kind]) and doc["label"] == kind
-        ci = next(m for m in doc["case_metrics"] if m["metric"] == "all_correct")
-        assert (ci["n"], ci["mean"]) == (len(EXPECTED[kind][1]), pytest.approx(AGG[kind])), kind
+        row = next(m for m in doc["overall_rows"] if m["metric"] == "psaq")
+        assert (row["n"], row["value"]) == (len(EXPECTED[kind][1]), pytest.approx(AGG[kind])), kind
+        cases = client.get(f"/api/runs/{run.batch_id}/cases?limit=100").json()["rows"]
+        got = {r["case_id"]: r["metrics"]["all_correct"] for r in cases}
+        assert got == pytest.approx(EXPECTED[kind][0]), kind
     ids = "&".join(f"run={runs[k].batch_id}" for k in KINDS)
     doc = client.get(f"/api/compare?{ids}").json()
     common = [c for c in PLAIN if all(c in EXPECTED[k][1] for k in KINDS)]

@@ -61,9 +61,9 @@ def test_index_lists_every_run(client, folder):
 
 def test_run_page_overall_with_ci_and_groups(client, folder):
     doc = client.get(f"/api/runs/{folder['ids'][0]}").json()
-    rec = next(m for m in doc["case_metrics"] if m["metric"] == "macro_recall")
-    assert rec["mean"] == pytest.approx(19.5 / 23) and rec["n"] == 23
-    assert rec["low"] < rec["mean"] < rec["high"]
+    rec = next(m for m in doc["overall_rows"] if m["metric"] == "macro_recall")
+    assert rec["value"] == pytest.approx(19.5 / 23) and rec["n"] == 23
+    assert rec["low"] < rec["value"] < rec["high"]
     assert set(doc["groups"]) == {"tag", "dimension", "dataset"}
     assert doc["statuses"] == {"ok": 23}
 
@@ -96,6 +96,7 @@ def test_case_details(client, folder):
     assert doc["record"]["name"] == "monthly_cpi_usa"
     assert doc["record"]["turns"][0]["output"] == []
     assert doc["row"]["metrics"] == {"macro_precision": 0.0, "macro_recall": 0.0}
+    assert (doc["row"]["status"], doc["row"]["verdict"]) == ("ok", "fail")
     assert client.get(f"/api/runs/{folder['ids'][1]}/cases/nope").status_code == 404
 
 

@@ -65,7 +65,7 @@ def server(tmp_path_factory, examples_dir):
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
     ids = [p.stem[len("batch_"):] for p in (a, b, c, d, e)]
-    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids}
+    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids, "paths": [a, b, c, d, e]}
     srv.should_exit = True
     thread.join(timeout=30)
     sock.close()
@@ -129,7 +129,15 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     driver.run(f"document.querySelector('tr[data-run=\"{ids[0]}\"] a.runlink').click()")
     _ready(driver)
     assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
-    assert driver.run("return document.querySelectorAll('#overall tbody tr').length") == 2
+    # the Overall table is the HTML report's (same rows, same CI text; 300 resamples both)
+    from queryeval.report.html import overall_rows, report_figures
+
+    fig = report_figures(server["paths"][0], resamples=300)
+    want = [[k, "—" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
+            for k, _, ci in overall_rows(load_run(server["paths"][0]), fig.metrics, fig.cis)]
+    assert driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                      "'#overall tbody tr'), function (r) { return [r.cells[0].textContent,"
+                      " r.cells[2].textContent]; })") == want
     driver.run("var f = document.getElementById('case-filter'); f.value = 'cpi';"
                "f.dispatchEvent(new Event('input'));")
     _wait(driver, "return document.body.getAttribute('data-cases')", "6")
@@ -269,3 +277,88 @@ def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
         thread.join(timeout=30)
         sock.close()
         shutil.rmtree(root / "broken", ignore_errors=True)
+
+
+def test_verdicts_attempts_derived_k_headline_and_expected_text(driver, tmp_path, examples_dir):
+    """Issue 23 items 2, 3, 10 in the page: a recorded retrieval run at k 1 and 5 whose
+    recall@5 is set to 1.0 in its metrics (as a dense run scored on this suite; the page
+    used to drop any figure equal to 1.0) with its derived k=1 batch listed under it; the
+    verdict filter keeps the 15 misses, whose page shows the expected chunk's text from the
+    corpus in the folder; a run with 3 repeats lists each case once with a link per attempt."""
+    import shutil
+
+    import queryeval as qe
+    from queryeval.cli.app import main
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    corpus = root / "corpus.jsonl"
+    shutil.copy(examples_dir / "retrieval" / "corpus.jsonl", corpus)
+    ex = examples_dir / "retrieval"
+    assert main(["run", str(ex / "questions.csv"), "--responses", str(ex / "responses.jsonl"),
+                 "--corpus", str(corpus), "--k", "1,5", "-q", "--no-report",
+                 "--out", str(root / "ret")]) == 0
+    (parent,) = [p for p in root.rglob("batch_*.json") if "derived_from" not in p.read_text()]
+    (derived,) = [p for p in root.rglob("batch_*.json") if p != parent]
+    metrics = next(parent.parent.glob(f"metrics_{parent.stem[6:]}.json"))
+    doc = json.loads(metrics.read_text())
+    doc["overall_metrics"]["recall@5"] = 1.0
+    metrics.write_text(json.dumps(doc))
+    suite = examples_dir / "sdmx" / "suite"
+    qe.evaluate(str(suite), system=f"python:{suite.parent / 'system.py'}:select", repeats=3,
+                out=root / "rep", reports=False)
+    rep = next((root / "rep").rglob("batch_*.json")).stem[6:]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=100), log_level="warning",
+                                        lifespan="off"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not srv.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        driver.console()
+        driver._call("POST", "/url", {"url": url})
+        _ready(driver)
+        head = driver.run(f"var c = document.querySelector('tr[data-run=\"{parent.stem[6:]}\"] "
+                          "[data-metric=\"recall@5\"]'); return c && c.textContent")
+        assert head == "recall@5 1.0000"
+        order = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                           "'#runs tbody tr'), function (r) { return [r.getAttribute('data-run'),"
+                           " r.className]; })")
+        at = order.index([parent.stem[6:], ""])
+        assert order[at + 1] == [derived.stem[6:], "derived"]
+        # the misses: verdict fail though the call status is ok; the expected chunk's text
+        driver._call("POST", "/url", {"url": url + "#/run/" + parent.stem[6:]})
+        _ready(driver)
+        driver.run("var s = document.getElementById('case-verdict'); s.value = 'fail';"
+                   "s.dispatchEvent(new Event('change'));")
+        _wait(driver, "return document.body.getAttribute('data-cases')", "15")
+        cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                           "'#cases tbody tr'), function (r) { return [r.cells[2].textContent,"
+                           " r.cells[3].textContent]; })")
+        assert cells == [["fail", "ok"]] * 15
+        driver.run("document.querySelector('#cases tbody a.caselink').click()")
+        _ready(driver)
+        text = driver.run("return document.getElementById('expected-text').textContent")
+        chunks = [json.loads(line)["content"] for line in corpus.read_text().splitlines()]
+        assert text in chunks
+        # a repeated run: 23 rows (one per case), three attempt links each
+        driver._call("POST", "/url", {"url": url + "#/run/" + rep})
+        _ready(driver)
+        assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
+        assert driver.run("return document.querySelectorAll('#cases tbody a.attempt').length") == 69
+        assert driver.run("return document.querySelector('#repeats') !== null") is True
+        driver.run("document.querySelectorAll('#cases tbody tr')[0].querySelectorAll("
+                   "'a.attempt')[2].click()")
+        _ready(driver)
+        assert driver.run("return document.querySelector('#attempts b.current').textContent"
+                          ).startswith("repeat 2")
+        assert _errors(driver) == []
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

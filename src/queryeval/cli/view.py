@@ -15,7 +15,9 @@ def command(
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to bind. Anything but loopback serves every run "
         "to the network without authentication (a warning is printed)."),
-    resamples: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap / Monte Carlo resamples of the pages' statistics."),
+    resamples: int = typer.Option(
+        10_000, "--resamples", min=1, help="Bootstrap / Monte Carlo resamples of the pages' "
+        "statistics (the default of queryeval report and compare, so the figures are theirs)."),
 ) -> None:
     """Browse runs, their cases and comparisons in a browser (read-only; loopback by default)."""
     import socket
@@ -38,6 +40,7 @@ def command(
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(128)  # connections wait from now on, not refused before uvicorn starts
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host} port {port}: "

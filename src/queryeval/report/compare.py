@@ -24,6 +24,7 @@ from typing import Any
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
+from queryeval.run.repeats import exact_mean
 from queryeval.run.results import (  # noqa: F401 - re-exported
     RunResults,
     case_metrics,
@@ -183,7 +184,7 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
     rand = stats.sign_flip_test(diffs, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
     improved, regressed = _flips(ids, names, xs, ys, lower)
     return MetricComparison(
-        metric, len(ids), sum(xs) / len(xs), sum(ys) / len(ys), ci.mean, ci.low, ci.high,
+        metric, len(ids), exact_mean(xs), exact_mean(ys), ci.mean, ci.low, ci.high,
         rand.p_value, rand.method, stats.paired_t_test(xs, ys).p_value,
         binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
         improved=improved, regressed=regressed, diffs=diffs,

@@ -13,7 +13,6 @@ JSON and xlsx here; HTML in :mod:`queryeval.report.html_compare`. See docs/compa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Literal
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
+from queryeval.run.repeats import exact_mean
 from queryeval.report.compare import (
     LoadedRun,
     MetricComparison,
@@ -224,7 +224,7 @@ def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, fl
     for m in metrics:
         ids = [c for c in common if (cases is None or c in cases) and all(m in p[c] for p in per)]
         n[m] = len(ids)
-        means[m] = [math.fsum(p[c][m] for c in ids) / len(ids) if ids else None for p in per]
+        means[m] = [exact_mean([p[c][m] for c in ids]) if ids else None for p in per]
     table = Table(key, member, list(metrics), means, n,
                   {m: lower_is_better(task, m) for m in metrics})
     ids = [c for c in common if cases is None or c in cases]

@@ -17,6 +17,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,22 +205,33 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
     return cis
 
 
-def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
-             resamples: int, seed: int) -> str:
+def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
+                 ) -> list[tuple[str, Any, stats.MeanCI | None]]:
+    """The Overall table: (figure, value, its case-bootstrap CI or None) for each overall
+    figure (settings and aliases left out); a CI is given only where it is the CI of that
+    very figure (its mean equals the value). The viewer reads this too."""
     figures, _ = overall_figures(metrics.get("overall_metrics", {}))
-    rows, chart_rows, chart_ci = [], [], []
+    out = []
     for key, value in figures.items():
         ci = cis.get(key)
         agrees = (ci is not None and ci.mean is not None and isinstance(value, (int, float))
                   and abs(ci.mean - value) <= 1e-9)
         agrees = agrees and ci.low is not None
-        interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if agrees else "—"
+        out.append((key, value, ci if agrees else None))
+    return out
+
+
+def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
+             resamples: int, seed: int) -> str:
+    rows, chart_rows, chart_ci = [], [], []
+    for key, value, ci in overall_rows(run, metrics, cis):
+        interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else "—"
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
-                     f'<td class="num">{ci.n if agrees else ""}</td>'])
+                     f'<td class="num">{ci.n if ci is not None else ""}</td>'])
         if _is_rate(value) and not lower_is_better(run.task, key.rsplit(".", 1)[-1]):
             chart_rows.append((key, [value]))
-            chart_ci.append([(ci.low, ci.high) if agrees else None])
+            chart_ci.append([(ci.low, ci.high) if ci is not None else None])
     out = [table(["metric", "value", "95% CI of the case mean", "cases"], rows)]
     out.append('<p class="note">Intervals: percentile bootstrap over cases '
                f"({resamples} resamples, seed {seed}); shown for figures that are means over "
@@ -430,13 +442,24 @@ def repeats_section(rep: dict | None) -> str:
 
 
 # --- the page ---------------------------------------------------------------------------------
-def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
-    """The HTML text of a run's report."""
+@dataclass
+class ReportFigures:
+    """What a run's report shows, computed once: the metrics (the metrics file's, or those of
+    the cases done so far), each record's per-case metrics and verdict, the CIs."""
+
+    metrics: dict
+    values: list[dict[str, float]]
+    verdicts: list[str]
+    cis: dict[str, stats.MeanCI]
+    finished: bool
+
+
+def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
+                   seed: int = 0) -> ReportFigures:
+    """The figures of :func:`render_report` (the viewer shows the same ones)."""
     run = load_run(run)
     metrics = run.metrics
-    note = ""
     if metrics is None:
-        note = '<p class="error">this run is not finished: figures cover the cases done so far</p>'
         repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
         if run.task is None:
             metrics = {}
@@ -461,6 +484,16 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)
     cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed)
+    return ReportFigures(metrics, values, verdicts, cis, run.metrics is not None)
+
+
+def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
+    """The HTML text of a run's report."""
+    run = load_run(run)
+    fig = report_figures(run, resamples=resamples, seed=seed)
+    metrics, values, verdicts, cis = fig.metrics, fig.values, fig.verdicts, fig.cis
+    note = "" if fig.finished else (
+        '<p class="error">this run is not finished: figures cover the cases done so far</p>')
     title = f"queryeval report · {run.task_name} · {run.batch_id[:8]}"
     settings = overall_figures(metrics.get("overall_metrics", {}))[1]
     overall_h = f"Overall ({settings})" if settings else "Overall"

@@ -4,21 +4,21 @@ Every run is found by walking the folder (symbolic links are not followed, and a
 files resolve outside the folder is left out); a run is addressed by its batch id only, looked
 up in that index, so no request path ever becomes a file path. The page and its two assets are
 package data served from memory; the data comes from a JSON API (``/api/runs``,
-``/api/runs/{id}``, ``/api/runs/{id}/cases?offset=&limit=&q=&status=&sort=&desc=``,
-``/api/runs/{id}/cases/{case_id}``, ``/api/compare?run=…&run=…``). The browser renders
-every text with ``textContent`` under a strict Content-Security-Policy. See docs/viewer.md.
+``/api/runs/{id}``, ``/api/runs/{id}/cases?offset=&limit=&q=&status=&verdict=&sort=&desc=``,
+``/api/runs/{id}/cases/{case_id}?repeat=R``, ``/api/compare?run=…&run=…&pairs=``). Every
+figure comes from the functions the HTML report and ``queryeval compare`` use, through
+:mod:`queryeval.viewer.results`; the files opened are checked by :mod:`queryeval.viewer.files`.
+The browser renders every text with ``textContent`` under a strict Content-Security-Policy.
+See docs/viewer.md.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from queryeval.viewer.files import Entry, Unreadable, _files, _reason, open_run, read_batch, scan  # noqa: F401
+from queryeval.viewer.index import _grouped, summary
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -62,99 +65,8 @@ def _asset(name: str) -> bytes:
     return resources.files("queryeval.viewer").joinpath("static", name).read_bytes()
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root)
-    except OSError:
-        return False
-
-
-@dataclass
-class Entry:
-    batch_id: str
-    path: Path
-
-
 MAX_COMPARE = 8
 """Most runs in one ``/api/compare`` (each adds a column and pairwise tests)."""
-
-
-class Unreadable(Exception):
-    """A run that cannot be shown: its reason is listed in the index and returned as a 422."""
-
-
-def _files(entry: Entry) -> list[Path]:
-    """Every file the viewer opens for a run: batch, results (JSONL and CSV), metrics."""
-    d, i = entry.path.parent, entry.batch_id
-    return [entry.path, d / f"results_{i}.jsonl", d / f"results_{i}.csv", d / f"metrics_{i}.json"]
-
-
-def scan(root: Path) -> dict[str, Entry]:
-    """Every ``batch_<id>.json`` under ``root`` (symlinked folders are not entered; a batch
-    any of whose files (batch, results JSONL/CSV, metrics) resolves outside ``root`` is left
-    out)."""
-    real = root.resolve()
-    out: dict[str, Entry] = {}
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            if not (name.startswith("batch_") and name.endswith(".json")):
-                continue
-            path = Path(folder) / name
-            entry = Entry(name[len("batch_"):-len(".json")], path)
-            if all(_inside(p, real) for p in _files(entry) if p.exists() or p.is_symlink()):
-                out.setdefault(entry.batch_id, entry)
-    return out
-
-
-def read_batch(entry: Entry, root: Path) -> dict:
-    """The batch document after checking the run's files: each one present resolves inside
-    ``root`` and is a regular file (never a FIFO or device: nothing here can block), and the
-    batch's own ``batch_id`` is the one in its file name (the id that names the files
-    :func:`queryeval.report.compare.load_run` opens). Raises :class:`Unreadable`."""
-    from queryeval.errors import QueryevalError
-    from queryeval.io.files import check_input, read_input_bytes
-
-    real = root.resolve()
-    for p in _files(entry):
-        if not (p.exists() or p.is_symlink()):
-            continue
-        if not _inside(p, real):
-            raise Unreadable(f"{p.name} resolves outside the folder")
-        try:
-            check_input(p, "responses")
-        except QueryevalError as exc:
-            raise Unreadable(_reason(exc).replace(f"{p}:", f"{p.name}:")) from None
-    try:
-        raw = read_input_bytes(entry.path, "suite")
-        batch = json.loads(raw.decode("utf-8"))
-    except QueryevalError as exc:
-        raise Unreadable(_reason(exc).replace(f"{entry.path}:", f"{entry.path.name}:")) from None
-    except (ValueError, RecursionError) as exc:
-        raise Unreadable(f"{entry.path.name}: not JSON: {_reason(exc)}") from None
-    if not isinstance(batch, dict):
-        raise Unreadable(f"{entry.path.name}: a JSON {type(batch).__name__}, not an object")
-    if batch.get("batch_id") != entry.batch_id:
-        raise Unreadable(f"{entry.path.name}: batch_id {str(batch.get('batch_id'))[:60]!r} "
-                         "differs from the file name")
-    for key in ("evaluation_config", "suite_info"):
-        if not isinstance(batch.get(key, {}), (dict, type(None))):
-            raise Unreadable(f"{entry.path.name}: {key} is not an object")
-    return batch
-
-
-def _reason(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
-
-
-def _text(v: Any) -> str | None:
-    """A batch field shown as text (None stays None; a number or object becomes its JSON)."""
-    if v is None or isinstance(v, str):
-        return v
-    try:
-        return json.dumps(_finite(v), ensure_ascii=False)[:200]
-    except (TypeError, ValueError):
-        return str(v)[:200]
 
 
 def _finite(v: Any) -> Any:
@@ -178,12 +90,13 @@ def _err(status: int, message: str) -> JSONResponse:
 class Viewer:
     """The index of runs and a cache of the loaded ones (reloaded when a file changes)."""
 
-    def __init__(self, root: Path, *, resamples: int = 1000) -> None:
+    def __init__(self, root: Path, *, resamples: int = 10_000) -> None:
         self.root = Path(root)
         self.resamples = resamples
         self._lock = threading.Lock()
         self._scanned: tuple[float, dict[str, Entry]] | None = None
         self._cache: OrderedDict[str, tuple[tuple, Any, list[dict]]] = OrderedDict()
+        self._figures: dict[str, tuple[tuple, dict]] = {}
 
     def entries(self) -> dict[str, Entry]:
         """The folder's runs, walked again at most every :data:`SCAN_SECONDS`."""
@@ -211,10 +124,10 @@ class Viewer:
         return tuple(out)
 
     def load(self, entry: Entry) -> tuple[Any, list[dict]]:
-        """(LoadedRun, one row per case: id, name, status, tags, per-case metrics). Raises
+        """(LoadedRun, one row per case: :func:`queryeval.viewer.results.case_rows`). Raises
         :class:`Unreadable` for a run whose files are not a readable run log."""
         from queryeval.errors import QueryevalError
-        from queryeval.report.compare import case_metrics, load_run
+        from queryeval.viewer.results import case_rows
 
         stamp = self._stamp(entry)
         with self._lock:
@@ -222,29 +135,26 @@ class Viewer:
             if hit and hit[0] == stamp:
                 self._cache.move_to_end(entry.batch_id)
                 return hit[1], hit[2]
-        read_batch(entry, self.root)  # every file checked before load_run opens it
+        read_batch(entry, self.root)  # every file checked before the run is opened
         try:
-            run = load_run(entry.path)
+            run = open_run(entry, self.root)
             records = run.records  # read here: a bad results file is this run's reason
         except QueryevalError as exc:
             raise Unreadable(_reason(exc)) from None
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            raise Unreadable(f"results_{entry.batch_id}.jsonl: {_reason(exc)}") from None
-        rows = []
+            # by kind only: the text of such an error may quote the file
+            raise Unreadable(f"results_{entry.batch_id}.jsonl: {type(exc).__name__} while "
+                             "reading the records") from None
         for k, r in enumerate(records):
             if not isinstance(r, dict) or r.get("case_id") is None:
                 raise Unreadable(f"results_{entry.batch_id}.jsonl: record {k + 1} is not an "
                                  "object with a case_id")
-            try:
-                metrics = case_metrics(run.task, r)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                raise Unreadable(f"results_{entry.batch_id}.jsonl: case "
-                                 f"{str(r['case_id'])[:60]!r}: {_reason(exc)}") from None
-            tags = r.get("tags")
-            rows.append({"case_id": str(r["case_id"]), "name": _text(r.get("name")),
-                         "status": _text(r.get("status")),
-                         "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
-                         "metrics": metrics, "index": k})
+        try:
+            rows = case_rows(run)
+        except (ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError,
+                OverflowError) as exc:
+            raise Unreadable(f"results_{entry.batch_id}.jsonl: {type(exc).__name__} while "
+                             "reading the per-case scores") from None
         with self._lock:
             self._cache[entry.batch_id] = (stamp, run, rows)
             self._cache.move_to_end(entry.batch_id)
@@ -252,98 +162,31 @@ class Viewer:
                 self._cache.popitem(last=False)
         return run, rows
 
-    def summary(self, entry: Entry) -> dict:
-        """One index row, read from the batch and metrics files only (cheap); a run that
-        cannot be read is a row with ``status: "unreadable"`` and its ``error``."""
-        rel = entry.path.relative_to(self.root).as_posix()
+    def figures(self, entry: Entry, loaded: Any) -> dict:
+        """The report's Overall rows and repeats section (:func:`queryeval.viewer.results.run_figures`),
+        computed once per loaded run."""
+        from queryeval.viewer.results import run_figures
+
+        key = (id(loaded), self.resamples)
+        with self._lock:
+            hit = self._figures.get(entry.batch_id)
+            if hit and hit[0] == key:
+                return hit[1]
         try:
-            batch = read_batch(entry, self.root)
-        except Unreadable as exc:
-            return {"id": entry.batch_id, "path": rel, "status": "unreadable",
-                    "error": str(exc), "metrics": {}}
-        cfg = batch.get("evaluation_config") or {}
-        opts = cfg.get("task_options") if isinstance(cfg.get("task_options"), dict) else {}
-        metrics_path = entry.path.with_name(f"metrics_{entry.batch_id}.json")
-        headline: dict[str, Any] = {}
-        if metrics_path.is_file():
-            from queryeval.io.files import read_input_bytes
+            figs = run_figures(loaded, resamples=self.resamples, seed=0)
+        except (ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError,
+                OverflowError) as exc:
+            raise Unreadable(f"metrics_{entry.batch_id}.json: {type(exc).__name__} while "
+                             "computing the overall figures") from None
+        with self._lock:
+            self._figures[entry.batch_id] = (key, figs)
+            while len(self._figures) > CACHED_RUNS:
+                self._figures.pop(next(iter(self._figures)))
+        return figs
 
-            try:
-                doc = json.loads(read_input_bytes(metrics_path, "suite").decode("utf-8"))
-                overall = doc.get("overall_metrics") if isinstance(doc, dict) else None
-                headline = {str(k): v for k, v in (overall or {}).items()
-                            if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            except (Exception, RecursionError):  # noqa: BLE001 - a bad metrics file: no figures
-                headline = {}
-        k = _top_k(opts)
-        if "recall_at_k" in headline and k is not None:  # say which k
-            value = headline.pop("recall_at_k")
-            headline.setdefault(f"recall@{k}", value)
-        # quality figures first (the page shows the first few); timings last
-        headline = dict(sorted(headline.items(), key=lambda kv: "time" in kv[0]))
-        suite_info = batch.get("suite_info") or {}
-        total = cfg.get("num_samples") or suite_info.get("cases")
-        total = total if isinstance(total, int) and not isinstance(total, bool) else None
-        done = total if batch.get("status") == "complete" and total else _count_lines(
-            entry.path.with_name(f"results_{entry.batch_id}.jsonl"))
-        suite = cfg.get("suite") or suite_info.get("path") or ""
-        system = _system(batch, cfg, opts, entry.batch_id)
-        if batch.get("derived_from") is not None and k is not None:
-            system += f" (derived, k={k})"
-        return {
-            "id": entry.batch_id, "path": rel,
-            "task": _text(batch.get("task")), "suite": Path(str(suite)).name,
-            "system": system, "label": _label(batch, cfg), "date": _text(batch.get("timestamp")),
-            "status": _text(batch.get("status")), "cases": total, "done": done,
-            "metrics": headline, "derived_from": _text(batch.get("derived_from")),
-        }
-
-
-def _top_k(opts: dict) -> int | None:
-    """The k a retrieval run is scored at (its largest ``k`` option), else None."""
-    k = opts.get("k")
-    ks = k if isinstance(k, list) else [k]
-    ks = [x for x in ks if isinstance(x, int) and not isinstance(x, bool)]
-    return max(ks) if ks else None
-
-
-def _system(batch: dict, cfg: dict, opts: dict, batch_id: str) -> str:
-    """The system as the HTML report names it: ``--system``, the responses file, else the
-    task's built-in system (``built-in: bm25``)."""
-    from queryeval.report.compare_nway import run_label
-
-    if cfg.get("system") or cfg.get("responses"):
-        return run_label({"system": cfg.get("system"), "responses": cfg.get("responses"),
-                          "batch_id": batch_id})
-    label = None
-    try:
-        from queryeval.tasks.base import get_task
-
-        hook = getattr(get_task(str(batch.get("task") or ""), opts), "system_label", None)
-        label = hook() if callable(hook) else None
-    except Exception:  # noqa: BLE001 - a task not installed or bad options: no label
-        label = None
-    return f"built-in: {label}" if label else "built-in"
-
-
-def _label(batch: dict, cfg: dict) -> str:
-    """The run's label as stored in its batch (``--name`` or the default of
-    :func:`queryeval.run.results.default_label`, read the same way by every surface)."""
-    from queryeval.run.results import default_label
-
-    stored = batch.get("label")
-    return stored if isinstance(stored, str) and stored else default_label(cfg)
-
-
-def _count_lines(path: Path) -> int:
-    from queryeval.errors import QueryevalError
-    from queryeval.io.files import open_input
-
-    try:
-        with open_input(path, "responses") as fh:
-            return sum(1 for line in fh if line.strip())
-    except (OSError, QueryevalError):
-        return 0
+    def summary(self, entry: Entry) -> dict:
+        """One index row (:func:`queryeval.viewer.index.summary`)."""
+        return summary(entry, self.root)
 
 
 def _sorted(rows: list[dict], sort: str, desc: bool) -> list[dict]:
@@ -374,7 +217,7 @@ def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
     return max(low, min(high, value))
 
 
-def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.1") -> Starlette:
+def create_app(root: str | Path, *, resamples: int = 10_000, host: str = "127.0.0.1") -> Starlette:
     """The viewer app over the run folder ``root`` (read-only; GET only)."""
     root = Path(root)
     if not root.is_dir():
@@ -401,8 +244,7 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         return respond(Response(assets[name], media_type=ASSETS[name]))
 
     def runs(request: Request) -> Response:
-        rows = [viewer.summary(e) for e in viewer.entries().values()]
-        rows.sort(key=lambda r: str(r.get("date") or ""), reverse=True)
+        rows = _grouped([viewer.summary(e) for e in viewer.entries().values()])
         return respond(_json({"root": str(root), "runs": rows}))
 
     def _opened(request: Request) -> tuple[Entry, Any, list] | Response:
@@ -422,7 +264,10 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         if isinstance(opened, Response):
             return opened
         entry, loaded, rows = opened
-        return respond(_json(_run_doc(viewer, entry, loaded, rows)))
+        try:
+            return respond(_json(_run_doc(viewer, entry, loaded, rows)))
+        except Unreadable as exc:
+            return respond(_err(422, f"run {entry.batch_id} is unreadable: {exc}"))
 
     def cases(request: Request) -> Response:
         if viewer.entry(request.path_params["run_id"]) is None:
@@ -438,9 +283,11 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         _, _, rows = opened
         q = request.query_params.get("q", "").lower()
         status = request.query_params.get("status", "")
+        verdict = request.query_params.get("verdict", "")
         sort = request.query_params.get("sort", "")
         desc = request.query_params.get("desc", "") in ("1", "true")
-        picked = [r for r in rows if (not status or r["status"] == status) and (
+        picked = [r for r in rows if (not status or r["status"] == status)
+                  and (not verdict or r["verdict"] == verdict) and (
             not q or q in r["case_id"].lower() or q in str(r["name"] or "").lower()
             or any(q in t.lower() for t in r["tags"]))]
         if sort:
@@ -449,15 +296,28 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
                               "limit": limit, "rows": picked[offset:offset + limit]}))
 
     def case(request: Request) -> Response:
+        """A case: its row and one attempt's record (``?repeat=R``; default the first),
+        through the task's ``report_record`` as the HTML report shows it (retrieval: the
+        expected chunk's text)."""
         opened = _opened(request)
         if isinstance(opened, Response):
             return opened
         entry, loaded, rows = opened
         wanted = request.path_params["case_id"]
-        for r, rec in zip(rows, loaded.records, strict=True):
-            if r["case_id"] == wanted:
-                return respond(_json({"run": entry.batch_id, "row": r, "record": rec}))
-        return respond(_err(404, "no such case"))
+        row = next((r for r in rows if r["case_id"] == wanted), None)
+        if row is None:
+            return respond(_err(404, "no such case"))
+        raw = request.query_params.get("repeat", "")
+        attempt = row["attempts"][0]
+        if raw != "":
+            attempt = next((a for a in row["attempts"] if str(a["repeat"]) == raw), None)
+            if attempt is None:
+                return respond(_err(404, "no such attempt of this case"))
+        record = _shown(loaded, loaded.records[attempt["index"]])
+        withheld = getattr(loaded, "withheld", None)
+        return respond(_json({"run": entry.batch_id, "row": row, "attempt": attempt,
+                              "record": record,
+                              "withheld": withheld.options if withheld else []}))
 
     def compare(request: Request) -> Response:
         ids = request.query_params.getlist("run")
@@ -469,16 +329,16 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
         if len(ids) < 2 or any(e is None for e in entries):
             return respond(_err(404 if len(ids) >= 2 else 400,
                                 "pass two or more known runs (?run=ID&run=ID)"))
+        from queryeval.api.compare import compare as compare_runs
         from queryeval.errors import QueryevalError
-        from queryeval.report.compare_nway import compare_many
 
         try:
             loaded = [viewer.load(e)[0] for e in entries]  # type: ignore[arg-type]
         except Unreadable as exc:
             return respond(_err(422, f"a run is unreadable: {exc}"))
-        try:
-            comp = compare_many(loaded, pairs="all" if pairs == "all" else "baseline",
-                                resamples=viewer.resamples)
+        try:  # the call `queryeval compare A B … --pairs P` makes
+            comp = compare_runs(*loaded, pairs="all" if pairs == "all" else "baseline",
+                                groups=True, resamples=viewer.resamples, seed=0).raw
         except QueryevalError as exc:
             return respond(_err(400, str(exc)))
         doc = comp.to_dict()
@@ -513,20 +373,25 @@ def create_app(root: str | Path, *, resamples: int = 1000, host: str = "127.0.0.
                      exception_handlers={404: not_found, 405: not_found})
 
 
-def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dict:
-    """Batch info, overall metrics with a bootstrap CI per per-case metric, groups."""
-    from queryeval.report import stats
+def _shown(loaded: Any, record: dict) -> dict:
+    """The record as the HTML report's details show it (the task's ``report_record``)."""
+    hook = getattr(loaded.task, "report_record", None)
+    if not callable(hook):
+        return record
+    try:
+        return hook(record)
+    except Exception:  # noqa: BLE001 - the report goes without the extra text too
+        return record
 
-    summary = viewer.summary(entry)
+
+def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dict:
+    """Batch info, the HTML report's Overall rows (value, CI, n) and repeats section, the
+    metrics' groups, the cases' verdict and status counts."""
+    head = viewer.summary(entry)
+    figs = viewer.figures(entry, loaded)
     names: list[str] = []
     for r in rows:
         names += [k for k in r["metrics"] if k not in names]
-    cis = []
-    counted = loaded.counted()  # the run model: one mean per case, on_error applied
-    for m in names:
-        vals = [c.means[m] for c in counted if m in c.means]
-        ci = stats.bootstrap_ci(vals, resamples=viewer.resamples, seed=0)
-        cis.append({"metric": m, "mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n})
     metrics = loaded.metrics if isinstance(loaded.metrics, dict) else {}
     overall = metrics.get("overall_metrics")
     groups = {}
@@ -536,9 +401,18 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
         elif key.endswith("_metrics") and key != "overall_metrics" and isinstance(value, dict):
             groups.setdefault(key[: -len("_metrics")], value)
     statuses: dict[str, int] = {}
+    verdicts: dict[str, int] = {}
     for r in rows:
         statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
-    return {**summary, "overall": overall if isinstance(overall, dict) else {},
-            "case_metrics": cis,
-            "metric_names": names, "groups": groups, "statuses": statuses,
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    withheld = getattr(loaded, "withheld", None)
+    derived = [s["id"] for s in (viewer.summary(e) for e in viewer.entries().values())
+               if s["id"] != entry.batch_id and s.get("derived_from") == entry.batch_id]
+    return {**head, "overall": overall if isinstance(overall, dict) else {},
+            **figs, "metric_names": names, "groups": groups, "statuses": statuses,
+            "verdicts": verdicts, "attempts": sum(len(r["attempts"]) for r in rows),
+            "derived": sorted(derived),
+            "withheld": withheld.options if withheld else [],
+            "task_error": withheld.task_error if withheld else None,
             "config": loaded.batch.get("evaluation_config") or {}}
+

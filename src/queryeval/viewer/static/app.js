@@ -98,13 +98,16 @@
           r.cases ? el('span', {'class': 'progress', title: r.done + ' of ' + r.cases},
             el('span', {style: null, 'data-w': String(Math.min(100, 100 * r.done / r.cases))})) : null,
           ' ' + r.done + (r.cases ? ' / ' + r.cases : ''));
-        return el('tr', {'data-run': r.id}, el('td', {}, box),
-          el('td', {}, el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, String(r.id).slice(0, 8))),
+        return el('tr', {'data-run': r.id, 'class': r.parent ? 'derived' : null}, el('td', {}, box),
+          el('td', {}, r.parent ? el('span', {'class': 'note', title: 'derived from ' + r.parent}, '↳ ') : null,
+            el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, String(r.id).slice(0, 8))),
           el('td', {}, r.task), el('td', {}, r.suite), el('td', {}, r.system),
           el('td', {}, String(r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
           num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
-            function (k) { return !Number.isInteger(r.metrics[k]); }).slice(0, 3).map(function (k) {
-              return el('span', {'class': 'metric'}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
+            /* the server says which figures are counts (ints in the metrics JSON), never the
+               value: 1.0 is a figure */
+            function (k) { return (r.metric_kinds || {})[k] === 'figure'; }).slice(0, 3).map(function (k) {
+              return el('span', {'class': 'metric', 'data-metric': k}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
             })));
       });
       var table = sortable(el('table', {id: 'runs'}, el('thead', {}, el('tr', {},
@@ -138,12 +141,50 @@
   /* ---- one run ---- */
   function run(id) {
     api('/api/runs/' + enc(id)).then(function (doc) {
+      /* the HTML report's Overall table, as the server read it from the report's functions */
       var overall = el('table', {id: 'overall'}, el('thead', {}, el('tr', {}, el('th', {}, 'metric'),
-        el('th', {'class': 'num'}, 'mean'), el('th', {'class': 'num'}, '95% CI'),
-        el('th', {'class': 'num'}, 'n'))), el('tbody', {}, doc.case_metrics.map(function (m) {
-          return el('tr', {}, el('td', {}, m.metric), num(m.mean, null, true),
-            el('td', {'class': 'num'}, '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'), num(m.n));
+        el('th', {'class': 'num'}, 'value'), el('th', {'class': 'num'}, '95% CI of the case mean'),
+        el('th', {'class': 'num'}, 'cases'))), el('tbody', {}, doc.overall_rows.map(function (m) {
+          return el('tr', {'data-metric': m.metric}, el('td', {}, m.metric),
+            num(m.value, null, (doc.metric_kinds || {})[m.metric] !== 'count'),
+            el('td', {'class': 'num ci'}, m.low === null ? '—' : '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'),
+            el('td', {'class': 'num'}, m.n === null ? '' : String(m.n)));
         })));
+      var ciNote = el('p', {'class': 'note'}, 'Intervals: percentile bootstrap over cases (' +
+        doc.ci_note.resamples + ' resamples, seed ' + doc.ci_note.seed + '), as in the HTML report' +
+        (doc.repeats ? '; with repeats each case counts once (the mean of its attempts)' : '') + '.');
+      var rep = doc.repeats, repeats = null;
+      if (rep) {
+        var keys = ['pass_rate'];
+        (rep.pass_k || []).forEach(function (k) { keys.push('pass@' + k, 'pass^' + k); });
+        repeats = [el('h2', {}, 'Repeats'), el('p', {'class': 'note'}, rep.repeats + ' attempts per case, ' +
+            rep.cases + ' cases; means over cases, intervals resampling cases. Flaky (passed sometimes, ' +
+            'not always): ' + rep.flaky_cases + ' (' + fmt(rep.flaky_share, true) + ').'),
+          el('table', {id: 'repeats'}, el('thead', {}, el('tr', {}, el('th', {}, 'figure'),
+            el('th', {'class': 'num'}, 'mean'), el('th', {'class': 'num'}, 'CI low'), el('th', {'class': 'num'}, 'CI high'))),
+            el('tbody', {}, keys.map(function (k) {
+              var f = (rep.overall || {})[k] || {};
+              return el('tr', {}, el('td', {}, k), num(f.mean, null, true), num(f.ci_low, null, true), num(f.ci_high, null, true));
+            }))),
+          (rep.flaky || []).length ? [el('h3', {}, 'Flaky cases (P pass, F fail, E error)'),
+            el('table', {id: 'flaky'}, el('thead', {}, el('tr', {}, el('th', {}, 'case'),
+              el('th', {'class': 'num'}, 'pass rate'), el('th', {}, 'attempts'))),
+              el('tbody', {}, rep.flaky.map(function (f) {
+                return el('tr', {}, el('td', {}, el('a', {href: '#/case/' + enc(id) + '/' + enc(f.case_id)}, f.case_id)),
+                  num(f.pass_rate, null, true), el('td', {}, el('code', {}, f.outcomes)));
+              })))] : null];
+      }
+      var notes = [];
+      if ((doc.withheld || []).length) {
+        notes.push(el('p', {'class': 'note', id: 'withheld'}, 'not opened (outside the folder): task_options.' +
+          doc.withheld.join(', task_options.')));
+      }
+      if (doc.task_error) {
+        notes.push(el('p', {'class': 'note'}, 'the task could not be built from its options (' + doc.task_error +
+          '): per-case figures use the scores as recorded'));
+      }
+      var derived = (doc.derived || []).length ? el('p', {id: 'derived'}, 'derived batches: ',
+        doc.derived.map(function (d) { return [el('a', {href: '#/run/' + enc(d)}, d.slice(0, 8)), ' ']; })) : null;
       var figures = el('table', {}, el('tbody', {}, Object.keys(doc.overall).filter(function (k) {
         return typeof doc.overall[k] !== 'object'; }).map(function (k) {
           return el('tr', {}, el('td', {}, k), num(doc.overall[k])); })));
@@ -164,11 +205,11 @@
               return num(members[m][c]); }));
           })))));
       });
-      var state = {offset: 0, q: '', status: '', sort: '', desc: false};
+      var state = {offset: 0, q: '', status: '', verdict: '', sort: '', desc: false};
       var metricCols = doc.metric_names.slice(0, 6);
       var tbody = el('tbody', {});
       var info = el('span', {'class': 'note', id: 'case-count'});
-      var heads = ['case_id', 'name', 'status'].concat(metricCols);
+      var heads = ['case_id', 'name', 'verdict', 'status'].concat(doc.repeats ? ['outcomes'] : [], metricCols);
       var headRow = el('tr', {}, heads.map(function (h) {
         return el('th', {'class': 'sort' + (metricCols.indexOf(h) >= 0 ? ' num' : ''),
           'data-key': h, onclick: function (ev) {
@@ -185,14 +226,20 @@
         state.offset += PAGE; load(); }}, 'next ›');
       function load() {
         var qs = 'offset=' + state.offset + '&limit=' + PAGE + '&q=' + enc(state.q) +
-          '&status=' + enc(state.status) + '&sort=' + enc(state.sort) + '&desc=' + (state.desc ? 1 : 0);
+          '&status=' + enc(state.status) + '&verdict=' + enc(state.verdict) + '&sort=' + enc(state.sort) +
+          '&desc=' + (state.desc ? 1 : 0);
         return api('/api/runs/' + enc(id) + '/cases?' + qs).then(function (page) {
           tbody.textContent = '';
           page.rows.forEach(function (r) {
             add(tbody, el('tr', {'data-case': r.case_id},
               el('td', {}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
                                     'class': 'caselink'}, r.case_id)),
-              el('td', {}, r.name), el('td', {'class': r.status === 'ok' ? '' : 'worse'}, r.status),
+              el('td', {}, r.name), el('td', {'class': 'verdict ' + (r.verdict === 'pass' ? 'better' : 'worse')}, r.verdict),
+              el('td', {'class': r.status === 'ok' ? '' : 'worse'}, r.status),
+              doc.repeats ? el('td', {}, r.attempts.map(function (a, i) {
+                return el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id) + '?repeat=' + a.repeat,
+                  'class': 'attempt ' + (a.verdict === 'pass' ? 'better' : 'worse'),
+                  title: 'repeat ' + a.repeat + ': ' + a.verdict}, (r.outcomes || '')[i] || '?'); })) : null,
               metricCols.map(function (m) { return num(r.metrics[m], null, true); }),
               el('td', {}, r.tags.map(function (t) { return el('span', {'class': 'tag'}, t); }))));
           });
@@ -208,17 +255,25 @@
       }
       var search = el('input', {type: 'search', id: 'case-filter', placeholder: 'search id, name, tag…',
         oninput: function () { state.q = search.value; state.offset = 0; load(); }});
+      var verdict = el('select', {id: 'case-verdict', 'aria-label': 'verdict', onchange: function () {
+        state.verdict = verdict.value; state.offset = 0; load(); }},
+        el('option', {value: ''}, 'every verdict'), Object.keys(doc.verdicts).map(function (s) {
+          return el('option', {value: s}, s + ' (' + doc.verdicts[s] + ')'); }));
       var status = el('select', {id: 'case-status', 'aria-label': 'status', onchange: function () {
         state.status = status.value; state.offset = 0; load(); }},
-        el('option', {value: ''}, 'all statuses'), Object.keys(doc.statuses).map(function (s) {
+        el('option', {value: ''}, 'every call status'), Object.keys(doc.statuses).map(function (s) {
           return el('option', {value: s}, s + ' (' + doc.statuses[s] + ')'); }));
       var progress = doc.status === 'complete' ? null : el('p', {id: 'progress'},
         'status ' + doc.status + ': ' + doc.done + (doc.cases ? ' of ' + doc.cases : '') + ' cases done');
       show([el('h1', {}, (doc.task || '') + ' · ' + doc.system),
             el('p', {'class': 'note'}, doc.path + ' · ' + (doc.date || '') + ' · suite ' + doc.suite),
-            progress, el('h2', {}, 'Overall'), overall, el('details', {}, el('summary', {},
+            progress, notes, derived, el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
+            overall, ciNote, repeats, el('details', {}, el('summary', {},
               'all figures'), figures), groups.length ? el('h2', {}, 'Groups') : null, groups,
-            el('h2', {}, 'Cases'), el('div', {'class': 'bar'}, search, status, prev, next, info),
+            el('h2', {}, 'Cases'), el('p', {'class': 'note'}, 'verdict: the HTML report\'s pass/fail' +
+              (doc.repeats ? ' (flaky: some attempts passed, some did not; ' + doc.attempts + ' attempts)' : '') +
+              '; status: whether the call itself failed'),
+            el('div', {'class': 'bar'}, search, verdict, status, prev, next, info),
             el('table', {id: 'cases'}, el('thead', {}, headRow), tbody)], ' / run ' + id.slice(0, 8));
       document.body.setAttribute('data-ok', '0');
       load().then(function () { document.body.setAttribute('data-ok', '1'); });
@@ -279,20 +334,36 @@
               el('dd', {'class': cls}, value(v[k], k))];
     }));
   }
-  function caseView(id, caseId) {
-    api('/api/runs/' + enc(id) + '/cases/' + enc(caseId)).then(function (doc) {
+  function caseView(id, caseId, repeat) {
+    api('/api/runs/' + enc(id) + '/cases/' + enc(caseId) + (repeat !== undefined ? '?repeat=' + enc(repeat) : '')).then(function (doc) {
       var rec = doc.record, rest = {};
       expected = {};
       [].concat(rec.expected_chunk || [], rec.expected_chunks || []).forEach(function (c) {
         if (c && c.chunk_id !== undefined) { expected[c.chunk_id] = true; }
       });
       Object.keys(rec).forEach(function (k) {
-        if (['case_id', 'name', 'tags', 'status', 'turns', 'scores'].indexOf(k) < 0) { rest[k] = rec[k]; }
+        if (['case_id', 'name', 'tags', 'status', 'turns', 'scores', 'expected_chunk'].indexOf(k) < 0) { rest[k] = rec[k]; }
       });
+      var row = doc.row, attempts = row.attempts.length > 1 || row.attempts[0].repeat !== null ?
+        el('p', {id: 'attempts'}, 'attempts: ', row.attempts.map(function (a) {
+          var label = 'repeat ' + a.repeat + ' (' + a.verdict + ')';
+          return [a.index === doc.attempt.index ? el('b', {'class': 'attempt current'}, label) :
+            el('a', {'class': 'attempt', href: '#/case/' + enc(id) + '/' + enc(caseId) + '?repeat=' + a.repeat}, label), ' '];
+        })) : null;
+      var exp = rec.expected_chunk, chunk = exp && typeof exp === 'object' && !Array.isArray(exp) ? [
+        el('h2', {}, 'Expected chunk'), el('p', {'class': 'note'}, [exp.name, exp.chunk_id, exp.source].filter(
+          function (x) { return x !== undefined && x !== null; }).join(' · ')),
+        typeof exp.content === 'string' ? el('pre', {id: 'expected-text'}, exp.content) :
+          el('p', {'class': 'note', id: 'expected-text'}, (doc.withheld || []).indexOf('corpus') >= 0 ?
+            'text not shown: the corpus is outside the folder, so the viewer does not open it' :
+            'text not in the run log')] : null;
       var turns = Array.isArray(rec.turns) ? rec.turns : [];
       show([el('p', {}, el('a', {href: '#/run/' + enc(id)}, '‹ back to the run')),
             el('h1', {id: 'case-title'}, (rec.name || rec.case_id) + ''),
-            el('p', {'class': 'note'}, rec.case_id + ' · status ' + rec.status),
+            el('p', {'class': 'note'}, rec.case_id + ' · ', el('b', {id: 'case-verdict-shown', 'class':
+              doc.attempt.verdict === 'pass' ? 'better' : 'worse'}, doc.attempt.verdict),
+              ' · call status ' + rec.status + (row.attempts.length > 1 ? ' · case verdict ' + row.verdict +
+              ' (' + row.outcomes + ')' : '')), attempts, chunk,
             el('h2', {}, 'Scores'), value(rec.scores || {}),
             turns.map(function (t, i) { return [el('h2', {}, 'Turn ' + (t.turn !== undefined ? t.turn : i)), value(t)]; }),
             el('h2', {}, 'Record'), value(rest),
@@ -361,8 +432,8 @@
     document.body.setAttribute('data-ok', '0');
     var h = location.hash || '#/', m;
     if ((m = h.match(/^#\/run\/([^/]+)$/))) { run(decodeURIComponent(m[1])); }
-    else if ((m = h.match(/^#\/case\/([^/]+)\/(.+)$/))) {
-      caseView(decodeURIComponent(m[1]), decodeURIComponent(m[2]));
+    else if ((m = h.match(/^#\/case\/([^/]+)\/([^?]+)(?:\?repeat=(-?\d+))?$/))) {
+      caseView(decodeURIComponent(m[1]), decodeURIComponent(m[2]), m[3]);
     } else if ((m = h.match(/^#\/compare\?(.*)$/))) { compare(m[1]); }
     else { index(); }
   }
