@@ -197,7 +197,7 @@ def test_outputs_json_xlsx_html(runs, tmp_path):
     assert len(flips) == 3
     html = render_comparison(comp)
     assert USA in html and 'data-status="regressed"' in html and "<svg" in html
-    assert "no significant regression" in html
+    assert "no detectable difference on" in html and "worse on none" in html
 
 
 def _app():

@@ -166,8 +166,11 @@ def test_exports(runs, comp_all, tmp_path):
     wb = load_workbook(write(comp_all, tmp_path / "t.xlsx", "xlsx"))
     ws = wb["Compare"]
     cells = {(c.row, c.column): c.value for row in ws.iter_rows() for c in row}
-    assert cells[(7, 1)] == "macro_recall" and cells[(7, 4)] == pytest.approx(20.5 / 23)
-    assert ws.cell(7, 4).font.bold and not ws.cell(7, 3).font.bold
+    row = min(r for (r, c), v in cells.items() if c == 1 and v == "macro_recall")  # overall
+    assert cells[(row, 4)] == pytest.approx(20.5 / 23)
+    assert ws.cell(row, 4).font.bold and not ws.cell(row, 3).font.bold
+    assert cells[(3, 1)].startswith("b (") and "worse on 0" in cells[(3, 1)]  # verdict first
+    assert cells[(4, 1)].startswith("c (") and "worse on 2" in cells[(4, 1)]
     assert wb["Tests"].max_row == 1 + sum(len(t.tests) for t in comp_all.tables())
 
 
@@ -321,6 +324,7 @@ def test_to_pandas_one_column_per_run_even_with_equal_labels(runs, tmp_path):
         batch = dest / run.name
         doc = json.loads(batch.read_text(encoding="utf-8"))
         doc["evaluation_config"]["responses"] = f"/data/{k}/responses.jsonl"
+        doc.pop("label", None)  # a run from before labels were stored: derived from the config
         batch.write_text(json.dumps(doc), encoding="utf-8")
         same.append(batch)
     cmp = qe.compare(*same, resamples=200)

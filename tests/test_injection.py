@@ -332,7 +332,7 @@ def test_compare_xlsx_and_console_are_literal(tmp_path):
     assert_in_cells(texts, HOSTILE)
     buf = io.StringIO()
     con = Console(file=buf, width=400, force_terminal=True)
-    for r in console_renderables(comp, max_flips=100):
+    for r in console_renderables(comp, details=True, max_flips=100):
         con.print(r)
     out = buf.getvalue()
     assert "[/x] [/x]" in out and "[link=http://evil]x[/link] [link=http://evil]x[/link]" in out

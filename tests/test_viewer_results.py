@@ -144,8 +144,6 @@ def test_compare_page_is_the_cli_comparison(rclient, repeated):
     assert json.loads(json.dumps(doc)) == json.loads(json.dumps(want, default=str))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23 item 1: compare_many keeps the last attempt; "
-                   "fixed on another branch (then this passes: remove the mark)")
 def test_compare_page_of_repeated_runs_gives_the_two_run_figures(rclient, repeated):
     a, b = repeated["paths"]
     doc = rclient.get("/api/compare", params=[("run", i) for i in repeated["ids"]]).json()

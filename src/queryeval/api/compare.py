@@ -71,6 +71,7 @@ class Comparison:
             "p_ttest": m.p_ttest, "p_holm": m.p_holm, "p_ttest_holm": m.p_ttest_holm,
             "improved": len(m.improved), "regressed": len(m.regressed),
             "lower_is_better": m.lower_is_better, "regression": m.metric in bad,
+            "verdict": m.verdict, "tested": m.tested, "same_as": m.same_as,
         } for m in self.raw.metrics]
         return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(rows)
 
@@ -87,12 +88,12 @@ class Comparison:
         return pd.DataFrame(rows, columns=columns)
 
     def to_json(self, path: str | os.PathLike) -> Path:
-        from queryeval.report.compare import write_json
+        from queryeval.report.compare_output import write_json
 
         return write_json(self.raw, path)
 
     def to_xlsx(self, path: str | os.PathLike) -> Path:
-        from queryeval.report.compare import write_xlsx
+        from queryeval.report.compare_output import write_xlsx
 
         return write_xlsx(self.raw, path)
 
@@ -101,11 +102,30 @@ class Comparison:
 
         return write_comparison_html(self.raw, path)
 
-    def renderables(self) -> list:
-        """The rich tables ``queryeval compare`` prints."""
-        from queryeval.report.compare import console_renderables
+    def renderables(self, details: bool = False) -> list:
+        """What ``queryeval compare`` prints (``details``: ``--details``, the flipped cases)."""
+        from queryeval.report.compare_output import console_renderables
 
-        return console_renderables(self.raw)
+        return console_renderables(self.raw, details=details)
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels of A and B (``name=`` / ``--name``, else the system's)."""
+        return [str(self.raw.run_a.get("label")), str(self.raw.run_b.get("label"))]
+
+    @property
+    def headline(self) -> str:
+        """The verdict: metrics where B is significantly better or worse after Holm."""
+        return self.raw.headline()
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """Per metric: better, worse, no detectable difference, count (not tested)."""
+        return {m.metric: m.verdict for m in self.raw.metrics}
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.raw.warnings)
 
     def __str__(self) -> str:
         return render_text(self.renderables())
@@ -126,21 +146,21 @@ class Comparison:
             f"<tr{RED if m.metric in bad else ''}><td>{e(m.metric)}</td>"
             f"<td>{m.n}</td><td>{f(m.mean_a)}</td><td>{f(m.mean_b)}</td>"
             f"<td>{f(m.diff, '+.4f')}</td><td>[{f(m.ci_low, '+.4f')}, {f(m.ci_high, '+.4f')}]</td>"
-            f"<td>{f(m.p_holm, '.4g')}</td><td>{len(m.improved)}</td>"
-            f"<td>{len(m.regressed)}</td></tr>"
+            f"<td>{f(m.p_holm, '.4g')}</td><td>{e(m.verdict)}</td></tr>"
             for m in self.raw.metrics)
         a, b = self.raw.run_a, self.raw.run_b
         head = (f"<b>queryeval compare</b> · task <code>{e(str(self.task))}</code> · A "
-                f"<code>{e(str(a.get('batch_id'))[:8])}</code> · B "
-                f"<code>{e(str(b.get('batch_id'))[:8])}</code> · {self.paired} paired cases, "
+                f"{e(str(a.get('label')))} <code>{e(str(a.get('batch_id'))[:8])}</code> · B "
+                f"{e(str(b.get('label')))} <code>{e(str(b.get('batch_id'))[:8])}</code> · "
+                f"{self.paired} paired cases, "
                 f"{len(self.raw.only_a)} only in A, {len(self.raw.only_b)} only in B")
         cols = "".join(f"<th>{e(c)}</th>" for c in (
             "metric", "n", "mean A", "mean B", "B − A", f"{self.raw.confidence:.0%} CI",
-            "p Holm", "improved", "regressed"))
-        verdict = (f"<p>significant regression: {e(', '.join(sorted(bad)))}</p>" if bad
-                   else "<p>no significant regression</p>")
-        return (f"<div class='queryeval-compare'><p>{head}</p><table><tr>{cols}</tr>{rows}"
-                f"</table>{verdict}</div>")
+            "p Holm", "verdict"))
+        style = RED if bad else ""
+        warn = "".join(f"<p>warning: {e(w)}</p>" for w in self.raw.warnings)
+        return (f"<div class='queryeval-compare'><p>{head}</p><p{style}><b>"
+                f"{e(self.raw.headline())}</b></p>{warn}<table><tr>{cols}</tr>{rows}</table></div>")
 
 
 class MultiComparison:
@@ -218,10 +238,29 @@ class MultiComparison:
 
         return write(self.raw, path, kind or Path(path).suffix.lstrip(".").lower())
 
-    def renderables(self) -> list:
+    def to_json(self, path: str | os.PathLike) -> Path:
+        """Write the ``--json`` document (as :meth:`Comparison.to_json`)."""
+        return self.write(path, "json")
+
+    def to_xlsx(self, path: str | os.PathLike) -> Path:
+        return self.write(path, "xlsx")
+
+    def to_html(self, path: str | os.PathLike) -> Path:
+        return self.write(path, "html")
+
+    @property
+    def headline(self) -> str:
+        """Per run against the baseline: metrics significantly worse and better after Holm."""
+        return self.raw.headline()
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.raw.warnings)
+
+    def renderables(self, details: bool = False) -> list:
         from queryeval.report.compare_nway import console_renderables
 
-        return console_renderables(self.raw)
+        return console_renderables(self.raw, details=details)
 
     def __str__(self) -> str:
         return render_text(self.renderables())

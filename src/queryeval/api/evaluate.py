@@ -132,6 +132,7 @@ def evaluate(
     cache_max_mb: float = 1024.0,
     system_version: str | None = None,
     system_name: str | None = None,
+    name: str | None = None,
     **kwargs: Any,
 ) -> Run:
     """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
@@ -185,7 +186,9 @@ def evaluate(
         system_version: the system's version, part of the cache key.
         system_name: the system's name in the cache key (with ``cache``), for a Python
             object that has no unambiguous name of its own; give each differently configured
-            object its own name.
+            object its own name. Without ``name``, it is also the run's label.
+        name: the run's label in every report and comparison (``--name``); default: the
+            system's qualified name, the responses file's name or the built-in system.
 
     Raises:
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
@@ -242,7 +245,7 @@ def evaluate(
                 repeats=repeats, pass_k=list(pass_k or []), cache=cache,
                 cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
                 cache_max_mb=cache_max_mb, system_version=system_version,
-                system_name=system_name,
+                system_name=system_name, name=name,
             )
         except ValidationError as exc:
             raise _config_error(exc) from None

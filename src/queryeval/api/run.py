@@ -63,9 +63,9 @@ class Run:
     def _load(self) -> Any:
         """The run log read back (its records only when first asked for)."""
         if self._loaded is None:
-            from queryeval.report.compare import load_run
+            from queryeval.run.results import RunResults
 
-            self._loaded = load_run(self.path)
+            self._loaded = RunResults.open(self.path)
         return self._loaded
 
     @property
@@ -158,32 +158,56 @@ class Run:
         return out
 
     # --- tables -----------------------------------------------------------------------------
-    def case_rows(self) -> list[dict]:
-        """The rows of :meth:`to_pandas` as dicts."""
-        from queryeval.report.compare import case_metrics
+    @property
+    def results(self) -> Any:
+        """The run model (:class:`~queryeval.run.results.RunResults`): every case with its
+        attempts reduced once (means, passes, verdict), what every comparison reads."""
+        return self._load()
 
-        task = self.task
-        hook = getattr(task, "case_metrics", None)
+    @property
+    def label(self) -> str:
+        """The run's label (``name=`` / ``--name``, else stable for the same system)."""
+        return self._load().label
+
+    def case_rows(self) -> list[dict]:
+        """The rows of :meth:`to_pandas` as dicts, read from the run model: per attempt (with
+        ``repeat`` and the case's ``verdict`` when the run has repeats), per scored turn for
+        multi-turn tasks."""
+        loaded = self._load()
+        records = loaded.records
+        repeated = loaded.repeats > 1
         rows = []
-        for rec in self.records:
-            base = {"id": rec.get("case_id"), "name": rec.get("name"),
-                    "tags": list(rec.get("tags") or [])}
-            turns = rec.get("turns")
-            if isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns):
-                for t in turns:
-                    rows.append({**base, "turn": t.get("turn"),
-                                 "status": "error" if t.get("error") else "ok",
-                                 "error": _error_text(t.get("error")), **_flat(t.get("scores"))})
-                continue
-            errors = [e for e in [rec.get("error")] if e] or \
-                [{"kind": k, "message": ""} for k in rec.get("error_kinds") or []]
-            row = {**base, "turn": rec.get("turn"), "status": rec.get("status"),
-                   "error": _error_text(errors[0]) if errors else None,
-                   **_flat(rec.get("scores"))}
-            if callable(hook):
-                row.update(case_metrics(task, rec))
-            rows.append(row)
+        for case in loaded.cases:
+            for att in case.attempts:
+                rec = records[att.index]
+                base = {"id": case.case_id, "name": case.name,
+                        "tags": list(rec.get("tags") or [])}
+                if repeated:
+                    base.update(repeat=att.repeat, verdict=att.verdict)
+                turns = rec.get("turns")
+                if isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns):
+                    for t in turns:
+                        rows.append({**base, "turn": t.get("turn"),
+                                     "status": "error" if t.get("error") else "ok",
+                                     "error": _error_text(t.get("error")),
+                                     **_flat(t.get("scores"))})
+                    continue
+                errors = [e for e in [rec.get("error")] if e] or \
+                    [{"kind": k, "message": ""} for k in rec.get("error_kinds") or []]
+                rows.append({**base, "turn": rec.get("turn"), "status": rec.get("status"),
+                             "error": _error_text(errors[0]) if errors else None,
+                             **_flat(rec.get("scores")), **att.values})
         return rows
+
+    def case_table(self) -> Any:
+        """One row per case (index ``id``): each figure's mean over the case's attempts,
+        ``attempts``, ``passes`` and ``verdict`` (pass, fail, error, flaky): the per-case
+        values every comparison pairs on."""
+        import pandas as pd
+
+        rows = list(self._load().rows("case"))
+        frame = pd.DataFrame(rows)
+        return frame.set_index("case_id") if rows else frame
 
     def to_pandas(self) -> Any:
         """One row per scored case (per scored turn for multi-turn tasks): ``id``, ``name``,
@@ -259,8 +283,11 @@ class Run:
         from queryeval.report.console import overall_table, render_summary
 
         task = self.task
-        out = (render_summary(task.summary(self.metrics), self.metrics) if task is not None
-               else [overall_table(self.metrics)])
+        from queryeval.io.safetext import console_text
+
+        out = [console_text(f"run: {self.label}", "bold")]
+        out += (render_summary(task.summary(self.metrics), self.metrics) if task is not None
+                else [overall_table(self.metrics)])
         if "repeats" in self.metrics:
             from queryeval.report.console import repeats_tables
 
@@ -273,11 +300,12 @@ class Run:
         return render_text(self.summary())
 
     def __repr__(self) -> str:
-        return f"<queryeval.Run {self.task_name} {self.path}>"
+        return f"<queryeval.Run {self.label} {self.task_name} {self.path}>"
 
     def _repr_html_(self) -> str:
         e = html.escape
-        head = (f"<b>queryeval run</b> · task <code>{e(str(self.task_name))}</code> · batch "
+        head = (f"<b>queryeval run</b> <b>{e(self.label)}</b> · task "
+                f"<code>{e(str(self.task_name))}</code> · batch "
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"

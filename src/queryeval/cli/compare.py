@@ -34,6 +34,9 @@ def command(
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Monte Carlo / bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the resampling."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No tables on the console."),
+    details: bool = typer.Option(
+        False, "--details", help="Also raw and t-test p-values and the flipped cases (two runs) "
+        "or each pair's flip counts (N runs)."),
 ) -> None:
     """Compare runs case by case: differences, significance, flipped cases. The first run is
     the baseline; three or more runs make one table with the runs as columns."""
@@ -47,7 +50,7 @@ def command(
         p is not None for p in (md_out, tex_out, csv_out))
     if not nway:
         _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out, html_out,
-             resamples, seed, quiet)
+             resamples, seed, quiet, details)
         return
     from queryeval.api.compare import MultiComparison
 
@@ -62,7 +65,7 @@ def command(
         comp = compare(*runs, metrics=metric or None, pairs=pairs or "baseline", groups=groups,
                        alpha=alpha, resamples=resamples, seed=seed)
     if not quiet:
-        for renderable in comp.renderables():
+        for renderable in comp.renderables(details=details):
             console.print(renderable)
     written = [comp.write(path, kind) for path, kind in (
         (json_out, "json"), (xlsx_out, "xlsx"), (html_out, "html"), (md_out, "md"),
@@ -76,13 +79,13 @@ def command(
 
 def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regression: bool,
          json_out: Path | None, xlsx_out: Path | None, html_out: Path | None, resamples: int,
-         seed: int, quiet: bool) -> None:
+         seed: int, quiet: bool, details: bool) -> None:
     from queryeval.api.compare import compare
 
     comp = compare(run_a, run_b, metrics=metric or None, alpha=alpha, resamples=resamples,
                    seed=seed)
     if not quiet:
-        for renderable in comp.renderables():
+        for renderable in comp.renderables(details=details):
             console.print(renderable)
     written = []
     if json_out is not None:

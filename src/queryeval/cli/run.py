@@ -150,6 +150,9 @@ def command(
         1024.0, "--cache-max-mb", help="Call cache size limit; least recently used entries go first."),
     system_version: str | None = typer.Option(
         None, "--system-version", help="The system's version: part of the call cache's key."),
+    name: str | None = typer.Option(
+        None, "--name", help="The run's label in reports and comparisons (default: the system's "
+        "name, the responses file's name, or the built-in system)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
@@ -237,7 +240,7 @@ def command(
         return make_config(
             repeats=repeats, pass_k=ks, cache=cache,
             cache_dir=str(cache_dir.expanduser().resolve()) if cache_dir else None,
-            cache_max_mb=cache_max_mb, system_version=system_version,
+            cache_max_mb=cache_max_mb, system_version=system_version, name=name,
             suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
             responses=str(responses) if responses else None, out=str(out),
             concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
@@ -295,7 +298,8 @@ def command(
                 ray_address=config.ray_address, max_error_rate=config.max_error_rate,
                 isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
                 cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
-                system_version=config.system_version, fail_under=thresholds or None,
+                system_version=config.system_version, name=config.name,
+                fail_under=thresholds or None,
                 progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         if bar.live.is_started:

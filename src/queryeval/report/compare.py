@@ -1,19 +1,20 @@
 """Compare two runs of the same task case by case: differences, significance, flipped cases.
 
-Cases are paired by ``case_id``. For every per-case metric (a number in each record's
-``scores``, or whatever the task's ``case_metrics(record)`` hook returns) the comparison
-holds the means of A and B, the difference B − A with a paired bootstrap CI, a paired
-randomization (sign-flip) test and a paired t-test, Holm-adjusted p-values across metrics,
-and the cases that improved or regressed. A run with ``--repeats`` is paired on each case's
-mean over its attempts (so the paired tests stay valid; a case errored when any attempt did),
-and may be compared with a run without repeats. Also here: :func:`load_run` (open any run log for
-reading), and the console / JSON / xlsx outputs; the HTML output is in
-:mod:`queryeval.report.html_compare`. See docs/reports.md.
+Cases are paired by ``case_id`` and read from the run model
+(:class:`queryeval.run.results.RunResults`): each case's per-case figures are its exact mean
+over its attempts (one attempt without ``--repeats``; a case errored when any attempt did),
+so the N-way compare, the viewer and this one pair on the same values with n = cases. For
+every per-case metric the comparison holds the means of A and B, the difference B − A with a
+paired bootstrap CI, a paired randomization (sign-flip) test and a paired t-test, Holm-adjusted
+p-values across the distinct tested metrics, the verdict and warnings
+(:mod:`queryeval.report.compare_verdict`), and the cases that improved or regressed.
+``load_run``/``LoadedRun`` are the run model's former names. Outputs: console, JSON and xlsx
+in :mod:`queryeval.report.compare_output`, HTML in :mod:`queryeval.report.html_compare`.
+See docs/compare.md.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,121 +22,25 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, GateFailure
+from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
-from queryeval.run.log import RunLog, dumps
-from queryeval.run.repeats import case_means
+from queryeval.run.repeats import exact_mean
+from queryeval.run.results import (  # noqa: F401 - re-exported
+    RunResults,
+    case_metrics,
+    default_case_metrics,
+    resolve_batch,
+)
 
 #: Changes smaller than this are float noise, not flips.
 FLIP_EPS = 1e-12
-_LOG_FILE = re.compile(r"^(?:batch|results|metrics|report)_(?P<id>.+?)\.(?:json|jsonl|csv|xlsx|html)$")
 _LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|errors?)$|_ms$")
 
 
-# --- reading runs -----------------------------------------------------------------------------
-@dataclass
-class LoadedRun:
-    """A run log read back: batch metadata, metrics (None if not finished), task, and its
-    records, read from the results file on first use (a summary or an exit code needs only
-    the batch and the metrics; the records may be millions)."""
-
-    log: RunLog
-    metrics: dict | None
-    task: Any  # queryeval.tasks.base.Task, or None when the task kind is not installed
-    _records: list[dict] | None = field(default=None, repr=False)
-
-    @property
-    def records(self) -> list[dict]:
-        """The records in the order of ``results_<id>.csv`` (the suite's order)."""
-        if self._records is None:
-            self._records = _in_csv_order(self.log, self.log.read_records())
-        return self._records
-
-    @property
-    def batch(self) -> dict:
-        return self.log.batch
-
-    @property
-    def batch_id(self) -> str:
-        return self.log.paths.batch_id
-
-    @property
-    def task_name(self) -> str | None:
-        return self.batch.get("task")
-
-    @property
-    def task_options(self) -> dict:
-        return dict(self.batch.get("evaluation_config", {}).get("task_options") or {})
-
-    def label(self) -> str:
-        return f"{self.batch_id[:8]} ({self.log.paths.folder.name})"
-
-
-def resolve_batch(location: str | Path) -> Path:
-    """The ``batch_<id>.json`` for a batch file, any file of the batch (results, metrics,
-    report), or a folder holding exactly one batch (searched recursively)."""
-    path = Path(location)
-    if path.is_dir():
-        found = sorted(path.rglob("batch_*.json"))
-        if len(found) != 1:
-            names = ", ".join(str(p.relative_to(path)) for p in found[:6]) or "none"
-            more = f" and {len(found) - 6} more" if len(found) > 6 else ""
-            raise ConfigError(f"{path}: expected one run (batch_<id>.json), found {len(found)} "
-                              f"({names}{more}); pass the batch_<id>.json file")
-        return found[0]
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file or folder")
-    match = _LOG_FILE.match(path.name)
-    if not match:
-        raise ConfigError(f"{path}: not a run log (a batch_<id>.json, a file of the batch, or a run folder)")
-    batch = path.with_name(f"batch_{match['id']}.json")
-    if not batch.is_file():
-        raise ConfigError(f"{path}: no {batch.name} beside it")
-    return batch
-
-
-def load_run(location: str | Path | LoadedRun) -> LoadedRun:
-    """Open a run log for reading (never modifies it)."""
-    if isinstance(location, LoadedRun):
-        return location
-    from queryeval.tasks.base import get_task
-
-    log = RunLog.open(resolve_batch(location))
-    metrics = log.read_metrics()  # the run log's one reader (numbers: queryeval.io.numbers)
-    opts = log.batch.get("evaluation_config", {}).get("task_options") or {}
-    try:
-        task = get_task(log.batch.get("task") or "", opts)
-    except ConfigError:
-        task = None
-    return LoadedRun(log, metrics, task)
-
-
-def _in_csv_order(log: RunLog, records: list[dict]) -> list[dict]:
-    """Records in the order of ``results_<id>.csv`` (the suite's order, written by ``finish``);
-    the JSONL holds them in completion order. Cases absent from the CSV keep their order, last."""
-    from queryeval.run.records import csv_order
-
-    order = csv_order(log.paths.results_csv)
-    if order is None:
-        return records
-    last = len(order)
-    return sorted(records, key=lambda r: order.get(str(r["case_id"]), last))
-
-
-# --- per-case metrics -------------------------------------------------------------------------
-def default_case_metrics(record: dict) -> dict[str, float]:
-    """Every finite number (not bool) directly in ``record["scores"]``."""
-    scores = record.get("scores") or {}
-    return {
-        k: float(v) for k, v in scores.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    }
-
-
-def case_metrics(task: Any, record: dict) -> dict[str, float]:
-    """Per-case metrics of a record: the task's ``case_metrics(record)`` hook when it has one
-    (a task whose per-case figures live elsewhere), else :func:`default_case_metrics`."""
-    hook = getattr(task, "case_metrics", None)
-    return hook(record) if callable(hook) else default_case_metrics(record)
+# --- reading runs (run/results.py: one model of a run's per-case results) -------------------
+LoadedRun = RunResults
+"""The run model (kept under its former name)."""
+load_run = RunResults.open
 
 
 def lower_is_better(task: Any, metric: str) -> bool:
@@ -180,6 +85,15 @@ class MetricComparison:
     lower_is_better: bool = False
     improved: list[Flip] = field(default_factory=list)
     regressed: list[Flip] = field(default_factory=list)
+    verdict: str = "no detectable difference"
+    """``better`` / ``worse`` (significant after Holm), ``no detectable difference``, or
+    ``count (not tested)``: :mod:`queryeval.report.compare_verdict`."""
+    tested: bool = True
+    """In the Holm family (not a count, not a twin of an earlier metric)."""
+    same_as: str | None = None
+    """The earlier metric whose per-case values this one equals in both runs (its test)."""
+    notes: list[str] = field(default_factory=list)
+    diffs: list[float] = field(default_factory=list, repr=False)
 
     def worse(self) -> bool:
         """B is worse than A on this metric (direction-aware)."""
@@ -189,6 +103,7 @@ class MetricComparison:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out.pop("diffs")
         for key in ("improved", "regressed"):
             out[key] = [{**asdict(f), "delta": f.delta} for f in getattr(self, key)]
         return out
@@ -209,6 +124,9 @@ class Comparison:
     confidence: float
     resamples: int
     seed: int | None
+    warnings: list[str] = field(default_factory=list)
+    """A run compared with itself; per metric: a CI excluding 0 beside a Holm p >= alpha,
+    an n too small to detect the observed difference."""
 
     def metric(self, name: str) -> MetricComparison:
         for m in self.metrics:
@@ -218,7 +136,13 @@ class Comparison:
 
     def regressions(self) -> list[MetricComparison]:
         """Metrics where B is worse and the Holm-adjusted randomization p is below alpha."""
-        return [m for m in self.metrics if m.worse() and m.p_holm is not None and m.p_holm < self.alpha]
+        return [m for m in self.metrics if m.verdict != verdicts.COUNT and verdicts.verdict(
+            m.diff, m.p_holm, self.alpha, m.lower_is_better) == verdicts.WORSE]
+
+    def headline(self) -> str:
+        """The verdict in one line: per direction, the metrics significantly better or worse
+        after Holm, and how many show no detectable difference."""
+        return verdicts.headline(self.metrics, self.alpha)
 
     def to_dict(self) -> dict:
         return {
@@ -226,19 +150,15 @@ class Comparison:
             "run_a": self.run_a, "run_b": self.run_b, "paired_cases": self.paired,
             "only_in_a": self.only_a, "only_in_b": self.only_b, "excluded": self.excluded,
             "alpha": self.alpha, "confidence": self.confidence, "resamples": self.resamples,
-            "seed": self.seed, "metrics": [m.to_dict() for m in self.metrics],
+            "seed": self.seed, "headline": self.headline(), "warnings": self.warnings,
+            "verdicts": {m.metric: m.verdict for m in self.metrics},
+            "metrics": [m.to_dict() for m in self.metrics],
             "regressions": [m.metric for m in self.regressions()],
         }
 
 
-def _run_info(run: LoadedRun) -> dict:
-    cfg = run.batch.get("evaluation_config", {})
-    return {
-        "batch_id": run.batch_id, "path": str(run.log.paths.batch), "status": run.batch.get("status"),
-        "timestamp": run.batch.get("timestamp"), "system": cfg.get("system"),
-        "responses": cfg.get("responses"), "task_options": run.task_options,
-        "cases": len(run.records),
-    }
+def _run_info(run: RunResults) -> dict:
+    return run.describe()
 
 
 def _flips(ids: list[str], names: dict[str, Any], xs: list[float], ys: list[float],
@@ -264,26 +184,28 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
     rand = stats.sign_flip_test(diffs, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
     improved, regressed = _flips(ids, names, xs, ys, lower)
     return MetricComparison(
-        metric, len(ids), sum(xs) / len(xs), sum(ys) / len(ys), ci.mean, ci.low, ci.high,
+        metric, len(ids), exact_mean(xs), exact_mean(ys), ci.mean, ci.low, ci.high,
         rand.p_value, rand.method, stats.paired_t_test(xs, ys).p_value,
         binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
-        improved=improved, regressed=regressed,
+        improved=improved, regressed=regressed, diffs=diffs,
     )
 
 
 @dataclass
 class PairedCases:
-    """Two runs' cases paired by id, with their per-case metrics (the input of every test)."""
+    """Two runs' cases paired by id, with their per-case figures (each case's mean over its
+    attempts, :class:`~queryeval.run.results.CaseResult`): the input of every test."""
 
-    a: LoadedRun
-    b: LoadedRun
-    by_a: dict[str, dict]
-    by_b: dict[str, dict]
+    a: RunResults | None
+    b: RunResults | None
+    ids_a: list[str]
+    ids_b: list[str]
     paired: list[str]
     excluded: list[str]
     task: Any
     vals_a: dict[str, dict[str, float]]
     vals_b: dict[str, dict[str, float]]
+    names: dict[str, str | None] = field(default_factory=dict)
 
     def available(self) -> list[str]:
         """Per-case metrics present in both runs, in first-seen order."""
@@ -294,39 +216,24 @@ class PairedCases:
         return out
 
 
-def pair_runs(a: LoadedRun, b: LoadedRun) -> PairedCases:
+def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
     """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise).
     With ``on_error=skip`` in either run, cases whose call failed in either are excluded."""
     if a.task_name != b.task_name:
         raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
                           f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
-    by_a, by_b = _by_case(a.records), _by_case(b.records)
+    by_a = {c.case_id: c for c in a.cases}
+    by_b = {c.case_id: c for c in b.cases}
     paired = [cid for cid in by_a if cid in by_b]
     excluded: list[str] = []
-    if "skip" in (a.task_options.get("on_error"), b.task_options.get("on_error")):
-        excluded = [cid for cid in paired
-                    if "error" in (by_a[cid].get("status"), by_b[cid].get("status"))]
+    if "skip" in (a.on_error, b.on_error):
+        excluded = [cid for cid in paired if by_a[cid].errored or by_b[cid].errored]
         gone = set(excluded)
         paired = [cid for cid in paired if cid not in gone]
-    task = a.task or b.task
-    keep = set(paired)
-
-    def values(run: LoadedRun) -> dict[str, dict[str, float]]:
-        return case_means((r for r in run.records if r["case_id"] in keep),
-                          lambda r: case_metrics(task, r))
-
-    return PairedCases(a, b, by_a, by_b, paired, excluded, task, values(a), values(b))
-
-
-def _by_case(records: Sequence[dict]) -> dict[str, dict]:
-    """One record per case id: its first attempt, or with ``--repeats`` the first attempt that
-    failed (a case errored when any attempt did)."""
-    out: dict[str, dict] = {}
-    for r in records:
-        cid = r["case_id"]
-        if cid not in out or (r.get("status") == "error" and out[cid].get("status") != "error"):
-            out[cid] = r
-    return out
+    return PairedCases(a, b, list(by_a), list(by_b), paired, excluded, a.task or b.task,
+                       {cid: dict(by_a[cid].means) for cid in paired},
+                       {cid: dict(by_b[cid].means) for cid in paired},
+                       {cid: by_a[cid].name for cid in paired})
 
 
 def choose_metrics(pair: PairedCases, metrics: Sequence[str] | None) -> list[str]:
@@ -345,7 +252,7 @@ def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set
                          exact_max_n: int = 20) -> list[MetricComparison]:
     """One :class:`MetricComparison` per metric over the paired cases (those in ``cases``
     only, when given: a group). ``p_holm`` is left unset."""
-    names = {cid: pair.by_a[cid].get("name") for cid in pair.paired}
+    names = pair.names
     results = []
     for metric in chosen:
         ids = [cid for cid in pair.paired if metric in pair.vals_a[cid]
@@ -375,17 +282,45 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
     chosen = choose_metrics(pair, metrics)
     results = compare_pair_metrics(pair, chosen, confidence=confidence, resamples=resamples,
                                    seed=seed, exact_max_n=exact_max_n)
-    for m, p in zip(results, stats.holm([m.p_randomization for m in results]), strict=True):
-        m.p_holm = p
-    for m, p in zip(results, stats.holm([m.p_ttest for m in results]), strict=True):
-        m.p_ttest_holm = p
+    conclude(results, pair, alpha=alpha, confidence=confidence)
     return Comparison(
         task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(pair.paired),
-        only_a=[c for c in pair.by_a if c not in pair.by_b],
-        only_b=[c for c in pair.by_b if c not in pair.by_a],
+        only_a=[c for c in pair.ids_a if c not in set(pair.ids_b)],
+        only_b=[c for c in pair.ids_b if c not in set(pair.ids_a)],
         excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
+        warnings=verdicts.same_run_warning([_run_info(a), _run_info(b)])
+        + [n for m in results for n in m.notes],
     )
+
+
+def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float,
+             confidence: float) -> None:
+    """Holm's adjustment over the family of distinct tested metrics (counts out; a metric
+    equal case by case to an earlier one takes its test), then each metric's verdict and
+    notes. Sets ``p_holm``, ``p_ttest_holm``, ``tested``, ``same_as``, ``verdict``, ``notes``."""
+    names = [m.metric for m in results]
+    twins, counts = verdicts.classify(names, [pair.vals_a, pair.vals_b], pair.paired)
+    family = [m for m in results if m.metric not in counts and m.metric not in twins]
+    for m, p in zip(family, stats.holm([m.p_randomization for m in family]), strict=True):
+        m.p_holm = p
+    for m, p in zip(family, stats.holm([m.p_ttest for m in family]), strict=True):
+        m.p_ttest_holm = p
+    by_name = {m.metric: m for m in results}
+    for m in results:
+        m.tested = m in family
+        if m.metric in counts:
+            m.p_holm = m.p_ttest_holm = None
+            m.verdict = verdicts.COUNT
+            continue
+        if m.metric in twins:
+            m.same_as = twins[m.metric]
+            m.p_holm, m.p_ttest_holm = by_name[m.same_as].p_holm, by_name[m.same_as].p_ttest_holm
+        m.verdict = verdicts.verdict(m.diff, m.p_holm, alpha, m.lower_is_better)
+        if m.tested:
+            m.notes = verdicts.notes(m.metric, n=m.n, diffs=m.diffs, ci=(m.ci_low, m.ci_high),
+                                     confidence=confidence, p_raw=m.p_randomization,
+                                     p_adjusted=m.p_holm, family=len(family), alpha=alpha)
 
 
 def check_regression(comparison: Comparison) -> None:
@@ -403,97 +338,10 @@ def check_regression(comparison: Comparison) -> None:
     raise GateFailure("significant regression: " + "; ".join(lines))
 
 
-# --- outputs ----------------------------------------------------------------------------------
-def _f(v: float | None, spec: str = ".4f") -> str:
-    return "—" if v is None else format(v, spec)
+# --- outputs: report/compare_output.py (console, JSON, xlsx); HTML: report/html_compare.py --
+def __getattr__(name: str):  # the outputs' former home: report.compare.write_xlsx etc.
+    if name in ("console_renderables", "write_json", "write_xlsx", "_sheet_title"):
+        from queryeval.report import compare_output
 
-
-def console_renderables(comp: Comparison, *, max_flips: int = 10) -> list:
-    """Rich tables: the per-metric summary, then the flipped cases of each metric. Text from
-    the runs (task, batch ids, metric names, case ids and names) is literal, never markup,
-    with control characters made visible (:func:`queryeval.io.safetext.console_text`)."""
-    from rich.table import Table
-
-    from queryeval.io.safetext import console_text as lit
-
-    head = Table(title=lit(f"Compare {comp.task}: A={comp.run_a['batch_id'][:8]} "
-                           f"B={comp.run_b['batch_id'][:8]} ({comp.paired} paired cases"
-                           f", {len(comp.only_a)} only in A, {len(comp.only_b)} only in B)"),
-                 title_justify="left")
-    for col in ("metric", "n", "mean A", "mean B", "B − A", f"{comp.confidence:.0%} CI",
-                "p rand.", "p t-test", "p Holm", "improved", "regressed"):
-        head.add_column(col, justify="left" if col == "metric" else "right")
-    for m in comp.metrics:
-        style = "bold red" if m in comp.regressions() else None
-        head.add_row(lit(m.metric), str(m.n), _f(m.mean_a), _f(m.mean_b), _f(m.diff, "+.4f"),
-                     lit(f"[{_f(m.ci_low, '+.4f')}, {_f(m.ci_high, '+.4f')}]"),
-                     _f(m.p_randomization, ".4g"), _f(m.p_ttest, ".4g"), _f(m.p_holm, ".4g"),
-                     str(len(m.improved)), str(len(m.regressed)), style=style)
-    out: list = [head]
-    for m in comp.metrics:
-        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
-        if not flips:
-            continue
-        t = Table(title=lit(f"{m.metric}: flipped cases"), title_justify="left")
-        for col in ("change", "case", "A", "B"):
-            t.add_column(col)
-        for kind, f in flips[:max_flips]:
-            t.add_row(kind, lit(f"{f.case_id} {f.name or ''}".strip()), _f(f.a), _f(f.b))
-        if len(flips) > max_flips:
-            t.add_row("…", f"{len(flips) - max_flips} more (see --json/--xlsx/--html)", "", "")
-        out.append(t)
-    return out
-
-
-def write_json(comp: Comparison, path: str | Path) -> Path:
-    from queryeval.io.atomic import write_text_atomic
-
-    write_text_atomic(path, dumps(comp.to_dict(), indent=2) + "\n")
-    return Path(path)
-
-
-def _sheet_title(name: str, used: set[str]) -> str:
-    from queryeval.io.safetext import xlsx_text
-
-    base = re.sub(r"[\[\]:*?/\\]", "_", xlsx_text(name))[:31].strip("'") or "metric"
-    title, i = base, 2
-    while title.lower() in used or title.lower() == "summary":
-        suffix = f"~{i}"
-        title, i = base[: 31 - len(suffix)] + suffix, i + 1
-    used.add(title.lower())
-    return title
-
-
-def write_xlsx(comp: Comparison, path: str | Path) -> Path:
-    """Sheet ``Summary`` (one row per metric) and one sheet per metric with its flipped cases."""
-    from openpyxl import Workbook
-
-    from queryeval.report.xlsx import save, set_widths, write_table
-
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Summary"
-    info = [("task", comp.task), ("run A", comp.run_a["batch_id"]), ("run B", comp.run_b["batch_id"]),
-            ("paired cases", comp.paired), ("only in A", len(comp.only_a)),
-            ("only in B", len(comp.only_b)), ("excluded (errors, on_error=skip)", len(comp.excluded)),
-            ("alpha", comp.alpha), ("resamples", comp.resamples), ("seed", comp.seed)]
-    row = write_table(ws, 1, ["field", "value"], info, title="Comparison")
-    headers = ["metric", "n", "mean A", "mean B", "B - A", "CI low", "CI high", "p randomization",
-               "p t-test", "p Holm", "p t-test Holm", "improved", "regressed", "significant regression"]
-    regress = {m.metric for m in comp.regressions()}
-    rows = [[m.metric, m.n, m.mean_a, m.mean_b, m.diff, m.ci_low, m.ci_high, m.p_randomization,
-             m.p_ttest, m.p_holm, m.p_ttest_holm, len(m.improved), len(m.regressed),
-             "yes" if m.metric in regress else "no"] for m in comp.metrics]
-    write_table(ws, row, headers, rows, figure_cols=(3, 4, 5, 6, 7), title="Metrics")
-    ws.freeze_panes = None
-    set_widths(ws, {1: 34, **{j: 14 for j in range(2, 15)}})
-    used: set[str] = set()
-    for m in comp.metrics:
-        sheet = wb.create_sheet(_sheet_title(m.metric, used))
-        flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
-        write_table(sheet, 1, ["change", "case_id", "name", "A", "B", "B - A"],
-                    [[k, f.case_id, f.name, f.a, f.b, f.delta] for k, f in flips],
-                    figure_cols=(4, 5, 6), title=f"{m.metric}: flipped cases ({len(flips)})")
-        sheet.freeze_panes = "A3"
-        set_widths(sheet, {1: 12, 2: 40, 3: 40, 4: 10, 5: 10, 6: 10})
-    return save(wb, path)
+        return getattr(compare_output, name)
+    raise AttributeError(name)

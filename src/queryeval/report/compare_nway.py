@@ -13,24 +13,23 @@ JSON and xlsx here; HTML in :mod:`queryeval.report.html_compare`. See docs/compa
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from queryeval.errors import ConfigError, GateFailure
+from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
+from queryeval.run.repeats import exact_mean
 from queryeval.report.compare import (
     LoadedRun,
     MetricComparison,
     PairedCases,
     _run_info,
-    case_metrics,
     choose_metrics,
     compare_pair_metrics,
+    conclude,
     load_run,
     lower_is_better,
     pair_runs,
@@ -43,10 +42,8 @@ from queryeval.report.nway_cells import (  # noqa: F401 - letter re-exported
     _scope,
     letter,
 )
-from queryeval.run.log import dumps
 
-#: Record fields (besides ``tags``) whose text value makes a group table.
-GROUP_FIELDS = ("dataset", "dimension", "category", "group")
+from queryeval.run.results import GROUP_FIELDS, record_groups  # noqa: E402,F401 - re-exported
 @dataclass
 class PairTest:
     """One paired test of a table: run ``j`` against run ``i`` (``diff`` = j − i)."""
@@ -70,6 +67,10 @@ class Table:
     """Cases shared by every run that carry the metric (the means' cases)."""
     lower: dict[str, bool]
     tests: list[PairTest] = field(default_factory=list)
+    twins: dict[str, str] = field(default_factory=dict)
+    """Metric -> the earlier metric it equals case by case in every run (shares its test)."""
+    counts: set[str] = field(default_factory=set)
+    """Count metrics (shown, not tested)."""
 
     def test(self, metric: str, i: int, j: int) -> PairTest | None:
         for t in self.tests:
@@ -104,6 +105,8 @@ class Table:
                 "means": self.means[m], "best": self.best(m),
                 "better_than": [self.marks(m, k, alpha)[0] for k in range(len(self.means[m]))],
                 "worse_than": [self.marks(m, k, alpha)[1] for k in range(len(self.means[m]))],
+                "tested": m not in self.counts and m not in self.twins,
+                "same_as": self.twins.get(m), "count": m in self.counts,
             } for m in self.metrics],
             "tests": [{"run_a": t.i, "run_b": t.j, "p_adjusted": t.p_adjusted,
                        **{k: v for k, v in t.result.to_dict().items()
@@ -128,14 +131,42 @@ class NWayComparison:
     confidence: float
     resamples: int
     seed: int | None
+    warnings: list[str] = field(default_factory=list)
+    """A run given twice; per pair and metric: a CI excluding 0 beside a Holm p >= alpha,
+    an n too small to detect the observed difference."""
 
     def tables(self) -> list[Table]:
         return [self.overall, *(t for ts in self.groups.values() for t in ts)]
 
     def regressions(self) -> list[PairTest]:
         """Overall tests where a run is significantly worse than the baseline (run 0)."""
-        return [t for t in self.overall.tests if t.i == 0 and t.result.worse()
-                and t.p_adjusted is not None and t.p_adjusted < self.alpha]
+        return [t for t in self.overall.tests if t.i == 0 and verdicts.verdict(
+            t.result.diff, t.p_adjusted, self.alpha, t.result.lower_is_better) == verdicts.WORSE]
+
+    def verdicts(self) -> list[dict]:
+        """Per pair of the overall table and metric: the verdict of the second run against
+        the first (better / worse / no detectable difference, significant after Holm over
+        the table's tests)."""
+        out = []
+        for t in self.overall.tests:
+            m = t.result
+            out.append({"run_a": t.i, "run_b": t.j, "metric": m.metric, "diff": m.diff,
+                        "p_adjusted": t.p_adjusted, "verdict": verdicts.verdict(
+                            m.diff, t.p_adjusted, self.alpha, m.lower_is_better)})
+        return out
+
+    def headline(self) -> str:
+        """One line per run against the baseline: metrics significantly worse and better."""
+        lines = []
+        for j in range(1, len(self.runs)):
+            rows = [v for v in self.verdicts() if v["run_a"] == 0 and v["run_b"] == j]
+            worse = [v["metric"] for v in rows if v["verdict"] == verdicts.WORSE]
+            better = [v["metric"] for v in rows if v["verdict"] == verdicts.BETTER]
+            lines.append(f"{letter(j)} ({self.labels[j]}) against a ({self.labels[0]}): "
+                         f"worse on {len(worse)}{': ' + ', '.join(worse) if worse else ''}; "
+                         f"better on {len(better)}{': ' + ', '.join(better) if better else ''}; "
+                         f"no detectable difference on {len(rows) - len(worse) - len(better)}")
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
@@ -143,7 +174,8 @@ class NWayComparison:
             "runs": [{**r, "letter": letter(k), "label": self.labels[k]}
                      for k, r in enumerate(self.runs)],
             "pairs": self.pairs, "alpha": self.alpha, "confidence": self.confidence,
-            "resamples": self.resamples, "seed": self.seed,
+            "resamples": self.resamples, "seed": self.seed, "headline": self.headline(),
+            "warnings": self.warnings, "verdicts": self.verdicts(),
             "overall": self.overall.to_dict(self.alpha),
             "groups": {k: [t.to_dict(self.alpha) for t in ts] for k, ts in self.groups.items()},
             "flips": [{"run_a": i, "run_b": j, "metric": m.metric,
@@ -156,7 +188,11 @@ class NWayComparison:
 
 
 def run_label(info: dict) -> str:
-    """A short name for a run: its system, else its responses file's name, else its batch id."""
+    """A run's label: the one stored in its batch record (``--name`` or the default of
+    :func:`queryeval.run.results.default_label`), else its system, its responses file's
+    name, else its batch id."""
+    if isinstance(info.get("label"), str) and info["label"]:
+        return info["label"]
     system = info.get("system")
     if isinstance(system, dict):
         system = system.get("name") or system.get("kind")
@@ -168,22 +204,16 @@ def run_label(info: dict) -> str:
     return str(info.get("batch_id", ""))[:8]
 
 
-def record_groups(record: dict) -> dict[str, list[str]]:
-    """Group memberships of a record: ``tag`` (each of its tags) and :data:`GROUP_FIELDS`."""
-    out: dict[str, list[str]] = {}
-    tags = record.get("tags")
-    if isinstance(tags, list):
-        out["tag"] = list(dict.fromkeys(str(t) for t in tags))
-    for key in GROUP_FIELDS:
-        value = record.get(key)
-        if isinstance(value, str) and value:
-            out[key] = [value]
-    return out
-
-
-def _adjust(tests: list[PairTest]) -> None:
-    for t, p in zip(tests, stats.holm([t.result.p_randomization for t in tests]), strict=True):
+def _adjust(tests: list[PairTest], twins: dict[str, str], counts: set[str]) -> None:
+    """Holm across the table's tests of distinct, tested metrics (compare_verdict): a count
+    is not tested, a metric equal case by case to an earlier one takes that one's test."""
+    family = [t for t in tests if t.result.metric not in counts and t.result.metric not in twins]
+    for t, p in zip(family, stats.holm([t.result.p_randomization for t in family]), strict=True):
         t.p_adjusted = p
+    adjusted = {(t.result.metric, t.i, t.j): t.p_adjusted for t in family}
+    for t in tests:
+        if t.result.metric in twins:
+            t.p_adjusted = adjusted.get((twins[t.result.metric], t.i, t.j))
 
 
 def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, float]]],
@@ -194,13 +224,17 @@ def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, fl
     for m in metrics:
         ids = [c for c in common if (cases is None or c in cases) and all(m in p[c] for p in per)]
         n[m] = len(ids)
-        means[m] = [math.fsum(p[c][m] for c in ids) / len(ids) if ids else None for p in per]
+        means[m] = [exact_mean([p[c][m] for c in ids]) if ids else None for p in per]
     table = Table(key, member, list(metrics), means, n,
                   {m: lower_is_better(task, m) for m in metrics})
+    ids = [c for c in common if cases is None or c in cases]
+    twins, counts = verdicts.classify(metrics, per, ids)
+    table.twins, table.counts = twins, counts
     for (i, j), pair in pairs.items():
-        for res in compare_pair_metrics(pair, metrics, cases=cases, **kw):
+        for res in compare_pair_metrics(pair, [m for m in metrics if m not in counts],
+                                        cases=cases, **kw):
             table.tests.append(PairTest(i, j, res))
-    _adjust(table.tests)
+    _adjust(table.tests, twins, counts)
     return table
 
 
@@ -230,15 +264,16 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
     pair_results: dict[tuple[int, int], list[MetricComparison]] = {}
     for i, j in paired:
         res = [t.result for t in overall.tests if (t.i, t.j) == (i, j)]
-        for m, p in zip(res, stats.holm([m.p_randomization for m in res]), strict=True):
-            m.p_holm = p
-        for m, p in zip(res, stats.holm([m.p_ttest for m in res]), strict=True):
-            m.p_ttest_holm = p
+        conclude(res, paired[(i, j)], alpha=alpha, confidence=confidence)
         pair_results[(i, j)] = res
     group_tables = {key: [_table(key, v, per, common, chosen, task, paired, kw, cs)
                           for v, cs in sorted(members[key].items())] for key in sorted(members)}
+    warnings = verdicts.same_run_warning(infos) + [
+        f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
+        for m in res for note in m.notes]
     return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
-                          group_tables, pair_results, alpha, confidence, resamples, seed)
+                          group_tables, pair_results, alpha, confidence, resamples, seed,
+                          warnings)
 
 
 def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
@@ -256,17 +291,17 @@ def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] 
     chosen_sets = [choose_metrics(p, metrics) for p in paired.values()]
     chosen = [m for m in chosen_sets[0] if all(m in s for s in chosen_sets[1:])]
     task = next((r.task for r in loaded if r.task is not None), None)
-    ids = [{r["case_id"] for r in run.records} for run in loaded]
-    common = [r["case_id"] for r in loaded[0].records if all(r["case_id"] in s for s in ids)]
-    if any(r.task_options.get("on_error") == "skip" for r in loaded):
-        bad = {r["case_id"] for run in loaded for r in run.records if r.get("status") == "error"}
-        common = [c for c in common if c not in bad]
-    by_run = [{r["case_id"]: r for r in run.records} for run in loaded]
-    per = [{cid: case_metrics(task, b[cid]) for cid in common} for b in by_run]
+    # every figure from the run model: each case's mean over its attempts (as the two-run
+    # compare pairs on), cases in run A's order, present in every run
+    cases = [{c.case_id: c for c in run.cases} for run in loaded]
+    common = [cid for cid in cases[0] if all(cid in cs for cs in cases[1:])]
+    if any(run.on_error == "skip" for run in loaded):
+        common = [cid for cid in common if not any(cs[cid].errored for cs in cases)]
+    per = [{cid: dict(cs[cid].means) for cid in common} for cs in cases]
     members: dict[str, dict[str, set[str]]] = {}
     if groups:
         for cid in common:
-            for key, values in record_groups(by_run[0][cid]).items():
+            for key, values in cases[0][cid].labels.items():
                 for v in values:
                     members.setdefault(key, {}).setdefault(v, set()).add(cid)
     return _assemble(loaded[0].task_name, [_run_info(r) for r in loaded], per, common, chosen,
@@ -304,15 +339,29 @@ def compare_trec(qrels: str | Path, runs: Sequence[str | Path], metrics: Sequenc
     common = [q for q in per[0] if all(q in p for p in per[1:])]
     paired = {}
     for i, j in index:
-        by = {q: {"case_id": q, "name": None} for q in common}
-        paired[(i, j)] = PairedCases(None, None, by, by, common, [], None,  # type: ignore[arg-type]
+        paired[(i, j)] = PairedCases(None, None, list(per[i]), list(per[j]), common, [], None,
                                      {q: per[i][q] for q in common},
                                      {q: per[j][q] for q in common})
-    infos = [{"batch_id": Path(r).name, "path": str(r), "status": "trec run", "system": None,
-              "responses": str(r), "cases": len(p), "timestamp": None, "task_options": {}}
+    infos = [{"batch_id": Path(r).name, "label": trec_run_tag(r), "path": str(r),
+              "status": "trec run", "system": None, "responses": str(r), "cases": len(p),
+              "timestamp": None, "task_options": {}}
              for r, p in zip(runs, per, strict=True)]
     return _assemble("trec", infos, per, common, names, None, paired, {}, pairs, alpha,
                      confidence, resamples, seed, exact_max_n)
+
+
+def trec_run_tag(path: str | Path) -> str:
+    """A TREC run's label: the run tag (column 6) of its first line, as ranx and trec_eval
+    name runs; the file's name when the line has none."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if parts:
+                    return parts[5] if len(parts) >= 6 else Path(path).name
+    except OSError:
+        pass
+    return Path(path).name
 
 
 def check_regression(comp: NWayComparison) -> None:
@@ -327,180 +376,14 @@ def check_regression(comp: NWayComparison) -> None:
         for t in bad))
 
 
-# --- outputs (cells, legend and scope: report/nway_cells.py) ----------------------------------
-def to_markdown(comp: NWayComparison) -> str:
-    def md(text: object) -> str:
-        s = str(text).replace("\\", "\\\\")
-        for ch in "|*_`[]<>#":
-            s = s.replace(ch, "\\" + ch)
-        return " ".join(s.split())
-
-    lines = [f"## Compare {md(comp.task)}", ""]
-    lines += [f"- **{letter(k)}**: {md(comp.labels[k])} (`{md(r['batch_id'])}`)"
-              for k, r in enumerate(comp.runs)]
-    lines += ["", md(_legend(comp)), ""]
-    for table in comp.tables():
-        lines += [f"### {md(_scope(table))}", "",
-                  "| metric | n | " + " | ".join(f"{letter(k)}: {md(lb)}"
-                                                for k, lb in enumerate(comp.labels)) + " |",
-                  "|---|---:|" + "---:|" * len(comp.labels)]
-        for m in table.metrics:
-            cells = []
-            for text, best, sig, worse in _cells(comp, table, m):
-                cell = f"**{text}**" if best else text
-                cells.append(cell + (f"<sup>{sig}</sup>" if sig else "") + (" ▼" if worse else ""))
-            lines.append(f"| {md(m)} | {table.n[m]} | " + " | ".join(cells) + " |")
-        lines.append("")
-    return "\n".join(lines)
+# --- outputs: report/nway_output.py (cells, legend and scope: report/nway_cells.py) -------------
+_OUTPUTS = ("to_markdown", "latex_escape", "to_latex", "csv_rows", "to_csv", "write",
+            "write_xlsx", "console_renderables")
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+def __getattr__(name: str):  # the outputs' former home: compare_nway.to_markdown etc.
+    if name in _OUTPUTS:
+        from queryeval.report import nway_output
 
-
-def latex_escape(text: object) -> str:
-    return "".join(_LATEX.get(ch, ch) for ch in " ".join(str(text).split()))
-
-
-def to_latex(comp: NWayComparison) -> str:
-    """One booktabs ``tabular`` per table (needs ``\\usepackage{booktabs}``)."""
-    out = []
-    for table in comp.tables():
-        cols = "l r " + "r" * len(comp.labels)
-        out += [f"% {latex_escape(_scope(table))}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule",
-                "metric & n & " + " & ".join(f"{letter(k)}: {latex_escape(lb)}"
-                                             for k, lb in enumerate(comp.labels)) + r" \\",
-                "\\midrule"]
-        for m in table.metrics:
-            cells = []
-            for text, best, sig, worse in _cells(comp, table, m):
-                cell = "--" if text == "—" else (f"\\textbf{{{text}}}" if best else text)
-                marks = sig + ("\\downarrow" if worse else "")
-                cells.append(cell + (f"$^{{{marks}}}$" if marks else ""))
-            out.append(f"{latex_escape(m)} & {table.n[m]} & " + " & ".join(cells) + r" \\")
-        out += ["\\bottomrule", "\\end{tabular}", ""]
-    return "\n".join(out)
-
-
-def csv_rows(comp: NWayComparison) -> list[list[Any]]:
-    """The tables as rows (header first): scope, metric, n, then per run its mean, best,
-    letters of the runs it is significantly better than, and 'worse than baseline'."""
-    from queryeval.io.safetext import csv_row
-
-    head: list[Any] = ["group_key", "group", "metric", "n"]
-    for k, lb in enumerate(comp.labels):
-        head += [f"{letter(k)}: {lb}", f"{letter(k)} best", f"{letter(k)} better than",
-                 f"{letter(k)} worse than baseline"]
-    rows = [csv_row(head)]
-    for table in comp.tables():
-        for m in table.metrics:
-            row: list[Any] = [table.key or "", table.member or "", m, table.n[m]]
-            for k, (_, best, sig, worse) in enumerate(_cells(comp, table, m)):
-                row += [table.means[m][k], "yes" if best else "", sig, "yes" if worse else ""]
-            rows.append(csv_row(row))
-    return rows
-
-
-def to_csv(comp: NWayComparison) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(csv_rows(comp))
-    return buf.getvalue()
-
-
-def write(comp: NWayComparison, path: str | Path, kind: str) -> Path:
-    """Write the comparison as ``kind``: md, tex, csv, json, xlsx or html."""
-    from queryeval.io.atomic import write_text_atomic
-
-    if kind == "xlsx":
-        return write_xlsx(comp, path)
-    if kind == "html":
-        from queryeval.report.html_compare import render_nway
-
-        text = render_nway(comp)
-    else:
-        render = {"md": to_markdown, "tex": to_latex, "csv": to_csv,
-                  "json": lambda c: dumps(c.to_dict(), indent=2) + "\n"}.get(kind)
-        if render is None:
-            raise ConfigError(f"unknown output kind {kind!r}")
-        text = render(comp)
-    write_text_atomic(path, text)
-    return Path(path)
-
-
-def write_xlsx(comp: NWayComparison, path: str | Path) -> Path:
-    """Sheet ``Compare``: one block per table (every cell through ``report.xlsx.put``); sheet
-    ``Tests``: every pairwise test."""
-    from openpyxl import Workbook
-    from openpyxl.styles import Font
-
-    from queryeval.report.xlsx import put, save, set_widths, write_header
-
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Compare"
-    put(ws, 1, 1, f"Compare {comp.task}")
-    put(ws, 2, 1, _legend(comp))
-    row = 4
-    for table in comp.tables():
-        put(ws, row, 1, _scope(table)).font = Font(bold=True)
-        write_header(ws, row + 1, ["metric", "n", *(f"{letter(k)}: {lb}"
-                                                    for k, lb in enumerate(comp.labels)),
-                                   *(f"{letter(k)} marks" for k in range(len(comp.labels)))])
-        row += 2
-        for m in table.metrics:
-            put(ws, row, 1, m)
-            put(ws, row, 2, table.n[m])
-            for k, (_, best, sig, worse) in enumerate(_cells(comp, table, m)):
-                c = put(ws, row, 3 + k, table.means[m][k])
-                c.number_format = "0.0000"
-                if best:
-                    c.font = Font(bold=True)
-                put(ws, row, 3 + len(comp.labels) + k, sig + ("▼" if worse else ""))
-            row += 1
-        row += 1
-    set_widths(ws, {1: 34, 2: 8, **{j: 16 for j in range(3, 3 + 2 * len(comp.labels))}})
-    tests = wb.create_sheet("Tests")
-    headers = ["group_key", "group", "metric", "run A", "run B", "n", "mean A", "mean B",
-               "B - A", "CI low", "CI high", "p randomization", "p Holm (table)", "p t-test"]
-    write_header(tests, 1, headers)
-    r = 2
-    for table in comp.tables():
-        for t in table.tests:
-            m = t.result
-            for col, v in enumerate([table.key, table.member, m.metric, letter(t.i), letter(t.j),
-                                     m.n, m.mean_a, m.mean_b, m.diff, m.ci_low, m.ci_high,
-                                     m.p_randomization, t.p_adjusted, m.p_ttest], start=1):
-                put(tests, r, col, v)
-            r += 1
-    set_widths(tests, {1: 12, 2: 24, 3: 28})
-    return save(wb, path)
-
-
-def console_renderables(comp: NWayComparison, *, groups: bool = True) -> list:
-    from rich.table import Table as RichTable
-
-    from queryeval.io.safetext import console_text as lit
-
-    out: list = []
-    runs = RichTable(title=lit(f"Compare {comp.task}: {len(comp.runs)} runs"), title_justify="left")
-    for col in ("run", "label", "batch", "cases"):
-        runs.add_column(col)
-    for k, r in enumerate(comp.runs):
-        runs.add_row(letter(k), lit(comp.labels[k]), lit(str(r["batch_id"])), str(r["cases"]))
-    out.append(runs)
-    for table in comp.tables() if groups else [comp.overall]:
-        t = RichTable(title=lit(_scope(table)), title_justify="left")
-        t.add_column("metric")
-        t.add_column("n", justify="right")
-        for k in range(len(comp.labels)):
-            t.add_column(letter(k), justify="right")
-        for m in table.metrics:
-            cells = []
-            for text, best, sig, worse in _cells(comp, table, m):
-                cell = lit(text + (f" {sig}" if sig else "") + (" ▼" if worse else ""),
-                           "bold" if best else "")
-                cells.append(cell)
-            t.add_row(lit(m), str(table.n[m]), *cells)
-        out.append(t)
-    out.append(lit(_legend(comp)))
-    return out
+        return getattr(nway_output, name)
+    raise AttributeError(name)

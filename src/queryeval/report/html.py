@@ -205,7 +205,8 @@ def _meta(run: LoadedRun) -> str:
     b = run.batch
     cfg = b.get("evaluation_config", {})
     suite = b.get("suite_info", {})
-    rows = [("task", b.get("task")), ("batch", run.batch_id), ("status", b.get("status")),
+    rows = [("run", run.label), ("task", b.get("task")), ("batch", run.batch_id),
+            ("status", b.get("status")),
             ("started", b.get("timestamp")), ("completed", b.get("completed_at")),
             ("suite", f"{suite.get('path', cfg.get('suite'))} ({suite.get('hash', '')[:19]}…)"),
             ("system", _system_label(run, cfg)),

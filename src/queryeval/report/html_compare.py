@@ -8,19 +8,38 @@ import json
 from pathlib import Path
 
 from queryeval.report.compare import Comparison
+from queryeval.report.compare_output import short_verdict
 from queryeval.report.html_page import esc, fmt, num_cell, page
 from queryeval.report.html_svg import bar_chart
 
 
+def _source(info: dict) -> str:
+    """What answered: the system spec, the recorded responses, or the task's built-in system
+    (its label)."""
+    if info.get("system"):
+        return str(info["system"])
+    if info.get("responses"):
+        return f"recorded: {info['responses']}"
+    return f"built-in: {info.get('label')}"
+
+
 def _run_rows(comp: Comparison) -> str:
     rows = []
-    for label, info in (("A", comp.run_a), ("B", comp.run_b)):
-        system = info.get("system") or f"recorded: {info.get('responses')}"
-        rows.append(f"<tr><th>{label}</th><td>{esc(info.get('batch_id'))}</td><td>{esc(system)}</td>"
+    for letter, info in (("A", comp.run_a), ("B", comp.run_b)):
+        rows.append(f"<tr><th>{letter}</th><td>{esc(info.get('label'))}</td>"
+                    f"<td>{esc(info.get('batch_id'))}</td><td>{esc(_source(info))}</td>"
                     f"<td>{esc(json.dumps(info.get('task_options', {}), ensure_ascii=False))}</td>"
                     f"<td>{esc(info.get('path'))}</td></tr>")
-    return ("<table><thead><tr><th>run</th><th>batch</th><th>system</th><th>task options</th>"
-            f"<th>batch file</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return ("<table><thead><tr><th>run</th><th>label</th><th>batch</th><th>system</th>"
+            "<th>task options</th><th>batch file</th></tr></thead><tbody>"
+            f"{''.join(rows)}</tbody></table>")
+
+
+def _verdict(headline: str, worse: bool, warnings: list[str]) -> str:
+    """The verdict first (red when a metric is significantly worse), then the warnings."""
+    cls = "worse" if worse else "note"
+    return (f'<p class="{cls}"><b>{esc(headline)}</b></p>'
+            + "".join(f'<p class="warning">warning: {esc(w)}</p>' for w in warnings))
 
 
 def render_comparison(comp: Comparison) -> str:
@@ -28,16 +47,17 @@ def render_comparison(comp: Comparison) -> str:
     regress = {m.metric for m in comp.regressions()}
     rows = []
     for m in comp.metrics:
-        cls = "worse" if m.metric in regress else ("better" if m.p_holm is not None and
-                                                   m.p_holm < comp.alpha else "")
+        cls = {"worse": "worse", "better": "better"}.get(m.verdict, "")
         ci = f"[{fmt(m.ci_low)}, {fmt(m.ci_high)}]"
         rows.append(f'<tr><td class="{cls}">{esc(m.metric)}</td>{num_cell(m.n)}{num_cell(m.mean_a)}'
                     f"{num_cell(m.mean_b)}{num_cell(m.diff)}<td class=\"num\">{esc(ci)}</td>"
                     f"{num_cell(m.p_randomization)}{num_cell(m.p_ttest)}{num_cell(m.p_holm)}"
-                    f"{num_cell(len(m.improved))}{num_cell(len(m.regressed))}</tr>")
+                    f"{num_cell(len(m.improved))}{num_cell(len(m.regressed))}"
+                    f'<td class="{cls}">{esc(short_verdict(m))}</td></tr>')
     summary = ("<table><thead><tr><th>metric</th><th>n</th><th>mean A</th><th>mean B</th>"
                f"<th>B − A</th><th>{comp.confidence:.0%} CI of B − A</th><th>p randomization</th>"
-               "<th>p t-test</th><th>p Holm</th><th>improved</th><th>regressed</th></tr></thead>"
+               "<th>p t-test</th><th>p Holm</th><th>improved</th><th>regressed</th>"
+               "<th>verdict</th></tr></thead>"
                f"<tbody>{''.join(rows)}</tbody></table>")
     rate = [m for m in comp.metrics if m.mean_a is not None and 0 <= m.mean_a <= 1
             and m.mean_b is not None and 0 <= m.mean_b <= 1]
@@ -63,13 +83,15 @@ def render_comparison(comp: Comparison) -> str:
         "<th class=\"num\">B</th><th class=\"num\">B − A</th></tr></thead>"
         f"<tbody>{''.join(flips)}</tbody></table>"
     )
-    verdict = (f'<p class="worse">significant regression: {esc(", ".join(sorted(regress)))}</p>'
-               if regress else '<p class="better">no significant regression</p>')
+    verdict = _verdict(comp.headline(), bool(regress), comp.warnings)
     unpaired = (f"<p class=\"note\">{comp.paired} paired cases; only in A: {len(comp.only_a)}; "
                 f"only in B: {len(comp.only_b)}; excluded (failed calls, on_error=skip): "
                 f"{len(comp.excluded)}. p-values: paired sign-flip randomization test "
                 f"(exact up to 20 pairs, else {comp.resamples} seeded resamples), paired t-test; "
-                f"Holm-adjusted across {len(comp.metrics)} metrics; alpha {comp.alpha:g}.</p>")
+                f"Holm-adjusted across {sum(m.tested for m in comp.metrics)} tested metrics (counts "
+                f"are not tested; a metric equal case by case to an earlier one shares its "
+                f"test); alpha {comp.alpha:g}. A confidence interval is not adjusted for "
+                f"testing several metrics: it may exclude 0 where the Holm p is above alpha.</p>")
     lists = "".join(
         f"<details><summary>cases only in {label} ({len(ids)})</summary><pre>{esc(chr(10).join(ids))}"
         "</pre></details>" for label, ids in (("A", comp.only_a), ("B", comp.only_b)) if ids)
@@ -140,10 +162,9 @@ def render_nway(comp) -> str:
         "<th>pair</th><th>metric</th><th>change</th><th>case</th><th>name</th>"
         '<th class="num">first</th><th class="num">second</th><th class="num">Δ</th></tr></thead>'
         f"<tbody>{''.join(flips)}</tbody></table>")
-    bad = comp.regressions()
-    verdict = (f'<p class="worse">significant regression against the baseline: '
-               f"{esc('; '.join(f'{letter(t.j)} {t.result.metric}' for t in bad))}</p>" if bad
-               else '<p class="better">no significant regression against the baseline</p>')
+    verdict = "".join(_verdict(line, ": worse on 0" not in line, [])
+                      for line in comp.headline().splitlines())
+    verdict += "".join(f'<p class="warning">warning: {esc(w)}</p>' for w in comp.warnings)
     body = (f"<h1>Comparison of {len(comp.runs)} runs · {esc(comp.task)}</h1>{verdict}"
             f"{nway_tables(comp)}<h2>Flipped cases</h2>{flip_table}")
     return page(f"queryeval compare · {comp.task}", body)

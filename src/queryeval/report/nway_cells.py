@@ -41,4 +41,5 @@ def _legend(comp: NWayComparison) -> str:
     against = "the baseline (a)" if comp.pairs == "baseline" else "every other run"
     return (f"Best mean in bold. Letters: significantly better than that run; ▼: significantly "
             f"worse than the baseline (paired randomization test against {against}, "
-            f"Holm-adjusted across each table's tests, alpha {comp.alpha:g}).")
+            f"Holm-adjusted across each table's tests, alpha {comp.alpha:g}; counts are not "
+            f"tested, and a metric equal case by case to an earlier one shares its test).")

@@ -90,14 +90,14 @@ class RunPaths:
         return self._p("repeats", ".csv")
 
 
-_BATCH_FILE = re.compile(r"^(?:results|metrics|report|repeats|dabench)_(?P<id>.+?)"
+BATCH_FILE = re.compile(r"^(?:results|metrics|report|repeats|dabench)_(?P<id>.+?)"
                          r"\.(?:json|jsonl|csv|xlsx|html)$")
 
 
 def batch_beside(path: Path) -> Path:
     """The ``batch_<id>.json`` of any file of a batch (``results_<id>.jsonl``,
     ``metrics_<id>.json``, a report, ...) when it lies beside it; else ``path`` itself."""
-    match = _BATCH_FILE.match(path.name)
+    match = BATCH_FILE.match(path.name)
     if match is None:
         return path
     batch = path.with_name(f"batch_{match['id']}.json")

@@ -172,8 +172,11 @@ def _batch_fields(config: RunConfig, suite: Suite, task: Task, n_cases: int) -> 
     cfg["out"] = str(Path(config.out).resolve())
     cfg["task"] = task.name
     cfg["task_options"] = task.options.model_dump()
+    from queryeval.run.results import default_label
+
     return {
         "task": task.name,
+        "label": default_label(cfg, task),
         "evaluation_config": {**cfg, "num_samples": n_cases, **task.batch_info()},
         "suite_info": {
             "path": cfg["suite"],

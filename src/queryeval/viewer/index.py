@@ -67,7 +67,7 @@ def summary(entry: Entry, root: Path) -> dict:
     return {
         "id": entry.batch_id, "path": rel,
         "task": _text(batch.get("task")), "suite": Path(str(suite)).name,
-        "system": system, "date": _text(batch.get("timestamp")),
+        "system": system, "label": _label(batch, cfg), "date": _text(batch.get("timestamp")),
         "status": _text(batch.get("status")), "cases": total, "done": done,
         "metrics": headline, "metric_kinds": kinds,
         "derived_from": _text(batch.get("derived_from")),
@@ -139,6 +139,15 @@ def _system(batch: dict, cfg: dict, opts: dict, batch_id: str) -> str:
     except Exception:  # noqa: BLE001 - a task not installed or bad options: no label
         label = None
     return f"built-in: {label}" if label else "built-in"
+
+
+def _label(batch: dict, cfg: dict) -> str:
+    """The run's label as stored in its batch (``--name`` or the default of
+    :func:`queryeval.run.results.default_label`, read the same way by every surface)."""
+    from queryeval.run.results import default_label
+
+    stored = batch.get("label")
+    return stored if isinstance(stored, str) and stored else default_label(cfg)
 
 
 def _count_lines(path: Path) -> int:
