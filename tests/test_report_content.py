@@ -23,8 +23,8 @@ from queryeval.report.html import error_banner, render_report
 from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 from queryeval.suite.retrieval import read_corpus
-from queryeval.tasks.query import result_sample
 from queryeval.tasks.content import Figures
+from queryeval.tasks.query import result_sample
 from queryeval.tasks.retrieval import RetrievalTask
 
 EVIL = "<script>alert(1)</script>"

@@ -13,12 +13,10 @@ tests that need them skip with the reason (docs/reliability.md, "Sandbox").
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +36,9 @@ from queryeval.systems.engines import (
     sparql_safety,
 )
 from queryeval.systems.engines import sandbox as sandbox_module
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_hostile_queries import Listener as HttpListener  # noqa: E402
 
 TTL = """@prefix ex: <http://example.org/> .
 ex:a ex:p ex:b . ex:b ex:p true . ex:g ex:p "x" .
@@ -69,36 +70,11 @@ needs_sandbox = pytest.mark.skipif(_WHY_NOT is not None,
                                    reason=f"OS sandbox unavailable: {_WHY_NOT}")
 
 
-class Listener:
-    """A loopback HTTP server that records every connection and answers with GOLD."""
+class Listener(HttpListener):
+    """A loopback HTTP server that records every request and answers with GOLD (?leak)."""
 
     def __init__(self) -> None:
-        hits: list[str] = []
-        self.hits = hits
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                hits.append(self.path)
-                body = json.dumps(GOLD).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/sparql-results+json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = _answer  # noqa: N815
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/sparql"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(answer=GOLD)
 
 
 @pytest.fixture(scope="module")

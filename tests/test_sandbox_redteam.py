@@ -21,10 +21,9 @@ from queryeval.systems.engines import base
 from queryeval.systems.engines import sandbox as sandbox_module
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_sandbox import Listener, graph, listener, needs_sandbox  # noqa: E402, F401
-
 from queryeval.systems.engines import QueryRefused, RemoteSparqlEngine  # noqa: E402
 from queryeval.systems.engines.base import term_text  # noqa: E402
+from test_sandbox import Listener, graph, listener, needs_sandbox  # noqa: E402, F401
 
 _ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(Path(base.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
@@ -406,7 +405,7 @@ def test_escaped_syntax_hides_service_and_from_from_the_grammar(tmp_path) -> Non
             sparql_safety.check_sparql(text)
 
 
-def test_the_engines_refuse_escape_hidden_service_and_send_nothing(graph, listener) -> None:
+def test_the_engines_refuse_escape_hidden_service_and_send_nothing(graph, listener) -> None:  # noqa: F811
     endpoint = Listener()
     texts = (_HIDDEN_SERVICE.format(url=listener.url),
              _HIDDEN_FROM.format(url=listener.url), _HIDDEN_BY_CR.format(url=listener.url))
@@ -428,5 +427,5 @@ def test_the_engines_refuse_escape_hidden_service_and_send_nothing(graph, listen
     ('SELECT ("\\u0041\\U00000042" AS ?x) {}', "AB"),
     ('SELECT (STR(<http://a/\\u00e9>) AS ?x) {}', "http://a/é"),
 ])
-def test_escapes_of_letters_and_non_ascii_still_run(graph, text, rows) -> None:
+def test_escapes_of_letters_and_non_ascii_still_run(graph, text, rows) -> None:  # noqa: F811
     assert [[term_text(c) for c in r] for r in graph.execute(text, timeout_s=10).rows] == [[rows]]

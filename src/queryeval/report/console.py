@@ -13,7 +13,6 @@ from rich.table import Table
 from queryeval.io.safetext import console_text
 from queryeval.report.numbers import figure
 
-
 fmt = figure  # one formatter for every surface (report.numbers)
 
 

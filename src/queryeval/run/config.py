@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from queryeval.errors import ConfigError
 from queryeval.run import inputs as run_inputs
 
-
 MAX_SECONDS = 7 * 24 * 3600.0
 """Upper bound of --timeout and --backoff (a week): a larger value is a typo, and ``inf``
 overflows the clock arithmetic of timeouts."""

@@ -89,6 +89,7 @@ from typing import Any
 import numpy as np
 
 from queryeval.metrics.tables.encode import Encoded
+
 # Budget, SearchResult and f1_from_sums stay importable from here (this module's API)
 from queryeval.metrics.tables.search_base import (
     _MAX_SUBSETS,
@@ -105,6 +106,7 @@ from queryeval.metrics.tables.search_base import (
 )
 from queryeval.metrics.tables.search_incumbents import Incumbents
 from queryeval.metrics.tables.search_rows import RowGroups
+
 
 class _Search(RowGroups, Incumbents):
     """One search (module docstring): its state, the bounds, the depth-first search and
