@@ -183,3 +183,44 @@ def test_other_loopback_hosts_are_allowed(run_dir, host):
     app = create_app(run_dir.parent, host=host)
     assert TestClient(app, base_url=f"http://{host}").get("/api/runs").status_code == 200
     assert TestClient(app, base_url="http://evil.example").get("/api/runs").status_code == 400
+
+
+HOSTILE_IDS = ["a\nb", "c\rd", "e\x00f", "crlf\r\n", "g%2Fh", "i/j?k#l", "m n", "..", "%", "é\x1b[31m"]
+
+
+def test_every_case_id_is_reachable_by_its_encoded_url(tmp_path):
+    """The page builds ``/api/runs/R/cases/`` + encodeURIComponent(id); the server decodes the
+    raw path once and matches the id exactly (CR/LF, NUL, a literal ``%2F``, ``/``, ``?``)."""
+    from urllib.parse import quote
+
+    import queryeval as qe
+
+    def sel(v: str) -> list[dict]:
+        return [{"dataset_id": "D", "dimensions": [
+            {"dimension_name": "C", "values": [{"id": v, "name": v}]}]}]
+
+    cases = [{"id": cid, "name": f"case {i}", "conversation": [
+        {"role": "user", "content": str(i), "target": {"indicator_selection": sel(str(i))}}]}
+        for i, cid in enumerate(HOSTILE_IDS)]
+    run = qe.evaluate(cases, system=lambda req: {"indicator_selection": sel(
+        req["messages"][-1]["content"])}, out=tmp_path / "runs")
+    client = TestClient(create_app(tmp_path / "runs", resamples=50), base_url=BASE)
+    listed = client.get(f"/api/runs/{run.batch_id}/cases?limit=500").json()["rows"]
+    assert sorted(r["case_id"] for r in listed) == sorted(HOSTILE_IDS)
+    bid = run.batch_id
+    for i, cid in enumerate(HOSTILE_IDS):
+        urls = [f"/api/runs/{bid}/case?id={quote(cid, safe='')}"]  # what the page asks
+        if cid not in (".", ".."):  # a URL path resolves these away, in every client
+            urls.append(f"/api/runs/{bid}/cases/{quote(cid, safe='')}")
+        for url in urls:
+            resp = client.get(url)
+            assert resp.status_code == 200, (url, resp.status_code, resp.text)
+            doc = resp.json()
+            assert "row" in doc, (url, doc)
+            assert doc["row"]["case_id"] == cid and doc["record"]["name"] == f"case {i}"
+    for url in (f"/api/runs/{bid}/cases/a", f"/api/runs/{bid}/case?id=a", f"/api/runs/{bid}/case"):
+        assert client.get(url).status_code == 404, url
+    # the page asks for a case with its id as an encoded query value
+    js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
+          / "app.js").read_text(encoding="utf-8")
+    assert "'/case?id=' + enc(caseId)" in js

@@ -335,7 +335,9 @@
     }));
   }
   function caseView(id, caseId, repeat) {
-    api('/api/runs/' + enc(id) + '/cases/' + enc(caseId) + (repeat !== undefined ? '?repeat=' + enc(repeat) : '')).then(function (doc) {
+    // the id as a query value: any text survives (CR/LF, NUL, '/', '?', '.' and '..', which
+    // a URL path would resolve away); the server decodes it once and matches it exactly
+    api('/api/runs/' + enc(id) + '/case?id=' + enc(caseId) + (repeat !== undefined ? '&repeat=' + enc(repeat) : '')).then(function (doc) {
       var rec = doc.record, rest = {};
       expected = {};
       [].concat(rec.expected_chunk || [], rec.expected_chunks || []).forEach(function (c) {
