@@ -369,6 +369,20 @@ def test_groups_use_the_figures_own_names_as_the_task_declares(tmp_path):
         assert frame.loc[member, "recall@5"] == legacy
 
 
+def test_empty_group_kinds_are_not_shown():
+    """Closed-form cases without concepts: ``concept`` and ``concept_group`` are empty in the
+    metrics; neither Run.groups, the console summary nor the notebook view shows them."""
+    cases = [{"id": f"c{i}", "conversation": [{"role": "user", "content": f"question {i}?",
+              "target": {"answers": [{"name": "n", "value": str(i)}]}}]} for i in range(3)]
+    run = qe.evaluate(cases, system=lambda req: {"response": "@n[1]"})
+    stored = run.metrics["group_metrics"]
+    assert stored["concept"] == {} and stored["concept_group"] == {}
+    assert list(run.groups) == ["concept_count"]
+    assert run.groups["concept_count"].loc["0", "questions"] == 3
+    assert "By number of concepts" not in str(run)
+    assert "groups: concept_count (1)" in run._repr_html_()
+
+
 def test_out_none_is_a_temporary_folder_kept_while_the_run_lives():
     run = qe.evaluate(CASES, system=bot)
     folder = run.folder.parent

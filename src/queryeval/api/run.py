@@ -224,7 +224,7 @@ class Run:
     @property
     def groups(self) -> dict[str, Any]:
         """Group figures as DataFrames, one per group key (``tag``, ``dimension``, ``field``,
-        ``dataset``, ``concept``, …), one row per group member."""
+        ``dataset``, ``concept``, …) that has a member, one row per group member."""
         import pandas as pd
 
         metrics = self.metrics
@@ -241,8 +241,9 @@ class Run:
         run_k = {"k": (metrics.get("overall_metrics") or {}).get("k")}
         out = {}
         for key, members in sources.items():
-            if not isinstance(members, dict):
-                continue
+            if not isinstance(members, dict) or not any(isinstance(v, dict)
+                                                        for v in members.values()):
+                continue  # an empty group kind (no case has a concept) is not shown
             frame = pd.DataFrame.from_dict(
                 {str(m): own_names(_flat(v), kinds, run_k) for m, v in members.items()
                  if isinstance(v, dict)}, orient="index")
