@@ -224,3 +224,26 @@ def test_every_case_id_is_reachable_by_its_encoded_url(tmp_path):
     js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
           / "app.js").read_text(encoding="utf-8")
     assert "'/case?id=' + enc(caseId)" in js
+
+
+def test_run_page_leaves_empty_group_kinds_out_and_compare_names_shared_groups(tmp_path):
+    """A closed-form run without concepts: ``concept`` and ``concept_group`` are ``{}`` in its
+    metrics, and the run page listed them as ``concept (0)``. The compare API gives each
+    group once (``also``), which the page names."""
+    import queryeval as qe
+
+    cases = [{"id": f"c{i}", "tags": ["t"], "conversation": [
+        {"role": "user", "content": f"question {i}?",
+         "target": {"answers": [{"name": "n", "value": str(i)}]}}]} for i in range(3)]
+    runs = [qe.evaluate(cases, system=lambda req: {"response": "@n[1]"}, out=tmp_path / "r" / x,
+                        name=x) for x in "ab"]
+    client = TestClient(create_app(tmp_path / "r", resamples=50), base_url=BASE)
+    doc = client.get(f"/api/runs/{runs[0].batch_id}").json()
+    assert runs[0].metrics["group_metrics"]["concept"] == {}
+    assert set(doc["groups"]) == {"concept_count"}
+    comp = client.get("/api/compare", params=[("run", r.batch_id) for r in runs]).json()
+    assert [(t["key"], t["member"], t["also"]) for ts in comp["groups"].values() for t in ts] \
+        == [("tag", "t", [])]
+    js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
+          / "app.js").read_text(encoding="utf-8")
+    assert "' (also ' + t.also.join(', ') + ')'" in js

@@ -435,6 +435,8 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
             groups.update({k: v for k, v in value.items() if isinstance(v, dict)})
         elif key.endswith("_metrics") and key != "overall_metrics" and isinstance(value, dict):
             groups.setdefault(key[: -len("_metrics")], value)
+    # an empty group kind (no case has a concept) is not shown, as in the HTML report
+    groups = {k: v for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
     for r in rows:

@@ -405,7 +405,10 @@
       });
       var groups = Object.keys(doc.groups).map(function (key) {
         return el('details', {}, el('summary', {}, key + ' (' + doc.groups[key].length + ')'),
-          doc.groups[key].map(function (t) { return [el('h3', {}, key + ' = ' + t.member), table(t)]; }));
+          doc.groups[key].map(function (t) {
+            var also = (t.also || []).length ? ' (also ' + t.also.join(', ') + ')' : '';
+            return [el('h3', {}, key + ' = ' + t.member + also), table(t)];
+          }));
       });
       var bad = doc.regressions.map(function (r) { return L[r.run] + ' ' + r.metric; });
       show([el('h1', {}, 'Comparison of ' + doc.runs.length + ' runs · ' + doc.task),
