@@ -247,3 +247,20 @@ def test_run_page_leaves_empty_group_kinds_out_and_compare_names_shared_groups(t
     js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
           / "app.js").read_text(encoding="utf-8")
     assert "' (also ' + t.also.join(', ') + ')'" in js
+
+
+def test_run_page_groups_use_the_figures_own_names(tmp_path):
+    """The retrieval task declares ``recall_at_k`` an older name of ``recall@{k}``."""
+    from queryeval.cli.app import main
+
+    suite = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+    assert main(["run", str(suite / "questions.csv"), "--corpus", str(suite / "corpus.jsonl"),
+                 "--out", str(tmp_path / "r"), "--k", "5", "--no-report", "-q"]) == 0
+    batch = next((tmp_path / "r").rglob("batch_*.json"))
+    stored = json.loads(next(batch.parent.glob("metrics_*.json")).read_text())["group_metrics"]
+    client = TestClient(create_app(tmp_path / "r", resamples=50), base_url=BASE)
+    groups = client.get(f"/api/runs/{batch.stem[len('batch_'):]}").json()["groups"]
+    for member, figures in groups["dataset"].items():
+        assert "recall_at_k" not in figures
+        assert figures["recall@5"] == stored["dataset"][member].get(
+            "recall_at_k", stored["dataset"][member].get("recall@5"))

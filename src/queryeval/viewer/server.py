@@ -23,7 +23,6 @@ from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
 from urllib.parse import unquote
 
 from starlette.applications import Starlette
@@ -435,8 +434,15 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
             groups.update({k: v for k, v in value.items() if isinstance(v, dict)})
         elif key.endswith("_metrics") and key != "overall_metrics" and isinstance(value, dict):
             groups.setdefault(key[: -len("_metrics")], value)
-    # an empty group kind (no case has a concept) is not shown, as in the HTML report
-    groups = {k: v for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
+    # an empty group kind (no case has a concept) is not shown, and an older figure name
+    # (recall_at_k) is shown as its own (recall@10), as in the HTML report and Run.groups
+    from queryeval.report.html import figure_kinds, own_names
+
+    kinds = figure_kinds(getattr(loaded, "task", None))
+    run_k = {"k": overall.get("k") if isinstance(overall, dict) else None}
+    groups = {k: {str(m): own_names(f, kinds, run_k) if isinstance(f, dict) else f
+                  for m, f in v.items()}
+              for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
     for r in rows:
