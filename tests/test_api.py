@@ -321,6 +321,68 @@ def test_str_and_html_summaries():
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+def test_html_summary_of_a_repeated_run_shows_the_metrics_repeats_section():
+    """c2 is right on every other call (2 of 4 attempts), c4 never: pass rate
+    (1 + 0.5 + 1 + 0) / 4 = 0.625; pass@2 of c2 = 1 - C(2,2)/C(4,2) = 5/6, so pass@2 =
+    (1 + 5/6 + 1 + 0) / 4 = 0.7083; pass^2 of c2 = 1/6, so pass^2 = (2 + 1/6) / 4 = 0.5417."""
+    lock, calls = threading.Lock(), {"usa": 0}
+
+    def flaky(request: dict) -> dict:
+        if request["messages"][-1]["content"] == "usa":
+            with lock:
+                calls["usa"] += 1
+                if calls["usa"] % 2:
+                    return {"indicator_selection": []}
+        return bot(request)
+
+    run = qe.evaluate(CASES, system=flaky, repeats=4, pass_k=[2])
+    rep = run.metrics["repeats"]
+    assert rep["overall"]["pass_rate"]["mean"] == pytest.approx(0.625)
+    assert rep["overall"]["pass@2"]["mean"] == pytest.approx((2 + 5 / 6) / 4)
+    assert rep["overall"]["pass^2"]["mean"] == pytest.approx((2 + 1 / 6) / 4)
+    page = run._repr_html_()
+    assert 'id="repeats"' in page and 'id="flaky"' in page
+    for key, text in (("pass_rate", "0.6250"), ("pass@2", "0.7083"), ("pass^2", "0.5417")):
+        assert f"<td>{key}</td>" in page and text in page
+    flaky_row = page.split('id="flaky"', 1)[1]
+    assert "<td>c2</td>" in flaky_row and "<td>c4</td>" not in flaky_row
+    # read from the metrics, never recomputed: a changed figure in the file shows as changed
+    metrics_file = next(run.folder.glob("metrics_*.json"))
+    doc = json.loads(metrics_file.read_text())
+    doc["repeats"]["overall"]["pass_rate"]["mean"] = 0.123456
+    metrics_file.write_text(json.dumps(doc))
+    assert "0.1235" in qe.load(run.path)._repr_html_()
+
+
+def test_groups_use_the_figures_own_names_as_the_task_declares(tmp_path):
+    """The retrieval task declares ``recall_at_k`` an older name of ``recall@{k}``: the
+    group tables show ``recall@5`` (as the HTML report), not the legacy name."""
+    suite = REPO / "examples" / "retrieval"
+    assert main(["run", str(suite / "questions.csv"), "--corpus", str(suite / "corpus.jsonl"),
+                 "--out", str(tmp_path), "--k", "5", "--no-report", "-q"]) == 0
+    run = qe.load(next(tmp_path.rglob("batch_*.json")))
+    frame = run.groups["dataset"]
+    assert "recall_at_k" not in frame.columns and "recall@5" in frame.columns
+    stored = run.metrics["group_metrics"]["dataset"]
+    for member, figures in stored.items():
+        legacy = figures.get("recall_at_k", figures.get("recall@5"))
+        assert frame.loc[member, "recall@5"] == legacy
+
+
+def test_empty_group_kinds_are_not_shown():
+    """Closed-form cases without concepts: ``concept`` and ``concept_group`` are empty in the
+    metrics; neither Run.groups, the console summary nor the notebook view shows them."""
+    cases = [{"id": f"c{i}", "conversation": [{"role": "user", "content": f"question {i}?",
+              "target": {"answers": [{"name": "n", "value": str(i)}]}}]} for i in range(3)]
+    run = qe.evaluate(cases, system=lambda req: {"response": "@n[1]"})
+    stored = run.metrics["group_metrics"]
+    assert stored["concept"] == {} and stored["concept_group"] == {}
+    assert list(run.groups) == ["concept_count"]
+    assert run.groups["concept_count"].loc["0", "questions"] == 3
+    assert "By number of concepts" not in str(run)
+    assert "groups: concept_count (1)" in run._repr_html_()
+
+
 def test_out_none_is_a_temporary_folder_kept_while_the_run_lives():
     run = qe.evaluate(CASES, system=bot)
     folder = run.folder.parent

@@ -332,3 +332,48 @@ def test_to_pandas_one_column_per_run_even_with_equal_labels(runs, tmp_path):
     df = cmp.to_pandas()
     assert list(df.columns) == ["a: responses.jsonl", "b: responses.jsonl", "c: responses.jsonl"]
     assert df.loc["macro_recall"].tolist() == pytest.approx([19.5 / 23, 20.5 / 23, 3 / 23])
+
+
+# --- group sections: one membership rule --------------------------------------------------------
+def test_distinct_groups_drops_empty_and_duplicate_members():
+    from queryeval.report.compare_nway import distinct_groups
+
+    members = {"tag": {"handbook": {"c1", "c2"}, "x": {"c1"}, "y": {"c3"}},
+               "dataset": {"handbook": {"c1", "c2"}, "other": {"c3"}},
+               "concept": {"empty": set()}}
+    assert distinct_groups(members) == [
+        ("dataset", "handbook", {"c1", "c2"}, ("tag",)),
+        ("dataset", "other", {"c3"}, ("tag = y",)),
+        ("tag", "x", {"c1"}, ())]
+
+
+def test_retrieval_compare_shows_each_group_once(tmp_path, capsys):
+    """The retrieval suite puts its dataset into the tags too: ``tag = Riverside Benefits``
+    repeated ``dataset = Riverside Benefits`` in every N-way format."""
+    suite = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+    batches = []
+    for folder, k in (("a", "10"), ("b", "3")):
+        assert main(["run", str(suite / "questions.csv"), "--corpus", str(suite / "corpus.jsonl"),
+                     "--out", str(tmp_path / folder), "--k", k, "--no-report", "-q"]) == 0
+        batches.append(str(next((tmp_path / folder).rglob("batch_*.json"))))
+    capsys.readouterr()
+    datasets = sorted({r["dataset"] for r in csv.DictReader(
+        open(suite / "questions.csv", encoding="utf-8")) if r["dataset"]})
+    assert len(datasets) >= 2
+    assert main(["compare", *batches, "--pairs", "all", "--resamples", "50",
+                 "--markdown", str(tmp_path / "c.md"), "--csv", str(tmp_path / "c.csv"),
+                 "--json", str(tmp_path / "c.json"), "--html", str(tmp_path / "c.html")]) == 0
+    console = capsys.readouterr().out
+    doc = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    scopes = [(g["key"], g["member"], g.get("also")) for ts in doc["groups"].values() for g in ts]
+    assert scopes == [("dataset", d, ["tag"]) for d in datasets]
+    assert all(m["n"] > 0 for ts in doc["groups"].values() for g in ts for m in g["metrics"])
+    md = (tmp_path / "c.md").read_text(encoding="utf-8")
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    for d in datasets:
+        assert md.count(f"### dataset = {d} (also tag)") == 1
+        assert f"dataset = {d} (also tag)" in page
+    for text in (console, md, page):
+        assert "tag = " not in text.replace("(also tag)", "")
+    rows = list(csv.reader(io.StringIO((tmp_path / "c.csv").read_text(encoding="utf-8"))))
+    assert {r[0] for r in rows[1:]} <= {"", "dataset"}

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import quote
 
 import openpyxl
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from queryeval.cli.app import main
@@ -104,11 +105,18 @@ def assert_xlsx_safe(path: Path, texts: list[str]) -> None:
         assert xlsx_text(t) in blob or xlsx_text(t)[:200] in blob, t
 
 
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def assert_html_safe(path: Path) -> None:
     html = path.read_text(encoding="utf-8")
     for live in (SCRIPT, IMG):
         at = html.find(live)
         assert at < 0, f"{path.name}: {html[max(0, at - 300):at + 100]!r}"
+    # chart text (<text>, <title>, aria-label) shows controls as visible escapes (\x1b)
+    for svg in re.findall(r"<svg\b.*?</svg>", html, flags=re.S):
+        bad = _RAW_CONTROL.search(svg)
+        assert bad is None, f"{path.name}: {svg[max(0, bad.start() - 200):bad.end() + 50]!r}"
 
 
 def assert_csv_safe(path: Path) -> None:
@@ -171,11 +179,15 @@ def render_everything(capsys, runs: list[Path], texts: list[str]) -> None:
         resp = client.get(f"/api/runs/{rid}/cases?limit=500")
         if resp.status_code == 200:
             for row in resp.json()["rows"][:5]:
-                one = client.get(f"/api/runs/{rid}/cases/{quote(row['case_id'], safe='')}")
-                # 404: an id holding CR/LF or NUL is not found by its URL (the viewer's to
-                # fix); never a 500
-                assert one.status_code in (200, 404), one.text[-2000:]
-                if one.status_code == 200:
+                cid = quote(row["case_id"], safe="")
+                # every id is reachable, CR/LF and NUL too: by the page's query form, and by
+                # its path unless it is "." or ".." (which a URL path resolves away)
+                urls = [f"/api/runs/{rid}/case?id={cid}"]
+                if row["case_id"] not in (".", ".."):
+                    urls.append(f"/api/runs/{rid}/cases/{cid}")
+                for url in urls:
+                    one = client.get(url)
+                    assert one.status_code == 200, (url, one.text[-2000:])
                     assert one.json()["row"]["case_id"] == row["case_id"]
     resp = client.get("/api/compare", params=[("run", i) for i in ids])
     assert resp.status_code in (200, 400, 404, 422), resp.text[-2000:]
@@ -224,6 +236,8 @@ def _retrieval_suite(tmp: Path, names: list[str], scores: list[str]) -> tuple[Pa
 @settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: slow
+@example(names=["a\x01b", "n\x00\x1b[31m\x9bred"], kind="plain", scores=["0.5"] * 3)
+@example(names=["c\r\nd", "e\x00f"], kind="repeats", scores=["0.5"] * 3)
 @given(names=st.lists(hostile_text, min_size=2, max_size=3),
        kind=st.sampled_from(["plain", "repeats", "errors", "retrieval"]),
        scores=st.lists(st.sampled_from(["0.5", *REFUSED_NUMBERS]), min_size=3, max_size=3))

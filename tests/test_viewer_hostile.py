@@ -183,3 +183,84 @@ def test_other_loopback_hosts_are_allowed(run_dir, host):
     app = create_app(run_dir.parent, host=host)
     assert TestClient(app, base_url=f"http://{host}").get("/api/runs").status_code == 200
     assert TestClient(app, base_url="http://evil.example").get("/api/runs").status_code == 400
+
+
+HOSTILE_IDS = ["a\nb", "c\rd", "e\x00f", "crlf\r\n", "g%2Fh", "i/j?k#l", "m n", "..", "%", "é\x1b[31m"]
+
+
+def test_every_case_id_is_reachable_by_its_encoded_url(tmp_path):
+    """The page builds ``/api/runs/R/cases/`` + encodeURIComponent(id); the server decodes the
+    raw path once and matches the id exactly (CR/LF, NUL, a literal ``%2F``, ``/``, ``?``)."""
+    from urllib.parse import quote
+
+    import queryeval as qe
+
+    def sel(v: str) -> list[dict]:
+        return [{"dataset_id": "D", "dimensions": [
+            {"dimension_name": "C", "values": [{"id": v, "name": v}]}]}]
+
+    cases = [{"id": cid, "name": f"case {i}", "conversation": [
+        {"role": "user", "content": str(i), "target": {"indicator_selection": sel(str(i))}}]}
+        for i, cid in enumerate(HOSTILE_IDS)]
+    run = qe.evaluate(cases, system=lambda req: {"indicator_selection": sel(
+        req["messages"][-1]["content"])}, out=tmp_path / "runs")
+    client = TestClient(create_app(tmp_path / "runs", resamples=50), base_url=BASE)
+    listed = client.get(f"/api/runs/{run.batch_id}/cases?limit=500").json()["rows"]
+    assert sorted(r["case_id"] for r in listed) == sorted(HOSTILE_IDS)
+    bid = run.batch_id
+    for i, cid in enumerate(HOSTILE_IDS):
+        urls = [f"/api/runs/{bid}/case?id={quote(cid, safe='')}"]  # what the page asks
+        if cid not in (".", ".."):  # a URL path resolves these away, in every client
+            urls.append(f"/api/runs/{bid}/cases/{quote(cid, safe='')}")
+        for url in urls:
+            resp = client.get(url)
+            assert resp.status_code == 200, (url, resp.status_code, resp.text)
+            doc = resp.json()
+            assert "row" in doc, (url, doc)
+            assert doc["row"]["case_id"] == cid and doc["record"]["name"] == f"case {i}"
+    for url in (f"/api/runs/{bid}/cases/a", f"/api/runs/{bid}/case?id=a", f"/api/runs/{bid}/case"):
+        assert client.get(url).status_code == 404, url
+    # the page asks for a case with its id as an encoded query value
+    js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
+          / "app.js").read_text(encoding="utf-8")
+    assert "'/case?id=' + enc(caseId)" in js
+
+
+def test_run_page_leaves_empty_group_kinds_out_and_compare_names_shared_groups(tmp_path):
+    """A closed-form run without concepts: ``concept`` and ``concept_group`` are ``{}`` in its
+    metrics, and the run page listed them as ``concept (0)``. The compare API gives each
+    group once (``also``), which the page names."""
+    import queryeval as qe
+
+    cases = [{"id": f"c{i}", "tags": ["t"], "conversation": [
+        {"role": "user", "content": f"question {i}?",
+         "target": {"answers": [{"name": "n", "value": str(i)}]}}]} for i in range(3)]
+    runs = [qe.evaluate(cases, system=lambda req: {"response": "@n[1]"}, out=tmp_path / "r" / x,
+                        name=x) for x in "ab"]
+    client = TestClient(create_app(tmp_path / "r", resamples=50), base_url=BASE)
+    doc = client.get(f"/api/runs/{runs[0].batch_id}").json()
+    assert runs[0].metrics["group_metrics"]["concept"] == {}
+    assert set(doc["groups"]) == {"concept_count"}
+    comp = client.get("/api/compare", params=[("run", r.batch_id) for r in runs]).json()
+    assert [(t["key"], t["member"], t["also"]) for ts in comp["groups"].values() for t in ts] \
+        == [("tag", "t", [])]
+    js = (Path(__file__).resolve().parents[1] / "src" / "queryeval" / "viewer" / "static"
+          / "app.js").read_text(encoding="utf-8")
+    assert "' (also ' + t.also.join(', ') + ')'" in js
+
+
+def test_run_page_groups_use_the_figures_own_names(tmp_path):
+    """The retrieval task declares ``recall_at_k`` an older name of ``recall@{k}``."""
+    from queryeval.cli.app import main
+
+    suite = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+    assert main(["run", str(suite / "questions.csv"), "--corpus", str(suite / "corpus.jsonl"),
+                 "--out", str(tmp_path / "r"), "--k", "5", "--no-report", "-q"]) == 0
+    batch = next((tmp_path / "r").rglob("batch_*.json"))
+    stored = json.loads(next(batch.parent.glob("metrics_*.json")).read_text())["group_metrics"]
+    client = TestClient(create_app(tmp_path / "r", resamples=50), base_url=BASE)
+    groups = client.get(f"/api/runs/{batch.stem[len('batch_'):]}").json()["groups"]
+    for member, figures in groups["dataset"].items():
+        assert "recall_at_k" not in figures
+        assert figures["recall@5"] == stored["dataset"][member].get(
+            "recall_at_k", stored["dataset"][member].get("recall@5"))

@@ -224,7 +224,7 @@ class Run:
     @property
     def groups(self) -> dict[str, Any]:
         """Group figures as DataFrames, one per group key (``tag``, ``dimension``, ``field``,
-        ``dataset``, ``concept``, …), one row per group member."""
+        ``dataset``, ``concept``, …) that has a member, one row per group member."""
         import pandas as pd
 
         metrics = self.metrics
@@ -233,13 +233,20 @@ class Run:
             if key.endswith("_metrics") and key not in ("overall_metrics", "group_metrics") \
                     and isinstance(value, dict):
                 sources.setdefault(key[: -len("_metrics")], value)
+        from queryeval.report.html import figure_kinds, own_names
+
+        # an older name (recall_at_k) under the figure's own name (recall@10), as the task
+        # declares it (Task.figures) and the HTML report shows it
+        kinds = figure_kinds(self.task)
+        run_k = {"k": (metrics.get("overall_metrics") or {}).get("k")}
         out = {}
         for key, members in sources.items():
-            if not isinstance(members, dict):
-                continue
+            if not isinstance(members, dict) or not any(isinstance(v, dict)
+                                                        for v in members.values()):
+                continue  # an empty group kind (no case has a concept) is not shown
             frame = pd.DataFrame.from_dict(
-                {str(m): _flat(v) for m, v in members.items() if isinstance(v, dict)},
-                orient="index")
+                {str(m): own_names(_flat(v), kinds, run_k) for m, v in members.items()
+                 if isinstance(v, dict)}, orient="index")
             frame.index.name = key
             out[key] = frame
         return out
@@ -309,7 +316,12 @@ class Run:
                 f"<code>{e(self.batch_id[:8])}</code> · status {e(str(self.status))}")
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
-        from queryeval.report.html import figure_kinds, overall_figures, overall_timings
+        from queryeval.report.html import (
+            figure_kinds,
+            overall_figures,
+            overall_timings,
+            repeats_section,
+        )
 
         # the HTML report's split: settings in the heading, older names under their own
         kinds = figure_kinds(self.task)
@@ -321,6 +333,9 @@ class Run:
             for k, v in {**figures, **timings}.items())
         groups = ", ".join(f"{e(k)} ({len(v)})" for k, v in self.groups.items() if len(v))
         more = f"<p>groups: {groups}</p>" if groups else ""
+        # --repeats: the metrics' own repeats section (pass rate, pass@k, pass^k, flaky
+        # cases), rendered as the HTML report renders it, never recomputed here
+        more += repeats_section(self.metrics.get("repeats"))
         return (f"<div class='queryeval-run'><p>{head}</p><table><tr><th>metric</th>"
                 f"<th>value</th></tr>{rows}</table>{more}<p><code>{e(str(self.path))}</code>"
                 "</p></div>")

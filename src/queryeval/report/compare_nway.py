@@ -71,6 +71,8 @@ class Table:
     """Metric -> the earlier metric it equals case by case in every run (shares its test)."""
     counts: set[str] = field(default_factory=set)
     """Count metrics (shown, not tested)."""
+    also: tuple[str, ...] = ()
+    """Other group keys whose member has exactly this table's cases (shown once, here)."""
 
     def test(self, metric: str, i: int, j: int) -> PairTest | None:
         for t in self.tests:
@@ -100,7 +102,7 @@ class Table:
 
     def to_dict(self, alpha: float) -> dict:
         return {
-            "key": self.key, "member": self.member, "metrics": [{
+            "key": self.key, "member": self.member, "also": list(self.also), "metrics": [{
                 "metric": m, "n": self.n[m], "lower_is_better": self.lower[m],
                 "means": self.means[m], "best": self.best(m),
                 "better_than": [self.marks(m, k, alpha)[0] for k in range(len(self.means[m]))],
@@ -238,6 +240,28 @@ def _table(key: str | None, member: str | None, per: list[dict[str, dict[str, fl
     return table
 
 
+def distinct_groups(members: dict[str, dict[str, set[str]]]
+                    ) -> list[tuple[str, str, set[str], tuple[str, ...]]]:
+    """The one membership rule for group sections: (key, member, cases, other keys), keys and
+    members sorted; a member with no case is left out, and a member with exactly the cases
+    of an earlier one (the retrieval suite's ``tag`` beside its ``dataset``) is shown once,
+    under the earlier key, naming the later keys (``tag``, or ``tag = x`` for another name)."""
+    out: list[tuple[str, str, set[str], tuple[str, ...]]] = []
+    seen: dict[frozenset[str], int] = {}
+    for key in sorted(members):
+        for member, cases in sorted(members[key].items()):
+            if not cases:
+                continue
+            first = seen.get(frozenset(cases))
+            if first is not None:
+                k, m, cs, also = out[first]
+                out[first] = (k, m, cs, (*also, key if member == m else f"{key} = {member}"))
+                continue
+            seen[frozenset(cases)] = len(out)
+            out.append((key, member, cases, ()))
+    return out
+
+
 def _check(n_runs: int, pairs: str, alpha: float, resamples: int) -> list[tuple[int, int]]:
     if n_runs < 2:
         raise ConfigError(f"compare needs at least two runs, got {n_runs}")
@@ -266,8 +290,11 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
         res = [t.result for t in overall.tests if (t.i, t.j) == (i, j)]
         conclude(res, paired[(i, j)], alpha=alpha, confidence=confidence)
         pair_results[(i, j)] = res
-    group_tables = {key: [_table(key, v, per, common, chosen, task, paired, kw, cs)
-                          for v, cs in sorted(members[key].items())] for key in sorted(members)}
+    group_tables: dict[str, list[Table]] = {}
+    for key, member, cs, also in distinct_groups(members):
+        table = _table(key, member, per, common, chosen, task, paired, kw, cs)
+        table.also = also
+        group_tables.setdefault(key, []).append(table)
     warnings = verdicts.same_run_warning(infos) + [
         f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
         for m in res for note in m.notes]

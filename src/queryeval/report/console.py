@@ -51,7 +51,8 @@ def render_summary(content: Any, metrics: dict) -> list[Any]:
             out.append(overall_table(metrics, keys=list(item.keys) if item.keys is not None
                                      else None, title=item.title, what=item.what))
         elif isinstance(item, Groups):
-            out.append(group_table(item.groups, item.label, list(item.columns)))
+            if item.groups:  # an empty group kind is not shown (as in the HTML report)
+                out.append(group_table(item.groups, item.label, list(item.columns)))
         elif isinstance(item, Note):
             text = console_text(item.text)
             if item.level == "warning":

@@ -3,16 +3,26 @@
 Two charts, both on a fixed [0, 1] scale because every figure they show is a proportion:
 :func:`bar_chart` (horizontal grouped bars, optional confidence whiskers) and
 :func:`radar_chart` (the seed 001 "spider chart": one axis per group member). All text is
-escaped; long labels are shortened on screen and given in full in a ``<title>`` tooltip.
+escaped, its control characters (NUL, ESC, other C0 and C1, bidirectional overrides) shown
+as the console shows them (``\\x1b``, :func:`queryeval.io.safetext.visible_controls`); long
+labels are shortened on screen and given in full in a ``<title>`` tooltip.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as _html_escape
+
+from queryeval.io.safetext import visible_controls
 
 PALETTE = ["#2f6db5", "#e07b24", "#3a9a5b", "#b23a48", "#7d5ba6", "#8c6d31"]
+
+
+def escape(text: object) -> str:
+    """Text for an SVG ``<text>``, ``<title>`` or attribute: controls made visible, then
+    HTML-escaped (quotes too)."""
+    return _html_escape(visible_controls(str(text)), quote=True)
 
 
 def _short(text: str, limit: int = 34) -> str:

@@ -34,7 +34,10 @@ def _cells(comp: NWayComparison, table: Table, metric: str) -> list[tuple[str, b
 
 
 def _scope(table: Table) -> str:
-    return "overall" if table.key is None else f"{table.key} = {table.member}"
+    if table.key is None:
+        return "overall"
+    also = f" (also {', '.join(table.also)})" if table.also else ""
+    return f"{table.key} = {table.member}{also}"
 
 
 def _legend(comp: NWayComparison) -> str:

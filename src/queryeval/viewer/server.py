@@ -5,7 +5,8 @@ files resolve outside the folder is left out); a run is addressed by its batch i
 up in that index, so no request path ever becomes a file path. The page and its two assets are
 package data served from memory; the data comes from a JSON API (``/api/runs``,
 ``/api/runs/{id}``, ``/api/runs/{id}/cases?offset=&limit=&q=&status=&verdict=&sort=&desc=``,
-``/api/runs/{id}/cases/{case_id}?repeat=R``, ``/api/compare?run=…&run=…&pairs=``). Every
+``/api/runs/{id}/cases/{case_id}?repeat=R``, or for any id, ``.`` and ``..`` too, which a
+URL's path cannot carry: ``/api/runs/{id}/case?id=ID&repeat=R``, what the page uses), ``/api/compare?run=…&run=…&pairs=``). Every
 figure comes from the functions the HTML report and ``queryeval compare`` use, through
 :mod:`queryeval.viewer.results`; the files opened are checked by :mod:`queryeval.viewer.files`.
 The browser renders every text with ``textContent`` under a strict Content-Security-Policy.
@@ -22,8 +23,10 @@ from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -42,6 +45,35 @@ SCAN_SECONDS = 2.0
 CACHED_RUNS = 8
 """Loaded runs kept in memory (least recently used dropped first)."""
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+class _AnyText(Convertor[str]):
+    """A path parameter that is the rest of the path, whatever it holds (``{x:path}`` is
+    ``.*``, which stops at a newline: a case id holding LF was a 404)."""
+
+    regex = "[\\s\\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anytext", _AnyText())
+
+
+def case_id_of(request: Request) -> str | None:
+    """The case id of ``/api/runs/{run}/cases/{id}``, decoded once from the raw path (the page
+    sends ``encodeURIComponent(id)``), so that any id (CR/LF, NUL, ``/``, ``?``, a literal
+    ``%2F``) is matched exactly; the routed parameter when the raw path is unknown."""
+    if "case_id" not in request.path_params:  # /api/runs/{run}/case?id=…
+        return request.query_params.get("id")
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes) and b"/cases/" in raw:
+        tail = raw.split(b"?", 1)[0].split(b"/cases/", 1)[1]
+        return unquote(tail.decode("latin-1"), encoding="utf-8", errors="surrogateescape")
+    return str(request.path_params["case_id"])
 
 
 def is_loopback(host: str) -> bool:
@@ -303,8 +335,9 @@ def create_app(root: str | Path, *, resamples: int = 10_000, host: str = "127.0.
         if isinstance(opened, Response):
             return opened
         entry, loaded, rows = opened
-        wanted = request.path_params["case_id"]
-        row = next((r for r in rows if r["case_id"] == wanted), None)
+        wanted = case_id_of(request)
+        row = next((r for r in rows if r["case_id"] == wanted), None) if wanted is not None \
+            else None
         if row is None:
             return respond(_err(404, "no such case"))
         raw = request.query_params.get("repeat", "")
@@ -354,7 +387,8 @@ def create_app(root: str | Path, *, resamples: int = 10_000, host: str = "127.0.
         Route("/api/runs", runs, methods=["GET"]),
         Route("/api/runs/{run_id}", run, methods=["GET"]),
         Route("/api/runs/{run_id}/cases", cases, methods=["GET"]),
-        Route("/api/runs/{run_id}/cases/{case_id:path}", case, methods=["GET"]),
+        Route("/api/runs/{run_id}/cases/{case_id:anytext}", case, methods=["GET"]),
+        Route("/api/runs/{run_id}/case", case, methods=["GET"]),
         Route("/api/compare", compare, methods=["GET"]),
     ]
     middleware = []
@@ -400,6 +434,15 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
             groups.update({k: v for k, v in value.items() if isinstance(v, dict)})
         elif key.endswith("_metrics") and key != "overall_metrics" and isinstance(value, dict):
             groups.setdefault(key[: -len("_metrics")], value)
+    # an empty group kind (no case has a concept) is not shown, and an older figure name
+    # (recall_at_k) is shown as its own (recall@10), as in the HTML report and Run.groups
+    from queryeval.report.html import figure_kinds, own_names
+
+    kinds = figure_kinds(getattr(loaded, "task", None))
+    run_k = {"k": overall.get("k") if isinstance(overall, dict) else None}
+    groups = {k: {str(m): own_names(f, kinds, run_k) if isinstance(f, dict) else f
+                  for m, f in v.items()}
+              for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
     for r in rows:

@@ -335,7 +335,9 @@
     }));
   }
   function caseView(id, caseId, repeat) {
-    api('/api/runs/' + enc(id) + '/cases/' + enc(caseId) + (repeat !== undefined ? '?repeat=' + enc(repeat) : '')).then(function (doc) {
+    // the id as a query value: any text survives (CR/LF, NUL, '/', '?', '.' and '..', which
+    // a URL path would resolve away); the server decodes it once and matches it exactly
+    api('/api/runs/' + enc(id) + '/case?id=' + enc(caseId) + (repeat !== undefined ? '&repeat=' + enc(repeat) : '')).then(function (doc) {
       var rec = doc.record, rest = {};
       expected = {};
       [].concat(rec.expected_chunk || [], rec.expected_chunks || []).forEach(function (c) {
@@ -403,7 +405,10 @@
       });
       var groups = Object.keys(doc.groups).map(function (key) {
         return el('details', {}, el('summary', {}, key + ' (' + doc.groups[key].length + ')'),
-          doc.groups[key].map(function (t) { return [el('h3', {}, key + ' = ' + t.member), table(t)]; }));
+          doc.groups[key].map(function (t) {
+            var also = (t.also || []).length ? ' (also ' + t.also.join(', ') + ')' : '';
+            return [el('h3', {}, key + ' = ' + t.member + also), table(t)];
+          }));
       });
       var bad = doc.regressions.map(function (r) { return L[r.run] + ' ' + r.metric; });
       show([el('h1', {}, 'Comparison of ' + doc.runs.length + ' runs · ' + doc.task),
