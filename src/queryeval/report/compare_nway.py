@@ -21,7 +21,6 @@ from typing import Any, Literal
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
-from queryeval.run.repeats import exact_mean
 from queryeval.report.compare import (
     LoadedRun,
     MetricComparison,
@@ -42,8 +41,10 @@ from queryeval.report.nway_cells import (  # noqa: F401 - letter re-exported
     _scope,
     letter,
 )
-
+from queryeval.run.repeats import exact_mean
 from queryeval.run.results import GROUP_FIELDS, record_groups  # noqa: E402,F401 - re-exported
+
+
 @dataclass
 class PairTest:
     """One paired test of a table: run ``j`` against run ``i`` (``diff`` = j − i)."""
