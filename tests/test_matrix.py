@@ -325,7 +325,7 @@ def test_viewer_api(built, lab):
 
 
 # --- structural: one reduction of attempts ----------------------------------------------------
-def test_every_consumer_reads_the_one_reduction(built, monkeypatch, tmp_path):
+def test_every_consumer_reads_the_one_reduction(built, lab, monkeypatch, tmp_path):
     """Per-case values, n and verdicts are computed in one place (run.results: reduce_cases,
     CaseResult, Attempt): with that place patched to sentinels, every consumer's per-case
     figures change with it. A consumer that re-derives them (its own grouping, means or pass
@@ -343,6 +343,9 @@ def test_every_consumer_reads_the_one_reduction(built, monkeypatch, tmp_path):
     assert not any(hasattr(html, n) for n in ("verdict", "PASS_METRICS", "_counted"))
     assert not any(hasattr(repeats, n) for n in ("case_means", "outcome_letter"))
 
+    c0 = {"id": "c0", "conversation": [{"role": "user", "content": "question 0?",
+                                        "target": {"answers": [{"name": "n", "value": "0"}]}}]}
+    qe.testing.check_case(c0, system=_spec(lab, "plain"), retries=0)  # c0 passes
     folder = tmp_path / "run"
     shutil.copytree(built("repeats").folder, folder)  # finish below rewrites its CSV
     batch = next(folder.glob("batch_*.json"))
@@ -373,6 +376,9 @@ def test_every_consumer_reads_the_one_reduction(built, monkeypatch, tmp_path):
     assert {f["outcomes"] for f in section["flaky"]} == {"FFFF"}
     with open(log.paths.repeats_csv, newline="") as fh:
         assert {r["all_correct_mean"] for r in csv.DictReader(fh)} == {"0.375"}
+    # qe.testing: the case's verdict is the model's
+    with pytest.raises(AssertionError, match="all_correct = 0.375"):
+        qe.testing.check_case(c0, system=_spec(lab, "plain"), retries=0)
 
 
 # --- derived per-k batches (retrieval) --------------------------------------------------------
