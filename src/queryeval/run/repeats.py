@@ -83,8 +83,7 @@ class RepeatStats:
         n, c = len(case.attempts), case.passes
         row: dict[str, Any] = {
             "case_id": case.case_id, "attempts": n, "passes": c,
-            "pass_rate": c / n if n else None,
-            "outcomes": "".join(a.verdict[0].upper() for a in case.attempts),
+            "pass_rate": case.pass_rate if n else None, "outcomes": case.outcomes,
             "flaky": case.verdict == "flaky",
         }
         for k in self.ks:

@@ -97,6 +97,17 @@ class CaseResult:
         return sum(1 for a in self.attempts if a.passed)
 
     @property
+    def pass_rate(self) -> float:
+        """``passes / attempts``: the share of attempts that passed."""
+        return self.passes / len(self.attempts)
+
+    @property
+    def outcomes(self) -> str:
+        """Each attempt's verdict in repeat order as a letter: ``P`` pass, ``F`` fail,
+        ``E`` the call failed (``repeats_<id>.csv``, the flaky list, the viewer)."""
+        return "".join(a.verdict[0].upper() for a in self.attempts)
+
+    @property
     def errored(self) -> bool:
         """Any attempt's call failed (what ``on_error=skip`` leaves out, per case)."""
         return any(a.status == "error" for a in self.attempts)

@@ -32,8 +32,7 @@ def case_rows(loaded: Any) -> list[dict]:
         row = _row(records[case.attempts[0].index], dict(case.means), case.verdict, tries)
         if repeated:
             row.update(status="error" if case.errored else row["status"],
-                       outcomes="".join(a.verdict[0].upper() for a in case.attempts),
-                       pass_rate=case.passes / len(case.attempts))
+                       outcomes=case.outcomes, pass_rate=case.pass_rate)
         rows.append(row)
     return rows
 
