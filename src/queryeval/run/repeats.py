@@ -83,12 +83,12 @@ class RepeatStats:
         n, c = len(case.attempts), case.passes
         row: dict[str, Any] = {
             "case_id": case.case_id, "attempts": n, "passes": c,
-            "pass_rate": case.pass_rate if n else None, "outcomes": case.outcomes,
+            "pass_rate": c / n if n else None, "outcomes": case.outcomes,
             "flaky": case.verdict == "flaky",
         }
-        for k in self.ks:
-            row[f"pass@{k}"] = case.pass_at(k) if k <= n else None
-            row[f"pass^{k}"] = case.pass_hat(k) if k <= n else None
+        for k in self.ks:  # CaseResult.pass_at / pass_hat, with n and c read once
+            row[f"pass@{k}"] = pass_at_k(n, c, k) if k <= n else None
+            row[f"pass^{k}"] = pass_hat_k(n, c, k) if k <= n else None
         for name, mean in case.means.items():
             if name not in self.metric_names:
                 self.metric_names.append(name)

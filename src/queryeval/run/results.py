@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from queryeval.errors import ConfigError
 from queryeval.run.log import BATCH_FILE, RunLog, batch_beside
@@ -64,9 +64,9 @@ def record_groups(record: dict) -> dict[str, tuple[str, ...]]:
     return out
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One line of the results file, reduced to what the consumers read."""
+class Attempt(NamedTuple):
+    """One line of the results file, reduced to what the consumers read (a tuple: cheap to
+    make and hold for every attempt of a large run)."""
 
     repeat: int
     """0 without --repeats."""
@@ -81,7 +81,7 @@ class Attempt:
         return "error" if self.status == "error" else ("pass" if self.passed else "fail")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """One case, its attempts reduced once."""
 
