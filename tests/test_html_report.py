@@ -192,14 +192,21 @@ def test_cli_report(run_dir, tmp_path, monkeypatch, capsys):
 
 
 def test_retrieval_and_query_renderers_and_verdicts():
-    from queryeval.report.html import verdict
     from queryeval.report.html_details import query_details, retrieval_details
+    from queryeval.run.results import attempt_passed, reduce_cases
+    from queryeval.tasks.base import get_task
 
+    # the one pass rule (the run model's): retrieval passes on the expected chunk in the top
+    # k although precision@5 < 1; a failed call is an error; without a task every [0, 1]
+    # figure must be 1
     values = {"recall@5": 1.0, "hit_rate@5": 1.0, "precision@5": 0.2}
-    assert verdict(None, {"status": "ok"}, values, "retrieval") == "pass"
-    assert verdict(None, {"status": "ok"}, values, "other") == "fail"
-    assert verdict(None, {"status": "ok"}, {"rank": 3.0, "ok": 1.0}) == "pass"  # rank: lower better
-    assert verdict(None, {"status": "error"}, values, "retrieval") == "error"
+    found = {"case_id": "a", "status": "ok", "scores": values,
+             "evaluation_result": {"correct_chunk_retrieved": True}}
+    failed = {"case_id": "b", "status": "error", "scores": values}
+    cases = reduce_cases(get_task("retrieval"), [found, failed])
+    assert [c.verdict for c in cases] == ["pass", "error"]
+    assert attempt_passed(None, found, values) is False
+    assert attempt_passed(None, found, {"rank": 3.0, "ok": 1.0}) is True  # 3.0: not a rate
     rec = {"question": "How <much>?", "expected_chunk": {"chunk_id": "c2", "content_hash": "h2",
                                                          "name": "guide.pdf"},
            "evaluation_result": {"rank_if_found": 2},

@@ -324,6 +324,63 @@ def test_viewer_api(built, lab):
         [sum(EXPECTED[k][0][c] for c in common) / len(common) for k in KINDS])
 
 
+# --- structural: one reduction of attempts ----------------------------------------------------
+def test_every_consumer_reads_the_one_reduction(built, lab, monkeypatch, tmp_path):
+    """Per-case values, n and verdicts are computed in one place (run.results: reduce_cases,
+    CaseResult, Attempt): with that place patched to sentinels, every consumer's per-case
+    figures change with it. A consumer that re-derives them (its own grouping, means or pass
+    rule) keeps the true values and fails here."""
+    import dataclasses
+
+    from queryeval.report import html
+    from queryeval.run import finish, repeats
+    from queryeval.run import results as model
+    from queryeval.run.log import RunLog
+    from queryeval.tasks.base import get_task
+    from queryeval.viewer.results import case_rows
+
+    # the duplicate reductions are gone
+    assert not any(hasattr(html, n) for n in ("verdict", "PASS_METRICS", "_counted"))
+    assert not any(hasattr(repeats, n) for n in ("case_means", "outcome_letter"))
+
+    c0 = {"id": "c0", "conversation": [{"role": "user", "content": "question 0?",
+                                        "target": {"answers": [{"name": "n", "value": "0"}]}}]}
+    qe.testing.check_case(c0, system=_spec(lab, "plain"), retries=0)  # c0 passes
+    folder = tmp_path / "run"
+    shutil.copytree(built("repeats").folder, folder)  # finish below rewrites its CSV
+    batch = next(folder.glob("batch_*.json"))
+    real = model.reduce_cases
+    monkeypatch.setattr(model, "reduce_cases", lambda task, records: [
+        dataclasses.replace(c, means={k: 0.375 for k in c.means}) for c in real(task, records)])
+    monkeypatch.setattr(model.CaseResult, "verdict", property(lambda self: "flaky"))
+    monkeypatch.setattr(model.CaseResult, "passes", property(lambda self: 1))
+    monkeypatch.setattr(model.Attempt, "verdict", property(lambda self: "fail"))
+
+    # the viewer's case rows
+    rows = case_rows(model.RunResults.open(batch))
+    assert [r["metrics"]["all_correct"] for r in rows] == [0.375] * N
+    assert {r["verdict"] for r in rows} == {"flaky"}
+    assert {a["verdict"] for r in rows for a in r["attempts"]} == {"fail"}
+    assert {r["outcomes"] for r in rows} == {"FFFF"} and {r["pass_rate"] for r in rows} == {0.25}
+    # the HTML report: each attempt's verdict and the CIs over the cases' means
+    fig = html.report_figures(batch, resamples=50)
+    assert set(fig.verdicts) == {"fail"} and len(fig.verdicts) == 4 * N
+    assert (fig.cis["all_correct"].mean, fig.cis["all_correct"].n) == (0.375, N)
+    # the repeats section of finish (and repeats_<id>.csv), from the record stream
+    log = RunLog.open(batch)
+    task = get_task(log.batch["task"], log.batch["evaluation_config"].get("task_options") or {})
+    section = finish._repeat_section(log, task, log.scan_records())["repeats"]
+    assert section["overall"]["all_correct_mean"]["mean"] == 0.375
+    assert section["overall"]["pass_rate"]["mean"] == 0.25
+    assert section["flaky_cases"] == N
+    assert {f["outcomes"] for f in section["flaky"]} == {"FFFF"}
+    with open(log.paths.repeats_csv, newline="") as fh:
+        assert {r["all_correct_mean"] for r in csv.DictReader(fh)} == {"0.375"}
+    # qe.testing: the case's verdict is the model's
+    with pytest.raises(AssertionError, match="all_correct = 0.375"):
+        qe.testing.check_case(c0, system=_spec(lab, "plain"), retries=0)
+
+
 # --- derived per-k batches (retrieval) --------------------------------------------------------
 @pytest.fixture(scope="module")
 def per_k(tmp_path_factory):

@@ -322,6 +322,7 @@ def test_stats_do_not_depend_on_the_order_of_the_records(tmp_path):
     statistics as the run's own order."""
     from queryeval.run.log import RunLog
     from queryeval.run.repeats import repeat_stats
+    from queryeval.run.results import reduce_cases
     from queryeval.tasks.base import get_task
 
     run = qe.evaluate(CASES[::5], system=seeded_bot, repeats=4, out=tmp_path / "o")
@@ -329,8 +330,8 @@ def test_stats_do_not_depend_on_the_order_of_the_records(tmp_path):
     records = RunLog.open(run.path).read_records()
     # attempts of a case apart, cases in another order (c00, c10, c20, c30, c05, ...)
     shuffled = sorted(records, key=lambda r: (r["repeat"], r["case_id"][::-1]))
-    a = repeat_stats(records, 4, [1, 4], task.case_passed, task.attempt_metrics)
-    b = repeat_stats(shuffled, 4, [1, 4], task.case_passed, task.attempt_metrics)
+    a = repeat_stats(reduce_cases(task, records), 4, [1, 4])
+    b = repeat_stats(reduce_cases(task, shuffled), 4, [1, 4])
     key = {r["case_id"]: r for r in a.rows}
     assert len(b.rows) == len(CASES[::5]) and all(key[r["case_id"]] == r for r in b.rows)
     assert a.result()["overall"] == b.result()["overall"] == run.metrics["repeats"]["overall"]
@@ -338,12 +339,12 @@ def test_stats_do_not_depend_on_the_order_of_the_records(tmp_path):
 
 def test_case_means_are_what_a_comparison_pairs_on(tmp_path):
     from queryeval.run.log import RunLog
-    from queryeval.run.repeats import case_means
+    from queryeval.run.results import reduce_cases
     from queryeval.tasks.base import get_task
 
     run = qe.evaluate(CASES[::10], system=seeded_bot, repeats=5, out=tmp_path / "o")
     task = get_task("indicator_selection")
-    means = case_means(RunLog.open(run.path).read_records(), task.attempt_metrics)
+    means = {c.case_id: c.means for c in reduce_cases(task, RunLog.open(run.path).read_records())}
     rows = {r["case_id"]: r for r in _repeats_csv(tmp_path / "o")}
     assert sorted(means) == [c["id"] for c in CASES[::10]]
     for cid, m in means.items():

@@ -134,9 +134,9 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     """Run one case against ``system`` and raise AssertionError with a readable reason
     (failing metrics, then expected vs got) unless it passes.
 
-    A case passes when its call succeeded and every deciding per-case score is 1 (the
-    verdict of the HTML report), or, with ``thresholds``, when each named per-case metric
-    is at least its threshold. ``system`` is what :func:`queryeval.evaluate` accepts (None:
+    A case passes when its call succeeded and the task's pass rule says so (the run
+    model's verdict, :mod:`queryeval.run.results`, the one the HTML report shows), or, with
+    ``thresholds``, when each named per-case metric is at least its threshold. ``system`` is what :func:`queryeval.evaluate` accepts (None:
     the task's built-in system). Returns the case's result record.
 
     With ``repeats`` N > 1 the case is run N times as :func:`queryeval.evaluate` runs it
@@ -147,8 +147,7 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     __tracebackhide__ = True  # pytest shows the caller's line and the reason, not this code
     from queryeval.api.cases import check_cases
     from queryeval.api.evaluate import task_options
-    from queryeval.report.compare import case_metrics
-    from queryeval.report.html import verdict
+    from queryeval.run.results import reduce_cases
     from queryeval.run.runner import RetryPolicy, evaluate_case
     from queryeval.systems.factory import make_system
     from queryeval.tasks.base import get_task, infer_task
@@ -172,7 +171,8 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
             runner.close()
     finally:
         scorer.close()
-    values = case_metrics(scorer, record)
+    (result,) = reduce_cases(scorer, [record])  # the run model: one value, one pass rule
+    values, passed = dict(result.means), result.verdict == "pass"
     if record.get("status") == "error":
         raise AssertionError(f"case {the_case.id}: the system call failed: {_errors(record)}")
     if thresholds:
@@ -183,10 +183,9 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
         failed = {m: values[m] for m, t in thresholds.items() if values[m] < t}
         wanted = {m: thresholds[m] for m in failed}
     else:
-        failed = {} if verdict(scorer, record, values, name) == "pass" else \
-            {m: v for m, v in values.items() if 0.0 <= v < 1.0}
+        failed = {} if passed else {m: v for m, v in values.items() if 0.0 <= v < 1.0}
         wanted = {m: 1.0 for m in failed}
-        if not failed and verdict(scorer, record, values, name) != "pass":
+        if not failed and not passed:
             failed = {"verdict": 0.0}
     if failed:
         scores = ", ".join(f"{m} = {v:.4g} (wanted >= {wanted.get(m, 1.0):g})"

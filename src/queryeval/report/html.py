@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from queryeval.report import stats
-from queryeval.report.compare import LoadedRun, case_metrics, load_run, lower_is_better
+from queryeval.report.compare import LoadedRun, load_run, lower_is_better
 from queryeval.report.html_details import render_details
 from queryeval.report.html_page import esc, fmt, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
@@ -133,35 +132,6 @@ def _prefer(keys: list[str]) -> list[str]:
             return (0, 0)
         return (1, int(m["k"])) if m and m["name"] == "recall" else (2, 0)
     return sorted(keys, key=rank)
-
-
-#: Task name -> which per-case metrics decide pass/fail (default: every better-higher [0, 1]
-#: metric). Retrieval: the correct chunk is in the top k (precision@k < 1 even then).
-PASS_METRICS: dict[str, Callable[[str], bool]] = {
-    "retrieval": lambda k: k.startswith(("hit_rate@", "recall@")),
-}
-
-
-def verdict(task: Any, record: dict, values: dict[str, float], task_name: str | None = None) -> str:
-    """``error`` (a call failed), ``pass`` (every deciding [0, 1] score equals 1) or ``fail``;
-    a task may decide with its own ``case_verdict(record)``."""
-    hook = getattr(task, "case_verdict", None)
-    if callable(hook):
-        return str(hook(record))
-    if record.get("status") == "error":
-        return "error"
-    decides = PASS_METRICS.get(task_name or getattr(task, "name", None) or "",
-                               lambda k: not lower_is_better(task, k))
-    rates = [v for k, v in values.items() if 0.0 <= v <= 1.0 and decides(k)]
-    return "pass" if all(v == 1.0 for v in rates) else "fail"
-
-
-def _counted(run: LoadedRun) -> list[dict]:
-    if run.task is not None:
-        return run.task.counted(run.records)
-    if run.task_options.get("on_error") == "skip":
-        return [r for r in run.records if r.get("status") != "error"]
-    return run.records
 
 
 # --- sections ---------------------------------------------------------------------------------
@@ -386,11 +356,9 @@ def _short_name(name: object) -> str:
 
 def _unit(run: LoadedRun, n: int) -> str:
     """``23 cases``, or with repeats ``69 attempts (23 cases × 3)``: a record is an attempt."""
-    repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
-    if repeats <= 1:
+    if run.repeats <= 1:
         return f"{n} cases"
-    cases = len({r.get("case_id") for r in run.records})
-    return f"{n} attempts ({cases} cases × {repeats})"
+    return f"{n} attempts ({len(run.cases)} cases × {run.repeats})"
 
 
 def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
@@ -499,7 +467,9 @@ def repeats_section(rep: dict | None) -> str:
 @dataclass
 class ReportFigures:
     """What a run's report shows, computed once: the metrics (the metrics file's, or those of
-    the cases done so far), each record's per-case metrics and verdict, the CIs."""
+    the cases done so far), each record's per-case metrics and verdict (the run model's
+    attempts, :meth:`queryeval.run.results.RunResults.attempts`), the CIs of the counted
+    cases' means (:meth:`~queryeval.run.results.RunResults.counted`)."""
 
     metrics: dict
     values: list[dict[str, float]]
@@ -523,21 +493,15 @@ def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
             metrics = aggregate_attempts(run.task, run.records, repeats)
         else:
             metrics = run.task.aggregate(run.records)
-    values = [case_metrics(run.task, r) for r in run.records]
-    verdicts = [verdict(run.task, r, v, run.task_name)
-                for r, v in zip(run.records, values, strict=True)]
-    from queryeval.run.repeats import case_means, in_bootstrap_order
+    attempts = run.attempts()  # the run model: one reduction, one pass rule
+    values = [dict(a.values) for a in attempts]
+    verdicts = [a.verdict for a in attempts]
+    from queryeval.run.repeats import in_bootstrap_order
 
-    counted_ids = {id(r) for r in _counted(run)}
+    # the counted cases' means, in the order the repeats section resamples them: one
+    # interval per figure, n = cases
+    counted = [dict(c.means) for c in in_bootstrap_order(run.counted(), lambda c: c.case_id)]
     per_case: dict[str, list[float]] = {}
-    kept = [(rec, v) for rec, v in zip(run.records, values, strict=True) if id(rec) in counted_ids]
-    if any("repeat" in r for r in run.records):  # --repeats: resample CASES (their means)
-        means = case_means([rec for rec, _ in kept], lambda r: case_metrics(run.task, r))
-        kept = [(cid, means[cid]) for cid in means]
-    else:
-        kept = [(rec.get("case_id"), v) for rec, v in kept]
-    # the cases in the order the repeats section resamples them: one interval per figure
-    counted = [v for _, v in in_bootstrap_order(kept, lambda pair: pair[0])]
     for v in counted:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)

@@ -121,9 +121,11 @@ def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
     if repeats <= 1:
         return {}
     from queryeval.run.repeats import pass_ks, repeat_stats, write_cases_csv
+    from queryeval.run.results import reduce_cases
 
     ks = pass_ks(repeats, (log.batch.get("evaluation_config") or {}).get("pass_k"))
-    stats = repeat_stats(records, repeats, ks, task.case_passed, task.attempt_metrics)
+    # the run model's one reduction, from the record stream (no file reopened)
+    stats = repeat_stats(reduce_cases(task, records), repeats, ks)
     write_cases_csv(log.paths.repeats_csv, stats)
     return {"repeats": stats.result()}
 

@@ -67,11 +67,6 @@ def sample_std(values: list[float]) -> float | None:
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def outcome_letter(passed: bool, error: bool) -> str:
-    """``P`` passed, ``F`` failed, ``E`` the call failed."""
-    return "E" if error else ("P" if passed else "F")
-
-
 class RepeatStats:
     """Per-case and overall statistics, fed one case's attempts at a time (suite order)."""
 
@@ -81,27 +76,25 @@ class RepeatStats:
         self.rows: list[dict] = []
         self.metric_names: list[str] = []
 
-    def add_case(self, case_id: str, attempts: list[tuple[bool, bool, dict[str, float]]]) -> dict:
-        """``attempts``: (passed, errored, per-case metrics) for each repeat, in repeat order."""
-        n = len(attempts)
-        c = sum(1 for passed, _, _ in attempts if passed)
+    def add_case(self, case: Any) -> dict:
+        """One case of the run model (:class:`queryeval.run.results.CaseResult`, attempts in
+        repeat order): its ``n``, passes, outcomes, flakiness and means are the model's; the
+        spread (std) of each figure over the attempts is added here."""
+        n, c = len(case.attempts), case.passes
         row: dict[str, Any] = {
-            "case_id": case_id, "attempts": n, "passes": c, "pass_rate": c / n if n else None,
-            "outcomes": "".join(outcome_letter(p, e) for p, e, _ in attempts),
-            "flaky": 0 < c < n,
+            "case_id": case.case_id, "attempts": n, "passes": c,
+            "pass_rate": c / n if n else None, "outcomes": case.outcomes,
+            "flaky": case.verdict == "flaky",
         }
-        for k in self.ks:
+        for k in self.ks:  # CaseResult.pass_at / pass_hat, with n and c read once
             row[f"pass@{k}"] = pass_at_k(n, c, k) if k <= n else None
             row[f"pass^{k}"] = pass_hat_k(n, c, k) if k <= n else None
-        names: dict[str, list[float]] = {}
-        for _, _, values in attempts:
-            for name, value in values.items():
-                names.setdefault(name, []).append(value)
-        for name, values in names.items():
+        for name, mean in case.means.items():
             if name not in self.metric_names:
                 self.metric_names.append(name)
-            row[f"{name}_mean"] = exact_mean(values)
-            row[f"{name}_std"] = sample_std(values)
+            row[f"{name}_mean"] = mean
+            row[f"{name}_std"] = sample_std([a.values[name] for a in case.attempts
+                                             if name in a.values])
         self.rows.append(row)
         return row
 
@@ -186,21 +179,12 @@ def case_bootstrap(columns: dict[str, list[float]], *, confidence: float = 0.95,
     return out
 
 
-def repeat_stats(records: Iterable[dict], repeats: int, ks: Iterable[int],
-                 passed: Callable[[dict], bool], metrics: Callable[[dict], dict[str, float]]
-                 ) -> RepeatStats:
-    """:class:`RepeatStats` over a run's records, cases in order of first appearance (a run
-    reads them in suite order), each case's attempts in repeat order wherever they lie."""
+def repeat_stats(cases: Iterable[Any], repeats: int, ks: Iterable[int]) -> RepeatStats:
+    """:class:`RepeatStats` over a run's cases as the run model reduced them
+    (:func:`queryeval.run.results.reduce_cases`), in their order."""
     stats = RepeatStats(repeats, ks)
-    by_case: dict[str, list[tuple[int, bool, bool, dict[str, float]]]] = {}
-    for r in records:
-        rep = r.get("repeat")
-        by_case.setdefault(str(r["case_id"]), []).append(
-            (rep if isinstance(rep, int) else 0, bool(passed(r)), r.get("status") == "error",
-             metrics(r)))
-    for case_id, attempts in by_case.items():
-        attempts.sort(key=lambda a: a[0])
-        stats.add_case(case_id, [a[1:] for a in attempts])
+    for case in cases:
+        stats.add_case(case)
     return stats
 
 
@@ -216,21 +200,6 @@ def write_cases_csv(path: Path, stats: RepeatStats) -> None:
         writer.writerow(csv_row(cols, raw=False))
         for row in stats.rows:
             writer.writerow(csv_row([row.get(c) for c in cols], raw=False))
-
-
-def case_means(records: Iterable[dict], metrics: Callable[[dict], dict[str, float]]
-               ) -> dict[str, dict[str, float]]:
-    """Per case id, the mean over its attempts of each per-case metric (``metrics`` is the
-    task's ``attempt_metrics`` / ``case_metrics``): what a comparison of runs with repeats
-    pairs on (case by case), in order of first appearance. A record without ``repeat`` is a
-    case of its own (a plain run: its values unchanged)."""
-    sums: dict[str, dict[str, list[float]]] = {}
-    for r in records:
-        per = sums.setdefault(str(r["case_id"]), {})
-        for name, value in metrics(r).items():
-            per.setdefault(name, []).append(value)
-    return {cid: {name: exact_mean(vals) for name, vals in per.items()}  # type: ignore[misc]
-            for cid, per in sums.items()}
 
 
 SUMMED = frozenset({"errors", "errors_by_kind"})

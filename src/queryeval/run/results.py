@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from queryeval.errors import ConfigError
 from queryeval.run.log import BATCH_FILE, RunLog, batch_beside
@@ -64,9 +64,9 @@ def record_groups(record: dict) -> dict[str, tuple[str, ...]]:
     return out
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One line of the results file, reduced to what the consumers read."""
+class Attempt(NamedTuple):
+    """One line of the results file, reduced to what the consumers read (a tuple: cheap to
+    make and hold for every attempt of a large run)."""
 
     repeat: int
     """0 without --repeats."""
@@ -81,7 +81,7 @@ class Attempt:
         return "error" if self.status == "error" else ("pass" if self.passed else "fail")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """One case, its attempts reduced once."""
 
@@ -95,6 +95,17 @@ class CaseResult:
     @property
     def passes(self) -> int:
         return sum(1 for a in self.attempts if a.passed)
+
+    @property
+    def pass_rate(self) -> float:
+        """``passes / attempts``: the share of attempts that passed."""
+        return self.passes / len(self.attempts)
+
+    @property
+    def outcomes(self) -> str:
+        """Each attempt's verdict in repeat order as a letter: ``P`` pass, ``F`` fail,
+        ``E`` the call failed (``repeats_<id>.csv``, the flaky list, the viewer)."""
+        return "".join(a.verdict[0].upper() for a in self.attempts)
 
     @property
     def errored(self) -> bool:
@@ -125,27 +136,35 @@ class CaseResult:
 
 def reduce_cases(task: Any, records: Iterable[dict]) -> list[CaseResult]:
     """The only grouping and reduction of attempts: cases in order of first appearance, each
-    case's attempts in repeat order, its means the exact mean of each figure."""
+    case's attempts in repeat order, its means the exact mean of each figure. Every reader
+    (both compares, ``qe.Run``, the viewer, the HTML report, the repeats section and
+    ``repeats_<id>.csv`` of :func:`queryeval.run.finish.finish`) gets per-case values, ``n``
+    and verdicts from here. ``records`` is read once (a record stream works); what is kept
+    per attempt is its floats, not the record."""
     from queryeval.run.repeats import exact_mean
 
-    grouped: dict[str, list[tuple[Attempt, dict]]] = {}
+    grouped: dict[str, list[Attempt]] = {}
+    heads: dict[str, tuple[str | None, dict[str, tuple[str, ...]]]] = {}
     for k, r in enumerate(records):
         rep = r.get("repeat")
         values = case_metrics(task, r)
         att = Attempt(rep if type(rep) is int else 0, str(r.get("status") or "ok"),
                       attempt_passed(task, r, values), values, k)
-        grouped.setdefault(str(r["case_id"]), []).append((att, r))
+        cid = str(r["case_id"])
+        if cid not in grouped:
+            name = r.get("name")
+            heads[cid] = (name if isinstance(name, str) else None, record_groups(r))
+            grouped[cid] = []
+        grouped[cid].append(att)
     out = []
-    for cid, items in grouped.items():
-        items.sort(key=lambda item: item[0].repeat)
+    for cid, attempts in grouped.items():
+        attempts.sort(key=lambda a: a.repeat)
         per: dict[str, list[float]] = {}
-        for att, _ in items:
+        for att in attempts:
             for name, value in att.values.items():
                 per.setdefault(name, []).append(value)
-        first = items[0][1]
-        name = first.get("name")
-        out.append(CaseResult(cid, name if isinstance(name, str) else None,
-                              record_groups(first), tuple(a for a, _ in items),
+        name, labels = heads[cid]
+        out.append(CaseResult(cid, name, labels, tuple(attempts),
                               {m: exact_mean(v) for m, v in per.items()}))  # type: ignore[misc]
     return out
 
@@ -248,6 +267,14 @@ class RunResults:
         if self._cases is None:
             self._cases = reduce_cases(self.task, self.records)
         return self._cases
+
+    def attempts(self) -> list[Attempt]:
+        """Every attempt in the order of :attr:`records` (``attempts()[i]`` is record i's)."""
+        out: list[Attempt | None] = [None] * len(self.records)
+        for c in self.cases:
+            for a in c.attempts:
+                out[a.index] = a
+        return out  # type: ignore[return-value]
 
     def case(self, case_id: str) -> CaseResult:
         for c in self.cases:

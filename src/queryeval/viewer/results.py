@@ -1,18 +1,14 @@
-"""The one place the viewer reads a run's figures from: the functions the HTML report and the
-metrics file use (nothing here computes a figure of its own).
+"""The one place the viewer reads a run's figures from: the run model and the HTML report
+(nothing here computes a figure of its own).
 
-* :func:`case_rows`: one row per CASE: the per-case metrics the report's intervals resample
-  (a run with ``--repeats``: each case's mean over its attempts, :func:`queryeval.run.repeats.case_means`),
-  the report's pass/fail verdict (:func:`queryeval.report.html.verdict`; with repeats the
-  case's attempts as ``P``/``F``/``E`` from :func:`queryeval.run.repeats.repeat_stats`, the
-  function that writes ``repeats_<id>.csv``), and every attempt (its repeat, record index,
-  call status and verdict).
+* :func:`case_rows`: one row per CASE from :class:`queryeval.run.results.RunResults`
+  (``cases``: the one reduction of attempts): the case's means (what the report's intervals
+  resample), its verdict (``pass``/``fail``/``error``, ``flaky`` with repeats), and every
+  attempt (its repeat, record index, call status and verdict; with repeats the outcomes as
+  ``P``/``F``/``E`` and the pass rate).
 * :func:`run_figures`: the report's Overall table (value, case-bootstrap CI, n;
   :func:`queryeval.report.html.report_figures` / :func:`~queryeval.report.html.overall_rows`)
   and the metrics file's ``repeats`` section as it is.
-
-When the shared per-case results model (``queryeval.run.results``) lands, these two
-functions are what changes.
 """
 
 from __future__ import annotations
@@ -24,57 +20,21 @@ VERDICTS = ("pass", "fail", "error", "flaky")
 some attempts passed and some did not."""
 
 
-def _repeated(records: list[dict]) -> bool:
-    return any("repeat" in r for r in records)
-
-
 def case_rows(loaded: Any) -> list[dict]:
     """One row per case (suite order): case_id, name, tags, status (the call status: ``error``
-    when any attempt's call failed), verdict, metrics, attempts."""
-    from queryeval.report.compare import case_metrics
-    from queryeval.report.html import verdict
-
+    when any attempt's call failed), verdict, metrics, attempts; all read from
+    ``loaded.cases`` (:func:`queryeval.run.results.reduce_cases`)."""
     records = loaded.records
-    values = [case_metrics(loaded.task, r) for r in records]
-    verdicts = [verdict(loaded.task, r, v, loaded.task_name)
-                for r, v in zip(records, values, strict=True)]
-    if not _repeated(records):
-        return [_row(r, v, verd, [_attempt(k, r, verd)])
-                for k, (r, v, verd) in enumerate(zip(records, values, verdicts, strict=True))]
-    from queryeval.run.repeats import case_means, repeat_stats
-
-    means = case_means(records, lambda r: case_metrics(loaded.task, r))
-    passed = ((lambda r: loaded.task.case_passed(r)) if loaded.task is not None
-              else (lambda r: verdict(None, r, case_metrics(None, r), loaded.task_name) == "pass"))
-    stats = repeat_stats(records, _repeats(loaded), [], passed, lambda r: {})
-    per_case = {row["case_id"]: row for row in stats.rows}
-    firsts: dict[str, int] = {}
-    attempts: dict[str, list[dict]] = {}
-    for k, (r, verd) in enumerate(zip(records, verdicts, strict=True)):
-        cid = str(r["case_id"])
-        firsts.setdefault(cid, k)
-        attempts.setdefault(cid, []).append(_attempt(k, r, verd))
+    repeated = any("repeat" in r for r in records)
     rows = []
-    for cid, first in firsts.items():
-        tries = sorted(attempts[cid], key=lambda a: (a["repeat"] is None, a["repeat"] or 0))
-        st = per_case[cid]
-        outcomes = str(st["outcomes"])
-        if st["flaky"]:
-            verd = "flaky"
-        elif st["passes"] == st["attempts"]:
-            verd = "pass"
-        else:
-            verd = "error" if outcomes and set(outcomes) == {"E"} else "fail"
-        row = _row(records[first], means[cid], verd, tries)
-        row.update(status="error" if any(a["status"] == "error" for a in tries) else
-                   row["status"], outcomes=outcomes, pass_rate=st["pass_rate"])
+    for case in loaded.cases:
+        tries = [_attempt(a.index, records[a.index], a.verdict) for a in case.attempts]
+        row = _row(records[case.attempts[0].index], dict(case.means), case.verdict, tries)
+        if repeated:
+            row.update(status="error" if case.errored else row["status"],
+                       outcomes=case.outcomes, pass_rate=case.pass_rate)
         rows.append(row)
     return rows
-
-
-def _repeats(loaded: Any) -> int:
-    rep = (loaded.batch.get("evaluation_config") or {}).get("repeats")
-    return rep if isinstance(rep, int) and not isinstance(rep, bool) and rep > 0 else 1
 
 
 def _text(v: Any) -> str | None:
