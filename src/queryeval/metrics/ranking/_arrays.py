@@ -114,8 +114,10 @@ def _float_array(values, count: int, what: str) -> np.ndarray:
 
 
 def relevance_as_int(rels: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
-    """Relevance levels must be integers (pytrec_eval refuses anything else)."""
-    bad = np.flatnonzero(~np.isfinite(rels) | (rels != np.floor(rels)))
+    """Relevance levels must be integers (pytrec_eval refuses anything else) within int64 (a
+    larger one has no int64 value: the cast would give an arbitrary gain)."""
+    bad = np.flatnonzero(~np.isfinite(rels) | (rels != np.floor(rels))
+                         | (rels < -(2.0**63)) | (rels >= 2.0**63))
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"relevance must be an integer, got {rels[i]!r} for {where(i)}")
