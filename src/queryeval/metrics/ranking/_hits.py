@@ -108,17 +108,19 @@ def position_in_group(group: np.ndarray, n_groups: int) -> np.ndarray:
 
 def _ideal(q: np.ndarray, gain: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
     """(query, gain) of the positive-gain judgements ordered by (query, gain descending): one
-    int64 sort of a combined key, decoded back, when the (integer) gains span little enough
-    (which row holds an equal key does not matter: only the values are kept), else
-    ``np.lexsort``."""
+    int64 sort of a combined key ``query << bits | (max gain - gain)``, decoded back, when the
+    (integer) gains span little enough (which row holds an equal key does not matter: only the
+    values are kept), else ``np.lexsort``."""
     if gain.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     hi, lo = float(gain.max()), float(gain.min())
     span = hi - lo + 1
-    if span * max(nq, 1) < 2.0**62:
-        n_span = np.int64(span)
-        key = np.sort(q.astype(np.int64) * n_span + (hi - gain).astype(np.int64))
-        return key // n_span, hi - (key % n_span).astype(np.float64)
+    shift = max(int(span) - 1, 0).bit_length()  # levels hi - gain fit in ``shift`` bits
+    if max(nq, 1) < 2 ** (62 - shift):
+        key = np.left_shift(np.asarray(q, dtype=np.int64), shift)
+        key |= (hi - gain).astype(np.int64)
+        key.sort()
+        return key >> shift, hi - (key & ((1 << shift) - 1)).astype(np.float64)
     order = np.lexsort((-gain, q))
     return q[order], gain[order]
 
