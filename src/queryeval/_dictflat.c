@@ -66,30 +66,20 @@ static PyObject *new_buffer(Py_ssize_t n, void **data) {
     return b;
 }
 
-/* The evaluated query ids, sorted: qrels' queries with a non-empty dict (skip: also in run).
- * A new list, None when something is not plain (see above), NULL on error. */
-static PyObject *query_ids(PyObject *qrels, PyObject *run, int skip, Py_ssize_t *n_missing) {
-    if (!str_keys(run))
-        Py_RETURN_NONE;
+/* The judged query ids, sorted: qrels' queries with a non-empty dict. A new list, None when
+ * something is not plain (see above), NULL on error. */
+static PyObject *judged_ids(PyObject *qrels) {
     PyObject *qids = PyList_New(0);
     if (qids == NULL)
         return NULL;
-    Py_ssize_t pos = 0, missing = 0;
+    Py_ssize_t pos = 0;
     PyObject *q, *j;
     while (PyDict_Next(qrels, &pos, &q, &j)) {
         if (!PyUnicode_CheckExact(q) || !PyDict_CheckExact(j)) {
             Py_DECREF(qids);
             Py_RETURN_NONE;
         }
-        if (PyDict_GET_SIZE(j) == 0)
-            continue; /* not judged (pytrec_eval drops it too) */
-        int in_run = PyDict_Contains(run, q); /* str keys only: no Python code runs */
-        if (in_run < 0) {
-            Py_DECREF(qids);
-            return NULL;
-        }
-        missing += !in_run;
-        if ((in_run || !skip) && PyList_Append(qids, q) < 0) {
+        if (PyDict_GET_SIZE(j) > 0 && PyList_Append(qids, q) < 0) { /* empty: not judged */
             Py_DECREF(qids);
             return NULL;
         }
@@ -98,7 +88,6 @@ static PyObject *query_ids(PyObject *qrels, PyObject *run, int skip, Py_ssize_t 
         Py_DECREF(qids);
         return NULL;
     }
-    *n_missing = missing;
     return qids;
 }
 
@@ -110,54 +99,70 @@ static PyObject *flatten(PyObject *self, PyObject *args) {
         return NULL;
     if (!PyDict_CheckExact(qrels) || !PyDict_CheckExact(run))
         Py_RETURN_NONE;
-    Py_ssize_t n_missing = 0;
-    PyObject *qids = query_ids(qrels, run, skip, &n_missing);
-    if (qids == NULL || qids == Py_None)
-        return qids;
-    Py_ssize_t nq = PyList_GET_SIZE(qids);
-    PyObject *segs = NULL, *judgements = NULL, *empty = NULL, *out = NULL;
+    if (!str_keys(run))
+        Py_RETURN_NONE;
+    PyObject *judged = judged_ids(qrels);
+    if (judged == NULL || judged == Py_None)
+        return judged;
+    Py_ssize_t n_judged = PyList_GET_SIZE(judged), nq = 0, n_missing = 0;
+    PyObject *qids = NULL, *segs = NULL, *judgements = NULL, *empty = NULL, *out = NULL;
     PyObject *b_seg_len = NULL, *b_scores = NULL, *b_j_len = NULL, *b_rels = NULL,
              *b_j_score = NULL;
     int64_t *seg_len, *j_len;
     double *scores, *rels, *j_score;
-    segs = PyList_New(nq);
-    judgements = PyList_New(nq);
+    qids = PyList_New(n_judged);
+    segs = PyList_New(n_judged);
+    judgements = PyList_New(n_judged);
     empty = PyDict_New();
-    if (segs == NULL || judgements == NULL || empty == NULL)
+    if (qids == NULL || segs == NULL || judgements == NULL || empty == NULL)
         goto fail;
-    b_seg_len = new_buffer(nq, (void **)&seg_len);
-    b_j_len = new_buffer(nq, (void **)&j_len);
+    b_seg_len = new_buffer(n_judged, (void **)&seg_len);
+    b_j_len = new_buffer(n_judged, (void **)&j_len);
     if (b_seg_len == NULL || b_j_len == NULL)
         goto fail;
-    /* Pass 1: the per-query dicts (qids is our own list; nothing below runs Python code). */
+    /* Pass 1: the evaluated queries and their dicts, one look-up each into run and qrels
+     * (judged is our own list; nothing below runs Python code). Under skip, the judged
+     * queries absent from run are dropped: the first nq items are kept. */
     Py_ssize_t n = 0, r_all = 0;
-    for (Py_ssize_t i = 0; i < nq; i++) {
-        PyObject *q = PyList_GET_ITEM(qids, i);
-        if (!PyUnicode_CheckExact(q))
-            goto plain_fail;
+    for (Py_ssize_t i = 0; i < n_judged; i++) {
+        PyObject *q = PyList_GET_ITEM(judged, i);
         PyObject *seg = PyDict_GetItemWithError(run, q);
         if (seg == NULL) {
             if (PyErr_Occurred())
                 goto fail;
+            n_missing++;
+            if (skip)
+                continue;
             seg = empty;
         }
         PyObject *j = PyDict_GetItemWithError(qrels, q);
         if (j == NULL) {
             if (PyErr_Occurred())
                 goto fail;
-            goto plain_fail;
+            goto plain_fail; /* cannot happen: q is a key of qrels */
         }
         if (!PyDict_CheckExact(seg) || !PyDict_CheckExact(j))
             goto plain_fail;
+        Py_INCREF(q);
+        PyList_SET_ITEM(qids, nq, q);
         Py_INCREF(seg);
-        PyList_SET_ITEM(segs, i, seg);
+        PyList_SET_ITEM(segs, nq, seg);
         Py_INCREF(j);
-        PyList_SET_ITEM(judgements, i, j);
-        seg_len[i] = (int64_t)PyDict_GET_SIZE(seg);
-        j_len[i] = (int64_t)PyDict_GET_SIZE(j);
+        PyList_SET_ITEM(judgements, nq, j);
+        seg_len[nq] = (int64_t)PyDict_GET_SIZE(seg);
+        j_len[nq] = (int64_t)PyDict_GET_SIZE(j);
         n += PyDict_GET_SIZE(seg);
         r_all += PyDict_GET_SIZE(j);
+        nq++;
     }
+    if (nq < n_judged && (PyList_SetSlice(qids, nq, n_judged, NULL) < 0 ||
+                          PyList_SetSlice(segs, nq, n_judged, NULL) < 0 ||
+                          PyList_SetSlice(judgements, nq, n_judged, NULL) < 0 ||
+                          PyByteArray_Resize(b_seg_len, nq * 8) < 0 ||
+                          PyByteArray_Resize(b_j_len, nq * 8) < 0))
+        goto fail;
+    seg_len = (int64_t *)PyByteArray_AS_STRING(b_seg_len);
+    j_len = (int64_t *)PyByteArray_AS_STRING(b_j_len);
     b_scores = new_buffer(n, (void **)&scores);
     b_rels = new_buffer(r_all, (void **)&rels);
     b_j_score = new_buffer(r_all, (void **)&j_score);
@@ -216,7 +221,8 @@ plain_fail:
 fail:
     out = NULL;
 done:
-    Py_DECREF(qids);
+    Py_DECREF(judged);
+    Py_XDECREF(qids);
     Py_XDECREF(segs);
     Py_XDECREF(judgements);
     Py_XDECREF(empty);
