@@ -1,7 +1,8 @@
-"""Build of the optional C reader of TREC files (metadata and dependencies: pyproject.toml).
+"""Build of the optional C extensions (metadata and dependencies: pyproject.toml): the TREC
+file reader (``_trecread``) and the flattener of ``{qid: {docid: value}}`` dicts (``_dictflat``).
 
 ``optional=True``: without a C compiler the install still succeeds and queryeval reads TREC
-files with pyarrow and Python instead (same results, slower; see docs/ranking.md). ``-O3``
+files, and flattens dicts, with pyarrow and Python instead (same results, slower; see docs/ranking.md). ``-O3``
 comes after any ``CFLAGS`` from the environment, which would otherwise replace Python's own
 optimisation flags (an unoptimised build reads at half the speed).
 """
@@ -15,6 +16,12 @@ setup(
         Extension(
             "queryeval._trecread",
             ["src/queryeval/_trecread.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
+            optional=True,
+        ),
+        Extension(
+            "queryeval._dictflat",
+            ["src/queryeval/_dictflat.c"],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
             optional=True,
         ),

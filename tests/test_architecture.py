@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "queryeval"
 
 # lowest first: a part may import only parts listed before it (and itself)
 LAYERS = [
-    ["_version", "errors", "_trecread"],
+    ["_version", "errors", "_trecread", "_dictflat"],
     ["io", "metrics"],
     ["suite", "export", "tokens"],
     ["systems"],

@@ -423,3 +423,23 @@ def test_arrays_from_columns_errors_name_query_and_document() -> None:
     with pytest.raises(DuplicateEntryError) as err:
         arrays_from_columns(qrels, run, np.array([0, 1]))
     assert (err.value.what, err.value.qid, err.value.docid, err.value.rows) == ("run", "x", "b", (1, 2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 5)), max_size=40),
+    huge=st.booleans(),
+)
+def test_ideal_order_values_match_a_stable_sort(rows, huge):
+    """``_hits._ideal``: (query, gain) of positive judgements by query then gain descending,
+    against Python's sort (``huge``: a gain span that forces the ``lexsort`` path)."""
+    from queryeval.metrics.ranking._hits import _ideal
+
+    if huge and rows:
+        rows = rows + [(0, 2**61)]
+    q = np.array([r[0] for r in rows], dtype=np.int64)
+    gain = np.array([r[1] for r in rows], dtype=np.float64)
+    got_q, got_gain = _ideal(q, gain, 7)
+    want = sorted(rows, key=lambda r: (r[0], -r[1]))
+    assert got_q.tolist() == [r[0] for r in want]
+    assert got_gain.tolist() == [float(r[1]) for r in want]

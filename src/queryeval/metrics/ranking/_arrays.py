@@ -17,6 +17,7 @@ docids lazily.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,8 +114,10 @@ def _float_array(values, count: int, what: str) -> np.ndarray:
 
 
 def relevance_as_int(rels: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
-    """Relevance levels must be integers (pytrec_eval refuses anything else)."""
-    bad = np.flatnonzero(~np.isfinite(rels) | (rels != np.floor(rels)))
+    """Relevance levels must be integers (pytrec_eval refuses anything else) within int64 (a
+    larger one has no int64 value: the cast would give an arbitrary gain)."""
+    bad = np.flatnonzero(~np.isfinite(rels) | (rels != np.floor(rels))
+                         | (rels < -(2.0**63)) | (rels >= 2.0**63))
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"relevance must be an integer, got {rels[i]!r} for {where(i)}")
@@ -215,6 +218,9 @@ def _arrays_from_dicts(
     run: Mapping[str, Mapping[str, float]],
     missing_query: str,
 ) -> RankingArrays:
+    flat = _native_flatten(qrels, run, missing_query)
+    if flat is not None:
+        return _build(*flat)
     if not isinstance(qrels, Mapping) or not isinstance(run, Mapping):
         raise ValueError("qrels and run must be mappings {qid: {docid: value}}")
     if not {str}.issuperset(map(type, chain(qrels, run))):  # C-level scan; exact check below
@@ -274,7 +280,41 @@ def _arrays_from_dicts(
     else:
         found = chain.from_iterable(map(map, map(_GET, segs), judgements, repeat(repeat(np.nan))))
     j_score = np.fromiter(found, dtype=np.float64, count=r_all)
+    return _build(qids, segs, judgements, seg_len, scores, j_len,
+                  rels_int.astype(np.float64), j_score, n_missing)
+
+
+def _native_flatten(qrels, run, missing_query: str) -> tuple | None:
+    """:func:`_build`'s arguments from the compiled flattener (``queryeval/_dictflat.c``), or
+    None: not built, ``QUERYEVAL_NO_EXT=1``, or input it leaves to the Python builder
+    (anything not plain: it then accepts or refuses it with its own messages)."""
+    if type(qrels) is not dict or type(run) is not dict:
+        return None
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _dictflat
+    except ImportError:
+        return None
+    out = _dictflat.flatten(qrels, run, missing_query == "skip")
+    if out is None:
+        return None
+    qids, n_missing, segs, judgements, *bufs = out
+    seg_len, scores, j_len, gains, j_score = (
+        np.frombuffer(b, dtype=t) for b, t in zip(
+            bufs, (np.int64, np.float64, np.int64, np.float64, np.float64), strict=True))
+    return qids, segs, judgements, seg_len, scores, j_len, gains, j_score, n_missing
+
+
+def _build(qids: list[str], segs: list, judgements: list, seg_len: np.ndarray,
+           scores: np.ndarray, j_len: np.ndarray, gains: np.ndarray, j_score: np.ndarray,
+           n_missing: int) -> RankingArrays:
+    """:class:`RankingArrays` from the flat columns (either builder's) and the per-query
+    dicts, read back lazily for tied docids."""
+    nq = len(qids)
+    seg_start = np.cumsum(seg_len) - seg_len
     j_q = np.repeat(np.arange(nq, dtype=np.int64), j_len)
+    j_docs = _JudgedDocids(judgements, j_len)
 
     def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:
         """Docids of flat run indices (``query``: their query indices, if known): the keys
@@ -297,7 +337,7 @@ def _arrays_from_dicts(
         scores=scores,
         docids_at=docids_at,
         judged_q=j_q,
-        judged_gain=rels_int.astype(np.float64),
+        judged_gain=gains,
         judged_score=j_score,
         judged_docid=j_docs,
         n_missing=n_missing,

@@ -106,17 +106,23 @@ def position_in_group(group: np.ndarray, n_groups: int) -> np.ndarray:
     return np.arange(group.size, dtype=np.int64) - first[group]
 
 
-def _ideal_order(q: np.ndarray, gain: np.ndarray, nq: int) -> np.ndarray:
-    """Stable order by (query, gain descending): one int64 sort of a combined key when the
-    (integer) gains span little enough, else ``np.lexsort``."""
+def _ideal(q: np.ndarray, gain: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query, gain) of the positive-gain judgements ordered by (query, gain descending): one
+    int64 sort of a combined key ``query << bits | (max gain - gain)``, decoded back, when the
+    (integer) gains span little enough (which row holds an equal key does not matter: only the
+    values are kept), else ``np.lexsort``."""
     if gain.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     hi, lo = float(gain.max()), float(gain.min())
     span = hi - lo + 1
-    if span * max(nq, 1) < 2.0**62:
-        key = q.astype(np.int64) * np.int64(span) + (hi - gain).astype(np.int64)
-        return np.argsort(key, kind="stable")
-    return np.lexsort((-gain, q))
+    shift = max(int(span) - 1, 0).bit_length()  # levels hi - gain fit in ``shift`` bits
+    if max(nq, 1) < 2 ** (62 - shift):
+        key = np.left_shift(np.asarray(q, dtype=np.int64), shift)
+        key |= (hi - gain).astype(np.int64)
+        key.sort()
+        return key >> shift, hi - (key & ((1 << shift) - 1)).astype(np.float64)
+    order = np.lexsort((-gain, q))
+    return q[order], gain[order]
 
 
 def build_hits(
@@ -154,8 +160,7 @@ def build_hits(
     positive = rel > 0
     rq = arrays.judged_q
     pos_rows = np.flatnonzero(rel_all > 0)
-    iorder = pos_rows[_ideal_order(rq[pos_rows], rel_all[pos_rows], nq)]
-    ideal_q = rq[iorder]
+    ideal_q, ideal_gain = _ideal(rq[pos_rows], rel_all[pos_rows], nq)
     hq = q[relevant]
     return Hits(
         n_queries=nq,
@@ -174,7 +179,7 @@ def build_hits(
         jrel=rel if need_all else None,
         ideal_q=ideal_q,
         ideal_pos=position_in_group(ideal_q, nq),
-        ideal_gain=rel_all[iorder],
+        ideal_gain=ideal_gain,
         judged_q=rq,
         judged_rel=rel_all,
     )
