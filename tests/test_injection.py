@@ -497,3 +497,13 @@ def test_compare_sheet_titles_from_hostile_metric_names_save(tmp_path):
         wb.create_sheet(t)
     save(wb, tmp_path / "s.xlsx")
     assert openpyxl.load_workbook(tmp_path / "s.xlsx").sheetnames[1:] == titles
+
+
+def test_page_title_shows_control_characters_as_visible_escapes():
+    """A suite or run name in the HTML page's <title> (the browser tab) keeps no raw control
+    character: ESC, NUL and C1 are shown as the console shows them."""
+    from queryeval.report.html_page import page
+
+    head = page("suite \x1b[2J\x00<b>\x85", "").split("</title>")[0]
+    assert "\\x1b[2J" in head and "\\x00" in head and "\\x85" in head and "&lt;b&gt;" in head
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in head.split("<title>")[1])

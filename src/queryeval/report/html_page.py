@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from queryeval.io.safetext import visible_controls
 from queryeval.report.numbers import figure, value_text  # noqa: F401 - value_text re-exported
 
 CSS = """
@@ -132,6 +133,6 @@ def page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<title>{esc(visible_controls(title))}</title><style>{CSS}</style></head>"
         f"<body data-ok=\"0\">{body}<script>{SCRIPT}</script></body></html>\n"
     )
