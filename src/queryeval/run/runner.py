@@ -174,15 +174,23 @@ async def _run_on_loop(cases: Iterable[Case | Attempt], system: Any, task: Task,
     score it, and hand its record to ``on_record`` (on this thread, as it finishes)."""
     it = iter(cases)
     done = 0
+    failed = False  # on_record raised (a failed write): no later record is handed over
 
     async def worker() -> None:
-        nonlocal done
+        nonlocal done, failed
         while not stop.is_set():
             case = next(it, None)  # no await in between: one worker at a time reads it
             if case is None:
                 return
             record = await aevaluate_case(case, system, task, timeout=timeout, policy=policy)
-            on_record(record)
+            if failed:  # another worker's write failed while this call was in flight
+                return
+            try:
+                on_record(record)
+            except BaseException:
+                failed = True
+                stop.set()
+                raise
             done += 1
 
     workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
