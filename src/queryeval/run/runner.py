@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import random
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -207,6 +208,43 @@ async def _run_on_loop(cases: Iterable[Case | Attempt], system: Any, task: Task,
     return done
 
 
+def _run_interruptible(make: Callable[[], Any]) -> int:
+    """``asyncio.run(make())`` with Ctrl-C turned into a clean stop: the first SIGINT cancels
+    the run's task on the loop (its workers are cancelled and awaited, the system closed),
+    then the SIGINT handler that was in place is called outside the loop, so its
+    ``KeyboardInterrupt`` (the CLI's: exit 130 and the resume line) is raised where nothing
+    is half done. A handler raising inside the loop could leave the task pending when
+    ``asyncio.run`` closed the loop ("Event loop is closed" printed at exit)."""
+    previous = (signal.getsignal(signal.SIGINT)
+                if threading.current_thread() is threading.main_thread() else None)
+    if not callable(previous):  # not the main thread, or SIGINT ignored / default
+        return asyncio.run(make())
+    hit: list[bool] = []
+
+    async def main() -> int:
+        loop, me = asyncio.get_running_loop(), asyncio.current_task()
+
+        def on_sigint() -> None:
+            hit.append(True)
+            loop.remove_signal_handler(signal.SIGINT)
+            signal.signal(signal.SIGINT, previous)  # a second Ctrl-C: the handler at once
+            if me is not None:
+                me.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        return await make()
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if not hit:
+            raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    previous(signal.SIGINT, None)  # the CLI's handler (or Python's) raises KeyboardInterrupt
+    raise KeyboardInterrupt
+
+
 def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
               on_record: Callable[[dict], Any], concurrency: int = 4,
               timeout: float | None = 60.0, policy: RetryPolicy | None = None,
@@ -236,9 +274,9 @@ def run_cases(cases: Iterable[Case | Attempt], system: System, task: Task, *,
             done += 1
         return done
     if uses_event_loop(system):  # HTTP: one loop, no thread hand-offs (docs/scale.md)
-        return asyncio.run(_run_on_loop(cases, system, task, on_record=on_record,
-                                        concurrency=concurrency, timeout=timeout,
-                                        policy=policy, stop=stop))
+        return _run_interruptible(lambda: _run_on_loop(
+            cases, system, task, on_record=on_record, concurrency=concurrency,
+            timeout=timeout, policy=policy, stop=stop))
     window = 2 * max(1, concurrency)
     done = 0
     pending = 0
