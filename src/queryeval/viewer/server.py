@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from queryeval.viewer.files import Entry, Unreadable, _files, _reason, open_run, read_batch, scan  # noqa: F401
-from queryeval.viewer.index import _grouped, summary
+from queryeval.viewer.index import _finite, _grouped, summary
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -99,16 +99,6 @@ def _asset(name: str) -> bytes:
 
 MAX_COMPARE = 8
 """Most runs in one ``/api/compare`` (each adds a column and pairwise tests)."""
-
-
-def _finite(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
