@@ -7,7 +7,8 @@ kill (the log cut as SIGKILL leaves it, then ``queryeval run --resume``), with e
 console summary, metrics JSON, results CSV, xlsx report, HTML report, ``qe.Run.to_pandas``
 and the run model, the two-run compare and the N-way compare in every format, the viewer
 API, gates (``--fail-under``'s check) and ``qe.testing``. New run kinds and consumers join
-the lists below.
+the lists below. Later features (task kinds, readers, exporters) join the matrix in their own
+``tests/test_matrix_<feature>.py`` through the shared checks of ``tests/matrix_checks.py``.
 
 Six closed-form cases with one sub-answer each, so a case's ``all_correct`` is 1 or 0 per
 attempt and ``psaq`` is the mean of the per-case means over the counted cases.
