@@ -159,4 +159,22 @@ def test_shipped_schema_file_is_current():
     shipped = json.loads((Path(__file__).resolve().parents[1] / "examples" / "case.schema.json").read_text())
     assert shipped == case_json_schema()
     assert set(shipped["$defs"]["Target"]["properties"]) == {
-        "indicator_selection", "answers", "retrieval", "query", "fields"}
+        "indicator_selection", "answers", "retrieval", "query", "fields", "reference"}
+
+
+def test_retrieval_target_identifies_its_chunks():
+    """A retrieval target names its chunk by content_hash or chunk_id, or lists several
+    relevant chunks; one that identifies nothing is refused, naming what it needs."""
+    from pydantic import ValidationError
+
+    from queryeval.suite.models import RetrievalTarget
+
+    assert RetrievalTarget(chunk_id="c1").content_hash == ""
+    t = RetrievalTarget(relevant=[{"chunk_id": "c1"}, {"content_hash": "A" * 32, "relevance": 2}])
+    assert [(r.chunk_id, r.relevance) for r in t.relevant] == [("c1", 1), ("", 2)]
+    with pytest.raises(ValidationError, match="content_hash, chunk_id or relevant"):
+        RetrievalTarget(answer="x")
+    with pytest.raises(ValidationError, match="chunk_id or a content_hash"):
+        RetrievalTarget(relevant=[{"relevance": 1}])
+    with pytest.raises(ValidationError):
+        RetrievalTarget(content_hash="not-md5")

@@ -83,18 +83,61 @@ class AnswerItem(BaseModel):
     value: str = Field(description="Expected value, compared as text or as a number.")
 
 
+class RelevantChunk(BaseModel):
+    """One relevant chunk of a retrieval question: identified by its content's MD5 when
+    ``content_hash`` is given (the seed's rule), by ``chunk_id`` otherwise; ``relevance`` is
+    its graded gain (1 = relevant)."""
+
+    model_config = _STRICT
+
+    chunk_id: str = ""
+    content_hash: str = Field(default="", pattern=r"^([0-9a-fA-F]{32})?$")
+    relevance: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _identified(self) -> RelevantChunk:
+        if not self.chunk_id and not self.content_hash:
+            raise ValueError("a relevant chunk needs a chunk_id or a content_hash")
+        return self
+
+
 class RetrievalTarget(BaseModel):
-    """Seed 002: the chunk that answers the question, identified by its content's MD5."""
+    """Seed 002: the chunk(s) that answer the question. The seed's one chunk is
+    ``content_hash`` (MD5 hex of its content) and/or ``chunk_id``; several (graded) relevant
+    chunks are listed in ``relevant``."""
 
     model_config = _STRICT
 
     content_hash: str = Field(
-        pattern=r"^[0-9a-fA-F]{32}$",
+        default="", pattern=r"^([0-9a-fA-F]{32})?$",
         description="MD5 hex digest of the expected chunk's content (UTF-8).")
     chunk_id: str = ""
     document_name: str = ""
     dataset: str = ""
     answer: str = ""
+    relevant: list[RelevantChunk] | None = Field(
+        default=None, description="Several relevant chunks, each {chunk_id, content_hash?, "
+        "relevance?}; when given, content_hash/chunk_id above are not used.")
+
+    @model_validator(mode="after")
+    def _identified(self) -> RetrievalTarget:
+        if not self.relevant and not self.content_hash and not self.chunk_id:
+            raise ValueError("retrieval needs content_hash, chunk_id or relevant")
+        return self
+
+
+class ReferenceAnswer(BaseModel):
+    """A free-form answer's reference (task ``freeform``): the answer, accepted aliases,
+    numeric tolerances and the unit the numbers are in."""
+
+    model_config = _STRICT
+
+    answer: str = Field(description="The reference answer.")
+    aliases: list[str] = Field(default_factory=list, description="Other accepted answers.")
+    abs_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    rel_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    unit: str | None = Field(default=None, description="Unit of the reference's numbers "
+                             "(pint syntax, e.g. 'km', 'USD' is not a unit).")
 
 
 class GoldTable(BaseModel):
@@ -188,6 +231,9 @@ class Target(BaseModel):
 
     query: QueryTarget | None = Field(
         default=None, description="Seed 003: the gold query of a text-to-query case.")
+
+    reference: ReferenceAnswer | None = Field(
+        default=None, description="A free-form answer's reference (task freeform).")
 
     def task_kinds(self) -> set[str]:
         """The task keys this target sets (present, even if empty)."""
