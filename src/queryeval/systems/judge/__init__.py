@@ -79,3 +79,16 @@ class Judge(Protocol):
 def make_judge(options: JudgeOptions) -> Judge:
     """The judge for ``options`` (the OpenAI-compatible client)."""
     raise ConfigError("the LLM judge client is not built yet")  # replaced by the client
+
+
+def judge_info(options: JudgeOptions) -> dict:
+    """What a run log records about its judge: model, endpoint, ``when``, the prompt's
+    version and text (a task puts it in its ``batch_info``)."""
+    return {"model": options.model, "base_url": options.base_url, "when": options.when,
+            "prompt_version": "", "prompt": ""}  # replaced by the client
+
+
+def recorded_agreement(options: JudgeOptions) -> dict | None:
+    """The agreement measured by ``queryeval judge-check`` for this model and prompt version
+    (kappa, TPR, TNR, accuracy with CIs, n), or None when no check was recorded."""
+    return None  # replaced by the client
