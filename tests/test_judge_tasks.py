@@ -8,11 +8,11 @@ import re
 import sqlite3
 
 import pytest
-from test_judge_fake import FakeJudgeServer, completion, verdict_reply
 
 import queryeval as qe
 from queryeval.systems.judge.checks import save_check
 from queryeval.systems.judge.prompt import ANSWER_PROMPT, PROMPT_VERSION
+from test_judge_fake import FakeJudgeServer, completion, verdict_reply
 
 
 def values_rule(n: int, body: dict):
@@ -127,8 +127,8 @@ def test_recorded_agreement_lands_in_the_run_log(fake, tmp_path):
     run = qe.evaluate(CASES, responses=RESPONSES, out=tmp_path / "runs", judge=opts)
     agreement = json.loads(run.path.read_text())["evaluation_config"]["judge"]["agreement"]
     assert agreement["n"] == 40 and agreement["kappa"]["value"] == 0.8
-    from queryeval.tasks.query_judge import judge_note
     from queryeval.systems.judge import JudgeOptions
+    from queryeval.tasks.query_judge import judge_note
 
     note = judge_note(JudgeOptions(**opts), 2)
     assert "2 case(s) decided by the judge" in note.text and "kappa 0.800 [0.600, 0.950]" in note.text
