@@ -261,3 +261,21 @@ def test_cli_judge_on_a_task_without_judge_is_refused(fake, tmp_path, capsys):
                  "-q", "--judge-model", "m", "--judge-base-url", fake.url])
     err = capsys.readouterr().err
     assert code == 2 and "judge" in err and "Traceback" not in err
+
+
+def test_unset_key_variable_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    from queryeval.cli.app import main
+    from queryeval.errors import ConfigError
+
+    monkeypatch.delenv("QE_NO_SUCH_KEY", raising=False)
+    suite, resp = _files(tmp_path)
+    code = main(["run", str(suite), "--responses", str(resp), "--out", str(tmp_path / "r"),
+                 "-q", "--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1",
+                 "--judge-api-key-env", "QE_NO_SUCH_KEY"])
+    assert code == 2 and "QE_NO_SUCH_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # nothing started
+    with pytest.raises(ConfigError, match="QE_NO_SUCH_KEY"):
+        qe.evaluate(CASES, responses=RESPONSES, out=tmp_path / "r2",
+                    judge={"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                           "api_key_env": "QE_NO_SUCH_KEY"})
+    assert not (tmp_path / "r2").exists()

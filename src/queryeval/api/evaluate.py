@@ -212,6 +212,10 @@ def evaluate(
             raise ConfigError(f"judge: a mapping of judge options or a JudgeOptions, got "
                               f"{type(judge).__name__}")
         opts["judge"] = dict(judge) if isinstance(judge, Mapping) else judge.model_dump()
+    if isinstance(opts.get("judge"), Mapping):  # an unset key variable: refused before the run
+        from queryeval.systems.judge import check_key
+
+        check_key(opts["judge"].get("api_key_env"))
     shown = None
     if progress is None or progress is True:
         from queryeval.api.progress import auto_progress

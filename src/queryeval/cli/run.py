@@ -69,6 +69,10 @@ def judge_options(model: str | None, base_url: str | None, api_key_env: str | No
     if given and not (model and base_url):
         raise ConfigError("the LLM judge needs --judge-model and --judge-base-url "
                           "(docs/judge.md)")
+    if given:
+        from queryeval.systems.judge import check_key
+
+        check_key(given.get("api_key_env"))
     return given
 
 

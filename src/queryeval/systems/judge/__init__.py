@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from queryeval.systems.judge.types import Judge, JudgeItem, JudgeOptions, JudgeVerdict
 
-__all__ = ["Judge", "JudgeItem", "JudgeOptions", "JudgeVerdict", "judge_info", "make_judge",
-           "recorded_agreement"]
+__all__ = ["Judge", "JudgeItem", "JudgeOptions", "JudgeVerdict", "check_key", "judge_info",
+           "make_judge", "recorded_agreement"]
+
+
+def check_key(api_key_env: str | None) -> None:
+    """Refuse, before a run starts, a key variable that is not set (one ConfigError line)."""
+    import os
+
+    from queryeval.errors import ConfigError
+
+    if api_key_env and not os.environ.get(api_key_env):
+        raise ConfigError(f"environment variable {api_key_env} (the judge API key) is not set")
 
 
 def make_judge(options: JudgeOptions) -> Judge:
