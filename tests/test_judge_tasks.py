@@ -175,6 +175,19 @@ def test_query_judges_a_failing_gold_only(fake, tmp_path, shop):
     assert run.results.case("goldbad").verdict == "pass"
 
 
+def test_query_when_always_judges_every_case_and_clears_the_gold_failure(fake, tmp_path, shop):
+    fake.script = lambda n, body: verdict_reply("fail" if "WHERE price <= 0.5" in
+                                                body["messages"][1]["content"] else "pass")
+    run = qe.evaluate(QCASES, responses=QRESP, database=str(shop), out=tmp_path / "runs",
+                      judge=fake.options(tmp_path, when="always"))
+    assert len(fake.requests) == 2
+    recs = _records(run)
+    assert recs["ok"]["decided_by"] == "judge" and recs["ok"]["scores"]["perfect_match"] == 1.0
+    assert run.results.case("ok").verdict == "fail"  # the judge's verdict, not execution's
+    assert (recs["goldbad"]["status"], run.results.case("goldbad").verdict) == ("ok", "pass")
+    assert run.overall["judged"] == 2
+
+
 def test_query_without_judge_gold_failure_stays_an_error(tmp_path, shop):
     run = qe.evaluate(QCASES, responses=QRESP, database=str(shop), out=tmp_path / "runs")
     g = _records(run)["goldbad"]

@@ -141,7 +141,7 @@ def settle(task: Any, record: dict, *, ask: bool = True) -> dict:
         record["decided_by"] = "inconclusive"
         return record
     record["decided_by"] = "judge"
-    if stored["why"] == "gold_failed":  # decided after all: no longer an error of the case
+    if inconclusive(record) == "gold_failed":  # decided after all: no longer the case's error
         record["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]
         record["status"] = "error" if record["error_kinds"] else "ok"
     return record
