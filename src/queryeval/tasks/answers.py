@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -281,21 +282,21 @@ class AnswersTask(Task):
         record["extracted"] = dict(qs.extracted)
         judged = record.get("judge")
         verdict = judged.get("verdict") if judged else None
-        record["subquestions"] = [
-            {"name": s.name, "expected": s.expected, "extracted": s.extracted,
-             "matched": s.matched if verdict is None else verdict == "pass"}
-            for s in qs.subs
-        ]
         if "judge" in record:  # a run with a judge says what decided each case
             record["decided_by"] = "judge" if verdict is not None else (
                 "inconclusive" if qs.answered and not qs.extracted else "rules")
-            if verdict is not None:
+            if verdict is not None:  # the judge's verdict holds for every sub-answer
                 record["rules_verdict"] = "pass" if qs.all_correct else "fail"
-        correct = sum(s["matched"] for s in record["subquestions"])
+                qs = replace(qs, subs=tuple(replace(s, matched=verdict == "pass")
+                                            for s in qs.subs))
+        record["subquestions"] = [
+            {"name": s.name, "expected": s.expected, "extracted": s.extracted, "matched": s.matched}
+            for s in qs.subs
+        ]
         record["scores"] = None if qs.skipped else {
-            "proportion_correct": correct / qs.total,
-            "all_correct": 1.0 if correct == qs.total else 0.0,
-            "correct_subquestions": correct,
+            "proportion_correct": qs.proportion,
+            "all_correct": 1.0 if qs.all_correct else 0.0,
+            "correct_subquestions": qs.correct,
             "subquestions": qs.total,
         }
         return record
