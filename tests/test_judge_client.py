@@ -185,3 +185,21 @@ def test_judge_info_and_no_recorded_agreement(tmp_path):
 def test_bad_base_url_is_config_error(tmp_path):
     with pytest.raises(ConfigError, match="judge base URL"):
         make_judge(JudgeOptions(model="m", base_url="localhost:8080"))
+
+
+def test_concurrency_cap(fake, tmp_path):
+    fake.delay = 0.05
+    items = [JudgeItem(case_id=str(i), question="q", reference=str(i), response=str(i))
+             for i in range(8)]
+    with _judge(fake, tmp_path, concurrency=2) as j:
+        out = j.judge_many(items)
+    assert all(v.passed for v in out) and len(fake.requests) == 8
+    assert fake.max_in_flight == 2
+
+
+@pytest.mark.parametrize("form, sent", [
+    ("json_object", {"type": "json_object"}), ("none", None)])
+def test_response_format_for_servers_without_schemas(fake, tmp_path, form, sent):
+    with _judge(fake, tmp_path, response_format=form) as j:
+        assert j.judge(ITEM).passed
+    assert fake.requests[0]["body"].get("response_format") == sent

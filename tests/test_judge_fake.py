@@ -50,6 +50,8 @@ class FakeJudgeServer:
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         self.delay = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.script: Callable[[int, dict], Reply] = lambda n, body: contains_rule(body)
         fake = self
 
@@ -64,9 +66,15 @@ class FakeJudgeServer:
                     n = len(fake.requests)
                     fake.requests.append({"path": self.path, "headers": dict(self.headers),
                                           "body": body})
-                if fake.delay:
-                    time.sleep(fake.delay)
-                status, headers, payload = fake.script(n, body)
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    if fake.delay:
+                        time.sleep(fake.delay)
+                    status, headers, payload = fake.script(n, body)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
                 try:
                     self.send_response(status)
                     for k, v in headers.items():

@@ -79,8 +79,11 @@ class LLMJudge:
                     return self._verdict(verdict, reason, cached=True)
                 except ValueError:
                     pass  # a bad cached reply is a miss (never stored by us)
-        body = {"model": o.model, "messages": msgs, "temperature": o.temperature,
-                "response_format": RESPONSE_FORMAT}
+        body: dict = {"model": o.model, "messages": msgs, "temperature": o.temperature}
+        if o.response_format == "json_schema":
+            body["response_format"] = RESPONSE_FORMAT
+        elif o.response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
         why = ""
         for _ in range(o.malformed_retries + 1):
             reply = self._chat.call(body)

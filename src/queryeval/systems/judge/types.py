@@ -25,6 +25,9 @@ class JudgeOptions(BaseModel):
     """Retries of a failed call (429, 5xx, connection, timeout)."""
     malformed_retries: int = Field(default=2, ge=0)
     """Retries of a reply that is not the verdict JSON, before ``judge_malformed``."""
+    response_format: Literal["json_schema", "json_object", "none"] = "json_schema"
+    """What the request asks of the reply's form: the verdict's JSON schema (default),
+    any JSON object (servers without schema support), or nothing (the prompt alone)."""
     concurrency: int = Field(default=4, ge=1)
     timeout_s: float = Field(default=60.0, gt=0)
     cache_dir: str | None = None
