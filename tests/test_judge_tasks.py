@@ -292,3 +292,18 @@ def test_unset_key_variable_is_refused_before_the_run(tmp_path, capsys, monkeypa
                     judge={"model": "m", "base_url": "http://127.0.0.1:9/v1",
                            "api_key_env": "QE_NO_SUCH_KEY"})
     assert not (tmp_path / "r2").exists()
+
+
+def test_cli_option_judge_json_is_completed_by_the_flags(fake, tmp_path):
+    from queryeval.cli.app import main
+
+    suite, resp = _files(tmp_path)
+    out = tmp_path / "runs"
+    assert main(["run", str(suite), "--responses", str(resp), "--out", str(out), "-q",
+                 "--option", 'judge={"response_format": "none", "malformed_retries": 0}',
+                 "--judge-model", "judge-cli", "--judge-base-url", fake.url]) == 0
+    [batch] = out.rglob("batch_*.json")
+    judge = json.loads(batch.read_text())["evaluation_config"]["task_options"]["judge"]
+    assert (judge["response_format"], judge["malformed_retries"], judge["model"]) == (
+        "none", 0, "judge-cli")
+    assert "response_format" not in fake.requests[0]["body"]
