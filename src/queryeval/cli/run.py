@@ -59,6 +59,23 @@ def _per_field(items: list[str], cast):
     return out
 
 
+def judge_options(model: str | None, base_url: str | None, api_key_env: str | None,
+                  when: str | None) -> dict:
+    """The task option ``judge`` from the ``--judge-*`` flags ({} when none is given)."""
+    from queryeval.errors import ConfigError
+
+    given = {k: v for k, v in (("model", model), ("base_url", base_url),
+                               ("api_key_env", api_key_env or None), ("when", when)) if v}
+    if given and not (model and base_url):
+        raise ConfigError("the LLM judge needs --judge-model and --judge-base-url "
+                          "(docs/judge.md)")
+    if given:
+        from queryeval.systems.judge import check_key
+
+        check_key(given.get("api_key_env"))
+    return given
+
+
 def command(
     ctx: typer.Context,
     suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
@@ -107,6 +124,15 @@ def command(
     reformat_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
     reformat_temperature: float = typer.Option(0.0, "--reformat-temperature", help="Sampling temperature for --reformat."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="LLM judge: chat model; with --judge-base-url turns the judge on (docs/judge.md)."),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="LLM judge: OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1."),
+    judge_api_key_env: str | None = typer.Option(
+        None, "--judge-api-key-env", help="LLM judge: environment variable holding the API key (default: none, for local servers)."),
+    judge_when: Literal["inconclusive", "always", "never"] | None = typer.Option(
+        None, "--judge-when",
+        help="LLM judge: inconclusive (only cases no rule decides, the default), always, or never."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Cases in flight (1-1024)."),
     timeout: float = typer.Option(60.0, "--timeout", help="Per-call timeout, seconds (at most a week)."),
@@ -228,6 +254,9 @@ def command(
                 "base_url": reformat_base_url, "model": reformat_model,
                 "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
             }
+        judge = judge_options(judge_model, judge_base_url, judge_api_key_env, judge_when)
+        if judge:
+            task_options["judge"] = {**(task_options.get("judge") or {}), **judge}
         ks: list[int] = []
         for part in (pass_k or "").split(","):
             if part.strip():

@@ -20,6 +20,8 @@ from pydantic import Field
 
 from queryeval.errors import ConfigError
 from queryeval.suite.models import Case, DataSource
+from queryeval.systems.judge import JudgeOptions
+from queryeval.tasks import query_judge
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
@@ -104,6 +106,8 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
+    judge: JudgeOptions | None = None
+    """The LLM judge where execution cannot decide (tasks/query_judge.py, docs/judge.md)."""
 
 
 def _lang_of(source: str) -> str:
@@ -116,7 +120,7 @@ def _lang_of(source: str) -> str:
 class QueryTask(Task):
     name = "query"
     figures = Figures(settings=("rules",), counts=(
-        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors"))
+        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors", "judged"))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -172,10 +176,14 @@ class QueryTask(Task):
                 if p.strip() and "://" not in p]
 
     def close(self) -> None:
+        query_judge.close_judge(self)
         with self._lock:
             for e in self._engines.values():
                 e.close()
             self._engines.clear()
+
+    def batch_info(self) -> dict:
+        return query_judge.judge_batch_info(self.options.judge)
 
     def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
@@ -281,7 +289,7 @@ class QueryTask(Task):
             "attempts": o.attempts,
             "latency_ms": o.latency_ms,
         })
-        return self._fill_scores(record)
+        return query_judge.settle(self, self._fill_scores(record))
 
     def _golds(self, record: dict) -> tuple[list[tuple[dict, str | None]], dict, str | None]:
         """Every gold of a case as (result table, gold query or None for a gold table), the
@@ -393,13 +401,16 @@ class QueryTask(Task):
         """An attempt passes (``--repeats``) when its result table matches the gold one
         exactly (``exact_match_f1`` = 1); a failed call does not pass."""
         scores = record.get("scores") or {}
+        judged = query_judge.judge_verdict(record)
+        if judged is not None:
+            return judged
         return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
         out["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]
         out["status"] = "error" if out["error_kinds"] else "ok"
-        return self._fill_scores(out)
+        return query_judge.settle(self, self._fill_scores(out), ask=False)
 
     # --- aggregation -------------------------------------------------------------------------------
     @staticmethod
@@ -420,13 +431,14 @@ class QueryTask(Task):
         overall and in its groups: nothing is kept per case. Groups are reported sorted by name."""
         keys = (*F1_KEYS, *RATE_KEYS)
         tally = Tally(self)
-        gold_failures = 0
+        gold_failures = judged = 0
 
         def watch(rs: Iterable[dict]) -> Iterator[dict]:
-            nonlocal gold_failures
+            nonlocal gold_failures, judged
             for r in rs:
                 if r["scores"] is None:
                     gold_failures += 1
+                judged += r.get("decided_by") == "judge"
                 yield r
 
         cols = [Values() for _ in keys]
@@ -459,6 +471,7 @@ class QueryTask(Task):
             "inexact_mapping_searches": inexact,
             "rules": self.options.rules,
             **tally.error_summary(),
+            **({"judged": judged} if self.options.judge is not None else {}),
         })
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
@@ -505,6 +518,9 @@ class QueryTask(Task):
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
+        if self.options.judge is not None:
+            out.append(query_judge.judge_note(self.options.judge,
+                                              metrics["overall_metrics"].get("judged")))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
         return out
