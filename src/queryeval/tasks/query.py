@@ -481,7 +481,7 @@ class QueryTask(Task):
 
     # --- outputs -----------------------------------------------------------------------------------
     csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, *SCHEMA_KEYS, "mapping_exact",
-                   "row_f1_bound", "order_score", "why",
+                   "row_f1_bound", "order_score", "why", "touched",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
@@ -494,6 +494,7 @@ class QueryTask(Task):
             **(record["scores"] or {}),
             "mapping_exact": record.get("mapping_exact"),
             "why": " | ".join(str(i.get("message")) for i in record.get("explanation") or []),
+            "touched": (record.get("touched") or {}).get("message"),
             "row_f1_bound": record.get("row_f1_bound"),
             "order_score": record.get("order_score"),
             "gold_matched": record.get("gold_matched"),
