@@ -81,7 +81,7 @@ def _dialect(source: str) -> str:
 
 _CATALOG = {
     "sqlite": "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')",
-    "duckdb": "SELECT table_name, column_name FROM duckdb_columns()",
+    "duckdb": "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal",
     "postgres": "SELECT table_name, column_name FROM information_schema.columns "
                 "WHERE table_schema = current_schema()",
 }
