@@ -142,3 +142,28 @@ def test_through_a_run_the_schema_comes_from_the_database(tmp_path, engine):
     assert (s["schema_filter_precision"], s["schema_filter_recall"]) == (0.0, 0.0)
     assert "missed table(s) the gold uses: dept" in rec["touched"]["message"]
     assert metrics["overall_metrics"]["schema_column_recall"] == 0.25
+
+
+def test_shipped_sparql_example_hand_computed(tmp_path):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "sparql"
+    out = tmp_path / "o"
+    assert main(["run", str(example / "suite.yaml"), "--responses",
+                 str(example / "predictions.jsonl"), "--out", str(out), "-q"]) == 0
+    _, recs = run_records(out)
+    b = "https://brickschema.org/schema/Brick#"
+    # gold: ?ahu a Air_Handling_Unit ; feeds ?vav . ?vav a VAV; predicted drops the AHU class
+    rec = recs["ahu-feeds-vav"]
+    assert rec["touched"]["gold"] == {"tables": [b + "Air_Handling_Unit", b + "VAV"],
+                                      "columns": [b + "feeds"], "filters": []}
+    assert rec["touched"]["predicted"]["tables"] == [b + "VAV"]
+    s = rec["scores"]
+    assert (s["schema_table_precision"], s["schema_table_recall"]) == (1.0, 0.5)
+    assert (s["schema_column_precision"], s["schema_column_recall"]) == (1.0, 1.0)
+    # zone-temps: the prediction reads two of the gold's three classes and no predicate
+    s = recs["zone-temps"]["scores"]
+    assert (s["schema_table_precision"], s["schema_table_recall"]) == (1.0, pytest.approx(2 / 3))
+    assert (s["schema_column_precision"], s["schema_column_recall"]) == (1.0, 0.0)
+    # a refused update: nothing readable, 0 everywhere
+    assert recs["dampers-ahu1"]["scores"]["schema_table_recall"] == 0.0
