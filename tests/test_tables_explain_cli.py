@@ -145,3 +145,18 @@ def test_a_failed_prediction_says_why(tmp_path):
     _, recs = run_records(out)
     (item,) = recs["right"]["explanation"]
     assert item["kind"] == "no_result" and item["detail"]["status"] == "failed"
+
+
+def test_hostile_cells_in_an_explanation_are_escaped():
+    from queryeval.metrics.tables.explain import explain_tables
+    from queryeval.report.html_details import query_details
+
+    gold = {"columns": ["v"], "rows": [["ok"]]}
+    pred = {"columns": ["v"], "rows": [["<script>alert(1)</script>"]]}
+    items = explain_tables(pred, gold)
+    assert "<script>alert(1)</script>" in items[0]["message"]  # recorded as data
+    rec = {"gold_query": "q", "predicted_query": "p", "question": "?", "explanation": items,
+           "touched": {"message": "used table(s) the gold does not: <b>x</b>"}}
+    page = query_details(rec)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>x</b>" not in page and "what the query touched" in page
