@@ -28,10 +28,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from matrix_checks import check_compare, check_consumers
 from typer.testing import CliRunner
 
 import queryeval as qe
+from matrix_checks import check_compare, check_consumers
 from queryeval.cli.app import app
 
 GOLD = {

@@ -188,7 +188,7 @@ def sparql_touched(query: str, prefixes: Mapping[str, str] | None = None
         name = getattr(node, "name", None)
         if name in ("Filter", "Having"):
             filter_vars |= {str(v) for v in _walk(node) if _is_var(v)}
-    for subject, verb, obj in _triples(body):
+    for _subject, verb, obj in _triples(body):
         iris = [_iri(t, known, base) for t in _path_terms(verb)]
         for iri in iris:
             if iri is None:
