@@ -5,9 +5,9 @@
   result (or rows ``m`` and ``m+1`` at an OFFSET) have equal ORDER BY keys, so which of
   them the gold returns is the engine's choice and a right prediction can be scored wrong.
   The gold runs once more without its LIMIT/OFFSET (in the same sandbox, under the same
-  deadline), with its sort keys added to the select list when they are not already
-  projected (SQL, through sqlglot); a SPARQL gold is checked when it sorts by projected
-  variables.
+  deadline); its sort keys are read from the select list (by ordinal, output name or the
+  same expression: also for DISTINCT and set operations) or, for a plain SELECT, added to
+  it (SQL, through sqlglot); a SPARQL gold is checked when it sorts by projected variables.
 * :func:`near_deadline` — a gold whose slower execution took more than
   :data:`DEADLINE_SHARE` of the per-query deadline (``--query-timeout``): on a loaded
   machine or another engine it may time out and fail every prediction.
@@ -39,10 +39,12 @@ def near_deadline(elapsed_ms: list[float | None], timeout_s: float,
 
 # --- ties at the LIMIT boundary --------------------------------------------------------------
 
-def _sql_uncut(query: str, dialect: str | None) -> tuple[str, int, int, int] | None:
-    """The query without LIMIT/OFFSET, sort keys last; (sql, limit, offset, number of keys
-    at the end of each row). ``None`` when it does not sort and cut at the top level, or the
-    keys cannot be read."""
+def _sql_uncut(query: str, dialect: str | None) -> tuple[str, int, int, list[int]] | None:
+    """The query without LIMIT/OFFSET; (sql, limit, offset, the position of each sort key
+    in a row). Keys in the select list (by ordinal, output name or the same expression) are
+    read there; otherwise, for a plain SELECT without DISTINCT, they are appended to the
+    select list (negative positions: the last columns). ``None`` when the query does not
+    sort and cut at the top level, or its keys cannot be read."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -51,8 +53,10 @@ def _sql_uncut(query: str, dialect: str | None) -> tuple[str, int, int, int] | N
         tree = sqlglot.parse_one(query, read=dialect)
     except (SqlglotError, ValueError, RecursionError):
         return None
+    if not isinstance(tree, (exp.Select, exp.SetOperation)):
+        return None
     order, limit = tree.args.get("order"), tree.args.get("limit")
-    if order is None or limit is None or not isinstance(tree, exp.Select):
+    if order is None or limit is None:
         return None
     try:
         n = int(limit.expression.name if isinstance(limit, exp.Limit) else limit.name)
@@ -61,25 +65,34 @@ def _sql_uncut(query: str, dialect: str | None) -> tuple[str, int, int, int] | N
     except (ValueError, AttributeError):
         return None
     selects = tree.selects
-    aliases = {s.alias_or_name.lower(): s for s in selects}
+    names = [s.alias_or_name.lower() for s in selects]
+    bare = [(s.this if isinstance(s, exp.Alias) else s).sql() for s in selects]
+    star = any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star))
+               for s in selects)  # * or t.*: positions unknown
+    positions: list[int | None] = []
     keys = []
     for ordered in order.expressions:
         key = ordered.this
+        pos = None
         if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(selects):
-            key = selects[int(key.name) - 1]
-            key = key.this if isinstance(key, exp.Alias) else key
-        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
-            chosen = aliases[key.name.lower()]
-            key = chosen.this if isinstance(chosen, exp.Alias) else chosen
-        keys.append(key.copy())
-    if tree.args.get("distinct") is not None:
-        return None  # extra columns would change which rows are distinct
+            pos = int(key.name) - 1
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
+            pos = names.index(key.name.lower())
+        elif key.sql() in bare:
+            pos = bare.index(key.sql())
+        positions.append(pos)
+        chosen = selects[pos] if pos is not None else key
+        keys.append((chosen.this if isinstance(chosen, exp.Alias) else chosen).copy())
     uncut = tree.copy()
     uncut.set("limit", None)
     uncut.set("offset", None)
+    if not star and all(p is not None for p in positions):
+        return uncut.sql(dialect=dialect), n, m, [p for p in positions if p is not None]
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
+        return None  # extra columns would change the rows (DISTINCT) or break a set operation
     uncut.set("expressions", [*uncut.expressions,
                               *(exp.alias_(k, f"{KEY_PREFIX}{i}") for i, k in enumerate(keys))])
-    return uncut.sql(dialect=dialect), n, m, len(keys)
+    return uncut.sql(dialect=dialect), n, m, [i - len(keys) for i in range(len(keys))]
 
 
 _SPARQL_CUT = re.compile(r"(\s+(LIMIT|OFFSET)\s+\d+)+\s*$", re.IGNORECASE)
@@ -126,12 +139,11 @@ def tie_at_limit(query: str, language: str, execute: Callable[[str], dict | None
         found = _sql_uncut(query, dialect)
         if found is None:
             return None
-        sql, n, m, k = found
+        sql, n, m, at = found
         table = execute(sql)
         if table is None:
             return None
         t = as_table(table)
-        key_of: Callable[[tuple], tuple] = lambda row: tuple(row[len(row) - k:])  # noqa: E731
         rows = t.rows
     else:
         found_s = _sparql_uncut(query)
@@ -145,8 +157,11 @@ def tie_at_limit(query: str, language: str, execute: Callable[[str], dict | None
         if any(v not in t.columns for v in variables):
             return None
         at = [t.columns.index(v) for v in variables]
-        key_of = lambda row: tuple(row[i] for i in at)  # noqa: E731
         rows = t.rows
+
+    def key_of(row: tuple) -> tuple:
+        return tuple(row[i] for i in at)
+
     for cut in ([m] if m else []) + [m + n]:
         if 0 < cut < len(rows):
             before, after = key_of(rows[cut - 1]), key_of(rows[cut])
