@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from queryeval.errors import ConfigError
+from queryeval.metrics.touched import SCORE_KEYS
 from queryeval.suite.models import Case, DataSource
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import query_judge
@@ -30,6 +31,7 @@ RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 RATE_KEYS = ("syntax_ok", "returns_results", "perfect_match")
+SCHEMA_KEYS = SCORE_KEYS  # what the query touched against the gold (tasks/query_explain.py)
 SAMPLE_ROWS = 10
 """Rows of the gold and predicted tables kept in a record for the report (first N)."""
 SAMPLE_CELL_CHARS = 200
@@ -352,7 +354,7 @@ class QueryTask(Task):
             pred, info = self._execute(record["source"], pred_query)
         record["predicted_execution"] = info
         scores = {k: 0.0 for k in (*F1_KEYS, *RATE_KEYS)}
-        gold = golds[0][0]
+        gold, index = golds[0][0], 0
         if pred is not None:
             engine = self.engine(record["source"])
             # Arity: the reference's regular expression reads the query text (buildingqa
@@ -375,8 +377,8 @@ class QueryTask(Task):
                 record["predicted_execution"] = {**info, "status": "unscorable",
                                                  "reason": f"{type(exc).__name__}: {exc}"}
                 scores["syntax_ok"] = 1.0
-                record["scores"] = scores
-                return record
+                pred = None  # nothing compared: the explanation says why
+        if pred is not None:
             gold = golds[index][0]
             if len(golds) > 1:
                 record["gold_matched"] = index  # 0: gold, then alternatives, then gold tables
@@ -391,9 +393,14 @@ class QueryTask(Task):
             if ts.order_score is not None:
                 record["order_score"] = ts.order_score
             record["result_sample"] = result_sample(gold, pred, record["mapping"])
-        else:
+        elif record["predicted_execution"].get("status") != "unscorable":
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
+        from queryeval.tasks import query_explain as qx  # why it differs, what it touched
+
+        record["explanation"] = qx.explanation(record, pred, gold, record.get("comparison", {}),
+                                               record.get("mapping"), self.options.rules)
+        scores.update(qx.touched_fields(self, record, golds[index][1] or golds[0][1]))
         record["scores"] = scores
         return record
 
@@ -445,10 +452,14 @@ class QueryTask(Task):
         groupings: dict[str, dict[Any, list[Values]]] = {"tag": {}, "question_source": {},
                                                          "building": {}}
         inexact = 0
+        from queryeval.tasks.query_explain import DiagnosisTally
+
+        diagnosis = DiagnosisTally()  # schema_* means, cases per kind of difference
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
+            diagnosis.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -472,16 +483,18 @@ class QueryTask(Task):
             "rules": self.options.rules,
             **tally.error_summary(),
             **({"judged": judged} if self.options.judge is not None else {}),
+            **diagnosis.overall(),
         })
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
                    for value, gcols in sorted(groups.items())}
             for name, groups in groupings.items() if groups}
-        return {"overall_metrics": overall, "group_metrics": group_metrics}
+        return {"overall_metrics": overall, "group_metrics": group_metrics,
+                "differences": diagnosis.differences()}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "row_f1_bound",
-                   "order_score",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, *SCHEMA_KEYS, "mapping_exact",
+                   "row_f1_bound", "order_score", "why", "touched",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
@@ -493,6 +506,8 @@ class QueryTask(Task):
             "case_id": record["case_id"], "question": record["question"],
             **(record["scores"] or {}),
             "mapping_exact": record.get("mapping_exact"),
+            "why": " | ".join(str(i.get("message")) for i in record.get("explanation") or []),
+            "touched": (record.get("touched") or {}).get("message"),
             "row_f1_bound": record.get("row_f1_bound"),
             "order_score": record.get("order_score"),
             "gold_matched": record.get("gold_matched"),
@@ -507,7 +522,8 @@ class QueryTask(Task):
         return [Workbook("table", {"columns": self.csv_columns, "rows": self.csv_rows})]
 
     def summary(self, metrics: dict) -> list[Any]:
-        keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
+        keys = [*F1_KEYS, *RATE_KEYS, *(k for k in SCHEMA_KEYS if k in metrics["overall_metrics"]),
+                "cases", "gold_failures", "errors"]
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")
@@ -523,4 +539,6 @@ class QueryTask(Task):
                                               metrics["overall_metrics"].get("judged")))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
-        return out
+        from queryeval.tasks.query_explain import summary_notes
+
+        return out + summary_notes(metrics)
