@@ -13,11 +13,13 @@ Hand-computed per-case verdicts (``all_correct`` per attempt is 1 or 0):
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from queryeval.cli.app import app
+from queryeval.cli.app import main
 
 N = 6
 BOTS = '''
@@ -70,8 +72,21 @@ def make_lab(root: Path, n: int = N) -> Path:
     return root
 
 
-def cli(args: list[str], env: dict | None = None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env)
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str
+
+
+def cli(args: list, env: dict | None = None) -> Result:
+    """``queryeval ARGS`` as the console script runs it (its exit codes and error lines)."""
+    with CliRunner().isolation(env=env) as (out, err, both):
+        code = main([str(a) for a in args])
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return Result(code, *(s.getvalue().decode("utf-8", "replace") for s in (out, err, both)))
 
 
 def run_cli(lab: Path, bot: str, out: Path, *extra, env: dict | None = None):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ci_lab import FAILING, NAMES, REPEATED, REPEATED_RATE, cli, make_lab, run_cli
 
+from ci_lab import FAILING, NAMES, REPEATED, REPEATED_RATE, cli, make_lab, run_cli
 from queryeval.report.github import command, escape_data, escape_property
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from ci_lab import FAILING, NAMES, PLAIN, REPEATED, REPEATED_RATE, cli, make_lab, run_cli
 
 junitparser = pytest.importorskip("junitparser")
