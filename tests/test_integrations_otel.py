@@ -9,6 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+
 from ci_lab import FAILING, PLAIN_VALUE, REPEATED, REPEATED_RATE, make_lab, run_cli
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
