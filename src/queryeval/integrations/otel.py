@@ -96,7 +96,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         latencies = [int(float(records[a.index].get("latency_ms") or 0.0) * 1e6)
                      for a in case.attempts]
         end = start + sum(latencies)
-        verdict, message, _ = case_outcome(results, case)
+        verdict, message, _ = case_outcome(records, case)
         span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
                                  start_time=start, attributes={
                                      "queryeval.case.id": case.case_id,

@@ -126,7 +126,7 @@ def run_summary(run: RunResults, gates: Sequence[GateResult] = ()) -> str:
         lines += ["<details><summary>Cases that did not pass</summary>", "",
                   "| case | name | verdict | pass rate | reason |", "|---|---|---|---:|---|"]
         for c in bad[:CASE_ROWS]:
-            _, message, _ = case_outcome(run, c)
+            _, message, _ = case_outcome(run.records, c)
             lines.append(f"| {md(c.case_id)} | {md(c.name or '')} | {c.verdict} | "
                          f"{c.pass_rate:.4f} | {md(message)} |")
         if len(bad) > CASE_ROWS:

@@ -81,14 +81,14 @@ def suite_name(run: RunResults) -> str:
     return Path(str(path)).stem if path else "suite"
 
 
-def case_outcome(run: RunResults, case: Any) -> tuple[str, str, str]:
+def case_outcome(records: Any, case: Any) -> tuple[str, str, str]:
     """``(verdict, message, detail)`` of a case for a CI surface: the run model's verdict, and
     for a case that is not ``pass`` one line (expected vs got, the call's error, the pass
-    rate) and the detail (every attempt that did not pass)."""
+    rate) and the detail (every attempt that did not pass). ``records``: the run's records
+    (:attr:`RunResults.records`; an attempt's ``index`` is its position there)."""
     verdict = case.verdict
     if verdict == "pass":
         return verdict, "", ""
-    records = run.records
     bad = [a for a in case.attempts if not a.passed]
     lines = []
     for a in bad:
@@ -140,7 +140,7 @@ def run_junit(run: RunResults) -> ET.Element:
                     "pass_rate": repr(case.pass_rate),
                     **{f"metric.{k}": repr(v) for k, v in case.means.items()}})
         counts["tests"] += 1
-        verdict, message, detail = case_outcome(run, case)
+        verdict, message, detail = case_outcome(records, case)
         if verdict == "pass":
             continue
         tag = "error" if verdict == "error" else "failure"
