@@ -12,9 +12,12 @@ Hand-computed per-case verdicts (``all_correct`` per attempt is 1 or 0):
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -95,3 +98,76 @@ def run_cli(lab: Path, bot: str, out: Path, *extra, env: dict | None = None):
                "--retries", "0", "--backoff", "0", "--name", bot, "-q", *extra], env=env)
     found = sorted(Path(out).rglob("batch_*.json"))
     return res, (found[-1] if found else None)
+
+
+# --- a loopback OTLP/HTTP receiver -------------------------------------------------------------
+def _pb2():
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    return trace_service_pb2
+
+
+class Receiver:
+    """An OTLP/HTTP traces endpoint on 127.0.0.1 that keeps every decoded span."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.spans: list = []
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                outer.paths.append(self.path)
+                if status == 200:
+                    req = _pb2().ExportTraceServiceRequest.FromString(body)
+                    for rs in req.resource_spans:
+                        for ss in rs.scope_spans:
+                            outer.spans.extend(ss.spans)
+                reply = _pb2().ExportTraceServiceResponse().SerializeToString()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def span_attrs(kv) -> dict:
+    out = {}
+    for a in kv:
+        v = a.value
+        out[a.key] = getattr(v, v.WhichOneof("value"))
+    return out
+
+
+def by_name(spans, name):
+    return [s for s in spans if s.name == name]
+
+
+def evaluation_events(spans) -> dict[str, dict[str, dict]]:
+    """{case_id: {metric: event attributes}} from the case spans."""
+    out: dict[str, dict[str, dict]] = {}
+    for s in by_name(spans, "queryeval.case"):
+        cid = span_attrs(s.attributes)["queryeval.case.id"]
+        for e in s.events:
+            assert e.name == "gen_ai.evaluation.result"
+            a = span_attrs(e.attributes)
+            out.setdefault(cid, {})[a["gen_ai.evaluation.name"]] = a
+    return out

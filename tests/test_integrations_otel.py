@@ -4,58 +4,22 @@ call as its child, a ``gen_ai.evaluation.result`` event per metric per case."""
 
 from __future__ import annotations
 
-import gzip
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 
-from ci_lab import FAILING, PLAIN_VALUE, REPEATED, REPEATED_RATE, make_lab, run_cli
+from ci_lab import (
+    FAILING,
+    PLAIN_VALUE,
+    REPEATED,
+    REPEATED_RATE,
+    Receiver,
+    by_name,
+    evaluation_events,
+    make_lab,
+    run_cli,
+    span_attrs,
+)
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: E402
-
-
-class Receiver:
-    """An OTLP/HTTP traces endpoint on 127.0.0.1 that keeps every decoded span."""
-
-    def __init__(self, status: int = 200) -> None:
-        self.spans: list = []
-        self.paths: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                outer.paths.append(self.path)
-                if status == 200:
-                    req = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
-                    for rs in req.resource_spans:
-                        for ss in rs.scope_spans:
-                            outer.spans.extend(ss.spans)
-                reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -68,30 +32,6 @@ def receiver():
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     return make_lab(tmp_path_factory.mktemp("otel"))
-
-
-def attrs(kv) -> dict:
-    out = {}
-    for a in kv:
-        v = a.value
-        out[a.key] = getattr(v, v.WhichOneof("value"))
-    return out
-
-
-def by_name(spans, name):
-    return [s for s in spans if s.name == name]
-
-
-def evaluation_events(spans) -> dict[str, dict[str, dict]]:
-    """{case_id: {metric: event attributes}} from the case spans."""
-    out: dict[str, dict[str, dict]] = {}
-    for s in by_name(spans, "queryeval.case"):
-        cid = attrs(s.attributes)["queryeval.case.id"]
-        for e in s.events:
-            assert e.name == "gen_ai.evaluation.result"
-            a = attrs(e.attributes)
-            out.setdefault(cid, {})[a["gen_ai.evaluation.name"]] = a
-    return out
 
 
 def export(lab, tmp_path, receiver, bot, *extra):
@@ -108,18 +48,18 @@ def test_spans_and_evaluation_events(lab, tmp_path, receiver):
     (run,) = by_name(spans, "queryeval.run")
     cases, calls = by_name(spans, "queryeval.case"), by_name(spans, "queryeval.call")
     assert len(cases) == 6 and len(calls) == 6 and len(spans) == 13
-    assert attrs(run.attributes)["queryeval.batch_id"] == batch.stem.removeprefix("batch_")
+    assert span_attrs(run.attributes)["queryeval.batch_id"] == batch.stem.removeprefix("batch_")
     assert {s.trace_id for s in spans} == {run.trace_id}
     assert all(c.parent_span_id == run.span_id for c in cases)
-    case_ids = {c.span_id: attrs(c.attributes)["queryeval.case.id"] for c in cases}
+    case_ids = {c.span_id: span_attrs(c.attributes)["queryeval.case.id"] for c in cases}
     call_of = {case_ids[c.parent_span_id]: c for c in calls}
     assert set(call_of) == set(FAILING)
     assert call_of["c4"].status.code == 2  # STATUS_CODE_ERROR
     assert "backend down" in call_of["c4"].status.message
-    assert attrs(call_of["c4"].attributes)["error.type"] == "exception"
+    assert span_attrs(call_of["c4"].attributes)["error.type"] == "exception"
     assert call_of["c0"].status.code != 2
     for c in cases:  # the call lies inside its case
-        child = call_of[attrs(c.attributes)["queryeval.case.id"]]
+        child = call_of[span_attrs(c.attributes)["queryeval.case.id"]]
         assert c.start_time_unix_nano <= child.start_time_unix_nano <= child.end_time_unix_nano \
             <= c.end_time_unix_nano
     events = evaluation_events(spans)
@@ -146,7 +86,7 @@ def test_repeats_one_call_span_per_attempt(lab, tmp_path, receiver):
         == REPEATED
     assert {c: e["all_correct"]["gen_ai.evaluation.score.value"] for c, e in events.items()} \
         == pytest.approx(REPEATED_RATE)  # all_correct's mean over attempts is the pass rate
-    reps = sorted(attrs(s.attributes)["queryeval.repeat"] for s in by_name(spans, "queryeval.call"))
+    reps = sorted(span_attrs(s.attributes)["queryeval.repeat"] for s in by_name(spans, "queryeval.call"))
     assert reps == sorted(list(range(4)) * 6)
 
 
