@@ -117,7 +117,6 @@ def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dic
     GitHub step summary read by markdown-it, the OTel ``gen_ai.evaluation.result`` events
     decoded by a loopback OTLP receiver, MLflow's cases.json read by MLflow's client."""
     from ci_lab import Receiver, evaluation_events
-
     from queryeval.report.github import run_summary
     from queryeval.report.junit import run_junit, write_junit
 

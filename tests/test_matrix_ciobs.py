@@ -6,10 +6,10 @@ MLflow) give the same hand-computed per-case values and verdicts (tests/ci_lab.p
 from __future__ import annotations
 
 import pytest
-from ci_lab import FAILING, PLAIN, REPEATED, REPEATED_RATE, make_lab
-from matrix_checks import check_ci, check_consumers
 
 import queryeval as qe
+from ci_lab import FAILING, PLAIN, REPEATED, REPEATED_RATE, make_lab
+from matrix_checks import check_ci, check_consumers
 
 PLAIN_V = {c: 1.0 if v == "pass" else 0.0 for c, v in PLAIN.items()}
 KINDS = {  # kind -> (bot, evaluate options, per-case all_correct, verdicts, counted cases)
