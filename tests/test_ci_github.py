@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ci_lab import FAILING, NAMES, REPEATED, REPEATED_RATE, cli, make_lab, run_cli
 from queryeval.report.github import command, escape_data, escape_property
@@ -67,6 +69,13 @@ def test_escaping_follows_githubs_rules():
     assert decode(line) == ("error", {"title": "gate: a,b"}, "50% of\ncases")
     # '::' in a value cannot end the properties early
     assert "::" not in escape_property("a::b")
+
+
+@given(st.text(), st.text(min_size=1))
+def test_any_text_survives_a_workflow_command(message, title):
+    line = command("warning", message, title=title)
+    assert "\n" not in line and "\r" not in line
+    assert decode(line) == ("warning", {"title": title}, message)
 
 
 def test_run_step_summary_and_annotations(lab, tmp_path):

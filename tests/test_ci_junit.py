@@ -112,3 +112,12 @@ def test_nway_compare_junit_per_run_against_the_baseline(ten, tmp_path):
     xml = junitparser.JUnitXml.fromfile(str(tmp_path / "n.xml"))
     got = {c.name: bool(c.result) for s in xml for c in s}
     assert got == {"all_correct (wrong vs right)": True, "all_correct (right vs right)": False}
+
+
+def test_an_unwritable_junit_path_is_one_line(lab, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res, _ = run_cli(lab, "plain", tmp_path / "runs", "--junit", blocker / "j.xml")
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: cannot write {blocker / 'j.xml'}")
+    assert "Traceback" not in res.output

@@ -68,11 +68,13 @@ def expected_got(record: dict) -> tuple[str, str]:
 
 
 def error_text(record: dict) -> str:
-    """A failed call's message as the record holds it."""
+    """A failed call's message as the record holds it (cut to twice :data:`REASON_CHARS`)."""
     err = record.get("error")
     if isinstance(err, dict):
-        return str(err.get("message") or err.get("kind") or "error")
-    return str(err or ", ".join(record.get("error_kinds") or []) or "error")
+        text = str(err.get("message") or err.get("kind") or "error")
+    else:
+        text = str(err or ", ".join(record.get("error_kinds") or []) or "error")
+    return text if len(text) <= 2 * REASON_CHARS else text[:2 * REASON_CHARS - 1] + "…"
 
 
 def suite_name(run: RunResults) -> str:
@@ -210,8 +212,10 @@ def comparison_junit(comp: Any) -> ET.Element:
 def write_junit(element: ET.Element, path: str | Path) -> Path:
     """Write a ``<testsuites>`` element as a UTF-8 XML file (atomically)."""
     from queryeval.io.atomic import write_text_atomic
+    from queryeval.io.writing import writing
 
     ET.indent(element)
     text = ET.tostring(element, encoding="unicode", xml_declaration=False)
-    write_text_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n' + text + "\n")
+    with writing(path):  # an OSError: one line naming the file
+        write_text_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n' + text + "\n")
     return Path(path)
