@@ -93,3 +93,25 @@ def test_whole_case_in_metadata(tmp_path):
                Sample(id="b", input="question 7?", metadata={"queryeval_case": case})]
     log = run(samples, ["@n[7]", "@n[7]"], tmp_path)
     assert {k: v.value for k, v in scores(log).items()} == {"a": 1.0, "b": 1.0}
+
+
+def test_sparql_table_metrics(tmp_path):
+    """SPARQL on the example graph (read, not copied): the AHUs by another variable name
+    match the gold's table; a query for the VAVs does not."""
+    from pathlib import Path
+
+    graph = Path(__file__).resolve().parents[1] / "examples" / "sparql" / "building.ttl"
+    target = json.dumps({"query": {"source": str(graph),
+                                   "gold": "SELECT ?ahu WHERE { ?ahu a brick:Air_Handling_Unit }"}})
+    samples = [Sample(id="ahus", input="Which air handling units?", target=target),
+               Sample(id="ahus-again", input="Which air handling units?", target=target)]
+    right = ("PREFIX brick: <https://brickschema.org/schema/Brick#>\n"
+             "SELECT ?x WHERE { ?x a brick:Air_Handling_Unit }")
+    wrong = ("PREFIX brick: <https://brickschema.org/schema/Brick#>\n"
+             "SELECT ?x WHERE { ?x a brick:VAV }")
+    log = run(samples[:1], [right], tmp_path)
+    assert scores(log)["ahus"].value == 1.0
+    assert scores(log)["ahus"].metadata["metrics"]["row_matching_f1"] == 1.0
+    log = run(samples[1:], [wrong], tmp_path)
+    got = scores(log)["ahus-again"]
+    assert got.value == 0.0 and got.metadata["metrics"]["row_matching_f1"] == 0.0
