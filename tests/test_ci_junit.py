@@ -5,6 +5,7 @@ the pass rate with repeats; a comparison's regressions as failures."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,12 @@ def lab(tmp_path_factory):
 
 
 def read(path: Path) -> dict[str, tuple]:
-    """{case_id: (verdict, kind of result, message, classname, name, properties)}"""
+    """{case_id: (verdict, kind of result, message, classname, name, system-out JSON)}"""
     xml = junitparser.JUnitXml.fromfile(str(path))
     out = {}
     for suite in xml:
         for case in suite:
-            props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
+            props = json.loads(case.system_out)
             res = case.result
             kind = type(res[0]).__name__ if res else "pass"
             out[props["case_id"]] = (props["verdict"], kind, res[0].message if res else None,
@@ -50,7 +51,7 @@ def test_run_junit_one_testcase_per_case_failed_and_errored(lab, tmp_path):
     assert got["c0"][4] == "c0 plain name" and got["c3"][4] == "c3"
     assert got["c1"][4] == "c1 " + NAMES[1]  # escaped in the file, whole when parsed
     assert got["c2"][4] == "c2 ctrlchar"  # a character XML cannot hold is dropped
-    assert got["c5"][5]["metric.all_correct"] == "0.0"
+    assert got["c5"][5]["metrics"]["all_correct"] == 0.0
     xml = junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml"))
     suite = next(iter(xml))
     assert (suite.tests, suite.failures, suite.errors) == (6, 1, 1)
@@ -62,12 +63,12 @@ def test_run_junit_with_repeats_carries_the_pass_rate(lab, tmp_path):
     assert res.exit_code == 0, res.output
     got = read(tmp_path / "j.xml")
     assert {c: v[0] for c, v in got.items()} == REPEATED
-    assert {c: float(v[5]["pass_rate"]) for c, v in got.items()} == REPEATED_RATE
-    assert {c: v[5]["attempts"] for c, v in got.items()} == {c: "4" for c in REPEATED}
+    assert {c: v[5]["pass_rate"] for c, v in got.items()} == REPEATED_RATE
+    assert {c: v[5]["attempts"] for c, v in got.items()} == {c: 4 for c in REPEATED}
     assert got["c3"][1] == "pass" and got["c1"][1] == "Failure"
     assert got["c1"][2].startswith("flaky: passed 2 of 4 attempts (pass rate 0.5); first miss: "
                                    'repeat 2: expected {"n": "1"}, got {"n": "x"}')
-    assert float(got["c2"][5]["metric.all_correct"]) == pytest.approx(0.75)
+    assert got["c2"][5]["metrics"]["all_correct"] == pytest.approx(0.75)
 
 
 def test_junit_is_written_before_a_gate_fails(lab, tmp_path):
@@ -121,3 +122,53 @@ def test_an_unwritable_junit_path_is_one_line(lab, tmp_path):
     assert res.exit_code == 2
     assert res.stderr.startswith(f"error: cannot write {blocker / 'j.xml'}")
     assert "Traceback" not in res.output
+
+
+# the common JUnit schema (Jenkins/surefire junit-10, pytest's xunit2), as rules
+_CHILDREN = {"testsuites": ["testsuite"], "testsuite": ["properties", "testcase", "system-out",
+                                                        "system-err"],
+             "properties": ["property"],
+             "testcase": ["skipped", "error", "failure", "system-out", "system-err"]}
+_ATTRS = {"testsuites": ({"name", "time", "tests", "failures", "errors", "disabled"}, set()),
+          "testsuite": ({"name", "tests", "failures", "errors", "time", "disabled", "skipped",
+                         "timestamp", "hostname", "id", "package", "file", "log", "url",
+                         "version"}, {"name", "tests", "failures", "errors"}),
+          "testcase": ({"name", "assertions", "time", "classname", "status"}, {"name"}),
+          "property": ({"name", "value"}, {"name", "value"}),
+          "failure": ({"message", "type"}, set()), "error": ({"message", "type"}, set()),
+          "properties": (set(), set()), "system-out": (set(), set())}
+_TIME = re.compile(r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]{0,3})?")
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+
+
+def conforms(el) -> None:
+    allowed, required = _ATTRS[el.tag]
+    assert set(el.attrib) <= allowed and required <= set(el.attrib), (el.tag, el.attrib)
+    if "time" in el.attrib:
+        assert _TIME.fullmatch(el.get("time")), el.get("time")
+    if "timestamp" in el.attrib:
+        assert _STAMP.fullmatch(el.get("timestamp")), el.get("timestamp")
+    order = _CHILDREN.get(el.tag, [])
+    seen = [order.index(c.tag) for c in el]  # a tag outside the content model: ValueError
+    assert seen == sorted(seen), (el.tag, [c.tag for c in el])
+    for c in el:
+        conforms(c)
+
+
+@pytest.mark.parametrize("bot, extra", [("failing", ()), ("repeated", ("--repeats", "4"))])
+def test_junit_keeps_to_the_common_schema(lab, tmp_path, bot, extra):
+    import xml.etree.ElementTree as ET
+
+    res, _ = run_cli(lab, bot, tmp_path / "runs", *extra, "--junit", tmp_path / "j.xml")
+    assert res.exit_code == 0, res.output
+    conforms(ET.parse(tmp_path / "j.xml").getroot())
+
+
+def test_compare_junit_keeps_to_the_common_schema(ten, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    root, a, b = ten
+    cli(["compare", a, b, "-q", "--resamples", "200", "--junit", tmp_path / "c.xml"])
+    cli(["compare", a, b, a, "-q", "--resamples", "200", "--junit", tmp_path / "n.xml"])
+    for name in ("c.xml", "n.xml"):
+        conforms(ET.parse(tmp_path / name).getroot())

@@ -6,14 +6,19 @@ A run: one ``<testsuite>`` (the suite and task), one ``<testcase>`` per case: ``
 run model's (:attr:`queryeval.run.results.CaseResult.verdict`, the task's one pass rule), never
 re-derived here: ``pass`` no child; ``fail`` a ``<failure>`` with expected vs got; ``error`` an
 ``<error>`` with the failed call's message; ``flaky`` (repeats: some attempts passed) a
-``<failure>`` naming the pass rate. Each testcase carries ``<properties>``: ``attempts``,
-``passes``, ``pass_rate``, ``verdict`` and ``metric.NAME`` (the case's figure, the run model's
-mean). ``time`` is the sum of the case's call latencies.
+``<failure>`` naming the pass rate. Each testcase's ``<system-out>`` is one JSON object:
+``case_id``, ``verdict``, ``attempts``, ``passes``, ``pass_rate`` and ``metrics`` (the case's
+figures, the run model's means). ``time`` is the sum of the case's call latencies.
+
+The document keeps to the common (Jenkins/surefire, pytest's ``xunit2``) JUnit schema:
+``testsuite`` with ``name``, ``tests``, ``failures``, ``errors``; ``properties`` only on the
+suite (the schema has none on a testcase); times with at most three decimals; the
+timestamp without fractions or zone.
 
 A comparison: one ``<testcase>`` per metric (per run against the baseline with three or more
 runs): ``<failure>`` when the run is significantly worse after Holm (the regressions that
 ``--fail-on-regression`` fails on); a metric that is better, not different or not tested
-passes; the figures are properties.
+passes; its figures are the ``<system-out>`` JSON.
 """
 
 from __future__ import annotations
@@ -112,6 +117,11 @@ def case_outcome(records: Any, case: Any) -> tuple[str, str, str]:
     return verdict, message, "\n".join(lines)
 
 
+def _out(testcase: ET.Element, info: dict[str, Any]) -> None:
+    """A testcase's figures as one JSON object in its ``<system-out>``."""
+    ET.SubElement(testcase, "system-out").text = xml_text(json.dumps(info, ensure_ascii=False))
+
+
 def _props(parent: ET.Element, items: dict[str, Any]) -> None:
     props = ET.SubElement(parent, "properties")
     for key, value in items.items():
@@ -124,8 +134,10 @@ def run_junit(run: RunResults) -> ET.Element:
     task = run.task_name or "task"
     classname = f"{suite_name(run)}.{task}"
     root = ET.Element("testsuites", name=xml_text(f"queryeval {run.label}"))
-    suite = ET.SubElement(root, "testsuite", name=xml_text(classname),
-                          timestamp=xml_text(run.batch.get("timestamp") or ""))
+    suite = ET.SubElement(root, "testsuite", name=xml_text(classname))
+    stamp = str(run.batch.get("timestamp") or "")
+    if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?", stamp):
+        suite.set("timestamp", stamp[:19])
     _props(suite, {"batch_id": run.batch_id, "label": run.label, "task": task,
                    "repeats": run.repeats, "on_error": run.on_error})
     counts = {"tests": 0, "failures": 0, "errors": 0}
@@ -136,24 +148,22 @@ def run_junit(run: RunResults) -> ET.Element:
         total += seconds
         name = case.case_id + (f" {case.name}" if case.name else "")
         tc = ET.SubElement(suite, "testcase", classname=xml_text(classname), name=xml_text(name),
-                           time=f"{seconds:.6f}")
-        _props(tc, {"case_id": case.case_id, "verdict": case.verdict,
-                    "attempts": len(case.attempts), "passes": case.passes,
-                    "pass_rate": repr(case.pass_rate),
-                    **{f"metric.{k}": repr(v) for k, v in case.means.items()}})
+                           time=f"{seconds:.3f}")
         counts["tests"] += 1
         verdict, message, detail = case_outcome(records, case)
-        if verdict == "pass":
-            continue
-        tag = "error" if verdict == "error" else "failure"
-        counts["errors" if tag == "error" else "failures"] += 1
-        child = ET.SubElement(tc, tag, message=xml_text(message), type=verdict)
-        child.text = xml_text(detail)
+        if verdict != "pass":
+            tag = "error" if verdict == "error" else "failure"
+            counts["errors" if tag == "error" else "failures"] += 1
+            child = ET.SubElement(tc, tag, message=xml_text(message), type=verdict)
+            child.text = xml_text(detail)
+        _out(tc, {"case_id": case.case_id, "verdict": case.verdict,
+                  "attempts": len(case.attempts), "passes": case.passes,
+                  "pass_rate": case.pass_rate, "metrics": dict(case.means)})
     for el in (root, suite):
         el.set("tests", str(counts["tests"]))
         el.set("failures", str(counts["failures"]))
         el.set("errors", str(counts["errors"]))
-        el.set("time", f"{total:.6f}")
+        el.set("time", f"{total:.3f}")
     suite.set("skipped", "0")
     return root
 
@@ -162,15 +172,15 @@ def _metric_case(suite: ET.Element, classname: str, name: str, m: Any, worse: bo
                  alpha: float, extra: dict) -> bool:
     tc = ET.SubElement(suite, "testcase", classname=xml_text(classname), name=xml_text(name),
                        time="0")
-    _props(tc, {"metric": m.metric, "n": m.n, "mean_a": m.mean_a, "mean_b": m.mean_b,
-                "diff": m.diff, "ci_low": m.ci_low, "ci_high": m.ci_high, **extra,
-                "verdict": m.verdict})
     if worse:
         p = extra.get("p_holm")
         diff = f"{m.diff:+.4g}" if m.diff is not None else "undefined"
         ET.SubElement(tc, "failure", type="regression", message=xml_text(
             f"{m.metric}: significant regression, B - A = {diff} "
             f"(mean {m.mean_a} -> {m.mean_b}, Holm p = {p} < alpha {alpha})"))
+    _out(tc, {"metric": m.metric, "n": m.n, "mean_a": m.mean_a, "mean_b": m.mean_b,
+              "diff": m.diff, "ci_low": m.ci_low, "ci_high": m.ci_high, **extra,
+              "verdict": m.verdict, "regression": worse})
     return worse
 
 
