@@ -182,6 +182,17 @@ def command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
+    # CI and observability (docs/ci.md)
+    junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML: one testcase per case."),
+    github: bool | None = typer.Option(
+        None, "--github/--no-github", help="GitHub ::error/::warning annotations for missed gates "
+        "and failed calls (default: on when GITHUB_ACTIONS=true)."),
+    otel: bool = typer.Option(False, "--otel", help="Export spans and gen_ai.evaluation.result "
+                              "events over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables)."),
+    mlflow: bool = typer.Option(False, "--mlflow", help="Log parameters, metrics and reports to MLflow."),
+    mlflow_uri: str | None = typer.Option(
+        None, "--mlflow-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI)."),
+    mlflow_experiment: str = typer.Option("queryeval", "--mlflow-experiment", help="MLflow experiment name."),
 ) -> None:
     """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
     import os
@@ -281,7 +292,8 @@ def command(
         """The options given with --resume: the safe ones to apply, the rest refused."""
         safe = {"concurrency": concurrency, "timeout": timeout, "retries": retries,
                 "backoff": backoff, "no_report": not no_report, "max_error_rate": max_error_rate}
-        always = {"resume", "retry_errors", "force", "quiet", "fail_under"}
+        always = {"resume", "retry_errors", "force", "quiet", "fail_under", "junit", "github",
+                  "otel", "mlflow", "mlflow_uri", "mlflow_experiment"}
         given, refused = {}, []
         for param in ctx.command.params:
             source = ctx.get_parameter_source(param.name)
@@ -357,6 +369,10 @@ def command(
     for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
+    from queryeval.cli.ci import run_outputs
+
+    run_outputs(result, thresholds, junit=junit, github=github, otel=otel, mlflow=mlflow,
+                mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment)
     if result.calls["failed"]:
         say(f"{result.calls['failed']} of {result.calls['total']} calls failed:")
         for line in format_error_summary(result.error_summary):
