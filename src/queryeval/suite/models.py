@@ -236,11 +236,13 @@ class Target(BaseModel):
         default=None, description="A free-form answer's reference (task freeform).")
 
     def task_kinds(self) -> set[str]:
-        """The task keys this target sets (present, even if empty)."""
-        return {k for k in self.model_fields_set if k in TASK_KEYS}
+        """The task kinds of the keys this target sets (present, even if empty)."""
+        return {KEY_TASKS.get(k, k) for k in self.model_fields_set if k in TASK_KEYS}
 
 
-TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields")
+TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields", "reference")
+KEY_TASKS = {"reference": "freeform"}
+"""A target key whose task kind has another name (every other key names its task)."""
 
 
 class Turn(BaseModel):

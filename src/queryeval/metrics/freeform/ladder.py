@@ -1,0 +1,190 @@
+"""The deterministic ladder of the ``freeform`` task: one response against one reference,
+rule by rule; the first rule that decides gives the verdict and its name (``decided_by``).
+
+1. ``missing``: no response, or only blanks -> fail.
+2. ``exact``: SQuAD-normalised text equal to the answer's (case, whitespace, punctuation,
+   articles) *and* the same numbers in the same order (the normalisation drops the decimal
+   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) -> pass.
+3. ``alias``: the same test against each alias -> pass.
+4. ``date`` (the answer is one date): a date in the response equal to it -> pass; dates
+   that all differ -> fail; an ambiguous numeric date whose other reading is equal, or no
+   date -> inconclusive.
+5. ``number`` / ``unit`` (the answer is one number, with an optional unit or ``%``): a
+   number in the response within tolerance -> pass (``unit`` when it was converted from
+   another unit); numbers that all differ -> fail, unless the response is ambiguous (a
+   decimal comma such as ``3,5``, or a number written in words) -> inconclusive; no number
+   (in a comparable unit) -> inconclusive.
+6. anything else -> inconclusive (verdict None): text never fails deterministically, since
+   a synonym or a paraphrase is not a wrong answer.
+
+Pure functions; docs/freeform.md gives each rule's accepted and rejected examples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from queryeval.metrics.freeform.dates import as_date, find_dates
+from queryeval.metrics.freeform.numbers import Number, extract_numbers, is_ambiguous, within
+from queryeval.metrics.freeform.units import (
+    CONVERSION_SLACK,
+    convert,
+    parse_unit,
+    unit_after,
+    unit_text,
+)
+from queryeval.metrics.squad import best_over, exact_match, normalize_answer, token_f1
+
+RULES = ("missing", "exact", "alias", "date", "number", "unit")
+"""Every rule's name, in ladder order (a case no rule decides is ``inconclusive``)."""
+
+NUMBER_WORDS = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety|hundred|half|quarter|dozen)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The ladder's verdict on one response: ``verdict`` None when no rule decided
+    (``rule == "inconclusive"``); ``detail`` says why in words; the SQuAD figures are the
+    best over the answer and its aliases."""
+
+    verdict: Literal["pass", "fail"] | None
+    rule: str
+    detail: str
+    exact_match: float
+    token_f1: float
+
+
+@dataclass(frozen=True)
+class ReferenceNumber:
+    """The answer read as one number: its value, ``%`` flag and pint unit (or None)."""
+
+    value: Fraction
+    percent: bool
+    unit: Any
+
+
+def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | None:
+    """The answer as one number when the whole answer is a number with an optional unit
+    or ``%`` (``42``, ``3.5 km``, ``12%``, ``1.2 million``); ``unit`` (the reference's
+    ``unit`` field) applies when the text names none. None when it is not one number."""
+    text = answer.strip().rstrip(".").strip()
+    numbers = extract_numbers(text)
+    if len(numbers) != 1 or numbers[0].start != 0:
+        return None
+    n = numbers[0]
+    written, end = (None, n.end) if n.percent else unit_after(text, n.end)
+    if text[end:].strip():
+        return None
+    if written is None and unit and not n.percent:
+        written = parse_unit(unit)
+    return ReferenceNumber(n.value, n.percent, written)
+
+
+def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
+    return [(n.value, n.percent) for n in extract_numbers(text)]
+
+
+def _same_text(response: str, reference: str) -> bool:
+    return (normalize_answer(response) == normalize_answer(reference)
+            and _numbers_key(response) == _numbers_key(reference))
+
+
+def _fmt(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    return repr(float(value))
+
+
+def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
+    """Whether ``value`` (the response's number ``n``, in the reference's unit) is the
+    reference's: a percentage on one side only matches its figure or its fraction."""
+    slack = tol.pop("slack", Fraction(0))
+    if n.percent == ref.percent:
+        return within(value, ref.value, slack=slack, **tol)
+    if ref.percent:   # reference p%: the response says p, or the fraction p/100
+        return within(value, ref.value, **tol) or within(value * 100, ref.value, **tol)
+    return within(value, ref.value, **tol) or within(value / 100, ref.value, **tol)
+
+
+def _decide_number(response: str, ref: ReferenceNumber, answer: str,
+                   abs_tol: float | None, rel_tol: float | None) -> tuple[str | None, str, str]:
+    rule = "number" if ref.unit is None else "unit"
+    tried: list[str] = []
+    other_units: list[str] = []
+    for n in extract_numbers(response):
+        value, converted = n.value, False
+        if ref.unit is not None and not n.percent:
+            unit, end = unit_after(response, n.end)
+            if unit is not None:
+                value = convert(n.value, unit, ref.unit)
+                if value is None:
+                    other_units.append(response[n.start:end].strip())
+                    continue
+                converted = unit != ref.unit
+                shown = response[n.start:end].strip()
+            else:
+                shown = n.text.strip()
+        else:
+            shown = n.text.strip()
+        slack = CONVERSION_SLACK if converted else Fraction(0)
+        if _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack):
+            how = "unit" if converted else "number"
+            what = f"{shown} = {answer}" if converted else f"{shown} matches {answer}"
+            return "pass", how, what
+        tried.append(shown)
+    differ = f"{', '.join(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
+    if not tried:
+        why = (f"no number in {unit_text(ref.unit)} (only {', '.join(other_units)})"
+               if other_units else "no number in the response")
+        return None, "inconclusive", why
+    if is_ambiguous(response):
+        return None, "inconclusive", f"{differ}, but a comma may be a decimal comma"
+    if NUMBER_WORDS.search(response):
+        return None, "inconclusive", f"{differ}, but a number is written in words"
+    return "fail", rule, differ
+
+
+def _decide_date(response: str, iso: str, dayfirst: bool) -> tuple[str | None, str, str]:
+    found = find_dates(response, dayfirst=dayfirst)
+    if any(d.iso == iso for d in found):
+        d = next(d for d in found if d.iso == iso)
+        return "pass", "date", f"{d.text} is {iso}"
+    if any(d.other == iso for d in found):
+        d = next(d for d in found if d.other == iso)
+        return None, "inconclusive", (f"{d.text} is ambiguous: read as {d.iso}, "
+                                      f"the other reading is {iso}")
+    if found:
+        return "fail", "date", f"{', '.join(d.iso for d in found)} is not {iso}"
+    return None, "inconclusive", "no date in the response"
+
+
+def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
+           abs_tol: float | None = None, rel_tol: float | None = None,
+           unit: str | None = None, dayfirst: bool = False) -> Decision:
+    """Run the ladder on one response against its reference (the module's rules)."""
+    references = [answer, *aliases]
+    if response is None or not response.strip():
+        return Decision("fail", "missing", "no response", 0.0, 0.0)
+    em = best_over(exact_match, response, references)
+    f1 = best_over(token_f1, response, references)
+    if _same_text(response, answer):
+        return Decision("pass", "exact", "same text as the answer", em, f1)
+    for alias in aliases:
+        if _same_text(response, alias):
+            return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
+    ref_date = as_date(answer, dayfirst=dayfirst)
+    if ref_date is not None:
+        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst)
+        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+    ref_number = reference_number(answer, unit)
+    if ref_number is not None:
+        verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol)
+        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+    return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)

@@ -1,0 +1,81 @@
+"""Units with pint: the unit written after a number, and conversion into the reference's
+unit (``3.5 km`` is ``3500 m``).
+
+pint reads many short English words as units (``in`` is an inch, ``a`` a year, ``at`` an
+atmosphere, ``t`` a tonne): a word in :data:`NOT_UNITS` is never taken for a unit after a
+number. A unit is read only where the reference has one (docs/freeform.md, "Units").
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+NOT_UNITS = frozenset({
+    "a", "an", "am", "and", "are", "as", "at", "be", "by", "do", "for", "from", "had",
+    "has", "he", "if", "in", "is", "it", "me", "my", "no", "not", "of", "on", "or", "pm",
+    "so", "than", "that", "the", "this", "to", "up", "us", "was", "we", "were", "with",
+})
+# a unit token: letters (and µ, °, Ω), then letters, digits, powers, '/', '·', '*', '^'
+_UNIT = re.compile(r"\s*(?P<unit>[^\W\d_]|[µμ°Ω])(?:[\w°µμ²³·*^/]|(?<=\^)-)*")
+
+CONVERSION_SLACK = Fraction(1, 10**9)
+"""The relative allowance added after a unit conversion: pint converts in floating point,
+so ``1 mi`` in ``km`` can be off by a rounding step."""
+
+
+@lru_cache(maxsize=1)
+def registry() -> Any:
+    """pint's default registry (built once; it reads pint's bundled definitions: offline)."""
+    import pint
+
+    return pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+
+
+@lru_cache(maxsize=4096)
+def parse_unit(text: str) -> Any | None:
+    """The pint unit ``text`` names, or None (not a unit, or a word of :data:`NOT_UNITS`)."""
+    text = text.strip().rstrip(".,;:")
+    if not text or text.lower() in NOT_UNITS:
+        return None
+    try:
+        unit = registry().parse_units(text)
+    except Exception:  # noqa: BLE001 - pint raises several kinds for a non-unit
+        return None
+    return None if unit.dimensionless else unit
+
+
+def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
+    """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
+    when none."""
+    m = _UNIT.match(text, pos)
+    if not m:
+        return None, pos
+    token = m["unit"] + text[m.end("unit"):m.end()]
+    token = token.rstrip(".,;:")
+    unit = parse_unit(token)
+    if unit is None:
+        return None, pos
+    return unit, m.start("unit") + len(token)
+
+
+def convert(value: Fraction, unit: Any, to: Any) -> Fraction | None:
+    """``value`` in ``unit`` expressed in ``to``; None when the dimensions differ."""
+    reg = registry()
+    try:
+        if reg.Unit(unit).dimensionality != reg.Unit(to).dimensionality:
+            return None
+        out = reg.Quantity(float(value), unit).to(to).magnitude
+    except Exception:  # noqa: BLE001 - an offset unit in a product, an overflow
+        return None
+    try:
+        return Fraction(out)
+    except (ValueError, OverflowError):
+        return None
+
+
+def unit_text(unit: Any) -> str:
+    """A unit as pint abbreviates it (``km``, ``m / s``)."""
+    return f"{unit:~}" if unit is not None else ""
