@@ -143,3 +143,26 @@ def test_dates_read_back_as_written(day, form, dayfirst):
     assert [d.iso for d in found] == [day.isoformat()]
     ambiguous = form == "num" and day.day <= 12 and day.day != day.month
     assert (found[0].other is not None) == ambiguous
+
+
+def test_one_unit_registry_across_threads(monkeypatch):
+    """Cases are scored on several threads: the first ones must share one pint registry
+    (units of two registries cannot be compared; an lru_cache let two get built)."""
+    import threading
+
+    from queryeval.metrics.freeform import units
+
+    monkeypatch.setattr(units, "_REGISTRY", [])
+    barrier = threading.Barrier(6)
+    got = []
+
+    def work():
+        barrier.wait()
+        got.append(units.registry())
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and all(r is got[0] for r in got)

@@ -9,6 +9,7 @@ number. A unit is read only where the reference has one (docs/freeform.md, "Unit
 from __future__ import annotations
 
 import re
+import threading
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -26,12 +27,21 @@ CONVERSION_SLACK = Fraction(1, 10**9)
 so ``1 mi`` in ``km`` can be off by a rounding step."""
 
 
-@lru_cache(maxsize=1)
-def registry() -> Any:
-    """pint's default registry (built once; it reads pint's bundled definitions: offline)."""
-    import pint
+_REGISTRY: list[Any] = []
+_REGISTRY_LOCK = threading.Lock()
 
-    return pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+
+def registry() -> Any:
+    """pint's default registry, built once per process under a lock (cases are scored on
+    several threads, and units of two registries cannot be compared); it reads pint's
+    bundled definitions: offline."""
+    if not _REGISTRY:
+        with _REGISTRY_LOCK:
+            if not _REGISTRY:
+                import pint
+
+                _REGISTRY.append(pint.UnitRegistry(autoconvert_offset_to_baseunit=True))
+    return _REGISTRY[0]
 
 
 @lru_cache(maxsize=4096)
