@@ -125,7 +125,7 @@ def test_explicit_task_and_reports_show_the_rule(tmp_path):
 
 
 def test_judge_only_for_inconclusive_by_default(tmp_path, fake):
-    run = _run(tmp_path, judge=JUDGE)
+    run = _run(tmp_path, judge=JUDGE, reports=True)
     assert sorted(i.case_id for i in fake.asked) == ["text", "words"]
     assert fake.closed
     recs = _by_id(run)
@@ -133,6 +133,9 @@ def test_judge_only_for_inconclusive_by_default(tmp_path, fake):
     assert recs["text"]["judge"]["reason"] == "pass for text"
     assert (recs["words"]["decided_by"], recs["words"]["passed"]) == ("judge", False)
     assert recs["number"]["judge"] is None and recs["number"]["decided_by"] == "number"
+    # the HTML details of a case the judge failed show its reason
+    page = (run.folder / f"report_{run.batch_id}.html").read_text()
+    assert "fail for words" in page
     o = run.overall
     assert (o["pass_rate"], o["passed"], o["inconclusive"], o["judge_decided"]) == (
         5 / 8, 5, 2, 2)
@@ -236,3 +239,13 @@ def test_cli_run_with_the_example_suite(tmp_path):
                                    str(ex / "responses.jsonl"), "--out", str(tmp_path),
                                    "--fail-under", "pass_rate=0.8"])
     assert res.exit_code != 0 and "pass_rate" in res.output
+
+
+def test_untrusted_text_is_escaped_in_the_html(tmp_path):
+    cases = [{"id": "x", "conversation": [{"role": "user", "content": "<i>q</i>", "target": {
+        "reference": {"answer": "<b>ref</b>"}}}]}]
+    run = qe.evaluate(cases, responses=[{"id": "x", "response": "<script>alert(1)</script>"}],
+                      out=tmp_path / "r", reports=True)
+    page = (run.folder / f"report_{run.batch_id}.html").read_text()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    assert "<b>ref</b>" not in page and "&lt;b&gt;ref&lt;/b&gt;" in page

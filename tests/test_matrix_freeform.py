@@ -13,10 +13,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from matrix_checks import check_compare, check_consumers
 from typer.testing import CliRunner
 
 import queryeval as qe
+from matrix_checks import check_compare, check_consumers
 from queryeval.cli.app import app
 from queryeval.systems.judge import JudgeVerdict
 

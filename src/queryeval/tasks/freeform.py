@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from queryeval.errors import ConfigError
 from queryeval.metrics.freeform import RULES, decide
 from queryeval.suite.models import Case
-from queryeval.systems.judge import JudgeOptions, JudgeVerdict
+from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
