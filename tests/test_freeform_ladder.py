@@ -143,3 +143,18 @@ def test_dates_by_hand():
     d = find_dates("01/02/2024", dayfirst=True)[0]
     assert (d.iso, d.other) == ("2024-02-01", "2024-01-02")
     assert as_date("2024") is None and as_date("1 Feb 2024.").iso == "2024-02-01"
+
+
+def test_hostile_responses_stay_bounded():
+    """A 5000-digit run is no number (Python refuses to convert it); a response with more
+    than 1000 numbers or dates that match none is inconclusive, with a short detail."""
+    assert decide("3.5 km", "1" * 5000).rule == "inconclusive"
+    assert decide("3.5 km", "3.5 km " + "1" * 5000).verdict == "pass"
+    d = decide("3.5 km", "12 km " * 1500)
+    assert (d.verdict, d.detail) == (None, "none of the first 1000 numbers is 3.5 km")
+    # the 1001st number is not read: inconclusive, although it would pass
+    assert decide("3.5 km", "12 km " * 1000 + "3500 m").rule == "inconclusive"
+    assert decide("3.5 km", "12 km " * 1000).verdict == "fail"  # 1000 numbers, all differ
+    d = decide("42", " ".join(str(i) for i in range(50, 60)))
+    assert d.detail == "50, 51, 52, 53, 54 and 5 more differ from 42"
+    assert decide("2024-02-01", "2024-01-01 " * 1001).rule == "inconclusive"

@@ -51,9 +51,10 @@ def _parse(text: str, *, dayfirst: bool, yearfirst: bool = False) -> str | None:
         return None
 
 
-def find_dates(text: str, *, dayfirst: bool = False) -> list[FoundDate]:
-    """Every date in ``text``, in order (invalid ones, like 30 February, are left out)."""
-    out = []
+def find_dates(text: str, *, dayfirst: bool = False, limit: int | None = None) -> list[FoundDate]:
+    """Every date in ``text``, in order (invalid ones, like 30 February, are left out); at
+    most ``limit``."""
+    out: list[FoundDate] = []
     for m in _DATE.finditer(text):
         s = m.group(0)
         if m["iso"]:
@@ -68,6 +69,8 @@ def find_dates(text: str, *, dayfirst: bool = False) -> list[FoundDate]:
                     other = _parse(s, dayfirst=not dayfirst)
         if iso is not None:
             out.append(FoundDate(iso, other, s))
+            if limit is not None and len(out) >= limit:
+                break
     return out
 
 

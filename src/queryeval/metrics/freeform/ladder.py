@@ -39,6 +39,9 @@ from queryeval.metrics.freeform.units import (
 )
 from queryeval.metrics.squad import best_over, exact_match, normalize_answer, token_f1
 
+MAX_FOUND = 1000
+"""At most this many numbers (or dates) of a response are compared; a response holding more
+that match none is inconclusive, not failed (a dump, not an answer a rule should judge)."""
 RULES = ("missing", "exact", "alias", "date", "number", "unit")
 """Every rule's name, in ladder order (a case no rule decides is ``inconclusive``)."""
 
@@ -118,7 +121,8 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str,
     rule = "number" if ref.unit is None else "unit"
     tried: list[str] = []
     other_units: list[str] = []
-    for n in extract_numbers(response):
+    numbers = extract_numbers(response, limit=MAX_FOUND + 1)
+    for n in numbers[:MAX_FOUND]:
         value, converted = n.value, False
         if ref.unit is not None and not n.percent:
             unit, end = unit_after(response, n.end)
@@ -139,11 +143,14 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str,
             what = f"{shown} = {answer}" if converted else f"{shown} matches {answer}"
             return "pass", how, what
         tried.append(shown)
-    differ = f"{', '.join(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
+    shown = ", ".join(tried[:5]) + (f" and {len(tried) - 5} more" if len(tried) > 5 else "")
+    differ = f"{shown} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
     if not tried:
         why = (f"no number in {unit_text(ref.unit)} (only {', '.join(other_units)})"
                if other_units else "no number in the response")
         return None, "inconclusive", why
+    if len(numbers) > MAX_FOUND:
+        return None, "inconclusive", f"none of the first {MAX_FOUND} numbers is {answer}"
     if is_ambiguous(response):
         return None, "inconclusive", f"{differ}, but a comma may be a decimal comma"
     if NUMBER_WORDS.search(response):
@@ -152,7 +159,11 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str,
 
 
 def _decide_date(response: str, iso: str, dayfirst: bool) -> tuple[str | None, str, str]:
-    found = find_dates(response, dayfirst=dayfirst)
+    found = find_dates(response, dayfirst=dayfirst, limit=MAX_FOUND + 1)
+    if len(found) > MAX_FOUND:
+        found = found[:MAX_FOUND]
+        if not any(iso in (d.iso, d.other) for d in found):
+            return None, "inconclusive", f"none of the first {MAX_FOUND} dates is {iso}"
     if any(d.iso == iso for d in found):
         d = next(d for d in found if d.iso == iso)
         return "pass", "date", f"{d.text} is {iso}"

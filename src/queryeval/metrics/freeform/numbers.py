@@ -23,6 +23,9 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+MAX_DIGITS = 400
+"""A run of more digits than this is not read as a number (no figure anyone means, and
+Python refuses to convert integers of over 4300 digits)."""
 SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _SEP = ",\u00a0\u2009\u202f"
 _NUMBER = re.compile(
@@ -55,6 +58,8 @@ def _value(m: re.Match) -> Fraction | None:
     if not whole and not frac:
         return None
     digits = re.sub("[" + _SEP + "]", "", whole) or "0"
+    if len(digits) + len(frac) > MAX_DIGITS:
+        return None
     value = Fraction(digits + frac)
     if m["exp"]:
         exp = int(m["exp"][1:])
@@ -68,14 +73,16 @@ def _value(m: re.Match) -> Fraction | None:
     return value
 
 
-def extract_numbers(text: str) -> list[Number]:
-    """Every number in ``text``, in order (see the module's rules)."""
-    out = []
+def extract_numbers(text: str, limit: int | None = None) -> list[Number]:
+    """Every number in ``text``, in order (see the module's rules); at most ``limit``."""
+    out: list[Number] = []
     for m in _NUMBER.finditer(text):
         value = _value(m)
         if value is None:
             continue
         out.append(Number(value, bool(m["pct"]), m.start(), m.end(), m.group(0)))
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 
