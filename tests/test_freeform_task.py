@@ -249,3 +249,21 @@ def test_untrusted_text_is_escaped_in_the_html(tmp_path):
     page = (run.folder / f"report_{run.batch_id}.html").read_text()
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
     assert "<b>ref</b>" not in page and "&lt;b&gt;ref&lt;/b&gt;" in page
+
+
+def test_yaml_suite_with_a_date_and_a_number_answer(tmp_path):
+    """YAML reads ``answer: 2024-02-01`` as a date and ``3.5`` as a float: both are kept as
+    text (ISO for the date), so the date and unit rules apply."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "id: d1\nconversation:\n  - role: user\n    content: When?\n    target:\n"
+        "      reference:\n        answer: 2024-02-01\n---\n"
+        "id: n1\nconversation:\n  - role: user\n    content: How far?\n    target:\n"
+        "      reference: {answer: 3.5, unit: km}\n")
+    run = qe.evaluate(str(suite), responses=[{"id": "d1", "response": "On 1 Feb 2024."},
+                                             {"id": "n1", "response": "3500 m"}],
+                      out=tmp_path / "r")
+    recs = _by_id(run)
+    assert recs["d1"]["reference"]["answer"] == "2024-02-01"
+    assert (recs["d1"]["decided_by"], recs["n1"]["decided_by"]) == ("date", "unit")
+    assert run.overall["pass_rate"] == 1.0
