@@ -30,7 +30,16 @@ LADDER = [
     ("Paris", "Lyon", {}, None, "inconclusive"),
     # numbers
     ("42", "There are 42 stations.", {}, "pass", "number"),
-    ("42", "In 2023 there were 42 of them", {}, "pass", "number"),
+    ("42", "In 2023 there were 42 of them", {}, None, "inconclusive"),  # 42 or 2023?
+    ("42", "In 2023 there were 42 of them", {"question": "How many in 2023?"}, "pass",
+     "number"),  # a number the question states is context
+    ("42", "On 2024-02-01 there were 42", {}, "pass", "number"),  # numbers of a date too
+    ("42", "41 or 42", {}, None, "inconclusive"),
+    ("42", "42, or 42.0 to be exact", {}, "pass", "number"),  # every candidate agrees
+    ("42", "42 or 43", {"question": "Is it 42 or 43?"}, None, "inconclusive"),
+    ("1234567", "In 2020 it was 1,234,567.", {"question": "Population in 2020?"}, "pass",
+     "number"),
+    ("42", "In 2023 there were 41 of them", {}, "fail", "number"),  # none agrees
     ("42", "There are 41 stations.", {}, "fail", "number"),
     ("42", "forty-two", {}, None, "inconclusive"),
     ("42", "41, or forty-two", {}, None, "inconclusive"),
@@ -60,6 +69,9 @@ LADDER = [
     ("3.5 km", "It is 3 km away.", {}, "fail", "unit"),
     ("3.5 km", "It is 3.5 away.", {}, "pass", "number"),  # a bare number is in the reference's unit
     ("3.5 km", "It takes 3 hours.", {}, None, "inconclusive"),  # no comparable number
+    ("3.5 km", "3.5 km (3500 m)", {}, "pass", "unit"),
+    ("3.5 km", "3.5 km, about 2.2 miles", {}, None, "inconclusive"),  # 2.2 mi is 3.54 km
+    ("3.5 km", "3.5 km, 2 hours away", {}, "pass", "number"),  # hours: another dimension
     ("3.5 km", "It is 3500 in total", {}, "fail", "unit"),  # "in" is not an inch
     ("100 degC", "212 °F", {}, "pass", "unit"),
     ("1 mile", "1.609344 km", {}, "pass", "unit"),
@@ -75,6 +87,11 @@ LADDER = [
     ("2024-01-02", "On 01/02/2024", {}, "pass", "date"),
     ("2024-02-13", "On 13/02/2024", {}, "pass", "date"),  # 13 can only be the day
     ("2024-02-01", "On 02/02/2024", {}, "fail", "date"),  # both readings are 2 February
+    ("2024-02-01", "from 1 February 2024 to 3 March 2024", {}, None, "inconclusive"),
+    ("2024-02-01", "Not 2 Feb 2024 but 1 Feb 2024", {"question": "Was it 2 Feb 2024?"},
+     "pass", "date"),
+    ("2024-02-01", "1 Feb 2024 or 2 Feb 2024", {"question": "1 Feb 2024 or 2 Feb 2024?"},
+     None, "inconclusive"),
 ]
 
 
@@ -98,6 +115,7 @@ def test_squad_figures_are_the_best_over_answer_and_aliases():
 
 def test_details_name_what_decided():
     assert decide("3.5 km", "3500 m").detail == "3500 m = 3.5 km"
+    assert decide("42", "41 or 42").detail == "42 matches, but 41 differs: which is the answer?"
     assert decide("42", "41 or 40").detail == "41, 40 differ from 42"
     assert decide("42", "41").detail == "41 differs from 42"
     assert "ambiguous" in decide("2024-02-01", "01/02/2024").detail
@@ -151,8 +169,7 @@ def test_hostile_responses_stay_bounded():
     assert decide("3.5 km", "1" * 5000).rule == "inconclusive"
     assert decide("3.5 km", "3.5 km " + "1" * 5000).verdict == "pass"
     d = decide("3.5 km", "12 km " * 1500)
-    assert (d.verdict, d.detail) == (None, "none of the first 1000 numbers is 3.5 km")
-    # the 1001st number is not read: inconclusive, although it would pass
+    assert (d.verdict, d.detail) == (None, "more than 1000 numbers in the response")
     assert decide("3.5 km", "12 km " * 1000 + "3500 m").rule == "inconclusive"
     assert decide("3.5 km", "12 km " * 1000).verdict == "fail"  # 1000 numbers, all differ
     d = decide("42", " ".join(str(i) for i in range(50, 60)))

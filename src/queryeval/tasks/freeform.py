@@ -135,7 +135,8 @@ class FreeformTask(Task):
             return record
         d = decide(ref["answer"], record.get("response"), aliases=ref.get("aliases") or (),
                    abs_tol=ref.get("abs_tol"), rel_tol=ref.get("rel_tol"),
-                   unit=ref.get("unit"), dayfirst=self.options.dayfirst)
+                   unit=ref.get("unit"), dayfirst=self.options.dayfirst,
+                   question=record.get("question") or "")
         passed, decided_by, error = judged(d.verdict, d.rule, record.get("judge"),
                                            self.options.judge)
         record.update({"rule": d.rule, "rule_verdict": d.verdict, "detail": d.detail,

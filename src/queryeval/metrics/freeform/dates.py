@@ -39,6 +39,8 @@ class FoundDate:
     iso: str
     other: str | None
     text: str
+    start: int = 0
+    end: int = 0
 
 
 def _parse(text: str, *, dayfirst: bool, yearfirst: bool = False) -> str | None:
@@ -68,7 +70,7 @@ def find_dates(text: str, *, dayfirst: bool = False, limit: int | None = None) -
                 if a <= 12 and b <= 12 and a != b:
                     other = _parse(s, dayfirst=not dayfirst)
         if iso is not None:
-            out.append(FoundDate(iso, other, s))
+            out.append(FoundDate(iso, other, s, m.start(), m.end()))
             if limit is not None and len(out) >= limit:
                 break
     return out
