@@ -70,6 +70,11 @@ LADDER = [
     ("3.5 km", "It is 3.5 away.", {}, "pass", "number"),  # a bare number is in the reference's unit
     ("3.5 km", "It takes 3 hours.", {}, None, "inconclusive"),  # no comparable number
     ("3.5 km", "3.5 km (3500 m)", {}, "pass", "unit"),
+    ("3.5 km", "3.5 kilometers per hour", {}, None, "inconclusive"),  # a speed
+    ("90 km/h", "25 metres per second", {}, "pass", "unit"),
+    ("2 km^2", "2000000 square metres", {}, "pass", "unit"),
+    ("2 km^2", "an area of 2,000,000 m^2", {}, "pass", "unit"),  # the 2 of m^2 is the unit's
+    ("2 km^2", "2 km", {}, None, "inconclusive"),  # a length is not an area
     ("3.5 km", "3.5 km, about 2.2 miles", {}, None, "inconclusive"),  # 2.2 mi is 3.54 km
     ("3.5 km", "3.5 km, 2 hours away", {}, "pass", "number"),  # hours: another dimension
     ("3.5 km", "It is 3500 in total", {}, "fail", "unit"),  # "in" is not an inch

@@ -82,8 +82,8 @@ def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | 
     or ``%`` (``42``, ``3.5 km``, ``12%``, ``1.2 million``); ``unit`` (the reference's
     ``unit`` field) applies when the text names none. None when it is not one number."""
     text = answer.strip().rstrip(".").strip()
-    numbers = extract_numbers(text)
-    if len(numbers) != 1 or numbers[0].start != 0:
+    numbers = extract_numbers(text, limit=1)
+    if not numbers or numbers[0].start != 0:
         return None
     n = numbers[0]
     written, end = (None, n.end) if n.percent else unit_after(text, n.end)
@@ -134,13 +134,17 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     numbers = extract_numbers(response, limit=MAX_FOUND + 1)
     if len(numbers) > MAX_FOUND:
         return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
+    consumed = 0  # where the last unit read ends (km^2: the 2 is the unit's)
     for n in numbers:
+        if n.start < consumed:
+            continue
         if n.value in stated or any(a <= n.start < b for a, b in in_dates):
             continue
         value, converted, shown = n.value, False, n.text.strip()
         if ref.unit is not None and not n.percent:
             unit, end = unit_after(response, n.end)
             if unit is not None:
+                consumed = end
                 shown = response[n.start:end].strip()
                 value = convert(n.value, unit, ref.unit)
                 if value is None:

@@ -57,18 +57,37 @@ def parse_unit(text: str) -> Any | None:
     return None if unit.dimensionless else unit
 
 
-def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
-    """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
-    when none."""
+_POWER = re.compile(r"\s*(?P<word>square|sq\.?|cubic|cu\.?)\s+", re.IGNORECASE)
+_PER = re.compile(r"\s+per\s+(?P<word>[^\W\d_]+)", re.IGNORECASE)
+
+
+def _token(text: str, pos: int) -> tuple[str, int] | None:
     m = _UNIT.match(text, pos)
     if not m:
+        return None
+    token = (m["unit"] + text[m.end("unit"):m.end()]).rstrip(".,;:")
+    return token, m.start("unit") + len(token)
+
+
+def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
+    """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
+    when none. ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
+    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``)."""
+    power = _POWER.match(text, pos)
+    start = power.end() if power else pos
+    found = _token(text, start)
+    if found is None:
         return None, pos
-    token = m["unit"] + text[m.end("unit"):m.end()]
-    token = token.rstrip(".,;:")
+    token, end = found
+    if power:
+        token = f"({token})**{2 if power['word'].lower().startswith(('square', 'sq')) else 3}"
+    per = _PER.match(text, end)
+    if per and parse_unit(per["word"]) is not None:
+        token, end = f"({token})/({per['word']})", per.end()
     unit = parse_unit(token)
     if unit is None:
         return None, pos
-    return unit, m.start("unit") + len(token)
+    return unit, end
 
 
 def convert(value: Fraction, unit: Any, to: Any) -> Fraction | None:
