@@ -9,14 +9,16 @@ decides by different rules (exact, unit, number) or leaves inconclusive."""
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers
+from matrix_checks import check_compare, check_consumers, per_case_mean
 from queryeval.cli.app import app
 from queryeval.systems.judge import JudgeVerdict
 
@@ -153,6 +155,16 @@ def test_every_consumer(built, lab, kind):
     mean = check_consumers(run, "passed", values, overall="pass_rate", counted=counted,
                            viewer_root=lab / "runs" / kind)
     assert run.task_name == "freeform"
+    # the console summary: the overall figure and the table by deciding rule
+    text = str(run)
+    assert re.search(rf"pass_rate\s*│\s*{mean:.4f}", text), text
+    assert "By deciding rule" in text
+    # the xlsx Overview: one row per attempt, its passed and decided_by
+    ws = load_workbook(run.folder / f"report_{run.batch_id}.xlsx")["Overview"]
+    head = [c.value for c in ws[1]]
+    rows = [dict(zip(head, r, strict=True)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert per_case_mean([(r["case_id"], r["passed"] or 0.0) for r in rows]) == pytest.approx(values)
+    assert all(r["decided_by"] for r in rows)
     if kind in ("errors", "skip_errors"):
         assert run.case_table().loc["c4", "verdict"] == "error"
     if kind == "repeats":
