@@ -161,7 +161,7 @@ class FreeformTask(Task):
     def case_passed(self, record: dict) -> bool:
         """The one pass rule: the ladder's or the judge's verdict, never a failed call nor
         a judge error (``pass_rate``, ``--repeats``' pass@k, the reports' verdicts)."""
-        return record.get("status") != "error" and bool(record.get("passed"))
+        return self.case_verdict(record) == "pass"
 
     def case_metrics(self, record: dict) -> dict[str, float]:
         scores = record.get("scores") or {}
