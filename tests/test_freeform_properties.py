@@ -166,3 +166,20 @@ def test_one_unit_registry_across_threads(monkeypatch):
     for t in threads:
         t.join()
     assert len(got) == 6 and all(r is got[0] for r in got)
+
+
+@settings(max_examples=300, deadline=None)
+@given(DECIMALS, st.lists(DECIMALS, min_size=0, max_size=5), st.sampled_from([0.0, 1.0]),
+       st.lists(WORDS, min_size=6, max_size=6))
+def test_number_rule_against_the_every_candidate_oracle(ref, said, abs_tol, words):
+    """Pass iff every number agrees, fail iff none does (and there is one), else
+    inconclusive: the number rule against a direct reading of its definition."""
+    text = " ".join(w for pair in zip(words, [*map(_text, said), ""]) for w in pair).strip()
+    agree = [_interval_oracle(x, ref, abs_tol, 0.0) for x in said]
+    expected = ("pass" if agree and all(agree) else "fail" if agree and not any(agree)
+                else None)
+    d = decide(_text(ref), text, abs_tol=abs_tol)
+    if d.rule == "exact":  # the text is the number itself
+        assert expected == "pass"
+    else:
+        assert d.verdict == expected, (text, d.detail)
