@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from queryeval.report.freeform_html import freeform_details
 from queryeval.report.html_page import esc, fmt, value_text
 
 
@@ -295,6 +296,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "retrieval": retrieval_details,
     "query": query_details,
     "answers": answers_details,
+    "freeform": freeform_details,
 }
 
 
