@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from matrix_checks import check_compare, check_consumers
 
 import queryeval as qe
+from matrix_checks import check_compare, check_consumers
 from queryeval.suite.retrieval import qa_pair_id
 
 PARIS = "Paris is the capital of France."
