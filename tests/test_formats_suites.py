@@ -271,3 +271,17 @@ def test_questions_xlsx_several_chunks_per_question(tmp_path):
     assert cases[0] == first
     assert cases[1].conversation[0].target.retrieval.chunk_id == "c3"
     assert len(cases) == 2
+
+
+def test_inspect_numeric_target_and_bad_types(tmp_path):
+    path = write_jsonl(tmp_path / "samples.jsonl", [{"id": "n", "input": "2+2?", "target": 4}])
+    assert load_suite(path).cases[0].conversation[0].target.reference.answer == "4"
+    path = write_jsonl(tmp_path / "bad.jsonl", [{"id": "n", "input": "q", "target": {"a": 1}}])
+    with pytest.raises(InputError) as err:
+        load_suite(path)
+    assert (err.value.line, err.value.field) == (1, "target")
+    path = write_jsonl(tmp_path / "bad2.jsonl", [{"user_input": "q", "reference": "r",
+                                                  "reference_contexts": ["ok", 3]}])
+    with pytest.raises(InputError) as err:
+        load_suite(path)
+    assert (err.value.line, err.value.field) == (1, "reference_contexts[1]")

@@ -179,6 +179,8 @@ def text_list(rec: Record, name: str, path: Path) -> list[str] | None:
                                      path=path, field=name, **rec.where) from None
         else:
             value = [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [str(value)]  # a number as the answer (inspect's target: 4)
     if hasattr(value, "tolist"):  # a numpy array (pandas' parquet)
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
