@@ -104,23 +104,43 @@ def load_trec(queries: Path, qrels: Path, corpus: str | Path | None = None) -> S
 RECORDED_FORMATS = (fmt.RAGAS, fmt.DEEPEVAL)
 
 
+PEEK_BYTES = 1 << 20
+
+
 def _peek_fields(path: Path) -> set[str]:
-    """The first record's fields, reading no more than the first line (or the header): a
-    million-line responses file of queryeval's own is not read twice."""
-    from queryeval.io.jsonl import iter_jsonl
+    """The first record's fields, reading no more than the first line (or the header, at
+    most 1 MiB): a million-line responses file of queryeval's own is not read twice, and a
+    first line the own reader refuses or answers as an error (bad JSON, over the size cap)
+    is left to it (an empty set)."""
+    import json
+
+    from queryeval.io.files import open_input
 
     suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        for _line, obj in iter_jsonl(path, kind="responses"):
-            return {k for k, v in obj.items() if v is not None}
+    if suffix not in (".jsonl", ".csv"):
+        try:
+            return first_fields(read_records(path))
+        except InputError:
+            return set()
+    try:
+        with open_input(path, "responses") as fh:
+            head = b""
+            while not head.strip():
+                head = fh.readline(PEEK_BYTES)
+                if not head or (len(head) == PEEK_BYTES and not head.endswith(b"\n")):
+                    return set()
+    except (InputError, OSError):
         return set()
-    if suffix == ".csv":
-        from queryeval.io.jsonl import iter_csv
+    text = head.decode("utf-8-sig", errors="replace")
+    import csv
 
-        for _line, row in iter_csv(path, kind="responses"):
-            return {c.strip() for c in row}
+    try:  # whatever this line's trouble, the own reader reports it
+        if suffix == ".csv":
+            return {c.strip() for c in next(csv.reader([text.rstrip("\r\n")]), [])}
+        obj = json.loads(text)
+    except (ValueError, RecursionError, csv.Error):
         return set()
-    return first_fields(read_records(path))
+    return {k for k, v in obj.items() if v is not None} if isinstance(obj, dict) else set()
 
 
 def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:

@@ -23,6 +23,8 @@ class Format:
     name: str
     required: tuple[str, ...]
     any_of: tuple[str, ...] = ()
+    fallback: bool = False
+    """Matches only when no other format does (DABench's ``id`` + ``question`` is in many)."""
 
     def matches(self, fields: set[str]) -> bool:
         return all(f in fields for f in self.required) and (
@@ -53,8 +55,7 @@ OPENAI_EVALS = Format("openai_evals", "OpenAI evals samples", ("input", "ideal")
 CASES = Format("cases", "queryeval cases", ("id", "conversation"))
 QUESTIONS = Format("questions", "queryeval retrieval questions", ("question",),
                    ("chunk_id", "content_hash"))
-DABENCH = Format("dabench", "DABench questions", ("id", "question"),
-                 ("concepts", "constraints", "format", "file_name", "level"))
+DABENCH = Format("dabench", "DABench questions", ("id", "question"), fallback=True)
 BUILDINGQA = Format("buildingqa", "BuildingQA QA JSON", ("building_id", "queries"))
 
 FORMATS = (RAGAS, DEEPEVAL, INSPECT, OPENAI_EVALS, CASES, QUESTIONS, DABENCH, BUILDINGQA)
@@ -64,7 +65,8 @@ def detect(fields: Iterable[str], *, path: Path, where: dict | None = None,
            formats: tuple[Format, ...] = FORMATS, what: str = "suite") -> Format:
     """The one format whose fields ``fields`` has; else one InputError line."""
     have = {str(f) for f in fields}
-    found = [f for f in formats if f.matches(have)]
+    found = [f for f in formats if f.matches(have) and not f.fallback] or [
+        f for f in formats if f.matches(have) and f.fallback]
     if len(found) == 1:
         return found[0]
     shown = printable(", ".join(sorted(have)))[:200] or "(none)"
