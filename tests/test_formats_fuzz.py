@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+
 from test_fuzz_readers import FUZZ, Reader, check, csv_table, json_document, jsonl_records, mutated
 
 
