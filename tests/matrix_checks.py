@@ -108,3 +108,79 @@ def check_compare(run_a: qe.Run, run_b: qe.Run, metric: str, per_case_a: dict[st
     doc = json.loads(multi.write(tmp_path / "nway.json").read_text())
     row = next(r for r in doc["overall"]["metrics"] if r["metric"] == metric)
     assert row["means"] == pytest.approx([mean_a, mean_b])
+
+
+def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dict[str, str],
+             tmp_path: Path) -> None:
+    """The CI and observability consumers (docs/ci.md) give the run model's per-case
+    ``verdicts`` and ``per_case`` values of ``metric``: JUnit XML read by junitparser, the
+    GitHub step summary read by markdown-it, the OTel ``gen_ai.evaluation.result`` events
+    decoded by a loopback OTLP receiver, MLflow's cases.json read by MLflow's client."""
+    from ci_lab import Receiver, evaluation_events
+    from queryeval.report.github import run_summary
+    from queryeval.report.junit import run_junit, write_junit
+
+    assert {c.case_id: c.verdict for c in run.results.cases} == verdicts  # the run model
+    # JUnit
+    junitparser = pytest.importorskip("junitparser")
+    path = write_junit(run_junit(run.results), tmp_path / "junit.xml")
+    got, values = {}, {}
+    for suite in junitparser.JUnitXml.fromfile(str(path)):
+        for case in suite:
+            props = json.loads(case.system_out)
+            kind = type(case.result[0]).__name__ if case.result else "pass"
+            assert kind == {"pass": "pass", "fail": "Failure", "flaky": "Failure",
+                            "error": "Error"}[props["verdict"]]
+            got[props["case_id"]] = props["verdict"]
+            values[props["case_id"]] = props["metrics"][metric]
+    assert got == verdicts and values == pytest.approx(per_case)
+    # the step summary: every case that did not pass, with its verdict
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(run_summary(run.results))
+    cells = [t.content for t in tokens if t.type == "inline"]
+    rows = {}
+    if "reason" in cells:
+        body = cells[cells.index("reason") + 1:]
+        rows = {body[i]: body[i + 2] for i in range(0, len(body) - 4, 5)}
+    assert rows == {c: v for c, v in verdicts.items() if v != "pass"}
+    # OTel
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from queryeval.integrations.otel import export_run
+
+    receiver = Receiver()
+    try:
+        export_run(run, endpoint=f"{receiver.endpoint}/v1/traces")
+    finally:
+        receiver.close()
+    events = evaluation_events(receiver.spans)
+    assert {c: e[metric]["gen_ai.evaluation.score.label"] for c, e in events.items()} == verdicts
+    assert {c: e[metric]["gen_ai.evaluation.score.value"] for c, e in events.items()} \
+        == pytest.approx(per_case)
+    # MLflow
+    pytest.importorskip("mlflow")
+    import os
+
+    from mlflow.tracking import MlflowClient
+
+    from queryeval.integrations.mlflow import log_run
+
+    old = os.environ.get("MLFLOW_ALLOW_FILE_STORE")
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    try:
+        uri = (tmp_path / "mlruns").as_uri()
+        rid = log_run(run, tracking_uri=uri)
+        client = MlflowClient(tracking_uri=uri)
+        local = client.download_artifacts(rid, "queryeval/cases.json", str(tmp_path))
+        cases = json.loads(Path(local).read_text(encoding="utf-8"))["cases"]
+        overall = client.get_run(rid).data.metrics
+    finally:
+        if old is None:
+            os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
+        else:
+            os.environ["MLFLOW_ALLOW_FILE_STORE"] = old
+    assert {c["case_id"]: c["verdict"] for c in cases} == verdicts
+    assert {c["case_id"]: c["metrics"][metric] for c in cases} == pytest.approx(per_case)
+    for key, value in run.overall.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert overall[key] == pytest.approx(value)

@@ -21,6 +21,7 @@ LAYERS = [
     ["run"],
     ["report"],
     ["api"],
+    ["integrations"],
     ["__init__", "testing", "viewer"],
     ["cli"],
     ["__main__"],

@@ -57,9 +57,10 @@ def test_readme_lists_every_task_kind_and_command():
     runs = [c for c in COMMANDS if " --resume " not in c and c.startswith("queryeval run ")]
     suites = {shlex.split(c)[2] for c in runs}
     assert suites == {"examples/sdmx/suite", "examples/answers/questions.jsonl",
-                      "examples/retrieval/questions.csv", "examples/sparql/suite.yaml"}
+                      "examples/retrieval/questions.csv", "examples/sparql/suite.yaml",
+                      "examples/freeform/cases.jsonl"}
     assert any("--retriever dense" in c for c in COMMANDS)
-    assert len(COMMANDS) == 12
+    assert len(COMMANDS) == 13
 
 
 def test_every_task_kind_has_a_shipped_example_in_the_readme():

@@ -454,7 +454,7 @@ def test_unknown_task_suggests_the_closest(tmp_path, capsys):
     assert run_main(capsys, "run", str(SELECTION_SUITE), "--responses", str(SELECTION_RESPONSES),
                     "--task", "retreival", "--out", str(tmp_path / "o")) == (
         "error: unknown task 'retreival'; did you mean 'retrieval'? (known tasks: answers, "
-        "fields, indicator_selection, query, retrieval)")
+        "fields, freeform, indicator_selection, query, retrieval)")
 
 
 def test_buildingqa_json_and_dabench_labels_are_suites_too(tmp_path, capsys):

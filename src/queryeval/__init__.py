@@ -23,6 +23,7 @@ _LAZY = {
     "resume": "queryeval.api.evaluate",
     "load": "queryeval.api.evaluate",
     "compare": "queryeval.api.compare",
+    "judge_agreement": "queryeval.api.judge",
     "Run": "queryeval.api.run",
     "Comparison": "queryeval.api.compare",
     "register_task": "queryeval.tasks.base",
@@ -40,7 +41,7 @@ _LAZY = {
 _SUBMODULES = ("api", "metrics", "testing", "errors", "tasks", "systems", "suite", "report", "run")
 
 __all__ = [  # noqa: RUF022 - the API first, then the types it uses
-    "__version__", "evaluate", "resume", "load", "compare", "Run", "Comparison", "register_task",
+    "__version__", "evaluate", "resume", "load", "compare", "judge_agreement", "Run", "Comparison", "register_task",
     "Task", "TaskOptions", "TurnOutcome", "Case", "InputError", "ConfigError", "OutputError",
     "SystemCallError", "QueryevalError", "GateFailure",
 ]
@@ -48,6 +49,7 @@ __all__ = [  # noqa: RUF022 - the API first, then the types it uses
 if TYPE_CHECKING:  # for type checkers and editors; at run time these load on first use
     from queryeval.api.compare import Comparison, compare
     from queryeval.api.evaluate import evaluate, load, resume
+    from queryeval.api.judge import judge_agreement
     from queryeval.api.run import Run
     from queryeval.errors import (
         ConfigError,

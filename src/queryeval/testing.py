@@ -25,7 +25,6 @@ Or one test per case, each failing with its own reason (expected vs got)::
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,8 +74,7 @@ def assert_suite(suite: Any, *, thresholds: Mapping[str, float],
 
 
 # --- one test per case -------------------------------------------------------------------------
-REASON_CHARS = 400
-"""Each of "expected" and "got" is cut to this many characters in a failure message."""
+# "expected" and "got" are cut to queryeval.report.junit.REASON_CHARS characters each
 
 
 @dataclass(frozen=True)
@@ -245,30 +243,8 @@ def _errors(record: dict) -> str:
         ", ".join(record.get("error_kinds") or []) or "error"
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
-
-
 def _expected_got(record: dict) -> tuple[str, str]:
-    """What the case wanted and what the system gave, in the record's own terms."""
-    turns = record.get("turns")
-    if isinstance(turns, list) and turns:
-        if len(turns) == 1:
-            return _short(turns[0].get("target")), _short(turns[0].get("output"))
-        return (_short({t.get("turn"): t.get("target") for t in turns}),
-                _short({t.get("turn"): t.get("output") for t in turns}))
-    pairs = (("gold_query", "predicted_query"), ("expected", "extracted"),
-             ("expected_chunk", "retrieved_chunks"), ("gold_rows", "predicted_rows"))
-    for want, have in pairs:
-        if want in record:
-            got = record.get(have)
-            if have == "retrieved_chunks" and isinstance(got, list):
-                got = [c.get("chunk_id") for c in got if isinstance(c, dict)]
-            wanted = record[want]
-            if want == "expected_chunk" and isinstance(wanted, dict):
-                wanted = wanted.get("chunk_id")
-            if want == "expected" and isinstance(wanted, list):
-                wanted = dict(tuple(p) for p in wanted)
-            return _short(wanted), _short(got)
-    return _short(record.get("target")), _short(record.get("output"))
+    """What the case wanted and what the system gave (one rule with the JUnit failures)."""
+    from queryeval.report.junit import expected_got
+
+    return expected_got(record)

@@ -133,6 +133,7 @@ def evaluate(
     system_version: str | None = None,
     system_name: str | None = None,
     name: str | None = None,
+    judge: Mapping[str, Any] | Any | None = None,
     **kwargs: Any,
 ) -> Run:
     """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
@@ -191,6 +192,9 @@ def evaluate(
             object its own name. Without ``name``, it is also the run's label.
         name: the run's label in every report and comparison (``--name``); default: the
             system's qualified name, the responses file's name or the built-in system.
+        judge: the LLM judge for what no rule decides (task option ``judge``; the CLI's
+            ``--judge-*``): ``{"model", "base_url", "api_key_env", "when", ...}`` or a
+            :class:`~queryeval.systems.judge.JudgeOptions` (docs/judge.md).
 
     Raises:
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
@@ -205,6 +209,15 @@ def evaluate(
     if resume and out is None:
         raise ConfigError("resume=True needs out=FOLDER (a temporary run log cannot be resumed)")
     opts = task_options(options, **kwargs)
+    if judge is not None:
+        if not isinstance(judge, Mapping) and not hasattr(judge, "model_dump"):
+            raise ConfigError(f"judge: a mapping of judge options or a JudgeOptions, got "
+                              f"{type(judge).__name__}")
+        opts["judge"] = dict(judge) if isinstance(judge, Mapping) else judge.model_dump()
+    if isinstance(opts.get("judge"), Mapping):  # an unset key variable: refused before the run
+        from queryeval.systems.judge import check_key
+
+        check_key(opts["judge"].get("api_key_env"))
     shown = None
     if progress is None or progress is True:
         from queryeval.api.progress import auto_progress

@@ -4,8 +4,12 @@ prediction, twice, and report the golds that cannot be matched reliably.
 A gold is **broken** when it fails (syntax, refused, engine error), times out, returns no
 rows, returns different rows on its two executions (nondeterministic: e.g. ``LIMIT``
 without ``ORDER BY`` on an engine that does not keep order), or reaches the row limit
-(``truncated``: the comparison would see only part of it). A top-level ``LIMIT``/``OFFSET``
-without a top-level ``ORDER BY`` is reported as a warning even when both runs agreed.
+(``truncated``: the comparison would see only part of it), or sorts and cuts where rows
+tie (``tie_order``: ``ORDER BY … LIMIT`` whose rows at the cut share the sort key, found by
+running it uncut; :mod:`queryeval.tasks.query_audit`). A top-level ``LIMIT``/``OFFSET``
+without a top-level ``ORDER BY`` is reported as a warning even when both runs agreed, and
+so is a gold close to the deadline (``near_deadline``: its slower run took over half of
+``--query-timeout``).
 
 For each gold the **ceiling** is the figures the second run scores against the first: what
 a perfect prediction could reach under the case's comparison options (1.0 everywhere for a
@@ -24,7 +28,7 @@ from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_text
 
-BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit")
+BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 
 
@@ -66,6 +70,22 @@ def _audit_gold(task: Any, record: dict, query: str) -> dict:
         out.update(status="nondeterministic", reason="the two executions returned different rows")
     else:
         out.update(status="ok", reason=None)
+    from queryeval.tasks.query_audit import audit_findings
+
+    found = audit_findings(task, record, query, out["elapsed_ms"])
+    out.update(found)
+    if "near_deadline" in found:
+        slow = found["near_deadline"]
+        warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
+                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
+    if "tie_order" in found:
+        tie = found["tie_order"]
+        reason = (f"rows {tie['rows'][0]} and {tie['rows'][1]} of the uncut result tie on the "
+                  f"sort key {tie['key']}: the rows kept by LIMIT depend on tie order")
+        if out["status"] == "ok":
+            out.update(status="tie_order", reason=reason)
+        else:
+            warnings.append(reason)
     return out
 
 
@@ -107,8 +127,9 @@ def command(
                                         help="Exit 1 when a gold is broken."),
 ) -> int:
     """Run every gold query twice as if it were a prediction; report golds that fail, time
-    out, return no rows, differ between the two runs or reach the row limit, the ceiling
-    each metric could reach, and timings."""
+    out, return no rows, differ between the two runs, reach the row limit or keep tied rows
+    at an ORDER BY … LIMIT cut, golds close to the deadline, the ceiling each metric could
+    reach, and timings."""
     from queryeval.suite import load_suite
     from queryeval.tasks.query import QueryTask
 

@@ -37,6 +37,11 @@ def command(
     details: bool = typer.Option(
         False, "--details", help="Also raw and t-test p-values and the flipped cases (two runs) "
         "or each pair's flip counts (N runs)."),
+    junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML: one testcase per "
+                                      "metric (and run), a failure for a significant regression."),
+    github: bool | None = typer.Option(
+        None, "--github/--no-github", help="GitHub annotations for significant regressions "
+        "(default: on when GITHUB_ACTIONS=true)."),
 ) -> None:
     """Compare runs case by case: differences, significance, flipped cases. The first run is
     the baseline; three or more runs make one table with the runs as columns."""
@@ -50,7 +55,7 @@ def command(
         p is not None for p in (md_out, tex_out, csv_out))
     if not nway:
         _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out, html_out,
-             resamples, seed, quiet, details)
+             resamples, seed, quiet, details, (junit, github))
         return
     from queryeval.api.compare import MultiComparison
 
@@ -73,13 +78,16 @@ def command(
     if written:
         console.print("written: " + ", ".join(str(p) for p in written), markup=False,
                       highlight=False, soft_wrap=True)
+    from queryeval.cli.ci import compare_outputs
+
+    compare_outputs(comp.raw, junit=junit, github=github, fail_on_regression=fail_on_regression)
     if fail_on_regression:
         comp.check()
 
 
 def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regression: bool,
          json_out: Path | None, xlsx_out: Path | None, html_out: Path | None, resamples: int,
-         seed: int, quiet: bool, details: bool) -> None:
+         seed: int, quiet: bool, details: bool, ci: tuple = (None, None)) -> None:
     from queryeval.api.compare import compare
 
     comp = compare(run_a, run_b, metrics=metric or None, alpha=alpha, resamples=resamples,
@@ -96,5 +104,8 @@ def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regr
         written.append(comp.to_html(html_out))
     if written:
         console.print("written: " + ", ".join(str(p) for p in written), markup=False, highlight=False, soft_wrap=True)
+    from queryeval.cli.ci import compare_outputs
+
+    compare_outputs(comp.raw, junit=ci[0], github=ci[1], fail_on_regression=fail_on_regression)
     if fail_on_regression:
         comp.check()

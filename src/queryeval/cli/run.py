@@ -59,6 +59,23 @@ def _per_field(items: list[str], cast):
     return out
 
 
+def judge_options(model: str | None, base_url: str | None, api_key_env: str | None,
+                  when: str | None) -> dict:
+    """The task option ``judge`` from the ``--judge-*`` flags ({} when none is given)."""
+    from queryeval.errors import ConfigError
+
+    given = {k: v for k, v in (("model", model), ("base_url", base_url),
+                               ("api_key_env", api_key_env or None), ("when", when)) if v}
+    if given and not (model and base_url):
+        raise ConfigError("the LLM judge needs --judge-model and --judge-base-url "
+                          "(docs/judge.md)")
+    if given:
+        from queryeval.systems.judge import check_key
+
+        check_key(given.get("api_key_env"))
+    return given
+
+
 def command(
     ctx: typer.Context,
     suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
@@ -107,6 +124,15 @@ def command(
     reformat_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
     reformat_temperature: float = typer.Option(0.0, "--reformat-temperature", help="Sampling temperature for --reformat."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="LLM judge: chat model; with --judge-base-url turns the judge on (docs/judge.md)."),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="LLM judge: OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1."),
+    judge_api_key_env: str | None = typer.Option(
+        None, "--judge-api-key-env", help="LLM judge: environment variable holding the API key (default: none, for local servers)."),
+    judge_when: Literal["inconclusive", "always", "never"] | None = typer.Option(
+        None, "--judge-when",
+        help="LLM judge: inconclusive (only cases no rule decides, the default), always, or never."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Cases in flight (1-1024)."),
     timeout: float = typer.Option(60.0, "--timeout", help="Per-call timeout, seconds (at most a week)."),
@@ -156,6 +182,17 @@ def command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
+    # CI and observability (docs/ci.md)
+    junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML: one testcase per case."),
+    github: bool | None = typer.Option(
+        None, "--github/--no-github", help="GitHub ::error/::warning annotations for missed gates "
+        "and failed calls (default: on when GITHUB_ACTIONS=true)."),
+    otel: bool = typer.Option(False, "--otel", help="Export spans and gen_ai.evaluation.result "
+                              "events over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables)."),
+    mlflow: bool = typer.Option(False, "--mlflow", help="Log parameters, metrics and reports to MLflow."),
+    mlflow_uri: str | None = typer.Option(
+        None, "--mlflow-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI)."),
+    mlflow_experiment: str = typer.Option("queryeval", "--mlflow-experiment", help="MLflow experiment name."),
 ) -> None:
     """Evaluate SUITE: call the system for every scored turn, score, write the run log."""
     import os
@@ -228,6 +265,9 @@ def command(
                 "base_url": reformat_base_url, "model": reformat_model,
                 "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
             }
+        judge = judge_options(judge_model, judge_base_url, judge_api_key_env, judge_when)
+        if judge:
+            task_options["judge"] = {**(task_options.get("judge") or {}), **judge}
         ks: list[int] = []
         for part in (pass_k or "").split(","):
             if part.strip():
@@ -252,7 +292,8 @@ def command(
         """The options given with --resume: the safe ones to apply, the rest refused."""
         safe = {"concurrency": concurrency, "timeout": timeout, "retries": retries,
                 "backoff": backoff, "no_report": not no_report, "max_error_rate": max_error_rate}
-        always = {"resume", "retry_errors", "force", "quiet", "fail_under"}
+        always = {"resume", "retry_errors", "force", "quiet", "fail_under", "junit", "github",
+                  "otel", "mlflow", "mlflow_uri", "mlflow_experiment"}
         given, refused = {}, []
         for param in ctx.command.params:
             source = ctx.get_parameter_source(param.name)
@@ -328,6 +369,10 @@ def command(
     for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
+    from queryeval.cli.ci import run_outputs
+
+    run_outputs(result, thresholds, junit=junit, github=github, otel=otel, mlflow=mlflow,
+                mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment)
     if result.calls["failed"]:
         say(f"{result.calls['failed']} of {result.calls['total']} calls failed:")
         for line in format_error_summary(result.error_summary):

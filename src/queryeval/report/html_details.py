@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from queryeval.report.freeform_html import freeform_details
 from queryeval.report.html_page import esc, fmt, value_text
 
 
@@ -176,7 +177,8 @@ def query_details(record: dict) -> str:
              '<div class="rowsbox">'
              f'<div><b>gold query</b><pre>{esc(gold)}</pre>{_execution(record.get("gold_execution"))}</div>'
              f'<div><b>predicted query</b><pre>{esc(pred)}</pre>'
-             f'{_execution(record.get("predicted_execution"))}</div></div>']
+             f'{_execution(record.get("predicted_execution"))}</div></div>',
+             _why(record)]
     if isinstance(sample, dict):
         mapping = sample.get("mapping")
         pairs = ", ".join(f"{g} ← {p}" for g, p in zip(sample["gold"].get("columns") or [],
@@ -209,6 +211,21 @@ def query_details(record: dict) -> str:
     if scores:
         parts.append(table_of_scores(scores))
     return "".join(parts)
+
+
+def _why(record: dict) -> str:
+    """The record's ``explanation`` (why the tables differ, computed when the case was scored)
+    and ``touched`` (what the queries read), as written; nothing when the record has neither."""
+    items = record.get("explanation")
+    out = ""
+    if isinstance(items, list) and items:
+        lis = "".join(f'<li class="why-{esc(i.get("kind"))}"><b>{esc(i.get("kind"))}</b>: '
+                      f'{esc(i.get("message"))}</li>' for i in items if isinstance(i, dict))
+        out += f'<div class="why"><b>why the tables differ</b><ul>{lis}</ul></div>'
+    touched = record.get("touched")
+    if isinstance(touched, dict) and touched.get("message"):
+        out += f'<p class="note touched"><b>what the query touched</b>: {esc(touched["message"])}</p>'
+    return out
 
 
 def table_of_scores(scores: dict) -> str:
@@ -279,6 +296,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "retrieval": retrieval_details,
     "query": query_details,
     "answers": answers_details,
+    "freeform": freeform_details,
 }
 
 

@@ -42,6 +42,12 @@ def _table(path: Path, records: list[dict], metrics: dict, **options: Any) -> Pa
     return write_query_xlsx(path, records, metrics, **options)
 
 
+def _freeform(path: Path, records: list[dict], metrics: dict, **options: Any) -> Path:
+    from queryeval.report.freeform_xlsx import write_freeform_xlsx
+
+    return write_freeform_xlsx(path, records, metrics, **options)
+
+
 def _dabench(path: Path, data: Any) -> Path:
     from queryeval.export.dabench import write_dabench_analysis
 
@@ -50,7 +56,7 @@ def _dabench(path: Path, data: Any) -> Path:
 
 WORKBOOK_LAYOUTS: dict[str, Callable[..., Path]] = {
     "selection": _selection, "answers": _answers, "retrieval": _retrieval,
-    "fields": _fields, "table": _table,
+    "fields": _fields, "table": _table, "freeform": _freeform,
 }
 EXPORT_FORMATS: dict[str, Callable[[Path, Any], Path]] = {"dabench": _dabench}
 

@@ -148,6 +148,15 @@ def resolve_config(config: RunConfig) -> RunConfig:
     if isinstance(reformat, dict):
         cache = reformat.get("cache_dir", ".queryeval-cache/reformat")
         opts["reformat"] = {**reformat, "cache_dir": absolute(cache)}
+    judge = opts.get("judge")
+    if isinstance(judge, dict):  # the judge's folders, fixed at start (as the reformat cache)
+        from queryeval.systems.chat import default_cache_root
+
+        root = default_cache_root()
+        opts["judge"] = {**judge,
+                         "cache_dir": absolute(judge.get("cache_dir") or str(root / "judge")),
+                         "checks_dir": absolute(judge.get("checks_dir")
+                                                or str(root / "judge-checks"))}
     out = Path(str(absolute(config.out)))
     for folder in (out, *out.parents):
         if folder.exists():

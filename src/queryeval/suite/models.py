@@ -139,6 +139,16 @@ class ReferenceAnswer(BaseModel):
     unit: str | None = Field(default=None, description="Unit of the reference's numbers "
                              "(pint syntax, e.g. 'km', 'USD' is not a unit).")
 
+    @field_validator("answer", "aliases", mode="before")
+    @classmethod
+    def _yaml_dates(cls, v):
+        """YAML reads ``answer: 2024-02-01`` as a date: keep it as its ISO text."""
+        import datetime as dt
+
+        if isinstance(v, list):
+            return [x.isoformat() if isinstance(x, (dt.date, dt.datetime)) else x for x in v]
+        return v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v
+
 
 class GoldTable(BaseModel):
     """Seed 003: a gold result given as a table instead of a query."""
@@ -236,11 +246,13 @@ class Target(BaseModel):
         default=None, description="A free-form answer's reference (task freeform).")
 
     def task_kinds(self) -> set[str]:
-        """The task keys this target sets (present, even if empty)."""
-        return {k for k in self.model_fields_set if k in TASK_KEYS}
+        """The task kinds of the keys this target sets (present, even if empty)."""
+        return {KEY_TASKS.get(k, k) for k in self.model_fields_set if k in TASK_KEYS}
 
 
-TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields")
+TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields", "reference")
+KEY_TASKS = {"reference": "freeform"}
+"""A target key whose task kind has another name (every other key names its task)."""
 
 
 class Turn(BaseModel):

@@ -2,7 +2,8 @@
 
 DABench notes that most models do not follow the format requirement, so before scoring it
 asks GPT-3.5 to restate each response in the question's format. This module does that
-against any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint over httpx:
+against any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint through the
+client it shares with the LLM judge (:mod:`queryeval.systems.chat`):
 
 * the conversation is the reference's: the question (user), the system's response
   (assistant), then a user turn with format examples and the question's format requirement;
@@ -19,10 +20,6 @@ A missing or empty response is not sent: there is nothing to reformat, and it st
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from queryeval.errors import ConfigError, SystemCallError
+from queryeval.systems.chat import ChatClient, ChatConfig, DiskCache, digest
 
 FORMAT_EXAMPLES = """\\Format{
 @shapiro_wilk_statistic[test_statistic]
@@ -77,11 +74,7 @@ def build_messages(question: str, response: str, format: str) -> list[dict[str, 
 
 def cache_key(model: str, messages: Sequence[dict[str, str]], temperature: float) -> str:
     """sha256 hex of the canonical JSON of (model, messages, temperature)."""
-    blob = json.dumps(
-        {"model": model, "messages": list(messages), "temperature": float(temperature)},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return digest({"model": model, "messages": list(messages), "temperature": float(temperature)})
 
 
 @dataclass(frozen=True)
@@ -106,13 +99,13 @@ class ReformatConfig:
     cache_dir: Path | None = None
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ConfigError(f"reformat concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise ConfigError(f"reformat max_retries must be >= 0, got {self.max_retries}")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"reformat base URL must start with http:// or https://: "
-                              f"{self.base_url!r}")
+        self.chat_config()  # the shared client's checks: concurrency, retries, base URL
+
+    def chat_config(self) -> ChatConfig:
+        return ChatConfig(base_url=self.base_url, api_key_env=self.api_key_env,
+                          timeout_s=self.timeout_s, max_retries=self.max_retries,
+                          backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
+                          concurrency=self.concurrency, label="reformat")
 
 
 @dataclass(frozen=True)
@@ -145,48 +138,6 @@ class ReformatResult:
         return self.error is None
 
 
-class _Cache:
-    """One JSON file per key under ``root``; writes go through a temp file + ``os.replace``."""
-
-    def __init__(self, root: Path | None) -> None:
-        self.root = root
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-
-    def get(self, key: str) -> str | None:
-        if self.root is None:
-            return None
-        p = self.root / f"{key}.json"
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # absent or unreadable: a miss; a good reply will overwrite it
-        content = data.get("content") if isinstance(data, dict) else None
-        return content if isinstance(content, str) else None
-
-    def put(self, key: str, record: dict) -> None:
-        if self.root is None:
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, ensure_ascii=False, indent=1)
-            os.replace(tmp, self.root / f"{key}.json")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        secs = float(value)
-    except ValueError:
-        return None  # HTTP-date form: fall back to our own backoff
-    return max(0.0, secs)
-
-
 class Reformatter:
     """Calls the reformat endpoint for many cases with a cache, retries and a concurrency cap.
 
@@ -202,21 +153,8 @@ class Reformatter:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.config = config
-        headers = {"Content-Type": "application/json"}
-        if config.api_key_env:
-            key = os.environ.get(config.api_key_env)
-            if not key:
-                raise ConfigError(
-                    f"environment variable {config.api_key_env} (the reformat API key) is not set"
-                )
-            headers["Authorization"] = f"Bearer {key}"
-        self._sleep = sleep
-        self._cache = _Cache(config.cache_dir)
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
-        self._client = httpx.Client(
-            headers=headers, timeout=config.timeout_s, transport=transport,
-            limits=httpx.Limits(max_connections=config.concurrency),
-        )
+        self._chat = ChatClient(config.chat_config(), sleep=sleep, transport=transport)
+        self._cache = DiskCache(config.cache_dir)
 
     def __enter__(self) -> Reformatter:
         return self
@@ -225,40 +163,7 @@ class Reformatter:
         self.close()
 
     def close(self) -> None:
-        self._client.close()
-
-    # -- one request ---------------------------------------------------------------------
-    def _post_once(self, body: dict) -> str:
-        """One HTTP attempt; raises SystemCallError (``retryable`` set) on failure."""
-        try:
-            resp = self._client.post(self._url, json=body)
-        except httpx.TimeoutException as e:
-            raise SystemCallError("timeout", f"{type(e).__name__}: {e}", retryable=True) from None
-        except httpx.TransportError as e:
-            raise SystemCallError("connection", f"{type(e).__name__}: {e}",
-                                  retryable=True) from None
-        if resp.status_code != 200:
-            retryable = resp.status_code == 429 or resp.status_code >= 500
-            raise SystemCallError(
-                "http_status", f"HTTP {resp.status_code}: {resp.text[:300]}",
-                retryable=retryable,
-                retry_after=_parse_retry_after(resp.headers.get("Retry-After")),
-            )
-        try:
-            content = resp.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise SystemCallError(
-                "malformed", f"reply is not a chat completion: {resp.text[:300]}"
-            ) from None
-        if not isinstance(content, str):
-            raise SystemCallError("malformed", "reply content is not a string")
-        return content
-
-    def _backoff(self, retry: int, hint: float | None) -> float:
-        if hint is not None:
-            return hint
-        c = self.config
-        return min(c.backoff_max_s, c.backoff_base_s * 2 ** (retry - 1))
+        self._chat.close()
 
     def reformat(self, item: ReformatItem) -> ReformatResult:
         """Reformat one case; never raises for call failures (they land in ``error``)."""
@@ -273,19 +178,12 @@ class Reformatter:
         body: dict = {"model": c.model, "messages": messages, "temperature": c.temperature}
         if c.max_tokens is not None:
             body["max_tokens"] = c.max_tokens
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                content = self._post_once(body)
-            except SystemCallError as err:
-                if err.retryable and attempts <= c.max_retries:
-                    self._sleep(self._backoff(attempts, err.retry_after))
-                    continue
-                return ReformatResult(id=item.id, error=err.to_dict(), attempts=attempts, key=key)
-            self._cache.put(key, {"model": c.model, "temperature": c.temperature,
-                                  "messages": messages, "content": content})
-            return ReformatResult(id=item.id, text=content, attempts=attempts, key=key)
+        reply = self._chat.call(body)
+        if reply.error is not None:
+            return ReformatResult(id=item.id, error=reply.error, attempts=reply.attempts, key=key)
+        self._cache.put(key, {"model": c.model, "temperature": c.temperature,
+                              "messages": messages, "content": reply.content})
+        return ReformatResult(id=item.id, text=reply.content, attempts=reply.attempts, key=key)
 
     def reformat_many(self, items: Sequence[ReformatItem]) -> list[ReformatResult]:
         """Reformat every item (results in input order), ``concurrency`` at a time."""

@@ -3,13 +3,16 @@
 The system answers each question in free text; every ``@name[value]`` is extracted and
 compared with the labels (:mod:`queryeval.metrics.answers`). An optional *reformat* step asks
 an OpenAI-compatible model to rewrite a free-text answer into the ``@name[value]`` format
-first (cached on disk). See docs/answers.md.
+first (cached on disk). A response with no ``@name[value]`` at all is inconclusive: with a
+judge configured (option ``judge``, docs/judge.md) an LLM judge decides it, and the record
+says which decided (``decided_by``). See docs/answers.md.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -21,12 +24,15 @@ from queryeval.metrics.answers import (
     QuestionScore,
     SubScore,
     closed_form_metrics,
+    extract_answers,
     score_question,
 )
 from queryeval.suite.models import Case
+from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.query_judge import close_judge, judge_batch_info, judge_client, judge_note
 
 
 class ReformatOptions(BaseModel):
@@ -48,6 +54,9 @@ class AnswersOptions(TaskOptions):
     """Folder the questions' table files are resolved under (sent to the system)."""
     export: list[Literal["dabench"]] = Field(default_factory=list)
     reformat: ReformatOptions | None = None
+    judge: JudgeOptions | None = None
+    """The LLM judge for responses with no ``@name[value]`` (``when=always``: every answered
+    case); see docs/judge.md."""
     compat: Literal["none", "infiagent"] = "none"
     """infiagent: reproduce InfiAgent's ``eval_closed_form.py``: missing answers are skipped
     (``missing=skip``), responses for unknown ids are ignored, and of several responses with
@@ -81,7 +90,7 @@ class AnswersTask(Task):
     name = "answers"
     figures = Figures(settings=("match", "missing_mode"), counts=(
         "questions", "answered", "missing", "subquestions", "correct_questions",
-        "correct_subquestions", "total_cases", "skipped_missing", "errors"))
+        "correct_subquestions", "total_cases", "skipped_missing", "errors", "judged"))
     Options = AnswersOptions
 
     #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the
@@ -96,6 +105,14 @@ class AnswersTask(Task):
         super().__init__(options)
         self._reformatter = None
         self._lock = threading.Lock()
+        if self.options.judge is not None:
+            self.csv_columns = [*type(self).csv_columns, "decided_by", "judge_verdict",
+                                "judge_reason"]
+
+    def batch_info(self) -> dict:
+        """The judge (model, endpoint, prompt version and text) and the agreement a
+        ``judge-check`` measured for it, when the run has a judge."""
+        return judge_batch_info(self.options.judge)
 
     def input_files(self) -> list[str]:
         """Nothing beyond the options; but ``tables`` must be a folder: queryeval never opens
@@ -175,6 +192,32 @@ class AnswersTask(Task):
             return None, {"kind": "reformat", "message": result.error.get("message", "")}
         return result.text, None
 
+    # --- the judge ------------------------------------------------------------------------------
+    def _judge_reason(self, text: str | None) -> str | None:
+        """Why the judge is asked about a response (None: it is not): ``inconclusive`` when it
+        holds no ``@name[value]`` at all, ``always`` under ``when=always``."""
+        opts = self.options.judge
+        if opts is None or opts.when == "never" or not text or not text.strip():
+            return None
+        if opts.when == "always":
+            return "always"
+        return "inconclusive" if not extract_answers(text) else None
+
+    def _ask_judge(self, case: Case, turn: int, response: str, why: str,
+                   expected: list[tuple[str, str]]) -> dict:
+        from queryeval.systems.judge import JudgeItem
+
+        fmt = case.metadata.get("format")
+        v = judge_client(self).judge(JudgeItem(
+            case_id=case.id, question=case.conversation[turn].content,
+            reference="\n".join(f"{name}: {value}" for name, value in expected),
+            response=response, context=f"Format asked for:\n{fmt}" if fmt else ""))
+        out = {"verdict": v.verdict, "reason": v.reason, "why": why, "model": v.model,
+               "prompt_version": v.prompt_version, "cached": v.cached}
+        if v.error:
+            out["error"] = v.error
+        return out
+
     # --- scoring -----------------------------------------------------------------------------
     def _score(self, expected: list[tuple[str, str]], text: str | None) -> QuestionScore:
         return score_question(expected, text, match=self.options.match, missing=self.options.missing)
@@ -193,7 +236,14 @@ class AnswersTask(Task):
         if response and self.options.reformat is not None:
             reformatted, reformat_error = self._reformat(case, response)
             error = error or reformat_error
+        judged = None
+        why = self._judge_reason(reformatted if reformatted is not None else response)
+        if error is None and why is not None:
+            judged = self._ask_judge(case, o.turn, response, why, expected)
+            error = judged.get("error")
         record = self.base_record(case, [TurnOutcome(turn=o.turn, error=error)])
+        if self.options.judge is not None:
+            record["judge"] = judged
         record.update({
             "turn": o.turn,
             "question": case.conversation[o.turn].content,
@@ -230,6 +280,15 @@ class AnswersTask(Task):
         record["answered"] = qs.answered
         record["skipped"] = qs.skipped
         record["extracted"] = dict(qs.extracted)
+        judged = record.get("judge")
+        verdict = judged.get("verdict") if judged else None
+        if "judge" in record:  # a run with a judge says what decided each case
+            record["decided_by"] = "judge" if verdict is not None else (
+                "inconclusive" if qs.answered and not qs.extracted else "rules")
+            if verdict is not None:  # the judge's verdict holds for every sub-answer
+                record["rules_verdict"] = "pass" if qs.all_correct else "fail"
+                qs = replace(qs, subs=tuple(replace(s, matched=verdict == "pass")
+                                            for s in qs.subs))
         record["subquestions"] = [
             {"name": s.name, "expected": s.expected, "extracted": s.extracted, "matched": s.matched}
             for s in qs.subs
@@ -258,7 +317,15 @@ class AnswersTask(Task):
         tally = Tally(self)
         acc = ClosedFormAccumulator()
         skipped = 0
-        for r in tally.counted(records):
+        judged = 0
+
+        def watch(rs: Iterable[dict]) -> Iterable[dict]:
+            nonlocal judged
+            for r in rs:
+                judged += r.get("decided_by") == "judge"
+                yield r
+
+        for r in tally.counted(watch(records)):
             subs = r["subquestions"]
             acc.add_counts(sum(s["matched"] for s in subs), len(subs), answered=r["answered"],
                            skipped=r["skipped"], concepts=r["concepts"], level=r["level"])
@@ -273,6 +340,8 @@ class AnswersTask(Task):
             "missing_mode": self.options.missing,
             **tally.error_summary(),
         })
+        if self.options.judge is not None:
+            overall["judged"] = judged  # cases the judge decided (every case: all attempts)
         groups = {"concept": m["by_concept"], "concept_count": m["by_concept_count"],
                   "concept_group": m["by_concept_group"]}
         if "by_level" in m:
@@ -294,6 +363,10 @@ class AnswersTask(Task):
             "all_correct": scores.get("all_correct"),
             "error": f"{record['error']['kind']}: {record['error']['message']}" if record["error"] else "",
         }
+        if self.options.judge is not None:
+            j = record.get("judge") or {}
+            base.update({"decided_by": record.get("decided_by"), "judge_verdict": j.get("verdict"),
+                         "judge_reason": j.get("reason")})
         for s in record["subquestions"]:
             yield {**base, **s}
 
@@ -310,11 +383,15 @@ class AnswersTask(Task):
         if self._reformatter is not None:
             self._reformatter.close()
             self._reformatter = None
+        close_judge(self)
 
     def summary(self, metrics: dict) -> list[Any]:
-        return [
+        out: list[Any] = [
             Overall(["psaq", "abq", "uasq", "questions", "answered", "missing", "subquestions",
                      "errors"]),
             Groups(metrics["group_metrics"]["concept_group"], "number of concepts",
                    ["questions", "abq", "psaq", "uasq"]),
         ]
+        if self.options.judge is not None:
+            out.append(judge_note(self.options.judge, metrics["overall_metrics"].get("judged")))
+        return out

@@ -49,6 +49,8 @@ class Task(ABC):
     """A task kind. Subclasses set ``name``, ``Options`` and implement the abstract methods."""
 
     name: ClassVar[str]
+    target_key: ClassVar[str | None] = None
+    """The target key holding this task's ground truth, when it is not ``name``."""
     Options: ClassVar[type[TaskOptions]] = TaskOptions
     figures: ClassVar[Figures] = Figures()
     """What the task's figures are (settings, timings, older names, not on [0, 1]): the
@@ -76,11 +78,12 @@ class Task(ABC):
 
     def _target(self, case: Case) -> Any:
         """The case's first target under this task's key (for single-turn task kinds)."""
+        key = self.target_key or self.name
         for turn in case.conversation:
-            value = getattr(turn.target, self.name, None) if turn.target is not None else None
+            value = getattr(turn.target, key, None) if turn.target is not None else None
             if value is not None:
                 return value
-        raise ConfigError(f"case {case.id!r} has no target.{self.name}")
+        raise ConfigError(f"case {case.id!r} has no target.{key}")
 
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
         """Cases to run, in run order (tasks may filter or sample). Given a stream, a task
@@ -281,6 +284,7 @@ _REGISTRY: dict[str, str | type[Task]] = {
     "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
     "query": "queryeval.tasks.query:QueryTask",
     "fields": "queryeval.tasks.fields:FieldsTask",
+    "freeform": "queryeval.tasks.freeform:FreeformTask",
 }
 BUILTIN_TASKS = frozenset(_REGISTRY)
 ENTRY_POINT_GROUP = "queryeval.tasks"

@@ -19,7 +19,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from queryeval.errors import ConfigError
+from queryeval.metrics.touched import SCORE_KEYS
 from queryeval.suite.models import Case, DataSource
+from queryeval.systems.judge import JudgeOptions
+from queryeval.tasks import query_judge
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
@@ -28,6 +31,7 @@ RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 RATE_KEYS = ("syntax_ok", "returns_results", "perfect_match")
+SCHEMA_KEYS = SCORE_KEYS  # what the query touched against the gold (tasks/query_explain.py)
 SAMPLE_ROWS = 10
 """Rows of the gold and predicted tables kept in a record for the report (first N)."""
 SAMPLE_CELL_CHARS = 200
@@ -104,6 +108,8 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
+    judge: JudgeOptions | None = None
+    """The LLM judge where execution cannot decide (tasks/query_judge.py, docs/judge.md)."""
 
 
 def _lang_of(source: str) -> str:
@@ -116,7 +122,7 @@ def _lang_of(source: str) -> str:
 class QueryTask(Task):
     name = "query"
     figures = Figures(settings=("rules",), counts=(
-        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors"))
+        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors", "judged"))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -172,10 +178,14 @@ class QueryTask(Task):
                 if p.strip() and "://" not in p]
 
     def close(self) -> None:
+        query_judge.close_judge(self)
         with self._lock:
             for e in self._engines.values():
                 e.close()
             self._engines.clear()
+
+    def batch_info(self) -> dict:
+        return query_judge.judge_batch_info(self.options.judge)
 
     def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
@@ -281,7 +291,7 @@ class QueryTask(Task):
             "attempts": o.attempts,
             "latency_ms": o.latency_ms,
         })
-        return self._fill_scores(record)
+        return query_judge.settle(self, self._fill_scores(record))
 
     def _golds(self, record: dict) -> tuple[list[tuple[dict, str | None]], dict, str | None]:
         """Every gold of a case as (result table, gold query or None for a gold table), the
@@ -344,7 +354,7 @@ class QueryTask(Task):
             pred, info = self._execute(record["source"], pred_query)
         record["predicted_execution"] = info
         scores = {k: 0.0 for k in (*F1_KEYS, *RATE_KEYS)}
-        gold = golds[0][0]
+        gold, index = golds[0][0], 0
         if pred is not None:
             engine = self.engine(record["source"])
             # Arity: the reference's regular expression reads the query text (buildingqa
@@ -367,8 +377,8 @@ class QueryTask(Task):
                 record["predicted_execution"] = {**info, "status": "unscorable",
                                                  "reason": f"{type(exc).__name__}: {exc}"}
                 scores["syntax_ok"] = 1.0
-                record["scores"] = scores
-                return record
+                pred = None  # nothing compared: the explanation says why
+        if pred is not None:
             gold = golds[index][0]
             if len(golds) > 1:
                 record["gold_matched"] = index  # 0: gold, then alternatives, then gold tables
@@ -383,9 +393,14 @@ class QueryTask(Task):
             if ts.order_score is not None:
                 record["order_score"] = ts.order_score
             record["result_sample"] = result_sample(gold, pred, record["mapping"])
-        else:
+        elif record["predicted_execution"].get("status") != "unscorable":
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
+        from queryeval.tasks import query_explain as qx  # why it differs, what it touched
+
+        record["explanation"] = qx.explanation(record, pred, gold, record.get("comparison", {}),
+                                               record.get("mapping"), self.options.rules)
+        scores.update(qx.touched_fields(self, record, golds[index][1] or golds[0][1]))
         record["scores"] = scores
         return record
 
@@ -393,13 +408,16 @@ class QueryTask(Task):
         """An attempt passes (``--repeats``) when its result table matches the gold one
         exactly (``exact_match_f1`` = 1); a failed call does not pass."""
         scores = record.get("scores") or {}
+        judged = query_judge.judge_verdict(record)
+        if judged is not None:
+            return judged
         return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
         out["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]
         out["status"] = "error" if out["error_kinds"] else "ok"
-        return self._fill_scores(out)
+        return query_judge.settle(self, self._fill_scores(out), ask=False)
 
     # --- aggregation -------------------------------------------------------------------------------
     @staticmethod
@@ -420,23 +438,28 @@ class QueryTask(Task):
         overall and in its groups: nothing is kept per case. Groups are reported sorted by name."""
         keys = (*F1_KEYS, *RATE_KEYS)
         tally = Tally(self)
-        gold_failures = 0
+        gold_failures = judged = 0
 
         def watch(rs: Iterable[dict]) -> Iterator[dict]:
-            nonlocal gold_failures
+            nonlocal gold_failures, judged
             for r in rs:
                 if r["scores"] is None:
                     gold_failures += 1
+                judged += r.get("decided_by") == "judge"
                 yield r
 
         cols = [Values() for _ in keys]
         groupings: dict[str, dict[Any, list[Values]]] = {"tag": {}, "question_source": {},
                                                          "building": {}}
         inexact = 0
+        from queryeval.tasks.query_explain import DiagnosisTally
+
+        diagnosis = DiagnosisTally()  # schema_* means, cases per kind of difference
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
+            diagnosis.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -459,16 +482,19 @@ class QueryTask(Task):
             "inexact_mapping_searches": inexact,
             "rules": self.options.rules,
             **tally.error_summary(),
+            **({"judged": judged} if self.options.judge is not None else {}),
+            **diagnosis.overall(),
         })
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
                    for value, gcols in sorted(groups.items())}
             for name, groups in groupings.items() if groups}
-        return {"overall_metrics": overall, "group_metrics": group_metrics}
+        return {"overall_metrics": overall, "group_metrics": group_metrics,
+                "differences": diagnosis.differences()}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "row_f1_bound",
-                   "order_score",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, *SCHEMA_KEYS, "mapping_exact",
+                   "row_f1_bound", "order_score", "why", "touched",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
@@ -480,6 +506,8 @@ class QueryTask(Task):
             "case_id": record["case_id"], "question": record["question"],
             **(record["scores"] or {}),
             "mapping_exact": record.get("mapping_exact"),
+            "why": " | ".join(str(i.get("message")) for i in record.get("explanation") or []),
+            "touched": (record.get("touched") or {}).get("message"),
             "row_f1_bound": record.get("row_f1_bound"),
             "order_score": record.get("order_score"),
             "gold_matched": record.get("gold_matched"),
@@ -494,7 +522,8 @@ class QueryTask(Task):
         return [Workbook("table", {"columns": self.csv_columns, "rows": self.csv_rows})]
 
     def summary(self, metrics: dict) -> list[Any]:
-        keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
+        keys = [*F1_KEYS, *RATE_KEYS, *(k for k in SCHEMA_KEYS if k in metrics["overall_metrics"]),
+                "cases", "gold_failures", "errors"]
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")
@@ -505,6 +534,11 @@ class QueryTask(Task):
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
+        if self.options.judge is not None:
+            out.append(query_judge.judge_note(self.options.judge,
+                                              metrics["overall_metrics"].get("judged")))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
-        return out
+        from queryeval.tasks.query_explain import summary_notes
+
+        return out + summary_notes(metrics)

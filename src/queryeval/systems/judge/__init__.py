@@ -8,87 +8,51 @@ the client that answers (:func:`make_judge`): tasks build a :class:`JudgeItem`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from queryeval.systems.judge.types import Judge, JudgeItem, JudgeOptions, JudgeVerdict
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from queryeval.errors import ConfigError
+__all__ = ["Judge", "JudgeItem", "JudgeOptions", "JudgeVerdict", "check_key", "judge_info",
+           "make_judge", "recorded_agreement"]
 
 
-class JudgeOptions(BaseModel):
-    """Where and when to ask the judge (task option ``judge``; CLI ``--judge-*``)."""
+def check_key(api_key_env: str | None) -> None:
+    """Refuse, before a run starts, a key variable that is not set (one ConfigError line)."""
+    import os
 
-    model_config = ConfigDict(extra="forbid")
+    from queryeval.errors import ConfigError
 
-    model: str = Field(min_length=1)
-    base_url: str = Field(min_length=1)
-    api_key_env: str | None = None
-    """Environment variable holding the API key; ``None`` sends no key (local servers)."""
-    when: Literal["inconclusive", "always", "never"] = "inconclusive"
-    """inconclusive: only cases no deterministic rule decides; always: every case (the
-    rules' verdict is kept beside the judge's); never: no calls (inconclusive stays failed)."""
-    temperature: float = 0.0
-    max_retries: int = Field(default=4, ge=0)
-    """Retries of a failed call (429, 5xx, connection, timeout)."""
-    malformed_retries: int = Field(default=2, ge=0)
-    """Retries of a reply that is not the verdict JSON, before ``judge_malformed``."""
-    concurrency: int = Field(default=4, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
-    cache_dir: str | None = None
-    """Replies cached on disk (default: under the queryeval cache folder)."""
-
-
-@dataclass(frozen=True)
-class JudgeItem:
-    """One question for the judge."""
-
-    case_id: str
-    question: str
-    reference: str
-    """The reference answer (for a query: the gold query and its result, as text)."""
-    response: str
-    kind: Literal["answer", "query"] = "answer"
-    context: str = ""
-    """Further evidence shown to the judge (e.g. both result tables)."""
-
-
-@dataclass(frozen=True)
-class JudgeVerdict:
-    """The judge's answer for one item. ``verdict`` is None when it could not decide."""
-
-    verdict: Literal["pass", "fail"] | None
-    reason: str = ""
-    error: dict | None = None
-    """``{"kind": "judge_malformed" | "judge_call", "message": ...}`` when no verdict came."""
-    model: str = ""
-    prompt_version: str = ""
-    cached: bool = False
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass" and self.error is None
-
-
-class Judge(Protocol):
-    def judge(self, item: JudgeItem) -> JudgeVerdict: ...
-
-    def close(self) -> None: ...
+    if api_key_env and not os.environ.get(api_key_env):
+        raise ConfigError(f"environment variable {api_key_env} (the judge API key) is not set")
 
 
 def make_judge(options: JudgeOptions) -> Judge:
-    """The judge for ``options`` (the OpenAI-compatible client)."""
-    raise ConfigError("the LLM judge client is not built yet")  # replaced by the client
+    """The judge for ``options``: the OpenAI-compatible client
+    (:class:`~queryeval.systems.judge.client.LLMJudge`). Raises ConfigError for a bad base URL
+    or an unset API key variable."""
+    from queryeval.systems.judge.client import LLMJudge
+
+    return LLMJudge(options)
 
 
 def judge_info(options: JudgeOptions) -> dict:
     """What a run log records about its judge: model, endpoint, ``when``, the prompt's
-    version and text (a task puts it in its ``batch_info``)."""
+    version and text (``prompt``: the answers prompt; ``prompts``: both, by kind). A task
+    puts it in its ``batch_info``, with :func:`recorded_agreement`."""
+    from queryeval.systems.judge.prompt import PROMPT_VERSION, PROMPTS
+
     return {"model": options.model, "base_url": options.base_url, "when": options.when,
-            "prompt_version": "", "prompt": ""}  # replaced by the client
+            "prompt_version": PROMPT_VERSION, "prompt": PROMPTS["answer"],
+            "prompts": dict(PROMPTS)}
 
 
 def recorded_agreement(options: JudgeOptions) -> dict | None:
     """The agreement measured by ``queryeval judge-check`` for this model and prompt version
     (kappa, TPR, TNR, accuracy with CIs, n), or None when no check was recorded."""
-    return None  # replaced by the client
+    from queryeval.systems.judge.checks import load_check
+    from queryeval.systems.judge.prompt import PROMPT_VERSION
+
+    found = load_check(options.model, PROMPT_VERSION, options.checks_dir)
+    if found is None:
+        return None
+    keep = ("model", "prompt_version", "when", "labels", "n", "errors", "kappa", "tpr",
+            "tnr", "accuracy", "confusion", "self_consistency", "path")
+    return {k: found[k] for k in keep if k in found}

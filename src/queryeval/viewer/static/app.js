@@ -359,13 +359,21 @@
           el('p', {'class': 'note', id: 'expected-text'}, (doc.withheld || []).indexOf('corpus') >= 0 ?
             'text not shown: the corpus is outside the folder, so the viewer does not open it' :
             'text not in the run log')] : null;
+      // why the tables differ / what the query touched: the record's own fields (computed once
+      // when the case was scored), shown as written
+      var why = Array.isArray(rec.explanation) && rec.explanation.length ? [
+        el('h2', {}, 'Why the tables differ'), el('ul', {id: 'why'}, rec.explanation.map(function (it) {
+          return el('li', {'class': 'why'}, el('b', {}, String(it && it.kind)), ': ' + String(it && it.message));
+        }))] : null;
+      var touched = rec.touched && typeof rec.touched === 'object' && rec.touched.message ? [
+        el('h2', {}, 'What the query touched'), el('p', {id: 'touched'}, String(rec.touched.message))] : null;
       var turns = Array.isArray(rec.turns) ? rec.turns : [];
       show([el('p', {}, el('a', {href: '#/run/' + enc(id)}, '‹ back to the run')),
             el('h1', {id: 'case-title'}, (rec.name || rec.case_id) + ''),
             el('p', {'class': 'note'}, rec.case_id + ' · ', el('b', {id: 'case-verdict-shown', 'class':
               doc.attempt.verdict === 'pass' ? 'better' : 'worse'}, doc.attempt.verdict),
               ' · call status ' + rec.status + (row.attempts.length > 1 ? ' · case verdict ' + row.verdict +
-              ' (' + row.outcomes + ')' : '')), attempts, chunk,
+              ' (' + row.outcomes + ')' : '')), attempts, chunk, why, touched,
             el('h2', {}, 'Scores'), value(rec.scores || {}),
             turns.map(function (t, i) { return [el('h2', {}, 'Turn ' + (t.turn !== undefined ? t.turn : i)), value(t)]; }),
             el('h2', {}, 'Record'), value(rest),

@@ -1,0 +1,144 @@
+"""``--otel``: a finished run exported as OpenTelemetry traces through opentelemetry-sdk's
+OTLP/HTTP exporter (endpoint, headers, timeout from the standard ``OTEL_EXPORTER_OTLP_*``
+variables, e.g. ``OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318``).
+
+One trace per run: a ``queryeval.run`` span, under it one ``queryeval.case`` span per case,
+under that one ``queryeval.call`` span per attempt (the system call; status ERROR with the
+record's error for a failed call). The case span carries one ``gen_ai.evaluation.result``
+event per metric, attributes per the GenAI semantic conventions:
+``gen_ai.evaluation.name`` (the metric), ``gen_ai.evaluation.score.value`` (the case's
+figure: the run model's mean over its attempts), ``gen_ai.evaluation.score.label`` (the
+case's verdict under the task's pass rule: pass, fail, error, flaky),
+``gen_ai.evaluation.explanation`` (for a case that did not pass: expected vs got, the call's
+error or the pass rate) and ``error.type`` for a failed call.
+
+The export reads the run log after the run (one source of truth): the log records each
+call's duration (``latency_ms``), not its start, so every case span starts at the run's
+start and lasts the sum of its calls, which follow one another inside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from queryeval.errors import ConfigError
+from queryeval.run.results import RunResults
+
+EVENT = "gen_ai.evaluation.result"
+
+
+def _ns(iso: str | None, default: int) -> int:
+    if not iso:
+        return default
+    try:
+        return int(dt.datetime.fromisoformat(iso).timestamp() * 1e9)
+    except ValueError:
+        return default
+
+
+class _Recording:
+    """Wraps the exporter to learn whether every export succeeded."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.failed = inner, 0
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        result = self.inner.export(spans)
+        if result != SpanExportResult.SUCCESS:
+            self.failed += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | None = None) -> int:
+    """Export ``run`` (a :class:`RunResults`, a ``qe.Run`` or a path) as one trace; return the
+    number of spans sent. ``exporter``: any SpanExporter (default: OTLP/HTTP, configured by
+    the ``OTEL_EXPORTER_OTLP_*`` variables, or ``endpoint`` for the traces URL). Raises
+    ConfigError (one line) when the collector did not take the spans."""
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.trace import Status, StatusCode, set_span_in_context
+    except ImportError:
+        raise ConfigError("--otel needs the otel extra: pip install 'queryeval[otel]'") from None
+    from queryeval.report.junit import case_outcome, error_text
+
+    results = RunResults.open(getattr(run, "results", run))
+    if exporter is None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
+    recording = _Recording(exporter)
+    provider = TracerProvider(resource=Resource.create({
+        "service.name": "queryeval", "queryeval.run.label": results.label}))
+    provider.add_span_processor(SimpleSpanProcessor(recording))  # type: ignore[arg-type]
+    tracer = provider.get_tracer("queryeval")
+    records = results.records
+    start = _ns(results.batch.get("timestamp"), 0)
+    task = results.task_name or ""
+    spans = 0
+    root = tracer.start_span("queryeval.run", start_time=start, attributes={
+        "queryeval.batch_id": results.batch_id, "queryeval.task": task,
+        "queryeval.label": results.label, "queryeval.cases": len(results.cases),
+        "queryeval.repeats": results.repeats})
+    end_all = start
+    for case in results.cases:
+        latencies = [int(float(records[a.index].get("latency_ms") or 0.0) * 1e6)
+                     for a in case.attempts]
+        end = start + sum(latencies)
+        verdict, message, _ = case_outcome(records, case)
+        span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
+                                 start_time=start, attributes={
+                                     "queryeval.case.id": case.case_id,
+                                     "queryeval.case.name": case.name or "",
+                                     "queryeval.case.verdict": verdict,
+                                     "queryeval.case.attempts": len(case.attempts),
+                                     "queryeval.case.passes": case.passes,
+                                     "queryeval.case.pass_rate": case.pass_rate})
+        at = start
+        for a, ns in zip(case.attempts, latencies, strict=True):
+            rec = records[a.index]
+            call = tracer.start_span("queryeval.call", context=set_span_in_context(span),
+                                     start_time=at, attributes={
+                                         "queryeval.repeat": a.repeat,
+                                         "queryeval.call.status": a.status,
+                                         "queryeval.call.attempts": int(rec.get("attempts") or 1)})
+            if a.status == "error":
+                kinds = rec.get("error_kinds") or ["error"]
+                call.set_attribute("error.type", str(kinds[0]))
+                call.set_status(Status(StatusCode.ERROR, error_text(rec)))
+            at += ns
+            call.end(end_time=at)
+            spans += 1
+        for metric, value in case.means.items():
+            attrs: dict[str, Any] = {"gen_ai.evaluation.name": metric,
+                                     "gen_ai.evaluation.score.value": float(value),
+                                     "gen_ai.evaluation.score.label": verdict}
+            if message:
+                attrs["gen_ai.evaluation.explanation"] = message
+            if case.errored:
+                attrs["error.type"] = "call_failed"
+            span.add_event(EVENT, attributes=attrs, timestamp=end)
+        if verdict in ("fail", "error", "flaky"):
+            span.set_status(Status(StatusCode.ERROR, message))
+        span.end(end_time=end)
+        spans += 1
+        end_all = max(end_all, end)
+    root.end(end_time=max(end_all, _ns(results.batch.get("completed_at"), end_all)))
+    spans += 1
+    provider.force_flush()
+    provider.shutdown()
+    if recording.failed:
+        raise ConfigError(f"--otel: the collector did not take {recording.failed} of {spans} "
+                          "spans (check OTEL_EXPORTER_OTLP_ENDPOINT)")
+    return spans

@@ -1,0 +1,235 @@
+"""The deterministic ladder of the ``freeform`` task: one response against one reference,
+rule by rule; the first rule that decides gives the verdict and its name (``decided_by``).
+
+1. ``missing``: no response, or only blanks -> fail.
+2. ``exact``: SQuAD-normalised text equal to the answer's (case, whitespace, punctuation,
+   articles) *and* the same numbers in the same order (the normalisation drops the decimal
+   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) -> pass.
+3. ``alias``: the same test against each alias -> pass.
+4. ``date`` (the answer is one date): every date in the response equal to it -> pass;
+   every date different -> fail; some equal and some not, an ambiguous numeric date whose
+   other reading is equal, or no date -> inconclusive.
+5. ``number`` / ``unit`` (the answer is one number, with an optional unit or ``%``): every
+   candidate number within tolerance -> pass (``unit`` when one was converted from another
+   unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
+   such as ``3,5``, or a number written in words); some within and some outside (which is
+   the answer?), or no candidate -> inconclusive. Candidates leave out numbers inside a
+   date, numbers the question states, and numbers in a unit of another dimension.
+
+Dates and numbers the question itself states are context, not answers: they are left out
+on both rules (``What was the population in 2020?`` -> ``In 2020 it was 1.2 million``).
+6. anything else -> inconclusive (verdict None): text never fails deterministically, since
+   a synonym or a paraphrase is not a wrong answer.
+
+Pure functions; docs/freeform.md gives each rule's accepted and rejected examples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from queryeval.metrics.freeform.dates import as_date, find_dates
+from queryeval.metrics.freeform.numbers import Number, extract_numbers, is_ambiguous, within
+from queryeval.metrics.freeform.units import (
+    CONVERSION_SLACK,
+    convert,
+    parse_unit,
+    unit_after,
+    unit_text,
+)
+from queryeval.metrics.squad import best_over, exact_match, normalize_answer, token_f1
+
+MAX_FOUND = 1000
+"""At most this many numbers (or dates) of a response are compared; a response holding more
+that match none is inconclusive, not failed (a dump, not an answer a rule should judge)."""
+RULES = ("missing", "exact", "alias", "date", "number", "unit")
+"""Every rule's name, in ladder order (a case no rule decides is ``inconclusive``)."""
+
+NUMBER_WORDS = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety|hundred|half|quarter|dozen)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The ladder's verdict on one response: ``verdict`` None when no rule decided
+    (``rule == "inconclusive"``); ``detail`` says why in words; the SQuAD figures are the
+    best over the answer and its aliases."""
+
+    verdict: Literal["pass", "fail"] | None
+    rule: str
+    detail: str
+    exact_match: float
+    token_f1: float
+
+
+@dataclass(frozen=True)
+class ReferenceNumber:
+    """The answer read as one number: its value, ``%`` flag and pint unit (or None)."""
+
+    value: Fraction
+    percent: bool
+    unit: Any
+
+
+def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | None:
+    """The answer as one number when the whole answer is a number with an optional unit
+    or ``%`` (``42``, ``3.5 km``, ``12%``, ``1.2 million``); ``unit`` (the reference's
+    ``unit`` field) applies when the text names none. None when it is not one number."""
+    text = answer.strip().rstrip(".").strip()
+    numbers = extract_numbers(text, limit=1)
+    if not numbers or numbers[0].start != 0:
+        return None
+    n = numbers[0]
+    written, end = (None, n.end) if n.percent else unit_after(text, n.end)
+    if text[end:].strip():
+        return None
+    if written is None and unit and not n.percent:
+        written = parse_unit(unit)
+    return ReferenceNumber(n.value, n.percent, written)
+
+
+def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
+    return [(n.value, n.percent) for n in extract_numbers(text)]
+
+
+def _same_text(response: str, reference: str) -> bool:
+    return (normalize_answer(response) == normalize_answer(reference)
+            and _numbers_key(response) == _numbers_key(reference))
+
+
+def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
+    """Whether ``value`` (the response's number ``n``, in the reference's unit) is the
+    reference's: a percentage on one side only matches its figure or its fraction."""
+    slack = tol.pop("slack", Fraction(0))
+    if n.percent == ref.percent:
+        return within(value, ref.value, slack=slack, **tol)
+    if ref.percent:   # reference p%: the response says p, or the fraction p/100
+        return within(value, ref.value, **tol) or within(value * 100, ref.value, **tol)
+    return within(value, ref.value, **tol) or within(value / 100, ref.value, **tol)
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: float | None,
+                   rel_tol: float | None, question: str) -> tuple[str | None, str, str]:
+    """Pass when every candidate number agrees with the reference, fail when none does,
+    inconclusive when some do and some do not (which one is the answer?). Candidates: the
+    response's numbers less those inside a date, those the question states (context, not an
+    answer) and those in a unit of another dimension."""
+    rule = "number" if ref.unit is None else "unit"
+    stated = {n.value for n in extract_numbers(question, limit=MAX_FOUND)}
+    in_dates = [(d.start, d.end) for d in find_dates(response, limit=MAX_FOUND)]
+    matched: list[str] = []
+    converted_any = False
+    tried: list[str] = []
+    other_units: list[str] = []
+    numbers = extract_numbers(response, limit=MAX_FOUND + 1)
+    if len(numbers) > MAX_FOUND:
+        return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
+    consumed = 0  # where the last unit read ends (km^2: the 2 is the unit's)
+    for n in numbers:
+        if n.start < consumed:
+            continue
+        if n.value in stated or any(a <= n.start < b for a, b in in_dates):
+            continue
+        value, converted, shown = n.value, False, n.text.strip()
+        if ref.unit is not None and not n.percent:
+            unit, end = unit_after(response, n.end)
+            if unit is not None:
+                consumed = end
+                shown = response[n.start:end].strip()
+                value = convert(n.value, unit, ref.unit)
+                if value is None:
+                    other_units.append(shown)
+                    continue
+                converted = unit != ref.unit
+        slack = CONVERSION_SLACK if converted else Fraction(0)
+        if _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack):
+            matched.append(shown)
+            converted_any |= converted
+        else:
+            tried.append(shown)
+    if matched and not tried:
+        how = "unit" if converted_any else "number"
+        if converted_any:
+            return "pass", how, f"{_listed(matched)} = {answer}"
+        return "pass", how, f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
+    if matched:
+        return None, "inconclusive", (f"{matched[0]} matches, but {_listed(tried)} "
+                                      f"{'differs' if len(tried) == 1 else 'differ'}: which is "
+                                      "the answer?")
+    if not tried:
+        if other_units:
+            return None, "inconclusive", (f"no number in {unit_text(ref.unit)} (only "
+                                          f"{_listed(other_units)})")
+        return None, "inconclusive", ("no number in the response" if not numbers else
+                                      "only numbers the question states or dates")
+    differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
+    if is_ambiguous(response):
+        return None, "inconclusive", f"{differ}, but a comma may be a decimal comma"
+    if NUMBER_WORDS.search(response):
+        return None, "inconclusive", f"{differ}, but a number is written in words"
+    return "fail", rule, differ
+
+
+def _decide_date(response: str, iso: str, dayfirst: bool,
+                 question: str) -> tuple[str | None, str, str]:
+    """Pass when every date in the response (less those the question states) is the
+    reference, fail when none is; an ambiguous date whose other reading is the reference,
+    or dates some equal and some not, leave the case inconclusive."""
+    found = find_dates(response, dayfirst=dayfirst, limit=MAX_FOUND + 1)
+    if len(found) > MAX_FOUND:
+        return None, "inconclusive", f"more than {MAX_FOUND} dates in the response"
+    stated = {d.iso for d in find_dates(question, dayfirst=dayfirst, limit=MAX_FOUND)}
+    found = [d for d in found if d.iso not in stated]
+    equal = [d for d in found if d.iso == iso]
+    other = [d for d in found if d.iso != iso]
+    flipped = [d for d in other if d.other == iso]
+    if flipped:
+        d = flipped[0]
+        return None, "inconclusive", (f"{d.text} is ambiguous: read as {d.iso}, "
+                                      f"the other reading is {iso}")
+    if equal and not other:
+        return "pass", "date", f"{equal[0].text} is {iso}"
+    if equal:
+        return None, "inconclusive", (f"{equal[0].text} is {iso}, but "
+                                      f"{_listed([d.iso for d in other])} also appear")
+    if other:
+        return "fail", "date", f"{_listed([d.iso for d in other])} is not {iso}"
+    return None, "inconclusive", "no date in the response"
+
+
+def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
+           abs_tol: float | None = None, rel_tol: float | None = None,
+           unit: str | None = None, dayfirst: bool = False, question: str = "") -> Decision:
+    """Run the ladder on one response against its reference (the module's rules);
+    ``question`` (the user's turn) names the numbers and dates that are context, not an
+    answer."""
+    references = [answer, *aliases]
+    if response is None or not response.strip():
+        return Decision("fail", "missing", "no response", 0.0, 0.0)
+    em = best_over(exact_match, response, references)
+    f1 = best_over(token_f1, response, references)
+    if _same_text(response, answer):
+        return Decision("pass", "exact", "same text as the answer", em, f1)
+    for alias in aliases:
+        if _same_text(response, alias):
+            return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
+    ref_date = as_date(answer, dayfirst=dayfirst)
+    if ref_date is not None:
+        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question)
+        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+    ref_number = reference_number(answer, unit)
+    if ref_number is not None:
+        verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol,
+                                               question)
+        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+    return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)

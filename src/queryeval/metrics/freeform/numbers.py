@@ -1,0 +1,102 @@
+"""Numbers in free text: extraction (thousands separators, signs, scale words, percentages)
+and the tolerance test, in exact rational arithmetic.
+
+Rules (docs/freeform.md, "Numbers"):
+
+* a number is digits with an optional decimal part (``3.5``, ``.5``) and exponent (``1e6``);
+  groups of three digits after a comma, a no-break or thin space are thousands separators
+  (``1,234,567``); a comma followed by another count of digits (``3,5``) is *not* read as a
+  decimal comma: the text is flagged ``ambiguous`` and its numbers can pass a case but never
+  fail it;
+* a sign (``+``, ``-``, ``−``) counts only where it does not follow a letter, a digit or a
+  dot (``3-5`` is 3 and 5, ``x -5`` is -5);
+* a scale word after the number multiplies it: ``thousand`` 1e3, ``million`` 1e6,
+  ``billion`` 1e9, ``trillion`` 1e12 (letter abbreviations like ``5k`` or ``2M`` are not
+  read: ``m`` is a metre);
+* ``%``, ``percent`` or ``per cent`` after the number marks a percentage (the value stays
+  the written figure: ``12%`` is 12 with ``percent=True``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+MAX_DIGITS = 400
+"""A run of more digits than this is not read as a number (no figure anyone means, and
+Python refuses to convert integers of over 4300 digits)."""
+SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SEP = ",\u00a0\u2009\u202f"
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<sign>[+\-\u2212]?)"
+    r"(?P<int>\d{1,3}(?:[" + _SEP + r"]\d{3})+(?!\d)|\d+)?"
+    r"(?:(?<=\d)|(?=\.\d))(?P<frac>\.\d+)?"
+    r"(?P<exp>[eE][+\-]?\d+)?(?!\.?\d)"
+    r"(?:\s*(?P<scale>thousand|million|billion|trillion)\b)?"
+    r"(?P<pct>\s*%|\s+per\s?cent\b)?",
+    re.IGNORECASE,
+)
+_AMBIGUOUS = re.compile(r"\d,(?:\d{1,2}|\d{4,})(?!\d)")
+
+
+@dataclass(frozen=True)
+class Number:
+    """One number found in a text: its exact value, whether it is a percentage, and where
+    it ends (a unit may follow)."""
+
+    value: Fraction
+    percent: bool
+    start: int
+    end: int
+    text: str
+
+
+def _value(m: re.Match) -> Fraction | None:
+    whole = m["int"] or ""
+    frac = m["frac"] or ""
+    if not whole and not frac:
+        return None
+    digits = re.sub("[" + _SEP + "]", "", whole) or "0"
+    if len(digits) + len(frac) > MAX_DIGITS:
+        return None
+    value = Fraction(digits + frac)
+    if m["exp"]:
+        exp = int(m["exp"][1:])
+        if abs(exp) > 400:  # beyond any float: not a figure anyone means
+            return None
+        value *= Fraction(10) ** exp
+    if m["scale"]:
+        value *= SCALES[m["scale"].lower()]
+    if m["sign"] in ("-", "\u2212"):
+        value = -value
+    return value
+
+
+def extract_numbers(text: str, limit: int | None = None) -> list[Number]:
+    """Every number in ``text``, in order (see the module's rules); at most ``limit``."""
+    out: list[Number] = []
+    for m in _NUMBER.finditer(text):
+        value = _value(m)
+        if value is None:
+            continue
+        out.append(Number(value, bool(m["pct"]), m.start(), m.end(), m.group(0)))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def is_ambiguous(text: str) -> bool:
+    """Whether ``text`` holds a digit comma that is not a thousands separator (``3,5``):
+    it may be a decimal comma, so its numbers must not fail a case."""
+    return _AMBIGUOUS.search(text) is not None
+
+
+def within(value: Fraction, reference: Fraction, *, abs_tol: float | None = None,
+           rel_tol: float | None = None, slack: Fraction = Fraction(0)) -> bool:
+    """``|value - reference| <= max(abs_tol, rel_tol * |reference|)`` (0 when not given),
+    exactly; ``slack`` is a further relative allowance (the float rounding of a unit
+    conversion)."""
+    bound = max(Fraction(abs_tol or 0), Fraction(rel_tol or 0) * abs(reference))
+    bound += slack * abs(reference)
+    return abs(value - reference) <= bound

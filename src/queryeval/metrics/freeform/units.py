@@ -1,0 +1,110 @@
+"""Units with pint: the unit written after a number, and conversion into the reference's
+unit (``3.5 km`` is ``3500 m``).
+
+pint reads many short English words as units (``in`` is an inch, ``a`` a year, ``at`` an
+atmosphere, ``t`` a tonne): a word in :data:`NOT_UNITS` is never taken for a unit after a
+number. A unit is read only where the reference has one (docs/freeform.md, "Units").
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+NOT_UNITS = frozenset({
+    "a", "an", "am", "and", "are", "as", "at", "be", "by", "do", "for", "from", "had",
+    "has", "he", "if", "in", "is", "it", "me", "my", "no", "not", "of", "on", "or", "pm",
+    "so", "than", "that", "the", "this", "to", "up", "us", "was", "we", "were", "with",
+})
+# a unit token: letters (and µ, °, Ω), then letters, digits, powers, '/', '·', '*', '^'
+_UNIT = re.compile(r"\s*(?P<unit>[^\W\d_]|[µμ°Ω])(?:[\w°µμ²³·*^/]|(?<=\^)-)*")
+
+CONVERSION_SLACK = Fraction(1, 10**9)
+"""The relative allowance added after a unit conversion: pint converts in floating point,
+so ``1 mi`` in ``km`` can be off by a rounding step."""
+
+
+_REGISTRY: list[Any] = []
+_REGISTRY_LOCK = threading.Lock()
+
+
+def registry() -> Any:
+    """pint's default registry, built once per process under a lock (cases are scored on
+    several threads, and units of two registries cannot be compared); it reads pint's
+    bundled definitions: offline."""
+    if not _REGISTRY:
+        with _REGISTRY_LOCK:
+            if not _REGISTRY:
+                import pint
+
+                _REGISTRY.append(pint.UnitRegistry(autoconvert_offset_to_baseunit=True))
+    return _REGISTRY[0]
+
+
+@lru_cache(maxsize=4096)
+def parse_unit(text: str) -> Any | None:
+    """The pint unit ``text`` names, or None (not a unit, or a word of :data:`NOT_UNITS`)."""
+    text = text.strip().rstrip(".,;:")
+    if not text or text.lower() in NOT_UNITS:
+        return None
+    try:
+        unit = registry().parse_units(text)
+    except Exception:  # noqa: BLE001 - pint raises several kinds for a non-unit
+        return None
+    return None if unit.dimensionless else unit
+
+
+_POWER = re.compile(r"\s*(?P<word>square|sq\.?|cubic|cu\.?)\s+", re.IGNORECASE)
+_PER = re.compile(r"\s+per\s+(?P<word>[^\W\d_]+)", re.IGNORECASE)
+
+
+def _token(text: str, pos: int) -> tuple[str, int] | None:
+    m = _UNIT.match(text, pos)
+    if not m:
+        return None
+    token = (m["unit"] + text[m.end("unit"):m.end()]).rstrip(".,;:")
+    return token, m.start("unit") + len(token)
+
+
+def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
+    """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
+    when none. ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
+    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``)."""
+    power = _POWER.match(text, pos)
+    start = power.end() if power else pos
+    found = _token(text, start)
+    if found is None:
+        return None, pos
+    token, end = found
+    if power:
+        token = f"({token})**{2 if power['word'].lower().startswith(('square', 'sq')) else 3}"
+    per = _PER.match(text, end)
+    if per and parse_unit(per["word"]) is not None:
+        token, end = f"({token})/({per['word']})", per.end()
+    unit = parse_unit(token)
+    if unit is None:
+        return None, pos
+    return unit, end
+
+
+def convert(value: Fraction, unit: Any, to: Any) -> Fraction | None:
+    """``value`` in ``unit`` expressed in ``to``; None when the dimensions differ."""
+    reg = registry()
+    try:
+        if reg.Unit(unit).dimensionality != reg.Unit(to).dimensionality:
+            return None
+        out = reg.Quantity(float(value), unit).to(to).magnitude
+    except Exception:  # noqa: BLE001 - an offset unit in a product, an overflow
+        return None
+    try:
+        return Fraction(out)
+    except (ValueError, OverflowError):
+        return None
+
+
+def unit_text(unit: Any) -> str:
+    """A unit as pint abbreviates it (``km``, ``m / s``)."""
+    return f"{unit:~}" if unit is not None else ""

@@ -1,0 +1,201 @@
+"""One client for OpenAI-compatible chat endpoints (``POST {base_url}/chat/completions``),
+shared by the reformat step (:mod:`queryeval.systems.reformat`) and the LLM judge
+(:mod:`queryeval.systems.judge`):
+
+* replies are cached on disk, one JSON file per key under a folder (:class:`DiskCache`);
+  files are written atomically (temp file + ``os.replace``), an unreadable file is a miss;
+* 429, 5xx and connection/timeout errors are retried with exponential backoff (a
+  ``Retry-After`` header in seconds wins); other 4xx and replies that are not a chat
+  completion are not retried here (the judge retries those itself, as malformed);
+* a failure is returned as an error dict (``{"kind", "message"}``, see
+  :class:`~queryeval.errors.SystemCallError`), never raised; at most ``concurrency``
+  requests are in flight (the HTTP connection pool's limit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from queryeval.errors import ConfigError, SystemCallError
+
+
+def digest(payload: Any) -> str:
+    """sha256 hex of the canonical JSON of ``payload`` (a cache key)."""
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def default_cache_root() -> Path:
+    """``$QUERYEVAL_CACHE_DIR`` if the variable is set, else ``./.queryeval-cache``."""
+    base = os.environ.get("QUERYEVAL_CACHE_DIR")
+    return Path(base).expanduser() if base else Path(".queryeval-cache")
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    """Where and how to call the endpoint.
+
+    ``api_key_env`` names the environment variable holding the key (``None``: send no
+    ``Authorization`` header, e.g. for a local server). ``max_retries`` counts retries after
+    the first attempt; the n-th retry waits ``min(backoff_max_s, backoff_base_s * 2**(n-1))``.
+    ``label`` names the caller in error lines (``reformat``, ``judge``).
+    """
+
+    base_url: str
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    concurrency: int = 4
+    label: str = "chat"
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"{self.label} concurrency must be >= 1, got {self.concurrency}")
+        if self.max_retries < 0:
+            raise ConfigError(f"{self.label} max_retries must be >= 0, got {self.max_retries}")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{self.label} base URL must start with http:// or https://: "
+                              f"{self.base_url!r}")
+
+
+class DiskCache:
+    """One JSON file per key under ``root`` (``None``: no cache); the record's ``content``
+    is the cached reply text."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+
+    def get(self, key: str) -> str | None:
+        if self.root is None:
+            return None
+        p = self.root / f"{key}.json"
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent or unreadable: a miss; a good reply will overwrite it
+        content = data.get("content") if isinstance(data, dict) else None
+        return content if isinstance(content, str) else None
+
+    def put(self, key: str, record: dict) -> None:
+        if self.root is None:
+            return
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.root)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(record, fh, ensure_ascii=False, indent=1)
+            os.replace(tmp, self.root / f"{key}.json")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds (an HTTP date: None, our own backoff applies)."""
+    if value is None:
+        return None
+    try:
+        secs = float(value)
+    except ValueError:
+        return None
+    return max(0.0, secs) if secs == secs else None
+
+
+@dataclass
+class ChatReply:
+    """One call's outcome: ``content`` or ``error`` (never both); ``attempts`` counts HTTP
+    requests made (retries included)."""
+
+    content: str | None = None
+    error: dict | None = None
+    attempts: int = 0
+
+
+class ChatClient:
+    """Posts chat completions with retries and a concurrency cap. ``sleep`` and
+    ``transport`` are injectable (tests). Close it (or use it as a context manager)."""
+
+    def __init__(self, config: ChatConfig, *, sleep: Callable[[float], None] = time.sleep,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.config = config
+        headers = {"Content-Type": "application/json"}
+        if config.api_key_env:
+            key = os.environ.get(config.api_key_env)
+            if not key:
+                raise ConfigError(f"environment variable {config.api_key_env} (the "
+                                  f"{config.label} API key) is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        self._sleep = sleep
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self._client = httpx.Client(
+            headers=headers, timeout=config.timeout_s, transport=transport,
+            limits=httpx.Limits(max_connections=config.concurrency),
+        )
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def post_once(self, body: dict) -> str:
+        """One HTTP attempt; raises SystemCallError (``retryable`` set) on failure."""
+        try:
+            resp = self._client.post(self._url, json=body)
+        except httpx.TimeoutException as e:
+            raise SystemCallError("timeout", f"{type(e).__name__}: {e}", retryable=True) from None
+        except httpx.TransportError as e:
+            raise SystemCallError("connection", f"{type(e).__name__}: {e}",
+                                  retryable=True) from None
+        if resp.status_code != 200:
+            retryable = resp.status_code == 429 or resp.status_code >= 500
+            raise SystemCallError(
+                "http_status", f"HTTP {resp.status_code}: {resp.text[:300]}",
+                retryable=retryable,
+                retry_after=parse_retry_after(resp.headers.get("Retry-After")),
+            )
+        try:
+            content = resp.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise SystemCallError(
+                "malformed", f"reply is not a chat completion: {resp.text[:300]}"
+            ) from None
+        if not isinstance(content, str):
+            raise SystemCallError("malformed", "reply content is not a string")
+        return content
+
+    def backoff(self, retry: int, hint: float | None) -> float:
+        if hint is not None:
+            return hint
+        c = self.config
+        return min(c.backoff_max_s, c.backoff_base_s * 2 ** (retry - 1))
+
+    def call(self, body: dict) -> ChatReply:
+        """Post ``body``, retrying transient failures; never raises for call failures."""
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                content = self.post_once(body)
+            except SystemCallError as err:
+                if err.retryable and attempts <= self.config.max_retries:
+                    self._sleep(self.backoff(attempts, err.retry_after))
+                    continue
+                return ChatReply(error=err.to_dict(), attempts=attempts)
+            return ChatReply(content=content, attempts=attempts)

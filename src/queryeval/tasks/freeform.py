@@ -1,0 +1,255 @@
+"""Free-form answers (issue 27): a response in sentences against a reference answer.
+
+A case's target is ``reference: {answer, aliases?, abs_tol?, rel_tol?, unit?}``; the system
+answers ``{"response": "..."}``. The deterministic ladder
+(:mod:`queryeval.metrics.freeform`) decides what it can and names the rule that decided
+(``decided_by``); what no rule decides is *inconclusive*: sent to the LLM judge when the
+``judge`` option is set (``when``: ``inconclusive``, the default; ``always``; ``never``),
+otherwise not passed and labelled ``inconclusive``. A judge that gives no verdict is
+recorded on the case as an error (``judge_malformed``, ``judge_call``): never a pass.
+SQuAD's exact match and token F1 are reported beside. See docs/freeform.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from queryeval.errors import ConfigError
+from queryeval.metrics.freeform import RULES, decide
+from queryeval.suite.models import Case
+from queryeval.systems.judge import JudgeOptions
+from queryeval.tasks.accum import Tally, Values
+from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
+from queryeval.tasks.freeform_judge import CaseJudge, agreement_figures, judged, verdict_record
+
+COUNT_KEYS = ("cases", "passed", "inconclusive", "judge_decided", "judge_errors",
+              *(f"decided_{rule}" for rule in RULES))
+
+
+class FreeformOptions(TaskOptions):
+    judge: JudgeOptions | None = None
+    """The LLM judge for what the ladder leaves inconclusive (docs/judge.md); None: none."""
+    dayfirst: bool = False
+    """Read an ambiguous numeric date (``01/02/2024``) day first (default: month first)."""
+
+
+class FreeformTask(Task):
+    name = "freeform"
+    target_key = "reference"
+    Options = FreeformOptions
+    figures = Figures(settings=("judge_when",), counts=(*COUNT_KEYS, "total_cases", "errors",
+                                                         "judge_check_n"),
+                      unbounded=("judge_check_kappa",))
+    ci_sources: ClassVar[dict[str, Any]] = {"pass_rate": "passed"}
+
+    def __init__(self, options: dict | TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._judge = CaseJudge(self.options.judge)
+        self._lock = threading.Lock()
+
+    def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """The cases, each checked as it passes: one scored turn, a reference unit pint
+        knows (a bad unit stops the run before it starts, naming the case)."""
+        return _checked(cases) if not isinstance(cases, list) else list(_checked(cases))
+
+    def batch_info(self) -> dict:
+        return self._judge.info()
+
+    def close(self) -> None:
+        self._judge.close()
+
+    # --- requests and outputs ---------------------------------------------------------------
+    def requests(self, case: Case) -> list[dict]:
+        out = super().requests(case)
+        for req in out:
+            req["question"] = case.conversation[req["turn"]].content
+        return out
+
+    def parse_output(self, raw: Any) -> str | None:
+        """``{"response": "..."}`` or the text itself; ``null`` is a missing answer."""
+        if isinstance(raw, dict):
+            if "response" not in raw:
+                raise ValueError("output has no 'response' key")
+            raw = raw["response"]
+        if raw is None or isinstance(raw, str):
+            return raw
+        raise ValueError(f"response must be text, got {type(raw).__name__}")
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        """``{"id" or "case_id", "response", "turn"?}``."""
+        key = "id" if "id" in obj else "case_id"
+        if key not in obj:
+            raise ValueError("id: field required")
+        cid = obj[key]
+        if isinstance(cid, bool) or not isinstance(cid, (int, str)):
+            raise ValueError(f"{key}: must be an integer or a string")
+        if "response" not in obj:
+            raise ValueError("response: field required")
+        response = obj["response"]
+        if response is not None and not isinstance(response, str):
+            raise ValueError("response: must be a string or null")
+        return str(cid), obj.get("turn"), response
+
+    # --- scoring ------------------------------------------------------------------------------
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        if len(outcomes) != 1:
+            raise ConfigError(f"case {case.id!r}: the freeform task scores one user turn per case")
+        (o,) = outcomes
+        target = case.conversation[o.turn].target
+        ref = target.reference if target is not None else None
+        if ref is None:
+            raise ConfigError(f"case {case.id!r}: no target.reference")
+        error = o.error if o.error and o.error["kind"] != "missing" else None
+        record = self.base_record(case, [TurnOutcome(turn=o.turn, error=error)])
+        record.update({
+            "turn": o.turn,
+            "question": case.conversation[o.turn].content,
+            "response": o.output if o.error is None else None,
+            "reference": ref.model_dump(),
+            "error": error,
+            "attempts": o.attempts,
+            "latency_ms": o.latency_ms,
+            "judge": None,
+        })
+        self._fill_scores(record)
+        if record["error"] is None and self._judge.wanted(record["rule"]) and record["response"]:
+            verdict = self._judge.ask(record)
+            record["judge"] = verdict_record(verdict)
+            self._fill_scores(record)
+        return record
+
+    def _fill_scores(self, record: dict) -> dict:
+        """The ladder's verdict, then the judge's (when it was asked, :func:`judged`):
+        ``passed``, ``decided_by``, and the error a judge that gave no verdict leaves."""
+        ref = record["reference"]
+        if record.get("error") and record["error"].get("kind", "").startswith("judge_"):
+            record["error"] = None  # recomputed from the stored verdict below
+        if record.get("error"):
+            record.update({"rule": "error", "rule_verdict": None, "detail": "the call failed",
+                           "decided_by": "error", "passed": False,
+                           "scores": {"passed": 0.0, "exact_match": 0.0, "token_f1": 0.0}})
+            record["status"] = "error"
+            return record
+        d = decide(ref["answer"], record.get("response"), aliases=ref.get("aliases") or (),
+                   abs_tol=ref.get("abs_tol"), rel_tol=ref.get("rel_tol"),
+                   unit=ref.get("unit"), dayfirst=self.options.dayfirst,
+                   question=record.get("question") or "")
+        passed, decided_by, error = judged(d.verdict, d.rule, record.get("judge"),
+                                           self.options.judge)
+        record.update({"rule": d.rule, "rule_verdict": d.verdict, "detail": d.detail,
+                       "decided_by": decided_by, "passed": passed, "error": error,
+                       "status": "error" if error else "ok",
+                       "error_kinds": [error["kind"]] if error else [],
+                       "scores": {"passed": 1.0 if passed else 0.0,
+                                  "exact_match": d.exact_match, "token_f1": d.token_f1}})
+        return record
+
+    def rescore_record(self, record: dict) -> dict:
+        """The ladder again from the stored response and reference; a stored judge verdict
+        is reused (a re-score never calls the judge)."""
+        return self._fill_scores(dict(record))
+
+    def case_verdict(self, record: dict) -> str:
+        """``error`` (a failed call, or a judge that gave no verdict), ``pass`` or ``fail``."""
+        if record.get("status") == "error":
+            return "error"
+        return "pass" if record.get("passed") else "fail"
+
+    def case_passed(self, record: dict) -> bool:
+        """The one pass rule: the ladder's or the judge's verdict, never a failed call nor
+        a judge error (``pass_rate``, ``--repeats``' pass@k, the reports' verdicts)."""
+        return self.case_verdict(record) == "pass"
+
+    def case_metrics(self, record: dict) -> dict[str, float]:
+        scores = record.get("scores") or {}
+        return {k: float(scores[k]) for k in ("passed", "exact_match", "token_f1") if k in scores}
+
+    # --- aggregation --------------------------------------------------------------------------
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        """Means over the counted cases (``pass_rate`` is the mean of ``passed``), counts per
+        deciding rule, and per rule its cases and pass rate; read once (a stream works)."""
+        tally = Tally(self)
+        means = {k: Values() for k in ("passed", "exact_match", "token_f1")}
+        counts = dict.fromkeys(COUNT_KEYS, 0)
+        by_rule: dict[str, list[int]] = {}
+        for r in tally.counted(records):
+            scores = r["scores"]
+            for k, v in means.items():
+                v.add(scores[k])
+            counts["cases"] += 1
+            counts["passed"] += bool(scores["passed"])
+            decided = r.get("decided_by") or "inconclusive"
+            if r.get("rule") == "inconclusive":
+                counts["inconclusive"] += 1
+            if decided == "judge":
+                counts["judge_decided"] += 1
+            elif f"decided_{decided}" in counts:
+                counts[f"decided_{decided}"] += 1
+            if (r.get("judge") or {}).get("error"):
+                counts["judge_errors"] += 1
+            tally_rule = by_rule.setdefault(decided, [0, 0])
+            tally_rule[0] += 1
+            tally_rule[1] += bool(scores["passed"])
+        overall: dict[str, Any] = {
+            "pass_rate": means["passed"].mean(), "exact_match": means["exact_match"].mean(),
+            "token_f1": means["token_f1"].mean(), **counts, "total_cases": tally.total,
+            "judge_when": self.options.judge.when if self.options.judge else "none",
+            **agreement_figures(self.options.judge), **tally.error_summary()}
+        groups = {rule: {"cases": n, "passed": k, "pass_rate": k / n}
+                  for rule, (n, k) in sorted(by_rule.items())}
+        return {"overall_metrics": overall, "group_metrics": {"decided_by": groups}}
+
+    # --- flat outputs -------------------------------------------------------------------------
+    csv_columns = ["case_id", "question", "response", "answer", "aliases", "passed",
+                   "decided_by", "rule", "rule_verdict", "detail", "judge_verdict",
+                   "judge_reason", "exact_match", "token_f1", "error"]
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        scores = record.get("scores") or {}
+        judge = record.get("judge") or {}
+        err = record.get("error")
+        yield {
+            "case_id": record["case_id"], "question": record.get("question"),
+            "response": record.get("response"), "answer": record["reference"]["answer"],
+            "aliases": "; ".join(record["reference"].get("aliases") or []),
+            "passed": scores.get("passed"), "decided_by": record.get("decided_by"),
+            "rule": record.get("rule"), "rule_verdict": record.get("rule_verdict") or "",
+            "detail": record.get("detail"), "judge_verdict": judge.get("verdict") or "",
+            "judge_reason": judge.get("reason") or "",
+            "exact_match": scores.get("exact_match"), "token_f1": scores.get("token_f1"),
+            "error": f"{err['kind']}: {err.get('message', '')}" if err else "",
+        }
+
+    def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
+        return [Workbook("freeform", {"columns": self.csv_columns, "rows": self.csv_rows})]
+
+    def summary(self, metrics: dict) -> list[Any]:
+        overall = metrics["overall_metrics"]
+        out: list[Any] = [
+            Overall(["pass_rate", "exact_match", "token_f1", "cases", "passed", "inconclusive",
+                     "judge_decided", "judge_errors", "errors"]),
+            Groups(metrics["group_metrics"]["decided_by"], "deciding rule",
+                   ["cases", "passed", "pass_rate"]),
+        ]
+        if overall.get("inconclusive") and overall.get("judge_when") in ("none", "never"):
+            out.append(Note(f"{overall['inconclusive']} cases inconclusive: no rule decided "
+                            "them and no judge was asked; they count as not passed", "warning"))
+        if overall.get("judge_decided") and "judge_check_kappa" not in overall:
+            out.append(Note("the judge decided cases, but no judge-check was recorded for its "
+                            "model and prompt version: its agreement is unknown", "warning"))
+        return out
+
+
+def _checked(cases: Iterable[Case]) -> Iterator[Case]:
+    from queryeval.metrics.freeform.units import parse_unit
+
+    for case in cases:
+        for turn in case.conversation:
+            ref = turn.target.reference if turn.target is not None else None
+            if ref is not None and ref.unit and parse_unit(ref.unit) is None:
+                raise ConfigError(f"case {case.id!r}: target.reference.unit {ref.unit!r} is "
+                                  "not a unit pint knows")
+        yield case

@@ -1,0 +1,188 @@
+"""Two of the gold audit's checks (``queryeval audit``, issue 28 item 5), by execution.
+
+* :func:`tie_at_limit` — a gold that sorts and cuts (``ORDER BY … LIMIT n [OFFSET m]``)
+  whose rows at the cut tie on the sort key: row ``m+n`` and row ``m+n+1`` of the uncut
+  result (or rows ``m`` and ``m+1`` at an OFFSET) have equal ORDER BY keys, so which of
+  them the gold returns is the engine's choice and a right prediction can be scored wrong.
+  The gold runs once more without its LIMIT/OFFSET (in the same sandbox, under the same
+  deadline); its sort keys are read from the select list (by ordinal, output name or the
+  same expression: also for DISTINCT and set operations) or, for a plain SELECT, added to
+  it (SQL, through sqlglot); a SPARQL gold is checked when it sorts by projected variables.
+* :func:`near_deadline` — a gold whose slower execution took more than
+  :data:`DEADLINE_SHARE` of the per-query deadline (``--query-timeout``): on a loaded
+  machine or another engine it may time out and fail every prediction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+DEADLINE_SHARE = 0.5
+"""A gold whose execution takes more than this share of the deadline is reported."""
+KEY_PREFIX = "__qe_sort_key_"
+
+
+def near_deadline(elapsed_ms: list[float | None], timeout_s: float,
+                  share: float = DEADLINE_SHARE) -> dict | None:
+    """``{"elapsed_ms", "deadline_ms", "share"}`` when the slowest of ``elapsed_ms`` exceeds
+    ``share`` of the deadline; ``None`` otherwise (or when no execution was timed)."""
+    times = [t for t in elapsed_ms if isinstance(t, (int, float))]
+    if not times:
+        return None
+    slowest, deadline = max(times), timeout_s * 1000.0
+    if slowest <= share * deadline:
+        return None
+    return {"elapsed_ms": slowest, "deadline_ms": deadline, "share": slowest / deadline}
+
+
+# --- ties at the LIMIT boundary --------------------------------------------------------------
+
+def _sql_uncut(query: str, dialect: str | None) -> tuple[str, int, int, list[int]] | None:
+    """The query without LIMIT/OFFSET; (sql, limit, offset, the position of each sort key
+    in a row). Keys in the select list (by ordinal, output name or the same expression) are
+    read there; otherwise, for a plain SELECT without DISTINCT, they are appended to the
+    select list (negative positions: the last columns). ``None`` when the query does not
+    sort and cut at the top level, or its keys cannot be read."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except (SqlglotError, ValueError, RecursionError):
+        return None
+    if not isinstance(tree, (exp.Select, exp.SetOperation)):
+        return None
+    order, limit = tree.args.get("order"), tree.args.get("limit")
+    if order is None or limit is None:
+        return None
+    try:
+        n = int(limit.expression.name if isinstance(limit, exp.Limit) else limit.name)
+        offset_node = tree.args.get("offset")
+        m = int(offset_node.expression.name) if offset_node is not None else 0
+    except (ValueError, AttributeError):
+        return None
+    selects = tree.selects
+    names = [s.alias_or_name.lower() for s in selects]
+    bare = [(s.this if isinstance(s, exp.Alias) else s).sql() for s in selects]
+    star = any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star))
+               for s in selects)  # * or t.*: positions unknown
+    positions: list[int | None] = []
+    keys = []
+    for ordered in order.expressions:
+        key = ordered.this
+        pos = None
+        if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(selects):
+            pos = int(key.name) - 1
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
+            pos = names.index(key.name.lower())
+        elif key.sql() in bare:
+            pos = bare.index(key.sql())
+        positions.append(pos)
+        chosen = selects[pos] if pos is not None else key
+        keys.append((chosen.this if isinstance(chosen, exp.Alias) else chosen).copy())
+    uncut = tree.copy()
+    uncut.set("limit", None)
+    uncut.set("offset", None)
+    if not star and all(p is not None for p in positions):
+        return uncut.sql(dialect=dialect), n, m, [p for p in positions if p is not None]
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
+        return None  # extra columns would change the rows (DISTINCT) or break a set operation
+    uncut.set("expressions", [*uncut.expressions,
+                              *(exp.alias_(k, f"{KEY_PREFIX}{i}") for i, k in enumerate(keys))])
+    return uncut.sql(dialect=dialect), n, m, [i - len(keys) for i in range(len(keys))]
+
+
+_SPARQL_CUT = re.compile(r"(\s+(LIMIT|OFFSET)\s+\d+)+\s*$", re.IGNORECASE)
+
+
+def _sparql_uncut(query: str) -> tuple[str, int, int, list[str]] | None:
+    """The query without its trailing LIMIT/OFFSET, its limit, offset and the projected
+    variables it sorts by (``None`` unless every sort key is a projected variable)."""
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseQuery
+
+    match = _SPARQL_CUT.search(query)
+    if match is None:
+        return None
+    try:
+        body = parseQuery(query)[1]
+    except (ParseException, RecursionError, ValueError, TypeError):
+        return None
+    mods = dict.get(body, "limitoffset") or {}
+    order = dict.get(body, "orderby")
+    if order is None or dict.get(mods, "limit") is None:
+        return None
+    keys = []
+    for cond in dict.get(order, "condition") or ():
+        expr = dict.get(cond, "expr") if isinstance(cond, dict) else cond
+        while isinstance(expr, dict) and set(expr) == {"expr"}:  # a bracketed variable
+            expr = dict.get(expr, "expr")
+        if type(expr).__name__ != "Variable":
+            return None
+        keys.append(str(expr))
+    return (query[:match.start()], int(mods["limit"]), int(dict.get(mods, "offset") or 0),
+            keys)
+
+
+def tie_at_limit(query: str, language: str, execute: Callable[[str], dict | None],
+                 dialect: str | None = None) -> dict | None:
+    """``{"rows": [i, i+1], "key": [...]}`` when the gold's rows at its cut tie on the
+    sort key; ``{}`` when they do not; ``None`` when it cannot be checked (no ORDER BY …
+    LIMIT at the top level, keys not readable, the uncut query failed). ``execute`` runs a
+    query and returns its table (``{"columns", "rows"}`` or SPARQL JSON) or None."""
+    from queryeval.metrics.tables.model import as_table, clean_normalize
+
+    if language == "sql":
+        found = _sql_uncut(query, dialect)
+        if found is None:
+            return None
+        sql, n, m, at = found
+        table = execute(sql)
+        if table is None:
+            return None
+        t = as_table(table)
+        rows = t.rows
+    else:
+        found_s = _sparql_uncut(query)
+        if found_s is None:
+            return None
+        text, n, m, variables = found_s
+        table = execute(text)
+        if table is None:
+            return None
+        t = as_table(table)
+        if any(v not in t.columns for v in variables):
+            return None
+        at = [t.columns.index(v) for v in variables]
+        rows = t.rows
+
+    def key_of(row: tuple) -> tuple:
+        return tuple(row[i] for i in at)
+
+    for cut in ([m] if m else []) + [m + n]:
+        if 0 < cut < len(rows):
+            before, after = key_of(rows[cut - 1]), key_of(rows[cut])
+            if [clean_normalize(v) for v in before] == [clean_normalize(v) for v in after]:
+                return {"rows": [cut, cut + 1], "key": list(before), "uncut_rows": len(rows)}
+    return {}
+
+
+def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None]
+                   ) -> dict[str, Any]:
+    """Both checks for one gold that ran: ``{"tie_order": ..., "near_deadline": ...}`` with
+    the entries that apply (see :func:`tie_at_limit`, :func:`near_deadline`)."""
+    from queryeval.tasks.query_explain import _dialect
+
+    source, language = record["source"], record["language"]
+    out: dict[str, Any] = {}
+    slow = near_deadline(elapsed_ms, task.options.timeout_s)
+    if slow is not None:
+        out["near_deadline"] = slow
+    tie = tie_at_limit(query, language, lambda q: task._execute(source, q)[0],
+                       dialect=_dialect(source) if language == "sql" else None)
+    if tie:
+        out["tie_order"] = tie
+    return out

@@ -1,0 +1,162 @@
+"""The cross-feature matrix for a judged answers-task run (issue 27): plain, repeats, cached
+and resumed runs whose free-text responses the LLM judge (the loopback fake) decides, read by
+every consumer (tests/matrix_checks.py), compared, served by the viewer, and gated
+(``--fail-under pass_rate=...``)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+import queryeval as qe
+from matrix_checks import check_compare, check_consumers
+from queryeval.cli.app import app, main
+from test_judge_fake import FakeJudgeServer, verdict_reply
+
+N = 6
+BOTS = '''
+import re
+
+def _i(request):
+    return int(re.search(r"question (\\d+)\\?", str(request)).group(1))
+
+def plain(request):
+    i = _i(request)
+    return {"response": ["@n[0]", "@n[x]", "The answer is 2.", "It is about 30.",
+                         "I make it 4", "@n[5]"][i]}
+
+def repeated(request):          # case i right (in words, so judged) on repeats 0 .. i % 4
+    i = _i(request)
+    return {"response": f"the answer is {i if request.get('repeat', 0) <= i % 4 else 99}"}
+'''
+# hand-computed all_correct: c0 and c5 by the rules, c2/c3/c4 by the judge, c1 by the rules
+PLAIN = {"c0": 1.0, "c1": 0.0, "c2": 1.0, "c3": 0.0, "c4": 1.0, "c5": 1.0}
+JUDGED_PLAIN = 3
+REPEATED = {f"c{i}": (i % 4 + 1) / 4 for i in range(N)}
+
+
+def values_rule(n: int, body: dict):
+    user = body["messages"][-1]["content"]
+    ref = re.search(r"<reference>\n(.*?)\n</reference>", user, re.DOTALL)[1]
+    resp = re.search(r"<response>\n(.*?)\n</response>", user, re.DOTALL)[1]
+    words = set(re.findall(r"\d+(?:\.\d+)?|\w+", resp.lower()))
+    ok = all(line.split(": ", 1)[1].lower() in words for line in ref.splitlines())
+    return verdict_reply("pass" if ok else "fail", "values found" if ok else "value missing")
+
+
+@pytest.fixture(scope="module")
+def fake():
+    server = FakeJudgeServer()
+    server.script = values_rule
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, fake):
+    root = tmp_path_factory.mktemp("matrix_judge")
+    (root / "bots.py").write_text(BOTS)
+    with open(root / "cases.jsonl", "w") as fh:
+        for i in range(N):
+            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
+                "role": "user", "content": f"question {i}?",
+                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
+    return root
+
+
+def _judge(lab, fake) -> dict:
+    return {"model": "judge-test", "base_url": fake.url, "cache_dir": str(lab / "judge-cache"),
+            "checks_dir": str(lab / "judge-checks")}
+
+
+def _spec(lab, fn: str) -> str:
+    return f"python:{lab / 'bots.py'}:{fn}"
+
+
+def _build(kind: str, lab, fake) -> qe.Run:
+    cases = str(lab / "cases.jsonl")
+    common = {"out": lab / "runs" / kind, "reports": True, "retries": 0, "backoff": 0.0,
+              "name": kind, "judge": _judge(lab, fake)}
+    if kind == "plain":
+        return qe.evaluate(cases, system=_spec(lab, "plain"), **common)
+    if kind == "repeats":
+        return qe.evaluate(cases, system=_spec(lab, "repeated"), repeats=4, **common)
+    if kind == "cached":
+        opts = {**common, "cache": True, "cache_dir": lab / "cache", "system_version": "v1"}
+        qe.evaluate(cases, system=_spec(lab, "plain"), **{**opts, "out": lab / "runs" / "warm"})
+        before = len(fake.requests)
+        run = qe.evaluate(cases, system=_spec(lab, "plain"), **opts)
+        assert run.metrics["cache"]["hits"] == N and len(fake.requests) == before
+        return run
+    if kind == "resumed":
+        done = qe.evaluate(cases, system=_spec(lab, "plain"), **common)
+        log = done.path
+        jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
+        lines = jsonl.read_text().splitlines()
+        jsonl.write_text("\n".join(lines[:2]) + '\n{"case_id": "half-wr')
+        for p in log.parent.iterdir():
+            if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
+                p.unlink()
+        batch = json.loads(log.read_text())
+        batch["status"] = "running"
+        log.write_text(json.dumps(batch))
+        res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
+        assert res.exit_code == 0, res.output
+        assert len(jsonl.read_text().splitlines()) == N
+        return qe.load(log)
+    raise AssertionError(kind)
+
+
+EXPECTED = {"plain": PLAIN, "repeats": REPEATED, "cached": PLAIN, "resumed": PLAIN}
+KINDS = list(EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def built(lab, fake):
+    cache: dict[str, qe.Run] = {}
+
+    def get(kind: str) -> qe.Run:
+        if kind not in cache:
+            cache[kind] = _build(kind, lab, fake)
+        return cache[kind]
+
+    return get
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_consumer(built, lab, kind):
+    run = built(kind)
+    check_consumers(run, "all_correct", EXPECTED[kind], overall="abq",
+                    viewer_root=lab / "runs")
+    recs = {}
+    for r in run.records:
+        recs.setdefault(r["case_id"], []).append(r)
+    if kind == "repeats":  # every attempt is free text: the judge decided all of them
+        assert all(r["decided_by"] == "judge" for rs in recs.values() for r in rs)
+        assert run.overall["judged"] == pytest.approx(N)  # per repeat, averaged
+    else:
+        assert {c: rs[0]["decided_by"] for c, rs in recs.items()} == {
+            "c0": "rules", "c1": "rules", "c2": "judge", "c3": "judge", "c4": "judge",
+            "c5": "rules"}
+        assert run.overall["judged"] == JUDGED_PLAIN
+        assert recs["c3"][0]["judge"]["reason"] == "value missing"
+
+
+@pytest.mark.parametrize("kind", ["repeats", "cached", "resumed"])
+def test_compare_with_plain(built, kind, tmp_path):
+    check_compare(built("plain"), built(kind), "all_correct", PLAIN, EXPECTED[kind], tmp_path)
+
+
+def test_pass_rate_gate_on_a_judged_run(lab, fake, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "qc"))  # the judge's default cache
+    rate = sum(REPEATED.values()) / N  # 3.25 / 6
+    args = ["run", str(lab / "cases.jsonl"), "--system", _spec(lab, "repeated"), "--repeats",
+            "4", "--out", str(tmp_path / "g"), "-q", "--no-report", "--retries", "0",
+            "--judge-model", "judge-test", "--judge-base-url", fake.url]
+    assert main([*args, "--fail-under", f"pass_rate={rate - 1e-6}"]) == 0
+    assert main([*args, "--fail-under", f"pass_rate={rate + 1e-6}"]) == 1
+    assert "pass_rate" in capsys.readouterr().err
+    assert list((tmp_path / "qc" / "judge").glob("*.json"))  # the judge was asked and cached
