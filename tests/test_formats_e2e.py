@@ -1,7 +1,6 @@
 """Foreign suites and recorded outputs run end to end, scored by today's tasks, against
 hand-computed per-case values. Tests marked xfail need a parallel helper's work (several
-graded relevant chunks: ``ragmulti``; free-form answers: ``freeform``); the lead removes
-the marks at merge."""
+graded relevant chunks: ``ragmulti``); the lead removes the marks at merge."""
 
 from __future__ import annotations
 
@@ -157,7 +156,6 @@ def test_trec_qrels_without_corpus_graded(tmp_path):
     assert run.results.vector("ndcg@2") == pytest.approx({"1": 1 / ideal})
 
 
-@pytest.mark.xfail(strict=True, reason="needs freeform's work (the free-form task)")
 def test_inspect_samples_with_recorded_answers(tmp_path):
     suite = write_jsonl(tmp_path / "samples.jsonl", [
         {"id": "s1", "input": "What is 2 + 2?", "target": "4"},
@@ -165,5 +163,39 @@ def test_inspect_samples_with_recorded_answers(tmp_path):
     responses = write_jsonl(tmp_path / "out.jsonl", [{"case_id": "s1", "response": "4"},
                                                      {"case_id": "s2", "response": "green"}])
     run = qe.evaluate(str(suite), responses=str(responses), progress=False)
-    table = run.case_table().set_index("id")["verdict"].to_dict()
-    assert table == {"s1": "pass", "s2": "fail"}
+    assert run.task_name == "freeform"
+    assert run.case_table()["verdict"].to_dict() == {"s1": "pass", "s2": "fail"}
+
+
+def test_ragas_and_deepeval_answers_scored_by_freeform(tmp_path):
+    """Answer-only samples (a reference, no contexts) and their recorded responses."""
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", [
+        {"user_input": "Largest planet?", "reference": "Jupiter", "response": "The  jupiter"},
+        {"user_input": "Smallest planet?", "reference": "Mercury", "response": "Mars"}])
+    run = qe.evaluate(str(ragas), responses=str(ragas), progress=False)
+    ids = [qa_pair_id("", "Largest planet?", "Jupiter"), qa_pair_id("", "Smallest planet?", "Mercury")]
+    assert run.task_name == "freeform"
+    table = run.case_table()
+    # normalised exact match: case, whitespace and articles ignored (SQuAD's rule)
+    assert table["verdict"].to_dict() == {ids[0]: "pass", ids[1]: "fail"}
+    assert table["token_f1"].to_dict() == pytest.approx({ids[0]: 1.0, ids[1]: 0.0})
+    deepeval = tmp_path / "cases.json"
+    deepeval.write_text(json.dumps([{"input": "2+2?", "expected_output": "4", "actual_output": "4"},
+                                    {"input": "3+3?", "expected_output": "6", "actual_output": "7"}]))
+    run = qe.evaluate(str(deepeval), responses=str(deepeval), progress=False)
+    assert run.case_table()["verdict"].to_dict() == {qa_pair_id("", "2+2?", "4"): "pass",
+                                                      qa_pair_id("", "3+3?", "6"): "fail"}
+
+
+def test_mixed_ragas_suite_picks_its_task(tmp_path, files):
+    """Retrieval questions and answer-only samples in one file: --task picks the ones run."""
+    _, corpus = files
+    path = write_jsonl(tmp_path / "ragas.jsonl", [*RAGAS, {"user_input": "Largest planet?",
+                                                           "reference": "Jupiter",
+                                                           "retrieved_contexts": [],
+                                                           "response": "Jupiter"}])
+    run = qe.evaluate(str(path), responses=str(path), task="retrieval", corpus=str(corpus),
+                      k=2, progress=False)
+    assert run.results.vector("recall@2") == pytest.approx(RECALL2)
+    run = qe.evaluate(str(path), responses=str(path), task="freeform", progress=False)
+    assert run.case_table()["verdict"].to_dict()[qa_pair_id("", "Largest planet?", "Jupiter")] == "pass"

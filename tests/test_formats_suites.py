@@ -88,7 +88,7 @@ def test_ragas_jsonl_suite(tmp_path, corpus, with_corpus):
     path = write_jsonl(tmp_path / "ragas.jsonl", RAGAS_ROWS)
     suite = load_suite(path, corpus=corpus if with_corpus else None)
     assert suite.cases == expected_ragas(with_corpus)
-    assert suite.task_kinds() == {"retrieval"}
+    assert suite.task_kinds() == {"retrieval", "freeform"}  # the answer-only sample: freeform
 
 
 def test_ragas_csv_as_pandas_writes_it(tmp_path, corpus):
