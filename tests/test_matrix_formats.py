@@ -66,3 +66,25 @@ def test_python_retriever_repeats_cached_every_consumer(runs):
 def test_compare_recorded_and_live(runs, tmp_path):
     _, recorded, live = runs
     check_compare(recorded, live, "recall@2", RECORDED, PARIS_ONLY, tmp_path)
+
+
+def test_inspect_samples_freeform_every_consumer(tmp_path):
+    """inspect_ai samples (answer-only) with recorded responses: the free-form task's
+    per-case ``passed`` and its ``pass_rate`` agree in every consumer."""
+    suite = tmp_path / "samples.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "s1", "input": "What is 2 + 2?", "target": "4"},
+        {"id": "s2", "input": [{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": "Colour of the sky?"}],
+         "target": ["blue", "azure"]},
+        {"id": "s3", "input": "Capital of France?", "target": "Paris"}]))
+    responses = tmp_path / "out.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"case_id": "s1", "response": "4"}, {"case_id": "s2", "response": "Azure"},
+        {"case_id": "s3", "response": "Lyon"}]))
+    run = qe.evaluate(str(suite), responses=str(responses), out=tmp_path / "runs",
+                      reports=True, progress=False)
+    assert run.task_name == "freeform"
+    # s2 passes on its alias (normalised exact match); s3 fails
+    assert check_consumers(run, "passed", {"s1": 1.0, "s2": 1.0, "s3": 0.0},
+                           overall="pass_rate", viewer_root=tmp_path / "runs") == pytest.approx(2 / 3)
