@@ -285,3 +285,21 @@ def test_inspect_numeric_target_and_bad_types(tmp_path):
     with pytest.raises(InputError) as err:
         load_suite(path)
     assert (err.value.line, err.value.field) == (1, "reference_contexts[1]")
+
+
+def test_ragas_v01_names(tmp_path):
+    """ragas 0.1's columns (question, contexts, answer, ground_truth), as in HF datasets built
+    for it: a suite of answer-only samples, and recorded outputs."""
+    datasets = pytest.importorskip("datasets")
+    rows = [{"question": "Capital of France?", "contexts": [PARIS], "answer": "Paris",
+             "ground_truth": "Paris"}]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "v01"))
+    assert load_suite(tmp_path / "v01").cases == [
+        reference_case(qa_pair_id("", "Capital of France?", "Paris"), "Capital of France?",
+                       "Paris")]
+    from queryeval.suite.foreign import recorded_records
+
+    path = write_jsonl(tmp_path / "out.jsonl", rows)
+    assert recorded_records(path) == [(1, {
+        "case_id": qa_pair_id("", "Capital of France?", "Paris"),
+        "retrieved_chunks": [{"chunk_id": "", "content": PARIS}], "response": "Paris"})]

@@ -39,6 +39,8 @@ def convert(records: list[Record], path: Path, corpus: str | Path | None,
         return samples.cases(records, path, "target")
     if found is fmt.OPENAI_EVALS:
         return samples.cases(records, path, "ideal")
+    if found is fmt.RAGAS_V01:  # no reference contexts: nothing to match
+        return ragas.cases(records, path, None, ragas.RAGAS_V01_ROLES)
     index = ChunkIndex.load(corpus)
     if found is fmt.RAGAS:
         return ragas.cases(records, path, index)
@@ -101,7 +103,7 @@ def load_trec(queries: Path, qrels: Path, corpus: str | Path | None = None) -> S
     return suite_of(cases, queries, [queries, qrels])
 
 
-RECORDED_FORMATS = (fmt.RAGAS, fmt.DEEPEVAL)
+RECORDED_FORMATS = (fmt.RAGAS, fmt.RAGAS_V01, fmt.DEEPEVAL)
 
 
 PEEK_BYTES = 1 << 20
@@ -159,7 +161,8 @@ def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:
     found = [f for f in RECORDED_FORMATS if f.matches(have)]
     if len(found) != 1:
         return None
-    roles = ragas.RAGAS_ROLES if found[0] is fmt.RAGAS else DEEPEVAL_ROLES
+    roles = {fmt.RAGAS: ragas.RAGAS_ROLES, fmt.RAGAS_V01: ragas.RAGAS_V01_ROLES}.get(
+        found[0], DEEPEVAL_ROLES)
     corpus = chunks() if chunks is not None else None
     index = ChunkIndex(corpus) if corpus else None
     out = []

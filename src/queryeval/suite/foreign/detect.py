@@ -48,6 +48,7 @@ class Format:
 
 RAGAS = Format("ragas", "a ragas EvaluationDataset", ("user_input",),
                ("retrieved_contexts", "reference_contexts", "response", "reference"))
+RAGAS_V01 = Format("ragas_v01", "a ragas 0.1 dataset", ("question",), ("ground_truth", "contexts"))
 DEEPEVAL = Format("deepeval", "DeepEval goldens/test cases", ("input",),
                   ("expected_output", "actual_output", "context", "retrieval_context"))
 INSPECT = Format("inspect", "inspect_ai samples", ("input", "target"))
@@ -58,7 +59,7 @@ QUESTIONS = Format("questions", "queryeval retrieval questions", ("question",),
 DABENCH = Format("dabench", "DABench questions", ("id", "question"), fallback=True)
 BUILDINGQA = Format("buildingqa", "BuildingQA QA JSON", ("building_id", "queries"))
 
-FORMATS = (RAGAS, DEEPEVAL, INSPECT, OPENAI_EVALS, CASES, QUESTIONS, DABENCH, BUILDINGQA)
+FORMATS = (RAGAS, DEEPEVAL, INSPECT, OPENAI_EVALS, CASES, QUESTIONS, RAGAS_V01, DABENCH, BUILDINGQA)
 
 
 def detect(fields: Iterable[str], *, path: Path, where: dict | None = None,

@@ -35,6 +35,9 @@ class Roles:
 
 RAGAS_ROLES = Roles("user_input", "reference_contexts", "reference", "retrieved_contexts",
                     "response")
+RAGAS_V01_ROLES = Roles("question", "", "ground_truth", "contexts", "answer")
+"""ragas 0.1's names (``question``, ``contexts``, ``answer``, ``ground_truth``): ``contexts``
+are what the system retrieved, so as a suite a sample is answer-only (its ground truth)."""
 
 
 def _question(rec: Record, path: Path, roles: Roles) -> str:
@@ -48,7 +51,7 @@ def to_case(rec: Record, path: Path, index: ChunkIndex | None,
             roles: Roles = RAGAS_ROLES) -> Case:
     question = _question(rec, path, roles)
     reference = text(rec, roles.reference, path, required=False)
-    contexts = text_list(rec, roles.reference_contexts, path)
+    contexts = text_list(rec, roles.reference_contexts, path) if roles.reference_contexts else None
     if contexts:
         relevant = relevant_from_texts(contexts, index, path=path, where=rec.where,
                                        field=roles.reference_contexts)
@@ -56,9 +59,10 @@ def to_case(rec: Record, path: Path, index: ChunkIndex | None,
     elif reference:
         target = build.reference_target([reference])
     else:
-        raise InputError(f"nothing to score: a suite sample needs {roles.reference_contexts} "
-                         f"(a retrieval question) or {roles.reference} (an answer)",
-                         path=path, **rec.where)
+        needs = (f"{roles.reference_contexts} (a retrieval question) or "
+                 if roles.reference_contexts else "")
+        raise InputError(f"nothing to score: a suite sample needs {needs}{roles.reference} "
+                         "(an answer)", path=path, **rec.where)
     cid = build.case_id(rec.data.get("id"), question, reference)
     return build.make_case(cid, [{"role": "user", "content": question}], target, path=path,
                            where=rec.where)
