@@ -121,7 +121,7 @@ def test_title_case_retrieval_header_is_not_a_fields_table(tmp_path, capsys):
     path.write_text("Question,Answer,Document_Name,Dataset,Chunk_Id,Content_Hash\n"
                     "q,a,d,s,c," + "0" * 32 + "\n")
     line = one_line(capsys, "validate", str(path))
-    assert "missing columns question, answer, document_name, dataset, chunk_id, content_hash" in line
+    assert "missing columns question, answer, document_name, dataset, chunk_id" in line
     assert "did you mean 'Question' for 'question'" in line
 
 
