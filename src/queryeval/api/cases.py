@@ -146,3 +146,38 @@ def write_cases(cases: list[Case], folder: Path) -> Path:
         with writing(path):
             write_text_atomic(path, data.decode("utf-8"))
     return path
+
+
+def is_hf_dataset(obj: Any) -> bool:
+    """A ``datasets.Dataset`` or ``DatasetDict`` (told without importing datasets)."""
+    return type(obj).__module__.startswith("datasets.") and type(obj).__name__ in (
+        "Dataset", "DatasetDict", "IterableDataset")
+
+
+def write_dataset(dataset: Any, folder: Path) -> Path:
+    """A ``datasets.Dataset`` written as ``folder/dataset-<sha256 prefix>.jsonl``, one row a
+    line, so the suite loader tells its format from its columns (docs/formats.md) as it does
+    for the same rows saved to disk."""
+    import json
+
+    if type(dataset).__name__ != "Dataset":
+        raise InputError(f"a {type(dataset).__name__}: pass one split's Dataset, e.g. "
+                         "dataset['test']", field="suite")
+    lines = []
+    for i, row in enumerate(dataset.to_list()):
+        try:
+            lines.append(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"not a JSON value: {exc}", field=f"suite[{i}]") from None
+    if not lines:
+        raise InputError("the dataset has no rows", field="suite")
+    data = "".join(lines).encode("utf-8")
+    path = folder / f"dataset-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+    if not path.is_file() or path.read_bytes() != data:
+        from queryeval.io.atomic import write_text_atomic
+        from queryeval.run.log import writing
+
+        folder.mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            write_text_atomic(path, data.decode("utf-8"))
+    return path

@@ -140,7 +140,9 @@ def evaluate(
 
     Args:
         suite: a suite path (YAML file or folder, cases JSONL, questions CSV, BuildingQA JSON,
-            fields table; DABench questions JSONL with ``labels``), or cases in memory: a list
+            fields table; DABench questions JSONL with ``labels``; the foreign formats of
+            docs/formats.md), a ``datasets.Dataset`` (its rows read by their fields, as a
+            saved dataset), or cases in memory: a list
             of dicts or :class:`~queryeval.suite.models.Case` objects, or a pandas DataFrame
             (one case per row: case fields as columns, or ``id``/``question``/``target``).
         system: a callable ``f(request) -> dict``, an ``async def`` callable, an object with
@@ -306,9 +308,14 @@ def _in_memory_error(err: InputError, names: dict, written: set) -> InputError:
 
 def _inputs(suite: Any, responses: Any, folder: Path) -> tuple[str, str | None]:
     """The suite and responses as paths; in-memory ones are written under ``folder``."""
-    from queryeval.api.cases import check_cases, write_cases
+    from queryeval.api.cases import check_cases, is_hf_dataset, write_cases, write_dataset
 
-    suite_path = str(suite) if _is_path(suite) else str(write_cases(check_cases(suite), folder))
+    if _is_path(suite):
+        suite_path = str(suite)
+    elif is_hf_dataset(suite):  # a datasets.Dataset: its rows, read by their fields
+        suite_path = str(write_dataset(suite, folder))
+    else:
+        suite_path = str(write_cases(check_cases(suite), folder))
     if responses is None or _is_path(responses):
         return suite_path, str(responses) if responses is not None else None
     return suite_path, str(_write_responses(responses, folder))
@@ -353,9 +360,10 @@ def _resume_matching(folder: Path, suite: Any, system: Any, *, retry_errors: boo
             raise ConfigError(f"{log.paths.batch} is a run of {stored}, not of {suite}; "
                               "use another out folder")
     else:
-        from queryeval.api.cases import check_cases, write_cases
+        from queryeval.api.cases import check_cases, is_hf_dataset, write_cases, write_dataset
 
-        expected = write_cases(check_cases(suite), folder / "inputs").resolve()
+        expected = (write_dataset(suite, folder / "inputs") if is_hf_dataset(suite)
+                    else write_cases(check_cases(suite), folder / "inputs")).resolve()
         if expected != Path(stored):
             raise ConfigError(f"{log.paths.batch} is a run of other cases ({stored}); "
                               "use another out folder")

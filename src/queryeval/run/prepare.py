@@ -98,7 +98,8 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
         from queryeval.run.ray_executor import import_ray
 
         import_ray()  # fail with one clear line before any run file is written
-    suite = load_suite(config.suite, labels=config.labels)
+    suite = load_suite(config.suite, labels=config.labels,
+                       corpus=(config.task_options or {}).get("corpus"))
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
 
     def make() -> Iterable[Case]:

@@ -132,7 +132,9 @@ SUPPORTED_FORMATS = (
     "a .yaml/.yml file or a folder of them; a .jsonl of cases (a 'conversation' on each line); "
     "DABench questions .jsonl with --labels; BuildingQA .json; a retrieval questions .csv "
     f"({', '.join(RETRIEVAL_COLUMNS)}); a fields evaluation table .csv/.xlsx (Question and "
-    "one column per field)"
+    "one column per field); ragas, DeepEval, inspect_ai/OpenAI-evals samples, HF datasets "
+    "(saved folders, .parquet, {\"data\": [...]} .json), BEIR folders, TREC qrels with "
+    "a queries file (docs/formats.md)"
 )
 
 
@@ -164,18 +166,76 @@ def _csv_header(path: Path) -> list[str]:
                      path=path, line=1)
 
 
-def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
+def _title_case_retrieval(path: Path, header: list[str]) -> None:
+    """A header naming the retrieval questions' columns in another letter case (``Question,
+    Answer, ..., Content_Hash``) is refused with the did-you-mean, not read as a fields table."""
+    folded = {h.lower() for h in header}
+    if "content_hash" not in header and "content_hash" in folded and sum(
+            c in folded for c in RETRIEVAL_COLUMNS) >= 3:
+        raise missing_columns_error(path, header, "a retrieval questions CSV", RETRIEVAL_COLUMNS)
+
+
+def _foreign_fits(path: Path, header: list[str]) -> bool:
+    """Whether a table's header is another tool's format (a questions CSV is read by its own
+    reader, :func:`csv_kind`; question rows in xlsx have no other reader)."""
+    from queryeval.suite.foreign import detect
+
+    have = set(header)
+    skip = (detect.DABENCH, detect.BUILDINGQA) + ((detect.QUESTIONS,) if path.suffix.lower()
+                                                  == ".csv" else ())
+    return any(f.matches(have) for f in detect.FORMATS if f not in skip)
+
+
+def _load_table(path: Path, corpus: str | Path | None) -> Suite:
+    """A .csv or .xlsx suite: the seed's retrieval questions (CSV), a fields table, or a
+    foreign format told by its header (ragas, DeepEval, inspect, question rows in xlsx)."""
+    from queryeval.suite import foreign
+    from queryeval.suite.foreign.records import table_header
+
+    csv = path.suffix.lower() == ".csv"
+    header = _csv_header(path) if csv else table_header(path)
+    _title_case_retrieval(path, header)
+    if csv and "content_hash" in header and all(c in header for c in RETRIEVAL_COLUMNS):
+        from queryeval.suite.retrieval import read_questions_csv
+
+        return read_questions_csv(path)
+    if "Question" not in header and _foreign_fits(path, header):
+        return foreign.load_records_suite(path, corpus)
+    if csv and csv_kind(path, header) == "retrieval":  # (csv_kind raises for no kind)
+        from queryeval.suite.retrieval import read_questions_csv
+
+        return read_questions_csv(path)
+    if not csv and "Question" not in header:
+        from queryeval.suite.foreign import detect
+
+        detect.detect(header, path=path, where={"line": 1})
+    from queryeval.suite.fields import load_fields_suite
+
+    return load_fields_suite(path)
+
+
+def load_suite(path: str | Path, *, labels: str | Path | None = None,
+               corpus: str | Path | None = None) -> Suite:
     """Load a suite from a path, choosing the reader from the path's form.
 
-    * a folder, ``.yaml`` or ``.yml``: suite YAML;
-    * ``.jsonl`` with ``labels``: DABench questions + labels;
+    * a folder, ``.yaml`` or ``.yml``: suite YAML; a BEIR folder (``queries.jsonl``,
+      ``qrels/``) or a saved HF dataset (``datasets.save_to_disk``): read by its fields;
+    * ``.jsonl`` with ``labels``: DABench questions + labels; with TREC qrels as ``labels``:
+      the queries of TREC judgements;
     * ``.jsonl`` whose lines are cases (a ``conversation`` each): a JSONL suite (lazy);
     * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions;
     * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries);
     * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
-      field-retrieval evaluation table.
+      field-retrieval evaluation table;
+    * any other ``.jsonl``/``.json``/``.csv``/``.xlsx``/``.parquet``: a foreign format told by
+      its fields (ragas, DeepEval, inspect_ai, OpenAI evals, queryeval cases or question rows;
+      docs/formats.md), one clear line when it fits none or several.
+
+    ``corpus``: the run's corpus, to match ragas/DeepEval contexts to its chunks (and fill
+    the content hashes of TREC judgements); without it a context is its own text's MD5.
     """
     from queryeval.io.files import check_input
+    from queryeval.suite import foreign
 
     path = Path(path)
     if not path.exists():
@@ -188,10 +248,18 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
                              path=path)
         if not Path(labels).exists():
             raise InputError("no such file", path=labels)
+        from queryeval.suite.foreign.trecqrels import looks_like_qrels
+
+        if Path(labels).suffix.lower() != ".jsonl" and looks_like_qrels(Path(labels)):
+            return foreign.load_trec(path, Path(labels), corpus)
         return load_dabench_suite(path, labels)
-    if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
+    if path.is_dir():
+        loaded = foreign.load_folder(path, corpus)
+        return loaded if loaded is not None else load_yaml_suite(path)
+    suffix = path.suffix.lower()
+    if suffix in YAML_SUFFIXES:
         return load_yaml_suite(path)
-    if path.suffix.lower() == ".jsonl":
+    if suffix == ".jsonl":
         from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
 
         first = is_cases_jsonl(path)
@@ -200,23 +268,20 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None) -> Suite:
                              "'conversation') per line", path=path)
         if first:
             return read_cases_jsonl(path)
-        raise InputError("a DABench questions file needs its labels: add --labels LABELS.jsonl "
-                         "(a suite of cases in JSONL has a 'conversation' on each line)", path=path)
-    if path.suffix.lower() == ".json":
-        from queryeval.suite.buildingqa import read_buildingqa
+        return foreign.load_records_suite(path, corpus)
+    if suffix in (".json", ".parquet"):
+        return foreign.load_records_suite(path, corpus)
+    if suffix in (".csv", ".xlsx"):
+        return _load_table(path, corpus)
+    if suffix in (".tsv", ".qrels", ".txt"):
+        from queryeval.suite.foreign.beir import is_beir_qrels
 
-        return read_buildingqa(path)
-    if path.suffix.lower() == ".csv":
-        if csv_kind(path, _csv_header(path)) == "retrieval":
-            from queryeval.suite.retrieval import read_questions_csv
+        if is_beir_qrels(path):
+            return foreign.load_beir(path)
+        from queryeval.suite.foreign.trecqrels import looks_like_qrels
 
-            return read_questions_csv(path)
-        from queryeval.suite.fields import load_fields_suite
-
-        return load_fields_suite(path)
-    if path.suffix.lower() == ".xlsx":
-        from queryeval.suite.fields import load_fields_suite
-
-        return load_fields_suite(path)
+        if looks_like_qrels(path):
+            raise InputError("TREC qrels need their queries: give the queries file (qid<TAB>text "
+                             "or JSONL) as the suite and this file as --labels", path=path)
     raise InputError(f"unknown suite format {path.suffix or '(no extension)'!r}; supported: "
                      f"{SUPPORTED_FORMATS}", path=path)

@@ -112,6 +112,10 @@ class Chunk:
 
 
 def _chunk(rec: dict, path: Path, where: dict) -> Chunk:
+    if "chunk_id" not in rec and "content" not in rec and "_id" in rec:  # a BEIR corpus.jsonl
+        rec = {"chunk_id": rec["_id"], "content": rec.get("text"),
+               "document_name": rec.get("title") or "",
+               **{k: v for k, v in rec.items() if k not in ("_id", "text", "title")}}
     for key in ("chunk_id", "content"):
         value = rec.get(key)
         if value is None or (isinstance(value, str) and not value and key == "chunk_id"):

@@ -172,16 +172,23 @@ class RecordedSystem:
     @classmethod
     def load(cls, path: str | Path, task: Task) -> RecordedSystem:
         path = Path(path)
+        from queryeval.suite.foreign import recorded_records
+
+        corpus = getattr(task, "corpus", None)
+        foreign = recorded_records(path, corpus if callable(corpus) else None)
+        if foreign is not None:  # ragas / DeepEval outputs (docs/formats.md)
+            return cls._load_in_memory(path, task, foreign)
         if path.suffix.lower() == ".csv":
             return cls._load_in_memory(path, task)
         return IndexedRecordedSystem.build(path, task)
 
     @classmethod
-    def _load_in_memory(cls, path: Path, task: Task) -> RecordedSystem:
+    def _load_in_memory(cls, path: Path, task: Task,
+                        records: Iterable[tuple[int, Any]] | None = None) -> RecordedSystem:
         entries: dict[Key, Any] = {}
         lines: dict[Key, int] = {}
         first_non_empty = _first_non_empty(task)
-        for lineno, obj in iter_records(path):
+        for lineno, obj in (iter_records(path) if records is None else records):
             if isinstance(obj, dict) and obj.get("repeat") not in (None, ""):
                 raise InputError("several answers per case (repeat) are read from JSONL "
                                  "responses only", path=path, line=lineno, field="repeat")

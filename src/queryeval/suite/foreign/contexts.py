@@ -1,0 +1,106 @@
+"""Contexts (texts) matched to corpus chunks, by one documented rule (docs/formats.md).
+
+Rule: a context and a chunk's content match when their *normalised* texts are equal:
+Unicode NFKC, every run of whitespace (Unicode's) collapsed to one space, leading and
+trailing whitespace stripped. Nothing else is folded (letter case and punctuation count).
+
+* a context matching one chunk is that chunk (its ``chunk_id`` and its content's MD5);
+* a context matching several chunks (their texts equal once normalised) is the first of them
+  in corpus order; the others share its content hash only when their raw texts are equal;
+* a reference context matching no chunk is an error naming the file, record and field (the
+  question could never be answered); a *retrieved* context matching no chunk is kept with its
+  own text, so it counts as a retrieved chunk that is not relevant unless its MD5 is;
+* without a corpus, a context is identified by the MD5 of its text as given (the seed's
+  content-hash rule): it matches a chunk whose content is byte-for-byte the same.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+
+from queryeval.errors import InputError
+from queryeval.suite.retrieval import Chunk, content_hash
+
+
+def normalise(text: str) -> str:
+    """NFKC, whitespace runs collapsed to one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+class ChunkIndex:
+    """The corpus's chunks by normalised content (first in corpus order wins) and by id."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.by_text: dict[str, Chunk] = {}
+        self.by_id: dict[str, Chunk] = {}
+        for chunk in chunks:
+            self.by_text.setdefault(normalise(chunk.content), chunk)
+            self.by_id.setdefault(chunk.chunk_id, chunk)
+
+    @classmethod
+    def load(cls, corpus: str | Path | None) -> ChunkIndex | None:
+        if not corpus:
+            return None
+        from queryeval.suite.retrieval import read_corpus
+
+        return cls(read_corpus(corpus))
+
+    def find(self, text: str) -> Chunk | None:
+        return self.by_text.get(normalise(text))
+
+
+def relevant_from_texts(texts: Sequence[str], index: ChunkIndex | None, *, path: Path,
+                        where: dict, field: str) -> list[dict]:
+    """``relevant`` entries for reference contexts: matched to the corpus by the rule above,
+    or identified by their own MD5 without a corpus. Repeated contexts count once."""
+    out: list[dict] = []
+    seen: set[str] = set()
+    for i, text in enumerate(texts):
+        if index is None:
+            entry = {"content_hash": content_hash(text)}
+        else:
+            chunk = index.find(text)
+            if chunk is None:
+                shown = " ".join(text.split())[:60]
+                raise InputError(f"matches no chunk of the corpus ({shown!r}; compared after "
+                                 "NFKC and whitespace collapsing, see docs/formats.md)",
+                                 path=path, field=f"{field}[{i}]", **where)
+            entry = {"chunk_id": chunk.chunk_id, "content_hash": chunk.content_hash}
+        key = entry.get("chunk_id") or entry["content_hash"]
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def relevant_from_ids(graded: Sequence[tuple[str, int]], index: ChunkIndex | None, *,
+                      path: Path, where: dict, field: str) -> list[dict]:
+    """``relevant`` entries for chunk ids with graded relevance: with a corpus, each id must
+    name a chunk (its content hash is filled in); without one, the id alone identifies it."""
+    out = []
+    for doc, rel in graded:
+        entry: dict = {"chunk_id": doc, "relevance": rel}
+        if index is not None:
+            chunk = index.by_id.get(doc)
+            if chunk is None:
+                raise InputError(f"chunk {doc!r} is not in the corpus", path=path, field=field,
+                                 **where)
+            entry["content_hash"] = chunk.content_hash
+        out.append(entry)
+    return out
+
+
+def retrieved_from_texts(texts: Sequence[str], index: ChunkIndex | None) -> list[dict]:
+    """A recorded answer's retrieved contexts as retrieved chunks, best first: a context
+    matching a corpus chunk becomes that chunk (its id and its exact content, so content
+    hashes compare); one matching none keeps its own text and no id."""
+    out = []
+    for text in texts:
+        chunk = index.find(text) if index is not None else None
+        if chunk is None:
+            out.append({"chunk_id": "", "content": text})
+        else:
+            out.append({"chunk_id": chunk.chunk_id, "content": chunk.content})
+    return out

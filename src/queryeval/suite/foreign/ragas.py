@@ -1,0 +1,92 @@
+"""ragas ``EvaluationDataset`` samples (``SingleTurnSample``), JSONL / CSV / JSON / Parquet /
+a saved HF dataset, as a suite and as recorded outputs.
+
+Fields: ``user_input`` (the question), ``reference_contexts`` (the texts that answer it:
+the relevant chunks), ``reference`` (the reference answer), ``retrieved_contexts`` and
+``response`` (what the system retrieved and answered: recorded outputs). As a suite, a
+sample with ``reference_contexts`` is a retrieval question (its contexts matched to the
+corpus, :mod:`~queryeval.suite.foreign.contexts`); one with only ``reference`` is an
+answer-only sample (``target.reference``). DeepEval's fields map onto the same roles
+(:mod:`~queryeval.suite.foreign.deepeval`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from queryeval.errors import InputError
+from queryeval.suite.foreign import build
+from queryeval.suite.foreign.contexts import ChunkIndex, relevant_from_texts, retrieved_from_texts
+from queryeval.suite.foreign.records import Record, text, text_list
+from queryeval.suite.models import Case
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which field plays which part."""
+
+    question: str
+    reference_contexts: str
+    reference: str
+    retrieved_contexts: str
+    response: str
+
+
+RAGAS_ROLES = Roles("user_input", "reference_contexts", "reference", "retrieved_contexts",
+                    "response")
+RAGAS_V01_ROLES = Roles("question", "", "ground_truth", "contexts", "answer")
+"""ragas 0.1's names (``question``, ``contexts``, ``answer``, ``ground_truth``): ``contexts``
+are what the system retrieved, so as a suite a sample is answer-only (its ground truth)."""
+
+
+def _question(rec: Record, path: Path, roles: Roles) -> str:
+    value = text(rec, roles.question, path)
+    if not value.strip():
+        raise InputError("empty question", path=path, field=roles.question, **rec.where)
+    return value
+
+
+def to_case(rec: Record, path: Path, index: ChunkIndex | None,
+            roles: Roles = RAGAS_ROLES) -> Case:
+    question = _question(rec, path, roles)
+    reference = text(rec, roles.reference, path, required=False)
+    contexts = text_list(rec, roles.reference_contexts, path) if roles.reference_contexts else None
+    if contexts:
+        relevant = relevant_from_texts(contexts, index, path=path, where=rec.where,
+                                       field=roles.reference_contexts)
+        target = build.retrieval_target(relevant, reference)
+    elif reference:
+        target = build.reference_target([reference])
+    else:
+        needs = (f"{roles.reference_contexts} (a retrieval question) or "
+                 if roles.reference_contexts else "")
+        raise InputError(f"nothing to score: a suite sample needs {needs}{roles.reference} "
+                         "(an answer)", path=path, **rec.where)
+    cid = build.case_id(rec.data.get("id"), question, reference)
+    return build.make_case(cid, [{"role": "user", "content": question}], target, path=path,
+                           where=rec.where)
+
+
+def cases(records: list[Record], path: Path, index: ChunkIndex | None,
+          roles: Roles = RAGAS_ROLES) -> list[tuple[Case, dict]]:
+    return [(to_case(r, path, index, roles), r.where) for r in records]
+
+
+def recorded_line(rec: Record, path: Path, index: ChunkIndex | None,
+                  roles: Roles = RAGAS_ROLES) -> dict:
+    """A sample as a recorded-outputs line: ``case_id`` (the suite's id of the same
+    question and reference), ``retrieved_chunks`` (its retrieved contexts, matched to the
+    corpus) and ``response``, each when the sample has it."""
+    question = _question(rec, path, roles)
+    reference = text(rec, roles.reference, path, required=False)
+    line: dict = {"case_id": build.case_id(rec.data.get("id"), question, reference)}
+    retrieved = text_list(rec, roles.retrieved_contexts, path)
+    if retrieved is not None:
+        line["retrieved_chunks"] = retrieved_from_texts(retrieved, index)
+    if rec.data.get(roles.response) is not None:
+        line["response"] = text(rec, roles.response, path, required=False)
+    if len(line) == 1:
+        raise InputError(f"no output: a recorded sample needs {roles.retrieved_contexts} or "
+                         f"{roles.response}", path=path, **rec.where)
+    return line

@@ -1,0 +1,200 @@
+"""Records (one dict each) from the containers other tools write, each with where it lies.
+
+* ``.jsonl``: one object a line (``line``);
+* ``.json``: an array of objects, or an object holding one (``{"data": [...]}``, the form
+  ``datasets``' ``to_json(lines=False)`` and HF hub files use) (``record``: its index);
+* ``.csv`` / ``.xlsx``: a header row and one record a row (``line``: the row), cells text;
+* ``.parquet``: one record a row (``record``), columns keep their types (lists stay lists);
+* a folder written by ``datasets.Dataset.save_to_disk`` (``record``).
+
+``where`` is the keyword arguments an :class:`~queryeval.errors.InputError` takes to name
+the record (``{"line": 3}`` or ``{"record": "2"}``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+
+TABLE_SUFFIXES = (".csv", ".xlsx")
+
+
+@dataclass
+class Record:
+    data: dict[str, Any]
+    where: dict[str, Any]
+    table: bool = False
+    """From a CSV/xlsx table: every cell is text (a list is written as a list literal)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def read_json_records(path: Path) -> list[Record]:
+    from queryeval.io.files import decode_text, read_input_bytes
+    from queryeval.io.jsonl import duplicate_key_error, json_value_error, loads_strict
+
+    text = decode_text(read_input_bytes(path, "suite"), path)
+    try:
+        data = loads_strict(text, path=path)
+    except duplicate_key_error as exc:
+        raise InputError(f"duplicate key {exc.key!r}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting too deep", path=path) from None
+    except ValueError as exc:
+        raise InputError(json_value_error(exc), path=path) from None
+    if isinstance(data, dict):
+        lists = [k for k, v in data.items() if isinstance(v, list)]
+        if "data" in lists:
+            data = data["data"]
+        elif len(lists) == 1 and len(data) == 1:
+            data = data[lists[0]]
+        else:
+            data = [data]
+    if not isinstance(data, list):
+        raise InputError(f"expected a JSON array of records (or {{\"data\": [...]}}), got "
+                         f"{type(data).__name__}", path=path)
+    out = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise InputError(f"a record must be an object, got {type(item).__name__}",
+                             path=path, record=str(i))
+        out.append(Record(item, {"record": str(i)}))
+    return out
+
+
+def read_jsonl_records(path: Path) -> list[Record]:
+    from queryeval.io.jsonl import iter_jsonl
+
+    return [Record(obj, {"line": line}) for line, obj in iter_jsonl(path, strict=True)]
+
+
+def read_table_records(path: Path) -> list[Record]:
+    from queryeval.suite.fields import read_rows
+
+    header, rows = read_rows(path, TABLE_SUFFIXES)
+    return [Record(dict(zip(header, cells, strict=True)), {"line": line}, table=True)
+            for line, cells in rows]
+
+
+def table_header(path: Path) -> list[str]:
+    from queryeval.suite.fields import read_rows
+
+    return read_rows(path, TABLE_SUFFIXES)[0]
+
+
+def read_parquet_records(path: Path) -> list[Record]:
+    from queryeval.io.files import check_input
+
+    check_input(path, "data")
+    try:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    except ImportError:
+        raise InputError("reading Parquet needs pyarrow: pip install pyarrow", path=path) from None
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
+        raise InputError(f"invalid Parquet: {_one_line(exc)}", path=path) from None
+    return [Record(row, {"record": str(i)}) for i, row in enumerate(rows)]
+
+
+def is_hf_folder(path: Path) -> bool:
+    """A folder ``datasets``' ``save_to_disk`` wrote (a Dataset or a DatasetDict)."""
+    return path.is_dir() and ((path / "state.json").is_file()
+                              or (path / "dataset_dict.json").is_file())
+
+
+def read_hf_records(path: Path) -> list[Record]:
+    if (path / "dataset_dict.json").is_file():
+        splits = sorted(p.name for p in path.iterdir() if is_hf_folder(p))
+        raise InputError("a DatasetDict folder: give one split's folder as the suite ("
+                         + ", ".join(str(path / s) for s in splits) + ")", path=path)
+    try:
+        import datasets
+    except ImportError:
+        raise InputError("reading a saved HF dataset needs datasets: pip install datasets",
+                         path=path) from None
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types for bad folders
+        raise InputError(f"not a readable saved dataset: {_one_line(exc)}", path=path) from None
+    return [Record(dict(row), {"record": str(i)}) for i, row in enumerate(ds.to_list())]
+
+
+def read_records(path: Path) -> list[Record]:
+    if path.is_dir():
+        return read_hf_records(path)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl_records(path)
+    if suffix == ".json":
+        return read_json_records(path)
+    if suffix == ".parquet":
+        return read_parquet_records(path)
+    return read_table_records(path)
+
+
+# --- values ---------------------------------------------------------------------------------------
+def text(rec: Record, name: str, path: Path, *, required: bool = True) -> str:
+    """A text field (a number is read as its text); an absent or null one is "" unless
+    ``required``."""
+    value = rec.data.get(name)
+    if value is None or value == "":
+        if required:
+            raise InputError("field required", path=path, field=name, **rec.where)
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"must be text, got {type(value).__name__}", path=path, field=name,
+                         **rec.where)
+    return str(value)
+
+
+def text_list(rec: Record, name: str, path: Path) -> list[str] | None:
+    """A list of texts, or None when absent or null. A table cell holds it as a JSON array,
+    a Python list literal (what pandas writes for a list column: ragas' ``to_csv``), or one
+    text (a list of one)."""
+    value = rec.data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not stripped:
+            return None
+        if rec.table and stripped.startswith("["):
+            try:
+                value = json.loads(stripped)
+            except ValueError:
+                try:
+                    value = ast.literal_eval(stripped)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    raise InputError("not a list: write a JSON array of texts",
+                                     path=path, field=name, **rec.where) from None
+        else:
+            value = [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [str(value)]  # a number as the answer (inspect's target: 4)
+    if hasattr(value, "tolist"):  # a numpy array (pandas' parquet)
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"must be a list of texts, got {type(value).__name__}", path=path,
+                         field=name, **rec.where)
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise InputError(f"must be text, got {type(item).__name__}", path=path,
+                             field=f"{name}[{i}]", **rec.where)
+    return list(value)
+
+
+def first_fields(records: list[Record]) -> set[str]:
+    """The fields of the first record (a null counts as absent; a table's header counts)."""
+    if not records:
+        return set()
+    return {k for k, v in records[0].data.items() if v is not None}
