@@ -136,12 +136,12 @@ def test_every_consumer(built, lab, kind):
         recs.setdefault(r["case_id"], []).append(r)
     if kind == "repeats":  # every attempt is free text: the judge decided all of them
         assert all(r["decided_by"] == "judge" for rs in recs.values() for r in rs)
-        assert run.overall["judged"] == pytest.approx(N)  # per repeat, averaged
+        assert run.overall["judge_decided"] == pytest.approx(N)  # per repeat, averaged
     else:
         assert {c: rs[0]["decided_by"] for c, rs in recs.items()} == {
             "c0": "rules", "c1": "rules", "c2": "judge", "c3": "judge", "c4": "judge",
             "c5": "rules"}
-        assert run.overall["judged"] == JUDGED_PLAIN
+        assert run.overall["judge_decided"] == JUDGED_PLAIN
         assert recs["c3"][0]["judge"]["reason"] == "value missing"
 
 

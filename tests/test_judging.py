@@ -1,0 +1,119 @@
+"""One judge path for the three tasks that ask it (``freeform``, ``answers``, ``query``):
+the same record fields, the same ``decided_by`` for a judge that gives no verdict, the same
+overall figures (``judge_decided``, ``judge_errors``, ``judge_check_<key>``) and the same
+console note. The judge is a fake patched where :mod:`queryeval.tasks.judging` looks it up;
+every figure is counted by hand from the cases below."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import queryeval as qe
+from queryeval.systems.judge import JudgeItem, JudgeVerdict
+
+RECORD_KEYS = {"verdict", "reason", "error", "why", "model", "prompt_version", "cached"}
+
+
+class Judge:
+    """pass for case ``p``, a reply without a verdict for ``m``, a raising call for ``r``."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def judge(self, item: JudgeItem) -> JudgeVerdict:
+        self.asked.append(item.case_id)
+        if item.case_id == "r":
+            raise ConnectionError("refused")
+        if item.case_id == "m":
+            return JudgeVerdict("maybe", reason="<script>x</script>", model="fake")
+        return JudgeVerdict("pass", reason="=cmd|' /C calc'!A0", model="fake",
+                            prompt_version="v9")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def judge(monkeypatch):
+    fake = Judge()
+    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: fake)
+    monkeypatch.setattr("queryeval.systems.judge.recorded_agreement",
+                        lambda options: {"kappa": {"value": -0.25}, "tpr": 0.5, "n": 12})
+    return fake
+
+
+def _turn(cid: str, target: dict) -> dict:
+    return {"id": cid, "conversation": [{"role": "user", "content": f"q {cid}?",
+                                         "target": target}]}
+
+
+def _shop(tmp_path):
+    db = tmp_path / "shop.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE items(name TEXT, price REAL); "
+                      "INSERT INTO items VALUES ('carrot', 0.5), ('saffron', 9.0);")
+    con.commit()
+    con.close()
+    return db
+
+
+def _run(kind: str, tmp_path, **kw):
+    """Cases p, m, r, each inconclusive for its task's rules, and d, decided by them."""
+    ids = ("p", "m", "r")
+    if kind == "freeform":
+        cases = [_turn(c, {"reference": {"answer": "a supply shortage"}}) for c in ids]
+        cases.append(_turn("d", {"reference": {"answer": "Paris"}}))
+        resp = [{"id": c, "response": "Suppliers could not deliver."} for c in ids]
+        resp.append({"id": "d", "response": "Paris"})
+    elif kind == "answers":
+        cases = [_turn(c, {"answers": [{"name": "n", "value": "2"}]}) for c in (*ids, "d")]
+        resp = [{"id": c, "response": "It is two."} for c in ids]
+        resp.append({"id": "d", "response": "@n[2]"})
+    else:
+        bad = "SELECT name FROM nosuchtable"  # a failing gold: execution cannot decide
+        cases = [_turn(c, {"query": {"gold": bad}}) for c in ids]
+        cases.append(_turn("d", {"query": {"gold": "SELECT name FROM items"}}))
+        resp = [{"case_id": c, "query": "SELECT name FROM items"} for c in (*ids, "d")]
+        kw["database"] = str(_shop(tmp_path))
+    return qe.evaluate(cases, responses=resp, out=tmp_path / "runs",
+                       judge={"model": "fake", "base_url": "http://127.0.0.1:9/v1"}, **kw)
+
+
+@pytest.mark.parametrize("kind", ["freeform", "answers", "query"])
+def test_one_path_in_every_task(kind, judge, tmp_path, capsys):
+    run = _run(kind, tmp_path)
+    assert run.task.name == kind and sorted(judge.asked) == ["m", "p", "r"]
+    recs = {r["case_id"]: r for r in run.records}
+    for cid in ("p", "m", "r"):
+        assert set(recs[cid]["judge"]) == RECORD_KEYS, cid
+    assert recs["d"]["judge"] is None
+    assert recs["p"]["decided_by"] == "judge" and recs["p"]["judge"]["verdict"] == "pass"
+    assert recs["p"]["judge"]["reason"] == "=cmd|' /C calc'!A0"
+    assert recs["p"]["judge"]["why"] == ("gold_failed" if kind == "query" else "inconclusive")
+    # no verdict, or a failed call: an error on its case, never a pass, decided_by "error"
+    assert recs["m"]["judge"]["error"]["kind"] == "judge_malformed"
+    assert recs["m"]["judge"]["verdict"] is None
+    assert recs["r"]["judge"]["error"]["kind"] == "judge_call"
+    for cid in ("m", "r"):
+        assert (recs[cid]["status"], recs[cid]["decided_by"]) == ("error", "error"), cid
+        assert run.results.case(cid).verdict == "error"
+    assert run.results.case("p").verdict == "pass"
+    o = run.overall
+    assert (o["judge_decided"], o["judge_errors"], o["errors"]) == (1, 2, 2)
+    assert (o["judge_check_kappa"], o["judge_check_tpr"], o["judge_check_n"]) == (-0.25, 0.5, 12)
+    assert "judge_check_tnr" not in o
+    assert run.config["judge"]["agreement"]["n"] == 12
+    notes = [n.text for n in run.task.summary(run.metrics) if hasattr(n, "text")
+             and n.text.startswith("judge fake")]
+    assert len(notes) == 1
+    assert "1 case(s) decided by the judge, 2 left without a verdict (errors)." in notes[0]
+    assert "on 12 labelled case(s): kappa -0.250, TPR 0.500, TNR n/a, accuracy n/a." in notes[0]
+
+
+def test_judge_errors_are_counted_when_errors_are_skipped(judge, tmp_path):
+    """``on_error: skip`` drops the errors from the means, not from the judge's counts."""
+    run = _run("freeform", tmp_path, options={"on_error": "skip"})
+    assert (run.overall["judge_decided"], run.overall["judge_errors"]) == (1, 2)
+    assert run.overall["pass_rate"] == 1.0  # p (judge) and d (exact) of the two counted
