@@ -135,6 +135,8 @@ class QueryTask(Task):
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self.case_judge = judging.CaseJudge(self.options.judge)
+        if self.options.judge is not None:  # the judge's verdict and reason per case
+            self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
 
     # --- engines --------------------------------------------------------------------------
     def _source(self, case_target) -> str:
@@ -518,6 +520,7 @@ class QueryTask(Task):
             "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
             "gold_query": record["gold_query"], "predicted_query": record["predicted_query"],
             "error": f"{record['error']['kind']}: {record['error']['message']}" if record.get("error") else "",
+            **(judging.judge_cells(record) if self.options.judge is not None else {}),
         }
 
     def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
