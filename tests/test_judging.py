@@ -6,12 +6,11 @@ every figure is counted by hand from the cases below."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 import queryeval as qe
 from queryeval.systems.judge import JudgeItem, JudgeVerdict
+from test_judge_tasks import shop  # noqa: F401 - the sqlite file the query cases run on
 
 RECORD_KEYS = {"verdict", "reason", "error", "why", "model", "prompt_version", "cached"}
 
@@ -53,17 +52,7 @@ def _turn(cid: str, target: dict) -> dict:
                                          "target": target}]}
 
 
-def _shop(tmp_path):
-    db = tmp_path / "shop.sqlite"
-    con = sqlite3.connect(db)
-    con.executescript("CREATE TABLE items(name TEXT, price REAL); "
-                      "INSERT INTO items VALUES ('carrot', 0.5), ('saffron', 9.0);")
-    con.commit()
-    con.close()
-    return db
-
-
-def _run(kind: str, tmp_path, **kw):
+def _run(kind: str, tmp_path, db, **kw):
     """Cases p, f, m, r, each inconclusive for its task's rules, and d, decided by them."""
     ids = ("p", "f", "m", "r")
     if kind == "freeform":
@@ -80,14 +69,14 @@ def _run(kind: str, tmp_path, **kw):
         cases = [_turn(c, {"query": {"gold": bad}}) for c in ids]
         cases.append(_turn("d", {"query": {"gold": "SELECT name FROM items"}}))
         resp = [{"case_id": c, "query": "SELECT name FROM items"} for c in (*ids, "d")]
-        kw["database"] = str(_shop(tmp_path))
+        kw["database"] = str(db)
     return qe.evaluate(cases, responses=resp, out=tmp_path / "runs",
                        judge={"model": "fake", "base_url": "http://127.0.0.1:9/v1"}, **kw)
 
 
 @pytest.mark.parametrize("kind", ["freeform", "answers", "query"])
-def test_one_path_in_every_task(kind, judge, tmp_path, capsys):
-    run = _run(kind, tmp_path)
+def test_one_path_in_every_task(kind, judge, tmp_path, shop):  # noqa: F811
+    run = _run(kind, tmp_path, shop)
     assert run.task.name == kind and sorted(judge.asked) == ["f", "m", "p", "r"]
     recs = {r["case_id"]: r for r in run.records}
     for cid in ("p", "f", "m", "r"):
@@ -117,9 +106,9 @@ def test_one_path_in_every_task(kind, judge, tmp_path, capsys):
     assert "on 12 labelled case(s): kappa -0.250, TPR 0.500, TNR n/a, accuracy n/a." in notes[0]
 
 
-def test_judge_errors_are_counted_when_errors_are_skipped(judge, tmp_path):
+def test_judge_errors_are_counted_when_errors_are_skipped(judge, tmp_path, shop):  # noqa: F811
     """``on_error: skip`` drops the errors from the means, not from the judge's counts."""
-    run = _run("freeform", tmp_path, options={"on_error": "skip"})
+    run = _run("freeform", tmp_path, shop, options={"on_error": "skip"})
     assert (run.overall["judge_decided"], run.overall["judge_errors"]) == (2, 2)
     assert run.overall["pass_rate"] == 2 / 3  # p (judge), d (exact); f failed (judge)
 
@@ -142,7 +131,7 @@ def _xlsx_rows(run) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("kind", ["freeform", "answers", "query"])
-def test_every_surface_shows_the_judge(kind, judge, tmp_path):
+def test_every_surface_shows_the_judge(kind, judge, tmp_path, shop):  # noqa: F811
     """CSV, xlsx, the HTML case details and the viewer's case page show each case's
     ``decided_by`` and the judge's verdict and reason as the record has them, hostile text
     as text (``<script>``, a ``=cmd|`` formula)."""
@@ -150,7 +139,7 @@ def test_every_surface_shows_the_judge(kind, judge, tmp_path):
 
     from queryeval.report.html_page import esc
 
-    run = _run(kind, tmp_path, reports=True)
+    run = _run(kind, tmp_path, shop, reports=True)
     recs = {r["case_id"]: r for r in run.records}
     with open(next(run.path.parent.glob("results_*.csv")), newline="", encoding="utf-8") as fh:
         csv_rows = {r["case_id"]: r for r in csv.DictReader(fh)}
