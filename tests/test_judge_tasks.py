@@ -59,7 +59,7 @@ def test_answers_judges_only_inconclusive_cases(fake, tmp_path):
         "c0": 1.0, "c1": 0.0, "c2": 1.0, "c3": 0.0, "c4": 0.0}
     assert recs["c2"]["judge"]["reason"] == "values found" and recs["c2"]["judge"]["why"] == "inconclusive"
     assert recs["c2"]["rules_verdict"] == "fail" and recs["c0"]["judge"] is None
-    assert run.overall["judged"] == 2 and run.overall["abq"] == pytest.approx(2 / 5)
+    assert run.overall["judge_decided"] == 2 and run.overall["abq"] == pytest.approx(2 / 5)
     batch = json.loads(run.path.read_text())["evaluation_config"]["judge"]
     assert batch["prompt_version"] == PROMPT_VERSION and batch["prompt"] == ANSWER_PROMPT
     assert batch["model"] == "judge-test" and batch["agreement"] is None
@@ -73,7 +73,7 @@ def test_answers_judges_only_inconclusive_cases(fake, tmp_path):
 def test_answers_without_judge_unchanged(tmp_path):
     run = qe.evaluate(CASES, responses=RESPONSES, out=tmp_path / "runs")
     recs = _records(run)
-    assert "decided_by" not in recs["c2"] and "judged" not in run.overall
+    assert "decided_by" not in recs["c2"] and "judge_decided" not in run.overall
     assert recs["c2"]["scores"]["all_correct"] == 0.0
 
 
@@ -91,7 +91,7 @@ def test_answers_when_never_and_always(fake, tmp_path):
     assert recs["c1"]["decided_by"] == "judge" and recs["c1"]["rules_verdict"] == "fail"
     assert recs["c0"]["judge"]["why"] == "always" and recs["c0"]["rules_verdict"] == "pass"
     assert [recs[c]["scores"]["all_correct"] for c in ("c0", "c1", "c2", "c3")] == [1, 0, 1, 0]
-    assert always.overall["judged"] == 4
+    assert always.overall["judge_decided"] == 4
 
 
 def test_answers_malformed_judge_is_an_error_never_a_pass(fake, tmp_path):
@@ -128,7 +128,7 @@ def test_recorded_agreement_lands_in_the_run_log(fake, tmp_path):
     agreement = json.loads(run.path.read_text())["evaluation_config"]["judge"]["agreement"]
     assert agreement["n"] == 40 and agreement["kappa"]["value"] == 0.8
     from queryeval.systems.judge import JudgeOptions
-    from queryeval.tasks.query_judge import judge_note
+    from queryeval.tasks.judging import judge_note
 
     note = judge_note(JudgeOptions(**opts), 2)
     assert "2 case(s) decided by the judge" in note.text and "kappa 0.800 [0.600, 0.950]" in note.text
@@ -170,7 +170,7 @@ def test_query_judges_a_failing_gold_only(fake, tmp_path, shop):
     g = recs["goldbad"]
     assert (g["decided_by"], g["status"], g["scores"]) == ("judge", "ok", None)
     assert g["judge"]["why"] == "gold_failed" and g["judge"]["verdict"] == "pass"
-    assert run.overall["judged"] == 1 and run.overall["gold_failures"] == 1
+    assert run.overall["judge_decided"] == 1 and run.overall["gold_failures"] == 1
     assert run.overall["errors"] == 0
     assert run.results.case("goldbad").verdict == "pass"
 
@@ -185,7 +185,7 @@ def test_query_when_always_judges_every_case_and_clears_the_gold_failure(fake, t
     assert recs["ok"]["decided_by"] == "judge" and recs["ok"]["scores"]["perfect_match"] == 1.0
     assert run.results.case("ok").verdict == "fail"  # the judge's verdict, not execution's
     assert (recs["goldbad"]["status"], run.results.case("goldbad").verdict) == ("ok", "pass")
-    assert run.overall["judged"] == 2
+    assert run.overall["judge_decided"] == 2
 
 
 def test_query_without_judge_gold_failure_stays_an_error(tmp_path, shop):

@@ -136,12 +136,12 @@ def test_every_consumer(built, lab, kind):
         recs.setdefault(r["case_id"], []).append(r)
     if kind == "repeats":  # every attempt is free text: the judge decided all of them
         assert all(r["decided_by"] == "judge" for rs in recs.values() for r in rs)
-        assert run.overall["judged"] == pytest.approx(N)  # per repeat, averaged
+        assert run.overall["judge_decided"] == pytest.approx(N)  # per repeat, averaged
     else:
         assert {c: rs[0]["decided_by"] for c, rs in recs.items()} == {
             "c0": "rules", "c1": "rules", "c2": "judge", "c3": "judge", "c4": "judge",
             "c5": "rules"}
-        assert run.overall["judged"] == JUDGED_PLAIN
+        assert run.overall["judge_decided"] == JUDGED_PLAIN
         assert recs["c3"][0]["judge"]["reason"] == "value missing"
 
 
@@ -160,3 +160,43 @@ def test_pass_rate_gate_on_a_judged_run(lab, fake, tmp_path, capsys, monkeypatch
     assert main([*args, "--fail-under", f"pass_rate={rate + 1e-6}"]) == 1
     assert "pass_rate" in capsys.readouterr().err
     assert list((tmp_path / "qc" / "judge").glob("*.json"))  # the judge was asked and cached
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_judge_on_every_surface(built, lab, kind, tmp_path):
+    """The xlsx Overview, the HTML case details and the viewer's case page show what decided
+    each case and the judge's verdict and reason, as the records have them."""
+    from openpyxl import load_workbook
+    from starlette.testclient import TestClient
+
+    from queryeval.viewer.server import create_app
+    from viewer_js import render_case_page
+
+    run = built(kind)
+    folder = run.path.parent
+    want = sorted((r["case_id"], r["decided_by"], (r["judge"] or {}).get("verdict") or "",
+                   (r["judge"] or {}).get("reason") or "") for r in run.records)
+    ws = load_workbook(next(folder.glob("report_*.xlsx")), read_only=True)["Overview"]
+    rows = list(ws.iter_rows(values_only=True))
+    col = {h: i for i, h in enumerate(rows[0])}
+    got = sorted((r[col["id"]], r[col["decided by"]], r[col["judge verdict"]] or "",
+                  r[col["judge reason"]] or "") for r in rows[1:])
+    assert got == want
+    page = next(folder.glob("report_*.html")).read_text(encoding="utf-8")
+    assert "<b>decided by</b> judge" in page
+    assert "<b>judge</b> fail: value missing <span" in page  # a case the judge failed
+    bid = run.path.stem.removeprefix("batch_")
+    client = TestClient(create_app(lab / "runs", resamples=50), base_url="http://127.0.0.1")
+    failed = next(r for r in run.records if (r["judge"] or {}).get("verdict") == "fail")
+    attempt = {"repeat": failed["repeat"]} if failed.get("repeat") is not None else {}
+    doc = client.get(f"/api/runs/{bid}/case", params={"id": failed["case_id"], **attempt}).json()
+    assert doc["record"]["judge"] == failed["judge"]
+    shown = render_case_page(doc, tmp_path, bid, failed["case_id"])
+    assert shown["ids"]["decided-by"] == "judge"
+    assert shown["ids"]["judge"].startswith("judge fail: value missing (asked: inconclusive; ")
+    if kind == "repeats":  # the judge decided every attempt
+        return
+    ruled = next(r for r in run.records if r["decided_by"] == "rules")
+    doc = client.get(f"/api/runs/{bid}/case", params={"id": ruled["case_id"]}).json()
+    shown = render_case_page(doc, tmp_path, bid, ruled["case_id"])
+    assert shown["ids"]["decided-by"] == "rules" and "judge" not in shown["ids"]

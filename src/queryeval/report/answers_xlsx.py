@@ -1,6 +1,7 @@
 """Seed 001's Excel report: sheet "Overview" (one row per question) and sheet "Statistics"
 with the seed's two tables (overall PSAQ/ABQ/UASQ; ABQ by number of concepts) and the
-per-concept (and per-level) figures."""
+per-concept (and per-level) figures. A judged run's Overview adds what decided each case and
+the judge's verdict and reason, read from the record (``decided_by``, ``judge``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from queryeval.report.xlsx import (
     write_row,
     write_table,
 )
+from queryeval.tasks.judging import CSV_COLUMNS, judge_cells
 
 PERCENT = "0.00%"
 
@@ -35,6 +37,9 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
     ws.title = "Overview"
     headers = ["id", "question", "concepts", "level", "sub-answers", "proportion correct",
                "all correct", "response", "status"]
+    judged = any("judge" in r for r in records)  # a run with a judge records it on every case
+    if judged:
+        headers += [c.replace("_", " ") for c in CSV_COLUMNS]
     write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         s = r["scores"] or {}
@@ -51,9 +56,12 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
         values = [r["case_id"], r["question"], ", ".join(r["concepts"]), r["level"],
                   _subs_text(r), s.get("proportion_correct"), s.get("all_correct"),
                   cell_text(text or ""), status]
-        write_row(ws, i, values, wrap=(2, 5, 8), formats={6: PERCENT, 7: "0"})
+        if judged:
+            values += [cell_text(v) for v in judge_cells(r).values()]
+        write_row(ws, i, values, wrap=(2, 5, 8, 12), formats={6: PERCENT, 7: "0"})
     finish_sheet(ws, len(headers), len(records) + 1,
-                 {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18})
+                 {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18, 10: 12, 11: 10,
+                  12: 60})
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

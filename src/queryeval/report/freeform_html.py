@@ -5,6 +5,7 @@ verdict and reason (or the judge's error). Every string goes through :func:`esc`
 from __future__ import annotations
 
 from queryeval.report.html_page import esc
+from queryeval.report.judge_html import judge_line
 
 
 def freeform_details(record: dict) -> str:
@@ -21,12 +22,7 @@ def freeform_details(record: dict) -> str:
     verdict = record.get("rule_verdict") or "inconclusive"
     parts.append(f"<p><b>ladder</b> {esc(record.get('rule'))} → {esc(verdict)}: "
                  f"{esc(record.get('detail') or '')}</p>")
-    judge = record.get("judge")
-    if judge:
-        said = judge.get("verdict") or "no verdict"
-        parts.append(f"<p><b>judge</b> {esc(said)}: {esc(judge.get('reason') or '')}"
-                     f" <span class=\"note\">({esc(judge.get('model') or '')}, prompt "
-                     f"{esc(judge.get('prompt_version') or '?')})</span></p>")
+    parts.append(judge_line(record.get("judge")))
     parts.append(f"<p><b>decided by</b> {esc(record.get('decided_by'))}</p>")
     response = record.get("response")
     parts.append(f"<pre>{esc(response)}</pre>" if response

@@ -14,6 +14,7 @@ from typing import Any
 
 from queryeval.report.freeform_html import freeform_details
 from queryeval.report.html_page import esc, fmt, value_text
+from queryeval.report.judge_html import decision_html
 
 
 def _pretty(value: Any) -> str:
@@ -178,7 +179,7 @@ def query_details(record: dict) -> str:
              f'<div><b>gold query</b><pre>{esc(gold)}</pre>{_execution(record.get("gold_execution"))}</div>'
              f'<div><b>predicted query</b><pre>{esc(pred)}</pre>'
              f'{_execution(record.get("predicted_execution"))}</div></div>',
-             _why(record)]
+             _why(record), decision_html(record)]
     if isinstance(sample, dict):
         mapping = sample.get("mapping")
         pairs = ", ".join(f"{g} ← {p}" for g, p in zip(sample["gold"].get("columns") or [],
@@ -272,6 +273,7 @@ def answers_details(record: dict) -> str:
         state = ""
     if state:
         parts.append(f"<p>{state}</p>")
+    parts.append(decision_html(record))
     subs = record["subquestions"]  # not an answers record: the generic renderer shows it
     items = "".join(f'<li class="{"ok" if s.get("matched") else "no"}">'
                     f"{esc(sub_answer_line(s))}</li>" for s in subs)

@@ -29,10 +29,10 @@ from queryeval.metrics.answers import (
 )
 from queryeval.suite.models import Case
 from queryeval.systems.judge import JudgeOptions
+from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
-from queryeval.tasks.query_judge import close_judge, judge_batch_info, judge_client, judge_note
 
 
 class ReformatOptions(BaseModel):
@@ -90,7 +90,8 @@ class AnswersTask(Task):
     name = "answers"
     figures = Figures(settings=("match", "missing_mode"), counts=(
         "questions", "answered", "missing", "subquestions", "correct_questions",
-        "correct_subquestions", "total_cases", "skipped_missing", "errors", "judged"))
+        "correct_subquestions", "total_cases", "skipped_missing", "errors", *judging.COUNTS),
+        unbounded=judging.UNBOUNDED)
     Options = AnswersOptions
 
     #: The report's bootstrap CIs of the overall figures: PSAQ and ABQ are the means of the
@@ -105,14 +106,14 @@ class AnswersTask(Task):
         super().__init__(options)
         self._reformatter = None
         self._lock = threading.Lock()
+        self.case_judge = judging.CaseJudge(self.options.judge)
         if self.options.judge is not None:
-            self.csv_columns = [*type(self).csv_columns, "decided_by", "judge_verdict",
-                                "judge_reason"]
+            self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
 
     def batch_info(self) -> dict:
         """The judge (model, endpoint, prompt version and text) and the agreement a
         ``judge-check`` measured for it, when the run has a judge."""
-        return judge_batch_info(self.options.judge)
+        return self.case_judge.info()
 
     def input_files(self) -> list[str]:
         """Nothing beyond the options; but ``tables`` must be a folder: queryeval never opens
@@ -208,15 +209,10 @@ class AnswersTask(Task):
         from queryeval.systems.judge import JudgeItem
 
         fmt = case.metadata.get("format")
-        v = judge_client(self).judge(JudgeItem(
+        return self.case_judge.ask(JudgeItem(
             case_id=case.id, question=case.conversation[turn].content,
             reference="\n".join(f"{name}: {value}" for name, value in expected),
-            response=response, context=f"Format asked for:\n{fmt}" if fmt else ""))
-        out = {"verdict": v.verdict, "reason": v.reason, "why": why, "model": v.model,
-               "prompt_version": v.prompt_version, "cached": v.cached}
-        if v.error:
-            out["error"] = v.error
-        return out
+            response=response, context=f"Format asked for:\n{fmt}" if fmt else ""), why)
 
     # --- scoring -----------------------------------------------------------------------------
     def _score(self, expected: list[tuple[str, str]], text: str | None) -> QuestionScore:
@@ -240,7 +236,7 @@ class AnswersTask(Task):
         why = self._judge_reason(reformatted if reformatted is not None else response)
         if error is None and why is not None:
             judged = self._ask_judge(case, o.turn, response, why, expected)
-            error = judged.get("error")
+            error = judging.judge_error(judged)
         record = self.base_record(case, [TurnOutcome(turn=o.turn, error=error)])
         if self.options.judge is not None:
             record["judge"] = judged
@@ -264,6 +260,8 @@ class AnswersTask(Task):
         ``missing`` mode: it is never skipped as "missing" nor scored on a partial text."""
         text = record["reformatted"] if record.get("reformatted") is not None else record["response"]
         if record.get("error"):
+            if "judge" in record:  # a failed call, or a judge that gave no verdict
+                record["decided_by"] = "error"
             qs = score_question([tuple(p) for p in record["expected"]], None,
                                 match=self.options.match, missing="wrong")
             record["answered"] = False
@@ -317,15 +315,8 @@ class AnswersTask(Task):
         tally = Tally(self)
         acc = ClosedFormAccumulator()
         skipped = 0
-        judged = 0
-
-        def watch(rs: Iterable[dict]) -> Iterable[dict]:
-            nonlocal judged
-            for r in rs:
-                judged += r.get("decided_by") == "judge"
-                yield r
-
-        for r in tally.counted(watch(records)):
+        judge = judging.JudgeTally()
+        for r in tally.counted(judge.watch(records)):
             subs = r["subquestions"]
             acc.add_counts(sum(s["matched"] for s in subs), len(subs), answered=r["answered"],
                            skipped=r["skipped"], concepts=r["concepts"], level=r["level"])
@@ -339,9 +330,8 @@ class AnswersTask(Task):
             "match": self.options.match,
             "missing_mode": self.options.missing,
             **tally.error_summary(),
+            **judge.overall(self.options.judge),  # over every case (a repeat: all attempts)
         })
-        if self.options.judge is not None:
-            overall["judged"] = judged  # cases the judge decided (every case: all attempts)
         groups = {"concept": m["by_concept"], "concept_count": m["by_concept_count"],
                   "concept_group": m["by_concept_group"]}
         if "by_level" in m:
@@ -364,9 +354,7 @@ class AnswersTask(Task):
             "error": f"{record['error']['kind']}: {record['error']['message']}" if record["error"] else "",
         }
         if self.options.judge is not None:
-            j = record.get("judge") or {}
-            base.update({"decided_by": record.get("decided_by"), "judge_verdict": j.get("verdict"),
-                         "judge_reason": j.get("reason")})
+            base.update(judging.judge_cells(record))
         for s in record["subquestions"]:
             yield {**base, **s}
 
@@ -383,7 +371,7 @@ class AnswersTask(Task):
         if self._reformatter is not None:
             self._reformatter.close()
             self._reformatter = None
-        close_judge(self)
+        self.case_judge.close()
 
     def summary(self, metrics: dict) -> list[Any]:
         out: list[Any] = [
@@ -392,6 +380,4 @@ class AnswersTask(Task):
             Groups(metrics["group_metrics"]["concept_group"], "number of concepts",
                    ["questions", "abq", "psaq", "uasq"]),
         ]
-        if self.options.judge is not None:
-            out.append(judge_note(self.options.judge, metrics["overall_metrics"].get("judged")))
-        return out
+        return out + judging.note_for(self.options.judge, metrics["overall_metrics"])

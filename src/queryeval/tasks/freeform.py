@@ -19,14 +19,13 @@ from typing import Any, ClassVar
 from queryeval.errors import ConfigError
 from queryeval.metrics.freeform import RULES, decide
 from queryeval.suite.models import Case
-from queryeval.systems.judge import JudgeOptions
+from queryeval.systems.judge import JudgeItem, JudgeOptions
+from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
-from queryeval.tasks.freeform_judge import CaseJudge, agreement_figures, judged, verdict_record
 
-COUNT_KEYS = ("cases", "passed", "inconclusive", "judge_decided", "judge_errors",
-              *(f"decided_{rule}" for rule in RULES))
+COUNT_KEYS = ("cases", "passed", "inconclusive", *(f"decided_{rule}" for rule in RULES))
 
 
 class FreeformOptions(TaskOptions):
@@ -41,13 +40,13 @@ class FreeformTask(Task):
     target_key = "reference"
     Options = FreeformOptions
     figures = Figures(settings=("judge_when",), counts=(*COUNT_KEYS, "total_cases", "errors",
-                                                         "judge_check_n"),
-                      unbounded=("judge_check_kappa",))
+                                                         *judging.COUNTS),
+                      unbounded=judging.UNBOUNDED)
     ci_sources: ClassVar[dict[str, Any]] = {"pass_rate": "passed"}
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)
-        self._judge = CaseJudge(self.options.judge)
+        self.case_judge = judging.CaseJudge(self.options.judge)
         self._lock = threading.Lock()
 
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
@@ -56,10 +55,10 @@ class FreeformTask(Task):
         return _checked(cases) if not isinstance(cases, list) else list(_checked(cases))
 
     def batch_info(self) -> dict:
-        return self._judge.info()
+        return self.case_judge.info()
 
     def close(self) -> None:
-        self._judge.close()
+        self.case_judge.close()
 
     # --- requests and outputs ---------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
@@ -115,9 +114,9 @@ class FreeformTask(Task):
             "judge": None,
         })
         self._fill_scores(record)
-        if record["error"] is None and self._judge.wanted(record["rule"]) and record["response"]:
-            verdict = self._judge.ask(record)
-            record["judge"] = verdict_record(verdict)
+        why = _why(self.options.judge, record["rule"])
+        if record["error"] is None and why and record["response"]:
+            record["judge"] = self.case_judge.ask(_judge_item(record), why)
             self._fill_scores(record)
         return record
 
@@ -137,8 +136,8 @@ class FreeformTask(Task):
                    abs_tol=ref.get("abs_tol"), rel_tol=ref.get("rel_tol"),
                    unit=ref.get("unit"), dayfirst=self.options.dayfirst,
                    question=record.get("question") or "")
-        passed, decided_by, error = judged(d.verdict, d.rule, record.get("judge"),
-                                           self.options.judge)
+        passed, decided_by, error = _judged(d.verdict, d.rule, record.get("judge"),
+                                            self.options.judge)
         record.update({"rule": d.rule, "rule_verdict": d.verdict, "detail": d.detail,
                        "decided_by": decided_by, "passed": passed, "error": error,
                        "status": "error" if error else "ok",
@@ -175,7 +174,8 @@ class FreeformTask(Task):
         means = {k: Values() for k in ("passed", "exact_match", "token_f1")}
         counts = dict.fromkeys(COUNT_KEYS, 0)
         by_rule: dict[str, list[int]] = {}
-        for r in tally.counted(records):
+        judge = judging.JudgeTally()
+        for r in tally.counted(judge.watch(records)):
             scores = r["scores"]
             for k, v in means.items():
                 v.add(scores[k])
@@ -184,12 +184,8 @@ class FreeformTask(Task):
             decided = r.get("decided_by") or "inconclusive"
             if r.get("rule") == "inconclusive":
                 counts["inconclusive"] += 1
-            if decided == "judge":
-                counts["judge_decided"] += 1
-            elif f"decided_{decided}" in counts:
+            if f"decided_{decided}" in counts:
                 counts[f"decided_{decided}"] += 1
-            if (r.get("judge") or {}).get("error"):
-                counts["judge_errors"] += 1
             tally_rule = by_rule.setdefault(decided, [0, 0])
             tally_rule[0] += 1
             tally_rule[1] += bool(scores["passed"])
@@ -197,7 +193,8 @@ class FreeformTask(Task):
             "pass_rate": means["passed"].mean(), "exact_match": means["exact_match"].mean(),
             "token_f1": means["token_f1"].mean(), **counts, "total_cases": tally.total,
             "judge_when": self.options.judge.when if self.options.judge else "none",
-            **agreement_figures(self.options.judge), **tally.error_summary()}
+            "judge_decided": 0, "judge_errors": 0, **judge.overall(self.options.judge),
+            **tally.error_summary()}
         groups = {rule: {"cases": n, "passed": k, "pass_rate": k / n}
                   for rule, (n, k) in sorted(by_rule.items())}
         return {"overall_metrics": overall, "group_metrics": {"decided_by": groups}}
@@ -209,16 +206,15 @@ class FreeformTask(Task):
 
     def csv_rows(self, record: dict) -> Iterable[dict]:
         scores = record.get("scores") or {}
-        judge = record.get("judge") or {}
         err = record.get("error")
         yield {
+            **judging.judge_cells(record),
             "case_id": record["case_id"], "question": record.get("question"),
             "response": record.get("response"), "answer": record["reference"]["answer"],
             "aliases": "; ".join(record["reference"].get("aliases") or []),
-            "passed": scores.get("passed"), "decided_by": record.get("decided_by"),
+            "passed": scores.get("passed"),
             "rule": record.get("rule"), "rule_verdict": record.get("rule_verdict") or "",
-            "detail": record.get("detail"), "judge_verdict": judge.get("verdict") or "",
-            "judge_reason": judge.get("reason") or "",
+            "detail": record.get("detail"),
             "exact_match": scores.get("exact_match"), "token_f1": scores.get("token_f1"),
             "error": f"{err['kind']}: {err.get('message', '')}" if err else "",
         }
@@ -237,10 +233,42 @@ class FreeformTask(Task):
         if overall.get("inconclusive") and overall.get("judge_when") in ("none", "never"):
             out.append(Note(f"{overall['inconclusive']} cases inconclusive: no rule decided "
                             "them and no judge was asked; they count as not passed", "warning"))
-        if overall.get("judge_decided") and "judge_check_kappa" not in overall:
-            out.append(Note("the judge decided cases, but no judge-check was recorded for its "
-                            "model and prompt version: its agreement is unknown", "warning"))
-        return out
+        return out + judging.note_for(self.options.judge, overall)
+
+
+def _why(options: JudgeOptions | None, rule: str) -> str | None:
+    """Why a case the ladder left at ``rule`` goes to the judge (None: it does not):
+    ``inconclusive`` (the default ``when``) or ``always``."""
+    if options is None or options.when == "never":
+        return None
+    if options.when == "always":
+        return "always"
+    return "inconclusive" if rule == "inconclusive" else None
+
+
+def _judge_item(record: dict) -> JudgeItem:
+    ref = record["reference"]
+    reference = ref["answer"]
+    if ref.get("aliases"):
+        reference += " (also accepted: " + "; ".join(ref["aliases"]) + ")"
+    if ref.get("unit"):
+        reference += f" [unit: {ref['unit']}]"
+    return JudgeItem(case_id=str(record["case_id"]), question=record.get("question") or "",
+                     reference=reference, response=record.get("response") or "")
+
+
+def _judged(verdict: str | None, rule: str, judge: dict | None,
+            options: JudgeOptions | None) -> tuple[bool, str, dict | None]:
+    """``(passed, decided_by, error)`` of a case from the ladder's verdict and rule and the
+    stored judge verdict (None: not asked). The judge decides an inconclusive case, or every
+    case under ``when=always``; a judge error fails the case as an error (``decided_by``
+    ``error``); a stored verdict is ignored when the options no longer ask for it."""
+    if judge is None or _why(options, rule) is None:
+        return verdict == "pass", rule, None
+    error = judging.judge_error(judge)
+    if error:
+        return False, "error", error
+    return judge["verdict"] == "pass", "judge", None
 
 
 def _checked(cases: Iterable[Case]) -> Iterator[Case]:

@@ -22,7 +22,7 @@ from queryeval.errors import ConfigError
 from queryeval.metrics.touched import SCORE_KEYS
 from queryeval.suite.models import Case, DataSource
 from queryeval.systems.judge import JudgeOptions
-from queryeval.tasks import query_judge
+from queryeval.tasks import judging, query_judge
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
@@ -122,7 +122,8 @@ def _lang_of(source: str) -> str:
 class QueryTask(Task):
     name = "query"
     figures = Figures(settings=("rules",), counts=(
-        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors", "judged"))
+        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors",
+        *judging.COUNTS), unbounded=judging.UNBOUNDED)
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -133,6 +134,9 @@ class QueryTask(Task):
         self._engines: dict[str, Any] = {}
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
+        self.case_judge = judging.CaseJudge(self.options.judge)
+        if self.options.judge is not None:  # the judge's verdict and reason per case
+            self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
 
     # --- engines --------------------------------------------------------------------------
     def _source(self, case_target) -> str:
@@ -178,14 +182,14 @@ class QueryTask(Task):
                 if p.strip() and "://" not in p]
 
     def close(self) -> None:
-        query_judge.close_judge(self)
+        self.case_judge.close()
         with self._lock:
             for e in self._engines.values():
                 e.close()
             self._engines.clear()
 
     def batch_info(self) -> dict:
-        return query_judge.judge_batch_info(self.options.judge)
+        return self.case_judge.info()
 
     def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
@@ -438,14 +442,14 @@ class QueryTask(Task):
         overall and in its groups: nothing is kept per case. Groups are reported sorted by name."""
         keys = (*F1_KEYS, *RATE_KEYS)
         tally = Tally(self)
-        gold_failures = judged = 0
+        gold_failures = 0
+        judge = judging.JudgeTally()
 
         def watch(rs: Iterable[dict]) -> Iterator[dict]:
-            nonlocal gold_failures, judged
-            for r in rs:
+            nonlocal gold_failures
+            for r in judge.watch(rs):
                 if r["scores"] is None:
                     gold_failures += 1
-                judged += r.get("decided_by") == "judge"
                 yield r
 
         cols = [Values() for _ in keys]
@@ -482,7 +486,7 @@ class QueryTask(Task):
             "inexact_mapping_searches": inexact,
             "rules": self.options.rules,
             **tally.error_summary(),
-            **({"judged": judged} if self.options.judge is not None else {}),
+            **judge.overall(self.options.judge),
             **diagnosis.overall(),
         })
         group_metrics = {
@@ -516,6 +520,7 @@ class QueryTask(Task):
             "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
             "gold_query": record["gold_query"], "predicted_query": record["predicted_query"],
             "error": f"{record['error']['kind']}: {record['error']['message']}" if record.get("error") else "",
+            **(judging.judge_cells(record) if self.options.judge is not None else {}),
         }
 
     def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
@@ -534,9 +539,7 @@ class QueryTask(Task):
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
-        if self.options.judge is not None:
-            out.append(query_judge.judge_note(self.options.judge,
-                                              metrics["overall_metrics"].get("judged")))
+        out += judging.note_for(self.options.judge, metrics["overall_metrics"])
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
         from queryeval.tasks.query_explain import summary_notes

@@ -1,6 +1,7 @@
 """The LLM judge in the task kinds that execute or extract (``query``, ``answers``): where
 the deterministic scoring cannot decide, the judge's verdict decides the case, and the record
-says so (``decided_by: judge``, ``judge: {verdict, reason, why, model, prompt_version}``).
+says so (``decided_by``, ``judge``: the record fields of :mod:`queryeval.tasks.judging`, the
+one path every task asks the judge through).
 
 For the query task (seed 003) execution cannot decide when:
 
@@ -13,75 +14,20 @@ For the query task (seed 003) execution cannot decide when:
 Under ``when=always`` every case with a predicted query is judged. A case the judge decides
 passes on its verdict (``--repeats``' pass rate, the HTML pass column); its F1 figures stay
 those of execution (a gold failure enters no mean, as before). A judge that gives no verdict
-(``judge_malformed``, ``judge_call``) makes the case an error: never a pass.
+(``judge_malformed``, ``judge_call``) makes the case an error (``decided_by: error``): never
+a pass.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
-from queryeval.systems.judge import JudgeOptions
-from queryeval.tasks.content import Note
-
-_LOCK = threading.Lock()
+from queryeval.systems.judge import JudgeItem, JudgeOptions
+from queryeval.tasks.judging import judge_error
 
 EVIDENCE_CHARS = 4000
 """The most characters of result rows shown to the judge (the first rows of each table)."""
-
-
-def judge_client(task: Any) -> Any:
-    """The task's judge, made on first use (the runner scores cases on several threads)."""
-    from queryeval.systems.judge import make_judge
-
-    with _LOCK:
-        client = task.__dict__.get("_judge_client")
-        if client is None:
-            client = task.__dict__["_judge_client"] = make_judge(task.options.judge)
-    return client
-
-
-def close_judge(task: Any) -> None:
-    client = task.__dict__.pop("_judge_client", None)
-    if client is not None:
-        client.close()
-
-
-def judge_batch_info(options: JudgeOptions | None) -> dict:
-    """What the run log's ``evaluation_config`` records about the judge (or nothing)."""
-    from queryeval.systems.judge import judge_info, recorded_agreement
-
-    if options is None:
-        return {}
-    return {"judge": {**judge_info(options), "agreement": recorded_agreement(options)}}
-
-
-def _ci(f: dict) -> str:
-    if f.get("value") is None:
-        return "n/a"
-    lo, hi = f.get("ci_low"), f.get("ci_high")
-    return f"{f['value']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
-
-
-def judge_note(options: JudgeOptions, judged: Any) -> Note:
-    """The summary line of a judged run: how many cases the judge decided and, when a
-    ``judge-check`` was recorded for this model and prompt version, its agreement."""
-    from queryeval.systems.judge import recorded_agreement
-    from queryeval.systems.judge.prompt import PROMPT_VERSION
-
-    count = "no" if not judged else (f"{judged:g}" if isinstance(judged, float) else str(judged))
-    head = (f"judge {options.model} (prompt {PROMPT_VERSION}, when={options.when}): "
-            f"{count} case(s) decided by the judge.")
-    check = recorded_agreement(options)
-    if check is None:
-        return Note(head + " No judge-check is recorded for this model and prompt version: "
-                    "its agreement with human labels is unmeasured (queryeval judge-check).",
-                    "warning")
-    return Note(head + f" Measured agreement on {check.get('n')} labelled case(s): "
-                f"kappa {_ci(check.get('kappa') or {})}, TPR {_ci(check.get('tpr') or {})}, "
-                f"TNR {_ci(check.get('tnr') or {})}, accuracy "
-                f"{_ci(check.get('accuracy') or {})}.")
 
 
 def inconclusive(record: dict) -> str | None:
@@ -135,10 +81,11 @@ def settle(task: Any, record: dict, *, ask: bool = True) -> dict:
     if stored is None:
         record["decided_by"] = "inconclusive" if inconclusive(record) else "rules"
         return record
-    if stored.get("error"):
+    error = judge_error(stored)
+    if error:
         record["status"] = "error"
-        record["error_kinds"] = sorted({*record.get("error_kinds", []), stored["error"]["kind"]})
-        record["decided_by"] = "inconclusive"
+        record["error_kinds"] = sorted({*record.get("error_kinds", []), error["kind"]})
+        record["decided_by"] = "error"
         return record
     record["decided_by"] = "judge"
     if inconclusive(record) == "gold_failed":  # decided after all: no longer the case's error
@@ -148,18 +95,10 @@ def settle(task: Any, record: dict, *, ask: bool = True) -> dict:
 
 
 def _ask(task: Any, record: dict, why: str) -> dict:
-    from queryeval.systems.judge import JudgeItem
-
-    judge = judge_client(task)
-    v = judge.judge(JudgeItem(
+    return task.case_judge.ask(JudgeItem(
         case_id=str(record["case_id"]), question=record.get("question") or "",
         reference=record["gold_query"], response=record["predicted_query"], kind="query",
-        context=_evidence(record, why)))
-    out = {"verdict": v.verdict, "reason": v.reason, "why": why, "model": v.model,
-           "prompt_version": v.prompt_version, "cached": v.cached}
-    if v.error:
-        out["error"] = v.error
-    return out
+        context=_evidence(record, why)), why)
 
 
 def judge_verdict(record: dict) -> bool | None:

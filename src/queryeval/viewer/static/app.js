@@ -367,13 +367,23 @@
         }))] : null;
       var touched = rec.touched && typeof rec.touched === 'object' && rec.touched.message ? [
         el('h2', {}, 'What the query touched'), el('p', {id: 'touched'}, String(rec.touched.message))] : null;
+      // what decided the case and the judge's verdict and reason (a judged run): the record's
+      // own fields (decided_by, judge), shown as written, as text
+      var jd = rec.judge && typeof rec.judge === 'object' ? rec.judge : null;
+      var judge = rec.decided_by !== undefined ? [
+        el('h2', {}, 'Decided by'), el('p', {id: 'decided-by'}, String(rec.decided_by)),
+        jd ? el('p', {id: 'judge'}, el('b', {}, 'judge ' + String(jd.verdict || 'no verdict')),
+          ': ' + String(jd.reason || ''), el('span', {'class': 'note'}, ' (' + (jd.why ? 'asked: ' +
+          String(jd.why) + '; ' : '') + String(jd.model || '') + ', prompt ' + String(jd.prompt_version || '?') + ')')) : null,
+        jd && jd.error && typeof jd.error === 'object' ? el('p', {'class': 'worse', id: 'judge-error'},
+          'judge error — ' + String(jd.error.kind) + ': ' + String(jd.error.message || '')) : null] : null;
       var turns = Array.isArray(rec.turns) ? rec.turns : [];
       show([el('p', {}, el('a', {href: '#/run/' + enc(id)}, '‹ back to the run')),
             el('h1', {id: 'case-title'}, (rec.name || rec.case_id) + ''),
             el('p', {'class': 'note'}, rec.case_id + ' · ', el('b', {id: 'case-verdict-shown', 'class':
               doc.attempt.verdict === 'pass' ? 'better' : 'worse'}, doc.attempt.verdict),
               ' · call status ' + rec.status + (row.attempts.length > 1 ? ' · case verdict ' + row.verdict +
-              ' (' + row.outcomes + ')' : '')), attempts, chunk, why, touched,
+              ' (' + row.outcomes + ')' : '')), attempts, chunk, why, touched, judge,
             el('h2', {}, 'Scores'), value(rec.scores || {}),
             turns.map(function (t, i) { return [el('h2', {}, 'Turn ' + (t.turn !== undefined ? t.turn : i)), value(t)]; }),
             el('h2', {}, 'Record'), value(rest),

@@ -1,0 +1,202 @@
+"""How a task uses the LLM judge: one path for the ``freeform``, ``answers`` and ``query``
+tasks (docs/judge.md). Each task decides *when* to ask and *what* to show the judge; this
+module asks, records and counts, the same way for all three:
+
+* the case's record: ``judge: {verdict, reason, error, why, model, prompt_version, cached}``
+  (None: not asked) and ``decided_by``: ``judge`` when the judge's verdict decided the case,
+  ``error`` when it was asked and gave none (``judge_malformed``, ``judge_call``: never a
+  pass), otherwise the task's own rule;
+* the run's overall figures: ``judge_decided``, ``judge_errors`` and, when ``queryeval
+  judge-check`` recorded an agreement for this model and prompt version, ``judge_check_<key>``
+  (:data:`AGREEMENT_KEYS`);
+* the batch file's ``evaluation_config.judge`` (model, endpoint, prompt and its version, and
+  the recorded agreement) and the console's summary line (:func:`judge_note`).
+
+The client (:func:`queryeval.systems.judge.make_judge`) is built when the first case needs it,
+under a lock (the runner scores cases on several threads), so a run that never asks never
+builds it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from queryeval.systems.judge import JudgeItem, JudgeOptions, JudgeVerdict
+from queryeval.tasks.content import Note
+
+AGREEMENT_KEYS = ("kappa", "tpr", "tnr", "accuracy", "n")
+"""Figures of a recorded judge-check copied into a run's overall metrics as
+``judge_check_<key>``."""
+
+COUNTS = ("judge_decided", "judge_errors", "judge_check_n")
+"""The judge's overall figures that are counts (a task's :class:`Figures` ``counts``)."""
+
+UNBOUNDED = ("judge_check_kappa",)
+"""The judge's overall figures not on [0, 1] (kappa may be negative)."""
+
+CSV_COLUMNS = ("decided_by", "judge_verdict", "judge_reason")
+"""The columns a judged run adds to a task's CSV and xlsx rows (:func:`judge_cells`)."""
+
+
+class CaseJudge:
+    """The judge of one run: built on first use (thread-safe), closed with the task."""
+
+    def __init__(self, options: JudgeOptions | None) -> None:
+        self.options = options
+        self._judge: Any = None
+        self._lock = threading.Lock()
+
+    def info(self) -> dict:
+        """What the batch file records (``evaluation_config.judge``): the judge (model,
+        endpoint, ``when``, prompt and its version) and the agreement its judge-check
+        measured (None when none); nothing for a run without a judge."""
+        if self.options is None:
+            return {}
+        from queryeval.systems import judge as judge_mod
+
+        info = dict(judge_mod.judge_info(self.options))
+        info["agreement"] = judge_mod.recorded_agreement(self.options)
+        return {"judge": info}
+
+    def ask(self, item: JudgeItem, why: str) -> dict:
+        """The judge's verdict on one case as its record stores it (:func:`verdict_record`);
+        a call that raises is a ``judge_call`` error and a reply without a verdict a
+        ``judge_malformed`` one."""
+        from queryeval.systems import judge as judge_mod
+
+        with self._lock:
+            if self._judge is None:
+                self._judge = judge_mod.make_judge(self.options)
+        try:
+            verdict = self._judge.judge(item)
+        except Exception as exc:  # noqa: BLE001 - a judge failure is recorded on its case
+            verdict = JudgeVerdict(None, error={"kind": "judge_call",
+                                                "message": f"{type(exc).__name__}: {exc}"})
+        return verdict_record(verdict, why)
+
+    def close(self) -> None:
+        with self._lock:
+            judge, self._judge = self._judge, None
+        if judge is not None:
+            judge.close()
+
+
+def verdict_record(v: JudgeVerdict, why: str) -> dict:
+    """A verdict as the case's record stores it (``record["judge"]``); ``why``: why the task
+    asked (``inconclusive``, ``always``, or the query task's reason)."""
+    error = v.error
+    if error is None and v.verdict not in ("pass", "fail"):
+        error = {"kind": "judge_malformed", "message": "no verdict"}
+    return {"verdict": v.verdict if error is None else None, "reason": v.reason,
+            "error": error, "why": why, "model": v.model,
+            "prompt_version": v.prompt_version, "cached": v.cached}
+
+
+def judge_error(stored: dict | None) -> dict | None:
+    """The error a stored verdict leaves on its case (None: not asked, or a verdict)."""
+    if stored is None:
+        return None
+    if stored.get("error") or stored.get("verdict") not in ("pass", "fail"):
+        return dict(stored.get("error") or {"kind": "judge_malformed", "message": "no verdict"})
+    return None
+
+
+def judge_cells(record: dict) -> dict:
+    """The :data:`CSV_COLUMNS` of a case, read from its record (never re-derived)."""
+    judge = record.get("judge") or {}
+    return {"decided_by": record.get("decided_by") or "",
+            "judge_verdict": judge.get("verdict") or "", "judge_reason": judge.get("reason") or ""}
+
+
+class JudgeTally:
+    """Counts, over every record (an error included, whatever ``on_error``), the cases the
+    judge decided and those it left without a verdict: ``for r in tally.watch(records)``
+    then :meth:`overall`."""
+
+    def __init__(self) -> None:
+        self.decided = 0
+        self.errors = 0
+
+    def watch(self, records: Iterable[dict]) -> Iterator[dict]:
+        for r in records:
+            self.decided += r.get("decided_by") == "judge"
+            self.errors += bool((r.get("judge") or {}).get("error"))
+            yield r
+
+    def overall(self, options: JudgeOptions | None) -> dict:
+        """``judge_decided``, ``judge_errors`` and the recorded agreement
+        (:func:`agreement_figures`); nothing for a run without a judge."""
+        if options is None:
+            return {}
+        return {"judge_decided": self.decided, "judge_errors": self.errors,
+                **agreement_figures(options)}
+
+
+def _figure(value: Any) -> float | None:
+    if isinstance(value, dict):
+        value = next((value[k] for k in ("value", "estimate", "point") if k in value), None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def agreement_figures(options: JudgeOptions | None) -> dict[str, float]:
+    """The recorded judge-check's figures for this judge, as ``judge_check_<key>`` (none
+    when there is no judge or no check)."""
+    if options is None:
+        return {}
+    from queryeval.systems import judge as judge_mod
+
+    agreement = judge_mod.recorded_agreement(options)
+    if not isinstance(agreement, dict):
+        return {}
+    out = {}
+    for key in AGREEMENT_KEYS:
+        value = _figure(agreement.get(key))
+        if value is not None:
+            out[f"judge_check_{key}"] = int(value) if key == "n" else value
+    return out
+
+
+def _ci(f: Any) -> str:
+    """A recorded figure (``{value, ci_low, ci_high}`` or a bare number) as text."""
+    value = _figure(f)
+    if value is None:
+        return "n/a"
+    lo, hi = (_figure(f.get("ci_low")), _figure(f.get("ci_high"))) if isinstance(f, dict) \
+        else (None, None)
+    return f"{value:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None
+                             else "")
+
+
+def judge_note(options: JudgeOptions, decided: Any, errors: Any = 0) -> Note:
+    """The summary line of a judged run: how many cases the judge decided (and left without
+    a verdict) and, when a ``judge-check`` was recorded for this model and prompt version,
+    its agreement; a warning when none was."""
+    from queryeval.systems.judge import recorded_agreement
+    from queryeval.systems.judge.prompt import PROMPT_VERSION
+
+    def count(n: Any) -> str:
+        return "no" if not n else (f"{n:g}" if isinstance(n, float) else str(n))
+
+    head = (f"judge {options.model} (prompt {PROMPT_VERSION}, when={options.when}): "
+            f"{count(decided)} case(s) decided by the judge"
+            + (f", {count(errors)} left without a verdict (errors)." if errors else "."))
+    check = recorded_agreement(options)
+    if check is None:
+        return Note(head + " No judge-check is recorded for this model and prompt version: "
+                    "its agreement with human labels is unmeasured (queryeval judge-check).",
+                    "warning")
+    return Note(head + f" Measured agreement on {check.get('n')} labelled case(s): "
+                f"kappa {_ci(check.get('kappa'))}, TPR {_ci(check.get('tpr'))}, "
+                f"TNR {_ci(check.get('tnr'))}, accuracy {_ci(check.get('accuracy'))}.")
+
+
+def note_for(options: JudgeOptions | None, overall: dict) -> list[Note]:
+    """The judge's summary line for a run's overall figures (none without a judge)."""
+    if options is None:
+        return []
+    return [judge_note(options, overall.get("judge_decided"), overall.get("judge_errors"))]
