@@ -14,7 +14,8 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
    unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
    such as ``3,5``, or a number written in words); some within and some outside (which is
    the answer?), or no candidate -> inconclusive. Candidates leave out numbers inside a
-   date, numbers the question states, and numbers in a unit of another dimension.
+   date, numbers the question states, and numbers in a unit of another dimension (a
+   percentage included, when the reference has a unit).
 
 Dates and numbers the question itself states are context, not answers: they are left out
 on both rules (``What was the population in 2020?`` -> ``In 2020 it was 1.2 million``).
@@ -141,7 +142,10 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         if n.value in stated or any(a <= n.start < b for a, b in in_dates):
             continue
         value, converted, shown = n.value, False, n.text.strip()
-        if ref.unit is not None and not n.percent:
+        if ref.unit is not None and n.percent:  # a percentage is not a length or a mass
+            other_units.append(shown)
+            continue
+        if ref.unit is not None:
             unit, end = unit_after(response, n.end)
             if unit is not None:
                 consumed = end
