@@ -4,7 +4,8 @@
   database's schema when known, so ``*`` expands and an unqualified column in a join finds
   its table), then every scope's columns are traced to the base table they come from —
   through CTEs, derived tables and set operations, alias by alias (the same walk as
-  sqlglot's ``lineage``, done for every column at once). **tables**: the base tables read;
+  sqlglot's ``lineage``, done for every column at once; a correlated subquery's column of an
+  enclosing query is traced in that query). **tables**: the base tables read;
   **columns**: ``table.column`` of every column read anywhere (select list, joins, filters,
   grouping, ordering); **filters**: the columns read in a ``WHERE``, ``HAVING`` or join
   condition of their own scope.
@@ -110,6 +111,11 @@ def _resolve(scope: Any, alias: str, name: str, depth: int) -> set[str]:
 
     name = name.lower()
     source = scope.sources.get(alias) if alias else None
+    outer = getattr(scope, "parent", None)
+    while source is None and alias and outer is not None:
+        # a correlated subquery reads a column of an enclosing scope (``e.dept`` inside
+        # ``EXISTS (SELECT ... WHERE d.id = e.dept)``): resolve it there
+        source, scope, outer = outer.sources.get(alias), outer, getattr(outer, "parent", None)
     if source is None:
         tables = [s for s in scope.sources.values() if isinstance(s, exp.Table)]
         if not alias and len(scope.sources) == 1 and tables:
