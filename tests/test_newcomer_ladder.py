@@ -20,3 +20,42 @@ def test_percentage_is_not_a_candidate_for_a_unit_reference(answer, response, ve
     opts = {"unit": "km"} if answer == "3.5" else {}
     d = decide(answer, response, **opts)
     assert (d.verdict, d.rule) == (verdict, rule), d.detail
+
+
+@pytest.mark.parametrize("answer, response", [
+    # a scale written as a letter abbreviation: the right figure, read as 5 or 1.2
+    ("5000", "about 5k"),
+    ("5000", "about 5 K"),
+    ("1200000000", "$1.2bn in revenue"),
+    ("1200000000", "1.2B dollars"),
+    ("3000000", "3M users"),
+    ("1000000", "1mn"),
+    # thousands grouped by plain spaces (French, SI style): 1, 234 and 567
+    ("1234567", "There were 1 234 567 visitors."),
+    ("12500", "12 500"),
+    # a fraction: 1 and 2, or 5 and 10
+    ("0.5", "1/2"),
+    ("0.5", "5 / 10"),
+    ("1.5", "1½"),
+    ("0.75", "¾ of them"),
+])
+def test_a_right_figure_written_otherwise_is_never_failed(answer, response):
+    """Each response states the reference's figure in a form the number rule does not read:
+    the rule must not fail it (it used to: '5 differs from 5000')."""
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == (None, "inconclusive"), d.detail
+
+
+@pytest.mark.parametrize("answer, response, verdict, rule", [
+    # what still fails: a wrong figure with no such form, a unit reference's other unit,
+    # a date's slashes
+    ("42", "There are 41 stations.", "fail", "number"),
+    ("3.5 km", "3 m", "fail", "unit"),
+    ("42", "On 01/02/2024 there were 41", "fail", "number"),
+    ("42", "It was 41 km", "fail", "number"),
+    ("5000", "about 5k, precisely 5000", None, "inconclusive"),  # 5 differs, 5000 matches
+    ("5000", "5000", "pass", "exact"),
+])
+def test_what_the_ambiguity_rules_leave_alone(answer, response, verdict, rule):
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == (verdict, rule), d.detail

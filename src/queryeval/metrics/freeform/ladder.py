@@ -12,7 +12,8 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
 5. ``number`` / ``unit`` (the answer is one number, with an optional unit or ``%``): every
    candidate number within tolerance -> pass (``unit`` when one was converted from another
    unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
-   such as ``3,5``, or a number written in words); some within and some outside (which is
+   such as ``3,5``, a scale abbreviation ``5k``, thousands grouped by spaces ``1 234``, a
+   fraction ``1/2``, or a number written in words); some within and some outside (which is
    the answer?), or no candidate -> inconclusive. Candidates leave out numbers inside a
    date, numbers the question states, and numbers in a unit of another dimension (a
    percentage included, when the reference has a unit).
@@ -34,7 +35,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from queryeval.metrics.freeform.dates import as_date, find_dates
-from queryeval.metrics.freeform.numbers import Number, extract_numbers, is_ambiguous, within
+from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
 from queryeval.metrics.freeform.units import (
     CONVERSION_SLACK,
     convert,
@@ -177,8 +178,11 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         return None, "inconclusive", ("no number in the response" if not numbers else
                                       "only numbers the question states or dates")
     differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
-    if is_ambiguous(response):
-        return None, "inconclusive", f"{differ}, but a comma may be a decimal comma"
+    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
+                      for i, ch in enumerate(response)) if in_dates else response
+    why = ambiguity(undated, scales=ref.unit is None)
+    if why:
+        return None, "inconclusive", f"{differ}, but {why}"
     if NUMBER_WORDS.search(response):
         return None, "inconclusive", f"{differ}, but a number is written in words"
     return "fail", rule, differ

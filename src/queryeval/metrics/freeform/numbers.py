@@ -38,6 +38,12 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _AMBIGUOUS = re.compile(r"\d,(?:\d{1,2}|\d{4,})(?!\d)")
+# forms that write a figure this module does not read, so that its numbers must not fail a
+# case: a scale abbreviation (5k, $1.2bn, 3M, 5m), thousands grouped by plain spaces
+# (1 234 567), a fraction (1/2, ½)
+_SCALE_ABBREVIATION = re.compile(r"\d\s?(?:k|K|m|M|MM|B|bn|mn|mln|tn)\b")
+_SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![.,]?\d)")
+_FRACTION = re.compile(r"\d\s*/\s*\d|[\u00bc-\u00be\u2150-\u215e]")
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,23 @@ def is_ambiguous(text: str) -> bool:
     """Whether ``text`` holds a digit comma that is not a thousands separator (``3,5``):
     it may be a decimal comma, so its numbers must not fail a case."""
     return _AMBIGUOUS.search(text) is not None
+
+
+def ambiguity(text: str, *, scales: bool = True) -> str | None:
+    """Why the numbers read from ``text`` may not be the figures it states (so they must
+    not fail a case), or None: a comma that may be a decimal comma (``3,5``), a scale
+    abbreviation (``5k``, ``$1.2bn``, ``3M``; only when ``scales``: a reference with a unit
+    reads the word after a number as a unit), thousands grouped by plain spaces
+    (``1 234 567``), a fraction (``1/2``, ``½``; leave dates out of ``text`` first)."""
+    if is_ambiguous(text):
+        return "a comma may be a decimal comma"
+    if scales and _SCALE_ABBREVIATION.search(text):
+        return "a number has a scale abbreviation (5k, 1.2bn, 3M)"
+    if _SPACE_GROUPS.search(text):
+        return "spaces may group thousands (1 234 567)"
+    if _FRACTION.search(text):
+        return "a number is written as a fraction"
+    return None
 
 
 def within(value: Fraction, reference: Fraction, *, abs_tol: float | None = None,
