@@ -59,3 +59,19 @@ def test_a_right_figure_written_otherwise_is_never_failed(answer, response):
 def test_what_the_ambiguity_rules_leave_alone(answer, response, verdict, rule):
     d = decide(answer, response)
     assert (d.verdict, d.rule) == (verdict, rule), d.detail
+
+
+@pytest.mark.parametrize("answer, response, options, verdict, rule", [
+    # an ambiguous reference: 01/02/2024 is read 2024-01-02 (month first); a response that
+    # gives its other reading (1 February 2024) was failed
+    ("01/02/2024", "It launched on 1 February 2024.", {}, None, "inconclusive"),
+    ("01/02/2024", "It launched on 2 January 2024.", {}, "pass", "date"),
+    ("01/02/2024", "It launched on 1 February 2024.", {"dayfirst": True}, "pass", "date"),
+    ("01/02/2024", "It launched on 2 January 2024.", {"dayfirst": True}, None, "inconclusive"),
+    ("01/02/2024", "It launched on 3 March 2024.", {}, "fail", "date"),  # neither reading
+    ("13/02/2024", "It launched on 13 February 2024.", {}, "pass", "date"),  # not ambiguous
+])
+def test_an_ambiguous_reference_date_never_fails_its_other_reading(answer, response, options,
+                                                                   verdict, rule):
+    d = decide(answer, response, **options)
+    assert (d.verdict, d.rule) == (verdict, rule), d.detail

@@ -8,7 +8,8 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
 3. ``alias``: the same test against each alias -> pass.
 4. ``date`` (the answer is one date): every date in the response equal to it -> pass;
    every date different -> fail; some equal and some not, an ambiguous numeric date whose
-   other reading is equal, or no date -> inconclusive.
+   other reading is equal (in the response, or an ambiguous reference whose other reading
+   the response gives), or no date -> inconclusive.
 5. ``number`` / ``unit`` (the answer is one number, with an optional unit or ``%``): every
    candidate number within tolerance -> pass (``unit`` when one was converted from another
    unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
@@ -188,8 +189,8 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     return "fail", rule, differ
 
 
-def _decide_date(response: str, iso: str, dayfirst: bool,
-                 question: str) -> tuple[str | None, str, str]:
+def _decide_date(response: str, iso: str, dayfirst: bool, question: str,
+                 ref_other: str | None = None) -> tuple[str | None, str, str]:
     """Pass when every date in the response (less those the question states) is the
     reference, fail when none is; an ambiguous date whose other reading is the reference,
     or dates some equal and some not, leave the case inconclusive."""
@@ -200,6 +201,9 @@ def _decide_date(response: str, iso: str, dayfirst: bool,
     found = [d for d in found if d.iso not in stated]
     equal = [d for d in found if d.iso == iso]
     other = [d for d in found if d.iso != iso]
+    if ref_other is not None and any(d.iso == ref_other for d in other):
+        return None, "inconclusive", (f"the reference is ambiguous: read as {iso}, the "
+                                      f"response says its other reading {ref_other}")
     flipped = [d for d in other if d.other == iso]
     if flipped:
         d = flipped[0]
@@ -233,7 +237,8 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
-        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question)
+        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
+                                             ref_date.other)
         return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
     ref_number = reference_number(answer, unit)
     if ref_number is not None:
