@@ -75,3 +75,21 @@ def test_an_ambiguous_reference_date_never_fails_its_other_reading(answer, respo
                                                                    verdict, rule):
     d = decide(answer, response, **options)
     assert (d.verdict, d.rule) == (verdict, rule), d.detail
+
+
+@pytest.mark.parametrize("answer, response, verdict, rule", [
+    # the exact rule folds case, and a unit's case is its meaning: 5 Mm (megametres) passed
+    # "5 mm" (millimetres) as the same text
+    ("5 mm", "5 Mm", "fail", "unit"),
+    ("5 ms", "5 Ms", "fail", "unit"),
+    ("5 m", "5 M", None, "inconclusive"),  # M is not a length
+    ("The rod is 5 mm long", "the rod is 5 Mm long", None, "inconclusive"),  # a text answer
+    # what stays exact: the same unit in another case pint does not tell apart, or none
+    ("3.5 km", "3.5 km.", "pass", "exact"),
+    ("5 mm", "5 MM", None, "inconclusive"),  # pint reads MM as megamolar: not a length
+    ("Paris", "PARIS", "pass", "exact"),
+    ("42 people", "42 People", "pass", "exact"),
+])
+def test_the_exact_rule_keeps_a_units_case(answer, response, verdict, rule):
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == (verdict, rule), d.detail

@@ -4,7 +4,8 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
 1. ``missing``: no response, or only blanks -> fail.
 2. ``exact``: SQuAD-normalised text equal to the answer's (case, whitespace, punctuation,
    articles) *and* the same numbers in the same order (the normalisation drops the decimal
-   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) -> pass.
+   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) with the same units
+   after them (it folds case: ``5 Mm`` is not ``5 mm``) -> pass.
 3. ``alias``: the same test against each alias -> pass.
 4. ``date`` (the answer is one date): every date in the response equal to it -> pass;
    every date different -> fail; some equal and some not, an ambiguous numeric date whose
@@ -101,9 +102,16 @@ def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
     return [(n.value, n.percent) for n in extract_numbers(text)]
 
 
+def _units_key(text: str) -> list[Any]:
+    """The unit pint reads after each number (None where none): the normalisation folds
+    case, and a unit's case is its meaning (``mm`` and ``Mm``, ``ms`` and ``Ms``)."""
+    return [unit_after(text, n.end)[0] for n in extract_numbers(text)]
+
+
 def _same_text(response: str, reference: str) -> bool:
     return (normalize_answer(response) == normalize_answer(reference)
-            and _numbers_key(response) == _numbers_key(reference))
+            and _numbers_key(response) == _numbers_key(reference)
+            and _units_key(response) == _units_key(reference))
 
 
 def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
