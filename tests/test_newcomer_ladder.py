@@ -93,3 +93,16 @@ def test_an_ambiguous_reference_date_never_fails_its_other_reading(answer, respo
 def test_the_exact_rule_keeps_a_units_case(answer, response, verdict, rule):
     d = decide(answer, response)
     assert (d.verdict, d.rule) == (verdict, rule), d.detail
+
+
+@pytest.mark.parametrize("answer, response, verdict", [
+    ("-3", "minus 3", "pass"),  # was failed: '3 differs from -3'
+    ("-3", "It is negative 3 degrees.", "pass"),
+    ("-3", "It is 4.", "fail"),
+    ("3", "minus 3", "fail"),  # was passed: '3 matches 3'
+    ("3", "Minus 3 is the answer", "fail"),
+    ("2", "5 minus 3 is 2", None),  # 5, -3 and 2: which is the answer?
+])
+def test_a_sign_written_in_words_is_read(answer, response, verdict):
+    d = decide(answer, response)
+    assert d.verdict == verdict, d.detail

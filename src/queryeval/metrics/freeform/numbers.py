@@ -8,8 +8,9 @@ Rules (docs/freeform.md, "Numbers"):
   (``1,234,567``); a comma followed by another count of digits (``3,5``) is *not* read as a
   decimal comma: the text is flagged ``ambiguous`` and its numbers can pass a case but never
   fail it;
-* a sign (``+``, ``-``, ``−``) counts only where it does not follow a letter, a digit or a
-  dot (``3-5`` is 3 and 5, ``x -5`` is -5);
+* a sign (``+``, ``-``, ``−``, or the word ``minus`` or ``negative`` before the number)
+  counts only where it does not follow a letter, a digit or a dot (``3-5`` is 3 and 5,
+  ``x -5`` is -5, ``minus 3`` is -3);
 * a scale word after the number multiplies it: ``thousand`` 1e3, ``million`` 1e6,
   ``billion`` 1e9, ``trillion`` 1e12 (letter abbreviations like ``5k`` or ``2M`` are not
   read: ``m`` is a metre);
@@ -29,7 +30,7 @@ Python refuses to convert integers of over 4300 digits)."""
 SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _SEP = ",\u00a0\u2009\u202f"
 _NUMBER = re.compile(
-    r"(?<![\w.])(?P<sign>[+\-\u2212]?)"
+    r"(?<![\w.])(?P<sign>[+\-\u2212]?|(?:minus|negative)\s+)"
     r"(?P<int>\d{1,3}(?:[" + _SEP + r"]\d{3})+(?!\d)|\d+)?"
     r"(?:(?<=\d)|(?=\.\d))(?P<frac>\.\d+)?"
     r"(?P<exp>[eE][+\-]?\d+)?(?!\.?\d)"
@@ -74,7 +75,7 @@ def _value(m: re.Match) -> Fraction | None:
         value *= Fraction(10) ** exp
     if m["scale"]:
         value *= SCALES[m["scale"].lower()]
-    if m["sign"] in ("-", "\u2212"):
+    if m["sign"] and m["sign"][0] in "-\u2212mMnN":  # -, −, minus, negative
         value = -value
     return value
 
