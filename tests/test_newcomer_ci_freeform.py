@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from ci_lab import cli
 
 junitparser = pytest.importorskip("junitparser")

@@ -84,6 +84,18 @@ def error_text(record: dict) -> str:
     return text if len(text) <= 2 * REASON_CHARS else text[:2 * REASON_CHARS - 1] + "…"
 
 
+def _error_line(record: dict) -> str:
+    """Why a case is an error: the failed call's message, or — the call having answered —
+    the gold query that failed (the engine's reason, on the record's ``gold_execution``)."""
+    gold = record.get("gold_execution")
+    if (record.get("error") is None and "gold_query" in (record.get("error_kinds") or [])
+            and isinstance(gold, dict)):
+        why = str(gold.get("reason") or "no reason recorded")
+        why = why if len(why) <= 2 * REASON_CHARS else why[:2 * REASON_CHARS - 1] + "…"
+        return f"the gold query failed ({gold.get('status')}): {why}"
+    return f"call failed: {error_text(record)}"
+
+
 def _reason(record: dict) -> str:
     """`` (RULE: WHY)`` for a record that says which rule decided it and why (the free-form
     ladder's ``decided_by`` and ``detail``, or the judge's reason); else empty."""
@@ -119,7 +131,7 @@ def case_outcome(records: Any, case: Any) -> tuple[str, str, str]:
         rec = records[a.index]
         head = f"repeat {a.repeat}: " if len(case.attempts) > 1 else ""
         if a.status == "error":
-            lines.append(f"{head}call failed: {error_text(rec)}")
+            lines.append(f"{head}{_error_line(rec)}")
         else:
             want, got = expected_got(rec)
             lines.append(f"{head}expected {want}, got {got}{_reason(rec)}")
