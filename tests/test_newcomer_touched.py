@@ -5,6 +5,8 @@ hand-computed; the test failed before the fix (column precision 4/5, not 1)."""
 
 from __future__ import annotations
 
+import pytest
+
 from queryeval.metrics.touched import sql_touched, touched_scores
 
 SCHEMA = {"emp": ["id", "name", "salary", "dept_id"], "dept": ["id", "dname", "city"]}
@@ -38,3 +40,21 @@ def test_correlated_scalar_subquery_in_select_and_in_where():
 
 def test_an_alias_no_scope_defines_stays_unknown():
     assert "?.x" in t("SELECT name FROM emp WHERE nope.x = 1")["columns"]
+
+
+@pytest.mark.parametrize("dialect, written", [
+    ("sqlite", "main.emp"), ("duckdb", "main.emp"), ("postgres", "public.emp"),
+])
+def test_the_default_schema_is_the_same_table(dialect, written):
+    """``main.emp`` on sqlite is ``emp``: it scored table precision and recall 0 (and every
+    column as another table's) against a gold that writes ``emp``."""
+    gold = sql_touched("SELECT name FROM emp WHERE salary > 1", schema=SCHEMA, dialect=dialect)
+    got = sql_touched(f"SELECT name FROM {written} WHERE salary > 1", schema=SCHEMA,
+                      dialect=dialect)
+    assert got == gold == {"tables": ["emp"], "columns": ["emp.name", "emp.salary"],
+                           "filters": ["emp.salary"]}
+
+
+def test_another_schema_stays_another_table():
+    got = sql_touched("SELECT name FROM other.emp", schema=SCHEMA, dialect="sqlite")
+    assert got["tables"] == ["other.emp"]
