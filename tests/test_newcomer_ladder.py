@@ -106,3 +106,22 @@ def test_the_exact_rule_keeps_a_units_case(answer, response, verdict, rule):
 def test_a_sign_written_in_words_is_read(answer, response, verdict):
     d = decide(answer, response)
     assert d.verdict == verdict, d.detail
+
+
+@pytest.mark.parametrize("answer, response, verdict, rule", [
+    # "degrees" alone is pint's angle (dimensionless, so no unit): the scale after it was
+    # dropped, and 68 degrees Fahrenheit was read as 68 degC (a fail of 20 degC) and 20
+    # degrees Fahrenheit as 20 degC (a pass)
+    ("20 degC", "68 degrees Fahrenheit", "pass", "unit"),
+    ("20 degC", "It was 68 degrees F.", "pass", "unit"),
+    ("20 degC", "68 deg. F", "pass", "unit"),
+    ("20 degC", "20 degrees Fahrenheit", "fail", "unit"),
+    ("20 degC", "20 Degrees Celsius", "pass", "number"),
+    ("20 degC", "21 degrees centigrade", "fail", "unit"),
+    ("68 degF", "20 degrees C", "pass", "unit"),
+    ("293.15 K", "20 degrees Celsius", "pass", "unit"),
+    ("20 degC", "20 degrees", "pass", "number"),  # no scale: the reference's
+])
+def test_degrees_with_a_scale(answer, response, verdict, rule):
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == (verdict, rule), d.detail

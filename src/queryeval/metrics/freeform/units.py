@@ -57,6 +57,10 @@ def parse_unit(text: str) -> Any | None:
     return None if unit.dimensionless else unit
 
 
+_DEGREES = re.compile(r"\s*(?:degrees?|deg\.?)\s+(?:(?P<c>celsius|centigrade)|(?P<f>fahrenheit)"
+                      r"|(?P<k>kelvins?)|(?-i:(?P<c1>C)|(?P<f1>F)|(?P<k1>K)))\b", re.IGNORECASE)
+"""``degrees Fahrenheit``, ``deg. C``: pint reads ``degrees`` alone as an angle (no unit), so
+the scale after it would be lost."""
 _POWER = re.compile(r"\s*(?P<word>square|sq\.?|cubic|cu\.?)\s+", re.IGNORECASE)
 _PER = re.compile(r"\s+per\s+(?P<word>[^\W\d_]+)", re.IGNORECASE)
 
@@ -71,8 +75,14 @@ def _token(text: str, pos: int) -> tuple[str, int] | None:
 
 def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
-    when none. ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
+    when none. ``degrees Celsius``/``Fahrenheit``/``Kelvin`` (and ``deg. C``, ``degrees F``)
+    name a temperature; ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
     ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``)."""
+    degrees = _DEGREES.match(text, pos)
+    if degrees:
+        scale = ("degC" if degrees["c"] or degrees["c1"] else
+                 "degF" if degrees["f"] or degrees["f1"] else "kelvin")
+        return parse_unit(scale), degrees.end()
     power = _POWER.match(text, pos)
     start = power.end() if power else pos
     found = _token(text, start)
