@@ -125,3 +125,24 @@ def test_a_sign_written_in_words_is_read(answer, response, verdict):
 def test_degrees_with_a_scale(answer, response, verdict, rule):
     d = decide(answer, response)
     assert (d.verdict, d.rule) == (verdict, rule), d.detail
+
+
+@pytest.mark.parametrize("answer, response, verdict, rule", [
+    # a two-word unit: the first word is no unit, so the number was taken in the
+    # reference's unit and passed (3.5 nautical miles is 6.482 km)
+    ("3.5 km", "3.5 nautical miles", "fail", "unit"),
+    ("6.482 km", "3.5 nautical miles", "pass", "unit"),
+    ("5 km", "5 light years", "fail", "unit"),
+    ("3 t", "3 short tons", "fail", "unit"),
+    ("3 t", "3 metric tons", "pass", "number"),  # pint's metric_ton is t
+    ("3 L", "3 imperial gallons", "fail", "unit"),
+    # a unit one word further that pint does not join: unclear, never the reference's
+    ("3 L", "3 US gallons", None, "inconclusive"),
+    ("5 km", "5 statute miles", None, "inconclusive"),
+    # what stays: no unit after the number at all, or a unit right after it
+    ("5 km", "about 5 or so", "pass", "number"),
+    ("5 km", "5 km or so", "pass", "number"),
+])
+def test_a_unit_two_words_long_is_not_the_references(answer, response, verdict, rule):
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == (verdict, rule), d.detail

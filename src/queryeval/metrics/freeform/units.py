@@ -77,7 +77,9 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
     when none. ``degrees Celsius``/``Fahrenheit``/``Kelvin`` (and ``deg. C``, ``degrees F``)
     name a temperature; ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
-    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``)."""
+    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``); a word
+    pint does not read followed by one it does is a two-word unit (``3.5 nautical miles``)
+    or, when pint has no such unit, :data:`UNCLEAR` (``3 US gallons``)."""
     degrees = _DEGREES.match(text, pos)
     if degrees:
         scale = ("degC" if degrees["c"] or degrees["c1"] else
@@ -95,9 +97,37 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     if per and parse_unit(per["word"]) is not None:
         token, end = f"({token})/({per['word']})", per.end()
     unit = parse_unit(token)
+    if unit is None and not power and not per and found[0] not in NOT_UNITS:  # US, not us
+        return _two_words(text, found[0], found[1], pos)
     if unit is None:
         return None, pos
     return unit, end
+
+
+class _Unclear:
+    """A unit one word after a number that pint does not read with the word before it
+    (``3 US gallons``): the number is in *some* unit, so never in the reference's."""
+
+    def __repr__(self) -> str:
+        return "UNCLEAR"
+
+
+UNCLEAR = _Unclear()
+""":func:`unit_after`'s unit for ``3 US gallons``: :func:`convert` gives None for it."""
+
+
+def _two_words(text: str, first: str, end: int, pos: int) -> tuple[Any | None, int]:
+    """A unit of two words (``nautical miles``, ``light years``, ``short tons``: pint's
+    ``nautical_mile``...), or :data:`UNCLEAR` when the second word alone is a unit."""
+    second = _token(text, end)
+    if second is None or second[0].lower() in NOT_UNITS:
+        return None, pos
+    joined = parse_unit(f"{first}_{second[0]}")
+    if joined is not None:
+        return joined, second[1]
+    if parse_unit(second[0]) is not None:
+        return UNCLEAR, second[1]
+    return None, pos
 
 
 def convert(value: Fraction, unit: Any, to: Any) -> Fraction | None:
