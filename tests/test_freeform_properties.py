@@ -18,6 +18,7 @@ from queryeval.metrics.freeform.numbers import extract_numbers, within
 
 # words with no vowel cannot spell a number word, a scale word, "per cent" or an exponent
 WORDS = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=1, max_size=6)
+SCALE_ABBREVIATIONS = {"k", "m", "bn", "mn", "mln", "tn"}  # lower-case ones WORDS can draw
 
 
 @st.composite
@@ -178,6 +179,8 @@ def test_number_rule_against_the_every_candidate_oracle(ref, said, abs_tol, word
     agree = [_interval_oracle(x, ref, abs_tol, 0.0) for x in said]
     expected = ("pass" if agree and all(agree) else "fail" if agree and not any(agree)
                 else None)
+    if expected == "fail" and any(w in SCALE_ABBREVIATIONS for w in words[1:len(said) + 1]):
+        expected = None  # "5 k" may be 5000: a scale abbreviation never fails a case
     d = decide(_text(ref), text, abs_tol=abs_tol)
     if d.rule == "exact":  # the text is the number itself
         assert expected == "pass"

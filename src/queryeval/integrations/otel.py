@@ -38,25 +38,29 @@ def _ns(iso: str | None, default: int) -> int:
         return default
 
 
-class _Recording:
-    """Wraps the exporter to learn whether every export succeeded."""
+BATCH = 512
+"""Spans per export request (the SDK's BatchSpanProcessor default batch size)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.failed = inner, 0
 
-    def export(self, spans: Sequence[Any]) -> Any:
-        from opentelemetry.sdk.trace.export import SpanExportResult
+def _send(exporter: Any, spans: Sequence[Any]) -> int:
+    """Export ``spans`` in batches of :data:`BATCH`; return how many the collector did not
+    take. The first failed batch stops the export (the exporter already retried it with
+    backoff: a collector that is down must not hold the step once per batch), and the SDK's
+    own log lines are held back: the caller reports the failure in one line."""
+    import logging
 
-        result = self.inner.export(spans)
-        if result != SpanExportResult.SUCCESS:
-            self.failed += len(spans)
-        return result
+    from opentelemetry.sdk.trace.export import SpanExportResult
 
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
+    log = logging.getLogger("opentelemetry")
+    level, log.level = log.level, logging.CRITICAL + 1
+    try:
+        for i in range(0, len(spans), BATCH):
+            if exporter.export(spans[i:i + BATCH]) != SpanExportResult.SUCCESS:
+                return len(spans) - i
+        return 0
+    finally:
+        log.setLevel(level)
+        exporter.shutdown()
 
 
 def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | None = None) -> int:
@@ -68,6 +72,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from opentelemetry.trace import Status, StatusCode, set_span_in_context
     except ImportError:
         raise ConfigError("--otel needs the otel extra: pip install 'queryeval[otel]'") from None
@@ -78,10 +83,10 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
-    recording = _Recording(exporter)
+    finished = InMemorySpanExporter()  # spans are built first, then sent in batches
     provider = TracerProvider(resource=Resource.create({
         "service.name": "queryeval", "queryeval.run.label": results.label}))
-    provider.add_span_processor(SimpleSpanProcessor(recording))  # type: ignore[arg-type]
+    provider.add_span_processor(SimpleSpanProcessor(finished))
     tracer = provider.get_tracer("queryeval")
     records = results.records
     start = _ns(results.batch.get("timestamp"), 0)
@@ -137,8 +142,9 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
     root.end(end_time=max(end_all, _ns(results.batch.get("completed_at"), end_all)))
     spans += 1
     provider.force_flush()
+    failed = _send(exporter, list(finished.get_finished_spans()))
     provider.shutdown()
-    if recording.failed:
-        raise ConfigError(f"--otel: the collector did not take {recording.failed} of {spans} "
+    if failed:
+        raise ConfigError(f"--otel: the collector did not take {failed} of {spans} "
                           "spans (check OTEL_EXPORTER_OTLP_ENDPOINT)")
     return spans

@@ -4,7 +4,8 @@
   database's schema when known, so ``*`` expands and an unqualified column in a join finds
   its table), then every scope's columns are traced to the base table they come from —
   through CTEs, derived tables and set operations, alias by alias (the same walk as
-  sqlglot's ``lineage``, done for every column at once). **tables**: the base tables read;
+  sqlglot's ``lineage``, done for every column at once; a correlated subquery's column of an
+  enclosing query is traced in that query). **tables**: the base tables read;
   **columns**: ``table.column`` of every column read anywhere (select list, joins, filters,
   grouping, ordering); **filters**: the columns read in a ``WHERE``, ``HAVING`` or join
   condition of their own scope.
@@ -84,39 +85,51 @@ def sql_touched(query: str, *, schema: Mapping[str, Iterable[str]] | None = None
         scopes = list(traverse_scope(tree))
     except (SqlglotError, ValueError, RecursionError, KeyError, AttributeError, TypeError):
         return None
+    defaults = DEFAULT_SCHEMAS.get(dialect or "", ("main", "public"))
     tables: set[str] = set()
     columns: set[str] = set()
     filters: set[str] = set()
     for scope in scopes:
         for source in scope.sources.values():
             if isinstance(source, sqlglot.exp.Table):
-                tables.add(_table_name(source))
+                tables.add(_table_name(source, defaults))
         for col in scope.columns:
-            found = _resolve(scope, col.table, col.name, 0)
+            found = _resolve(scope, col.table, col.name, 0, defaults)
             columns |= found
             if _in_filter(col, scope.expression):
                 filters |= found
     return {"tables": sorted(tables), "columns": sorted(columns), "filters": sorted(filters)}
 
 
-def _table_name(table: Any) -> str:
-    return ".".join(p for p in (table.db, table.name) if p).lower()
+DEFAULT_SCHEMAS = {"sqlite": ("main",), "duckdb": ("main",), "postgres": ("public",)}
+"""The schema an unqualified table is in: ``main.emp`` on sqlite is the table ``emp``."""
 
 
-def _resolve(scope: Any, alias: str, name: str, depth: int) -> set[str]:
+def _table_name(table: Any, defaults: tuple[str, ...] = ()) -> str:
+    db = "" if table.db.lower() in defaults and not table.catalog else table.db
+    return ".".join(p for p in (db, table.name) if p).lower()
+
+
+def _resolve(scope: Any, alias: str, name: str, depth: int,
+             defaults: tuple[str, ...] = ()) -> set[str]:
     """The base ``table.column`` names a column of ``scope`` reads (a derived table's or a
     CTE's column: the columns of its defining expression, recursively)."""
     from sqlglot import exp
 
     name = name.lower()
     source = scope.sources.get(alias) if alias else None
+    outer = getattr(scope, "parent", None)
+    while source is None and alias and outer is not None:
+        # a correlated subquery reads a column of an enclosing scope (``e.dept`` inside
+        # ``EXISTS (SELECT ... WHERE d.id = e.dept)``): resolve it there
+        source, scope, outer = outer.sources.get(alias), outer, getattr(outer, "parent", None)
     if source is None:
         tables = [s for s in scope.sources.values() if isinstance(s, exp.Table)]
         if not alias and len(scope.sources) == 1 and tables:
-            return {f"{_table_name(tables[0])}.{name}"}
+            return {f"{_table_name(tables[0], defaults)}.{name}"}
         return {f"{UNKNOWN_TABLE}.{name}"}
     if isinstance(source, exp.Table):
-        return {f"{_table_name(source)}.{name}"}
+        return {f"{_table_name(source, defaults)}.{name}"}
     if depth > 64:  # pragma: no cover - sqlglot's scopes are acyclic
         return set()
     out: set[str] = set()
@@ -130,7 +143,7 @@ def _resolve(scope: Any, alias: str, name: str, depth: int) -> set[str]:
                   else [s for s in selects if isinstance(s, exp.Star)])
         for select in chosen:
             for col in select.find_all(exp.Column):
-                out |= _resolve(inner, col.table, col.name, depth + 1)
+                out |= _resolve(inner, col.table, col.name, depth + 1, defaults)
     return out
 
 

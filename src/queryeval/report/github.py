@@ -77,9 +77,9 @@ def regression_commands(comp: Any, *, fail: bool) -> list[str]:
 
 # --- Markdown ---------------------------------------------------------------------------------
 def md(text: object) -> str:
-    """Untrusted text as one Markdown table cell (no markup, no HTML, one line)."""
+    """Untrusted text as one Markdown table cell (no markup, no HTML, no math, one line)."""
     s = str(text).replace("\\", "\\\\").replace("&", "&amp;")
-    for ch in "|*_`[]<>#~!":
+    for ch in "|*_`[]<>#~!$":  # $: GitHub renders $...$ as LaTeX math
         s = s.replace(ch, "\\" + ch)
     return " ".join(s.split())
 

@@ -56,6 +56,8 @@ def expected_got(record: dict) -> tuple[str, str]:
             return _short(turns[0].get("target")), _short(turns[0].get("output"))
         return (_short({t.get("turn"): t.get("target") for t in turns}),
                 _short({t.get("turn"): t.get("output") for t in turns}))
+    if isinstance(record.get("reference"), dict) and "response" in record:  # free-form
+        return _short(record["reference"].get("answer")), _short(record.get("response"))
     pairs = (("gold_query", "predicted_query"), ("expected", "extracted"),
              ("expected_chunk", "retrieved_chunks"), ("gold_rows", "predicted_rows"))
     for want, have in pairs:
@@ -82,6 +84,33 @@ def error_text(record: dict) -> str:
     return text if len(text) <= 2 * REASON_CHARS else text[:2 * REASON_CHARS - 1] + "…"
 
 
+def _error_line(record: dict) -> str:
+    """Why a case is an error: the failed call's message, or — the call having answered —
+    the gold query that failed (the engine's reason, on the record's ``gold_execution``)."""
+    gold = record.get("gold_execution")
+    if (record.get("error") is None and "gold_query" in (record.get("error_kinds") or [])
+            and isinstance(gold, dict)):
+        why = str(gold.get("reason") or "no reason recorded")
+        why = why if len(why) <= 2 * REASON_CHARS else why[:2 * REASON_CHARS - 1] + "…"
+        return f"the gold query failed ({gold.get('status')}): {why}"
+    return f"call failed: {error_text(record)}"
+
+
+def _reason(record: dict) -> str:
+    """`` (RULE: WHY)`` for a record that says which rule decided it and why (the free-form
+    ladder's ``decided_by`` and ``detail``, or the judge's reason); else empty."""
+    by = record.get("decided_by")
+    if not isinstance(by, str):
+        return ""
+    judge = record.get("judge")
+    why = judge.get("reason") if by == "judge" and isinstance(judge, dict) else record.get("detail")
+    if not why:
+        return ""
+    why = str(why)
+    why = why if len(why) <= REASON_CHARS else why[:REASON_CHARS - 1] + "…"
+    return f" ({by}: {why})"
+
+
 def suite_name(run: RunResults) -> str:
     """The suite's file (or folder) name without its extension, else ``suite``."""
     path = (run.batch.get("suite_info") or {}).get("path") or run.config.get("suite")
@@ -102,10 +131,10 @@ def case_outcome(records: Any, case: Any) -> tuple[str, str, str]:
         rec = records[a.index]
         head = f"repeat {a.repeat}: " if len(case.attempts) > 1 else ""
         if a.status == "error":
-            lines.append(f"{head}call failed: {error_text(rec)}")
+            lines.append(f"{head}{_error_line(rec)}")
         else:
             want, got = expected_got(rec)
-            lines.append(f"{head}expected {want}, got {got}")
+            lines.append(f"{head}expected {want}, got {got}{_reason(rec)}")
     first = lines[0] if lines else verdict
     if verdict == "flaky":
         message = (f"flaky: passed {case.passes} of {len(case.attempts)} attempts "

@@ -196,6 +196,7 @@ class DiagnosisTally:
 def summary_notes(metrics: dict) -> list[Any]:
     """The console's account of why cases differ: the count per kind, then the first
     cases' explanations (read from ``metrics["differences"]``, written by the aggregate)."""
+    from queryeval.metrics.tables.explain import one_line
     from queryeval.tasks.content import Note
 
     found = metrics.get("differences")
@@ -205,7 +206,8 @@ def summary_notes(metrics: dict) -> list[Any]:
                        for k, v in found["cases_by_kind"].items())
     out: list[Any] = [Note(f"Why tables differ (cases per reason): {counts}")]
     for case in found.get("first_cases") or []:
-        out.append(Note(f"  {case.get('case_id')}: " + "; ".join(case.get("messages") or [])))
+        out.append(Note(f"  {one_line(case.get('case_id'))}: "
+                        + "; ".join(case.get("messages") or [])))
     return out
 
 

@@ -4,17 +4,21 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
 1. ``missing``: no response, or only blanks -> fail.
 2. ``exact``: SQuAD-normalised text equal to the answer's (case, whitespace, punctuation,
    articles) *and* the same numbers in the same order (the normalisation drops the decimal
-   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) -> pass.
+   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) with the same units
+   after them (it folds case: ``5 Mm`` is not ``5 mm``) -> pass.
 3. ``alias``: the same test against each alias -> pass.
 4. ``date`` (the answer is one date): every date in the response equal to it -> pass;
    every date different -> fail; some equal and some not, an ambiguous numeric date whose
-   other reading is equal, or no date -> inconclusive.
+   other reading is equal (in the response, or an ambiguous reference whose other reading
+   the response gives), or no date -> inconclusive.
 5. ``number`` / ``unit`` (the answer is one number, with an optional unit or ``%``): every
    candidate number within tolerance -> pass (``unit`` when one was converted from another
    unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
-   such as ``3,5``, or a number written in words); some within and some outside (which is
+   such as ``3,5``, a scale abbreviation ``5k``, thousands grouped by spaces ``1 234``, a
+   fraction ``1/2``, or a number written in words); some within and some outside (which is
    the answer?), or no candidate -> inconclusive. Candidates leave out numbers inside a
-   date, numbers the question states, and numbers in a unit of another dimension.
+   date, numbers the question states, and numbers in a unit of another dimension (a
+   percentage included, when the reference has a unit).
 
 Dates and numbers the question itself states are context, not answers: they are left out
 on both rules (``What was the population in 2020?`` -> ``In 2020 it was 1.2 million``).
@@ -33,7 +37,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from queryeval.metrics.freeform.dates import as_date, find_dates
-from queryeval.metrics.freeform.numbers import Number, extract_numbers, is_ambiguous, within
+from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
 from queryeval.metrics.freeform.units import (
     CONVERSION_SLACK,
     convert,
@@ -98,9 +102,16 @@ def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
     return [(n.value, n.percent) for n in extract_numbers(text)]
 
 
+def _units_key(text: str) -> list[Any]:
+    """The unit pint reads after each number (None where none): the normalisation folds
+    case, and a unit's case is its meaning (``mm`` and ``Mm``, ``ms`` and ``Ms``)."""
+    return [unit_after(text, n.end)[0] for n in extract_numbers(text)]
+
+
 def _same_text(response: str, reference: str) -> bool:
     return (normalize_answer(response) == normalize_answer(reference)
-            and _numbers_key(response) == _numbers_key(reference))
+            and _numbers_key(response) == _numbers_key(reference)
+            and _units_key(response) == _units_key(reference))
 
 
 def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
@@ -141,7 +152,10 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         if n.value in stated or any(a <= n.start < b for a, b in in_dates):
             continue
         value, converted, shown = n.value, False, n.text.strip()
-        if ref.unit is not None and not n.percent:
+        if ref.unit is not None and n.percent:  # a percentage is not a length or a mass
+            other_units.append(shown)
+            continue
+        if ref.unit is not None:
             unit, end = unit_after(response, n.end)
             if unit is not None:
                 consumed = end
@@ -173,15 +187,18 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         return None, "inconclusive", ("no number in the response" if not numbers else
                                       "only numbers the question states or dates")
     differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
-    if is_ambiguous(response):
-        return None, "inconclusive", f"{differ}, but a comma may be a decimal comma"
+    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
+                      for i, ch in enumerate(response)) if in_dates else response
+    why = ambiguity(undated, scales=ref.unit is None)
+    if why:
+        return None, "inconclusive", f"{differ}, but {why}"
     if NUMBER_WORDS.search(response):
         return None, "inconclusive", f"{differ}, but a number is written in words"
     return "fail", rule, differ
 
 
-def _decide_date(response: str, iso: str, dayfirst: bool,
-                 question: str) -> tuple[str | None, str, str]:
+def _decide_date(response: str, iso: str, dayfirst: bool, question: str,
+                 ref_other: str | None = None) -> tuple[str | None, str, str]:
     """Pass when every date in the response (less those the question states) is the
     reference, fail when none is; an ambiguous date whose other reading is the reference,
     or dates some equal and some not, leave the case inconclusive."""
@@ -192,6 +209,9 @@ def _decide_date(response: str, iso: str, dayfirst: bool,
     found = [d for d in found if d.iso not in stated]
     equal = [d for d in found if d.iso == iso]
     other = [d for d in found if d.iso != iso]
+    if ref_other is not None and any(d.iso == ref_other for d in other):
+        return None, "inconclusive", (f"the reference is ambiguous: read as {iso}, the "
+                                      f"response says its other reading {ref_other}")
     flipped = [d for d in other if d.other == iso]
     if flipped:
         d = flipped[0]
@@ -225,7 +245,8 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
-        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question)
+        verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
+                                             ref_date.other)
         return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
     ref_number = reference_number(answer, unit)
     if ref_number is not None:

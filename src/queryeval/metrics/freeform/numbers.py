@@ -8,8 +8,9 @@ Rules (docs/freeform.md, "Numbers"):
   (``1,234,567``); a comma followed by another count of digits (``3,5``) is *not* read as a
   decimal comma: the text is flagged ``ambiguous`` and its numbers can pass a case but never
   fail it;
-* a sign (``+``, ``-``, ``−``) counts only where it does not follow a letter, a digit or a
-  dot (``3-5`` is 3 and 5, ``x -5`` is -5);
+* a sign (``+``, ``-``, ``−``, or the word ``minus`` or ``negative`` before the number)
+  counts only where it does not follow a letter, a digit or a dot (``3-5`` is 3 and 5,
+  ``x -5`` is -5, ``minus 3`` is -3);
 * a scale word after the number multiplies it: ``thousand`` 1e3, ``million`` 1e6,
   ``billion`` 1e9, ``trillion`` 1e12 (letter abbreviations like ``5k`` or ``2M`` are not
   read: ``m`` is a metre);
@@ -29,7 +30,7 @@ Python refuses to convert integers of over 4300 digits)."""
 SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _SEP = ",\u00a0\u2009\u202f"
 _NUMBER = re.compile(
-    r"(?<![\w.])(?P<sign>[+\-\u2212]?)"
+    r"(?<![\w.])(?P<sign>[+\-\u2212]?|(?:minus|negative)\s+)"
     r"(?P<int>\d{1,3}(?:[" + _SEP + r"]\d{3})+(?!\d)|\d+)?"
     r"(?:(?<=\d)|(?=\.\d))(?P<frac>\.\d+)?"
     r"(?P<exp>[eE][+\-]?\d+)?(?!\.?\d)"
@@ -38,6 +39,12 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _AMBIGUOUS = re.compile(r"\d,(?:\d{1,2}|\d{4,})(?!\d)")
+# forms that write a figure this module does not read, so that its numbers must not fail a
+# case: a scale abbreviation (5k, $1.2bn, 3M, 5m), thousands grouped by plain spaces
+# (1 234 567), a fraction (1/2, ½)
+_SCALE_ABBREVIATION = re.compile(r"\d\s?(?:k|K|m|M|MM|B|bn|mn|mln|tn)\b")
+_SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![.,]?\d)")
+_FRACTION = re.compile(r"\d\s*/\s*\d|[\u00bc-\u00be\u2150-\u215e]")
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,7 @@ def _value(m: re.Match) -> Fraction | None:
         value *= Fraction(10) ** exp
     if m["scale"]:
         value *= SCALES[m["scale"].lower()]
-    if m["sign"] in ("-", "\u2212"):
+    if m["sign"] and m["sign"][0] in "-\u2212mMnN":  # -, −, minus, negative
         value = -value
     return value
 
@@ -90,6 +97,23 @@ def is_ambiguous(text: str) -> bool:
     """Whether ``text`` holds a digit comma that is not a thousands separator (``3,5``):
     it may be a decimal comma, so its numbers must not fail a case."""
     return _AMBIGUOUS.search(text) is not None
+
+
+def ambiguity(text: str, *, scales: bool = True) -> str | None:
+    """Why the numbers read from ``text`` may not be the figures it states (so they must
+    not fail a case), or None: a comma that may be a decimal comma (``3,5``), a scale
+    abbreviation (``5k``, ``$1.2bn``, ``3M``; only when ``scales``: a reference with a unit
+    reads the word after a number as a unit), thousands grouped by plain spaces
+    (``1 234 567``), a fraction (``1/2``, ``½``; leave dates out of ``text`` first)."""
+    if is_ambiguous(text):
+        return "a comma may be a decimal comma"
+    if scales and _SCALE_ABBREVIATION.search(text):
+        return "a number has a scale abbreviation (5k, 1.2bn, 3M)"
+    if _SPACE_GROUPS.search(text):
+        return "spaces may group thousands (1 234 567)"
+    if _FRACTION.search(text):
+        return "a number is written as a fraction"
+    return None
 
 
 def within(value: Fraction, reference: Fraction, *, abs_tol: float | None = None,

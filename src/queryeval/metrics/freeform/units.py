@@ -57,6 +57,10 @@ def parse_unit(text: str) -> Any | None:
     return None if unit.dimensionless else unit
 
 
+_DEGREES = re.compile(r"\s*(?:degrees?|deg\.?)\s+(?:(?P<c>celsius|centigrade)|(?P<f>fahrenheit)"
+                      r"|(?P<k>kelvins?)|(?-i:(?P<c1>C)|(?P<f1>F)|(?P<k1>K)))\b", re.IGNORECASE)
+"""``degrees Fahrenheit``, ``deg. C``: pint reads ``degrees`` alone as an angle (no unit), so
+the scale after it would be lost."""
 _POWER = re.compile(r"\s*(?P<word>square|sq\.?|cubic|cu\.?)\s+", re.IGNORECASE)
 _PER = re.compile(r"\s+per\s+(?P<word>[^\W\d_]+)", re.IGNORECASE)
 
@@ -71,8 +75,16 @@ def _token(text: str, pos: int) -> tuple[str, int] | None:
 
 def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     """The unit written at ``text[pos:]`` (after a number) and where it ends; ``(None, pos)``
-    when none. ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
-    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``)."""
+    when none. ``degrees Celsius``/``Fahrenheit``/``Kelvin`` (and ``deg. C``, ``degrees F``)
+    name a temperature; ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
+    ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``); a word
+    pint does not read followed by one it does is a two-word unit (``3.5 nautical miles``)
+    or, when pint has no such unit, :data:`UNCLEAR` (``3 US gallons``)."""
+    degrees = _DEGREES.match(text, pos)
+    if degrees:
+        scale = ("degC" if degrees["c"] or degrees["c1"] else
+                 "degF" if degrees["f"] or degrees["f1"] else "kelvin")
+        return parse_unit(scale), degrees.end()
     power = _POWER.match(text, pos)
     start = power.end() if power else pos
     found = _token(text, start)
@@ -85,9 +97,37 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     if per and parse_unit(per["word"]) is not None:
         token, end = f"({token})/({per['word']})", per.end()
     unit = parse_unit(token)
+    if unit is None and not power and not per and found[0] not in NOT_UNITS:  # US, not us
+        return _two_words(text, found[0], found[1], pos)
     if unit is None:
         return None, pos
     return unit, end
+
+
+class _Unclear:
+    """A unit one word after a number that pint does not read with the word before it
+    (``3 US gallons``): the number is in *some* unit, so never in the reference's."""
+
+    def __repr__(self) -> str:
+        return "UNCLEAR"
+
+
+UNCLEAR = _Unclear()
+""":func:`unit_after`'s unit for ``3 US gallons``: :func:`convert` gives None for it."""
+
+
+def _two_words(text: str, first: str, end: int, pos: int) -> tuple[Any | None, int]:
+    """A unit of two words (``nautical miles``, ``light years``, ``short tons``: pint's
+    ``nautical_mile``...), or :data:`UNCLEAR` when the second word alone is a unit."""
+    second = _token(text, end)
+    if second is None or second[0].lower() in NOT_UNITS:
+        return None, pos
+    joined = parse_unit(f"{first}_{second[0]}")
+    if joined is not None:
+        return joined, second[1]
+    if parse_unit(second[0]) is not None:
+        return UNCLEAR, second[1]
+    return None, pos
 
 
 def convert(value: Fraction, unit: Any, to: Any) -> Fraction | None:

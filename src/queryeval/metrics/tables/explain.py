@@ -58,6 +58,21 @@ def _show(value: Cell) -> str:
     return repr(text)
 
 
+def one_line(name: Any) -> str:
+    """A column name (or a case id) as a message shows it: as written when it is printable
+    and short, else Python's repr of its first :data:`CELL_CHARS` characters, so that no
+    name (the system's text) can break a message's line or start a console line
+    (``::error::`` is a GitHub Actions command)."""
+    text = str(name)
+    if text.isprintable() and len(text) <= CELL_CHARS:
+        return text
+    return repr(text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…")
+
+
+def _names(names: Any) -> str:
+    return ", ".join(one_line(n) for n in names)
+
+
 def _row_text(row: Sequence[Cell]) -> str:
     return "(" + ", ".join(_show(v) for v in row) + ")"
 
@@ -165,8 +180,8 @@ def explain_tables(pred: Any, gold: Any, *, rules: str = "clean", ordered: bool 
         names = list(g_scored.columns)
         return [_item("missing_columns",
                       f"missing columns: the prediction has {p_table.n_columns} column(s) "
-                      f"({', '.join(p_table.columns)}), the gold needs {len(names)} "
-                      f"({', '.join(names)})", gold_columns=names,
+                      f"({_names(p_table.columns)}), the gold needs {len(names)} "
+                      f"({_names(names)})", gold_columns=names,
                       predicted_columns=list(p_table.columns))]
     enc = encode(g_scored, p_table, rules, *tol)
     idx = _mapping_indices(p_table, mapping, enc, budget)
@@ -178,7 +193,7 @@ def explain_tables(pred: Any, gold: Any, *, rules: str = "clean", ordered: bool 
             "extra_columns",
             f"extra columns: the prediction has {p_exact.n_columns} columns, the gold "
             f"{g_scored.n_columns}; exact match needs the same columns (best mapping uses "
-            f"{', '.join(p_table.columns[c] for c in idx)}; extra: {', '.join(extra)})",
+            f"{_names(p_table.columns[c] for c in idx)}; extra: {_names(extra)})",
             extra=extra, mapping=pairs))
     g_seq, p_seq = _row_sequences(enc, idx)
     g_count, p_count = Counter(g_seq), Counter(p_seq)
@@ -186,7 +201,8 @@ def explain_tables(pred: Any, gold: Any, *, rules: str = "clean", ordered: bool 
     if positional_tp is not None:
         offset = [required[j] if p_exact is not p_table else j for j in range(len(idx))]
         if list(idx) != offset and tp > positional_tp:
-            moved = ", ".join(f"gold {g} (column {j + 1}) ← predicted {p} (column {c + 1})"
+            moved = ", ".join(f"gold {one_line(g)} (column {j + 1}) ← predicted {one_line(p)} "
+                              f"(column {c + 1})"
                               for j, ((g, p), c, o) in enumerate(zip(pairs, idx, offset,
                                                                      strict=True)) if c != o)
             items.append(_item(
@@ -271,12 +287,12 @@ def _values(g_seq: list[int], p_seq: list[int], g_rows: list, p_rows: list,
                               "gold": _cut([a])[0], "predicted": _cut([b])[0],
                               "format_only": loose_key(a) == loose_key(b)})
     first = [c for c in cells if not c["format_only"]] or cells
-    shown = "; ".join(f"gold row {c['gold_row']} {c['column']} = {_show(c['gold'])}, predicted "
+    shown = "; ".join(f"gold row {c['gold_row']} {one_line(c['column'])} = {_show(c['gold'])}, predicted "
                       f"row {c['predicted_row']} {_show(c['predicted'])}" for c in first[:SHOWN_ROWS])
     out = []
     formats = [c for c in cells if c["format_only"]]
     if formats:
-        eg = "; ".join(f"{c['column']}: gold {_show(c['gold'])}, predicted "
+        eg = "; ".join(f"{one_line(c['column'])}: gold {_show(c['gold'])}, predicted "
                        f"{_show(c['predicted'])}" for c in formats[:SHOWN_ROWS])
         scope = ("the rows differ only in the type or format of values" if loose_equal else
                  "some differing cells are equal but for type or format")
