@@ -170,6 +170,28 @@ class StreamedCorpus:
             raise InputError("the corpus file changed while the run was using it", path=self.path)
         return chunk
 
+    # -- the read-only sequence a task uses (``read_corpus``'s list, without the list) --------
+    def __getitem__(self, i: int) -> Chunk:
+        return self.chunk(i)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        """Every chunk in corpus order, streamed from the file."""
+        if self.suffix == ".csv":
+            for i in range(len(self.ids)):
+                yield self.chunk(i)
+            return
+        for _where, chunk, _span in self._iter_chunks():
+            yield chunk
+
+    def __reversed__(self) -> Iterator[Chunk]:
+        for i in range(len(self.ids) - 1, -1, -1):
+            yield self.chunk(i)
+
+    def get(self, chunk_id: str, default: Chunk | None = None) -> Chunk | None:
+        """The chunk with this id (read back from the file), or ``default``."""
+        i = self.position(chunk_id)
+        return default if i is None else self.chunk(i)
+
     def close(self) -> None:
         """Release the open file (reopened on the next :meth:`chunk`)."""
         if self._fd is not None:
