@@ -244,3 +244,27 @@ def test_ann_index_is_cached_on_disk(tmp_path: Path) -> None:
     again = DenseRetriever(encoder=IntEncoder(), cache=tmp_path / "cache", index="hnsw")
     again.index_corpus(corpus)
     assert again.search(["chunk 3 topic 3"], 5) == r.search(["chunk 3 topic 3"], 5)
+
+
+# -- BM25 over a streamed corpus ----------------------------------------------------------------
+@pytest.mark.parametrize("options", [{}, {"method": "bm25+"}, {"method": "robertson"},
+                                     {"stopwords": None, "stemmer": lambda ws: [w[:4] for w in ws]}])
+def test_bm25_streamed_index_equals_the_in_memory_index(tmp_path: Path, options: dict) -> None:
+    from queryeval.systems.retrievers import BM25Retriever
+
+    words = ["fox", "dog", "quick", "lazy", "the", "day", "wörds", "brown", "jumps", "sleeps"]
+    rng = np.random.default_rng(3)
+    path = tmp_path / "c.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(400):
+            text = " ".join(rng.choice(words, size=int(rng.integers(0, 9))))
+            f.write(json.dumps({"chunk_id": f"c{i}", "content": text}) + "\n")
+    corpus = open_corpus(path)
+    whole = BM25Retriever(**options)
+    whole.index([Doc(f"c{i}", t) for i, t in enumerate(t for b in corpus.text_batches() for t in b)])
+    streamed = BM25Retriever(max_block_scores=1000, **options)
+    streamed.index_corpus(corpus, batch_size=37)
+    queries = ["quick fox", "lazy dog day", "wörds", "the", "nothing known", "brown brown jumps"]
+    assert streamed.block_plan(len(queries)) == (2, 400)  # 1000 // 400 queries per block
+    np.testing.assert_array_equal(streamed.scores(queries), whole.scores(queries))
+    assert streamed.search(queries, 10) == whole.search(queries, 10)

@@ -21,7 +21,10 @@ from queryeval.systems.base import checked_output
 
 
 class BuiltinRetrievalSystem:
-    def __init__(self, chunks: Any, retriever: str = "bm25", model: str | None = None) -> None:
+    def __init__(self, chunks: Any, retriever: str = "bm25", model: str | None = None, *,
+                 engine: Any = None) -> None:
+        """``engine``: a retriever object (e.g. a configured ``DenseRetriever``) instead of
+        the one ``retriever``/``model`` name."""
         from queryeval.systems.retrievers import Doc, make_retriever
 
         options: dict[str, Any] = {}
@@ -29,7 +32,7 @@ class BuiltinRetrievalSystem:
             options["model"] = model
         self.name = f"builtin:{retriever}" + (f":{model}" if model else "")
         self.chunks = chunks
-        self._retriever = make_retriever(retriever, **options)
+        self._retriever = engine if engine is not None else make_retriever(retriever, **options)
         self._streamed = hasattr(chunks, "text_batches")
         if self._streamed:
             self._retriever.index_corpus(chunks)
