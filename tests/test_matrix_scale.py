@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from matrix_checks import check_compare, check_consumers, run_file
 
 import queryeval as qe
+from matrix_checks import check_compare, check_consumers, run_file
 from queryeval.systems.retrievers import DenseRetriever, HashingEncoder
 
 REPO = Path(__file__).resolve().parents[1]
