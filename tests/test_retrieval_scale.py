@@ -268,3 +268,16 @@ def test_bm25_streamed_index_equals_the_in_memory_index(tmp_path: Path, options:
     assert streamed.block_plan(len(queries)) == (2, 400)  # 1000 // 400 queries per block
     np.testing.assert_array_equal(streamed.scores(queries), whole.scores(queries))
     assert streamed.search(queries, 10) == whole.search(queries, 10)
+
+
+def test_a_corpus_changed_after_the_scan_is_refused_not_misread(tmp_path: Path) -> None:
+    from queryeval.errors import InputError
+
+    path = _write_corpus(tmp_path / "c.jsonl", 30)
+    corpus = open_corpus(path)
+    text = path.read_text().replace("chunk 12 topic 12", "chunk 12 topic 99")  # same length
+    path.write_text(text)
+    with pytest.raises(InputError, match="changed while the run was using it"):
+        list(corpus.text_batches(8))
+    with pytest.raises(InputError, match="changed while the run was using it"):
+        corpus.chunk(12)
