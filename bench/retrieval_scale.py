@@ -295,7 +295,7 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> None:
     print(f"             ratio ours/anchor: time {ours['ms_per_query'] / beir['ms_per_query']:.3f}x, "
           f"rss {ours['rss_mib'] / beir['rss_mib']:.2f}x; same top-{K} ids: "
           f"{_agree(folder, 'ours_exact.npy', 'beir.npy', beir['queries_run'])} queries")
-    for backend in ("faiss", "usearch"):
+    for backend in args.hnsw_backends.split(","):
         if n > args.hnsw_max:
             print(f"hnsw {backend}: skipped above --hnsw-max {args.hnsw_max:,}")
             continue
@@ -327,6 +327,7 @@ def main() -> None:
     ap.add_argument("--beir-max-gb", type=float, default=2.0)
     ap.add_argument("--hnsw-max", type=int, default=200_000,
                     help="skip the HNSW builds above this many chunks (a 1M build takes long on 2 cores)")
+    ap.add_argument("--hnsw-backends", default="faiss,usearch")
     ap.add_argument("--m", type=int, default=32)
     ap.add_argument("--efc", type=int, default=200)
     ap.add_argument("--efs", type=int, default=128)

@@ -281,3 +281,27 @@ def test_a_corpus_changed_after_the_scan_is_refused_not_misread(tmp_path: Path) 
         list(corpus.text_batches(8))
     with pytest.raises(InputError, match="changed while the run was using it"):
         corpus.chunk(12)
+
+
+def test_hash_lookup_finds_the_first_chunk_with_that_content(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    rows = [("a", "same text"), ("b", "other"), ("c", "same text")]
+    path.write_text("".join(json.dumps({"chunk_id": i, "content": t}) + "\n" for i, t in rows))
+    lookup = open_corpus(path).hash_lookup()
+    digest = hashlib.md5(b"same text").hexdigest()  # noqa: S324
+    assert lookup.get(digest.upper()).chunk_id == "a"
+    assert lookup.get(hashlib.md5(b"missing").hexdigest()) is None  # noqa: S324
+    assert lookup.get("not hex") is None
+
+
+def test_the_task_reads_the_expected_chunk_back_from_the_streamed_corpus(tmp_path: Path) -> None:
+    from queryeval.tasks.base import get_task
+
+    path = _write_corpus(tmp_path / "c.jsonl", 40)
+    task = get_task("retrieval", {"corpus": str(path)})
+    text = "chunk 17 topic 17"
+    digest = hashlib.md5(text.encode()).hexdigest()  # noqa: S324
+    by_id = task.report_record({"expected_chunk": {"chunk_id": "c17", "content_hash": digest}})
+    by_hash = task.report_record({"expected_chunk": {"chunk_id": "gone", "content_hash": digest}})
+    assert by_id["expected_chunk"]["content"] == by_hash["expected_chunk"]["content"] == text
+    assert type(task.corpus()).__name__ == "StreamedCorpus"

@@ -43,6 +43,7 @@ class StreamedCorpus:
         self._spans: list[tuple[int, int]] = []  # JSONL: (offset, size) of each chunk's line
         self._texts: list[str] = []  # CSV only
         self._position: dict[str, int] | None = None
+        self._first_by_hash: dict[bytes, int] | None = None
         self._fd: int | None = None
         self._table: Any = None
 
@@ -215,6 +216,24 @@ class StreamedCorpus:
         i = self.position(chunk_id)
         return default if i is None else self.chunk(i)
 
+    def find_hash(self, md5_hex: str) -> Chunk | None:
+        """The first chunk whose content MD5 is ``md5_hex`` (any letter case), or ``None``."""
+        try:
+            want = bytes.fromhex(md5_hex)
+        except ValueError:
+            return None
+        if self._first_by_hash is None:
+            first: dict[bytes, int] = {}
+            for i, h in enumerate(self._hashes):
+                first.setdefault(h, i)
+            self._first_by_hash = first
+        i = self._first_by_hash.get(want)
+        return None if i is None else self.chunk(i)
+
+    def hash_lookup(self) -> _HashLookup:
+        """A ``.get(md5_hex)`` view for callers written for a ``{hash: chunk}`` dict."""
+        return _HashLookup(self)
+
     def close(self) -> None:
         """Release the open file (reopened on the next :meth:`chunk`)."""
         if self._fd is not None:
@@ -225,6 +244,15 @@ class StreamedCorpus:
     def hash_array(self) -> np.ndarray:
         """The content MD5s as a ``(n, 16)`` uint8 array (compact, for comparisons)."""
         return np.frombuffer(b"".join(self._hashes), dtype=np.uint8).reshape(-1, 16)
+
+
+class _HashLookup:
+    def __init__(self, corpus: StreamedCorpus) -> None:
+        self._corpus = corpus
+
+    def get(self, md5_hex: str, default: Chunk | None = None) -> Chunk | None:
+        found = self._corpus.find_hash(str(md5_hex))
+        return default if found is None else found
 
 
 def _parquet_file(path: Path) -> Any:

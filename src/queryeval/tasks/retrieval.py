@@ -513,7 +513,7 @@ class RetrievalTask(Task):
         chunk = self._by_id.get(str(expected.get("chunk_id")))
         if chunk is None or chunk.content_hash.lower() != want:
             if self._by_hash is None:
-                self._by_hash = {c.content_hash.lower(): c for c in reversed(self._corpus or [])}
+                self._by_hash = self._corpus.hash_lookup()  # first chunk with that hash
             chunk = self._by_hash.get(want)
         if chunk is None:
             return record
