@@ -102,6 +102,10 @@ class DenseRetriever(ScoringRetriever):
     ``False`` for none, a path, or an :class:`EmbeddingCache`. ``cache_queries`` also caches
     query embeddings (useful when the same questions are rerun). ``device``: passed to
     sentence-transformers (``None`` lets it choose, e.g. ``"cpu"``, ``"cuda"``).
+    ``max_block_scores``: the most scores one search block holds (documents are scored in
+    blocks beyond it). ``index``: ``"exact"`` or ``"hnsw"`` (``ann_backend`` ``"faiss"`` or
+    ``"usearch"``, with ``hnsw_m``, ``ef_construction``, ``ef_search``). ``stream_batch``:
+    texts per batch when :meth:`index_corpus` streams a corpus.
     """
 
     def __init__(
@@ -125,7 +129,7 @@ class DenseRetriever(ScoringRetriever):
         hnsw_m: int = 32,
         ef_construction: int = 200,
         ef_search: int = 128,
-        stream_batch: int = 8192,
+        stream_batch: int = 65536,
     ) -> None:
         super().__init__(query_block_size=query_block_size, max_block_scores=max_block_scores)
         if index not in ("exact", "hnsw"):
