@@ -124,7 +124,7 @@ def stage_dense_search(folder: Path, cache: Path) -> dict:
     np.save(folder / "ours_exact.npy", idx)
     qb, db = r.block_plan(len(qs))
     return {"warm_start_s": warm, "search_s": search, "ms_per_query": 1000 * search / len(qs),
-            "block": [qb, db], "block_mib": qb * db * 4 / 2**20}
+            "block": [qb, db], "block_mib": qb * db * 4 / 2**20, **_rss_now_mib()}
 
 
 def stage_beir(folder: Path, max_gb: float) -> dict:
@@ -143,7 +143,7 @@ def stage_beir(folder: Path, max_gb: float) -> dict:
     took = time.perf_counter() - t
     np.save(folder / "beir.npy", np.array(out))
     return {"queries_run": nq, "search_s": took, "ms_per_query": 1000 * took / nq,
-            "full_matrix_gb": full_gb, "estimated": nq < len(queries)}
+            "full_matrix_gb": full_gb, "estimated": nq < len(queries), **_rss_now_mib()}
 
 
 def stage_hnsw(folder: Path, backend: str, m: int, efc: int, efs: int) -> dict:
@@ -246,6 +246,19 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _rss_now_mib() -> dict:
+    """Current anonymous and file-backed resident memory (a memory-mapped matrix is the
+    latter: page cache the kernel can drop, not heap)."""
+    out = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(("RssAnon:", "RssFile:")):
+                out[line.split(":")[0].lower()] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return out
+
+
 def run_stage(*args: str) -> dict:
     proc = subprocess.run([sys.executable, __file__, "--stage", *args], capture_output=True, text=True,
                           check=False)
@@ -287,11 +300,13 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> None:
     print(f"dense exact  ours: index (cold, vectors -> mmap file) {idx['index_s']:.1f} s, "
           f"rss {idx['rss_mib']:.0f} MiB; warm start {ours['warm_start_s']:.2f} s; "
           f"search {ours['ms_per_query']:.2f} ms/query, rss {ours['rss_mib']:.0f} MiB "
+          f"[after the search: anon {ours.get('rssanon', 0):.0f}, file {ours.get('rssfile', 0):.0f} MiB] "
           f"(blocks {ours['block'][0]}x{ours['block'][1]} = {ours['block_mib']:.0f} MiB of scores)")
     est = (f" (ESTIMATE: ran {beir['queries_run']} queries; the full matrix would be "
            f"{beir['full_matrix_gb']:.1f} GB)") if beir["estimated"] else ""
     print(f"dense exact  BEIR-style anchor: {beir['ms_per_query']:.2f} ms/query, rss "
-          f"{beir['rss_mib']:.0f} MiB, score matrix {beir['full_matrix_gb']:.2f} GB{est}")
+          f"{beir['rss_mib']:.0f} MiB [after the search: anon {beir.get('rssanon', 0):.0f}, file "
+          f"{beir.get('rssfile', 0):.0f} MiB], score matrix {beir['full_matrix_gb']:.2f} GB{est}")
     print(f"             ratio ours/anchor: time {ours['ms_per_query'] / beir['ms_per_query']:.3f}x, "
           f"rss {ours['rss_mib'] / beir['rss_mib']:.2f}x; same top-{K} ids: "
           f"{_agree(folder, 'ours_exact.npy', 'beir.npy', beir['queries_run'])} queries")
