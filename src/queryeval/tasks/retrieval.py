@@ -189,12 +189,13 @@ class RetrievalTask(Task):
         return [case.conversation[i].content for i in self.scored_turns(case)]
 
     def _remember(self, cases: Iterable[Case]) -> Iterable[Case]:
-        """Pass the cases through, keeping their questions (for the system's run_info)."""
+        """Pass the cases through, keeping their questions (for the system's run_info) once
+        a pass is complete (a pass stopped part-way leaves the last complete one)."""
         questions: list[str] = []
-        self._questions = questions
         for c in cases:
             questions.extend(self._questions_of(c))
             yield c
+        self._questions = questions
 
     def _select(self, cases: Iterable[Case]) -> Iterable[Case]:
         wanted = set(self.options.dataset)
