@@ -65,7 +65,10 @@ class BM25Retriever(ScoringRetriever):
     language code such as ``"en"``, a list of words, or ``None``), ``lower``,
     ``token_pattern`` (bm25s's default keeps words of two or more word characters),
     ``stemmer`` and ``include_zero_scores`` (whether ``search`` returns documents that
-    contain no query term).
+    contain no query term). ``max_block_scores``: the most scores a search holds at once
+    (1M by default: each query scores the whole corpus, so at 100k documents 10 queries
+    per block; small blocks keep the top-k in the CPU cache, measured 5x faster than
+    256-query blocks at 100k documents).
     """
 
     def __init__(
@@ -81,7 +84,7 @@ class BM25Retriever(ScoringRetriever):
         stemmer: StemmerArg = None,
         include_zero_scores: bool = True,
         query_block_size: int = 256,
-        max_block_scores: int = 1 << 24,
+        max_block_scores: int = 1 << 20,
     ) -> None:
         super().__init__(query_block_size=query_block_size, max_block_scores=max_block_scores)
         if method not in BM25_METHODS:
@@ -169,7 +172,10 @@ class BM25Retriever(ScoringRetriever):
         return [[vocab[t] for t in q if t and t in vocab] for q in tokens]
 
     def _score_block(self, encoded: list[list[int]]) -> np.ndarray:
-        out = np.zeros((len(encoded), self._n_docs), dtype=np.float64)
+        # bm25s's own dtype (float32): widening to float64 changes no score and no rank, and
+        # the top-k over a float32 block is several times faster (half the memory traffic)
+        dtype = np.dtype(getattr(self._bm25, "dtype", None) or np.float64)
+        out = np.zeros((len(encoded), self._n_docs), dtype=dtype)
         if self._bm25 is None:
             return out
         for i, ids in enumerate(encoded):
