@@ -20,6 +20,7 @@ import csv
 import hashlib
 import json
 import os
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,8 @@ class StreamedCorpus:
         self.path = path
         self.suffix = path.suffix.lower()
         self.ids: list[str] = []
-        self._hashes: list[bytes] = []
-        self._spans: list[tuple[int, int]] = []  # JSONL: (offset, size) of each chunk's line
+        self._hashes = _Digests()  # 16 bytes per chunk, not a bytes object each
+        self._spans = _Spans()  # JSONL: (offset, size) of each chunk's line, 16 bytes per chunk
         self._texts: list[str] = []  # CSV only
         self._position: dict[str, int] | None = None
         self._first_by_hash: dict[bytes, int] | None = None
@@ -119,8 +120,7 @@ class StreamedCorpus:
     def content_fingerprint(self) -> str:
         """sha256 hex over the chunks' content MD5s in order (ids do not change vectors)."""
         digest = hashlib.sha256(len(self._hashes).to_bytes(8, "little"))
-        for h in self._hashes:
-            digest.update(h)
+        digest.update(self._hashes.raw)  # = updating with each chunk's 16-byte MD5 in order
         return digest.hexdigest()
 
     def text_batches(self, batch_size: int = 8192) -> Iterator[list[str]]:
@@ -243,7 +243,52 @@ class StreamedCorpus:
 
     def hash_array(self) -> np.ndarray:
         """The content MD5s as a ``(n, 16)`` uint8 array (compact, for comparisons)."""
-        return np.frombuffer(b"".join(self._hashes), dtype=np.uint8).reshape(-1, 16)
+        return np.frombuffer(bytes(self._hashes.raw), dtype=np.uint8).reshape(-1, 16)
+
+
+class _Digests:
+    """A list of 16-byte MD5 digests packed in one bytearray."""
+
+    def __init__(self) -> None:
+        self.raw = bytearray()
+
+    def append(self, digest: bytes) -> None:
+        if len(digest) != 16:
+            raise ValueError("an MD5 digest has 16 bytes")
+        self.raw += digest
+
+    def __len__(self) -> int:
+        return len(self.raw) // 16
+
+    def __getitem__(self, i: int) -> bytes:
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return bytes(self.raw[16 * i : 16 * i + 16])
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self)):
+            yield bytes(self.raw[16 * i : 16 * i + 16])
+
+
+class _Spans:
+    """``(offset, size)`` pairs in two int64 arrays."""
+
+    def __init__(self) -> None:
+        self._offsets = array("q")
+        self._sizes = array("q")
+
+    def append(self, span: tuple[int, int]) -> None:
+        self._offsets.append(span[0])
+        self._sizes.append(span[1])
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return self._offsets[i], self._sizes[i]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self._offsets, self._sizes, strict=True)
 
 
 class _HashLookup:
