@@ -151,6 +151,8 @@ class RetrievalTask(Task):
         self._corpus = None
         self._by_id: dict[str, Any] = {}
         self._by_hash: dict[str, Any] | None = None
+        self._builtin: Any = None  # the built-in system, for its run_info (ANN recall)
+        self._questions: list[str] = []  # the selected cases' questions (run_info)
 
     @property
     def k(self) -> int:
@@ -159,10 +161,11 @@ class RetrievalTask(Task):
     # --- corpus and default system ---------------------------------------------------------
     def corpus(self):
         if self._corpus is None and self.options.corpus:
-            from queryeval.suite.retrieval import read_corpus
+            from queryeval.suite.corpus_stream import open_corpus
 
-            self._corpus = read_corpus(self.options.corpus)
-            self._by_id = {c.chunk_id: c for c in self._corpus}
+            # streamed: ids, hashes and spans in memory, a chunk read back when asked for
+            self._corpus = open_corpus(self.options.corpus)
+            self._by_id = self._corpus  # .get(chunk_id) reads the chunk back
         return self._corpus
 
     def default_system(self):
@@ -170,11 +173,31 @@ class RetrievalTask(Task):
             raise ConfigError("retrieval needs --corpus CHUNKS (built-in retriever), --system or --responses")
         from queryeval.systems.retrieval import BuiltinRetrievalSystem
 
-        return BuiltinRetrievalSystem(self.corpus(), self.options.retriever or "bm25",
-                                      self.options.model)
+        self._builtin = BuiltinRetrievalSystem(self.corpus(), self.options.retriever or "bm25",
+                                               self.options.model)
+        return self._builtin
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
     def select_cases(self, cases: list[Case]) -> list[Case]:
+        chosen = self._select(cases)
+        if isinstance(chosen, list):
+            self._questions = [q for c in chosen for q in self._questions_of(c)]
+            return chosen
+        return self._remember(chosen)  # type: ignore[return-value] - a stream stays a stream
+
+    def _questions_of(self, case: Case) -> list[str]:
+        return [case.conversation[i].content for i in self.scored_turns(case)]
+
+    def _remember(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """Pass the cases through, keeping their questions (for the system's run_info) once
+        a pass is complete (a pass stopped part-way leaves the last complete one)."""
+        questions: list[str] = []
+        for c in cases:
+            questions.extend(self._questions_of(c))
+            yield c
+        self._questions = questions
+
+    def _select(self, cases: Iterable[Case]) -> Iterable[Case]:
         wanted = set(self.options.dataset)
         if wanted:
             cases = list(cases)
@@ -392,7 +415,10 @@ class RetrievalTask(Task):
         return [j for j in self.options.k if j != self.k]
 
     def batch_info(self) -> dict:
-        return {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
+        info = {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
+        if self._builtin is not None:  # e.g. ann_recall, measured on this run's questions
+            info.update(self._builtin.run_info(self._questions, self.k))
+        return info
 
     def variant_options(self) -> list[dict]:
         """One derived batch per smaller k (the run itself is scored at the largest k)."""
@@ -488,7 +514,7 @@ class RetrievalTask(Task):
         chunk = self._by_id.get(str(expected.get("chunk_id")))
         if chunk is None or chunk.content_hash.lower() != want:
             if self._by_hash is None:
-                self._by_hash = {c.content_hash.lower(): c for c in reversed(self._corpus or [])}
+                self._by_hash = self._corpus.hash_lookup()  # first chunk with that hash
             chunk = self._by_hash.get(want)
         if chunk is None:
             return record

@@ -25,7 +25,7 @@ from .models import (
     model_fingerprint,
     resolve_model_path,
 )
-from .topk import rank_rows, topk_rows
+from .topk import blocked_topk, plan_blocks, rank_rows, topk_rows
 
 __all__ = [
     "BGE_QUERY_INSTRUCTION",
@@ -54,16 +54,21 @@ __all__ = [
     "resolve_model_path",
     "text_hash",
     "topk_rows",
+    "blocked_topk",
+    "plan_blocks",
 ]
 
 
 def make_retriever(kind: str, **options: object) -> Retriever:
-    """A built-in retriever by name: ``"bm25"`` or ``"dense"`` (options go to its constructor)."""
+    """A built-in retriever by name: ``"bm25"``, ``"dense"`` (exact search) or ``"dense-hnsw"``
+    (dense with an HNSW index, see :mod:`.ann`); options go to its constructor."""
     from ...errors import ConfigError
 
-    kinds = {"bm25": BM25Retriever, "dense": DenseRetriever}
+    kinds = {"bm25": BM25Retriever, "dense": DenseRetriever, "dense-hnsw": DenseRetriever}
     if kind not in kinds:
         raise ConfigError(f"unknown retriever {kind!r}; choose one of {', '.join(kinds)}")
+    if kind == "dense-hnsw":
+        options = {"index": "hnsw", **options}
     return kinds[kind](**options)  # type: ignore[arg-type]
 
 

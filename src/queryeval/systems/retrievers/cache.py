@@ -22,7 +22,18 @@ a reader that listed a shard deleted meanwhile treats its texts as misses (they 
 again), so concurrent use costs at worst duplicate work, never a wrong or corrupt read. A
 file that cannot be read (truncated by a crash of something else, foreign) is skipped the
 same way.
+
+Whole-corpus matrices (:func:`write_matrix`, :func:`load_matrix`)::
+
+    <root>/matrices/<key id>.npy                  float32 (n_chunks, dim), memory-mapped
+    <root>/matrices/<key id>.json                 its key: the space key + corpus fingerprint
+
+A streamed index (``DenseRetriever.index_corpus``) stores the corpus's vectors in corpus
+order under a key that adds the corpus's content fingerprint to the space key, so a rerun on
+the same corpus maps the file and encodes nothing (the model is not even loaded), and a
+changed corpus gets a new matrix whose unchanged texts still come from the per-text shards.
 """
+
 
 from __future__ import annotations
 
@@ -30,13 +41,14 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CacheSpace", "EmbeddingCache", "default_cache_dir", "text_hash"]
+__all__ = ["CacheSpace", "EmbeddingCache", "default_cache_dir", "load_matrix", "matrix_path",
+           "text_hash", "write_matrix"]
 
 _HASHES = ".hashes.npy"
 _VECTORS = ".vectors.npy"
@@ -267,3 +279,67 @@ class EmbeddingCache:
         if sid not in self._spaces:
             self._spaces[sid] = CacheSpace(self.root / sid, key, max_shards=self.max_shards)
         return self._spaces[sid]
+
+
+def matrix_path(cache: EmbeddingCache, key: Mapping[str, Any]) -> Path:
+    """Where the whole-corpus matrix for ``key`` lives: ``<root>/matrices/<space id>.npy``."""
+    return cache.root / "matrices" / f"{EmbeddingCache.space_id(key)}.npy"
+
+
+def load_matrix(cache: EmbeddingCache, key: Mapping[str, Any], rows: int) -> np.ndarray | None:
+    """The cached corpus matrix for ``key``, memory-mapped read-only, or ``None``.
+
+    A file that is missing, unreadable, or not a float32 ``(rows, dim)`` array is a miss
+    (it is rebuilt), never an error.
+    """
+    path = matrix_path(cache, key)
+    try:
+        m = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if m.ndim != 2 or m.dtype != np.float32 or m.shape[0] != rows:
+        return None
+    return m
+
+
+def write_matrix(cache: EmbeddingCache, key: Mapping[str, Any], rows: int,
+                 batches: Iterable[np.ndarray]) -> np.ndarray:
+    """Write the corpus matrix batch by batch and return it memory-mapped (read-only).
+
+    The rows go to a temporary ``.npy`` (``np.lib.format.open_memmap``: never the whole
+    matrix in memory), which is flushed, fsync-ed and ``os.replace``-d into place, so a
+    reader sees either no file or a complete one; ``space.json`` beside it records the key.
+    """
+    path = matrix_path(cache, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
+    out: np.ndarray | None = None
+    done = 0
+    try:
+        for batch in batches:
+            batch = np.asarray(batch, dtype=np.float32)
+            if out is None:
+                out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32,
+                                                shape=(rows, batch.shape[1]))
+            if done + len(batch) > rows:
+                raise ValueError(f"more than the {rows} rows announced")
+            out[done : done + len(batch)] = batch
+            done += len(batch)
+        if out is None or done != rows:
+            raise ValueError(f"{done} rows written of the {rows} announced")
+        out.flush()
+        del out
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        meta = path.with_suffix(".json")
+        meta_tmp = meta.with_name(f".tmp-{uuid.uuid4().hex}-{meta.name}")
+        meta_tmp.write_text(json.dumps(dict(key), indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(meta_tmp, meta)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    m = load_matrix(cache, key, rows)
+    if m is None:  # pragma: no cover - just written
+        raise OSError(f"could not read back {path}")
+    return m

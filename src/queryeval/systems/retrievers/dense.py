@@ -4,9 +4,17 @@ Documents are embedded once (``passage_prefix + text``) through the on-disk cach
 per call (``query_prefix + query``). With ``normalize=True`` (the default) both sides are unit
 vectors and the score is their cosine similarity, computed as one matrix product per block
 of ``query_block_size`` queries; the top k comes from ``np.argpartition`` plus a sort of the
-k selected, with the shared tie-break (score descending, then document order). This is exact
-search, not an approximate index: the corpora evaluated here (chunks, field values) are
-small enough that a matrix product is both the fastest and the simplest correct choice.
+k selected, with the shared tie-break (score descending, then document order). A corpus too
+large for one ``queries x n_docs`` block within ``max_block_scores`` is scored a block of
+documents at a time, each block's top k merged into the running exact top k
+(:func:`~queryeval.systems.retrievers.topk.blocked_topk`): same ranking, bounded memory.
+``index="hnsw"`` answers from an HNSW graph instead (:mod:`.ann`), with its recall against
+exact search measured by :meth:`DenseRetriever.ann_recall`.
+
+A corpus too large to hold as objects is indexed with :meth:`DenseRetriever.index_corpus`
+(a :class:`~queryeval.suite.corpus_stream.StreamedCorpus`): its texts are embedded in
+batches into a memory-mapped matrix cached on disk under the model, prefix, normalisation
+and corpus content (:func:`~queryeval.systems.retrievers.cache.write_matrix`).
 
 Prefixes, in order of precedence: the ``query_prefix``/``passage_prefix`` arguments; the
 non-empty ``query``/``passage`` (or ``document``) prompts the model declares in its
@@ -28,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from .ann import HNSWIndex, recall_against_exact
 from .base import ScoringRetriever
-from .cache import EmbeddingCache
+from .cache import EmbeddingCache, load_matrix, matrix_path, write_matrix
 from .embedder import Embedder
 from .models import (
     Encoder,
@@ -38,6 +47,7 @@ from .models import (
     read_declared_prompts,
     resolve_model_path,
 )
+from .topk import topk_rows
 
 __all__ = ["BGE_QUERY_INSTRUCTION", "DenseRetriever", "default_prefixes"]
 
@@ -92,6 +102,10 @@ class DenseRetriever(ScoringRetriever):
     ``False`` for none, a path, or an :class:`EmbeddingCache`. ``cache_queries`` also caches
     query embeddings (useful when the same questions are rerun). ``device``: passed to
     sentence-transformers (``None`` lets it choose, e.g. ``"cpu"``, ``"cuda"``).
+    ``max_block_scores``: the most scores one search block holds (documents are scored in
+    blocks beyond it). ``index``: ``"exact"`` or ``"hnsw"`` (``ann_backend`` ``"faiss"`` or
+    ``"usearch"``, with ``hnsw_m``, ``ef_construction``, ``ef_search``). ``stream_batch``:
+    texts per batch when :meth:`index_corpus` streams a corpus.
     """
 
     def __init__(
@@ -109,8 +123,25 @@ class DenseRetriever(ScoringRetriever):
         cache: CacheArg = True,
         cache_queries: bool = False,
         query_block_size: int = 256,
+        max_block_scores: int = 1 << 24,
+        index: str = "exact",
+        ann_backend: str = "faiss",
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        stream_batch: int = 65536,
     ) -> None:
-        super().__init__(query_block_size=query_block_size)
+        super().__init__(query_block_size=query_block_size, max_block_scores=max_block_scores)
+        if index not in ("exact", "hnsw"):
+            raise ConfigError(f"index must be 'exact' or 'hnsw', got {index!r}")
+        if stream_batch < 1:
+            raise ConfigError(f"stream_batch must be >= 1, got {stream_batch}")
+        self.index_kind = index
+        self.stream_batch = int(stream_batch)
+        self.ann: HNSWIndex | None = (
+            HNSWIndex(ann_backend, m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search)
+            if index == "hnsw" else None)
+        self.matrix_key: dict[str, Any] | None = None
         if encoder is not None and model is not None:
             raise ConfigError("pass either model= (a model path or name) or encoder=, not both")
         if batch_size < 1:
@@ -153,6 +184,7 @@ class DenseRetriever(ScoringRetriever):
             cache=cache_obj,
         )
         self._doc_matrix: np.ndarray | None = None
+        self._cache = cache_obj
 
     @property
     def doc_embeddings(self) -> np.ndarray:
@@ -161,12 +193,61 @@ class DenseRetriever(ScoringRetriever):
             raise RuntimeError("the retriever has no index yet: call index(docs) first")
         return self._doc_matrix
 
-    def _index_texts(self, texts: list[str]) -> None:
+    doc_blocks = True
+
+    def _embed_corpus_batch(self, texts: list[str]) -> np.ndarray:
         hook = CORPUS_EMBEDDER.get()
         if hook is not None:
-            self._doc_matrix = hook(self, texts)
+            return hook(self, texts)
+        return self.embedder.embed(texts, prefix=self.passage_prefix)
+
+    def _index_texts(self, texts: list[str]) -> None:
+        self._doc_matrix = self._embed_corpus_batch(texts)
+        self.matrix_key = None
+        self._build_ann()
+
+    def index_corpus(self, corpus: Any) -> None:
+        """Index a streamed corpus (``ids``, ``content_fingerprint``, ``text_batches(n)``).
+
+        The texts are embedded ``stream_batch`` at a time (through the per-text cache, or
+        on Ray inside ``index_with_ray``) straight into a memory-mapped matrix file; with a
+        cache, a rerun on the same corpus maps that file and encodes nothing. Without a cache
+        the matrix is built in memory. Hits name the corpus's ids.
+        """
+        ids = [str(i) for i in corpus.ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate doc ids in the corpus")
+        n = len(ids)
+        if n == 0:
+            raise ValueError("the corpus has no documents")
+        batches = (self._embed_corpus_batch(t) for t in corpus.text_batches(self.stream_batch))
+        if self._cache is not None and self.embedder.fingerprint is not None:
+            key = {**self.embedder.cache_key(self.passage_prefix), "corpus": corpus.content_fingerprint,
+                   "rows": n}
+            matrix = load_matrix(self._cache, key, n)
+            if matrix is None:
+                matrix = write_matrix(self._cache, key, n, batches)
+            self.matrix_key = key
+        else:
+            matrix = np.concatenate(list(batches)).astype(np.float32, copy=False)
+            self.matrix_key = None
+        self._doc_matrix = matrix
+        self._docs, self._ids = None, ids
+        self._build_ann()
+
+    def _build_ann(self) -> None:
+        if self.ann is None:
             return
-        self._doc_matrix = self.embedder.embed(texts, prefix=self.passage_prefix)
+        matrix = self.doc_embeddings
+        path = None
+        if self._cache is not None and self.matrix_key is not None:
+            key = {**self.matrix_key, "ann": self.ann.params}
+            path = matrix_path(self._cache, key).with_suffix(f".{self.ann.backend}")
+            if path.exists() and self.ann.load(path, *matrix.shape):
+                return
+        self.ann.build(matrix)
+        if path is not None:
+            self.ann.save(path)
 
     def embed_queries(self, queries: list[str]) -> np.ndarray:
         """float32 ``(n_queries, dim)`` query embeddings (with the query prefix)."""
@@ -177,3 +258,40 @@ class DenseRetriever(ScoringRetriever):
 
     def _score_block(self, encoded: np.ndarray) -> np.ndarray:
         return encoded @ self.doc_embeddings.T
+
+    def _score_range(self, encoded: np.ndarray, start: int, stop: int) -> np.ndarray:
+        return encoded @ self.doc_embeddings[start:stop].T
+
+    def exact_topk(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top k (blocked scan), whatever ``index`` is."""
+        return super().topk_indices(queries, k)
+
+    def topk_indices(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top k, or with ``index="hnsw"`` the graph's candidates re-scored exactly and
+        ranked with the shared tie-break (``-1``/NaN fill a place the graph left empty)."""
+        if self.ann is None:
+            return self.exact_topk(queries, k)
+        k = min(int(k), self.n_docs)
+        q = self.embed_queries(list(queries)) if queries else np.empty((0, 1), np.float32)
+        cand = self.ann.search(q, k)
+        matrix = self.doc_embeddings
+        out_idx = np.full(cand.shape, -1, dtype=np.int64)
+        out_scores = np.full(cand.shape, np.nan, dtype=np.float32)
+        for i, row in enumerate(cand):
+            found = np.sort(row[row >= 0])  # document order: the first indexed wins a tie
+            if not found.size:
+                continue
+            scores = (matrix[found] @ q[i])[None, :]
+            sel = topk_rows(scores, found.size)[0]
+            out_idx[i, : found.size] = found[sel]
+            out_scores[i, : found.size] = scores[0, sel]
+        return out_idx, out_scores
+
+    def ann_recall(self, queries: list[str], k: int) -> dict[str, Any]:
+        """The HNSW index's recall@k against exact search on ``queries`` (see :mod:`.ann`)."""
+        if self.ann is None:
+            raise RuntimeError("ann_recall needs index='hnsw'")
+        approx, _ = self.topk_indices(queries, k)
+        exact, _ = self.exact_topk(queries, k)
+        return {"k": min(int(k), self.n_docs), "queries": len(queries),
+                "recall": recall_against_exact(approx, exact), "index": "hnsw", **self.ann.params}
