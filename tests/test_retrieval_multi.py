@@ -293,3 +293,51 @@ def test_single_relevant_suite_keeps_the_seed_layout(tmp_path):
     rec["dataset"] = "A"
     m = task.aggregate([rec])
     assert "recall@3" not in m["dataset_metrics"]["A"] and m["overall_metrics"]["recall@3"] == 1.0
+
+
+def _cases_jsonl(path: Path, relevant: list[dict]) -> Path:
+    case = {"id": "y1", "conversation": [{"role": "user", "content": "Q1?", "target": {
+        "retrieval": {"answer": "a1", "dataset": "A", "relevant": relevant}}}]}
+    path.write_text(json.dumps(case) + "\n")
+    return path
+
+
+def test_cases_jsonl_and_yaml_list_relevant_chunks(multi):
+    """The JSONL/YAML form: ``relevant: [{chunk_id, content_hash?, relevance?}]``, scored as
+    the CSV's grouped rows are."""
+    tmp, _, corpus, _, _ = multi
+    relevant = [{"chunk_id": "c1", "content_hash": md5(CHUNKS["c1"])}, {"chunk_id": "c2"},
+                {"chunk_id": "c3", "relevance": 1}]
+    suite = _cases_jsonl(tmp / "cases.jsonl", relevant)
+    yaml_suite = tmp / "cases.yaml"
+    yaml_suite.write_text(
+        "- id: y1\n  conversation:\n    - role: user\n      content: Q1?\n"
+        "      target:\n        retrieval:\n          answer: a1\n          dataset: A\n"
+        "          relevant:\n"
+        + "".join(f"            - {{chunk_id: {r['chunk_id']}"
+                  + (f", content_hash: {r['content_hash']}" if "content_hash" in r else "") + "}\n"
+                  for r in relevant))
+    responses = tmp / "r.jsonl"
+    responses.write_text(json.dumps({"case_id": "y1", "retrieved_chunks": [
+        chunk("c4", 0.9), chunk("c2", 0.8), chunk("c1", 0.7)]}) + "\n")
+    for path in (suite, yaml_suite):
+        run = qe.evaluate(str(path), responses=str(responses), k=[3], corpus=str(corpus),
+                          out=tmp / path.suffix[1:])
+        (rec,) = run.records
+        assert rec["scores"] == pytest.approx({f"{m}@3": v for m, v in Q1_3.items()}), path
+
+
+def test_cases_jsonl_relevant_errors(multi, capsys):
+    tmp, _, corpus, _, _ = multi
+    suite = _cases_jsonl(tmp / "cases.jsonl", [{"chunk_id": "c1"}, {"chunk_id": "c1", "relevance": 2}])
+    out = ["--corpus", str(corpus), "--k", "3", "--out", str(tmp / "o"), "-q"]
+    assert main(["run", str(suite), *out]) == 2
+    assert ("record y1: target.retrieval.relevant[1].chunk_id: the same relevant chunk as "
+            "relevant[0]") in capsys.readouterr().err
+    _cases_jsonl(suite, [{"chunk_id": "c1"}, {"chunk_id": "nope"}])
+    assert main(["run", str(suite), *out]) == 2
+    assert "record y1: target.retrieval.relevant[1].chunk_id: chunk 'nope' is not in the corpus" \
+        in capsys.readouterr().err
+    _cases_jsonl(suite, [{"relevance": 2}])  # neither id nor hash: the model's check
+    assert main(["validate", str(suite)]) == 2
+    assert "a relevant chunk needs a chunk_id or a content_hash" in capsys.readouterr().err

@@ -126,23 +126,29 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
-        if self.options.corpus:
-            cases = self._checked(cases)
-        return self._select(cases)
+        return self._select(self._checked(cases))
 
     def _checked(self, cases: Iterable[Case]) -> Iterable[Case]:
-        """The cases, refusing one whose relevant chunk is named by a chunk id (no content
-        hash) that is not in ``--corpus``."""
-        self.corpus()
+        """The cases, refusing one that lists a relevant chunk twice, or whose relevant chunk
+        is named by a chunk id (no content hash) that is not in ``--corpus``."""
+        if self.options.corpus:
+            self.corpus()
         for case in cases:
             t = self._target(case)
-            listed = [(f"relevant[{i}].chunk_id", r.chunk_id, r.content_hash)
-                      for i, r in enumerate(t.relevant or [])] or [("chunk_id", t.chunk_id, t.content_hash)]
-            for field, chunk_id, digest in listed:
-                if not digest and chunk_id not in self._by_id:
+            listed = [(f"relevant[{i}]", r.chunk_id, r.content_hash)
+                      for i, r in enumerate(t.relevant or [])] or [("", t.chunk_id, t.content_hash)]
+            seen: dict[str, str] = {}
+            for where, chunk_id, digest in listed:
+                field = f"target.retrieval.{where + '.' if where else ''}"
+                key = f"hash:{digest.lower()}" if digest else f"id:{chunk_id}"
+                if key in seen:
+                    raise InputError(f"the same relevant chunk as {seen[key]}", record=case.id,
+                                     field=field + ("content_hash" if digest else "chunk_id"))
+                seen[key] = where
+                if self.options.corpus and not digest and chunk_id not in self._by_id:
                     raise InputError(f"chunk {chunk_id!r} is not in the corpus {self.options.corpus} "
                                      "(give its content_hash, or the chunk's id in the corpus)",
-                                     record=case.id, field=f"target.retrieval.{field}")
+                                     record=case.id, field=field + "chunk_id")
             yield case
 
     def _select(self, cases: Iterable[Case]) -> Iterable[Case]:
