@@ -126,7 +126,8 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
-        return self._select(self._checked(cases))
+        checked = self._checked(cases)
+        return self._select(list(checked) if isinstance(cases, list) else checked)
 
     def _checked(self, cases: Iterable[Case]) -> Iterable[Case]:
         """The cases, refusing one that lists a relevant chunk twice, or whose relevant chunk
