@@ -341,3 +341,46 @@ def test_cases_jsonl_relevant_errors(multi, capsys):
     _cases_jsonl(suite, [{"relevance": 2}])  # neither id nor hash: the model's check
     assert main(["validate", str(suite)]) == 2
     assert "a relevant chunk needs a chunk_id or a content_hash" in capsys.readouterr().err
+
+
+def test_shipped_multi_example_equals_pytrec_eval(tmp_path):
+    """examples/retrieval/multi_questions.csv (chunk ids, graded, several per question) with
+    its recorded retrievals: every figure equals pytrec_eval's on the qrels the CSV says."""
+    ex = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+    qrels: dict[str, dict[str, int]] = {}
+    with open(ex / "multi_questions.csv", newline="") as fh:
+        for r in csv.DictReader(fh):
+            qid = qa_pair_id(r["dataset"], r["question"], r["answer"])
+            qrels.setdefault(qid, {})[r["chunk_id"]] = int(r["relevance"])
+    trec_run = {}
+    for line in (ex / "multi_responses.jsonl").read_text().splitlines():
+        obj = json.loads(line)
+        trec_run[obj["qa_pair_id"]] = {c["chunk_id"]: c["score"] for c in obj["retrieved_chunks"][:5]}
+    run = qe.evaluate(str(ex / "multi_questions.csv"), responses=str(ex / "multi_responses.jsonl"),
+                      corpus=str(ex / "corpus.jsonl"), k=[5], out=tmp_path)
+    ref = _pytrec(qrels, trec_run, 5)
+    assert len(run.records) == len(qrels) == 5
+    for rec in run.records:
+        _same_as_pytrec(rec["scores"], ref[rec["qa_pair_id"]], 5)
+    assert run.overall["recall@5"] != run.overall["hit_rate@5"]
+
+
+def test_reports_mark_every_relevant_chunk(multi):
+    """The xlsx's top-3 marks, the HTML/viewer record (``report_record``) and its expected
+    text follow the task's rule for several relevant chunks (chunk ids and hashes)."""
+    openpyxl = pytest.importorskip("openpyxl")
+    tmp, questions, corpus, responses, ids = multi
+    run = qe.evaluate(str(questions), responses=str(responses), k=[3], out=tmp / "runs", reports=True)
+    ws = openpyxl.load_workbook(run.folder / f"report_{run.batch_id}.xlsx")["Questions"]
+    header = [c.value for c in ws[1]]
+    row = next(r for r in ws.iter_rows(min_row=2, values_only=True) if r[0] == ids["Q1?"])
+    top = row[header.index("top 3 retrieved")].splitlines()
+    assert [line[:4] for line in top] == ["✗ 1.", "✓ 2.", "✓ 3."]
+    assert row[header.index("expected chunk")] == "c1|c2|c3 (d1.pdf | d2.pdf)"
+    rec = next(r for r in run.records if r["qa_pair_id"] == ids["Q1?"])
+    shown = get_task("retrieval", {"k": [3]}).report_record(rec)
+    assert [c["relevant"] for c in shown["retrieved_chunks"]] == [False, True, True]
+    assert shown["expected_chunk"]["content"] == CHUNKS["c1"]
+    q2 = get_task("retrieval", {"k": [3]}).report_record(
+        next(r for r in run.records if r["qa_pair_id"] == ids["Q2?"]))
+    assert q2["expected_chunk"]["content"] == CHUNKS["c4"]  # named by its id: the retrieved one

@@ -289,7 +289,8 @@ class RetrievalTask(RetrievalOutputs, Task):
             # the seed's one expected chunk, for its columns: every relevant chunk, '|'-joined
             record["expected_chunk"].update({
                 "chunk_id": "|".join(r["chunk_id"] for r in several),
-                "content_hash": "|".join(r["content_hash"] for r in several)})
+                "content_hash": ("|".join(r["content_hash"] for r in several)
+                                 if any(r["content_hash"] for r in several) else "")})
         score_answer(record, t.answer, (o.output or {}).get(ANSWER_KEY), self._judge)
         return self._evaluate(record)
 

@@ -73,7 +73,9 @@ class RetrievalOutputs:
         first = relevant_chunks(record)[0] if expected else {}  # several: the first one's text
         want = str(first.get("content_hash")).lower()
         for c in (record.get("all_retrieved_chunks") or []) + (record.get("retrieved_chunks") or []):
-            if str(c.get("content_hash")).lower() == want and c.get("content") is not None:
+            same = (str(c.get("content_hash")).lower() == want if first.get("content_hash")
+                    else str(c.get("chunk_id")) == str(first.get("chunk_id")))
+            if same and c.get("content") is not None:
                 return {**record, "expected_chunk": {**expected, "content": c["content"]}}
         if not self.options.corpus:
             return record
