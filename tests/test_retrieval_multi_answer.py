@@ -145,6 +145,9 @@ def test_judge_decides_what_exact_match_did_not(answered, monkeypatch):
     assert run.overall["answer_correct"] == pytest.approx(2 / 3)
     # the exact match stays what it was
     assert run.overall["answer_exact_match"] == pytest.approx(1 / 3)
+    # the batch file records the judge (judge_info)
+    batch = json.loads((run.folder / f"batch_{run.batch_id}.json").read_text())
+    assert batch["evaluation_config"]["judge"]["model"] == "fake-model"
 
 
 def test_judge_error_is_recorded_and_never_passes(answered, monkeypatch):

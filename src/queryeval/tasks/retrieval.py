@@ -393,7 +393,12 @@ class RetrievalTask(RetrievalOutputs, Task):
         return [j for j in self.options.k if j != self.k]
 
     def batch_info(self) -> dict:
-        return {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
+        info = {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
+        if self.options.judge is not None:  # what the run log records about its judge
+            from queryeval.systems.judge import judge_info
+
+            info["judge"] = judge_info(self.options.judge)
+        return info
 
     def variant_options(self) -> list[dict]:
         """One derived batch per smaller k (the run itself is scored at the largest k)."""
