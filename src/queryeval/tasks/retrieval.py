@@ -32,7 +32,7 @@ from queryeval.tasks.retrieval_answer import (
     score_answer,
 )
 from queryeval.tasks.retrieval_outputs import RetrievalOutputs
-from queryeval.tasks.retrieval_scoring import Cut, Matcher, relevant_chunks, score_cut
+from queryeval.tasks.retrieval_scoring import Cut, Matcher, relevant_chunks, score_cuts
 
 
 class RetrievalOptions(TaskOptions):
@@ -231,14 +231,23 @@ class RetrievalTask(RetrievalOutputs, Task):
             {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj.get(ANSWER_KEY)})
 
     # --- scoring ---------------------------------------------------------------------------------
-    def _cut(self, record: dict, k: int) -> Cut:
-        """The question's ranking at ``k`` (the first k retrieved, then ``min_score``) and its
-        figures (:func:`~queryeval.tasks.retrieval_scoring.score_cut`)."""
+    def _ranking(self, record: dict, k: int) -> list[dict]:
+        """The chunks scored at ``k``: the first k retrieved, then ``min_score``."""
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
         chunks = list(source)[:k]
         if self.options.min_score is not None:
             chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
-        return score_cut(chunks, relevant_chunks(record), k, self.options.hash_case == "exact")
+        return chunks
+
+    def _cut(self, record: dict, k: int) -> Cut:
+        """The question's ranking at ``k`` and its figures
+        (:func:`~queryeval.tasks.retrieval_scoring.score_cut`)."""
+        return self._cuts([record], k)[0]
+
+    def _cuts(self, records: list[dict], k: int) -> list[Cut]:
+        """:meth:`_cut` of many records in one pass of the engine."""
+        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k,
+                          self.options.hash_case == "exact")
 
     def matcher(self, record: dict) -> Matcher:
         """Which retrieved chunks are the record's relevant ones (the CSV, xlsx and HTML mark)."""
@@ -330,6 +339,7 @@ class RetrievalTask(RetrievalOutputs, Task):
         smaller = self.smaller_ks()
         at_k = AtK(smaller)
         answers: dict[str, Values] = {}
+        pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
         several = False
         for r in tally.counted(records):
             ev = r["evaluation_result"]
@@ -347,12 +357,15 @@ class RetrievalTask(RetrievalOutputs, Task):
             for a in (overall_acc, acc):
                 a.add(values, scores.get(f"recall@{k}", 1.0 if hit else 0.0), bool(hit), best)
             if smaller:
-                at_k.add(r["dataset"], [self._cut(r, j).scores for j in smaller])
+                pending.append(r)
+                if len(pending) >= 512:
+                    self._add_smaller(at_k, pending)
             for name, value in (r.get("answer_scores") or {}).items():
                 answers.setdefault(name, Values()).add(value)
             if ev["retrieval_time_ms"] is not None:
                 times.add(ev["retrieval_time_ms"])
 
+        self._add_smaller(at_k, pending)
         n, n_missed = tally.counted_n, overall_acc.missed
         fig = self._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
         recall_k = overall_acc.recall.mean() if several else fig["recall_at_k"]
@@ -387,6 +400,14 @@ class RetrievalTask(RetrievalOutputs, Task):
         return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
                 "incorrect_retrievals_analysis": analysis,
                 "group_metrics": {"dataset": groups}}
+
+    def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
+        """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
+        if records:
+            per_k = [self._cuts(records, j) for j in at_k.ks]
+            for i, r in enumerate(records):
+                at_k.add(r["dataset"], [cuts[i].scores for cuts in per_k])
+            records.clear()
 
     def smaller_ks(self) -> list[int]:
         """The k asked for below the run's own (largest) k, ascending."""
