@@ -19,7 +19,7 @@ from queryeval.errors import InputError
 from queryeval.suite import load_suite
 from queryeval.suite.retrieval import qa_pair_id
 from queryeval.tasks.base import get_task
-from queryeval.tasks.retrieval_scoring import score_cut
+from queryeval.tasks.retrieval_scoring import score_cut, score_cuts
 
 L3 = math.log2(3)
 CHUNKS = {f"c{i}": f"chunk number {i} about topic {i}" for i in range(1, 7)}
@@ -266,6 +266,32 @@ def test_score_cut_equals_pytrec_eval_on_random_graded_rankings():
                 assert set(cut.scores.values()) == {0.0}
             ranks = [r for r, d in enumerate(run[qid], start=1) if qrels[qid].get(d, 0) > 0]
             assert cut.rank == (ranks[0] if ranks else None) and cut.found == len(ranks)
+
+
+def test_score_cuts_in_one_pass_equal_each_alone():
+    """The aggregate's blocks (many questions in one pass of the engine's kernels) give each
+    question's figures alone, and the public engine's ``evaluate`` on the same qrels/run."""
+    rng = random.Random(7)
+    items = []
+    for _ in range(60):
+        docs = [f"d{j}" for j in range(15)]
+        rng.shuffle(docs)
+        rel = [{"chunk_id": d, "content_hash": "", "relevance": rng.choice([0, 1, 2])}
+               for d in rng.sample(docs, rng.randint(1, 4))]
+        items.append(([{"chunk_id": d, "content_hash": md5(d)} for d in docs[: rng.randint(0, 5)]], rel))
+    together = score_cuts(items, 5, exact=False)
+    for (chunks, rel), cut in zip(items, together, strict=True):
+        assert cut == score_cut(chunks, rel, 5, exact=False)
+    from queryeval.metrics.ranking import evaluate
+
+    names = [f"{m}@5" for m in ("recall", "hit_rate", "mrr", "ndcg", "map", "precision")]
+    res = evaluate({f"q{i}": {r["chunk_id"]: r["relevance"] for r in rel} for i, (_, rel) in enumerate(items)},
+                   {f"q{i}": {c["chunk_id"]: float(10 - p) for p, c in enumerate(chunks)}
+                    for i, (chunks, _) in enumerate(items) if chunks},
+                   names, per_query=True)
+    for name in names:
+        got = {f"q{i}": cut.scores[name] for i, cut in enumerate(together)}
+        assert got == pytest.approx(dict(zip(res.qids, res.per_query[name].tolist(), strict=True)))
 
 
 def test_a_relevant_chunk_counts_once():
