@@ -126,11 +126,21 @@ def test_questions_csv_errors_name_line_and_field(tmp_path, rows, message):
     assert main(["validate", str(p)]) == 2
 
 
-def test_questions_csv_rows_of_one_question_must_agree_on_id(tmp_path):
+def test_questions_csv_explicit_id_names_the_question(tmp_path):
+    """With an ``id``, the id names the question: one id's rows are its relevant chunks; the
+    same question text under two ids is two questions (copies of a suite); one id on two
+    different questions is a duplicate."""
+    header = [*HEADER[:6], "id"]
+    p = write_csv(tmp_path / "ids.csv", [["Q?", "x", "d", "A", "c1", "", "i1"],
+                                         ["Q?", "x", "d", "A", "c2", "", "i2"],
+                                         ["Q?", "x", "d", "A", "c3", "", "i1"]], header=header)
+    cases = load_suite(p).cases
+    assert [c.id for c in cases] == ["i1", "i2"]
+    assert [r.chunk_id for r in cases[0].conversation[0].target.retrieval.relevant] == ["c1", "c3"]
+    assert cases[1].conversation[0].target.retrieval.chunk_id == "c2"
     p = write_csv(tmp_path / "bad.csv", [["Q?", "x", "d", "A", "c1", "", "i1"],
-                                         ["Q?", "x", "d", "A", "c2", "", "i2"]],
-                  header=[*HEADER[:6], "id"])
-    with pytest.raises(InputError, match=r"bad.csv:3: id: id 'i2' differs from 'i1' on line 2"):
+                                         ["Q2?", "x", "d", "A", "c2", "", "i1"]], header=header)
+    with pytest.raises(InputError, match=r"bad.csv:3: id: duplicate qa_pair_id i1 \(the id of the question at line 2\)"):
         load_suite(p)
 
 

@@ -3,8 +3,8 @@
 Questions CSV columns: ``question, answer, document_name, dataset, chunk_id`` and
 ``content_hash`` (either may be empty on a row, not both; the ``content_hash`` column may be
 left out), an optional ``id`` and an optional ``relevance`` (an integer >= 0, default 1: the
-chunk's graded gain). Rows that share question, answer and dataset are one question with
-several relevant chunks, one per row. The case id is the reference's ``qa_pair_id``: the 16
+chunk's graded gain). Rows that share question, answer and dataset (or, when given, ``id``)
+are one question with several relevant chunks, one per row. The case id is the reference's ``qa_pair_id``: the 16
 raw bytes of MD5 over ``{dataset}||{question}||{answer}`` read as a UUID, unless ``id`` is
 non-empty.
 """
@@ -94,12 +94,12 @@ def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str
     return values
 
 
-def _read_questions(path: Path) -> dict[tuple[str, str, str], _Question]:
+def _read_questions(path: Path) -> dict[tuple[str, ...], _Question]:
     """Every question of the file, its rows grouped (in first-seen order)."""
     from queryeval.io.files import encoding_error
     from queryeval.suite.common import _near, missing_columns_error
 
-    questions: dict[tuple[str, str, str], _Question] = {}
+    questions: dict[tuple[str, ...], _Question] = {}
     with _open_csv(path, "suite-lines") as fh:
         reader = csv.DictReader(fh)
         try:
@@ -120,18 +120,18 @@ def _read_questions(path: Path) -> dict[tuple[str, str, str], _Question]:
             for row in reader:
                 line = reader.line_num
                 values = _row_values(row, list(header), path, line)
-                key = (values["dataset"], values["question"], values["answer"])
                 explicit = values["id"].strip()
+                same = (values["dataset"], values["question"], values["answer"])
+                # an explicit id names the question; else dataset, question and answer do
+                key = ("id", explicit) if explicit else ("qa", *same)
                 q = questions.get(key)
                 if q is None:
                     q = questions[key] = _Question(
                         line=line, values=values, explicit_id=explicit,
-                        cid=explicit or qa_pair_id(values["dataset"], values["question"], values["answer"]))
-                elif explicit != q.explicit_id:
-                    raise InputError(
-                        f"id {explicit!r} differs from {q.explicit_id!r} on line {q.line}, a row of "
-                        "the same question (same dataset, question and answer)",
-                        path=path, line=line, field="id")
+                        cid=explicit or qa_pair_id(*same))
+                elif same != (q.values["dataset"], q.values["question"], q.values["answer"]):
+                    raise InputError(f"duplicate qa_pair_id {explicit} (the id of the question at "
+                                     f"line {q.line})", path=path, line=line, field="id")
                 digest = values["content_hash"]
                 identity = f"hash:{digest.lower()}" if digest else f"id:{values['chunk_id']}"
                 if identity in q.seen:

@@ -227,8 +227,10 @@ class RetrievalTask(RetrievalOutputs, Task):
             raise ValueError("qa_pair_id: field required")
         if "retrieved_chunks" not in obj:
             raise ValueError("retrieved_chunks: field required")
+        if obj.get(ANSWER_KEY) is None:  # the seed's line: its chunks (checked as output[i])
+            return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
         return str(obj[key]), obj.get("turn"), self.parse_output(
-            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj.get(ANSWER_KEY)})
+            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]})
 
     # --- scoring ---------------------------------------------------------------------------------
     def _ranking(self, record: dict, k: int) -> list[dict]:
