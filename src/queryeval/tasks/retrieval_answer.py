@@ -77,9 +77,8 @@ def score_answer(record: dict, reference: str, generated: str | None,
                  judge: AnswerJudge | None) -> None:
     """Add the answer's fields and scores to ``record`` (nothing without both answers)."""
     scores = answer_scores(reference, generated)
-    if not scores:
+    if not scores or generated is None:
         return
-    assert generated is not None  # noqa: S101 - answer_scores is empty otherwise
     record["generated_answer"] = generated
     if judge is not None:
         passed = scores["answer_exact_match"] == 1.0
