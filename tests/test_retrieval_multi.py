@@ -44,16 +44,16 @@ def chunk(cid: str, score: float) -> dict:
 
 @pytest.fixture
 def multi(tmp_path: Path):
-    """Four questions: Q1 three relevant chunks (c1, c3 by hash; c2 by id only, rows not
-    adjacent), Q2 one by id only, Q3 graded (c5 relevance 2, c6 relevance 1), Q4 one by hash
+    """Four questions: Q1 three relevant chunks (c1, c3 by hash; c2 by id only), Q2 one by
+    id only, Q3 graded (c5 relevance 2, c6 relevance 1), Q4 one by hash
     (missed)."""
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"chunk_id": c, "content": t}) + "\n" for c, t in CHUNKS.items()))
     questions = write_csv(tmp_path / "questions.csv", [
         ["Q1?", "a1", "d1.pdf", "A", "c1", md5(CHUNKS["c1"]), ""],
         ["Q1?", "a1", "d2.pdf", "A", "c2", "", ""],
-        ["Q2?", "a2", "d3.pdf", "A", "c4", "", ""],
         ["Q1?", "a1", "d1.pdf", "A", "c3", md5(CHUNKS["c3"]).upper(), "1"],
+        ["Q2?", "a2", "d3.pdf", "A", "c4", "", ""],
         ["Q3?", "a3", "d5.pdf", "B", "c5", md5(CHUNKS["c5"]), "2"],
         ["Q3?", "a3", "d5.pdf", "B", "c6", md5(CHUNKS["c6"]), "1"],
         ["Q4?", "a4", "d3.pdf", "B", "c3", md5(CHUNKS["c3"]), ""],
@@ -118,6 +118,8 @@ def test_questions_csv_groups_rows_of_one_question(multi):
     ([["Q?", "x", "d", "A", "c1", "A" * 32, ""], ["Q?", "x", "d", "A", "c2", "a" * 32, ""]],
      r"bad.csv:3: content_hash: the same relevant chunk as line 2 "),
     ([["Q?", "x", "d", "A", "c1", "", "high"]], r"bad.csv:2: relevance: must be an integer >= 0"),
+    ([["Q?", "x", "d", "A", "c1", "", ""], ["Q2?", "x", "d", "A", "c2", "", ""], ["Q?", "x", "d", "A", "c3", "", ""]],
+     r"bad.csv:4: question: duplicate qa_pair_id .* must be adjacent; the same dataset, question and answer as line 2\)"),
 ])
 def test_questions_csv_errors_name_line_and_field(tmp_path, rows, message):
     p = write_csv(tmp_path / "bad.csv", rows)
@@ -132,8 +134,8 @@ def test_questions_csv_explicit_id_names_the_question(tmp_path):
     different questions is a duplicate."""
     header = [*HEADER[:6], "id"]
     p = write_csv(tmp_path / "ids.csv", [["Q?", "x", "d", "A", "c1", "", "i1"],
-                                         ["Q?", "x", "d", "A", "c2", "", "i2"],
-                                         ["Q?", "x", "d", "A", "c3", "", "i1"]], header=header)
+                                         ["Q?", "x", "d", "A", "c3", "", "i1"],
+                                         ["Q?", "x", "d", "A", "c2", "", "i2"]], header=header)
     cases = load_suite(p).cases
     assert [c.id for c in cases] == ["i1", "i2"]
     assert [r.chunk_id for r in cases[0].conversation[0].target.retrieval.relevant] == ["c1", "c3"]

@@ -3,8 +3,8 @@
 Questions CSV columns: ``question, answer, document_name, dataset, chunk_id`` and
 ``content_hash`` (either may be empty on a row, not both; the ``content_hash`` column may be
 left out), an optional ``id`` and an optional ``relevance`` (an integer >= 0, default 1: the
-chunk's graded gain). Rows that share question, answer and dataset (or, when given, ``id``)
-are one question with several relevant chunks, one per row. The case id is the reference's ``qa_pair_id``: the 16
+chunk's graded gain). Adjacent rows that share question, answer and dataset (or, when
+given, ``id``) are one question with several relevant chunks, one per row. The case id is the reference's ``qa_pair_id``: the 16
 raw bytes of MD5 over ``{dataset}||{question}||{answer}`` read as a UUID, unless ``id`` is
 non-empty.
 """
@@ -53,11 +53,13 @@ def read_questions_csv(path: str | Path) -> Suite:
 
     The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
     case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`).
-    Grouping the rows of one question keeps each question's relevant chunks (not its cases)
-    while a pass reads the file."""
+    The rows of one question (one per relevant chunk) are adjacent: a pass holds one question
+    at a time; the question again further down is a duplicate naming both lines."""
     return lazy_suite(
-        Path(path), _iter_question_cases, empty="no questions", duplicate_field="id",
-        duplicate=lambda cid, first: f"duplicate qa_pair_id {cid} (the id of the question at line {first})",
+        Path(path), _iter_question_cases, empty="no questions", duplicate_field="question",
+        duplicate=lambda cid, first: (
+            f"duplicate qa_pair_id {cid} (the rows of one question, one per relevant chunk, "
+            f"must be adjacent; the same dataset, question and answer as line {first})"),
         kinds={"retrieval"})
 
 
@@ -65,8 +67,8 @@ def read_questions_csv(path: str | Path) -> Suite:
 class _Question:
     line: int
     values: dict[str, str]
+    key: tuple[str, ...]
     cid: str
-    explicit_id: str
     relevant: list[dict] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     seen: dict[str, int] = field(default_factory=dict)  # relevant chunk identity -> its line
@@ -94,12 +96,12 @@ def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str
     return values
 
 
-def _read_questions(path: Path) -> dict[tuple[str, ...], _Question]:
-    """Every question of the file, its rows grouped (in first-seen order)."""
+def _read_questions(path: Path) -> Iterator[_Question]:
+    """Every question of the file as its rows are read: adjacent rows of one question are
+    grouped (a pass holds one question at a time, so a large file streams)."""
     from queryeval.io.files import encoding_error
     from queryeval.suite.common import _near, missing_columns_error
 
-    questions: dict[tuple[str, ...], _Question] = {}
     with _open_csv(path, "suite-lines") as fh:
         reader = csv.DictReader(fh)
         try:
@@ -116,6 +118,7 @@ def _read_questions(path: Path) -> dict[tuple[str, ...], _Question]:
             # an optional column misspelt would silently switch to matching by chunk id
             raise missing_columns_error(path, list(header), "a retrieval questions CSV",
                                         QUESTION_COLUMNS)
+        q: _Question | None = None
         try:
             for row in reader:
                 line = reader.line_num
@@ -124,11 +127,11 @@ def _read_questions(path: Path) -> dict[tuple[str, ...], _Question]:
                 same = (values["dataset"], values["question"], values["answer"])
                 # an explicit id names the question; else dataset, question and answer do
                 key = ("id", explicit) if explicit else ("qa", *same)
-                q = questions.get(key)
-                if q is None:
-                    q = questions[key] = _Question(
-                        line=line, values=values, explicit_id=explicit,
-                        cid=explicit or qa_pair_id(*same))
+                if q is None or key != q.key:
+                    if q is not None:
+                        yield q
+                    q = _Question(line=line, values=values, key=key,
+                                  cid=explicit or qa_pair_id(*same))
                 elif same != (q.values["dataset"], q.values["question"], q.values["answer"]):
                     raise InputError(f"duplicate qa_pair_id {explicit} (the id of the question at "
                                      f"line {q.line})", path=path, line=line, field="id")
@@ -148,14 +151,15 @@ def _read_questions(path: Path) -> dict[tuple[str, ...], _Question]:
             raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
         except UnicodeDecodeError as exc:
             raise encoding_error(path, encoding=exc.encoding) from None
-    return questions
+        if q is not None:
+            yield q
 
 
 def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
     """``(line, case)`` for every question of a questions CSV (its first row's line); a bad
     row is one InputError. A question of one row with relevance 1 keeps the seed's target
     (``content_hash``, ``chunk_id``); several rows (or a graded one) list ``relevant``."""
-    for q in _read_questions(path).values():
+    for q in _read_questions(path):
         values = q.values
         target: dict[str, Any] = {"document_name": " | ".join(q.names), "dataset": values["dataset"],
                                   "answer": values["answer"]}
