@@ -1,6 +1,5 @@
 """Foreign suites and recorded outputs run end to end, scored by today's tasks, against
-hand-computed per-case values. Tests marked xfail need a parallel helper's work (several
-graded relevant chunks: ``ragmulti``); the lead removes the marks at merge."""
+hand-computed per-case values (several graded relevant chunks included)."""
 
 from __future__ import annotations
 
@@ -130,7 +129,6 @@ def test_trec_qrels_run_with_corpus(tmp_path, files):
 
 
 # --- need the parallel work -----------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="needs ragmulti's work (several relevant chunks)")
 def test_ragas_several_reference_contexts(tmp_path, files):
     _, corpus = files
     rows = [{"user_input": "Capitals?", "reference_contexts": [PARIS, MADRID], "reference": "x",
@@ -142,7 +140,6 @@ def test_ragas_several_reference_contexts(tmp_path, files):
     assert run.results.vector("hit_rate@2") == pytest.approx({cid: 1.0})
 
 
-@pytest.mark.xfail(strict=True, reason="needs ragmulti's work (chunk ids without hashes, graded)")
 def test_trec_qrels_without_corpus_graded(tmp_path):
     (tmp_path / "queries.tsv").write_text("1\tq?\n")
     (tmp_path / "qrels.txt").write_text("1 0 a 2\n1 0 b 1\n")

@@ -346,10 +346,13 @@ def test_real_xlsx_bomb_is_refused_at_the_default_limit(tmp_path):
 
 def test_retrieval_csv_missing_a_column(tmp_path, capsys):
     suite = tmp_path / "q.csv"
-    suite.write_text("question,answer,document_name,dataset,chunk_id\nq,a,d,s,c\n")
+    suite.write_text("question,answer,dataset,chunk_id,content_hash\nq,a,s,c,\n")
     assert run_main(capsys, "validate", str(suite)) == (
-        f"error: {suite}:1: missing column content_hash (a retrieval questions CSV needs "
-        "question, answer, document_name, dataset, chunk_id, content_hash)")
+        f"error: {suite}:1: missing column document_name (a retrieval questions CSV needs "
+        "question, answer, document_name, dataset, chunk_id (content_hash optional))")
+    # content_hash is optional since issue 26: chunk ids name the relevant chunks
+    suite.write_text("question,answer,document_name,dataset,chunk_id\nq,a,d,s,c\n")
+    assert main(["validate", str(suite)]) == 0
 
 
 def test_retrieval_csv_near_miss_header(tmp_path, capsys):

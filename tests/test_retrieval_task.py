@@ -109,9 +109,15 @@ def test_id_column_overrides_and_bad_rows_name_the_line(tmp_path):
     p.write_text(f"question,answer,dataset,content_hash\nq,a,A,{md5('x')}\n")
     with pytest.raises(InputError, match=r"q.csv:1: missing columns document_name, chunk_id \(a retrieval questions CSV needs"):
         load_suite(p)
+    # two rows of one question (same dataset, question, answer) are one case with two
+    # relevant chunks (issue 26); two questions with one explicit id are a duplicate
     p.write_text("question,answer,document_name,dataset,chunk_id,content_hash\n"
                  f"q,a,d,A,c1,{md5('x')}\nq,a,d,A,c2,{md5('y')}\n")
-    with pytest.raises(InputError, match=r"q.csv:3: question: duplicate qa_pair_id .* line 2"):
+    (case,) = load_suite(p).cases
+    assert [r.chunk_id for r in case.conversation[0].target.retrieval.relevant] == ["c1", "c2"]
+    p.write_text("question,answer,document_name,dataset,chunk_id,content_hash,id\n"
+                 f"q,a,d,A,c1,{md5('x')},x1\nq2,a,d,A,c2,{md5('y')},x1\n")
+    with pytest.raises(InputError, match=r"q.csv:3: id: duplicate qa_pair_id x1 .* line 2"):
         load_suite(p)
 
 

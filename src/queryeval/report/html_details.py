@@ -115,7 +115,8 @@ def retrieval_details(record: dict) -> str:
     want = str(expected.get("content_hash") or "").lower()
     rows = []
     for rank, c in enumerate(record.get("retrieved_chunks") or [], start=1):
-        ok = bool(want) and str(c.get("content_hash") or "").lower() == want
+        ok = bool(c["relevant"]) if "relevant" in c else (  # the task's mark (report_record)
+            bool(want) and str(c.get("content_hash") or "").lower() == want)
         rows.append(f'<tr><td class="num">{rank}</td><td class="{"pass" if ok else ""}">'
                     f'{esc(c.get("chunk_id"))}{" ✔ expected" if ok else ""}</td>'
                     f'<td class="num">{esc(fmt(c.get("score")))}</td>'

@@ -33,11 +33,10 @@ def _status(record: dict) -> str:
         else "missed"
 
 
-def _top(record: dict) -> str:
-    want = str((record.get("expected_chunk") or {}).get("content_hash", "")).lower()
+def _top(record: dict, is_relevant: Callable[[dict, dict], bool]) -> str:
     lines = []
     for rank, c in enumerate((record.get("retrieved_chunks") or [])[:TOP_SHOWN], start=1):
-        mark = "✓" if str(c.get("content_hash", "")).lower() == want else "✗"
+        mark = "✓" if is_relevant(record, c) else "✗"
         score = c.get("score")
         shown = "—" if score is None else f"{score:.4f}"
         text = " ".join(str(c.get("content") or "").split())[:160]
@@ -46,9 +45,11 @@ def _top(record: dict) -> str:
 
 
 def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
-                         ks: list[int], found_at: Callable[[dict, int], bool]) -> Path:
-    """``ks``: every k asked for; ``found_at(record, k)``: whether the question's chunk is
-    among its first k (the task's own rule, ``min_score`` included)."""
+                         ks: list[int], found_at: Callable[[dict, int], bool],
+                         is_relevant: Callable[[dict, dict], bool]) -> Path:
+    """``ks``: every k asked for; ``found_at(record, k)``: whether a relevant chunk is
+    among the question's first k (the task's own rule, ``min_score`` included);
+    ``is_relevant(record, chunk)``: whether a retrieved chunk is one of its relevant chunks."""
     wb = Workbook()
     ws = wb.active
     ws.title = "Questions"
@@ -64,7 +65,7 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
                   f"{exp.get('chunk_id')} ({exp.get('name')})", _status(r),
                   ev.get("rank_if_found"),
                   *("yes" if found_at(r, k) else "no" for k in ks),
-                  ev.get("retrieval_time_ms"), cell_text(_top(r))]
+                  ev.get("retrieval_time_ms"), cell_text(_top(r, is_relevant))]
         write_row(ws, i, values, wrap=(3, len(headers)), formats={len(headers) - 1: FIGURE})
     finish_sheet(ws, len(headers), len(records) + 1,
                  {1: 38, 2: 18, 3: 60, 4: 28, 5: 12, 6: 7,

@@ -123,10 +123,10 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
 
 # The CSV suites, by the columns that tell them apart (a header is matched to the kind it
 # overlaps most; a tie goes to the kind needing fewer columns, the closer one).
-RETRIEVAL_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
+RETRIEVAL_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id")  # content_hash optional
 CSV_KINDS = (
     ("a fields evaluation table", ("Question",), "and one ground-truth column per field"),
-    ("a retrieval questions CSV", RETRIEVAL_COLUMNS, ""),
+    ("a retrieval questions CSV", RETRIEVAL_COLUMNS, "(content_hash optional)"),
 )
 SUPPORTED_FORMATS = (
     "a .yaml/.yml file or a folder of them; a .jsonl of cases (a 'conversation' on each line); "
@@ -141,7 +141,7 @@ SUPPORTED_FORMATS = (
 def csv_kind(path: Path, header: list[str]) -> str:
     """``"retrieval"`` or ``"fields"`` when the header has every column of that kind, else
     the InputError naming what the closest kind misses."""
-    if "content_hash" in header and all(c in header for c in RETRIEVAL_COLUMNS):
+    if all(c in header for c in RETRIEVAL_COLUMNS):
         return "retrieval"
     if "Question" in header and "content_hash" not in header:
         return "fields"
@@ -223,7 +223,7 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
     * ``.jsonl`` with ``labels``: DABench questions + labels; with TREC qrels as ``labels``:
       the queries of TREC judgements;
     * ``.jsonl`` whose lines are cases (a ``conversation`` each): a JSONL suite (lazy);
-    * ``.csv`` with a ``content_hash`` column: seed 002 retrieval questions;
+    * ``.csv`` with the retrieval columns: seed 002 retrieval questions;
     * ``.json``: BuildingQA QA JSON (text-to-SPARQL questions with gold queries);
     * ``.csv`` / ``.xlsx`` with a question column and ground-truth columns: seed 004's
       field-retrieval evaluation table;

@@ -1,8 +1,12 @@
 """Seed 002 inputs: the questions CSV and the corpus of chunks (JSONL, CSV or Parquet).
 
-Questions CSV columns: ``question, answer, document_name, dataset, chunk_id, content_hash``
-and an optional ``id``. The case id is the reference's ``qa_pair_id``: the 16 raw bytes of
-MD5 over ``{dataset}||{question}||{answer}`` read as a UUID, unless ``id`` is non-empty.
+Questions CSV columns: ``question, answer, document_name, dataset, chunk_id`` and
+``content_hash`` (either may be empty on a row, not both; the ``content_hash`` column may be
+left out), an optional ``id`` and an optional ``relevance`` (an integer >= 0, default 1: the
+chunk's graded gain). Adjacent rows that share question, answer and dataset (or, when
+given, ``id``) are one question with several relevant chunks, one per row. The case id is the reference's ``qa_pair_id``: the 16
+raw bytes of MD5 over ``{dataset}||{question}||{answer}`` read as a UUID, unless ``id`` is
+non-empty.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from queryeval.suite.common import Suite, lazy_suite
 from queryeval.suite.models import Case
 
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
+REQUIRED_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id")
+"""The columns a questions CSV must have (``content_hash`` may be left out: chunk ids)."""
 _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
@@ -46,17 +52,55 @@ def read_questions_csv(path: str | Path) -> Suite:
     """Read a seed 002 questions CSV into single-turn cases with ``target.retrieval``.
 
     The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
-    case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`)."""
+    case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`).
+    The rows of one question (one per relevant chunk) are adjacent: a pass holds one question
+    at a time; the question again further down is a duplicate naming both lines."""
     return lazy_suite(
         Path(path), _iter_question_cases, empty="no questions", duplicate_field="question",
-        duplicate=lambda cid, first: f"duplicate qa_pair_id {cid} (same dataset, question and answer as line {first})",
+        duplicate=lambda cid, first: (
+            f"duplicate qa_pair_id {cid} (the rows of one question, one per relevant chunk, "
+            f"must be adjacent; the same dataset, question and answer as line {first})"),
         kinds={"retrieval"})
 
 
-def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
-    """``(line, case)`` for every row of a questions CSV; a bad row is one InputError."""
+@dataclass
+class _Question:
+    line: int
+    values: dict[str, str]
+    key: tuple[str, ...]
+    cid: str
+    relevant: list[dict] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)  # relevant chunk identity -> its line
+
+
+def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str, str]:
+    if None in row:
+        raise InputError("more fields than the header", path=path, line=line)
+    if any(row.get(k) is None for k in header):
+        raise InputError("fewer fields than the header", path=path, line=line)
+    values = {k: (row.get(k) or "") for k in (*QUESTION_COLUMNS, "id", "relevance")}
+    if not values["question"].strip():
+        raise InputError("empty question", path=path, line=line, field="question")
+    digest, chunk_id = values["content_hash"], values["chunk_id"]
+    if digest and not _MD5.match(digest):
+        raise InputError(f"not an MD5 hex digest: {digest!r}", path=path, line=line,
+                         field="content_hash")
+    if not digest and not chunk_id:
+        raise InputError("no chunk_id and no content_hash: a row needs one to name its relevant "
+                         "chunk", path=path, line=line, field="chunk_id")
+    relevance = values["relevance"].strip()
+    if relevance and not re.fullmatch(r"\d+", relevance):
+        raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
+                         field="relevance")
+    return values
+
+
+def _read_questions(path: Path) -> Iterator[_Question]:
+    """Every question of the file as its rows are read: adjacent rows of one question are
+    grouped (a pass holds one question at a time, so a large file streams)."""
     from queryeval.io.files import encoding_error
-    from queryeval.suite.common import missing_columns_error
+    from queryeval.suite.common import _near, missing_columns_error
 
     with _open_csv(path, "suite-lines") as fh:
         reader = csv.DictReader(fh)
@@ -66,35 +110,69 @@ def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
             raise InputError(f"invalid CSV header: {exc}", path=path, line=1) from None
         except UnicodeDecodeError as exc:
             raise encoding_error(path, encoding=exc.encoding) from None
-        if any(c not in header for c in QUESTION_COLUMNS):
+        if any(c not in header for c in REQUIRED_COLUMNS):
+            raise missing_columns_error(path, list(header), "a retrieval questions CSV",
+                                        REQUIRED_COLUMNS, "(content_hash optional)")
+        others = [h for h in header if h not in QUESTION_COLUMNS]
+        if "content_hash" not in header and _near("content_hash", others) is not None:
+            # an optional column misspelt would silently switch to matching by chunk id
             raise missing_columns_error(path, list(header), "a retrieval questions CSV",
                                         QUESTION_COLUMNS)
+        q: _Question | None = None
         try:
             for row in reader:
                 line = reader.line_num
-                if None in row:
-                    raise InputError("more fields than the header", path=path, line=line)
-                values = {k: (row.get(k) or "") for k in (*QUESTION_COLUMNS, "id")}
-                if any(row.get(k) is None for k in QUESTION_COLUMNS):
-                    raise InputError("fewer fields than the header", path=path, line=line)
-                if not values["question"].strip():
-                    raise InputError("empty question", path=path, line=line, field="question")
-                if not _MD5.match(values["content_hash"]):
-                    raise InputError(f"not an MD5 hex digest: {values['content_hash']!r}",
-                                     path=path, line=line, field="content_hash")
-                cid = values["id"].strip() or qa_pair_id(values["dataset"], values["question"],
-                                                         values["answer"])
-                yield line, Case(
-                    id=cid, name=values["question"][:80], tags=[values["dataset"]] if values["dataset"] else [],
-                    metadata={"dataset": values["dataset"]},
-                    conversation=[{"role": "user", "content": values["question"], "target": {
-                        "retrieval": {k: values[k] for k in
-                                      ("content_hash", "chunk_id", "document_name", "dataset", "answer")}}}],
-                )
+                values = _row_values(row, list(header), path, line)
+                explicit = values["id"].strip()
+                same = (values["dataset"], values["question"], values["answer"])
+                # an explicit id names the question; else dataset, question and answer do
+                key = ("id", explicit) if explicit else ("qa", *same)
+                if q is None or key != q.key:
+                    if q is not None:
+                        yield q
+                    q = _Question(line=line, values=values, key=key,
+                                  cid=explicit or qa_pair_id(*same))
+                elif same != (q.values["dataset"], q.values["question"], q.values["answer"]):
+                    raise InputError(f"duplicate qa_pair_id {explicit} (the id of the question at "
+                                     f"line {q.line})", path=path, line=line, field="id")
+                digest = values["content_hash"]
+                identity = f"hash:{digest.lower()}" if digest else f"id:{values['chunk_id']}"
+                if identity in q.seen:
+                    raise InputError(
+                        f"the same relevant chunk as line {q.seen[identity]} for the same question "
+                        "(same dataset, question and answer)", path=path, line=line,
+                        field="content_hash" if digest else "chunk_id")
+                q.seen[identity] = line
+                q.relevant.append({"chunk_id": values["chunk_id"], "content_hash": digest,
+                                   "relevance": int(values["relevance"].strip() or 1)})
+                if values["document_name"] not in q.names:
+                    q.names.append(values["document_name"])
         except csv.Error as exc:
             raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
         except UnicodeDecodeError as exc:
             raise encoding_error(path, encoding=exc.encoding) from None
+        if q is not None:
+            yield q
+
+
+def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
+    """``(line, case)`` for every question of a questions CSV (its first row's line); a bad
+    row is one InputError. A question of one row with relevance 1 keeps the seed's target
+    (``content_hash``, ``chunk_id``); several rows (or a graded one) list ``relevant``."""
+    for q in _read_questions(path):
+        values = q.values
+        target: dict[str, Any] = {"document_name": " | ".join(q.names), "dataset": values["dataset"],
+                                  "answer": values["answer"]}
+        if len(q.relevant) == 1 and q.relevant[0]["relevance"] == 1:
+            target.update(content_hash=values["content_hash"], chunk_id=values["chunk_id"])
+        else:
+            target["relevant"] = q.relevant
+        yield q.line, Case(
+            id=q.cid, name=values["question"][:80], tags=[values["dataset"]] if values["dataset"] else [],
+            metadata={"dataset": values["dataset"]},
+            conversation=[{"role": "user", "content": values["question"], "target": {
+                "retrieval": target}}],
+        )
 
 
 @dataclass

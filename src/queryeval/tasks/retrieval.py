@@ -16,12 +16,23 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from queryeval.errors import ConfigError
+from queryeval.errors import ConfigError, InputError
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
+from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.retrieval_aggregate import MEAN_METRICS, AtK, DatasetAcc, chunk_scores
+from queryeval.tasks.retrieval_answer import (
+    ANSWER_KEY,
+    AnswerJudge,
+    answer_figures,
+    parse_answer,
+    score_answer,
+)
+from queryeval.tasks.retrieval_outputs import RetrievalOutputs
+from queryeval.tasks.retrieval_scoring import Cut, Matcher, relevant_chunks, score_cuts
 
 
 class RetrievalOptions(TaskOptions):
@@ -41,6 +52,9 @@ class RetrievalOptions(TaskOptions):
     """How content hashes compare: ``any`` (default) ignores letter case, since an MD5 hex
     digest means the same in either case; ``exact`` is the reference's comparison, where an
     upper-case ``content_hash`` never matches (``--option hash_case=exact``)."""
+    judge: JudgeOptions | None = None
+    """Send generated answers the exact match did not decide to this LLM judge (see
+    :mod:`queryeval.tasks.retrieval_answer`)."""
 
     @field_validator("k", mode="before")
     @classmethod
@@ -64,86 +78,17 @@ class RetrievalOptions(TaskOptions):
         return [v] if isinstance(v, str) else v
 
 
-_MEAN_METRICS = ("mrr", "ndcg", "hit_rate", "precision", "map")
-"""The per-question scores averaged in the figures, in the order they are reported."""
-
-
-def _chunk_scores(chunks: list[dict]) -> list[float]:
-    return [c["score"] for c in chunks if isinstance(c.get("score"), (int, float))]
-
-
-class _DatasetAcc:
-    """Running figures of one dataset (or of the run): counts and exact means."""
-
-    __slots__ = ("correct", "cols", "missed", "size", "wrong")
-
-    def __init__(self, n_metrics: int) -> None:
-        self.size = self.correct = self.missed = 0
-        self.cols = [Values() for _ in range(n_metrics)]
-        self.wrong = Values()  # best score of each missed question that returned scores
-
-    def add(self, values: list[float], hit: bool, best: float | None) -> None:
-        self.size += 1
-        for col, v in zip(self.cols, values, strict=True):
-            col.add(v)
-        if hit:
-            self.correct += 1
-        else:
-            self.missed += 1
-            if best is not None:
-                self.wrong.add(best)
-
-    def means(self) -> list[float | None]:
-        return [c.mean() for c in self.cols]
-
-
-class _AtK:
-    """Running recall, MRR and nDCG at each smaller k, overall, and recall per dataset: the
-    figures of the derived batches, so the run's own report shows every k asked for."""
-
-    def __init__(self, ks: list[int]) -> None:
-        self.ks = ks
-        self.n = 0
-        self.cols = {j: (Values(), Values(), Values()) for j in ks}  # recall, mrr, ndcg
-        self.per_ds: dict[Any, list[int]] = {}  # dataset -> [size, hits at each k..., hits at K]
-
-    def add(self, dataset: Any, ranks: list[int | None], hit_at_largest: bool) -> None:
-        self.n += 1
-        for j, rank in zip(self.ks, ranks, strict=True):
-            recall, mrr, ndcg = self.cols[j]
-            recall.add(1.0 if rank else 0.0)
-            mrr.add(1.0 / rank if rank else 0.0)
-            ndcg.add(1.0 / math.log2(rank + 1) if rank else 0.0)
-        counts = self.per_ds.setdefault(dataset, [0] * (len(self.ks) + 2))
-        counts[0] += 1
-        for i, rank in enumerate(ranks, start=1):
-            counts[i] += rank is not None
-        counts[-1] += hit_at_largest
-
-    def overall(self, k: int, fig: dict) -> dict:
-        out: dict[str, Any] = {}
-        for j in self.ks:
-            recall, mrr, ndcg = self.cols[j]
-            out.update({f"recall@{j}": recall.mean(), f"mrr@{j}": mrr.mean(), f"ndcg@{j}": ndcg.mean()})
-        out[f"recall@{k}"] = fig["recall_at_k"]
-        return out
-
-    def dataset(self, ds: Any, k: int, fig: dict) -> dict:
-        counts = self.per_ds[ds]
-        out = {f"recall@{j}": counts[i] / counts[0] for i, j in enumerate(self.ks, start=1)}
-        out[f"recall@{k}"] = fig["recall_at_k"]
-        return out
-
-
-class RetrievalTask(Task):
+class RetrievalTask(RetrievalOutputs, Task):
     name = "retrieval"
     figures = Figures(
         settings=("k",), timings=("mean_retrieval_time_ms",),
         # the reference's names of the figures at the run's k, kept in the metrics file
+        # (recall_at_k is the hit rate; with several relevant chunks per question it differs
+        # from recall@k, and the reports then list both)
         aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
         unbounded=("avg_score_incorrect",),  # the retriever's similarity score (BM25: > 1)
         counts=("total_questions", "successful_retrievals", "incorrect_retrievals_count",
-                "sample_size", "errors"))
+                "sample_size", "errors", "answered_questions"))
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -153,6 +98,12 @@ class RetrievalTask(Task):
         self._by_hash: dict[str, Any] | None = None
         self._builtin: Any = None  # the built-in system, for its run_info (ANN recall)
         self._questions: list[str] = []  # the selected cases' questions (run_info)
+        self._judge = AnswerJudge(self.options.judge) if self.options.judge else None
+
+    def close(self) -> None:
+        if self._judge is not None:
+            self._judge.close()
+        super().close()
 
     @property
     def k(self) -> int:
@@ -178,8 +129,9 @@ class RetrievalTask(Task):
         return self._builtin
 
     # --- case selection (dataset filter, then stratified sampling) -------------------------------
-    def select_cases(self, cases: list[Case]) -> list[Case]:
-        chosen = self._select(cases)
+    def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        checked = self._checked(cases)
+        chosen = self._select(list(checked) if isinstance(cases, list) else checked)
         if isinstance(chosen, list):
             self._questions = [q for c in chosen for q in self._questions_of(c)]
             return chosen
@@ -196,6 +148,29 @@ class RetrievalTask(Task):
             questions.extend(self._questions_of(c))
             yield c
         self._questions = questions
+
+    def _checked(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """The cases, refusing one that lists a relevant chunk twice, or whose relevant chunk
+        is named by a chunk id (no content hash) that is not in ``--corpus``."""
+        if self.options.corpus:
+            self.corpus()
+        for case in cases:
+            t = self._target(case)
+            listed = [(f"relevant[{i}]", r.chunk_id, r.content_hash)
+                      for i, r in enumerate(t.relevant or [])] or [("", t.chunk_id, t.content_hash)]
+            seen: dict[str, str] = {}
+            for where, chunk_id, digest in listed:
+                field = f"target.retrieval.{where + '.' if where else ''}"
+                key = f"hash:{digest.lower()}" if digest else f"id:{chunk_id}"
+                if key in seen:
+                    raise InputError(f"the same relevant chunk as {seen[key]}", record=case.id,
+                                     field=field + ("content_hash" if digest else "chunk_id"))
+                seen[key] = where
+                if self.options.corpus and not digest and self._corpus.position(chunk_id) is None:
+                    raise InputError(f"chunk {chunk_id!r} is not in the corpus {self.options.corpus} "
+                                     "(give its content_hash, or the chunk's id in the corpus)",
+                                     record=case.id, field=field + "chunk_id")
+            yield case
 
     def _select(self, cases: Iterable[Case]) -> Iterable[Case]:
         wanted = set(self.options.dataset)
@@ -230,13 +205,16 @@ class RetrievalTask(Task):
                         "dataset": self._target(case).dataset})
         return out
 
-    def parse_output(self, raw: Any) -> list[dict]:
-        """``{"retrieved_chunks": [{chunk_id, score, content?, content_hash?}, ...]}`` or the
-        bare list, best first. Each chunk needs its content, its content_hash, or a chunk_id
-        found in ``--corpus``."""
+    def parse_output(self, raw: Any) -> dict:
+        """``{"retrieved_chunks": [{chunk_id, score, content?, content_hash?}, ...],
+        "answer"?: "..."}`` or the bare list, best first. Each chunk needs its content, its
+        content_hash, or a chunk_id found in ``--corpus``. Returns ``{"retrieved_chunks":
+        [...], "answer": text or None}``."""
+        answer = None
         if isinstance(raw, dict):
             if "retrieved_chunks" not in raw:
                 raise ValueError("output has no 'retrieved_chunks' key")
+            answer = parse_answer(raw)
             raw = raw["retrieved_chunks"]
         if not isinstance(raw, list):
             raise ValueError(f"retrieved_chunks must be a list, got {type(raw).__name__}")
@@ -261,7 +239,7 @@ class RetrievalTask(Task):
                 text, digest = known.content, known.content_hash
             out.append({"chunk_id": chunk_id, "score": None if score is None else float(score),
                         "content": text, "content_hash": digest})
-        return out
+        return {"retrieved_chunks": out, ANSWER_KEY: answer}
 
     def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
         key = "qa_pair_id" if "qa_pair_id" in obj else "case_id"
@@ -269,22 +247,33 @@ class RetrievalTask(Task):
             raise ValueError("qa_pair_id: field required")
         if "retrieved_chunks" not in obj:
             raise ValueError("retrieved_chunks: field required")
-        return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])
+        if obj.get(ANSWER_KEY) is None:  # the seed's line: its chunks (checked as output[i])
+            return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
+        return str(obj[key]), obj.get("turn"), self.parse_output(
+            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]})
 
     # --- scoring ---------------------------------------------------------------------------------
-    def _cut(self, record: dict, k: int) -> tuple[list[dict], int | None, int]:
-        """The chunks scored at ``k`` (the first k retrieved, then ``min_score``), the rank of
-        the first correct one (or None) and the number of correct ones."""
+    def _ranking(self, record: dict, k: int) -> list[dict]:
+        """The chunks scored at ``k``: the first k retrieved, then ``min_score``."""
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
         chunks = list(source)[:k]
         if self.options.min_score is not None:
             chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
-        expected = str(record["expected_chunk"]["content_hash"])
-        hashes = [str(c["content_hash"]) for c in chunks]
-        if self.options.hash_case == "any":
-            expected, hashes = expected.lower(), [h.lower() for h in hashes]
-        rank = hashes.index(expected) + 1 if expected in hashes else None
-        return chunks, rank, sum(h == expected for h in hashes)
+        return chunks
+
+    def _cut(self, record: dict, k: int) -> Cut:
+        """The question's ranking at ``k`` and its figures
+        (:func:`~queryeval.tasks.retrieval_scoring.score_cut`)."""
+        return self._cuts([record], k)[0]
+
+    def _cuts(self, records: list[dict], k: int) -> list[Cut]:
+        """:meth:`_cut` of many records in one pass of the engine."""
+        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k,
+                          self.options.hash_case == "exact")
+
+    def matcher(self, record: dict) -> Matcher:
+        """Which retrieved chunks are the record's relevant ones (the CSV, xlsx and HTML mark)."""
+        return Matcher(relevant_chunks(record), self.options.hash_case == "exact")
 
     def _evaluate(self, record: dict) -> dict:
         k = self.k
@@ -293,22 +282,19 @@ class RetrievalTask(Task):
                 len(source) > k or any(c["score"] is None or c["score"] < self.options.min_score
                                        for c in source[:k])):
             record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
-        chunks, rank, hits = self._cut(record, k)
-        record["retrieved_chunks"] = chunks
-        record["evaluation_result"] = {
-            "correct_chunk_retrieved": rank is not None,
-            "rank_if_found": rank,
+        cut = self._cut(record, k)
+        record["retrieved_chunks"] = cut.chunks
+        result = {
+            "correct_chunk_retrieved": cut.rank is not None,
+            "rank_if_found": cut.rank,
             "retrieval_time_ms": record["evaluation_result"]["retrieval_time_ms"],
         }
+        if record.get("expected_chunks"):  # several relevant chunks: how many were found
+            result["relevant_found"] = cut.found
+            result["relevant_total"] = sum(int(r.get("relevance", 1)) > 0 for r in record["expected_chunks"])
+        record["evaluation_result"] = result
         record["k"] = k
-        record["scores"] = {
-            f"recall@{k}": 1.0 if rank else 0.0,
-            f"hit_rate@{k}": 1.0 if rank else 0.0,
-            f"mrr@{k}": 1.0 / rank if rank else 0.0,
-            f"ndcg@{k}": 1.0 / math.log2(rank + 1) if rank else 0.0,
-            f"map@{k}": 1.0 / rank if rank else 0.0,
-            f"precision@{k}": hits / k,
-        }
+        record["scores"] = {**cut.scores, **(record.get("answer_scores") or {})}
         return record
 
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
@@ -325,8 +311,18 @@ class RetrievalTask(Task):
             "evaluation_result": {"retrieval_time_ms": o.latency_ms},
             "error": o.error,
             "attempts": o.attempts,
-            "retrieved_chunks": o.output or [],
+            "retrieved_chunks": (o.output or {}).get("retrieved_chunks") or [],
         })
+        if t.relevant:
+            several = [{"chunk_id": r.chunk_id, "content_hash": r.content_hash, "relevance": r.relevance}
+                       for r in t.relevant]
+            record["expected_chunks"] = several
+            # the seed's one expected chunk, for its columns: every relevant chunk, '|'-joined
+            record["expected_chunk"].update({
+                "chunk_id": "|".join(r["chunk_id"] for r in several),
+                "content_hash": ("|".join(r["content_hash"] for r in several)
+                                 if any(r["content_hash"] for r in several) else "")})
+        score_answer(record, t.answer, (o.output or {}).get(ANSWER_KEY), self._judge)
         return self._evaluate(record)
 
     def rescore_record(self, record: dict) -> dict:
@@ -346,43 +342,55 @@ class RetrievalTask(Task):
         return out
 
     def _metric_keys(self) -> list[str]:
-        return [f"{name}@{self.k}" for name in _MEAN_METRICS]
+        return [f"{name}@{self.k}" for name in MEAN_METRICS]
 
     def aggregate(self, records: Iterable[dict]) -> dict:
         """Overall, per-dataset and missed-question figures, read from ``records`` once.
 
         Each mean is an exact running sum (:class:`~queryeval.tasks.accum.Values`), overall and
         per dataset: nothing is kept per question, and the figures do not depend on the order
-        of the records. Datasets appear in first-seen order."""
+        of the records. Datasets appear in first-seen order. ``recall_at_k`` (the seed's name)
+        is the hit rate; ``recall@k`` the mean share of each question's relevant chunks found:
+        the two differ only when a question has several relevant chunks."""
         k = self.k
         keys = self._metric_keys()
         tally = Tally(self)
-        overall_acc = _DatasetAcc(len(keys))
+        overall_acc = DatasetAcc(len(keys))
         times = Values()
-        per_ds: dict[Any, _DatasetAcc] = {}
+        per_ds: dict[Any, DatasetAcc] = {}
         smaller = self.smaller_ks()
-        at_k = _AtK(smaller)
+        at_k = AtK(smaller)
+        answers: dict[str, Values] = {}
+        pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
+        several = False
         for r in tally.counted(records):
             ev = r["evaluation_result"]
             acc = per_ds.get(r["dataset"])
             if acc is None:
-                acc = per_ds[r["dataset"]] = _DatasetAcc(len(keys))
+                acc = per_ds[r["dataset"]] = DatasetAcc(len(keys))
             scores = r["scores"]
             values = [scores[key] for key in keys]
             hit = ev["correct_chunk_retrieved"]
+            several = several or bool(r.get("expected_chunks"))
             best = None
             if not hit:
-                chunk_scores = _chunk_scores(r["retrieved_chunks"])
-                best = max(chunk_scores) if chunk_scores else None
+                found_scores = chunk_scores(r["retrieved_chunks"])
+                best = max(found_scores) if found_scores else None
             for a in (overall_acc, acc):
-                a.add(values, bool(hit), best)
+                a.add(values, scores.get(f"recall@{k}", 1.0 if hit else 0.0), bool(hit), best)
             if smaller:
-                at_k.add(r["dataset"], [self._cut(r, j)[1] for j in smaller], bool(hit))
+                pending.append(r)
+                if len(pending) >= 512:
+                    self._add_smaller(at_k, pending)
+            for name, value in (r.get("answer_scores") or {}).items():
+                answers.setdefault(name, Values()).add(value)
             if ev["retrieval_time_ms"] is not None:
                 times.add(ev["retrieval_time_ms"])
 
+        self._add_smaller(at_k, pending)
         n, n_missed = tally.counted_n, overall_acc.missed
         fig = self._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
+        recall_k = overall_acc.recall.mean() if several else fig["recall_at_k"]
         missed = {ds: a.missed for ds, a in per_ds.items() if a.missed}
         analysis = {
             "incorrect_retrievals_count": n_missed,
@@ -396,19 +404,32 @@ class RetrievalTask(Task):
             "successful_retrievals": n - n_missed,
             "incorrect_retrievals_analysis": analysis,
             "k": k,
-            f"recall@{k}": fig["recall_at_k"],
+            f"recall@{k}": recall_k,
             **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
+            **answer_figures(answers),
             **tally.error_summary(),
         }
-        dataset_metrics = {ds: self._figures(a.size, a.correct, a.wrong.mean(), a.means())
-                           for ds, a in per_ds.items()}
+        dataset_metrics = {}
+        for ds, a in per_ds.items():
+            dataset_metrics[ds] = self._figures(a.size, a.correct, a.wrong.mean(), a.means())
+            if several:  # the share of relevant chunks found differs from the hit rate
+                dataset_metrics[ds][f"recall@{k}"] = a.recall.mean()
         groups = dataset_metrics
         if smaller:  # several k asked for: every k's figures, read from the one retrieval
-            overall.update(at_k.overall(k, fig))
-            groups = {ds: {**f, **at_k.dataset(ds, k, f)} for ds, f in dataset_metrics.items()}
+            overall.update(at_k.overall(k, recall_k, several))
+            groups = {ds: {**f, **at_k.dataset(ds, k, f.get(f"recall@{k}", f["recall_at_k"]))}
+                      for ds, f in dataset_metrics.items()}
         return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
                 "incorrect_retrievals_analysis": analysis,
                 "group_metrics": {"dataset": groups}}
+
+    def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
+        """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
+        if records:
+            per_k = [self._cuts(records, j) for j in at_k.ks]
+            for i, r in enumerate(records):
+                at_k.add(r["dataset"], [cuts[i].scores for cuts in per_k])
+            records.clear()
 
     def smaller_ks(self) -> list[int]:
         """The k asked for below the run's own (largest) k, ascending."""
@@ -418,38 +439,15 @@ class RetrievalTask(Task):
         info = {"k_value": self.k, "dataset_filter": list(self.options.dataset)}
         if self._builtin is not None:  # e.g. ann_recall, measured on this run's questions
             info.update(self._builtin.run_info(self._questions, self.k))
+        if self.options.judge is not None:  # what the run log records about its judge
+            from queryeval.systems.judge import judge_info
+
+            info["judge"] = judge_info(self.options.judge)
         return info
 
     def variant_options(self) -> list[dict]:
         """One derived batch per smaller k (the run itself is scored at the largest k)."""
         return [{"k": [k]} for k in self.options.k if k != self.k]
-
-    # --- flat outputs ----------------------------------------------------------------------------
-    csv_columns = [
-        "qa_pair_id", "question", "rank", "similarity_score", "retrieved_chunk_id",
-        "retrieved_content", "retrieved_content_hash", "expected_chunk_content_hash",
-        "expected_chunk_name", "expected_chunk_source", "expected_chunk_id", "is_correct_chunk",
-        "evaluation_result_correct_chunk_retrieved", "evaluation_result_rank_if_found",
-        "evaluation_result_retrieval_time_ms",
-    ]
-
-    def csv_rows(self, record: dict) -> Iterable[dict]:
-        exp = record["expected_chunk"]
-        ev = record["evaluation_result"]
-        base = {
-            "qa_pair_id": record["qa_pair_id"], "question": record["question"],
-            "expected_chunk_content_hash": exp["content_hash"], "expected_chunk_name": exp["name"],
-            "expected_chunk_source": exp["source"], "expected_chunk_id": exp["chunk_id"],
-            "evaluation_result_correct_chunk_retrieved": ev["correct_chunk_retrieved"],
-            "evaluation_result_rank_if_found": ev["rank_if_found"],
-            "evaluation_result_retrieval_time_ms": ev["retrieval_time_ms"],
-        }
-        if not record["retrieved_chunks"]:
-            yield base
-        for i, c in enumerate(record["retrieved_chunks"], start=1):
-            yield {**base, "rank": i, "similarity_score": c["score"], "retrieved_chunk_id": c["chunk_id"],
-                   "retrieved_content": c["content"], "retrieved_content_hash": c["content_hash"],
-                   "is_correct_chunk": str(c["content_hash"]).lower() == exp["content_hash"].lower()}
 
     def summary(self, metrics: dict) -> list[Any]:
         k = self.k
@@ -458,9 +456,16 @@ class RetrievalTask(Task):
         groups = metrics["group_metrics"]["dataset"] if several else metrics["dataset_metrics"]
         if not several:  # the reference's layout names recall at the run's k recall_at_k
             groups = {name: {f"recall@{k}": g.get("recall_at_k"), **g} for name, g in groups.items()}
+        overall = metrics["overall_metrics"]
+        # several relevant chunks per question (recall@k in dataset_metrics): the hit rate and
+        # MAP differ from recall and MRR, so they are shown too; answer scores when present
+        multi = any(f"recall@{k}" in g for g in metrics["dataset_metrics"].values())
+        extra = [f"hit_rate@{k}", f"map@{k}"] if multi else []
+        answer = [key for key in ("answer_exact_match", "answer_f1", "answer_correct",
+                                  "answered_questions") if key in overall]
         return [
-            Overall([*every_k, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}", "total_questions",
-                     "successful_retrievals", "errors"],
+            Overall([*every_k, *extra, f"mrr@{k}", f"ndcg@{k}", f"precision@{k}", *answer,
+                     "total_questions", "successful_retrievals", "errors"],
                     title=f"Overall (k={', '.join(map(str, self.options.k))})"),
             Overall(list(self.figures.timings), title="Timings", what="timing"),
             Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
@@ -476,7 +481,7 @@ class RetrievalTask(Task):
                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
         if record.get("expected_chunk"):
             for j in self.smaller_ks():
-                out[f"recall@{j}"] = 1.0 if self._cut(record, j)[1] is not None else 0.0
+                out[f"recall@{j}"] = self._cut(record, j).scores[f"recall@{j}"]
         return out
 
     def case_verdict(self, record: dict) -> str:
@@ -495,34 +500,14 @@ class RetrievalTask(Task):
             return f"dense: {self.options.model or DEFAULT_MODEL}"
         return self.options.retriever or "bm25"
 
-    def report_record(self, record: dict) -> dict:
-        """The record with its expected chunk's text for the report: from a retrieved chunk
-        with its content hash (one dropped by ``min_score`` too), else from ``--corpus``."""
-        expected = record.get("expected_chunk") or {}
-        if expected.get("content") is not None:
-            return record
-        want = str(expected.get("content_hash")).lower()
-        for c in (record.get("all_retrieved_chunks") or []) + (record.get("retrieved_chunks") or []):
-            if str(c.get("content_hash")).lower() == want and c.get("content") is not None:
-                return {**record, "expected_chunk": {**expected, "content": c["content"]}}
-        if not self.options.corpus:
-            return record
-        try:
-            self.corpus()
-        except Exception:  # noqa: BLE001 - a moved or broken corpus: the report goes without
-            return record
-        chunk = self._by_id.get(str(expected.get("chunk_id")))
-        if chunk is None or chunk.content_hash.lower() != want:
-            if self._by_hash is None:
-                self._by_hash = self._corpus.hash_lookup()  # first chunk with that hash
-            chunk = self._by_hash.get(want)
-        if chunk is None:
-            return record
-        return {**record, "expected_chunk": {**expected, "content": chunk.content}}
-
     def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
-        return [Workbook("retrieval", {"ks": self.options.k, "found_at": self.found_at})]
+        return [Workbook("retrieval", {"ks": self.options.k, "found_at": self.found_at,
+                                       "is_relevant": self.is_relevant})]
 
     def found_at(self, record: dict, k: int) -> bool:
-        """Whether the question's chunk is among its first ``k`` (``min_score`` applied)."""
-        return self._cut(record, k)[1] is not None
+        """Whether a relevant chunk is among the question's first ``k`` (``min_score`` applied)."""
+        return self._cut(record, k).rank is not None
+
+    def is_relevant(self, record: dict, chunk: dict) -> bool:
+        """Whether a retrieved ``chunk`` is one of the record's relevant chunks."""
+        return self.matcher(record).is_relevant(chunk)

@@ -1,0 +1,168 @@
+"""Seed 002 scoring of one question: which retrieved chunks are relevant, and its ranking
+figures through the trec_eval-exact engine (:mod:`queryeval.metrics.ranking`).
+
+A relevant chunk is identified by its content hash (the seed's rule: MD5 hex digest of the
+content, letter case ignored unless ``hash_case=exact``) when it has one, by its chunk id
+otherwise. A record's relevant chunks are ``expected_chunks`` (several, graded) or else its
+one ``expected_chunk`` (the seed's layout, relevance 1).
+
+Each relevant chunk is one judged document: the first retrieved chunk that matches it is
+that document; a later retrieved chunk matching only already-found relevant chunks counts as
+non-relevant (trec_eval credits a document once). The ranking's order is its list order (no
+score ties to break), so the engine's sparse structure (``Hits``: the rank and gain of each
+relevant chunk retrieved, every judgement) is built directly and its metric kernels run on
+it: the same code as ``queryeval.metrics.ranking.evaluate``, without the per-call cost of
+ranking by score (checked equal to pytrec_eval in tests/test_retrieval_multi.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from queryeval.metrics.ranking import MetricSpec, parse_metric
+from queryeval.metrics.ranking._evaluate import _KERNELS as KERNELS
+from queryeval.metrics.ranking._hits import Hits
+
+RANK_METRICS = ("recall", "hit_rate", "mrr", "ndcg", "map", "precision")
+"""The per-question figures at k, in the order a record's ``scores`` lists them."""
+
+
+def relevant_chunks(record: dict) -> list[dict]:
+    """The record's relevant chunks: ``expected_chunks``, or its one ``expected_chunk``."""
+    several = record.get("expected_chunks")
+    if several:
+        return several
+    exp = record.get("expected_chunk") or {}
+    return [{"chunk_id": exp.get("chunk_id") or "", "content_hash": exp.get("content_hash") or "",
+             "relevance": 1}]
+
+
+def _identity(chunk_id: str, digest: str, exact: bool) -> tuple[str, str]:
+    if digest:
+        return ("hash", digest if exact else digest.lower())
+    return ("id", chunk_id)
+
+
+class Matcher:
+    """Which relevant chunk (by index) a retrieved chunk is, for one question."""
+
+    def __init__(self, relevant: list[dict], exact: bool) -> None:
+        self.relevant = relevant
+        self.exact = exact
+        self.by_identity: dict[tuple[str, str], list[int]] = {}
+        for i, rel in enumerate(relevant):
+            key = _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
+            self.by_identity.setdefault(key, []).append(i)
+        self.any_hash = any(kind == "hash" for kind, _ in self.by_identity)
+        self.any_id = any(kind == "id" for kind, _ in self.by_identity)
+
+    def candidates(self, chunk: dict) -> list[int]:
+        """Every relevant chunk the retrieved ``chunk`` matches (by hash, then by id)."""
+        out: list[int] = []
+        if self.any_hash:
+            digest = str(chunk.get("content_hash") or "")
+            out += self.by_identity.get(("hash", digest if self.exact else digest.lower()), ())
+        if self.any_id:
+            chunk_id = chunk.get("chunk_id")
+            if chunk_id not in (None, ""):
+                out += self.by_identity.get(("id", str(chunk_id)), ())
+        return out
+
+    def is_relevant(self, chunk: dict) -> bool:
+        """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
+        return any(int(self.relevant[i].get("relevance", 1)) > 0 for i in self.candidates(chunk))
+
+    def assign(self, chunks: list[dict]) -> list[int | None]:
+        """For each retrieved chunk, the relevant chunk it is credited as (each at most once)."""
+        used: set[int] = set()
+        out: list[int | None] = []
+        for c in chunks:
+            pick = None
+            for i in self.candidates(c):
+                if i not in used:
+                    pick = i
+                    used.add(i)
+                    break
+            out.append(pick)
+        return out
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One question's ranking at k: the chunks kept, the rank of the first relevant one (or
+    None), how many relevant chunks were found, and the figures (``RANK_METRICS`` at k)."""
+
+    chunks: list[dict]
+    rank: int | None
+    found: int
+    scores: dict[str, float]
+
+
+def _hits(assigned: list[list[int | None]], relevant: list[list[dict]], num_ret: list[int]) -> Hits:
+    """The engine's sparse structure (:class:`~queryeval.metrics.ranking._hits.Hits`) for
+    rankings whose order is their list order (no score ties to break), built directly: the
+    0-based rank of each retrieved chunk credited as a relevant chunk, with its relevance as
+    gain, and every relevant chunk's judgement (num_rel, the ideal ordering)."""
+    hq, hrank, hgain, hnth, jq, jrel, iq, ipos, igain = [], [], [], [], [], [], [], [], []
+    for qi, (assign, rel) in enumerate(zip(assigned, relevant, strict=True)):
+        levels = [int(r.get("relevance", 1)) for r in rel]
+        nth = 0
+        for pos, a in enumerate(assign):
+            if a is not None and levels[a] > 0:
+                hq.append(qi)
+                hrank.append(pos)
+                hgain.append(levels[a])
+                hnth.append(nth)  # the engine's position_in_group: hits come in rank order
+                nth += 1
+        jq += [qi] * len(levels)
+        jrel += levels
+        positive = sorted((g for g in levels if g > 0), reverse=True)
+        iq += [qi] * len(positive)
+        ipos += range(len(positive))
+        igain += positive
+    n = len(assigned)
+    q = np.asarray(hq, dtype=np.int64)
+    judged_q = np.asarray(jq, dtype=np.int64)
+    judged_rel = np.asarray(jrel, dtype=np.float64)
+    ideal_q = np.asarray(iq, dtype=np.int64)
+    rank = np.asarray(hrank, dtype=np.int64)
+    gain = np.asarray(hgain, dtype=np.float64)
+    return Hits(
+        n_queries=n, level=1,
+        num_rel=np.bincount(judged_q[judged_rel >= 1], minlength=n),
+        num_ret=np.asarray(num_ret, dtype=np.int64),
+        q=q, rank=rank, gain=gain, nth=np.asarray(hnth, dtype=np.int64),
+        gq=q, grank=rank, ggain=gain, jq=None, jrank=None, jrel=None,
+        ideal_q=ideal_q, ideal_pos=np.asarray(ipos, dtype=np.int64),
+        ideal_gain=np.asarray(igain, dtype=np.float64),
+        judged_q=judged_q, judged_rel=judged_rel)
+
+
+@lru_cache(maxsize=64)
+def _specs(k: int) -> tuple[tuple[str, MetricSpec], ...]:
+    return tuple((name, parse_metric(f"{name}@{k}")) for name in RANK_METRICS)
+
+
+def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
+    """:func:`score_cut` for many questions at once (one pass of the engine's kernels)."""
+    matchers = [Matcher(relevant, exact) for _, relevant in items]
+    assigned = [m.assign(chunks) for m, (chunks, _) in zip(matchers, items, strict=True)]
+    hits = _hits(assigned, [rel for _, rel in items], [len(chunks) for chunks, _ in items])
+    values = {f"{name}@{k}": KERNELS[spec.measure](hits, spec) for name, spec in _specs(k)}
+    found = np.bincount(hits.q, minlength=hits.n_queries)
+    first = np.full(hits.n_queries, -1, dtype=np.int64)
+    lead = hits.nth == 0
+    first[hits.q[lead]] = hits.rank[lead]
+    return [Cut(chunks=chunks, rank=int(first[i]) + 1 if first[i] >= 0 else None, found=int(found[i]),
+                scores={name: float(v[i]) for name, v in values.items()})
+            for i, (chunks, _) in enumerate(items)]
+
+
+def score_cut(chunks: list[dict], relevant: list[dict], k: int, exact: bool) -> Cut:
+    """The figures of the ranking ``chunks`` (already cut to k) against ``relevant``: the
+    engine's kernels (``queryeval.metrics.ranking``: recall, hit_rate, mrr, ndcg, map,
+    precision at k, trec_eval's definitions) on the question's judged ranking."""
+    return score_cuts([(chunks, relevant)], k, exact)[0]
