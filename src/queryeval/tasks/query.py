@@ -104,6 +104,10 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
+    test_suite: int = Field(default=0, ge=0, le=1000)
+    """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
+    test_suite_seed: int = 0
+    """Seed of the neighbour generation (same seed, same neighbours)."""
 
 
 def _lang_of(source: str) -> str:
@@ -115,8 +119,9 @@ def _lang_of(source: str) -> str:
 
 class QueryTask(Task):
     name = "query"
-    figures = Figures(settings=("rules",), counts=(
-        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors"))
+    figures = Figures(settings=("rules", "test_suite", "test_suite_seed"), counts=(
+        "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors",
+        "test_suite_refuted", "test_suite_unknown"))
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -127,6 +132,9 @@ class QueryTask(Task):
         self._engines: dict[str, Any] = {}
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
+        from queryeval.tasks.query_testsuite import TestSuite
+
+        self.test_suite = TestSuite(self.options.test_suite, self.options.test_suite_seed)
 
     # --- engines --------------------------------------------------------------------------
     def _source(self, case_target) -> str:
@@ -177,12 +185,12 @@ class QueryTask(Task):
                 e.close()
             self._engines.clear()
 
-    def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
+    def _execute(self, source: str, query: str, engine: Any = None) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
         from queryeval.systems.engines import QueryExecutionError
         from queryeval.systems.engines.sandbox import unavailable_layers
 
-        engine = self.engine(source)
+        engine = engine or self.engine(source)
         try:
             res = engine.execute(query, timeout_s=self.options.timeout_s, max_rows=self.options.max_rows)
         except QueryExecutionError as err:
@@ -386,6 +394,10 @@ class QueryTask(Task):
         else:
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
+        if self.options.test_suite:
+            from queryeval.tasks.query_testsuite import verdict
+
+            scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
         record["scores"] = scores
         return record
 
@@ -433,10 +445,14 @@ class QueryTask(Task):
         groupings: dict[str, dict[Any, list[Values]]] = {"tag": {}, "question_source": {},
                                                          "building": {}}
         inexact = 0
+        from queryeval.tasks.query_testsuite import TestSuiteTally
+
+        suite = TestSuiteTally()
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
+            suite.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -460,6 +476,9 @@ class QueryTask(Task):
             "rules": self.options.rules,
             **tally.error_summary(),
         })
+        if self.options.test_suite:
+            overall.update({**suite.figures(), "test_suite": self.options.test_suite,
+                            "test_suite_seed": self.options.test_suite_seed})
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
                    for value, gcols in sorted(groups.items())}
@@ -467,7 +486,8 @@ class QueryTask(Task):
         return {"overall_metrics": overall, "group_metrics": group_metrics}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "mapping_exact", "row_f1_bound",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "test_suite_match",
+                   "mapping_exact", "row_f1_bound",
                    "order_score",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
@@ -495,6 +515,9 @@ class QueryTask(Task):
 
     def summary(self, metrics: dict) -> list[Any]:
         keys = [*F1_KEYS, *RATE_KEYS, "cases", "gold_failures", "errors"]
+        if "test_suite_accuracy" in metrics["overall_metrics"]:
+            at = len(F1_KEYS) + len(RATE_KEYS)
+            keys[at:at] = ["test_suite_accuracy", "test_suite_refuted", "test_suite_unknown"]
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")
