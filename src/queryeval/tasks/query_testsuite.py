@@ -20,6 +20,7 @@ task's modes). The neighbours of a gold are built once and cached
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,8 @@ from queryeval.errors import ConfigError
 
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Neighbours checked at once (each in its own sandboxed worker)."""
 
 
 class TestSuite:
@@ -136,22 +139,23 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
     order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))
     unknown: list[str] = []
     original = task.engine(record["source"])
-    for i in order:
-        path = built.paths()[i]
-        with _open(task, path, record["language"], original) as engine:
+
+    def check(i: int, golds_left: list[str]) -> tuple[int, int, list[str], Any, Any, list[str]]:
+        """Neighbour ``i``: (i, executions, golds still equal, (gold, scores) of one that
+        differs, the prediction's result, what failed)."""
+        runs, failed, still, last = 0, [], [], None
+        with _open(task, built.paths()[i], record["language"], original) as engine:
             got, pinfo = task._execute(record["source"], record["predicted_query"], engine=engine)
-            out["executions"] += 1
+            runs += 1
             if got is None:
-                unknown.append(f"neighbour {i}: the prediction {pinfo['status']}: "
-                               f"{pinfo.get('reason')}")
-                continue
-            still, last = [], None
-            for q in alive:
+                return i, runs, list(golds_left), None, None, [
+                    f"neighbour {i}: the prediction {pinfo['status']}: {pinfo.get('reason')}"]
+            for q in golds_left:
                 gold, ginfo = task._execute(record["source"], q, engine=engine)
-                out["executions"] += 1
+                runs += 1
                 if gold is None:
-                    unknown.append(f"neighbour {i}: the gold {ginfo['status']}: "
-                                   f"{ginfo.get('reason')}")
+                    failed.append(f"neighbour {i}: the gold {ginfo['status']}: "
+                                  f"{ginfo.get('reason')}")
                     still.append(q)  # this neighbour cannot judge it
                     continue
                 same, ts = _exact(task, record, got, gold, q)
@@ -159,21 +163,40 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
                     still.append(q)
                 else:
                     last = (gold, ts)
-            out["checked"] += 1
-            if not still:
+        return i, runs, still, last, got, failed
+
+    # Neighbours run in batches of WORKERS at once, smallest first: the first batch with a
+    # refutation names its smallest refuting neighbour (the smallest of all).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for start in range(0, len(order), WORKERS):
+            batch = list(pool.map(lambda i, a=tuple(alive): check(i, list(a)),
+                                  order[start:start + WORKERS]))
+            refuting = None
+            for i, runs, still, last, got, failed in batch:
+                out["executions"] += runs
+                unknown += failed
+                if got is not None and not failed:
+                    out["checked"] += 1
+                alive = [q for q in alive if q in still]
+                if last is not None and refuting is None:
+                    refuting = (i, last, got)
+            if not alive and refuting is not None:
                 from queryeval.systems.engines.neighbours import database_rows
-                gold, ts = last
+
+                i, (gold, ts), got = refuting
+                path = built.paths()[i]
                 dialect = "sparql" if record["language"] == "sparql" else path.suffix.lstrip(".")
-                rows = database_rows(path, "sqlite" if dialect == "sqlite" else dialect)
+                rows = database_rows(path, dialect)
                 out["refuted_by"] = {
                     "neighbour": i, "rows": built.neighbours[i].rows,
                     "database": {t: {"columns": v["columns"], "rows": v["rows"][:REFUTED_ROWS],
                                      "total": len(v["rows"])} for t, v in rows.items()},
                     "result_sample": sample(
                         gold, got, list(ts.mapping) if ts.mapping is not None else None)}
-                return done(0.0, f"refuted by neighbour database {i} ({built.neighbours[i].rows} "
-                                 "rows): the results differ there")
-            alive = still
+                return done(0.0, f"refuted by neighbour {i} ({built.neighbours[i].rows} rows): "
+                                 "gold and prediction give different results there")
     if unknown:
         out["unknown"] = unknown[:5]
         return done(None, f"equal where it could be checked; {len(unknown)} execution(s) "

@@ -27,7 +27,8 @@ from typing import Any
 from queryeval.systems.engines.neighbours.distill import NeighbourSet, sql_neighbours
 from queryeval.systems.engines.neighbours.graphs import sparql_neighbours
 
-__all__ = ["NeighbourSet", "cache_root", "database_rows", "sparql_neighbours", "sql_neighbours"]
+__all__ = ["NeighbourSet", "cache_root", "database_rows", "sparql_neighbours", "sql_neighbours",
+           "under_constrained"]
 
 
 def cache_root() -> Path:
@@ -78,3 +79,13 @@ def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
         return out
     finally:
         conn.close()
+
+
+def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0, *,
+                      cache_dir: Path | None = None) -> list[str]:
+    """The mutants of a SQL ``gold`` (:mod:`.mutants`) that neither ``source`` (a sqlite or
+    DuckDB file) nor any of its ``n`` neighbour databases tells apart from it: a gold whose
+    trivial variants no database separates asks an under-constrained question (or carries a
+    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``."""
+    dialect = "duckdb" if Path(source).suffix.lower() == ".duckdb" else "sqlite"
+    return list(sql_neighbours(source, dialect, gold, n, seed=seed, cache_dir=cache_dir).survivors)
