@@ -49,15 +49,18 @@ def rebuild(db: Path, database: dict, out: Path) -> sqlite3.Connection:
     src = sqlite3.connect(db)
     ddl = [r[0] for r in src.execute("SELECT sql FROM sqlite_master WHERE type='table'")]
     src.close()
-    conn = sqlite3.connect(out)
+    conn = sqlite3.connect(out, isolation_level=None)
     conn.execute("PRAGMA foreign_keys=ON")
     for stmt in ddl:
         conn.execute(stmt)
-    for table in ("dept", "emp"):  # parents first
+    conn.execute("BEGIN")
+    conn.execute("PRAGMA defer_foreign_keys=ON")  # emp refers to emp
+    for table in ("dept", "emp"):
         part = database[table]
         assert part["total"] == len(part["rows"])  # small: every row was kept
         marks = ", ".join("?" for _ in part["columns"])
         conn.executemany(f"INSERT INTO {table} VALUES ({marks})", part["rows"])
+    conn.execute("COMMIT")
     return conn
 
 

@@ -187,8 +187,12 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
 
                 i, (gold, ts), got = refuting
                 path = built.paths()[i]
-                dialect = "sparql" if record["language"] == "sparql" else path.suffix.lstrip(".")
-                rows = database_rows(path, dialect)
+                if record["language"] == "sparql":  # what the neighbour changed in the graph
+                    from queryeval.systems.engines.neighbours.graphs import graph_diff
+
+                    rows = graph_diff(_paths(record["source"]), path)
+                else:
+                    rows = database_rows(path, path.suffix.lstrip("."))
                 out["refuted_by"] = {
                     "neighbour": i, "rows": built.neighbours[i].rows,
                     "database": {t: {"columns": v["columns"], "rows": v["rows"][:REFUTED_ROWS],

@@ -54,9 +54,9 @@ def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
     from queryeval.systems.engines.neighbours.schema import _q
 
     if dialect == "sparql":
-        return {"triples": {"columns": ["triple"],
-                            "rows": [[line] for line in Path(path).read_text(
-                                encoding="utf-8").splitlines() if line.strip()]}}
+        from queryeval.systems.engines.neighbours.graphs import nt_lines
+
+        return {"triples": {"columns": ["triple"], "rows": [[t] for t in sorted(nt_lines([path]))]}}
     if dialect == "sqlite":
         import sqlite3
 

@@ -214,3 +214,22 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     except OSError:
         shutil.rmtree(final, ignore_errors=True)
     return out
+
+
+def nt_lines(paths: Sequence[str | Path]) -> set[str]:
+    """Every triple of the files as an N-Triples line."""
+    import pyoxigraph as ox
+
+    store = ox.Store()
+    for p in paths:
+        fmt = ox.RdfFormat.from_extension(Path(p).suffix.lstrip(".")) or ox.RdfFormat.TURTLE
+        store.load(path=str(p), format=fmt)
+    return {f"{q.subject} {q.predicate} {q.object} ." for q in store}
+
+
+def graph_diff(original: Sequence[str | Path], neighbour: str | Path) -> dict[str, dict]:
+    """What a neighbour graph changed: its ``added`` and ``removed`` triples (N-Triples
+    lines, sorted), as tables of one column."""
+    before, after = nt_lines(original), nt_lines([neighbour])
+    return {"added": {"columns": ["triple"], "rows": [[t] for t in sorted(after - before)]},
+            "removed": {"columns": ["triple"], "rows": [[t] for t in sorted(before - after)]}}
