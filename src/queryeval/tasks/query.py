@@ -403,9 +403,11 @@ class QueryTask(Task):
 
     def case_passed(self, record: dict) -> bool:
         """An attempt passes (``--repeats``) when its result table matches the gold one
-        exactly (``exact_match_f1`` = 1); a failed call does not pass."""
+        exactly (``exact_match_f1`` = 1) and no neighbour refuted it (``test_suite_match`` is
+        not 0, under --test-suite); a failed call does not pass."""
         scores = record.get("scores") or {}
-        return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0
+        return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0 \
+            and scores.get("test_suite_match") != 0.0
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
@@ -528,6 +530,10 @@ class QueryTask(Task):
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
+        if "test_suite_accuracy" in metrics["overall_metrics"]:
+            from queryeval.tasks.query_testsuite import summary_note
+
+            out.append(summary_note(metrics["overall_metrics"]))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
         return out

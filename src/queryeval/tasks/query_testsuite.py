@@ -233,3 +233,16 @@ class TestSuiteTally:
             mean.add(v)
         return {"test_suite_accuracy": mean.mean(), "test_suite_refuted": self.refuted,
                 "test_suite_unknown": self.unknown}
+
+
+def summary_note(overall: dict) -> Any:
+    """The console's sentence on the test-suite verdicts (from the run's figures)."""
+    from queryeval.tasks.content import Note
+
+    refuted, unknown = overall.get("test_suite_refuted", 0), overall.get("test_suite_unknown", 0)
+    text = (f"test suite: gold and prediction also ran on {overall.get('test_suite')} "
+            f"neighbour database(s) per case (seed {overall.get('test_suite_seed')}); "
+            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there; "
+            "not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
+            "gives the reason and, for a refutation, the distinguishing rows.")
+    return Note(text, "warning" if refuted or unknown else "info")
