@@ -23,6 +23,7 @@ from queryeval.suite.models import Case, DataSource
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
+from queryeval.tasks.query_testsuite import TestSuite, TestSuiteTally, summary_note, verdict
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
@@ -132,8 +133,6 @@ class QueryTask(Task):
         self._engines: dict[str, Any] = {}
         self._gold: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
-        from queryeval.tasks.query_testsuite import TestSuite
-
         self.test_suite = TestSuite(self.options.test_suite, self.options.test_suite_seed)
 
     # --- engines --------------------------------------------------------------------------
@@ -395,8 +394,6 @@ class QueryTask(Task):
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
         if self.options.test_suite:
-            from queryeval.tasks.query_testsuite import verdict
-
             scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
         record["scores"] = scores
         return record
@@ -447,8 +444,6 @@ class QueryTask(Task):
         groupings: dict[str, dict[Any, list[Values]]] = {"tag": {}, "question_source": {},
                                                          "building": {}}
         inexact = 0
-        from queryeval.tasks.query_testsuite import TestSuiteTally
-
         suite = TestSuiteTally()
         for r in tally.counted(watch(records)):
             scores = r["scores"]
@@ -531,8 +526,6 @@ class QueryTask(Task):
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
         if "test_suite_accuracy" in metrics["overall_metrics"]:
-            from queryeval.tasks.query_testsuite import summary_note
-
             out.append(summary_note(metrics["overall_metrics"]))
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
