@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from queryeval.systems.engines.neighbours import (
     database_rows,
@@ -205,3 +207,70 @@ def test_under_constrained_names_the_mutants_no_database_refutes(company, tmp_pa
     # a well-posed filter: every mutant is told apart
     assert under_constrained("SELECT name FROM emp WHERE salary > 100", company, 10, 0,
                              cache_dir=cache) == []
+
+
+# --- property: random schemas, every declared constraint holds -------------------------------
+@st.composite
+def schemas(draw):
+    """2-4 tables: an integer key, a text column (NOT NULL / UNIQUE at random), a real
+    column, a foreign key to an earlier table or to itself (nullable or not), sometimes a
+    composite UNIQUE; 3 rows each that satisfy all of it."""
+    tables = []
+    for i in range(draw(st.integers(2, 4))):
+        a_nn, a_uq = draw(st.booleans()), draw(st.booleans())
+        b_nn = draw(st.booleans())
+        ref = draw(st.integers(0, i)) if i else 0
+        fk_nn = draw(st.booleans())
+        pair = draw(st.booleans())
+        tables.append((a_nn, a_uq, b_nn, ref, fk_nn, pair))
+    return tables
+
+
+def _create(spec) -> str:
+    out = []
+    for i, (a_nn, a_uq, b_nn, ref, fk_nn, pair) in enumerate(spec):
+        cols = ["id INTEGER PRIMARY KEY",
+                f"a TEXT{' NOT NULL' if a_nn else ''}{' UNIQUE' if a_uq else ''}",
+                f"b REAL{' NOT NULL' if b_nn else ''}",
+                f"r INTEGER{' NOT NULL' if fk_nn else ''} REFERENCES t{ref}(id)"]
+        if pair:
+            cols.append("UNIQUE (a, b)")
+        out.append(f"CREATE TABLE t{i} ({', '.join(cols)});")
+    return "\n".join(out)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spec=schemas(), seed=st.integers(0, 1000))
+def test_property_random_schemas_keep_every_constraint(tmp_path_factory, spec, seed):
+    folder = tmp_path_factory.mktemp("schema")
+    db = folder / "s.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.executescript(_create(spec))
+    for i in range(len(spec)):
+        for r in (1, 2, 3):
+            conn.execute(f"INSERT INTO t{i} VALUES (?, ?, ?, ?)", (r, f"v{i}{r}", r / 2, 1))
+    conn.commit()
+    conn.close()
+    gold = "SELECT t0.a FROM t0 WHERE t0.b > 1"
+    built = sql_neighbours(db, "sqlite", gold, 3, seed=seed, cache_dir=folder / "c")
+    assert len(built.neighbours) == 3
+    for path in built.paths():
+        n = sqlite3.connect(path)
+        assert n.execute("PRAGMA foreign_key_check").fetchall() == []
+        for i, (a_nn, a_uq, b_nn, ref, fk_nn, pair) in enumerate(spec):
+            rows = n.execute(f"SELECT id, a, b, r FROM t{i}").fetchall()
+            ids = {r[0] for r in rows}
+            parents = ids if ref == i else {r[0] for r in n.execute(f"SELECT id FROM t{ref}")}
+            assert len(ids) == len(rows)
+            assert not a_nn or all(r[1] is not None for r in rows)
+            assert not b_nn or all(r[2] is not None for r in rows)
+            assert not fk_nn or all(r[3] is not None for r in rows)
+            assert all(r[3] is None or r[3] in parents for r in rows)
+            if a_uq:
+                vals = [r[1] for r in rows if r[1] is not None]
+                assert len(vals) == len(set(vals))
+            if pair:
+                vals = [(r[1], r[2]) for r in rows if None not in (r[1], r[2])]
+                assert len(vals) == len(set(vals))
+        n.close()

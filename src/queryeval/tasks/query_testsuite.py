@@ -20,7 +20,6 @@ task's modes). The neighbours of a gold are built once and cached
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,8 +29,9 @@ from queryeval.errors import ConfigError
 
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
-WORKERS = max(1, min(4, os.cpu_count() or 1))
-"""Neighbours checked at once (each in its own sandboxed worker)."""
+WORKERS = 4
+"""Neighbours checked at once (each in its own sandboxed worker; fixed, not the machine's
+CPU count, so a case's recorded ``executions`` is the same on every machine)."""
 
 
 class TestSuite:

@@ -28,7 +28,7 @@ from queryeval.systems.engines.neighbours import fuzz
 from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
 from queryeval.systems.engines.neighbours.schema import read_schema, write_database
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 """Bumped whenever the same inputs would give other databases (old cache folders are then
 simply not found)."""
 CANDIDATES_PER_NEIGHBOUR = 4
@@ -162,6 +162,7 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
     kept: list[Neighbour] = []
     spares: list[Neighbour] = []
+    empties: list[Neighbour] = []
     budget = max(MIN_CANDIDATES, CANDIDATES_PER_NEIGHBOUR * n)
     k = 0
     try:
@@ -194,7 +195,9 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
                 alive = [s for s in alive if s not in killed]
             elif key[1]:
                 spares.append(nb)
-        chosen = kept + spares[:max(0, n - len(kept))]
+            else:
+                empties.append(nb)  # the gold returns nothing here: used only to fill up
+        chosen = (kept + spares + empties)[:n]
         final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
         for i, nb in enumerate(chosen):
             new = f"neighbour_{i:03d}{SUFFIX[dialect]}"

@@ -164,11 +164,11 @@ def generate(schema: Schema, consts: dict[str, list[Any]], rng: random.Random,
             if len(rows) >= target:
                 break
             row = [p.draw(rng) for p in pools]
-            if not _link(schema, t, row, index, out, rows, rng):
-                continue
             for i, p in enumerate(pools):  # a key part drawn NULL: a fresh value instead
                 if row[i] is None and (p.col.not_null or any(i in k for k in keys[:1])):
                     row[i] = _fresh(p.kind, rng, p.original)
+            if not _link(schema, t, row, index, out, rows, rng):
+                continue
             if any(tuple(row[i] for i in k) in s for k, s in zip(keys, seen, strict=True)
                    if all(row[i] is not None for i in k)):
                 continue
@@ -199,8 +199,10 @@ def _link(schema: Schema, t: Table, row: list[Any], index: dict[str, int], done:
                 row[i] = None
             continue
         if not parents or len(parent_cols) != len(cols):
-            if fk.table.lower() == t.name.lower() and not nullable:
-                continue  # the first row may refer to itself; the database decides
+            if fk.table.lower() == t.name.lower() and len(parent_cols) == len(cols):
+                for i, j in zip(cols, parent_cols, strict=True):
+                    row[i] = row[j]  # the first row of a NOT NULL self reference: itself
+                continue
             return False
         pick = rng.choice(parents)
         for i, j in zip(cols, parent_cols, strict=True):
