@@ -395,6 +395,8 @@ class QueryTask(Task):
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
         if self.options.test_suite:
             scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
+        else:  # re-scored without --test-suite: no verdict of an earlier scoring stays
+            record.pop("test_suite", None)
         record["scores"] = scores
         return record
 

@@ -34,6 +34,18 @@ simply not found)."""
 CANDIDATES_PER_NEIGHBOUR = 4
 MIN_CANDIDATES = 24
 SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
+MUTANT_TIME_FACTOR = 4.0
+_SCHEMAS: dict[tuple, Any] = {}
+
+
+def _schema(source: Path, dialect: str):
+    """:func:`.schema.read_schema`, read once per file version in a process (every gold of a
+    suite shares its database)."""
+    st = source.stat()
+    key = (str(source), dialect, st.st_size, st.st_mtime_ns)
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = read_schema(source, dialect)
+    return _SCHEMAS[key]
 
 
 @dataclass
@@ -142,18 +154,23 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
             return out
     started = time.perf_counter()
     ordered = bool(query_is_ordered(gold, "sql"))
-    schema = read_schema(source, dialect)
+    schema = _schema(source, dialect)
     consts = fuzz.gold_constants(gold, dialect)
     muts = make_mutants(gold, dialect)
     executions = 0
     orig = _session(source, dialect)
     try:
+        t0 = time.perf_counter()
         cols, rows, _ = orig.run(gold, timeout_s, max_rows)
+        # A mutant (a dropped join condition ...) may cost far more than the gold on a large
+        # database: each gets a few times the gold's own time, at most timeout_s (one that
+        # runs out is simply not told apart here; the neighbours are small).
+        mutant_s = min(timeout_s, 1.0 + MUTANT_TIME_FACTOR * (time.perf_counter() - t0))
         gold_key = result_key(cols, rows, ordered)
         alive: list[str] = []
         refuted: list[str] = []
         for _, sql in muts:
-            key = run_key(orig, sql, ordered, timeout_s, max_rows)
+            key = run_key(orig, sql, ordered, mutant_s, max_rows)
             executions += 1
             (refuted if key is not None and key != gold_key else alive).append(sql)
     finally:
@@ -183,7 +200,7 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
                     continue  # the gold fails here: this database judges nothing
                 killed = []
                 for sql in alive:
-                    other = run_key(session, sql, ordered, timeout_s, max_rows)
+                    other = run_key(session, sql, ordered, mutant_s, max_rows)
                     executions += 1
                     if other is not None and other != key:
                         killed.append(sql)
