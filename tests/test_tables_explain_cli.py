@@ -120,18 +120,15 @@ def test_console_csv_html_and_viewer_show_it(ran):
     assert app_js.status_code == 200 and "rec.explanation.map" in app_js.text
 
 
-def test_distinguishing_rows_join_the_explanation_when_recorded():
+def test_no_distinguishing_item_without_a_refutation():
+    """The distinguishing item comes from a test-suite refutation only (its end-to-end check:
+    tests/test_testsuite_sql.py::test_right_by_accident_is_refuted_with_its_distinguishing_database)."""
     from queryeval.tasks.query_explain import explanation
 
-    rec = {"predicted_execution": {"status": "ok"},
-           "test_suite": {"distinguishing": {"items": [[1, "bob", 120]]}}}
     gold = {"columns": ["n"], "rows": [["bob"]]}
-    got = explanation(rec, gold, gold, {"ordered": False}, ["n"], "clean")
-    assert [i["kind"] for i in got] == ["distinguishing"]
-    assert got[0]["detail"] == {"items": [[1, "bob", 120]]}
-    assert '"bob"' in got[0]["message"]
-    assert explanation({"predicted_execution": {"status": "ok"}}, gold, gold,
-                       {"ordered": False}, ["n"], "clean") == []
+    for suite in (None, {"match": 1.0, "reason": "equal"}, {"refuted_by": "not a dict"}):
+        rec = {"predicted_execution": {"status": "ok"}, **({"test_suite": suite} if suite else {})}
+        assert explanation(rec, gold, gold, {"ordered": False}, ["n"], "clean") == []
 
 
 def test_a_failed_prediction_says_why(tmp_path):

@@ -114,6 +114,8 @@ def command(
     endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
     rules: Literal["clean", "buildingqa"] | None = typer.Option(
         None, "--rules", help="Query: table metric rules (default: clean)."),
+    test_suite: int | None = typer.Option(
+        None, "--test-suite", min=0, help="Query: also compare on N neighbour databases/graphs (test_suite_match; docs/test-suite.md)."),
     data: Path | None = typer.Option(None, "--data", help="Fields: the data table whose values are retrieved."),
     n: list[str] = typer.Option([], "--n", help="Fields: values retrieved per field: N, or FIELD=N (repeatable)."),
     tuning: Path | None = typer.Option(None, "--tuning", help="Fields: N and model per field from a `queryeval tune` JSON."),
@@ -252,6 +254,8 @@ def command(
             task_options["source"] = ",".join(sources)
         if rules:
             task_options["rules"] = rules
+        if test_suite is not None:
+            task_options["test_suite"] = test_suite
         if data:
             task_options["data"] = str(data)
         if tuning:

@@ -209,6 +209,7 @@ def query_details(record: dict) -> str:
     else:
         parts.append('<p class="note">no result rows in this log (written before they were '
                      "kept; re-score it to add them)</p>")
+    parts.append(_test_suite(record.get("test_suite")))
     scores = record.get("scores") or {}
     if scores:
         parts.append(table_of_scores(scores))
@@ -228,6 +229,28 @@ def _why(record: dict) -> str:
     if isinstance(touched, dict) and touched.get("message"):
         out += f'<p class="note touched"><b>what the query touched</b>: {esc(touched["message"])}</p>'
     return out
+
+
+def _test_suite(ts: dict | None) -> str:
+    """--test-suite: the verdict in words and, for a refutation, the distinguishing database
+    (its rows; for a graph the triples it added and removed) and both results there."""
+    if not isinstance(ts, dict):
+        return ""
+    verdict = {1.0: "equal", 0.0: "refuted", None: "unknown"}.get(ts.get("match"), "?")
+    out = [f'<p class="note"><b>test suite ({esc(verdict)})</b>: {esc(ts.get("reason"))}</p>']
+    refuted = ts.get("refuted_by")
+    if isinstance(refuted, dict):
+        for name, part in (refuted.get("database") or {}).items():
+            cols, rows = part.get("columns") or [], part.get("rows") or []
+            body = "".join("<tr>" + "".join(f"<td>{'<i>NULL</i>' if v is None else esc(value_text(v))}</td>"
+                                            for v in row) + "</tr>" for row in rows)
+            out.append(f'<div><b>{esc(name)}</b> <span class="note">({esc(part.get("total"))} rows)</span>'
+                       f'<table class="rows"><thead><tr>{"".join(f"<th>{esc(c)}</th>" for c in cols)}'
+                       f"</tr></thead><tbody>{body}</tbody></table></div>")
+        sample = refuted.get("result_sample") or {}
+        out.append('<div class="rowsbox">' + _rows_table("gold rows there", sample.get("gold"))
+                   + _rows_table("predicted rows there", sample.get("predicted")) + "</div>")
+    return "".join(out)
 
 
 def table_of_scores(scores: dict) -> str:

@@ -26,6 +26,7 @@ from queryeval.tasks import judging, query_judge
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
+from queryeval.tasks.query_testsuite import TestSuite, TestSuiteTally, summary_note, verdict
 
 RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
 SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
@@ -110,6 +111,10 @@ class QueryOptions(TaskOptions):
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
     judge: JudgeOptions | None = None
     """The LLM judge where execution cannot decide (tasks/query_judge.py, docs/judge.md)."""
+    test_suite: int = Field(default=0, ge=0, le=1000)
+    """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
+    test_suite_seed: int = 0
+    """Seed of the neighbour generation (same seed, same neighbours)."""
 
 
 def _lang_of(source: str) -> str:
@@ -121,9 +126,10 @@ def _lang_of(source: str) -> str:
 
 class QueryTask(Task):
     name = "query"
-    figures = Figures(settings=("rules",), counts=(
+    figures = Figures(settings=("rules", "test_suite", "test_suite_seed"), counts=(
         "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors",
-        *judging.COUNTS), unbounded=judging.UNBOUNDED)
+        "test_suite_refuted", "test_suite_unknown", *judging.COUNTS),
+        unbounded=judging.UNBOUNDED)
     Options = QueryOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -137,6 +143,7 @@ class QueryTask(Task):
         self.case_judge = judging.CaseJudge(self.options.judge)
         if self.options.judge is not None:  # the judge's verdict and reason per case
             self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
+        self.test_suite = TestSuite(self.options.test_suite, self.options.test_suite_seed)
 
     # --- engines --------------------------------------------------------------------------
     def _source(self, case_target) -> str:
@@ -191,12 +198,12 @@ class QueryTask(Task):
     def batch_info(self) -> dict:
         return self.case_judge.info()
 
-    def _execute(self, source: str, query: str) -> tuple[dict | None, dict]:
+    def _execute(self, source: str, query: str, engine: Any = None) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""
         from queryeval.systems.engines import QueryExecutionError
         from queryeval.systems.engines.sandbox import unavailable_layers
 
-        engine = self.engine(source)
+        engine = engine or self.engine(source)
         try:
             res = engine.execute(query, timeout_s=self.options.timeout_s, max_rows=self.options.max_rows)
         except QueryExecutionError as err:
@@ -400,6 +407,10 @@ class QueryTask(Task):
         elif record["predicted_execution"].get("status") != "unscorable":
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
+        if self.options.test_suite:
+            scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
+        else:  # re-scored without --test-suite: no verdict of an earlier scoring stays
+            record.pop("test_suite", None)
         from queryeval.tasks import query_explain as qx  # why it differs, what it touched
 
         record["explanation"] = qx.explanation(record, pred, gold, record.get("comparison", {}),
@@ -410,12 +421,14 @@ class QueryTask(Task):
 
     def case_passed(self, record: dict) -> bool:
         """An attempt passes (``--repeats``) when its result table matches the gold one
-        exactly (``exact_match_f1`` = 1); a failed call does not pass."""
+        exactly (``exact_match_f1`` = 1) and no neighbour refuted it (``test_suite_match`` is
+        not 0, under --test-suite); a failed call does not pass."""
         scores = record.get("scores") or {}
         judged = query_judge.judge_verdict(record)
         if judged is not None:
             return judged
-        return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0
+        return record.get("status") != "error" and scores.get("exact_match_f1") == 1.0 \
+            and scores.get("test_suite_match") != 0.0
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
@@ -459,11 +472,13 @@ class QueryTask(Task):
         from queryeval.tasks.query_explain import DiagnosisTally
 
         diagnosis = DiagnosisTally()  # schema_* means, cases per kind of difference
+        suite = TestSuiteTally()
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
             diagnosis.add(r)
+            suite.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -489,6 +504,9 @@ class QueryTask(Task):
             **judge.overall(self.options.judge),
             **diagnosis.overall(),
         })
+        if self.options.test_suite:
+            overall.update({**suite.figures(), "test_suite": self.options.test_suite,
+                            "test_suite_seed": self.options.test_suite_seed})
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
                    for value, gcols in sorted(groups.items())}
@@ -497,8 +515,8 @@ class QueryTask(Task):
                 "differences": diagnosis.differences()}
 
     # --- outputs -----------------------------------------------------------------------------------
-    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, *SCHEMA_KEYS, "mapping_exact",
-                   "row_f1_bound", "order_score", "why", "touched",
+    csv_columns = ["case_id", "question", *F1_KEYS, *RATE_KEYS, "test_suite_match", *SCHEMA_KEYS,
+                   "mapping_exact", "row_f1_bound", "order_score", "why", "touched",
                    "gold_matched", "gold_rows", "gold_columns",
                    "predicted_rows", "predicted_columns", "predicted_status", "predicted_reason",
                    "gold_query", "predicted_query", "error"]
@@ -529,6 +547,9 @@ class QueryTask(Task):
     def summary(self, metrics: dict) -> list[Any]:
         keys = [*F1_KEYS, *RATE_KEYS, *(k for k in SCHEMA_KEYS if k in metrics["overall_metrics"]),
                 "cases", "gold_failures", "errors"]
+        if "test_suite_accuracy" in metrics["overall_metrics"]:
+            at = len(F1_KEYS) + len(RATE_KEYS)
+            keys[at:at] = ["test_suite_accuracy", "test_suite_refuted", "test_suite_unknown"]
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")
@@ -539,6 +560,8 @@ class QueryTask(Task):
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
+        if "test_suite_accuracy" in metrics["overall_metrics"]:
+            out.append(summary_note(metrics["overall_metrics"]))
         out += judging.note_for(self.options.judge, metrics["overall_metrics"])
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))

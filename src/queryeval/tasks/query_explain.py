@@ -4,7 +4,7 @@
   :func:`~queryeval.metrics.tables.explain.explain_tables` gives for the scored table pair,
   or one item saying why there was no table to compare (the prediction failed, returned
   nothing, could not be scored), plus the distinguishing database of a test-suite
-  refutation when the record carries one (``test_suite.distinguishing``). Computed once,
+  refutation when the record carries one (``test_suite.refuted_by``). Computed once,
   when the case is scored, and stored on the record as ``explanation``; every report reads
   that list.
 * :func:`touched_fields` — what the predicted and the gold queries touched
@@ -57,18 +57,21 @@ def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mappi
 
 
 def distinguishing(record: dict) -> list[dict]:
-    """The distinguishing database of a refutation (``test_suite.distinguishing``, recorded
-    by the test-suite comparison) as one explanation item; none when absent."""
+    """The distinguishing database of a test-suite refutation (``test_suite.refuted_by``,
+    recorded by tasks/query_testsuite.py: the neighbour's tables, or for a graph the triples it
+    changed, and both results there) as one explanation item; none when absent."""
     suite = record.get("test_suite")
-    found = suite.get("distinguishing") if isinstance(suite, dict) else None
-    if not found:
+    found = suite.get("refuted_by") if isinstance(suite, dict) else None
+    if not isinstance(found, dict):
         return []
-    text = json.dumps(found, ensure_ascii=False, default=str)
+    tables = found.get("database") if isinstance(found.get("database"), dict) else {}
+    text = json.dumps({name: part.get("rows") for name, part in tables.items()
+                       if isinstance(part, dict)}, ensure_ascii=False, default=str)
     if len(text) > 600:
         text = text[:599] + "…"
     return [{"kind": "distinguishing",
-             "message": "refuted on a neighbour database where the two queries give different "
-                        f"results: {text}", "detail": found}]
+             "message": f"refuted on neighbour {found.get('neighbour')}, where the two queries "
+                        f"give different results: {text}", "detail": found}]  # JSON: one line
 
 
 # --- what the query touched -------------------------------------------------------------------

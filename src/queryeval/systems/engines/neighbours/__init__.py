@@ -1,0 +1,91 @@
+"""Neighbour databases and graphs for test-suite accuracy (docs/test-suite.md).
+
+A prediction that returns the gold's rows on the suite's database may be right by accident
+(``WHERE name IN ('bob', 'carol')`` for ``WHERE salary > 100``). Test-suite accuracy (Zhong,
+Yu & Klein, EMNLP 2020) runs both queries on more databases, distilled so that they tell
+near-misses of the gold apart. This package builds those databases from the suite's own:
+
+* :func:`sql_neighbours` (sqlite, DuckDB): the same schema; rows fuzzed per column type with
+  the gold's constants and the original values (:mod:`.fuzz`), the declared constraints
+  enforced on insert (:mod:`.schema`); among the candidates, those that tell apart a mutant
+  of the gold (:mod:`.mutants`) the earlier ones did not are kept (:mod:`.distill`).
+* :func:`sparql_neighbours` (:mod:`.graphs`): the suite's graph with the triples the gold's
+  patterns touch perturbed (dropped, duplicated onto fresh IRIs, retyped, rewired).
+
+Both are deterministic from a seed and cached per gold under the queryeval cache folder
+(``$QUERYEVAL_CACHE_DIR/testsuite``, else ``.queryeval-cache/testsuite``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+from pathlib import Path
+from typing import Any
+
+from queryeval.systems.engines.neighbours.distill import NeighbourSet, sql_neighbours
+from queryeval.systems.engines.neighbours.graphs import sparql_neighbours
+
+__all__ = ["NeighbourSet", "cache_root", "database_rows", "sparql_neighbours", "sql_neighbours",
+           "under_constrained"]
+
+
+def cache_root() -> Path:
+    """``$QUERYEVAL_CACHE_DIR/testsuite`` when the variable is set, else
+    ``.queryeval-cache/testsuite`` under the current folder (as the other caches)."""
+    base = os.environ.get("QUERYEVAL_CACHE_DIR")
+    return (Path(base).expanduser() if base else Path(".queryeval-cache")) / "testsuite"
+
+
+def plain(value: Any) -> Any:
+    """A cell as JSON can hold it (dates as ISO text, decimals as numbers, bytes as hex)."""
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return value
+
+
+def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
+    """Every table of a (small) neighbour database: ``{table: {"columns", "rows"}}``."""
+    from queryeval.systems.engines.neighbours.schema import _q
+
+    if dialect == "sparql":
+        from queryeval.systems.engines.neighbours.graphs import nt_lines
+
+        return {"triples": {"columns": ["triple"], "rows": [[t] for t in sorted(nt_lines([path]))]}}
+    if dialect == "sqlite":
+        import sqlite3
+
+        conn: Any = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name").fetchall()]
+    else:
+        import duckdb
+
+        conn = duckdb.connect(str(path), read_only=True)
+        names = [r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall()]
+    try:
+        out = {}
+        for name in names:
+            cur = conn.execute(f"SELECT * FROM {_q(name)}")
+            cols = [d[0] for d in cur.description]
+            out[name] = {"columns": cols, "rows": [[plain(v) for v in r] for r in cur.fetchall()]}
+        return out
+    finally:
+        conn.close()
+
+
+def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0, *,
+                      cache_dir: Path | None = None) -> list[str]:
+    """The mutants of a SQL ``gold`` (:mod:`.mutants`) that neither ``source`` (a sqlite or
+    DuckDB file) nor any of its ``n`` neighbour databases tells apart from it: a gold whose
+    trivial variants no database separates asks an under-constrained question (or carries a
+    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``."""
+    dialect = "duckdb" if Path(source).suffix.lower() == ".duckdb" else "sqlite"
+    return list(sql_neighbours(source, dialect, gold, n, seed=seed, cache_dir=cache_dir).survivors)

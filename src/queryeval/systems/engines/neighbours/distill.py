@@ -1,0 +1,235 @@
+"""Distillation: of the candidate neighbour databases, keep those that tell apart a mutant
+of the gold that no earlier database (nor the original) told apart; fill up to N with the
+next candidates whose gold result is not empty. Deterministic from the seed; cached per
+(database contents, dialect, gold, N, seed) in a folder of the test-suite cache.
+
+The gold and its mutants run here in this process on the generated files through the
+locked-down sessions of :mod:`..sql` (read-only connection, the statement check, the
+authorizer, the deadline): they come from the suite, not from the system under test, whose
+queries only ever run in the sandboxed workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval.systems.engines.neighbours import fuzz
+from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
+from queryeval.systems.engines.neighbours.schema import read_schema, write_database
+
+GENERATOR_VERSION = 2
+"""Bumped whenever the same inputs would give other databases (old cache folders are then
+simply not found)."""
+CANDIDATES_PER_NEIGHBOUR = 4
+MIN_CANDIDATES = 24
+SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
+MUTANT_TIME_FACTOR = 4.0
+_SCHEMAS: dict[tuple, Any] = {}
+
+
+def _schema(source: Path, dialect: str):
+    """:func:`.schema.read_schema`, read once per file version in a process (every gold of a
+    suite shares its database)."""
+    st = source.stat()
+    key = (str(source), dialect, st.st_size, st.st_mtime_ns)
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = read_schema(source, dialect)
+    return _SCHEMAS[key]
+
+
+@dataclass
+class Neighbour:
+    file: str
+    """File name in the set's folder."""
+    rows: int
+    """Rows in all its tables."""
+    kills: list[str] = field(default_factory=list)
+    """The mutants (SQL) it was kept for: the first database to tell each apart."""
+
+
+@dataclass
+class NeighbourSet:
+    folder: Path
+    dialect: str
+    neighbours: list[Neighbour]
+    mutants: list[list[str]]
+    """Every mutant as [what changed, SQL]."""
+    refuted_on_original: list[str]
+    """Mutants whose result already differs on the original database."""
+    survivors: list[str]
+    """Mutants that neither the original nor any kept neighbour tells apart from the gold."""
+    candidates: int = 0
+    executions: int = 0
+    """Queries run to generate and distil (gold and mutants, every candidate)."""
+    seconds: float = 0.0
+    cached: bool = False
+
+    def paths(self) -> list[Path]:
+        return [self.folder / n.file for n in self.neighbours]
+
+    def to_json(self) -> dict:
+        doc = asdict(self)
+        doc["folder"] = str(self.folder)
+        doc.pop("cached")
+        return doc
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
+        f = float(value)
+        return round(f, 9) if math.isfinite(f) else str(f)
+    return str(value) if value is not None else None
+
+
+def result_key(columns: list[str], rows: list, ordered: bool) -> Any:
+    """A result reduced for telling queries apart: its width and its rows, as a bag (a list
+    when the gold sorts)."""
+    canon = [tuple(_canon(v) for v in r) for r in rows]
+    return (len(columns), canon if ordered else Counter(canon))
+
+
+def _session(path: Path, dialect: str):
+    from queryeval.systems.engines.sql import DuckDBSession, SqliteSession
+
+    return SqliteSession(path) if dialect == "sqlite" else DuckDBSession(path, threads=1)
+
+
+def run_key(session: Any, query: str, ordered: bool, timeout_s: float, max_rows: int) -> Any:
+    """The :func:`result_key` of ``query`` on an open session; None when it fails."""
+    from queryeval.systems.engines.base import QueryExecutionError
+
+    try:
+        cols, rows, _ = session.run(query, timeout_s, max_rows)
+    except QueryExecutionError:
+        return None
+    return result_key(cols, rows, ordered)
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def set_key(source: Path, dialect: str, gold: str, n: int, seed: int) -> str:
+    doc = json.dumps([GENERATOR_VERSION, _digest(source), dialect, gold, n, seed])
+    return hashlib.sha256(doc.encode()).hexdigest()[:24]
+
+
+def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed: int = 0,
+                   cache_dir: Path | None = None, timeout_s: float = 30.0,
+                   max_rows: int = 100_000) -> NeighbourSet:
+    """``n`` neighbour databases of ``source`` (a sqlite or DuckDB file) distilled for
+    ``gold``; read from the cache when built before. Raises QueryRefused when the gold is not
+    one read-only query, QueryExecutionError when it fails on the original."""
+    from queryeval.metrics.tables import query_is_ordered
+    from queryeval.systems.engines.neighbours import cache_root
+    from queryeval.systems.engines.sql_safety import check_sql
+
+    check_sql(gold, dialect)  # type: ignore[arg-type]
+    source = Path(source).resolve()
+    folder = (cache_dir or cache_root()) / set_key(source, dialect, gold, n, seed)
+    manifest = folder / "manifest.json"
+    if manifest.is_file():
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        out = NeighbourSet(**{**doc, "folder": folder, "dialect": dialect,
+                              "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
+        if all(p.is_file() for p in out.paths()):
+            out.cached = True
+            return out
+    started = time.perf_counter()
+    ordered = bool(query_is_ordered(gold, "sql"))
+    schema = _schema(source, dialect)
+    consts = fuzz.gold_constants(gold, dialect)
+    muts = make_mutants(gold, dialect)
+    executions = 0
+    orig = _session(source, dialect)
+    try:
+        t0 = time.perf_counter()
+        cols, rows, _ = orig.run(gold, timeout_s, max_rows)
+        # A mutant (a dropped join condition ...) may cost far more than the gold on a large
+        # database: each gets a few times the gold's own time, at most timeout_s (one that
+        # runs out is simply not told apart here; the neighbours are small).
+        mutant_s = min(timeout_s, 1.0 + MUTANT_TIME_FACTOR * (time.perf_counter() - t0))
+        gold_key = result_key(cols, rows, ordered)
+        alive: list[str] = []
+        refuted: list[str] = []
+        for _, sql in muts:
+            key = run_key(orig, sql, ordered, mutant_s, max_rows)
+            executions += 1
+            (refuted if key is not None and key != gold_key else alive).append(sql)
+    finally:
+        orig.close()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
+    kept: list[Neighbour] = []
+    spares: list[Neighbour] = []
+    empties: list[Neighbour] = []
+    budget = max(MIN_CANDIDATES, CANDIDATES_PER_NEIGHBOUR * n)
+    k = 0
+    try:
+        # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
+        # (a mutant equivalent to the gold is never told apart: it must not eat the budget).
+        while k < budget and len(kept) < n and (
+                len(kept) + len(spares) < n or (alive and k < 2 * n)):
+            rng = random.Random(f"{seed}:{k}:{gold}")
+            size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
+            name = f"candidate_{k:03d}{SUFFIX[dialect]}"
+            written = write_database(schema, work / name, fuzz.generate(schema, consts, rng, size))
+            k += 1
+            session = _session(work / name, dialect)
+            try:
+                key = run_key(session, gold, ordered, timeout_s, max_rows)
+                executions += 1
+                if key is None:
+                    continue  # the gold fails here: this database judges nothing
+                killed = []
+                for sql in alive:
+                    other = run_key(session, sql, ordered, mutant_s, max_rows)
+                    executions += 1
+                    if other is not None and other != key:
+                        killed.append(sql)
+            finally:
+                session.close()
+            nb = Neighbour(name, sum(len(r) for r in written.values()), killed)
+            if killed:
+                kept.append(nb)
+                alive = [s for s in alive if s not in killed]
+            elif key[1]:
+                spares.append(nb)
+            else:
+                empties.append(nb)  # the gold returns nothing here: used only to fill up
+        chosen = (kept + spares + empties)[:n]
+        final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
+        for i, nb in enumerate(chosen):
+            new = f"neighbour_{i:03d}{SUFFIX[dialect]}"
+            os.replace(work / nb.file, final / new)
+            nb.file = new
+        out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
+                           k, executions, time.perf_counter() - started)
+        (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1),
+                                             encoding="utf-8")
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(final, folder)
+        except OSError:  # another process built the same set first: use theirs
+            shutil.rmtree(final, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out.folder = folder
+    return out

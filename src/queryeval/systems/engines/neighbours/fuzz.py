@@ -1,0 +1,215 @@
+"""Rows for a neighbour database: fuzzed per column type, seeded with the gold query's
+constants and the original data, respecting NOT NULL, primary and unique keys and foreign
+keys (nullable ones may be NULL).
+
+Each column draws from three pools: the constants the gold compares that column with and
+their neighbours (``c - 1``, ``c``, ``c + 1`` for a number; the text, a variant and a LIKE
+pattern's fill for text), so every filter has rows on both sides of its boundary; the
+column's own values in the original database; and fresh values of its type. The draw is
+from a :class:`random.Random` the caller seeds, so the same seed gives the same rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from queryeval.systems.engines.neighbours.schema import Column, Schema, Table
+
+NULL_RATE = 0.15
+MAX_ROWS = 8
+"""Most rows of a table in a neighbour (small databases make readable counter-examples)."""
+_WORDS = ("alpha", "bob", "carol", "delta", "echo", "zeta", "kilo", "lima", "", "Z")
+
+
+def gold_constants(gold: str, dialect: str) -> dict[str, list[Any]]:
+    """The literals of ``gold`` by the column they are compared with (lower-case name; the
+    key ``""`` holds every literal of the query)."""
+    import sqlglot
+    from sqlglot import exp
+
+    out: dict[str, list[Any]] = {"": []}
+    try:
+        tree = sqlglot.parse_one(gold, read=dialect)
+    except sqlglot.errors.ParseError:
+        return out
+    for lit in tree.find_all(exp.Literal):
+        value: Any = lit.this
+        if not lit.is_string:
+            try:
+                value = int(value)
+            except ValueError:
+                try:
+                    value = float(value)
+                except ValueError:
+                    continue
+        out[""].append(value)
+        node = lit.parent
+        while isinstance(node, (exp.Tuple, exp.Paren, exp.Neg, exp.Cast)):
+            node = node.parent
+        column = None
+        if isinstance(node, (exp.In, exp.Between, exp.Like, exp.ILike)) \
+                and isinstance(node.this, exp.Column):
+            column = node.this
+        elif isinstance(node, exp.Binary):
+            for side in (node.left, node.right):
+                if isinstance(side, exp.Column):
+                    column = side
+        if column is not None:
+            out.setdefault(column.name.lower(), []).append(value)
+            if isinstance(node, (exp.Like, exp.ILike)) and isinstance(value, str):
+                fill = value.replace("%", "").replace("_", "a")
+                out[column.name.lower()] += [fill, "x" + fill + "x"]
+    return out
+
+
+def _kind(col: Column, sample: list[Any]) -> str:
+    t = col.type
+    probe = next((v for v in sample if v is not None), None)
+    if "BOOL" in t or isinstance(probe, bool):
+        return "bool"
+    if isinstance(probe, dt.datetime) or "TIMESTAMP" in t or "DATETIME" in t:
+        return "datetime"
+    if isinstance(probe, dt.date) or t.startswith("DATE"):
+        return "date"
+    if "INT" in t:
+        return "int"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB", "DEC", "NUMERIC")) \
+            or isinstance(probe, (float, decimal.Decimal)):
+        return "real"
+    if isinstance(probe, int):
+        return "int"
+    return "text"
+
+
+def _near(value: Any, kind: str) -> list[Any]:
+    """A constant and values on either side of it, in the column's kind."""
+    try:
+        if kind == "int":
+            v = int(float(value))
+            return [v - 1, v, v + 1]
+        if kind == "real":
+            v = float(value)
+            return [v - 1, v - 0.5, v, v + 0.5, v + 1]
+        if kind in ("date", "datetime"):
+            d = dt.date.fromisoformat(str(value)[:10])
+            days = [d - dt.timedelta(days=1), d, d + dt.timedelta(days=1)]
+            if kind == "datetime":
+                return [dt.datetime.combine(x, dt.time()) for x in days]
+            return days if not isinstance(value, str) else [x.isoformat() for x in days]
+        if kind == "bool":
+            return [True, False]
+    except (ValueError, TypeError, OverflowError):
+        return []
+    s = str(value)
+    return [s, s + "x", s.upper() if s != s.upper() else s.lower()]
+
+
+def _fresh(kind: str, rng: random.Random, sample: list[Any]) -> Any:
+    if kind == "int":
+        return rng.randint(-3, 200)
+    if kind == "real":
+        return round(rng.uniform(-5, 200), 2)
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind in ("date", "datetime"):
+        base = next((v for v in sample if isinstance(v, (dt.date, str))), None)
+        try:
+            d = base if isinstance(base, dt.date) else dt.date.fromisoformat(str(base)[:10])
+        except ValueError:
+            d = dt.date(2024, 1, 1)
+        if isinstance(d, dt.datetime):
+            return d + dt.timedelta(hours=rng.randint(-500, 500))
+        out = d + dt.timedelta(days=rng.randint(-30, 30))
+        return out.isoformat() if isinstance(base, str) or base is None else out
+    return rng.choice(_WORDS) + (str(rng.randint(0, 9)) if rng.random() < 0.3 else "")
+
+
+class ColumnPool:
+    """Where one column's values come from."""
+
+    def __init__(self, col: Column, table: Table, consts: dict[str, list[Any]]) -> None:
+        self.col = col
+        self.original = list(table.values.get(col.name, []))
+        self.kind = _kind(col, self.original)
+        near = [x for c in consts.get(col.name.lower(), []) for x in _near(c, self.kind)]
+        self.constants = list(dict.fromkeys(near))
+
+    def draw(self, rng: random.Random) -> Any:
+        if not self.col.not_null and rng.random() < NULL_RATE:
+            return None
+        r = rng.random()
+        if self.constants and r < 0.5:
+            return rng.choice(self.constants)
+        if self.original and r < 0.8:
+            return rng.choice(self.original)
+        return _fresh(self.kind, rng, self.original)
+
+
+def generate(schema: Schema, consts: dict[str, list[Any]], rng: random.Random,
+             max_rows: int = MAX_ROWS) -> dict[str, list[tuple]]:
+    """Rows per table (values in column order) for one neighbour database."""
+    out: dict[str, list[tuple]] = {}
+    for t in schema.tables:
+        pools = [ColumnPool(c, t, consts) for c in t.columns]
+        index = {c.name: i for i, c in enumerate(t.columns)}
+        keys = [[index[c] for c in k if c in index] for k in t.keys()]
+        seen: list[set[tuple]] = [set() for _ in keys]
+        rows: list[tuple] = []
+        target = rng.randint(1, max_rows)
+        for _ in range(target * 4):
+            if len(rows) >= target:
+                break
+            row = [p.draw(rng) for p in pools]
+            for i, p in enumerate(pools):  # a key part drawn NULL: a fresh value instead
+                if row[i] is None and (p.col.not_null or any(i in k for k in keys[:1])):
+                    row[i] = _fresh(p.kind, rng, p.original)
+            if not _link(schema, t, row, index, out, rows, rng):
+                continue
+            if any(tuple(row[i] for i in k) in s for k, s in zip(keys, seen, strict=True)
+                   if all(row[i] is not None for i in k)):
+                continue
+            for k, s in zip(keys, seen, strict=True):
+                s.add(tuple(row[i] for i in k))
+            rows.append(tuple(row))
+        out[t.name] = rows
+    return out
+
+
+def _link(schema: Schema, t: Table, row: list[Any], index: dict[str, int], done: dict[str, list[tuple]],
+          own: list[tuple], rng: random.Random) -> bool:
+    """Point ``row``'s foreign keys at existing parent rows (NULL for a nullable key, now
+    and then); False when a NOT NULL key has no parent row to point at."""
+    for fk in t.foreign_keys:
+        cols = [index[c] for c in fk.columns if c in index]
+        nullable = all(not t.columns[i].not_null for i in cols)
+        if fk.table.lower() == t.name.lower():
+            parents, parent_cols = own, [index[c] for c in fk.refs if c in index]
+        else:
+            parent = next((p for p in done if p.lower() == fk.table.lower()), None)
+            if parent is None:
+                continue  # a cycle: the reference is left as drawn (the database decides)
+            parents = done[parent]
+            parent_cols = _positions(schema.table(parent), fk.refs)
+        if nullable and (not parents or rng.random() < NULL_RATE):
+            for i in cols:
+                row[i] = None
+            continue
+        if not parents or len(parent_cols) != len(cols):
+            if fk.table.lower() == t.name.lower() and len(parent_cols) == len(cols):
+                for i, j in zip(cols, parent_cols, strict=True):
+                    row[i] = row[j]  # the first row of a NOT NULL self reference: itself
+                continue
+            return False
+        pick = rng.choice(parents)
+        for i, j in zip(cols, parent_cols, strict=True):
+            row[i] = pick[j]
+    return True
+
+
+def _positions(table: Table, names: Iterable[str]) -> list[int]:
+    index = {c.name.lower(): i for i, c in enumerate(table.columns)}
+    return [index[n.lower()] for n in names if n.lower() in index]

@@ -1,0 +1,248 @@
+"""Test-suite accuracy for the query task (``--test-suite N``, docs/test-suite.md).
+
+Per case, :func:`verdict` gives ``test_suite_match``:
+
+* **1** -- the prediction equals a gold on the original database (exact match 1) and, for
+  the same gold, on every one of the N neighbour databases (graphs for SPARQL);
+* **0** -- refuted: it differs on the original, or on a neighbour; the smallest
+  distinguishing neighbour (its rows) and both results there are recorded;
+* **None** -- unknown: a query failed or timed out on a neighbour and none refuted it, the
+  prediction timed out on the original, or it matched only a gold given as a table (which
+  no neighbour can recompute).
+
+Golds and prediction run on each neighbour in the sandboxed workers of the task's engines,
+under the task's ``timeout_s`` and ``max_rows``, one neighbour at a time, smallest first (so
+the first refuting neighbour is the smallest); the comparison is the case's own (order,
+tolerances, required columns: :func:`queryeval.metrics.tables.best_of_golds` with the
+task's modes). The neighbours of a gold are built once and cached
+(:mod:`queryeval.systems.engines.neighbours`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import ConfigError
+
+REFUTED_ROWS = 20
+"""Rows of each table of the distinguishing database kept on the record."""
+WORKERS = 4
+"""Neighbours checked at once (each in its own sandboxed worker; fixed, not the machine's
+CPU count, so a case's recorded ``executions`` is the same on every machine)."""
+
+
+class TestSuite:
+    """The neighbour sets of one run's golds, built once per (source, gold)."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.seed = n, seed
+        self._sets: dict[tuple[str, str], Any] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def neighbours(self, task: Any, source: str, gold: str, language: str):
+        from queryeval.systems.engines import neighbours as nb
+
+        key = (source, gold)
+        with self._lock:
+            if key in self._sets:
+                return self._sets[key]
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._sets:
+                if language == "sparql":
+                    engine = task.engine(source)
+                    if not hasattr(engine, "info"):
+                        raise ConfigError("--test-suite needs the graph's files (--graph): "
+                                          "an endpoint's graph cannot be copied")
+                    built = nb.sparql_neighbours(_paths(source), gold, self.n, seed=self.seed,
+                                                 prefixes=getattr(engine, "prefixes", None))
+                else:
+                    dialect = getattr(task.engine(source), "dialect", "")
+                    if dialect not in ("sqlite", "duckdb"):
+                        raise ConfigError("--test-suite builds neighbour databases for sqlite "
+                                          "and DuckDB files (not PostgreSQL yet)")
+                    built = nb.sql_neighbours(_paths(source)[0], dialect, gold, self.n,
+                                              seed=self.seed, timeout_s=task.options.timeout_s,
+                                              max_rows=task.options.max_rows)
+                with self._lock:
+                    self._sets[key] = built
+        return self._sets[key]
+
+
+def _paths(source: str) -> list[str]:
+    return [p.strip() for p in source.split(",") if p.strip()]
+
+
+def _open(task: Any, path: Path, language: str, original: Any):
+    from queryeval.systems import engines as eng
+
+    if language == "sparql":
+        return eng.LocalSparqlEngine([path], store_dir=path.with_suffix(".store"),
+                                     prefixes=getattr(original, "prefixes", None))
+    if path.suffix == ".duckdb":
+        return eng.DuckDBEngine(path)
+    return eng.SqliteEngine(path)
+
+
+def _exact(task: Any, record: dict, pred: dict, gold: dict, query: str | None) -> tuple[bool, Any]:
+    """Whether ``pred`` matches ``gold`` exactly under the case's rules, and the scores."""
+    from queryeval.metrics.tables import Budget, best_of_golds
+
+    by_text = record["language"] == "sparql" and task.options.rules == "buildingqa"
+    engine = task.engine(record["source"])
+    modes = task._modes(record, ordered=task._ordered(record, query))
+    _, ts = best_of_golds(pred, [gold], gold_queries=[query if by_text else None],
+                          rules=task.options.rules,
+                          budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
+                          pred_query=record["predicted_query"] if by_text else None,
+                          prefixes=getattr(engine, "prefixes", None), **modes)
+    return ts.exact_match_f1 == 1.0, ts
+
+
+def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred: dict | None,
+            info: dict, sample: Callable[[dict, dict, list | None], dict]) -> float | None:
+    """``test_suite_match`` of one scored case; the details go to ``record["test_suite"]``
+    (``sample``: the task's :func:`~queryeval.tasks.query.result_sample`, for the results on
+    the distinguishing neighbour)."""
+    suite: TestSuite = task.test_suite
+    out: dict[str, Any] = {"neighbours": suite.n, "seed": suite.seed, "checked": 0,
+                           "executions": 0}
+    record["test_suite"] = out
+
+    def done(match: float | None, reason: str) -> float | None:
+        out.update({"match": match, "reason": reason})
+        return match
+
+    if pred is None:
+        if info.get("status") == "timeout":
+            return done(None, "the prediction timed out on the original database")
+        return done(0.0, f"the prediction did not run on the original ({info.get('status')})")
+    alive = [q for table, q in golds if q is not None and _exact(task, record, pred, table, q)[0]]
+    if not alive:
+        if any(_exact(task, record, pred, t, None)[0] for t, q in golds if q is None):
+            return done(None, "it matches only a gold given as a table, which no neighbour "
+                              "database can recompute")
+        return done(0.0, "its result differs from the gold's on the original database")
+    try:
+        built = suite.neighbours(task, record["source"], record["gold_query"], record["language"])
+    except ConfigError as exc:  # a source kind without neighbours: said on every case
+        return done(None, str(exc))
+    except Exception as exc:  # noqa: BLE001 - no neighbours: unknown, the reason recorded
+        return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
+    out["neighbours"] = len(built.neighbours)
+    order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))
+    unknown: list[str] = []
+    original = task.engine(record["source"])
+
+    def check(i: int, golds_left: list[str]) -> tuple[int, int, list[str], Any, Any, list[str]]:
+        """Neighbour ``i``: (i, executions, golds still equal, (gold, scores) of one that
+        differs, the prediction's result, what failed)."""
+        runs, failed, still, last = 0, [], [], None
+        with _open(task, built.paths()[i], record["language"], original) as engine:
+            got, pinfo = task._execute(record["source"], record["predicted_query"], engine=engine)
+            runs += 1
+            if got is None:
+                return i, runs, list(golds_left), None, None, [
+                    f"neighbour {i}: the prediction {pinfo['status']}: {pinfo.get('reason')}"]
+            for q in golds_left:
+                gold, ginfo = task._execute(record["source"], q, engine=engine)
+                runs += 1
+                if gold is None:
+                    failed.append(f"neighbour {i}: the gold {ginfo['status']}: "
+                                  f"{ginfo.get('reason')}")
+                    still.append(q)  # this neighbour cannot judge it
+                    continue
+                same, ts = _exact(task, record, got, gold, q)
+                if same:
+                    still.append(q)
+                else:
+                    last = (gold, ts)
+        return i, runs, still, last, got, failed
+
+    # Neighbours run in batches of WORKERS at once, smallest first: the first batch with a
+    # refutation names its smallest refuting neighbour (the smallest of all).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for start in range(0, len(order), WORKERS):
+            batch = list(pool.map(lambda i, a=tuple(alive): check(i, list(a)),
+                                  order[start:start + WORKERS]))
+            refuting = None
+            for i, runs, still, last, got, failed in batch:
+                out["executions"] += runs
+                unknown += failed
+                if got is not None and not failed:
+                    out["checked"] += 1
+                alive = [q for q in alive if q in still]
+                if last is not None and refuting is None:
+                    refuting = (i, last, got)
+            if not alive and refuting is not None:
+                from queryeval.systems.engines.neighbours import database_rows
+
+                i, (gold, ts), got = refuting
+                path = built.paths()[i]
+                if record["language"] == "sparql":  # what the neighbour changed in the graph
+                    from queryeval.systems.engines.neighbours.graphs import graph_diff
+
+                    rows = graph_diff(_paths(record["source"]), path)
+                else:
+                    rows = database_rows(path, path.suffix.lstrip("."))
+                out["refuted_by"] = {
+                    "neighbour": i, "rows": built.neighbours[i].rows,
+                    "database": {t: {"columns": v["columns"], "rows": v["rows"][:REFUTED_ROWS],
+                                     "total": len(v["rows"])} for t, v in rows.items()},
+                    "result_sample": sample(
+                        gold, got, list(ts.mapping) if ts.mapping is not None else None)}
+                return done(0.0, f"refuted by neighbour {i} ({built.neighbours[i].rows} rows): "
+                                 "gold and prediction give different results there")
+    if unknown:
+        out["unknown"] = unknown[:5]
+        return done(None, f"equal where it could be checked; {len(unknown)} execution(s) "
+                          "failed on the neighbours")
+    return done(1.0, f"equal on the original and all {len(built.neighbours)} neighbours")
+
+
+class TestSuiteTally:
+    """``test_suite_accuracy`` (mean of the known verdicts) and the counts beside it."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.refuted = self.unknown = 0
+
+    def add(self, record: dict) -> None:
+        value = (record.get("scores") or {}).get("test_suite_match")
+        if value is None:
+            self.unknown += 1
+            return
+        self.values.append(float(value))
+        self.refuted += value == 0.0
+
+    def figures(self) -> dict:
+        from queryeval.tasks.accum import Values
+
+        mean = Values()
+        for v in self.values:
+            mean.add(v)
+        return {"test_suite_accuracy": mean.mean(), "test_suite_refuted": self.refuted,
+                "test_suite_unknown": self.unknown}
+
+
+def summary_note(overall: dict) -> Any:
+    """The console's sentence on the test-suite verdicts (from the run's figures)."""
+    from queryeval.tasks.content import Note
+
+    refuted, unknown = overall.get("test_suite_refuted", 0), overall.get("test_suite_unknown", 0)
+    text = (f"test suite: gold and prediction also ran on {overall.get('test_suite')} "
+            f"neighbour database(s) per case (seed {overall.get('test_suite_seed')}); "
+            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there; "
+            "not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
+            "gives the reason and, for a refutation, the distinguishing rows.")
+    return Note(text, "warning" if refuted or unknown else "info")

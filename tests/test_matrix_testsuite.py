@@ -1,0 +1,172 @@
+"""The cross-feature matrix for --test-suite (docs/test-suite.md): ``test_suite_match`` per case
+and ``test_suite_accuracy`` overall, in the run kinds that apply (plain, cached, resumed after
+a kill, with a failing call), read back by every consumer (run model, pandas, metrics JSON,
+results CSV, HTML, gates, viewer API) and by both compares; the values are hand-computed
+from examples/testsuite (two predictions right by accident on the shipped database)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import queryeval as qe
+from matrix_checks import check_compare, check_consumers
+from queryeval.cli.app import app
+from test_testsuite_sql import build_example
+
+N = 5
+BOTS = '''
+import json
+from pathlib import Path
+
+ANSWERS = {json.loads(l)["case_id"]: json.loads(l)["query"]
+           for l in (Path(__file__).parent / "predictions.jsonl").read_text().splitlines()}
+QUESTIONS = {"Who earns more than 100?": "high-earners",
+             "Which employees do not earn 100 or less?": "not-at-most-100",
+             "Which department does each employee work in?": "staff-and-departments",
+             "Who works in department 1?": "sales-staff",
+             "How many employees earn at least 120?": "count-at-least-120"}
+
+def right(request):             # the shipped predictions
+    return {"query": ANSWERS[QUESTIONS[request["question"]]]}
+
+def fixed(request):             # the two accidents written properly
+    cid = QUESTIONS[request["question"]]
+    if cid == "high-earners":
+        return {"query": "SELECT name FROM emp WHERE salary > 100"}
+    if cid == "count-at-least-120":
+        return {"query": "SELECT COUNT(*) FROM emp WHERE NOT salary < 120"}
+    return {"query": ANSWERS[cid]}
+
+def failing(request):           # the call for sales-staff fails
+    if QUESTIONS[request["question"]] == "sales-staff":
+        raise RuntimeError("backend down")
+    return right(request)
+'''
+PLAIN = {"high-earners": 0.0, "not-at-most-100": 1.0, "staff-and-departments": 1.0,
+         "sales-staff": 1.0, "count-at-least-120": 0.0}
+FIXED = dict.fromkeys(PLAIN, 1.0)
+FAILING = {**PLAIN, "sales-staff": 0.0}  # no query: it did not run on the original
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tsmatrix")
+    build_example(root)
+    (root / "bots.py").write_text(BOTS)
+    return root
+
+
+def _spec(lab: Path, fn: str) -> str:
+    return f"python:{lab / 'bots.py'}:{fn}"
+
+
+def _run(lab: Path, kind: str, fn: str = "right", **more) -> qe.Run:
+    return qe.evaluate(lab / "suite.yaml", system=_spec(lab, fn), out=lab / "runs" / kind,
+                       reports=True, retries=0, backoff=0.0, name=kind, test_suite=N, **more)
+
+
+@pytest.fixture(scope="module")
+def built(lab):
+    runs: dict[str, qe.Run] = {}
+
+    def get(kind: str) -> qe.Run:
+        if kind in runs:
+            return runs[kind]
+        if kind == "plain":
+            run = _run(lab, kind)
+        elif kind == "fixed":
+            run = _run(lab, kind, "fixed")
+        elif kind == "errors":
+            run = _run(lab, kind, "failing")
+        elif kind == "cached":
+            opts = {"cache": True, "cache_dir": lab / "callcache", "system_version": "v1"}
+            _run(lab, "warm", **opts)
+            run = _run(lab, kind, **opts)
+            assert run.metrics["cache"]["hits"] == len(PLAIN)
+        elif kind == "resumed":
+            done = _run(lab, kind)
+            log = done.path
+            jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
+            lines = jsonl.read_text().splitlines()
+            jsonl.write_text("\n".join(lines[:2]) + '\n{"case_id": "half-wr')
+            for p in log.parent.iterdir():
+                if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
+                    p.unlink()
+            batch = json.loads(log.read_text())
+            batch["status"] = "running"
+            log.write_text(json.dumps(batch))
+            res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
+            assert res.exit_code == 0, res.output
+            run = qe.load(log)
+        else:
+            raise AssertionError(kind)
+        runs[kind] = run
+        return run
+
+    return get
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("plain", PLAIN), ("cached", PLAIN),
+                                                ("resumed", PLAIN), ("errors", FAILING),
+                                                ("fixed", FIXED)])
+def test_every_consumer_reads_test_suite_match(built, lab, kind, expected):
+    run = built(kind)
+    mean = check_consumers(run, "test_suite_match", expected, overall="test_suite_accuracy",
+                           viewer_root=lab / "runs" / kind)
+    assert mean == pytest.approx(sum(expected.values()) / len(expected))
+    assert run.overall["test_suite_refuted"] == sum(v == 0.0 for v in expected.values())
+    # beside the execution metrics: on the shipped database every plain prediction matches
+    if kind in ("plain", "cached", "resumed"):
+        assert run.overall["exact_match_f1"] == 1.0
+
+
+def test_resumed_run_kept_the_verdicts_it_had(built):
+    """The resumed run's first cases come from the cut log, the rest were scored again:
+    the refutation evidence is on both kinds of record."""
+    run = built("resumed")
+    path = run.folder / f"results_{run.batch_id}.jsonl"
+    recs = {r["case_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    assert recs["high-earners"]["test_suite"]["refuted_by"]["database"]["emp"]["rows"]
+    assert recs["count-at-least-120"]["test_suite"]["refuted_by"]["rows"] > 0
+
+
+def test_compare_two_runs_on_test_suite_match(built, tmp_path):
+    check_compare(built("plain"), built("fixed"), "test_suite_match", PLAIN, FIXED, tmp_path)
+
+
+def test_console_and_html_show_the_verdicts(built):
+    run = built("plain")
+    text = str(run)
+    assert re.search(r"test_suite_accuracy\s*│\s*0\.6000", text)
+    assert re.search(r"test_suite_refuted\s*│\s*2\b", text)
+    assert "2 case(s) refuted, 0 unknown" in " ".join(text.split())
+    page = (run.folder / f"report_{run.batch_id}.html").read_text()
+    # a refuted case fails (its details are on the page); the equal ones pass
+    assert page.count("<b>test suite (refuted)</b>") == 2
+    assert "test suite (equal)" not in page
+    assert [c.verdict for c in run.results.cases] == [
+        "fail" if v == 0.0 else "pass" for v in PLAIN.values()]
+    # the distinguishing rows of high-earners are on the page, escaped as every cell
+    rec = next(r for r in map(json.loads, (run.folder / f"results_{run.batch_id}.jsonl")
+                              .read_text().splitlines()) if r["case_id"] == "high-earners")
+    for row in rec["test_suite"]["refuted_by"]["database"]["emp"]["rows"]:
+        assert f"<td>{html.escape(str(row[1]))}</td>" in page
+
+
+def test_cli_flag(lab, tmp_path):
+    for name in ("suite.yaml", "predictions.jsonl", "emp.sqlite"):
+        shutil.copy(lab / name, tmp_path / name)
+    res = CliRunner().invoke(app, ["run", str(tmp_path / "suite.yaml"), "--responses",
+                                   str(tmp_path / "predictions.jsonl"), "--task", "query",
+                                   "--test-suite", "5", "-o", str(tmp_path / "runs"), "-q"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(next((tmp_path / "runs").rglob("metrics_*.json")).read_text())
+    assert doc["overall_metrics"]["test_suite"] == 5
+    assert doc["overall_metrics"]["test_suite_refuted"] == 2
