@@ -98,13 +98,27 @@ typedef struct {
     uint64_t len;
 } Entry;
 
+/* One slot of the open-addressing table: all a look-up of a name of up to 8 bytes reads (one
+ * cache line access, no visit to the Entry): its prefix, a tag (24 high hash bits and the
+ * length, capped at 255) and its code + 1 (0 = empty). Equal tag and prefix mean equal names
+ * when the length is at most 8 (the prefix is then the whole name). */
 typedef struct {
-    int32_t *slots; /* code + 1, 0 = empty */
+    uint64_t prefix;
+    uint32_t tag;
+    int32_t code1;
+} Slot;
+
+typedef struct {
+    Slot *slots;
     size_t mask;
     Entry *e; /* per code */
     size_t n, cap;
     size_t bytes; /* total length of the names */
 } Dict;
+
+static inline uint32_t make_tag(uint64_t h, size_t n) {
+    return ((uint32_t)(h >> 32) & 0xFFFFFF00u) | (uint32_t)(n < 255 ? n : 255);
+}
 
 static inline uint64_t mix(uint64_t h) {
     h ^= h >> 32;
@@ -154,7 +168,7 @@ static inline uint64_t hash_name(const char *s, size_t n, uint64_t prefix) {
 static int dict_init(Dict *d) {
     memset(d, 0, sizeof(*d));
     d->mask = 1023;
-    d->slots = PyMem_RawCalloc(d->mask + 1, sizeof(int32_t));
+    d->slots = PyMem_RawCalloc(d->mask + 1, sizeof(Slot));
     return d->slots ? 0 : -1;
 }
 
@@ -165,14 +179,17 @@ static void dict_free(Dict *d) {
 
 static int dict_grow_table(Dict *d) {
     size_t mask = d->mask * 2 + 1;
-    int32_t *slots = PyMem_RawCalloc(mask + 1, sizeof(int32_t));
+    Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
     if (slots == NULL)
         return -1;
     for (size_t c = 0; c < d->n; c++) {
-        size_t i = d->e[c].hash & mask;
-        while (slots[i])
+        const Entry *e = &d->e[c];
+        size_t i = e->hash & mask;
+        while (slots[i].code1)
             i = (i + 1) & mask;
-        slots[i] = (int32_t)(c + 1);
+        slots[i].prefix = e->prefix;
+        slots[i].tag = make_tag(e->hash, e->len);
+        slots[i].code1 = (int32_t)(c + 1);
     }
     PyMem_RawFree(d->slots);
     d->slots = slots;
@@ -180,17 +197,21 @@ static int dict_grow_table(Dict *d) {
     return 0;
 }
 
-/* Code of a name (added when new); -1 on memory error or more than 2^31 - 16 names. */
-static inline int32_t dict_code(Dict *d, const char *s, size_t n, const char *end) {
-    uint64_t prefix = load_prefix(s, n, end);
-    uint64_t h = hash_name(s, n, prefix);
+/* Code of the name s[0:n] whose prefix and hash are given (added when new); -1 on memory error
+ * or more than 2^31 - 16 names. */
+static inline int32_t dict_code_h(Dict *d, const char *s, size_t n, uint64_t prefix,
+                                  uint64_t h) {
+    const uint32_t tag = make_tag(h, n);
     size_t i = h & d->mask;
     int32_t c;
-    while ((c = d->slots[i]) != 0) {
-        const Entry *e = &d->e[c - 1];
-        if (e->hash == h && e->len == n && e->prefix == prefix &&
-            (n <= 8 || memcmp(e->ptr + 8, s + 8, n - 8) == 0))
-            return c - 1;
+    while ((c = d->slots[i].code1) != 0) {
+        if (d->slots[i].tag == tag && d->slots[i].prefix == prefix) {
+            if (n <= 8)
+                return c - 1;
+            const Entry *e = &d->e[c - 1];
+            if (e->len == n && memcmp(e->ptr + 8, s + 8, n - 8) == 0)
+                return c - 1;
+        }
         i = (i + 1) & d->mask;
     }
     if (d->n >= 0x7FFFFFF0)
@@ -209,12 +230,20 @@ static inline int32_t dict_code(Dict *d, const char *s, size_t n, const char *en
     d->e[c].ptr = s;
     d->e[c].len = n;
     d->bytes += n;
-    d->slots[i] = c + 1;
+    d->slots[i].prefix = prefix;
+    d->slots[i].tag = tag;
+    d->slots[i].code1 = c + 1;
     if (d->n * 2 > d->mask) {
         if (dict_grow_table(d) < 0)
             return -1;
     }
     return c;
+}
+
+/* Code of a name (added when new); -1 as dict_code_h. */
+static inline int32_t dict_code(Dict *d, const char *s, size_t n, const char *end) {
+    uint64_t prefix = load_prefix(s, n, end);
+    return dict_code_h(d, s, n, prefix, hash_name(s, n, prefix));
 }
 
 /* ------------------------------------------------------------------ UTF-8 (Python's rules) */
@@ -613,7 +642,35 @@ static int check_and_count(const char *p, size_t n, size_t *cap) {
     return 0;
 }
 
+/* A document id waiting for its look-up (software pipelining: on a run of many distinct ids
+ * the table outgrows the caches, and each look-up would otherwise wait for memory). */
+#define PIPE 16
+typedef struct {
+    const char *s;
+    size_t n;
+    uint64_t prefix, h;
+    size_t row;
+} Pending;
+
+#if defined(__GNUC__)
+#define PREFETCH(a) __builtin_prefetch((a), 0, 3)
+#else
+#define PREFETCH(a) ((void)0)
+#endif
+
+static inline int resolve(Scan *st, const Pending *pd) {
+    int32_t dc = dict_code_h(&st->dd, pd->s, pd->n, pd->prefix, pd->h);
+    if (dc < 0) {
+        st->status = 2;
+        return -1;
+    }
+    st->dc[pd->row] = dc;
+    return 0;
+}
+
 static void scan_chunk(Scan *st) {
+    Pending pend[PIPE];
+    const size_t first = st->rows;
     const char *p = st->buf, *e = st->buf + st->n;
     const int run = st->run, strict = st->strict;
     const int want = run ? 6 : 4;
@@ -695,15 +752,26 @@ static void scan_chunk(Scan *st) {
             last_qn = fl[0];
             last_qc = qc;
         }
-        int32_t dc = dict_code(&st->dd, fs[2], fl[2], e);
-        if (qc < 0 || dc < 0) {
+        if (qc < 0) {
             st->status = 2;
             return;
         }
         st->qc[row] = qc;
-        st->dc[row] = dc;
+        /* the document id is looked up PIPE lines later: its slot is fetched meanwhile */
+        Pending *pd = &pend[row & (PIPE - 1)];
+        if (row - first >= PIPE && resolve(st, pd) < 0)
+            return;
+        pd->s = fs[2];
+        pd->n = fl[2];
+        pd->prefix = load_prefix(fs[2], fl[2], e);
+        pd->h = hash_name(fs[2], fl[2], pd->prefix);
+        pd->row = row;
+        PREFETCH(&st->dd.slots[pd->h & st->dd.mask]);
         st->rows = row + 1;
     }
+    for (size_t row = st->rows > first + PIPE ? st->rows - PIPE : first; row < st->rows; row++)
+        if (resolve(st, &pend[row & (PIPE - 1)]) < 0)
+            return;
 }
 
 /* Offsets (int32, n + 1) and bytes of a dictionary's names, in code order. */
@@ -732,8 +800,14 @@ static int32_t *dict_merge(Dict *global, const Dict *local, const char *end) {
     int32_t *remap = PyMem_RawMalloc((local->n ? local->n : 1) * sizeof(int32_t));
     if (remap == NULL)
         return NULL;
+    (void)end;
     for (size_t c = 0; c < local->n; c++) {
-        remap[c] = dict_code(global, local->e[c].ptr, local->e[c].len, end);
+        /* same hash function in every part: the stored hash is reused; the slot PIPE names
+         * ahead is fetched while this one is looked up */
+        if (c + PIPE < local->n)
+            PREFETCH(&global->slots[local->e[c + PIPE].hash & global->mask]);
+        const Entry *e = &local->e[c];
+        remap[c] = dict_code_h(global, e->ptr, e->len, e->prefix, e->hash);
         if (remap[c] < 0) {
             PyMem_RawFree(remap);
             return NULL;
