@@ -314,6 +314,102 @@ static const long double p10l[] = {
     1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
 #endif
 
+#if defined(__SIZEOF_INT128__)
+#define HAVE_U128 1
+/* 5^q for -27 <= q <= 27 as hi:lo * 2^e with 2^127 <= hi:lo < 2^128, truncated (exact for
+ * q >= 0). Generated with Python's Fraction (see tests/test_trecread_score.py, which checks
+ * the parser against float() on decimals of every exponent in this range). */
+typedef struct {
+    uint64_t hi, lo;
+    int e;
+} Pow5;
+static const Pow5 pow5[55] = {
+    {0x9E74D1B791E07E48ULL, 0x775EA264CF55347DULL, -190}, /* 5^-27 */
+    {0xC612062576589DDAULL, 0x95364AFE032A819DULL, -188}, /* 5^-26 */
+    {0xF79687AED3EEC551ULL, 0x3A83DDBD83F52204ULL, -186}, /* 5^-25 */
+    {0x9ABE14CD44753B52ULL, 0xC4926A9672793542ULL, -183}, /* 5^-24 */
+    {0xC16D9A0095928A27ULL, 0x75B7053C0F178293ULL, -181}, /* 5^-23 */
+    {0xF1C90080BAF72CB1ULL, 0x5324C68B12DD6338ULL, -179}, /* 5^-22 */
+    {0x971DA05074DA7BEEULL, 0xD3F6FC16EBCA5E03ULL, -176}, /* 5^-21 */
+    {0xBCE5086492111AEAULL, 0x88F4BB1CA6BCF584ULL, -174}, /* 5^-20 */
+    {0xEC1E4A7DB69561A5ULL, 0x2B31E9E3D06C32E5ULL, -172}, /* 5^-19 */
+    {0x9392EE8E921D5D07ULL, 0x3AFF322E62439FCFULL, -169}, /* 5^-18 */
+    {0xB877AA3236A4B449ULL, 0x09BEFEB9FAD487C2ULL, -167}, /* 5^-17 */
+    {0xE69594BEC44DE15BULL, 0x4C2EBE687989A9B3ULL, -165}, /* 5^-16 */
+    {0x901D7CF73AB0ACD9ULL, 0x0F9D37014BF60A10ULL, -162}, /* 5^-15 */
+    {0xB424DC35095CD80FULL, 0x538484C19EF38C94ULL, -160}, /* 5^-14 */
+    {0xE12E13424BB40E13ULL, 0x2865A5F206B06FB9ULL, -158}, /* 5^-13 */
+    {0x8CBCCC096F5088CBULL, 0xF93F87B7442E45D3ULL, -155}, /* 5^-12 */
+    {0xAFEBFF0BCB24AAFEULL, 0xF78F69A51539D748ULL, -153}, /* 5^-11 */
+    {0xDBE6FECEBDEDD5BEULL, 0xB573440E5A884D1BULL, -151}, /* 5^-10 */
+    {0x89705F4136B4A597ULL, 0x31680A88F8953030ULL, -148}, /* 5^-9 */
+    {0xABCC77118461CEFCULL, 0xFDC20D2B36BA7C3DULL, -146}, /* 5^-8 */
+    {0xD6BF94D5E57A42BCULL, 0x3D32907604691B4CULL, -144}, /* 5^-7 */
+    {0x8637BD05AF6C69B5ULL, 0xA63F9A49C2C1B10FULL, -141}, /* 5^-6 */
+    {0xA7C5AC471B478423ULL, 0x0FCF80DC33721D53ULL, -139}, /* 5^-5 */
+    {0xD1B71758E219652BULL, 0xD3C36113404EA4A8ULL, -137}, /* 5^-4 */
+    {0x83126E978D4FDF3BULL, 0x645A1CAC083126E9ULL, -134}, /* 5^-3 */
+    {0xA3D70A3D70A3D70AULL, 0x3D70A3D70A3D70A3ULL, -132}, /* 5^-2 */
+    {0xCCCCCCCCCCCCCCCCULL, 0xCCCCCCCCCCCCCCCCULL, -130}, /* 5^-1 */
+    {0x8000000000000000ULL, 0x0000000000000000ULL, -127}, /* 5^0 */
+    {0xA000000000000000ULL, 0x0000000000000000ULL, -125}, /* 5^1 */
+    {0xC800000000000000ULL, 0x0000000000000000ULL, -123}, /* 5^2 */
+    {0xFA00000000000000ULL, 0x0000000000000000ULL, -121}, /* 5^3 */
+    {0x9C40000000000000ULL, 0x0000000000000000ULL, -118}, /* 5^4 */
+    {0xC350000000000000ULL, 0x0000000000000000ULL, -116}, /* 5^5 */
+    {0xF424000000000000ULL, 0x0000000000000000ULL, -114}, /* 5^6 */
+    {0x9896800000000000ULL, 0x0000000000000000ULL, -111}, /* 5^7 */
+    {0xBEBC200000000000ULL, 0x0000000000000000ULL, -109}, /* 5^8 */
+    {0xEE6B280000000000ULL, 0x0000000000000000ULL, -107}, /* 5^9 */
+    {0x9502F90000000000ULL, 0x0000000000000000ULL, -104}, /* 5^10 */
+    {0xBA43B74000000000ULL, 0x0000000000000000ULL, -102}, /* 5^11 */
+    {0xE8D4A51000000000ULL, 0x0000000000000000ULL, -100}, /* 5^12 */
+    {0x9184E72A00000000ULL, 0x0000000000000000ULL, -97}, /* 5^13 */
+    {0xB5E620F480000000ULL, 0x0000000000000000ULL, -95}, /* 5^14 */
+    {0xE35FA931A0000000ULL, 0x0000000000000000ULL, -93}, /* 5^15 */
+    {0x8E1BC9BF04000000ULL, 0x0000000000000000ULL, -90}, /* 5^16 */
+    {0xB1A2BC2EC5000000ULL, 0x0000000000000000ULL, -88}, /* 5^17 */
+    {0xDE0B6B3A76400000ULL, 0x0000000000000000ULL, -86}, /* 5^18 */
+    {0x8AC7230489E80000ULL, 0x0000000000000000ULL, -83}, /* 5^19 */
+    {0xAD78EBC5AC620000ULL, 0x0000000000000000ULL, -81}, /* 5^20 */
+    {0xD8D726B7177A8000ULL, 0x0000000000000000ULL, -79}, /* 5^21 */
+    {0x878678326EAC9000ULL, 0x0000000000000000ULL, -76}, /* 5^22 */
+    {0xA968163F0A57B400ULL, 0x0000000000000000ULL, -74}, /* 5^23 */
+    {0xD3C21BCECCEDA100ULL, 0x0000000000000000ULL, -72}, /* 5^24 */
+    {0x84595161401484A0ULL, 0x0000000000000000ULL, -69}, /* 5^25 */
+    {0xA56FA5B99019A5C8ULL, 0x0000000000000000ULL, -67}, /* 5^26 */
+    {0xCECB8F27F4200F3AULL, 0x0000000000000000ULL, -65}, /* 5^27 */
+};
+
+/* m * 10^q correctly rounded, for 0 < m < 2^64 and -27 <= q <= 27 (the Eisel-Lemire idea,
+ * restricted to this range: every result is a normal double, one 64x128-bit product with an
+ * error below one unit of its lowest word). 0 when the product is within that error of a
+ * halfway point between two doubles (rounding cannot be decided: the caller asks strtod). */
+static inline int mul_pow10(uint64_t m, int q, double *out) {
+    const Pow5 *p = &pow5[q + 27];
+    int lz = __builtin_clzll(m);
+    uint64_t w = m << lz;
+    __uint128_t a = (__uint128_t)w * p->lo, b = (__uint128_t)w * p->hi;
+    __uint128_t mid = (a >> 64) + (uint64_t)b;
+    uint64_t r1 = (uint64_t)mid;
+    uint64_t r2 = (uint64_t)(b >> 64) + (uint64_t)(mid >> 64);
+    int shift = 10 + (int)(r2 >> 63); /* bits of r2 below the 53-bit significand */
+    uint64_t half = (uint64_t)1 << (shift - 1);
+    uint64_t tail = r2 & (((uint64_t)1 << shift) - 1);
+    if ((tail == half && r1 <= 1) || (tail == half - 1 && r1 == ~0ULL))
+        return 0;
+    uint64_t sig = (r2 >> shift) + (tail >= half);
+    int e2 = shift + 128 + p->e + q - lz;
+    if (sig >> 53) {
+        sig >>= 1;
+        e2++;
+    }
+    uint64_t bits = ((uint64_t)(e2 + 52 + 1023) << 52) | (sig & ((1ULL << 52) - 1));
+    memcpy(out, &bits, 8);
+    return 1;
+}
+#endif
+
 static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 #if PY_LITTLE_ENDIAN
@@ -479,6 +575,10 @@ static int parse_score(const char *s, size_t n, double *out, int *whole, int *pl
             if (m == 0 && exact) {
                 v = 0.0;
             }
+#ifdef HAVE_U128
+            else if (exact && e10 >= -27 && e10 <= 27 && mul_pow10(m, (int)e10, &v)) {
+            }
+#endif
 #if FLT_EVAL_METHOD == 0
             else if (exact && m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
                 v = (double)m;
