@@ -55,3 +55,36 @@ def test_compiled_columns_equal_the_exact_readers(tmp_path, monkeypatch, delta) 
     assert names_list(got.names_q) == names_list(want.names_q)
     assert got.doc.tolist() == list(want.doc) and got.q.tolist() == list(want.q)
     assert got.value.tolist() == list(want.value)
+
+
+@pytest.mark.skipif(trec.native_reader() is None, reason="compiled reader not built")
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_bad_byte_anywhere_refuses_the_file(threads) -> None:
+    """UTF-8 is checked in 64 KiB blocks as the scan reaches them (no pass of its own): a
+    byte that is not UTF-8 at a block's edge, inside a line that straddles one, in a
+    comment line or in the last line past the last block the scan started still refuses
+    the file (None: the exact reader then names it)."""
+    import random
+
+    mod = trec.native_reader()
+    rng = random.Random(5)
+    lines = []
+    for i in range(1400):
+        if i % 97 == 0:
+            lines.append(b"# comment " + b"c" * rng.randrange(0, 300) + b"\n")
+        lines.append(b"q%d Q0 d%d %d 0.5 t %s\n" % (i // 9, i, i, b"x" * rng.randrange(0, 200)))
+    # a last line longer than a block (no newline): its end lies past the block checked at
+    # its start
+    lines.append(b"q9 Q0 last 1 0.5 t " + b"y" * 100_000)
+    data = b"".join(lines)
+    assert mod.scan(data, threads, True, False) is not None
+    n = len(data)
+    spots = {0, n - 1, n - 2, n - 1500, n - 70_000}
+    for edge in range(1 << 16, n, 1 << 16):
+        spots |= {edge - 1, edge, edge + 1}
+    third = n // 3  # near where 2 and 3 threads split the file
+    spots |= {third, 2 * third, n // 2}
+    spots |= {rng.randrange(n) for _ in range(40)}
+    for at in sorted(spots):
+        bad = data[:at] + b"\xff" + data[at + 1:]
+        assert mod.scan(bad, threads, True, False) is None, at

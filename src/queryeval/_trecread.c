@@ -2,8 +2,9 @@
  *
  * queryeval._trecread.scan(buffer, threads, run, strict) reads the lines of a run file
  * (run=True) or a qrels file from a bytes-like buffer with the GIL released, split at line
- * boundaries over `threads` POSIX threads (a first pass checks UTF-8 and counts lines, the
- * second tokenises), and returns
+ * boundaries over `threads` POSIX threads (each checks its chunk is UTF-8 block by block as
+ * it tokenises it; the outputs are sized from a bound on the rows the bytes can hold), and
+ * returns
  *
  *     (n_rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values)
  *
@@ -702,46 +703,6 @@ typedef struct {
     int status; /* 0 ok, 1 refused (exact reader), 2 out of memory */
 } Scan;
 
-/* Newline bytes in p[0:n]. */
-static size_t count_lines(const char *p, size_t n) {
-    size_t lines = 0, k = 0;
-#if PY_LITTLE_ENDIAN && defined(__GNUC__)
-    for (; k + 8 <= n; k += 8) {
-        uint64_t w;
-        memcpy(&w, p + k, 8);
-        w ^= 0x0A0A0A0A0A0A0A0AULL; /* \n bytes become 0 */
-        uint64_t t = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
-        if (t) {
-            /* exact count: mark zero bytes without borrows */
-            uint64_t z = ((w & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | w;
-            lines += (size_t)((((~z & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
-        }
-    }
-#endif
-    for (; k < n; k++)
-        lines += p[k] == '\n';
-    return lines;
-}
-
-/* First pass over a chunk, in cache-sized blocks (each validated, then counted, while hot):
- * 0 and the room its rows need (lines; a last line without \n counts), or 1 if not UTF-8. */
-static int check_and_count(const char *p, size_t n, size_t *cap) {
-    size_t lines = 0, a = 0;
-    while (a < n) {
-        size_t b = n - a > (1u << 16) ? a + (1u << 16) : n;
-        while (b < n && ((unsigned char)p[b] & 0xC0) == 0x80)
-            b++; /* never split a UTF-8 sequence */
-        if (!valid_utf8((const unsigned char *)p + a, b - a))
-            return 1;
-        lines += count_lines(p + a, b - a);
-        a = b;
-    }
-    if (n && p[n - 1] != '\n')
-        lines++;
-    *cap = lines;
-    return 0;
-}
-
 /* A document id waiting for its look-up (software pipelining: on a run of many distinct ids
  * the table outgrows the caches, and each look-up would otherwise wait for memory). */
 #define PIPE 16
@@ -768,6 +729,16 @@ static inline int resolve(Scan *st, const Pending *pd) {
     return 0;
 }
 
+/* Checks the next 64 KiB block from *at (to a character boundary) is UTF-8 and moves *at
+ * past it: the scan checks each block as it reaches it, while the bytes are in cache. */
+static inline int check_block(const char **at, const char *e) {
+    const char *a = *at, *b = e - a > (1 << 16) ? a + (1 << 16) : e;
+    while (b < e && ((unsigned char)*b & 0xC0) == 0x80)
+        b++; /* never split a UTF-8 sequence */
+    *at = b;
+    return valid_utf8((const unsigned char *)a, (size_t)(b - a));
+}
+
 static void scan_chunk(Scan *st) {
     Pending pend[PIPE];
     const size_t first = st->rows;
@@ -777,7 +748,12 @@ static void scan_chunk(Scan *st) {
     const char *last_q = NULL;
     size_t last_qn = 0;
     int32_t last_qc = -1;
+    const char *checked = p; /* the bytes before are valid UTF-8 */
     while (p < e) {
+        if (p >= checked && !check_block(&checked, e)) {
+            st->status = 1;
+            return;
+        }
         const char *line = p;
         while (p < e && cls[(unsigned char)*p] == 1)
             p++;
@@ -869,6 +845,11 @@ static void scan_chunk(Scan *st) {
         PREFETCH(&st->dd.slots[pd->h & st->dd.mask]);
         st->rows = row + 1;
     }
+    while (checked < e)
+        if (!check_block(&checked, e)) {
+            st->status = 1;
+            return;
+        }
     for (size_t row = st->rows > first + PIPE ? st->rows - PIPE : first; row < st->rows; row++)
         if (resolve(st, &pend[row & (PIPE - 1)]) < 0)
             return;
@@ -922,16 +903,9 @@ static int32_t *dict_merge(Dict *global, const Dict *local, const char *end) {
 
 typedef struct {
     Scan *st;
-    int phase; /* 0: count lines, 1: scan */
 } Job;
 
-static void run_job(Job *job) {
-    Scan *st = job->st;
-    if (job->phase == 1)
-        scan_chunk(st);
-    else
-        st->status = check_and_count(st->buf, st->n, &st->cap);
-}
+static void run_job(Job *job) { scan_chunk(job->st); }
 
 #ifndef _WIN32
 #include <pthread.h>
@@ -941,12 +915,11 @@ static void *job_main(void *arg) {
 }
 #endif
 
-/* Runs the phase over all parts: parts 1.. in threads (POSIX), part 0 here. */
-static void run_phase(Scan *parts, int n, int phase) {
+/* Scans all parts: parts 1.. in threads (POSIX), part 0 here. */
+static void run_parts(Scan *parts, int n) {
     Job jobs[MAX_THREADS];
     for (int k = 0; k < n; k++) {
         jobs[k].st = &parts[k];
-        jobs[k].phase = phase;
     }
 #ifndef _WIN32
     pthread_t tids[MAX_THREADS];
@@ -1011,16 +984,18 @@ static int read_all(const char *buf, size_t n, int nthreads, int run, int strict
         from = to;
     }
     *nparts = np;
-    run_phase(parts, np, 0);
-    for (int k = 0; k < np; k++)
-        if (parts[k].status)
-            return parts[k].status;
+    /* Room for the rows: a bound from the bytes (a row is at least 6 or 4 one-byte fields,
+     * their separators and a newline), so no counting pass over the file: the pages of the
+     * bound that no row reaches are never touched (address space only: 1.3 or 2 times the
+     * file's size, which is held in memory whole anyway). */
     size_t total = 0;
-    for (int k = 0; k < np; k++)
+    for (int k = 0; k < np; k++) {
+        parts[k].cap = parts[k].n / (run ? 12 : 8) + 1;
         total += parts[k].cap;
-    *qc = PyMem_RawMalloc((total ? total : 1) * sizeof(int32_t));
-    *dc = PyMem_RawMalloc((total ? total : 1) * sizeof(int32_t));
-    *val = PyMem_RawMalloc((total ? total : 1) * 8);
+    }
+    *qc = PyMem_RawMalloc(total * sizeof(int32_t));
+    *dc = PyMem_RawMalloc(total * sizeof(int32_t));
+    *val = PyMem_RawMalloc(total * 8);
     if (*qc == NULL || *dc == NULL || *val == NULL)
         return 2;
     huge_pages(*qc, total * sizeof(int32_t));
@@ -1033,7 +1008,7 @@ static int read_all(const char *buf, size_t n, int nthreads, int run, int strict
         parts[k].val = *val + off * 8;
         off += parts[k].cap;
     }
-    run_phase(parts, np, 1);
+    run_parts(parts, np);
     for (int k = 0; k < np; k++)
         if (parts[k].status)
             return parts[k].status;
