@@ -30,27 +30,32 @@ def _oracle(ids: list[str]) -> tuple[list[str], list[int]]:
 
 
 def _scan(data: bytes, threads: int, run: bool):
+    """(rows, query names, query codes, document names, document codes)."""
     out = MOD.scan(data, threads, run, False)
     assert out is not None
-    rows, _qc, _qo, _qd, _nq, d_codes, d_offsets, d_data, n_d, _values = out
+    rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, _values = out
     import numpy as np
     import pyarrow as pa
 
-    names = pa.Array.from_buffers(pa.string(), n_d, [None, pa.py_buffer(d_offsets),
-                                                     pa.py_buffer(d_data)])
-    return rows, names_list(names), np.frombuffer(d_codes, dtype=np.int32).tolist()
+    def names(n, offsets, data):
+        return names_list(pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                                 pa.py_buffer(data)]))
+
+    return (rows, names(n_q, q_offsets, q_data), np.frombuffer(q_codes, dtype=np.int32).tolist(),
+            names(n_d, d_offsets, d_data), np.frombuffer(d_codes, dtype=np.int32).tolist())
 
 
-def _check(ids: list[str], threads: int, run: bool = True) -> None:
+def _check(ids: list[str], threads: int, run: bool = True, qids: list[str] | None = None) -> None:
+    if qids is None:
+        qids = [f"q{k // 50}" for k in range(len(ids))]
     if run:
-        data = "".join(f"q{k // 50} Q0 {d} 1 0.5 t\n" for k, d in enumerate(ids))
+        data = "".join(f"{q} Q0 {d} 1 0.5 t\n" for q, d in zip(qids, ids, strict=True))
     else:
-        data = "".join(f"q{k // 50} 0 {d} 1\n" for k, d in enumerate(ids))
-    rows, names, codes = _scan(data.encode("utf-8"), threads, run)
-    want_names, want_codes = _oracle(ids)
+        data = "".join(f"{q} 0 {d} 1\n" for q, d in zip(qids, ids, strict=True))
+    rows, q_names, q_codes, names, codes = _scan(data.encode("utf-8"), threads, run)
     assert rows == len(ids)
-    assert names == want_names
-    assert codes == want_codes
+    assert (names, codes) == _oracle(ids)
+    assert (q_names, q_codes) == _oracle(qids)
 
 
 #: Pieces that make ids collide in what the table compares: the same first 8 bytes, names
@@ -70,6 +75,30 @@ def _ids(draw):
 @given(ids=_ids(), threads=st.sampled_from([1, 2, 3]), run=st.booleans())
 def test_codes_and_names_equal_a_dict(ids, threads, run) -> None:
     _check(ids, threads, run)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), threads=st.sampled_from([1, 2, 3]), run=st.booleans())
+def test_query_codes_equal_a_dict(data, threads, run) -> None:
+    """Query ids (looked up only where they change from the previous row, the code then
+    taken from that row): grouped, interleaved, and colliding as the document ids do."""
+    ids = data.draw(_ids())
+    qpool = data.draw(st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=4)
+                               .map("".join), min_size=1, max_size=8))
+    runs = data.draw(st.lists(st.tuples(st.sampled_from(qpool), st.integers(1, 60)),
+                              min_size=1, max_size=30))
+    qids = [q for q, k in runs for _ in range(k)]
+    qids = (qids * (len(ids) // len(qids) + 1))[: len(ids)]
+    _check(ids, threads, run, qids)
+
+
+def test_query_ids_that_are_prefixes_of_the_previous_row_s() -> None:
+    """A query id that starts the previous row's (or extends it) is another query."""
+    qids = ["ab", "a", "abc", "ab", "a\x00", "a", "abcdefghij", "abcdefghi", "abcdefghij"]
+    qids = [q for q in qids for _ in range(3)]
+    for threads in (1, 2):
+        _check([f"d{i % 5}" for i in range(len(qids))], threads, True, qids)
+        _check([f"d{i}" for i in range(len(qids))], threads, False, qids)
 
 
 def test_names_equal_up_to_eight_bytes_then_different() -> None:

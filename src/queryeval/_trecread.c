@@ -703,14 +703,17 @@ typedef struct {
     int status; /* 0 ok, 1 refused (exact reader), 2 out of memory */
 } Scan;
 
-/* A document id waiting for its look-up (software pipelining: on a run of many distinct ids
- * the table outgrows the caches, and each look-up would otherwise wait for memory). */
+/* A row's ids waiting for their look-ups (software pipelining: on a file of many distinct
+ * ids the tables outgrow the caches, and each look-up would otherwise wait for memory). The
+ * query id is looked up only when it differs from the previous row's (files are grouped by
+ * query): qsame then takes the previous row's code. */
 #define PIPE 16
 typedef struct {
-    const char *s;
-    size_t n;
-    uint64_t prefix, h;
+    const char *s, *qs;
+    size_t n, qn;
+    uint64_t prefix, h, qprefix, qh;
     size_t row;
+    int qsame;
 } Pending;
 
 #if defined(__GNUC__)
@@ -719,12 +722,16 @@ typedef struct {
 #define PREFETCH(a) ((void)0)
 #endif
 
+/* Rows are resolved in order: the previous row's query code is known. */
 static inline int resolve(Scan *st, const Pending *pd) {
+    int32_t qc = pd->qsame ? st->qc[pd->row - 1]
+                           : dict_code_h(&st->qd, pd->qs, pd->qn, pd->qprefix, pd->qh);
     int32_t dc = dict_code_h(&st->dd, pd->s, pd->n, pd->prefix, pd->h);
-    if (dc < 0) {
+    if (qc < 0 || dc < 0) {
         st->status = 2;
         return -1;
     }
+    st->qc[pd->row] = qc;
     st->dc[pd->row] = dc;
     return 0;
 }
@@ -747,7 +754,6 @@ static void scan_chunk(Scan *st) {
     const int want = run ? 6 : 4;
     const char *last_q = NULL;
     size_t last_qn = 0;
-    int32_t last_qc = -1;
     const char *checked = p; /* the bytes before are valid UTF-8 */
     while (p < e) {
         if (p >= checked && !check_block(&checked, e)) {
@@ -819,24 +825,20 @@ static void scan_chunk(Scan *st) {
             }
             ((int64_t *)st->val)[row] = v;
         }
-        int32_t qc;
-        if (last_q && last_qn == fl[0] && memcmp(last_q, fs[0], fl[0]) == 0) {
-            qc = last_qc;
-        } else {
-            qc = dict_code(&st->qd, fs[0], fl[0], e);
-            last_q = fs[0];
-            last_qn = fl[0];
-            last_qc = qc;
-        }
-        if (qc < 0) {
-            st->status = 2;
-            return;
-        }
-        st->qc[row] = qc;
-        /* the document id is looked up PIPE lines later: its slot is fetched meanwhile */
+        /* the ids are looked up PIPE rows later: their slots are fetched meanwhile */
         Pending *pd = &pend[row & (PIPE - 1)];
         if (row - first >= PIPE && resolve(st, pd) < 0)
             return;
+        pd->qsame = last_q && last_qn == fl[0] && memcmp(last_q, fs[0], fl[0]) == 0;
+        if (!pd->qsame) {
+            last_q = fs[0];
+            last_qn = fl[0];
+            pd->qs = fs[0];
+            pd->qn = fl[0];
+            pd->qprefix = load_prefix(fs[0], fl[0], e);
+            pd->qh = hash_name(fs[0], fl[0], pd->qprefix);
+            PREFETCH(&st->qd.slots[pd->qh & st->qd.mask]);
+        }
         pd->s = fs[2];
         pd->n = fl[2];
         pd->prefix = load_prefix(fs[2], fl[2], e);
