@@ -166,6 +166,25 @@ static inline uint64_t hash_name(const char *s, size_t n, uint64_t prefix) {
     return mix(h);
 }
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* Hint the kernel to back a large array with huge pages: one page fault per 2 MiB instead
+ * of one per 4 KiB (the output arrays are written once, front to back; an id table of a
+ * few MiB is touched all over as it fills). */
+static void huge_pages(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static int dict_init(Dict *d) {
     memset(d, 0, sizeof(*d));
     d->mask = 1023;
@@ -183,6 +202,7 @@ static int dict_grow_table(Dict *d) {
     Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
     if (slots == NULL)
         return -1;
+    huge_pages(slots, (mask + 1) * sizeof(Slot));
     for (size_t c = 0; c < d->n; c++) {
         const Entry *e = &d->e[c];
         size_t i = e->hash & mask;
@@ -967,24 +987,6 @@ static void run_phase(Scan *parts, int n, int phase) {
 #else
     for (int k = 0; k < n; k++)
         run_job(&jobs[k]);
-#endif
-}
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-/* Hint the kernel to back a large output array with huge pages: one page fault per 2 MiB
- * instead of one per 4 KiB (the arrays are written once, front to back). */
-static void huge_pages(void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)1 << 21;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
-    if (b > a)
-        madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)n;
 #endif
 }
 
