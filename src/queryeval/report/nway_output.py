@@ -176,7 +176,7 @@ def console_renderables(comp: NWayComparison, *, groups: bool = True,
     ``details`` also each pair's flipped-case counts per metric."""
     from rich.table import Table as RichTable
 
-    from queryeval.io.safetext import console_text as lit
+    from queryeval.io.safetext import console_line as lit
 
     out: list = []
     runs = RichTable(title=lit(f"Compare {comp.task}: {len(comp.runs)} runs"), title_justify="left")
