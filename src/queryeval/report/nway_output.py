@@ -12,17 +12,14 @@ from typing import Any
 
 from queryeval.errors import ConfigError
 from queryeval.report.compare_nway import NWayComparison
+from queryeval.report.markdown import md
 from queryeval.report.nway_cells import _cells, _legend, _scope, letter
 from queryeval.run.log import dumps
 
 
 def to_markdown(comp: NWayComparison) -> str:
-    def md(text: object) -> str:
-        s = str(text).replace("\\", "\\\\")
-        for ch in "|*_`[]<>#":
-            s = s.replace(ch, "\\" + ch)
-        return " ".join(s.split())
-
+    """The N-run comparison in Markdown (``--markdown``, the GitHub step summary); every
+    untrusted text through the one escaper, :func:`queryeval.report.markdown.md`."""
     lines = [f"## Compare {md(comp.task)}", ""]
     lines += [f"- **{letter(k)}**: {md(comp.labels[k])} (`{md(r['batch_id'])}`)"
               for k, r in enumerate(comp.runs)]
