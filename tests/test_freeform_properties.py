@@ -6,6 +6,7 @@ from."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -124,7 +125,10 @@ def test_unit_conversion_fails_another_quantity(value, pair, direction, ppm):
     said = value * factor * (1 + direction * Fraction(ppm, 10**6))
     answer, response = f"{_text(value)} {big}", f"{_text(said)} {small}"
     assert decide(answer, response).verdict == "fail"
-    assert decide(answer, response, rel_tol=ppm / 10**6 * 1.001).verdict == "pass"
+    # 9.995 m: with a thousands dot 9995 m, off by far: the two readings disagree
+    dot = re.fullmatch(r"[1-9]\d{0,2}\.\d{3} \w+", response) is not None
+    assert decide(answer, response, rel_tol=ppm / 10**6 * 1.001).verdict == (
+        None if dot else "pass")
 
 
 DATES = st.dates(min_value=dt.date(1900, 1, 1), max_value=dt.date(2100, 12, 31))

@@ -438,7 +438,7 @@ def test_cli_summary_prints_names_literally_and_still_gates(tmp_path, gate, code
     assert "Traceback" not in err
     for name in MARKUP:
         assert name in out  # the dimension table shows each name as written
-    assert "e\\x1b]8;;http://evil\\x1b\\y" in out
+    assert "'e\\x1b]8;;http://evil\\x1b\\\\y" in out  # a name: one line, its repr
     assert b"\x1b" not in res.stdout and b"\x1b" not in res.stderr
     assert "\x9b" not in out
     assert ("gates passed" in out) == (code == 0)

@@ -9,6 +9,7 @@ can print exactly one line and exit with code 2. Errors raised by the system und
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class QueryevalError(Exception):
@@ -109,3 +110,19 @@ class GateFailure(QueryevalError):
     """A quality gate (``--fail-under``, ``--fail-on-regression``) was not met."""
 
     exit_code = 1
+
+
+NAME_CHARS = 80
+"""The longest name :func:`one_line` shows in full by default (longer: cut, with ``…``)."""
+
+
+def one_line(name: Any, limit: int | None = NAME_CHARS) -> str:
+    """A name (or a line holding names) as one line: as written when it is printable (and
+    at most ``limit`` characters), else Python's repr of it (of its first ``limit``
+    characters) — newlines, tabs, ESC, C1 and bidirectional controls shown as escapes
+    (``'B\\n::error::spoof'``), so that no name from a run log, a suite or a system can
+    break a line or start one (``::error::`` is a GitHub Actions command)."""
+    text = str(name)
+    if text.isprintable() and (limit is None or len(text) <= limit):
+        return text
+    return repr(text if limit is None or len(text) <= limit else text[:limit - 1] + "…")

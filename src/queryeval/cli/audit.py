@@ -26,7 +26,7 @@ import typer
 
 from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
-from queryeval.io.safetext import console_text
+from queryeval.io.safetext import console_line
 
 BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
@@ -175,11 +175,11 @@ def _print(results: list[dict]) -> None:
         ms = ", ".join("-" if x is None else f"{x:.1f}" for x in r["elapsed_ms"])
         notes = "; ".join([*(r["warnings"]), *([r["reason"]] if r.get("reason") else [])])
         style = "bold red" if r["status"] in BROKEN else None
-        table.add_row(console_text(r["case_id"]), str(r["gold"]), r["status"],
+        table.add_row(console_line(r["case_id"]), str(r["gold"]), r["status"],
                       "-" if r.get("rows") is None else str(r["rows"]), ms,
                       "-" if ceiling is None else
                       f"{ceiling['row_matching_f1']:.3f}/{ceiling['exact_match_f1']:.3f}",
-                      console_text(notes), style=style)
+                      console_line(notes), style=style)
     console.print(table)
     broken = sum(r["status"] in BROKEN for r in results)
     console.print(f"{len(results)} gold {'query' if len(results) == 1 else 'queries'}, "

@@ -23,8 +23,9 @@ PIPE_WIDTH = 120
 
 
 class LineConsole(Console):
-    """A console whose ``print`` of plain strings is soft-wrapped: one logical line stays one
-    line (the terminal, if any, folds it), instead of rich inserting newlines at the width."""
+    """A console whose ``print`` of plain strings and rich texts is soft-wrapped: one logical
+    line stays one line (the terminal, if any, folds it), instead of rich inserting newlines
+    at the width (where a name's ``::error::`` could start a line of a CI log)."""
 
     def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
         if any(isinstance(o, Table) and not fits(self, o) for o in objects):
@@ -35,7 +36,7 @@ class LineConsole(Console):
                 else:
                     self.print(o, soft_wrap=soft_wrap, **kwargs)
             return
-        if soft_wrap is None and objects and all(isinstance(o, str) for o in objects):
+        if soft_wrap is None and objects and all(isinstance(o, (str, Text)) for o in objects):
             soft_wrap = True
         super().print(*objects, soft_wrap=soft_wrap, **kwargs)
 

@@ -15,6 +15,12 @@ output has its own way of turning data into code, and each has one function here
   markup (``[/x]``, ``[link=...]`` stay literal) and with control characters (ESC, so no
   escape or OSC 8 hyperlink sequence, C0, DEL, C1 including CSI U+009B) and bidirectional
   overrides shown as visible escapes.
+* :func:`one_line` - a name (run label, case id, metric or column name) as one line of a
+  message or a console table: as written when printable, else Python's repr, so that no name
+  breaks a line or starts one (``::error::`` at a line's start is a GitHub Actions workflow
+  command; it lives in :mod:`queryeval.errors`, the layer below ``io`` and ``metrics``, so that
+  both use it); :func:`console_line` is its rich :class:`~rich.text.Text`. :func:`console_text`
+  keeps newlines (notes, multi-line messages): use it for text that is not a name.
 
 The visible escape of a character is its Python-style code: ``\\x1b`` for ESC, ``\\x00`` for
 NUL, ``\\x9b`` for U+009B, ``\\ud800`` for a lone surrogate, ``\\u202e`` for RIGHT-TO-LEFT
@@ -29,6 +35,8 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
+
+from queryeval.errors import NAME_CHARS, one_line  # noqa: F401 - re-exported: names on one line
 
 #: Characters an xlsx cell cannot store (XML 1.0): C0 but tab/LF/CR, surrogates, U+FFFE/U+FFFF;
 #: DEL and C1 can be stored but are invisible controls, so they are shown too.
@@ -111,3 +119,13 @@ def console_text(value: Any, style: str = "") -> Any:
     from rich.text import Text
 
     return Text(console_plain(value), style=style)
+
+
+
+def console_line(value: Any, style: str = "") -> Any:
+    """A :class:`rich.text.Text` of :func:`one_line` of ``value`` (in full: no limit):
+    literal (no markup), one line. For names and one-line texts holding names in console
+    tables, titles and lines."""
+    from rich.text import Text
+
+    return Text(one_line(value, None), style=style)

@@ -86,6 +86,7 @@ def sql_touched(query: str, *, schema: Mapping[str, Iterable[str]] | None = None
     except (SqlglotError, ValueError, RecursionError, KeyError, AttributeError, TypeError):
         return None
     defaults = DEFAULT_SCHEMAS.get(dialect or "", ("main", "public"))
+    known = {id(s.expression): s for s in scopes}  # a recursive CTE's self-reference: below
     tables: set[str] = set()
     columns: set[str] = set()
     filters: set[str] = set()
@@ -94,7 +95,7 @@ def sql_touched(query: str, *, schema: Mapping[str, Iterable[str]] | None = None
             if isinstance(source, sqlglot.exp.Table):
                 tables.add(_table_name(source, defaults))
         for col in scope.columns:
-            found = _resolve(scope, col.table, col.name, 0, defaults)
+            found = _resolve(scope, col.table, col.name, 0, defaults, known)
             columns |= found
             if _in_filter(col, scope.expression):
                 filters |= found
@@ -111,9 +112,13 @@ def _table_name(table: Any, defaults: tuple[str, ...] = ()) -> str:
 
 
 def _resolve(scope: Any, alias: str, name: str, depth: int,
-             defaults: tuple[str, ...] = ()) -> set[str]:
+             defaults: tuple[str, ...] = (), known: Mapping[int, Any] | None = None,
+             seen: frozenset = frozenset()) -> set[str]:
     """The base ``table.column`` names a column of ``scope`` reads (a derived table's or a
-    CTE's column: the columns of its defining expression, recursively)."""
+    CTE's column: the columns of its defining expression, recursively). ``known``: the
+    traversed scopes by expression, for a recursive CTE's reference to itself (sqlglot gives
+    it a bare copy of the anchor's scope, with no sources: resolved in the whole CTE, anchor
+    and recursive branch, each column once)."""
     from sqlglot import exp
 
     name = name.lower()
@@ -124,27 +129,47 @@ def _resolve(scope: Any, alias: str, name: str, depth: int,
         # ``EXISTS (SELECT ... WHERE d.id = e.dept)``): resolve it there
         source, scope, outer = outer.sources.get(alias), outer, getattr(outer, "parent", None)
     if source is None:
-        tables = [s for s in scope.sources.values() if isinstance(s, exp.Table)]
-        if not alias and len(scope.sources) == 1 and tables:
-            return {f"{_table_name(tables[0], defaults)}.{name}"}
+        # the sources of this scope's FROM and joins (a WITH RECURSIVE anchor also sees the
+        # CTE itself among its sources, which it does not read)
+        read = [src for _, src in scope.selected_sources.values()]
+        if not alias and len(read) == 1 and isinstance(read[0], exp.Table):
+            return {f"{_table_name(read[0], defaults)}.{name}"}
         return {f"{UNKNOWN_TABLE}.{name}"}
     if isinstance(source, exp.Table):
         return {f"{_table_name(source, defaults)}.{name}"}
-    if depth > 64:  # pragma: no cover - sqlglot's scopes are acyclic
+    if known and not source.sources and isinstance(source.expression.parent, exp.SetOperation):
+        source = known.get(id(source.expression.parent), source)  # WITH RECURSIVE r: all of r
+    key = (id(source.expression), name)
+    if depth > 64 or key in seen:  # a recursive CTE's branch reads the CTE itself
         return set()
+    seen = seen | {key}
     out: set[str] = set()
-    branches = list(_branches(source))
+    branches = [known.get(id(b.expression), b) if known else b for b in _branches(source)]
     first = [s.alias_or_name.lower() for s in branches[0].expression.selects] if branches else []
-    # a set operation's columns are named by its first branch and matched by position
-    position = first.index(name) if name in first else None
+    # a set operation's columns are named by its first branch and matched by position; a
+    # column list (``WITH r(id) AS ...``) names them where the selects were not renamed
+    listed = _column_list(source.expression)
+    position = (first.index(name) if name in first else
+                listed.index(name) if name in listed else None)
     for inner in branches:
         selects = inner.expression.selects
         chosen = ([selects[position]] if position is not None and position < len(selects)
                   else [s for s in selects if isinstance(s, exp.Star)])
         for select in chosen:
             for col in select.find_all(exp.Column):
-                out |= _resolve(inner, col.table, col.name, depth + 1, defaults)
+                out |= _resolve(inner, col.table, col.name, depth + 1, defaults, known, seen)
     return out
+
+
+def _column_list(expression: Any) -> list[str]:
+    """The column list a CTE or derived table gives its query (``r(id, lvl)``), or []."""
+    from sqlglot import exp
+
+    node = expression.parent
+    while isinstance(node, exp.SetOperation):
+        node = node.parent
+    alias = node.args.get("alias") if isinstance(node, (exp.CTE, exp.Subquery)) else None
+    return [c.name.lower() for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
 
 
 def _branches(scope: Any) -> Iterator[Any]:

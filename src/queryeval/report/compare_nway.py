@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from queryeval.errors import ConfigError, GateFailure
+from queryeval.io.safetext import one_line
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
 from queryeval.report.compare import (
@@ -165,9 +166,11 @@ class NWayComparison:
             rows = [v for v in self.verdicts() if v["run_a"] == 0 and v["run_b"] == j]
             worse = [v["metric"] for v in rows if v["verdict"] == verdicts.WORSE]
             better = [v["metric"] for v in rows if v["verdict"] == verdicts.BETTER]
-            lines.append(f"{letter(j)} ({self.labels[j]}) against a ({self.labels[0]}): "
-                         f"worse on {len(worse)}{': ' + ', '.join(worse) if worse else ''}; "
-                         f"better on {len(better)}{': ' + ', '.join(better) if better else ''}; "
+            # one line per run: a label or metric with a newline must not start another
+            lines.append(f"{letter(j)} ({_one(self.labels[j])}) against a "
+                         f"({_one(self.labels[0])}): worse on {len(worse)}"
+                         f"{': ' + ', '.join(map(_one, worse)) if worse else ''}; better on {len(better)}"
+                         f"{': ' + ', '.join(map(_one, better)) if better else ''}; "
                          f"no detectable difference on {len(rows) - len(worse) - len(better)}")
         return "\n".join(lines)
 
@@ -188,6 +191,10 @@ class NWayComparison:
             "regressions": [{"run": t.j, "metric": t.result.metric, "p_adjusted": t.p_adjusted}
                             for t in self.regressions()],
         }
+
+
+def _one(name: Any) -> str:
+    return one_line(name, None)
 
 
 def run_label(info: dict) -> str:

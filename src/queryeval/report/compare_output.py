@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from queryeval.errors import one_line
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report.compare import Comparison, MetricComparison
 from queryeval.run.log import dumps
@@ -31,9 +32,11 @@ def short_verdict(m: MetricComparison) -> str:
 
 
 def run_line(comp: Comparison) -> str:
+    """The two runs in one line (each label on one line: :func:`queryeval.errors.one_line`)."""
     a, b = comp.run_a, comp.run_b
-    return (f"A = {a.get('label')} ({str(a.get('batch_id'))[:8]}) · B = {b.get('label')} "
-            f"({str(b.get('batch_id'))[:8]}) · {comp.paired} paired cases, {len(comp.only_a)} "
+    return (f"A = {one_line(a.get('label'), None)} ({one_line(str(a.get('batch_id'))[:8])}) · "
+            f"B = {one_line(b.get('label'), None)} "
+            f"({one_line(str(b.get('batch_id'))[:8])}) · {comp.paired} paired cases, {len(comp.only_a)} "
             f"only in A, {len(comp.only_b)} only in B, {len(comp.excluded)} excluded")
 
 
@@ -44,7 +47,7 @@ def console_renderables(comp: Comparison, *, details: bool = False, max_flips: i
     characters made visible (:func:`queryeval.io.safetext.console_text`)."""
     from rich.table import Table
 
-    from queryeval.io.safetext import console_text as lit
+    from queryeval.io.safetext import console_line as lit
 
     worse = bool(comp.regressions())
     out: list = [lit(f"Compare {comp.task}: {run_line(comp)}"),
@@ -81,7 +84,7 @@ def console_renderables(comp: Comparison, *, details: bool = False, max_flips: i
         flips = [("improved", f) for f in m.improved] + [("regressed", f) for f in m.regressed]
         if not flips:
             continue
-        t = Table(title=lit(f"{m.metric}: flipped cases"), title_justify="left")
+        t = Table(title=lit(f"flipped cases: {m.metric}"), title_justify="left")
         for col in ("change", "case", "A", "B"):
             t.add_column(col)
         for kind, f in flips[:max_flips]:

@@ -2,7 +2,7 @@
 
 Names in these tables come from suites and system outputs (groups, tags, dimensions, fields,
 models): every one is a literal :class:`~rich.text.Text` (never rich markup, control
-characters shown as visible escapes), see :func:`queryeval.io.safetext.console_text`."""
+characters shown as visible escapes, one line each: :func:`queryeval.io.safetext.console_line`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from queryeval.io.safetext import console_text
+from queryeval.io.safetext import console_line, console_text
 from queryeval.report.numbers import figure
 
 fmt = figure  # one formatter for every surface (report.numbers)
@@ -19,24 +19,24 @@ fmt = figure  # one formatter for every surface (report.numbers)
 def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Overall",
                   what: str = "metric") -> Table:
     overall = metrics["overall_metrics"]
-    table = Table(title=console_text(title), title_justify="left")
-    table.add_column(console_text(what))
+    table = Table(title=console_line(title), title_justify="left")
+    table.add_column(console_line(what))
     table.add_column("value", justify="right")
     for key in keys or list(overall):
         value = overall.get(key)
         if isinstance(value, (dict, list)):
             continue
-        table.add_row(console_text(key), console_text(fmt(value)))
+        table.add_row(console_line(key), console_line(fmt(value)))
     return table
 
 
 def group_table(groups: dict, group_name: str, keys: list[str]) -> Table:
-    table = Table(title=console_text(f"By {group_name}"), title_justify="left")
-    table.add_column(console_text(group_name))
+    table = Table(title=console_line(f"By {group_name}"), title_justify="left")
+    table.add_column(console_line(group_name))
     for key in keys:
-        table.add_column(console_text(key), justify="right")
+        table.add_column(console_line(key), justify="right")
     for name, figures in groups.items():
-        table.add_row(console_text(name), *(console_text(fmt(figures.get(k))) for k in keys))
+        table.add_row(console_line(name), *(console_line(fmt(figures.get(k))) for k in keys))
     return table
 
 
@@ -68,7 +68,7 @@ def repeats_tables(rep: dict, flaky_rows: int = 10) -> list[Table]:
     intervals, the share of flaky cases, and the first flaky cases with each attempt's
     outcome (P passed, F failed, E the call failed)."""
     pct = f"{rep.get('confidence', 0.95):.0%}"
-    table = Table(title=console_text(f"Repeats: {rep.get('repeats')} attempts per case, "
+    table = Table(title=console_line(f"Repeats: {rep.get('repeats')} attempts per case, "
                                      f"{rep.get('cases')} cases"), title_justify="left")
     table.add_column("figure")
     table.add_column("mean over cases", justify="right")
@@ -79,22 +79,22 @@ def repeats_tables(rep: dict, flaky_rows: int = 10) -> list[Table]:
         fig = overall.get(key) or {}
         ci = (f"{fmt(fig.get('ci_low'))} – {fmt(fig.get('ci_high'))}"
               if fig.get("ci_low") is not None else "—")
-        table.add_row(console_text(key), console_text(fmt(fig.get("mean"))), console_text(ci))
+        table.add_row(console_line(key), console_line(fmt(fig.get("mean"))), console_line(ci))
     share = rep.get("flaky_share")
-    table.add_row("flaky cases", console_text(f"{rep.get('flaky_cases', 0)} "
+    table.add_row("flaky cases", console_line(f"{rep.get('flaky_cases', 0)} "
                                               f"({fmt(share)})"), "")
     out = [table]
     flaky = rep.get("flaky") or []
     if flaky:
-        ft = Table(title=console_text("Flaky cases (P pass, F fail, E error)"), title_justify="left")
+        ft = Table(title=console_line("Flaky cases (P pass, F fail, E error)"), title_justify="left")
         ft.add_column("case")
         ft.add_column("pass rate", justify="right")
         ft.add_column("attempts")
         for row in flaky[:flaky_rows]:
-            ft.add_row(console_text(str(row.get("case_id"))), console_text(fmt(row.get("pass_rate"))),
-                       console_text(str(row.get("outcomes"))))
+            ft.add_row(console_line(str(row.get("case_id"))), console_line(fmt(row.get("pass_rate"))),
+                       console_line(str(row.get("outcomes"))))
         if len(flaky) > flaky_rows or rep.get("flaky_cases", 0) > len(flaky[:flaky_rows]):
-            ft.caption = console_text(f"{rep.get('flaky_cases')} flaky in all; every case in "
+            ft.caption = console_line(f"{rep.get('flaky_cases')} flaky in all; every case in "
                                       "repeats_<id>.csv")
         out.append(ft)
     return out

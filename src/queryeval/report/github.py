@@ -5,7 +5,8 @@ Every figure is read, never recomputed: the overall metrics from the run's metri
 gates from :func:`queryeval.report.gates.evaluate_thresholds`, the per-case verdicts from the
 run model (:class:`queryeval.run.results.RunResults`), a comparison's verdicts and
 regressions from the comparison object. Untrusted text (case names, labels, messages) is
-escaped: Markdown cells by :func:`md`, workflow commands by GitHub's rules
+escaped: Markdown cells by :func:`queryeval.report.markdown.md` (the one Markdown escaper,
+also used by ``compare --markdown`` of N runs), workflow commands by GitHub's rules
 (:func:`escape_data`, :func:`escape_property`).
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.report.gates import GateResult, numeric_keys
+from queryeval.report.markdown import md
 from queryeval.run.results import RunResults
 
 CASE_ROWS = 100
@@ -75,15 +77,7 @@ def regression_commands(comp: Any, *, fail: bool) -> list[str]:
     return out
 
 
-# --- Markdown ---------------------------------------------------------------------------------
-def md(text: object) -> str:
-    """Untrusted text as one Markdown table cell (no markup, no HTML, no math, one line)."""
-    s = str(text).replace("\\", "\\\\").replace("&", "&amp;")
-    for ch in "|*_`[]<>#~!$":  # $: GitHub renders $...$ as LaTeX math
-        s = s.replace(ch, "\\" + ch)
-    return " ".join(s.split())
-
-
+# --- Markdown (cells escaped by the one escaper, report/markdown.py) ---------------------------
 def _num(value: Any) -> str:
     if value is None:
         return "—"

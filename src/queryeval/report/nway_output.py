@@ -12,17 +12,14 @@ from typing import Any
 
 from queryeval.errors import ConfigError
 from queryeval.report.compare_nway import NWayComparison
+from queryeval.report.markdown import md
 from queryeval.report.nway_cells import _cells, _legend, _scope, letter
 from queryeval.run.log import dumps
 
 
 def to_markdown(comp: NWayComparison) -> str:
-    def md(text: object) -> str:
-        s = str(text).replace("\\", "\\\\")
-        for ch in "|*_`[]<>#":
-            s = s.replace(ch, "\\" + ch)
-        return " ".join(s.split())
-
+    """The N-run comparison in Markdown (``--markdown``, the GitHub step summary); every
+    untrusted text through the one escaper, :func:`queryeval.report.markdown.md`."""
     lines = [f"## Compare {md(comp.task)}", ""]
     lines += [f"- **{letter(k)}**: {md(comp.labels[k])} (`{md(r['batch_id'])}`)"
               for k, r in enumerate(comp.runs)]
@@ -176,7 +173,7 @@ def console_renderables(comp: NWayComparison, *, groups: bool = True,
     ``details`` also each pair's flipped-case counts per metric."""
     from rich.table import Table as RichTable
 
-    from queryeval.io.safetext import console_text as lit
+    from queryeval.io.safetext import console_line as lit
 
     out: list = []
     runs = RichTable(title=lit(f"Compare {comp.task}: {len(comp.runs)} runs"), title_justify="left")

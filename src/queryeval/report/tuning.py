@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queryeval.io.atomic import atomic_open, write_text_atomic
-from queryeval.io.safetext import console_plain, console_text
+from queryeval.io.safetext import console_line, console_plain
 from queryeval.tune.pipeline import TuneResult
 
 COLUMNS = ("Field Name", "N", "Model", "recall", "passed", "tokens")
@@ -98,7 +98,7 @@ def render_table(result: TuneResult) -> Table:
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("Field Name", "Model") else "right")
     for row in result.rows:
-        table.add_row(console_text(row.field), str(row.n), console_text(row.model), f"{row.recall:.4f}",
+        table.add_row(console_line(row.field), str(row.n), console_line(row.model), f"{row.recall:.4f}",
                       str(row.passed), str(row.tokens))
     table.add_row("all fields", "", "", f"{result.recall:.4f}",
                   f"{result.passed}/{result.questions}", str(result.tokens), style="bold")

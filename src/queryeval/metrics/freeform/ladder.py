@@ -16,7 +16,8 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
    unit); every candidate outside -> fail, unless the response is ambiguous (a decimal comma
    such as ``3,5``, a scale abbreviation ``5k``, thousands grouped by spaces ``1 234``, a
    fraction ``1/2``, or a number written in words); some within and some outside (which is
-   the answer?), or no candidate -> inconclusive. Candidates leave out numbers inside a
+   the answer?), a dot followed by three digits whose two readings (``1.000``: 1 or 1000)
+   disagree about the reference, or no candidate -> inconclusive. Candidates leave out numbers inside a
    date, numbers the question states, and numbers in a unit of another dimension (a
    percentage included, when the reference has a unit).
 
@@ -79,6 +80,9 @@ class ReferenceNumber:
     value: Fraction
     percent: bool
     unit: Any
+    dotted: bool = False
+    """Written with a dot and exactly three digits (``3.125``): the response's such dots
+    are then read as the reference's is, a decimal point."""
 
 
 def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | None:
@@ -95,7 +99,7 @@ def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | 
         return None
     if written is None and unit and not n.percent:
         written = parse_unit(unit)
-    return ReferenceNumber(n.value, n.percent, written)
+    return ReferenceNumber(n.value, n.percent, written, n.grouped is not None)
 
 
 def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
@@ -142,6 +146,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     converted_any = False
     tried: list[str] = []
     other_units: list[str] = []
+    dotted: list[tuple[str, bool]] = []  # one reading of the dot agrees, the other not
     numbers = extract_numbers(response, limit=MAX_FOUND + 1)
     if len(numbers) > MAX_FOUND:
         return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
@@ -151,7 +156,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             continue
         if n.value in stated or any(a <= n.start < b for a, b in in_dates):
             continue
-        value, converted, shown = n.value, False, n.text.strip()
+        value, converted, shown, unit = n.value, False, n.text.strip(), None
         if ref.unit is not None and n.percent:  # a percentage is not a length or a mass
             other_units.append(shown)
             continue
@@ -166,11 +171,23 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
                     continue
                 converted = unit != ref.unit
         slack = CONVERSION_SLACK if converted else Fraction(0)
-        if _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack):
+        agrees = _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack)
+        if n.grouped is not None and not ref.dotted:  # 1.000: 1, or 1000 (a thousands dot)
+            other = n.grouped if not converted else convert(n.grouped, unit, ref.unit)
+            if other is None or agrees != _number_matches(
+                    n, other, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack):
+                dotted.append((shown, agrees))
+        if agrees:
             matched.append(shown)
             converted_any |= converted
         else:
             tried.append(shown)
+    if dotted:
+        shown, agrees = dotted[0]
+        return None, "inconclusive", (
+            f"{shown} is ambiguous: read with a decimal point it "
+            f"{'matches' if agrees else 'differs from'} {answer}, with a thousands dot it "
+            f"{'differs' if agrees else 'matches'}")
     if matched and not tried:
         how = "unit" if converted_any else "number"
         if converted_any:

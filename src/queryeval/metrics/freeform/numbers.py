@@ -7,7 +7,8 @@ Rules (docs/freeform.md, "Numbers"):
   groups of three digits after a comma, a no-break or thin space are thousands separators
   (``1,234,567``); a comma followed by another count of digits (``3,5``) is *not* read as a
   decimal comma: the text is flagged ``ambiguous`` and its numbers can pass a case but never
-  fail it;
+  fail it; a dot followed by exactly three digits (``1.000``) is read as a decimal point, and
+  its other reading (a thousands dot: 1000) is kept on the number (``grouped``);
 * a sign (``+``, ``-``, ``−``, or the word ``minus`` or ``negative`` before the number)
   counts only where it does not follow a letter, a digit or a dot (``3-5`` is 3 and 5,
   ``x -5`` is -5, ``minus 3`` is -3);
@@ -57,6 +58,9 @@ class Number:
     start: int
     end: int
     text: str
+    grouped: Fraction | None = None
+    """The other reading of a dot followed by exactly three digits (``1.000``: 1, or 1000
+    where a dot groups thousands), or None when the number has no such dot."""
 
 
 def _value(m: re.Match) -> Fraction | None:
@@ -80,6 +84,17 @@ def _value(m: re.Match) -> Fraction | None:
     return value
 
 
+def _grouped(m: re.Match, value: Fraction) -> Fraction | None:
+    """``value`` read with its dot as a thousands separator, when the number is 1 to 3
+    digits (not a lone 0), a dot and exactly three digits, without exponent (``1.000``,
+    ``12.500``); None otherwise (``0.125``, ``1,234.567``, ``1.5``, ``1.000e3``)."""
+    whole, frac = m["int"] or "", m["frac"] or ""
+    if (len(frac) != 4 or m["exp"] or not whole.isdigit() or len(whole) > 3
+            or whole.startswith("0")):
+        return None
+    return value * 1000
+
+
 def extract_numbers(text: str, limit: int | None = None) -> list[Number]:
     """Every number in ``text``, in order (see the module's rules); at most ``limit``."""
     out: list[Number] = []
@@ -87,7 +102,8 @@ def extract_numbers(text: str, limit: int | None = None) -> list[Number]:
         value = _value(m)
         if value is None:
             continue
-        out.append(Number(value, bool(m["pct"]), m.start(), m.end(), m.group(0)))
+        out.append(Number(value, bool(m["pct"]), m.start(), m.end(), m.group(0),
+                          _grouped(m, value)))
         if limit is not None and len(out) >= limit:
             break
     return out

@@ -79,7 +79,9 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     name a temperature; ``square``/``sq``/``cubic``/``cu`` before a unit raise it to a power, and
     ``per <unit>`` after it divides (``3 square metres``, ``90 kilometres per hour``); a word
     pint does not read followed by one it does is a two-word unit (``3.5 nautical miles``)
-    or, when pint has no such unit, :data:`UNCLEAR` (``3 US gallons``)."""
+    or, when pint has no such unit, :data:`UNCLEAR` (``3 US gallons``); so is a word pint
+    does not read that is written as a unit (:func:`unit_like`: ``3.5 kmh``, ``3.5 kms``)
+    and one pint reads only as a prefix on a compound unit (``kmph``: kilo-mph)."""
     degrees = _DEGREES.match(text, pos)
     if degrees:
         scale = ("degC" if degrees["c"] or degrees["c1"] else
@@ -98,15 +100,46 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
         token, end = f"({token})/({per['word']})", per.end()
     unit = parse_unit(token)
     if unit is None and not power and not per and found[0] not in NOT_UNITS:  # US, not us
-        return _two_words(text, found[0], found[1], pos)
+        two = _two_words(text, found[0], found[1], pos)
+        if two[0] is None and unit_like(found[0]):
+            return UNCLEAR, found[1]
+        return two
     if unit is None:
         return None, pos
+    if not power and not per and _misprefixed(token):
+        return UNCLEAR, end
     return unit, end
 
 
+_VOWEL = re.compile(r"[aeiouyàáâãäåèéêëìíîïòóôõöùúûüýÿ]", re.IGNORECASE)
+
+
+def unit_like(word: str) -> bool:
+    """Whether ``word``, which pint does not read, is still written as a unit (so a number
+    before it is in *some* unit, never the reference's): a word with no vowel (``kmh``,
+    ``kms``, ``mtrs``, ``4th``) or whose first three letters or more pint reads as a unit
+    (``mins``, ``secs``, ``kilometros``). ``people``, ``away``, ``total`` are not."""
+    word = word.rstrip(".,;:")
+    if not word or word.lower() in NOT_UNITS:
+        return False
+    if not _VOWEL.search(word):
+        return True
+    return any(parse_unit(word[:i]) is not None for i in range(len(word) - 1, 2, -1))
+
+
+def _misprefixed(token: str) -> bool:
+    """Whether pint reads ``token`` only as a metric prefix on a compound unit (``kmph`` is
+    kilo-``mph``, a thousand miles per hour, not km/h): no one writes such a unit."""
+    try:
+        readings = registry().parse_unit_name(token)
+    except Exception:  # noqa: BLE001 - a product or a power: not one name
+        return False
+    return bool(readings) and all(pre and "_per_" in name for pre, name, _ in readings)
+
+
 class _Unclear:
-    """A unit one word after a number that pint does not read with the word before it
-    (``3 US gallons``): the number is in *some* unit, so never in the reference's."""
+    """A unit after a number that pint does not read (``3 US gallons``, ``3.5 kmh``): the
+    number is in *some* unit, so never in the reference's."""
 
     def __repr__(self) -> str:
         return "UNCLEAR"

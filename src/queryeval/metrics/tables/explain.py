@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from queryeval.errors import NAME_CHARS, one_line
 from queryeval.metrics.tables.encode import encode
 from queryeval.metrics.tables.model import Cell, Table, as_table, canonical_number, check_rules
 from queryeval.metrics.tables.modes import check_tolerance, lcs_length
@@ -44,7 +45,7 @@ SHOWN_ROWS = 3
 """Differing rows (and their cells) named in a message and kept in ``detail``."""
 PAIR_SCAN = 1000
 """Unmatched predicted rows scanned for the best partner of a missing gold row."""
-CELL_CHARS = 80
+CELL_CHARS = NAME_CHARS
 
 
 def _item(kind: str, message: str, **detail: Any) -> dict:
@@ -56,17 +57,6 @@ def _show(value: Cell) -> str:
         return "NULL"
     text = value if len(value) <= CELL_CHARS else value[:CELL_CHARS - 1] + "…"
     return repr(text)
-
-
-def one_line(name: Any) -> str:
-    """A column name (or a case id) as a message shows it: as written when it is printable
-    and short, else Python's repr of its first :data:`CELL_CHARS` characters, so that no
-    name (the system's text) can break a message's line or start a console line
-    (``::error::`` is a GitHub Actions command)."""
-    text = str(name)
-    if text.isprintable() and len(text) <= CELL_CHARS:
-        return text
-    return repr(text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…")
 
 
 def _names(names: Any) -> str:
