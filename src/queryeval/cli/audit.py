@@ -9,7 +9,9 @@ tie (``tie_order``: ``ORDER BY … LIMIT`` whose rows at the cut share the sort 
 running it uncut; :mod:`queryeval.tasks.query_audit`). A top-level ``LIMIT``/``OFFSET``
 without a top-level ``ORDER BY`` is reported as a warning even when both runs agreed, and
 so is a gold close to the deadline (``near_deadline``: its slower run took over half of
-``--query-timeout``).
+``--query-timeout``), and with ``--test-suite N`` a SQL gold that neither the database nor
+any of N neighbour databases tells apart from one of its near-miss mutants
+(``under_constrained``: an under-constrained question or a redundant clause; docs/test-suite.md).
 
 For each gold the **ceiling** is the figures the second run scores against the first: what
 a perfect prediction could reach under the case's comparison options (1.0 everywhere for a
@@ -32,7 +34,7 @@ BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limi
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 
 
-def _audit_gold(task: Any, record: dict, query: str) -> dict:
+def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
     from queryeval.metrics.tables import Budget, table_scores
     from queryeval.metrics.tables.modes import query_has_limit
 
@@ -72,12 +74,18 @@ def _audit_gold(task: Any, record: dict, query: str) -> dict:
         out.update(status="ok", reason=None)
     from queryeval.tasks.query_audit import audit_findings
 
-    found = audit_findings(task, record, query, out["elapsed_ms"])
+    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
     out.update(found)
     if "near_deadline" in found:
         slow = found["near_deadline"]
         warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
                         f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
+    if "under_constrained" in found:
+        loose = found["under_constrained"]
+        warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
+                        f"apart from {len(loose['mutants'])} near-miss mutant(s), e.g. "
+                        f"{loose['mutants'][0]}: an under-constrained question or a redundant "
+                        "clause")
     if "tie_order" in found:
         tie = found["tie_order"]
         reason = (f"rows {tie['rows'][0]} and {tie['rows'][1]} of the uncut result tie on the "
@@ -89,7 +97,7 @@ def _audit_gold(task: Any, record: dict, query: str) -> dict:
     return out
 
 
-def audit_cases(task: Any, cases: list) -> list[dict]:
+def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
     """One entry per gold query of every case (a case's ``gold`` is number 0, its
     ``alternatives`` 1, 2, ...)."""
     from queryeval.tasks.query import _lang_of
@@ -104,7 +112,7 @@ def audit_cases(task: Any, cases: list) -> list[dict]:
                             if getattr(target, k) is not None}}
         for number, query in enumerate([target.gold, *target.alternatives]):
             entry = {"case_id": case.id, "gold": number}
-            entry.update(_audit_gold(task, record, query))
+            entry.update(_audit_gold(task, record, query, neighbours))
             results.append(entry)
     return results
 
@@ -125,6 +133,10 @@ def command(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the findings here."),
     fail_on_broken: bool = typer.Option(False, "--fail-on-broken",
                                         help="Exit 1 when a gold is broken."),
+    test_suite: int = typer.Option(
+        0, "--test-suite", min=0, max=1000,
+        help="Also build N neighbour databases per SQL gold (sqlite/DuckDB) and warn about "
+        "golds no database tells apart from a near-miss mutant (e.g. 20)."),
 ) -> int:
     """Run every gold query twice as if it were a prediction; report golds that fail, time
     out, return no rows, differ between the two runs, reach the row limit or keep tied rows
@@ -149,7 +161,7 @@ def command(
         raise ConfigError(f"{suite}: no case has a target.query (nothing to audit)")
     task = QueryTask(options)
     try:
-        results = audit_cases(task, cases)
+        results = audit_cases(task, cases, test_suite)
     finally:
         task.close()
     _print(results)

@@ -11,6 +11,11 @@
 * :func:`near_deadline` — a gold whose slower execution took more than
   :data:`DEADLINE_SHARE` of the per-query deadline (``--query-timeout``): on a loaded
   machine or another engine it may time out and fail every prediction.
+* :func:`under_constrained_finding` (``--test-suite N``; SQL on sqlite or DuckDB) — mutants
+  of the gold (a dropped predicate, DISTINCT, another constant or operator: the test suite's
+  near-misses) that neither the database nor any of N neighbour databases tells apart from
+  it: the question is under-constrained (a prediction may be right for another reason) or the
+  gold carries a redundant clause (``DISTINCT`` over a key).
 """
 
 from __future__ import annotations
@@ -170,10 +175,28 @@ def tie_at_limit(query: str, language: str, execute: Callable[[str], dict | None
     return {}
 
 
-def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None]
-                   ) -> dict[str, Any]:
-    """Both checks for one gold that ran: ``{"tie_order": ..., "near_deadline": ...}`` with
-    the entries that apply (see :func:`tie_at_limit`, :func:`near_deadline`)."""
+def under_constrained_finding(query: str, source: str, language: str, n: int,
+                              seed: int = 0) -> dict | None:
+    """``{"mutants": [...], "neighbours": n}`` when some mutant of a SQL gold survives the
+    database and its ``n`` neighbours (:func:`~queryeval.systems.engines.neighbours.
+    under_constrained`); ``None`` when every mutant is told apart, or the check does not apply
+    (SPARQL, PostgreSQL, several sources)."""
+    from pathlib import Path
+
+    if n <= 0 or language != "sql" or "," in source \
+            or Path(source).suffix.lower() not in (".sqlite", ".db", ".sqlite3", ".duckdb"):
+        return None
+    from queryeval.systems.engines.neighbours import under_constrained
+
+    survivors = under_constrained(query, source, n, seed)
+    return {"mutants": survivors, "neighbours": n} if survivors else None
+
+
+def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
+                   neighbours: int = 0) -> dict[str, Any]:
+    """The checks for one gold that ran: ``{"tie_order": ..., "near_deadline": ...,
+    "under_constrained": ...}`` with the entries that apply (see :func:`tie_at_limit`,
+    :func:`near_deadline`, :func:`under_constrained_finding` with ``neighbours`` > 0)."""
     from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
@@ -185,4 +208,7 @@ def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float |
                        dialect=_dialect(source) if language == "sql" else None)
     if tie:
         out["tie_order"] = tie
+    loose = under_constrained_finding(query, source, language, neighbours)
+    if loose is not None:
+        out["under_constrained"] = loose
     return out
