@@ -45,6 +45,7 @@ from .models import (
     load_sentence_transformer,
     model_fingerprint,
     read_declared_prompts,
+    require_sentence_transformers,
     resolve_model_path,
 )
 from .topk import topk_rows
@@ -157,6 +158,7 @@ class DenseRetriever(ScoringRetriever):
             self.model_path: Path | None = None
         else:
             path = resolve_model_path(model)
+            require_sentence_transformers()  # a missing extra: one line before any call
             self.model_path = path
             fingerprint = model_fingerprint(path)
             name = str(model) if model is not None else path.name

@@ -92,13 +92,21 @@ def force_offline() -> None:
         hub_constants.HF_HUB_OFFLINE = True
 
 
-def _load(path: Path, device: str | None) -> Any:
-    force_offline()
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+def require_sentence_transformers() -> Any:
+    """The ``SentenceTransformer`` class, or one ConfigError line naming the extra. Called when
+    a dense retriever is made, so a missing extra stops the run before any call, even when
+    the corpus's embeddings are all cached (each question still needs the model)."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ConfigError(f"dense embeddings need sentence-transformers: {EMBEDDINGS_HINT}") from exc
+    return SentenceTransformer
+
+
+def _load(path: Path, device: str | None) -> Any:
+    force_offline()
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    SentenceTransformer = require_sentence_transformers()  # noqa: N806 - a class
     try:
         from transformers.utils import logging as hf_logging
 
