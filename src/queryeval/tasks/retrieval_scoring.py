@@ -58,6 +58,7 @@ class Matcher:
             self.by_identity.setdefault(key, []).append(i)
         self.any_hash = any(kind == "hash" for kind, _ in self.by_identity)
         self.any_id = any(kind == "id" for kind, _ in self.by_identity)
+        self._positive: list[bool] | None = None  # relevance > 0, per relevant chunk (on first use)
 
     def candidates(self, chunk: dict) -> list[int]:
         """Every relevant chunk the retrieved ``chunk`` matches (by hash, then by id)."""
@@ -73,7 +74,12 @@ class Matcher:
 
     def is_relevant(self, chunk: dict) -> bool:
         """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
-        return any(int(self.relevant[i].get("relevance", 1)) > 0 for i in self.candidates(chunk))
+        found = self.candidates(chunk)
+        if not found:
+            return False
+        if self._positive is None:
+            self._positive = [int(rel.get("relevance", 1)) > 0 for rel in self.relevant]
+        return any(self._positive[i] for i in found)
 
     def assign(self, chunks: list[dict]) -> list[int | None]:
         """For each retrieved chunk, the relevant chunk it is credited as (each at most once)."""
@@ -142,6 +148,11 @@ def _hits(assigned: list[list[int | None]], relevant: list[list[dict]], num_ret:
 
 
 @lru_cache(maxsize=64)
+def _names(k: int) -> tuple[str, ...]:
+    return tuple(f"{name}@{k}" for name in RANK_METRICS)
+
+
+@lru_cache(maxsize=64)
 def _specs(k: int) -> tuple[tuple[str, MetricSpec], ...]:
     return tuple((name, parse_metric(f"{name}@{k}")) for name in RANK_METRICS)
 
@@ -190,12 +201,12 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
             if chunk_id not in (None, "") and str(chunk_id) == key:
                 rank = pos + 1
                 break
+    names = _names(k)
     if rank is not None and rank <= k:
-        inv = 1.0 / rank
-        scores = {f"recall@{k}": 1.0, f"hit_rate@{k}": 1.0, f"mrr@{k}": inv,
-                  f"ndcg@{k}": _discount(rank), f"map@{k}": inv, f"precision@{k}": 1.0 / k}
+        inv = 1.0 / rank  # RANK_METRICS' order: recall, hit_rate, mrr, ndcg, map, precision
+        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k)))
     else:
-        scores = {f"{name}@{k}": 0.0 for name in RANK_METRICS}
+        scores = dict.fromkeys(names, 0.0)
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
 
 
