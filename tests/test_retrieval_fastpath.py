@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics.ranking import evaluate
-from queryeval.tasks.retrieval_scoring import RANK_METRICS, _engine_cuts, _single_identity, score_cuts
+from queryeval.tasks.retrieval_scoring import RANK_METRICS, Matcher, _engine_cuts, _single_identity, score_cuts
 
 
 def md5(text: str) -> str:
@@ -109,3 +109,15 @@ def test_retrieval_scoring_does_not_load_pyarrow():
             "print('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(chunk, max_size=8), rel=relevant, relevance=st.sampled_from([1, 2, 0, -1]),
+       exact=st.booleans())
+def test_one_relevant_chunk_mark_equals_the_general_matcher(chunks, rel, relevance, exact):
+    """The CSV/report mark (``Matcher.is_relevant``) of one relevant chunk, compared directly,
+    equals the general lookup by identity (``candidates``) with its relevance > 0."""
+    rel = [{**rel[0], "relevance": relevance}]
+    m = Matcher(rel, exact)
+    for c in chunks:
+        assert m.is_relevant(c) == (bool(m.candidates(c)) and relevance > 0)

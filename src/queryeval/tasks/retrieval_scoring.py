@@ -59,6 +59,7 @@ class Matcher:
         self.any_hash = any(kind == "hash" for kind, _ in self.by_identity)
         self.any_id = any(kind == "id" for kind, _ in self.by_identity)
         self._positive: list[bool] | None = None  # relevance > 0, per relevant chunk (on first use)
+        self._one = next(iter(self.by_identity)) if len(relevant) == 1 else None  # the seed's shape
 
     def candidates(self, chunk: dict) -> list[int]:
         """Every relevant chunk the retrieved ``chunk`` matches (by hash, then by id)."""
@@ -74,6 +75,15 @@ class Matcher:
 
     def is_relevant(self, chunk: dict) -> bool:
         """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
+        if self._one is not None:  # one relevant chunk: compare its identity directly
+            kind, key = self._one
+            if kind == "hash":
+                digest = str(chunk.get("content_hash") or "")
+                hit = (digest if self.exact else digest.lower()) == key
+            else:
+                chunk_id = chunk.get("chunk_id")
+                hit = chunk_id not in (None, "") and str(chunk_id) == key
+            return hit and int(self.relevant[0].get("relevance", 1)) > 0
         found = self.candidates(chunk)
         if not found:
             return False
