@@ -18,7 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics.ranking import evaluate
-from queryeval.tasks.retrieval_scoring import RANK_METRICS, Matcher, _engine_cuts, _single_identity, score_cuts
+from queryeval.tasks.retrieval_scoring import (
+    RANK_METRICS,
+    Matcher,
+    _engine_cuts,
+    _single_identity,
+    score_cuts,
+)
 
 
 def md5(text: str) -> str:

@@ -52,14 +52,21 @@ class Matcher:
     def __init__(self, relevant: list[dict], exact: bool) -> None:
         self.relevant = relevant
         self.exact = exact
+        self._positive: list[bool] | None = None  # relevance > 0, per relevant chunk (on first use)
+        self._one: tuple[str, str] | None = None
         self.by_identity: dict[tuple[str, str], list[int]] = {}
+        if len(relevant) == 1:  # the seed's shape: one identity, compared directly
+            rel = relevant[0]
+            self._one = _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
+            self.by_identity[self._one] = [0]
+            self.any_hash = self._one[0] == "hash"
+            self.any_id = not self.any_hash
+            return
         for i, rel in enumerate(relevant):
             key = _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
             self.by_identity.setdefault(key, []).append(i)
         self.any_hash = any(kind == "hash" for kind, _ in self.by_identity)
         self.any_id = any(kind == "id" for kind, _ in self.by_identity)
-        self._positive: list[bool] | None = None  # relevance > 0, per relevant chunk (on first use)
-        self._one = next(iter(self.by_identity)) if len(relevant) == 1 else None  # the seed's shape
 
     def candidates(self, chunk: dict) -> list[int]:
         """Every relevant chunk the retrieved ``chunk`` matches (by hash, then by id)."""
@@ -214,7 +221,7 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
     names = _names(k)
     if rank is not None and rank <= k:
         inv = 1.0 / rank  # RANK_METRICS' order: recall, hit_rate, mrr, ndcg, map, precision
-        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k)))
+        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k), strict=True))
     else:
         scores = dict.fromkeys(names, 0.0)
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
