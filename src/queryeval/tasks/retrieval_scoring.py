@@ -52,7 +52,16 @@ class Matcher:
     def __init__(self, relevant: list[dict], exact: bool) -> None:
         self.relevant = relevant
         self.exact = exact
+        self._positive: list[bool] | None = None  # relevance > 0, per relevant chunk (on first use)
+        self._one: tuple[str, str] | None = None
         self.by_identity: dict[tuple[str, str], list[int]] = {}
+        if len(relevant) == 1:  # the seed's shape: one identity, compared directly
+            rel = relevant[0]
+            self._one = _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
+            self.by_identity[self._one] = [0]
+            self.any_hash = self._one[0] == "hash"
+            self.any_id = not self.any_hash
+            return
         for i, rel in enumerate(relevant):
             key = _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
             self.by_identity.setdefault(key, []).append(i)
@@ -73,7 +82,21 @@ class Matcher:
 
     def is_relevant(self, chunk: dict) -> bool:
         """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
-        return any(int(self.relevant[i].get("relevance", 1)) > 0 for i in self.candidates(chunk))
+        if self._one is not None:  # one relevant chunk: compare its identity directly
+            kind, key = self._one
+            if kind == "hash":
+                digest = str(chunk.get("content_hash") or "")
+                hit = (digest if self.exact else digest.lower()) == key
+            else:
+                chunk_id = chunk.get("chunk_id")
+                hit = chunk_id not in (None, "") and str(chunk_id) == key
+            return hit and int(self.relevant[0].get("relevance", 1)) > 0
+        found = self.candidates(chunk)
+        if not found:
+            return False
+        if self._positive is None:
+            self._positive = [int(rel.get("relevance", 1)) > 0 for rel in self.relevant]
+        return any(self._positive[i] for i in found)
 
     def assign(self, chunks: list[dict]) -> list[int | None]:
         """For each retrieved chunk, the relevant chunk it is credited as (each at most once)."""
@@ -142,12 +165,88 @@ def _hits(assigned: list[list[int | None]], relevant: list[list[dict]], num_ret:
 
 
 @lru_cache(maxsize=64)
+def _names(k: int) -> tuple[str, ...]:
+    return tuple(f"{name}@{k}" for name in RANK_METRICS)
+
+
+@lru_cache(maxsize=64)
 def _specs(k: int) -> tuple[tuple[str, MetricSpec], ...]:
     return tuple((name, parse_metric(f"{name}@{k}")) for name in RANK_METRICS)
 
 
+#: ``1 / log2(r + 1)`` for 1-based ranks r, computed as the engine's nDCG kernel computes it
+#: (``1.0 / np.log2(rank0 + 2.0)`` on an array); grown on demand.
+_discounts = 1.0 / np.log2(np.arange(64, dtype=np.int64) + 2.0)
+
+
+def _discount(rank: int) -> float:
+    global _discounts
+    if rank > _discounts.size:
+        _discounts = 1.0 / np.log2(np.arange(2 * rank, dtype=np.int64) + 2.0)
+    return float(_discounts[rank - 1])
+
+
+def _single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None:
+    """The identity of a question's only relevant chunk when it has exactly one, of
+    relevance 1 (the seed's shape: :func:`_single_cut` scores it); otherwise None."""
+    if len(relevant) != 1:
+        return None
+    rel = relevant[0]
+    if int(rel.get("relevance", 1)) != 1:
+        return None
+    return _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
+
+
+def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bool) -> Cut:
+    """:func:`score_cut` for one binary relevant chunk, computed directly. With one relevant
+    judgement of gain 1 (num_rel = 1, IDCG = 1) the engine's kernels reduce, for the 1-based
+    rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
+    as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
+    1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
+    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+    kind, key = identity
+    rank = None
+    if kind == "hash":
+        for pos, c in enumerate(chunks):
+            digest = str(c.get("content_hash") or "")
+            if (digest if exact else digest.lower()) == key:
+                rank = pos + 1
+                break
+    elif key:  # a chunk id ("" matches nothing, as in Matcher.candidates)
+        for pos, c in enumerate(chunks):
+            chunk_id = c.get("chunk_id")
+            if chunk_id not in (None, "") and str(chunk_id) == key:
+                rank = pos + 1
+                break
+    names = _names(k)
+    if rank is not None and rank <= k:
+        inv = 1.0 / rank  # RANK_METRICS' order: recall, hit_rate, mrr, ndcg, map, precision
+        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k), strict=True))
+    else:
+        scores = dict.fromkeys(names, 0.0)
+    return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
+
+
 def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
-    """:func:`score_cut` for many questions at once (one pass of the engine's kernels)."""
+    """:func:`score_cut` for many questions at once: questions with one relevant chunk of
+    relevance 1 directly (:func:`_single_cut`), the others in one pass of the engine's
+    kernels."""
+    out: list[Cut | None] = [None] * len(items)
+    rest: list[int] = []
+    for i, (chunks, relevant) in enumerate(items):
+        identity = _single_identity(relevant, exact)
+        if identity is None:
+            rest.append(i)
+        else:
+            out[i] = _single_cut(chunks, identity, k, exact)
+    if rest:
+        for i, cut in zip(rest, _engine_cuts([items[i] for i in rest], k, exact), strict=True):
+            out[i] = cut
+    return out  # type: ignore[return-value]
+
+
+def _engine_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
+    """The figures of many questions through the engine's kernels (one pass)."""
     matchers = [Matcher(relevant, exact) for _, relevant in items]
     assigned = [m.assign(chunks) for m, (chunks, _) in zip(matchers, items, strict=True)]
     hits = _hits(assigned, [rel for _, rel in items], [len(chunks) for chunks, _ in items])

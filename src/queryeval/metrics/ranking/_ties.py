@@ -28,11 +28,14 @@ take a slow exact path: integer keys from Python's own sort of the distinct valu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from queryeval.metrics.ranking._arrays import DocCodes, RankingArrays
+
+if TYPE_CHECKING:  # pyarrow (~35 MiB resident) is imported only where ties are broken
+    import pyarrow as pa
 
 #: ``pairs`` is chosen while its pairs number at most this many times the members (+ slack).
 _PAIRS_FACTOR = 4
@@ -121,6 +124,7 @@ def _members_by_key(scores: np.ndarray, g_start, g_len, g_score) -> tuple[np.nda
 
 def _arrow_strings(values) -> pa.Array | None:
     """Docids as an Arrow string array, or None when some cannot be (not str, surrogates)."""
+    import pyarrow as pa
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
@@ -171,6 +175,7 @@ def _docids(arrays: RankingArrays, member: np.ndarray, member_q: np.ndarray,
 
 
 def _names_list(names, codes: np.ndarray) -> list:
+    import pyarrow as pa
     if isinstance(names, pa.ChunkedArray | pa.Array):
         return names.take(pa.array(codes)).to_pylist()
     return np.asarray(names, dtype=object)[codes].tolist()
@@ -178,6 +183,7 @@ def _names_list(names, codes: np.ndarray) -> list:
 
 def _take_names(names, codes: np.ndarray) -> pa.Array | None:
     """``names[codes]`` as an Arrow string array (None: not representable, see above)."""
+    import pyarrow as pa
     if isinstance(names, pa.ChunkedArray | pa.Array):
         out = names.take(pa.array(codes))
         return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
@@ -186,6 +192,7 @@ def _take_names(names, codes: np.ndarray) -> pa.Array | None:
 
 def _rank(strings: pa.Array) -> np.ndarray:
     """Dense 0-based ranks of Arrow strings in byte order (= code-point order)."""
+    import pyarrow.compute as pc
     return pc.rank(strings, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
         np.int64) - 1
 
@@ -193,6 +200,7 @@ def _rank(strings: pa.Array) -> np.ndarray:
 def _as_keys(a, b) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(a, np.ndarray):
         return a, b
+    import pyarrow as pa
     k = _rank(pa.concat_arrays([a, b]))
     return k[: len(a)], k[len(a) :]
 
@@ -211,6 +219,8 @@ def _count_pairs(m_doc, h_doc, m_begin, sizes_h) -> np.ndarray:
         if isinstance(m_doc, np.ndarray):
             greater = m_doc[pos] > h_doc[hit]
         else:
+            import pyarrow as pa
+            import pyarrow.compute as pc
             greater = pc.greater(m_doc.take(pa.array(pos)), h_doc.take(pa.array(hit)))
             greater = greater.to_numpy(zero_copy_only=False)
         out[a:b] = np.add.reduceat(greater, begin, dtype=np.int64)
