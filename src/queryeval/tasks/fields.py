@@ -38,9 +38,9 @@ from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.fields_system import DEFAULT_MODEL, FieldsSystem, data_table
 from queryeval.tune.tuning_file import load_tuning as _load_tuning
 
-DEFAULT_MODEL = "minilm"
 NonNegInt = Annotated[int, Field(ge=0)]
 
 
@@ -248,7 +248,7 @@ class FieldsTask(Task):
             if self.options.data:
                 req["retriever"] = self.retriever_config(fields)
                 if self.options.send_values:
-                    table = _table(self.options.data, self.options.descriptions)
+                    table = data_table(self.options.data, self.options.descriptions)
                     req["values"] = {f: list(table.fields[f].values) if f in table.fields else []
                                      for f in fields}
         return out
@@ -270,7 +270,7 @@ class FieldsTask(Task):
         nobody chose."""
         if not self.options.data and not self.options.tuning:
             return cases
-        known = _table(self.options.data, self.options.descriptions).fields \
+        known = data_table(self.options.data, self.options.descriptions).fields \
             if self.options.data else None
         return self._checked(cases, known)
 
@@ -433,53 +433,8 @@ class FieldsTask(Task):
 
 
 # ------------------------------------------------------------------ the built-in system
-
-_TABLES: dict[tuple, Any] = {}
-_TABLES_LOCK = threading.Lock()
-
-
-def _table(data: str, descriptions: dict[str, str]):
-    """The data table, read once per process, (path, descriptions) and file version."""
-    from queryeval.suite.fields import load_data_table
-
-    try:
-        st = Path(data).stat()
-        version: tuple = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        version = ()  # load_data_table reports the missing file
-    key = (data, tuple(sorted(descriptions.items())), version)
-    with _TABLES_LOCK:
-        if key not in _TABLES:
-            _TABLES[key] = load_data_table(data, descriptions)
-        return _TABLES[key]
-
-
-class FieldsSystem:
-    """RETRIEVE with the built-in retrievers: answers ``{"fields": {field: ranked values}}``.
-
-    Each (model, field) is indexed once, on first use; requests name their fields and carry
-    the model per field (``request["retriever"]["models"]``, else :data:`DEFAULT_MODEL`).
-    """
-
-    def __init__(self, data: str, descriptions: dict[str, str] | None = None, *,
-                 device: str | None = None, cache_dir: str | None = None) -> None:
-        from queryeval.tune.retrieve import FieldRetrieverPool, default_factory
-
-        self.name = f"builtin:fields:{Path(data).name}"
-        table = _table(data, dict(descriptions or {}))
-        self.pool = FieldRetrieverPool(
-            table, factory=default_factory(cache=cache_dir or True, device=device))
-
-    def call(self, request: dict, timeout: float | None = None) -> dict:
-        cfg = request.get("retriever") or {}
-        models = cfg.get("models") or {}
-        fields = request.get("fields") or []
-        chosen = {f: models.get(f, DEFAULT_MODEL) for f in fields}
-        return {"fields": self.pool.retrieve(request["question"], chosen, cfg.get("depth"))}
-
-    def close(self) -> None:
-        pass
-
+# (FieldsSystem and the data tables: tasks/fields_system.py; builtin stays here, the name
+# ``python:queryeval.tasks.fields:builtin`` users give)
 
 _SYSTEMS: dict[str, FieldsSystem] = {}
 _SYSTEMS_LOCK = threading.Lock()

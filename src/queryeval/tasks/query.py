@@ -9,9 +9,6 @@ docs/execution.md.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -26,10 +23,15 @@ from queryeval.tasks import judging, query_judge
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
+from queryeval.tasks.query_engines import (  # noqa: F401 - re-exported
+    RDF_SUFFIXES,
+    SQLITE_SUFFIXES,
+    QueryEngines,
+    _lang_of,
+    _store_root,
+)
 from queryeval.tasks.query_testsuite import TestSuite, TestSuiteTally, summary_note, verdict
 
-RDF_SUFFIXES = {".ttl", ".nt", ".rdf", ".xml", ".owl", ".nq", ".trig", ".n3"}
-SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 RATE_KEYS = ("syntax_ok", "returns_results", "perfect_match")
 SCHEMA_KEYS = SCORE_KEYS  # what the query touched against the gold (tasks/query_explain.py)
@@ -81,14 +83,6 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     return out
 
 
-def _store_root() -> Path:
-    """The default folder of the embedded SPARQL stores: ``$QUERYEVAL_CACHE_DIR/oxigraph`` if
-    the variable is set (the root of every queryeval cache), else ``.queryeval-cache/oxigraph``
-    under the current directory."""
-    base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    return (Path(base).expanduser() if base else Path(".queryeval-cache")) / "oxigraph"
-
-
 class QueryOptions(TaskOptions):
     source: DataSource | None = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
@@ -117,14 +111,7 @@ class QueryOptions(TaskOptions):
     """Seed of the neighbour generation (same seed, same neighbours)."""
 
 
-def _lang_of(source: str) -> str:
-    first = source.split(",")[0].strip().lower()
-    if first.startswith(("http://", "https://")) or Path(first).suffix in RDF_SUFFIXES:
-        return "sparql"
-    return "sql"
-
-
-class QueryTask(Task):
+class QueryTask(QueryEngines, Task):
     name = "query"
     figures = Figures(settings=("rules", "test_suite", "test_suite_seed"), counts=(
         "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors",
@@ -137,114 +124,18 @@ class QueryTask(Task):
         if self.options.rules == "buildingqa" and (self.options.abs_tol or self.options.rel_tol):
             raise ConfigError("abs_tol / rel_tol need --rules clean (the buildingqa rules "
                               "compare values as the reference does)")
-        self._engines: dict[str, Any] = {}
-        self._gold: dict[tuple[str, str], dict] = {}
-        self._lock = threading.Lock()
+        self._init_engines()
         self.case_judge = judging.CaseJudge(self.options.judge)
         if self.options.judge is not None:  # the judge's verdict and reason per case
             self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
         self.test_suite = TestSuite(self.options.test_suite, self.options.test_suite_seed)
 
-    # --- engines --------------------------------------------------------------------------
-    def _source(self, case_target) -> str:
-        source = case_target.source or self.options.source
-        if not source:
-            raise ConfigError("no place to run queries: pass --graph, --database or --endpoint "
-                              "(or set target.query.source)")
-        return source
-
-    def engine(self, source: str):
-        with self._lock:
-            if source not in self._engines:
-                self._engines[source] = self._open(source)
-            return self._engines[source]
-
-    def _open(self, source: str):
-        from queryeval.systems import engines as eng
-
-        if source.startswith(("http://", "https://")):
-            return eng.RemoteSparqlEngine(source)
-        if source.startswith(("postgresql://", "postgres://")):
-            from queryeval.systems.engines.postgres import PostgresEngine
-
-            return PostgresEngine(source)
-        paths = [p.strip() for p in source.split(",") if p.strip()]
-        suffix = Path(paths[0]).suffix.lower()
-        if suffix in RDF_SUFFIXES:
-            key = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:16]
-            root = Path(self.options.store_dir) if self.options.store_dir else _store_root()
-            return eng.LocalSparqlEngine(paths, store_dir=root / key)
-        if suffix in SQLITE_SUFFIXES:
-            return eng.SqliteEngine(paths[0])
-        if suffix == ".duckdb":
-            return eng.DuckDBEngine(paths[0])
-        raise ConfigError(f"cannot tell what kind of source {source!r} is (RDF file, endpoint URL, "
-                          ".sqlite/.db or .duckdb)")
-
-    def input_files(self) -> list[str]:
-        """The graph and database files of the sources opened (endpoints have none)."""
-        with self._lock:
-            sources = list(self._engines)
-        return [p.strip() for s in sources for p in s.split(",")
-                if p.strip() and "://" not in p]
-
     def close(self) -> None:
         self.case_judge.close()
-        with self._lock:
-            for e in self._engines.values():
-                e.close()
-            self._engines.clear()
+        self._close_engines()
 
     def batch_info(self) -> dict:
         return self.case_judge.info()
-
-    def _execute(self, source: str, query: str, engine: Any = None) -> tuple[dict | None, dict]:
-        """(result table as SPARQL JSON or None, execution info)."""
-        from queryeval.systems.engines import QueryExecutionError
-        from queryeval.systems.engines.sandbox import unavailable_layers
-
-        engine = engine or self.engine(source)
-        try:
-            res = engine.execute(query, timeout_s=self.options.timeout_s, max_rows=self.options.max_rows)
-        except QueryExecutionError as err:
-            kind = type(err).__name__.removeprefix("Query").lower()  # refused / timeout / failed
-            syntax = bool(getattr(err, "syntax_error", False))
-            info = {"status": kind, "reason": err.reason, "syntax_error": syntax}
-            res = None
-        else:
-            info = {"status": "ok", "kind": res.kind, "rows": res.row_count, "columns": len(res.columns),
-                    "truncated": res.truncated, "elapsed_ms": res.elapsed_ms}
-        # The run log says so on every execution that ran without a whole OS sandbox
-        # (docs/reliability.md: another platform, an old kernel, no libseccomp).
-        report = getattr(engine, "sandbox", None)
-        if report and unavailable_layers(report):
-            info["sandbox_unavailable"] = {k: report[k] for k in unavailable_layers(report)}
-        if res is None:
-            return None, info
-        table = res.to_table_json() if res.kind in ("ask", "graph") else res.to_sparql_json()
-        return table, info
-
-    def _gold_result(self, source: str, query: str) -> tuple[dict | None, dict]:
-        key = (source, query)
-        with self._lock:
-            hit = self._gold.get(key)
-        if hit is None:
-            hit = dict(zip(("table", "info"), self._execute(source, query), strict=True))
-            with self._lock:
-                self._gold[key] = hit
-        return hit["table"], hit["info"]
-
-    def select_cases(self, cases: Iterable[Case]) -> Iterator[Case]:
-        """Open every source the cases name during the run's first pass over them (before the
-        run starts), so a missing graph or database is one clear error and no half-started
-        run log."""
-        opened: set[str | None] = set()
-        for case in cases:
-            source = self._source(self._target(case))
-            if source not in opened:
-                self.engine(source)
-                opened.add(source)
-            yield case
 
     # --- requests and outputs ----------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
