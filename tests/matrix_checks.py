@@ -37,6 +37,29 @@ def run_file(run: qe.Run, prefix: str, suffix: str) -> Path:
     return run.folder / f"{prefix}_{run.batch_id}{suffix}"
 
 
+def write_lab(root: Path, bots: str, targets: dict[str, dict]) -> Path:
+    """A matrix lab in ``root``: ``bots.py`` and ``cases.jsonl``, where the i-th case (id ->
+    target, in order) asks "question i?" in one user turn."""
+    (root / "bots.py").write_text(bots)
+    with open(root / "cases.jsonl", "w") as fh:
+        for i, (cid, target) in enumerate(targets.items()):
+            fh.write(json.dumps({"id": cid, "conversation": [{
+                "role": "user", "content": f"question {i}?", "target": target}]}) + "\n")
+    return root
+
+
+def built_once(build: Callable[[str], qe.Run]) -> Callable[[str], qe.Run]:
+    """``build(kind)`` with each kind built once (a module fixture's runs)."""
+    cache: dict[str, qe.Run] = {}
+
+    def get(kind: str) -> qe.Run:
+        if kind not in cache:
+            cache[kind] = build(kind)
+        return cache[kind]
+
+    return get
+
+
 def simulate_kill(log: Path, keep: int) -> Path:
     """Leave a finished run's log as SIGKILL would: ``keep`` whole results lines and a
     half-written one, no metrics, CSV or reports, the batch still "running". Returns the

@@ -28,7 +28,7 @@ import pytest
 
 import queryeval as qe
 from ci_lab import BOTS
-from matrix_checks import build_kind
+from matrix_checks import build_kind, built_once, write_lab
 from queryeval.errors import GateFailure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,13 +57,8 @@ assert AGG["repeats"] == pytest.approx(3.25 / 6) and AGG["skip_errors"] == pytes
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"answers": [{"name": "n", "value": str(i)}]}
+                                  for i in range(N)})
 
 
 def _spec(lab: Path, fn: str) -> str:
@@ -87,14 +82,7 @@ def _build(kind: str, lab: Path) -> qe.Run:
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 def _file(run: qe.Run, prefix: str, suffix: str) -> Path:

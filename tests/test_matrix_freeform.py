@@ -18,7 +18,14 @@ from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import build_kind, check_compare, check_consumers, per_case_mean
+from matrix_checks import (
+    build_kind,
+    built_once,
+    check_compare,
+    check_consumers,
+    per_case_mean,
+    write_lab,
+)
 from queryeval.cli.app import app
 from queryeval.systems.judge import JudgeVerdict
 
@@ -80,13 +87,8 @@ class PassC5:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix_freeform")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"reference": {"answer": f"{i}.5 km"}}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"reference": {"answer": f"{i}.5 km"}}
+                                  for i in range(N)})
 
 
 def _build(kind: str, lab: Path) -> qe.Run:
@@ -109,14 +111,7 @@ def _build(kind: str, lab: Path) -> qe.Run:
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 @pytest.mark.parametrize("kind", KINDS)

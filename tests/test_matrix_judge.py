@@ -5,12 +5,10 @@ every consumer (tests/matrix_checks.py), compared, served by the viewer, and gat
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 import queryeval as qe
-from matrix_checks import build_kind, check_compare, check_consumers
+from matrix_checks import build_kind, built_once, check_compare, check_consumers, write_lab
 from queryeval.cli.app import main
 from test_judge_fake import FakeJudgeServer, values_rule
 
@@ -47,13 +45,8 @@ def fake():
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("matrix_judge")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"answers": [{"name": "n", "value": str(i)}]}
+                                  for i in range(N)})
 
 
 def _judge(lab, fake) -> dict:
@@ -80,14 +73,7 @@ KINDS = list(EXPECTED)
 
 @pytest.fixture(scope="module")
 def built(lab, fake):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab, fake)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab, fake))
 
 
 @pytest.mark.parametrize("kind", KINDS)

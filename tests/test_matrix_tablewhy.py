@@ -22,7 +22,6 @@ Errors: c4's call fails, its prediction is no query: 0 for both (scored), or lef
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe
-from matrix_checks import build_kind, check_compare, check_consumers
+from matrix_checks import build_kind, built_once, check_compare, check_consumers, write_lab
 
 GOLD = {
     "c0": "SELECT name FROM emp WHERE salary > 100",
@@ -79,7 +78,6 @@ EXPECTED = {  # kind -> (col R per case, tab P per case, counted)
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix_tablewhy")
-    (root / "bots.py").write_text(BOTS)
     db = root / "w.sqlite"
     con = sqlite3.connect(db)
     con.executescript(
@@ -89,12 +87,8 @@ def lab(tmp_path_factory):
         "INSERT INTO dept VALUES (1, 'R&D', 'Oslo'), (2, 'Ops', 'Bergen');")
     con.commit()
     con.close()
-    with open(root / "cases.jsonl", "w") as fh:
-        for i, (cid, gold) in enumerate(GOLD.items()):
-            fh.write(json.dumps({"id": cid, "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"query": {"gold": gold, "source": str(db)}}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {cid: {"query": {"gold": gold, "source": str(db)}}
+                                  for cid, gold in GOLD.items()})
 
 
 def _spec(lab: Path, fn: str) -> str:
@@ -108,14 +102,7 @@ def _build(kind: str, lab: Path) -> qe.Run:
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 @pytest.mark.parametrize("kind", list(EXPECTED))
