@@ -9,6 +9,9 @@ Usage::
     from matrix_checks import check_consumers, check_compare
     check_consumers(run, "recall@5", {"q1": 1.0, "q2": 0.5})
     check_compare(run_a, run_b, "recall@5", per_case_a, per_case_b)
+
+Runs in the shared run kinds come from :func:`build_kind` (plain, repeats, cached, resumed
+after a kill, with errors scored or skipped), so every matrix file builds them one way.
 """
 
 from __future__ import annotations
@@ -16,16 +19,108 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import queryeval as qe
+from queryeval.cli.app import app
 from queryeval.errors import GateFailure
+
+KINDS_BUILT = ("plain", "repeats", "cached", "resumed", "errors", "skip_errors")
 
 
 def run_file(run: qe.Run, prefix: str, suffix: str) -> Path:
     return run.folder / f"{prefix}_{run.batch_id}{suffix}"
+
+
+def write_lab(root: Path, bots: str, targets: dict[str, dict]) -> Path:
+    """A matrix lab in ``root``: ``bots.py`` and ``cases.jsonl``, where the i-th case (id ->
+    target, in order) asks "question i?" in one user turn."""
+    (root / "bots.py").write_text(bots)
+    with open(root / "cases.jsonl", "w") as fh:
+        for i, (cid, target) in enumerate(targets.items()):
+            fh.write(json.dumps({"id": cid, "conversation": [{
+                "role": "user", "content": f"question {i}?", "target": target}]}) + "\n")
+    return root
+
+
+def built_once(build: Callable[[str], qe.Run]) -> Callable[[str], qe.Run]:
+    """``build(kind)`` with each kind built once (a module fixture's runs)."""
+    cache: dict[str, qe.Run] = {}
+
+    def get(kind: str) -> qe.Run:
+        if kind not in cache:
+            cache[kind] = build(kind)
+        return cache[kind]
+
+    return get
+
+
+def simulate_kill(log: Path, keep: int) -> Path:
+    """Leave a finished run's log as SIGKILL would: ``keep`` whole results lines and a
+    half-written one, no metrics, CSV or reports, the batch still "running". Returns the
+    results JSONL."""
+    jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
+    lines = jsonl.read_text().splitlines()
+    jsonl.write_text("\n".join(lines[:keep]) + '\n{"case_id": "half-wr')
+    for p in log.parent.iterdir():
+        if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
+            p.unlink()
+    batch = json.loads(log.read_text())
+    batch["status"] = "running"
+    log.write_text(json.dumps(batch))
+    return jsonl
+
+
+def resume(log: Path) -> qe.Run:
+    """``queryeval run --resume LOG`` (must exit 0), then the run it finished."""
+    res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
+    assert res.exit_code == 0, res.output
+    return qe.load(log)
+
+
+def build_kind(kind: str, cases: Any, bots: Path, runs: Path, *, n: int, keep: int = 3,
+               repeats: int = 4, plain: str = "plain", cache_dir: Path | None = None,
+               on_warm: Callable[[], Any] | None = None, **options: Any) -> qe.Run:
+    """A run of ``cases`` in one of :data:`KINDS_BUILT`, written to ``runs/KIND`` with reports.
+
+    The system is a function of the Python file ``bots``: ``plain`` (default name) for plain,
+    cached and resumed, ``repeated`` for repeats (``repeats`` attempts), ``failing`` for
+    errors and skip_errors. ``n`` is the number of results lines of a plain run: the cached
+    run must take all ``n`` calls from the cache (warmed by a run into ``runs/warm``; then
+    ``on_warm()`` is called), the resumed run (cut to ``keep`` lines) must end with ``n``.
+    ``options`` go to every ``qe.evaluate`` call (a judge, ``test_suite``, ...)."""
+    spec = lambda fn: f"python:{bots}:{fn}"  # noqa: E731
+    common = {"out": runs / kind, "reports": True, "retries": 0, "backoff": 0.0, "name": kind,
+              **options}
+    if kind == "plain":
+        return qe.evaluate(cases, system=spec(plain), **common)
+    if kind == "repeats":
+        return qe.evaluate(cases, system=spec("repeated"), repeats=repeats, **common)
+    if kind == "cached":
+        opts = {**common, "cache": True, "cache_dir": cache_dir or runs.parent / "cache",
+                "system_version": "v1"}
+        qe.evaluate(cases, system=spec(plain), **{**opts, "out": runs / "warm"})
+        if on_warm is not None:
+            on_warm()
+        run = qe.evaluate(cases, system=spec(plain), **opts)
+        assert run.metrics["cache"]["hits"] == n  # every call served from the cache
+        return run
+    if kind == "resumed":
+        log = qe.evaluate(cases, system=spec(plain), **common).path
+        jsonl = simulate_kill(log, keep)
+        run = resume(log)
+        assert len(jsonl.read_text().splitlines()) == n
+        return run
+    if kind == "errors":
+        return qe.evaluate(cases, system=spec("failing"), **common)
+    if kind == "skip_errors":
+        return qe.evaluate(cases, system=spec("failing"), on_error="skip", **common)
+    raise AssertionError(kind)
 
 
 def per_case_mean(rows) -> dict[str, float]:

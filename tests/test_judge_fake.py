@@ -3,28 +3,18 @@
 By default it answers deterministically: ``pass`` when the reference (the text between the
 ``<reference>`` tags of the user turn) appears in the response (case-insensitive), else
 ``fail``; ``script(n, body)`` overrides each reply (malformed replies, 429s, slow replies).
-Imported by the other ``test_judge_*`` files and the matrix; it holds one sanity test.
+The server itself is tests/fake_openai.py's. Imported by the other ``test_judge_*`` files
+and the matrix; it holds one sanity test.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-Reply = tuple[int, dict[str, str], bytes]
-
-
-def completion(content: str) -> Reply:
-    body = {"id": "x", "object": "chat.completion",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}]}
-    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+from fake_openai import FakeChatServer, Reply, completion
 
 
 def verdict_reply(verdict: str, reason: str = "fake") -> Reply:
@@ -43,58 +33,21 @@ def contains_rule(body: dict) -> Reply:
     return verdict_reply("pass" if ok else "fail", f"reference {'found' if ok else 'absent'}")
 
 
-class FakeJudgeServer:
-    """Records every request body; ``script(n, body)`` decides reply n (0-based)."""
+def values_rule(n: int, body: dict) -> Reply:
+    """pass when every reference value ("name: value" lines) is a word of the response."""
+    user = body["messages"][-1]["content"]
+    ref = re.search(r"<reference>\n(.*?)\n</reference>", user, re.DOTALL)[1]
+    resp = re.search(r"<response>\n(.*?)\n</response>", user, re.DOTALL)[1]
+    words = set(re.findall(r"\d+(?:\.\d+)?|\w+", resp.lower()))
+    ok = all(line.split(": ", 1)[1].lower() in words for line in ref.splitlines())
+    return verdict_reply("pass" if ok else "fail", "values found" if ok else "value missing")
+
+
+class FakeJudgeServer(FakeChatServer):
+    """The fake server (tests/fake_openai.py) answering by :func:`contains_rule` by default."""
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        self.delay = 0.0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.script: Callable[[int, dict], Reply] = lambda n, body: contains_rule(body)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw)
-                with fake.lock:
-                    n = len(fake.requests)
-                    fake.requests.append({"path": self.path, "headers": dict(self.headers),
-                                          "body": body})
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                try:
-                    if fake.delay:
-                        time.sleep(fake.delay)
-                    status, headers, payload = fake.script(n, body)
-                finally:
-                    with fake.lock:
-                        fake.in_flight -= 1
-                try:
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the client gave up (timeout)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(lambda n, body: contains_rule(body))
 
     def options(self, tmp_path, **kw) -> dict:
         """Judge options pointing here, caches under ``tmp_path``."""

@@ -4,25 +4,14 @@
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 
 import pytest
 
 import queryeval as qe
 from queryeval.systems.judge.checks import save_check
 from queryeval.systems.judge.prompt import ANSWER_PROMPT, PROMPT_VERSION
-from test_judge_fake import FakeJudgeServer, completion, verdict_reply
-
-
-def values_rule(n: int, body: dict):
-    """pass when every reference value ("name: value" lines) is a word of the response."""
-    user = body["messages"][-1]["content"]
-    ref = re.search(r"<reference>\n(.*?)\n</reference>", user, re.DOTALL)[1]
-    resp = re.search(r"<response>\n(.*?)\n</response>", user, re.DOTALL)[1]
-    words = set(re.findall(r"\d+(?:\.\d+)?|\w+", resp.lower()))
-    ok = all(line.split(": ", 1)[1].lower() in words for line in ref.splitlines())
-    return verdict_reply("pass" if ok else "fail", "values found" if ok else "value missing")
+from test_judge_fake import FakeJudgeServer, completion, values_rule, verdict_reply
+from test_query_task import make_shop_db
 
 
 @pytest.fixture
@@ -138,13 +127,7 @@ def test_recorded_agreement_lands_in_the_run_log(fake, tmp_path):
 
 @pytest.fixture
 def shop(tmp_path):
-    db = tmp_path / "shop.sqlite"
-    con = sqlite3.connect(db)
-    con.executescript("CREATE TABLE items(name TEXT, price REAL); INSERT INTO items VALUES "
-                      "('carrot', 0.5), ('onion', 0.4), ('saffron', 9.0);")
-    con.commit()
-    con.close()
-    return db
+    return make_shop_db(tmp_path / "shop.sqlite")
 
 
 QCASES = [

@@ -25,34 +25,16 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import queryeval as qe
-from queryeval.cli.app import app
+from ci_lab import BOTS
+from matrix_checks import build_kind, built_once, write_lab
 from queryeval.errors import GateFailure
 
 REPO = Path(__file__).resolve().parents[1]
 N = 6
-BOTS = '''
-import re
-
-def _i(request):
-    return int(re.search(r"question (\\d+)\\?", str(request)).group(1))
-
-def _say(i, right):
-    return {"response": f"@n[{i if right else 'x'}]"}
-
-def plain(request):             # right on c0..c3
-    return _say(_i(request), _i(request) < 4)
-
-def repeated(request):          # case i right on repeats 0 .. i % 4
-    return _say(_i(request), request.get("repeat", 0) <= _i(request) % 4)
-
-def failing(request):           # c4's call fails; c5 wrong
-    if _i(request) == 4:
-        raise RuntimeError("backend down")
-    return _say(_i(request), _i(request) < 4)
-'''
+# the bots (BOTS, tests/ci_lab.py): plain is right on c0..c3; repeated: case i right on
+# repeats 0 .. i % 4; failing: c4's call fails, c5 wrong
 
 # hand-computed per-case all_correct (mean over attempts) and the counted cases
 PLAIN = {"c0": 1.0, "c1": 1.0, "c2": 1.0, "c3": 1.0, "c4": 0.0, "c5": 0.0}
@@ -75,13 +57,8 @@ assert AGG["repeats"] == pytest.approx(3.25 / 6) and AGG["skip_errors"] == pytes
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"answers": [{"name": "n", "value": str(i)}]}
+                                  for i in range(N)})
 
 
 def _spec(lab: Path, fn: str) -> str:
@@ -92,38 +69,6 @@ def _build(kind: str, lab: Path) -> qe.Run:
     out = lab / "runs" / kind
     cases = str(lab / "cases.jsonl")
     common = {"out": out, "reports": True, "retries": 0, "backoff": 0.0, "name": kind}
-    if kind == "plain":
-        return qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-    if kind == "repeats":
-        return qe.evaluate(cases, system=_spec(lab, "repeated"), repeats=4, **common)
-    if kind == "cached":
-        opts = {**common, "cache": True, "cache_dir": lab / "cache", "system_version": "v1"}
-        qe.evaluate(cases, system=_spec(lab, "plain"), **{**opts, "out": lab / "runs" / "warm"})
-        run = qe.evaluate(cases, system=_spec(lab, "plain"), **opts)
-        assert run.metrics["cache"]["hits"] == N  # every call served from the cache
-        return run
-    if kind == "resumed":
-        done = qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-        log = done.path
-        # what SIGKILL leaves: 3 whole lines and a half-written one, no metrics/CSV/reports,
-        # the batch still "running"
-        jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
-        lines = jsonl.read_text().splitlines()
-        jsonl.write_text("\n".join(lines[:3]) + '\n{"case_id": "half-wr')
-        for p in log.parent.iterdir():
-            if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
-                p.unlink()
-        batch = json.loads(log.read_text())
-        batch["status"] = "running"
-        log.write_text(json.dumps(batch))
-        res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
-        assert res.exit_code == 0, res.output
-        assert len(jsonl.read_text().splitlines()) == N
-        return qe.load(log)
-    if kind == "errors":
-        return qe.evaluate(cases, system=_spec(lab, "failing"), **common)
-    if kind == "skip_errors":
-        return qe.evaluate(cases, system=_spec(lab, "failing"), on_error="skip", **common)
     if kind == "ray":
         pytest.importorskip("ray")
         try:
@@ -132,19 +77,12 @@ def _build(kind: str, lab: Path) -> qe.Run:
             if "ray" in type(exc).__module__.lower() or "ray" in str(exc).lower():
                 pytest.skip(f"Ray cannot start here: {str(exc)[:120]}")
             raise
-    raise AssertionError(kind)
+    return build_kind(kind, cases, lab / "bots.py", lab / "runs", n=N)
 
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 def _file(run: qe.Run, prefix: str, suffix: str) -> Path:

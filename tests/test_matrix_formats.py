@@ -11,22 +11,9 @@ import pytest
 
 import queryeval as qe
 from matrix_checks import check_compare, check_consumers
-from queryeval.suite.retrieval import qa_pair_id
+from test_formats_e2e import CORPUS, IDS, PARIS, RAGAS, RECALL2, write_jsonl
 
-PARIS = "Paris is the capital of France."
-BERLIN = "Berlin  is the capital\nof Germany."
-MADRID = "Madrid is the capital of Spain."
-RAGAS = [
-    {"user_input": "Capital of France?", "reference_contexts": [PARIS], "reference": "Paris",
-     "retrieved_contexts": [MADRID, PARIS], "response": "Paris"},
-    {"user_input": "Capital of Germany?", "reference_contexts": ["Berlin is the capital of Germany."],
-     "reference": "Berlin", "retrieved_contexts": ["Berlin is the  capital of Germany."],
-     "response": "Berlin"},
-    {"user_input": "Capital of Spain?", "reference_contexts": [MADRID], "reference": "Madrid",
-     "retrieved_contexts": ["A text in no chunk."], "response": "Lisbon"},
-]
-IDS = [qa_pair_id("", r["user_input"], r["reference"]) for r in RAGAS]
-RECORDED = dict(zip(IDS, [1.0, 1.0, 0.0], strict=True))   # ranks 2, 1 (normalised), none
+RECORDED = RECALL2  # ranks 2, 1 (normalised), none
 PARIS_ONLY = dict(zip(IDS, [1.0, 0.0, 0.0], strict=True))  # the retriever below
 
 
@@ -38,11 +25,8 @@ def paris_retriever(request):
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("formats")
     suite = folder / "ragas.jsonl"
-    suite.write_text("".join(json.dumps(r) + "\n" for r in RAGAS))
-    corpus = folder / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(c) + "\n" for c in [
-        {"chunk_id": "c1", "content": PARIS}, {"chunk_id": "c2", "content": BERLIN},
-        {"chunk_id": "c3", "content": MADRID}]))
+    write_jsonl(suite, RAGAS)
+    corpus = write_jsonl(folder / "corpus.jsonl", CORPUS)
     recorded = qe.evaluate(str(suite), responses=str(suite), corpus=str(corpus), k=2,
                            out=folder / "runs" / "a", reports=True, progress=False)
     live = qe.evaluate(str(suite), paris_retriever, corpus=str(corpus), k=2, repeats=2,

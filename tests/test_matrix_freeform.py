@@ -18,7 +18,14 @@ from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers, per_case_mean
+from matrix_checks import (
+    build_kind,
+    built_once,
+    check_compare,
+    check_consumers,
+    per_case_mean,
+    write_lab,
+)
 from queryeval.cli.app import app
 from queryeval.systems.judge import JudgeVerdict
 
@@ -80,13 +87,8 @@ class PassC5:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix_freeform")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"reference": {"answer": f"{i}.5 km"}}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"reference": {"answer": f"{i}.5 km"}}
+                                  for i in range(N)})
 
 
 def _build(kind: str, lab: Path) -> qe.Run:
@@ -94,36 +96,6 @@ def _build(kind: str, lab: Path) -> qe.Run:
     cases = str(lab / "cases.jsonl")
     spec = lambda fn: f"python:{lab / 'bots.py'}:{fn}"  # noqa: E731
     common = {"out": out, "reports": True, "retries": 0, "backoff": 0.0, "name": kind}
-    if kind == "plain":
-        return qe.evaluate(cases, system=spec("plain"), **common)
-    if kind == "repeats":
-        return qe.evaluate(cases, system=spec("repeated"), repeats=4, **common)
-    if kind == "cached":
-        opts = {**common, "cache": True, "cache_dir": lab / "cache", "system_version": "v1"}
-        qe.evaluate(cases, system=spec("plain"), **{**opts, "out": lab / "runs" / "warm"})
-        run = qe.evaluate(cases, system=spec("plain"), **opts)
-        assert run.metrics["cache"]["hits"] == N
-        return run
-    if kind == "resumed":
-        done = qe.evaluate(cases, system=spec("plain"), **common)
-        log = done.path
-        jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
-        lines = jsonl.read_text().splitlines()
-        jsonl.write_text("\n".join(lines[:3]) + '\n{"case_id": "half-wr')
-        for p in log.parent.iterdir():
-            if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
-                p.unlink()
-        batch = json.loads(log.read_text())
-        batch["status"] = "running"
-        log.write_text(json.dumps(batch))
-        res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
-        assert res.exit_code == 0, res.output
-        assert len(jsonl.read_text().splitlines()) == N
-        return qe.load(log)
-    if kind == "errors":
-        return qe.evaluate(cases, system=spec("failing"), **common)
-    if kind == "skip_errors":
-        return qe.evaluate(cases, system=spec("failing"), on_error="skip", **common)
     if kind == "judged":
         mp = pytest.MonkeyPatch()
         mp.setattr("queryeval.systems.judge.make_judge", lambda options: PassC5())
@@ -134,19 +106,12 @@ def _build(kind: str, lab: Path) -> qe.Run:
             mp.undo()
         assert PassC5.calls == 1  # only the inconclusive c5 went to the judge
         return run
-    raise AssertionError(kind)
+    return build_kind(kind, cases, lab / "bots.py", lab / "runs", n=N)
 
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 @pytest.mark.parametrize("kind", KINDS)

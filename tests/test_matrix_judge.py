@@ -5,16 +5,12 @@ every consumer (tests/matrix_checks.py), compared, served by the viewer, and gat
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
-from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers
-from queryeval.cli.app import app, main
-from test_judge_fake import FakeJudgeServer, verdict_reply
+from matrix_checks import build_kind, built_once, check_compare, check_consumers, write_lab
+from queryeval.cli.app import main
+from test_judge_fake import FakeJudgeServer, values_rule
 
 N = 6
 BOTS = '''
@@ -38,15 +34,6 @@ JUDGED_PLAIN = 3
 REPEATED = {f"c{i}": (i % 4 + 1) / 4 for i in range(N)}
 
 
-def values_rule(n: int, body: dict):
-    user = body["messages"][-1]["content"]
-    ref = re.search(r"<reference>\n(.*?)\n</reference>", user, re.DOTALL)[1]
-    resp = re.search(r"<response>\n(.*?)\n</response>", user, re.DOTALL)[1]
-    words = set(re.findall(r"\d+(?:\.\d+)?|\w+", resp.lower()))
-    ok = all(line.split(": ", 1)[1].lower() in words for line in ref.splitlines())
-    return verdict_reply("pass" if ok else "fail", "values found" if ok else "value missing")
-
-
 @pytest.fixture(scope="module")
 def fake():
     server = FakeJudgeServer()
@@ -58,13 +45,8 @@ def fake():
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("matrix_judge")
-    (root / "bots.py").write_text(BOTS)
-    with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
-            fh.write(json.dumps({"id": f"c{i}", "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {f"c{i}": {"answers": [{"name": "n", "value": str(i)}]}
+                                  for i in range(N)})
 
 
 def _judge(lab, fake) -> dict:
@@ -77,37 +59,12 @@ def _spec(lab, fn: str) -> str:
 
 
 def _build(kind: str, lab, fake) -> qe.Run:
-    cases = str(lab / "cases.jsonl")
-    common = {"out": lab / "runs" / kind, "reports": True, "retries": 0, "backoff": 0.0,
-              "name": kind, "judge": _judge(lab, fake)}
-    if kind == "plain":
-        return qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-    if kind == "repeats":
-        return qe.evaluate(cases, system=_spec(lab, "repeated"), repeats=4, **common)
-    if kind == "cached":
-        opts = {**common, "cache": True, "cache_dir": lab / "cache", "system_version": "v1"}
-        qe.evaluate(cases, system=_spec(lab, "plain"), **{**opts, "out": lab / "runs" / "warm"})
-        before = len(fake.requests)
-        run = qe.evaluate(cases, system=_spec(lab, "plain"), **opts)
-        assert run.metrics["cache"]["hits"] == N and len(fake.requests) == before
-        return run
-    if kind == "resumed":
-        done = qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-        log = done.path
-        jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
-        lines = jsonl.read_text().splitlines()
-        jsonl.write_text("\n".join(lines[:2]) + '\n{"case_id": "half-wr')
-        for p in log.parent.iterdir():
-            if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
-                p.unlink()
-        batch = json.loads(log.read_text())
-        batch["status"] = "running"
-        log.write_text(json.dumps(batch))
-        res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
-        assert res.exit_code == 0, res.output
-        assert len(jsonl.read_text().splitlines()) == N
-        return qe.load(log)
-    raise AssertionError(kind)
+    before: list[int] = []
+    run = build_kind(kind, str(lab / "cases.jsonl"), lab / "bots.py", lab / "runs", n=N, keep=2,
+                     judge=_judge(lab, fake), on_warm=lambda: before.append(len(fake.requests)))
+    if kind == "cached":  # no judge call either
+        assert len(fake.requests) == before[0]
+    return run
 
 
 EXPECTED = {"plain": PLAIN, "repeats": REPEATED, "cached": PLAIN, "resumed": PLAIN}
@@ -116,14 +73,7 @@ KINDS = list(EXPECTED)
 
 @pytest.fixture(scope="module")
 def built(lab, fake):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab, fake)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab, fake))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -22,17 +22,14 @@ Errors: c4's call fails, its prediction is no query: 0 for both (scored), or lef
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers
-from queryeval.cli.app import app
+from matrix_checks import build_kind, built_once, check_compare, check_consumers, write_lab
 
 GOLD = {
     "c0": "SELECT name FROM emp WHERE salary > 100",
@@ -81,7 +78,6 @@ EXPECTED = {  # kind -> (col R per case, tab P per case, counted)
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("matrix_tablewhy")
-    (root / "bots.py").write_text(BOTS)
     db = root / "w.sqlite"
     con = sqlite3.connect(db)
     con.executescript(
@@ -91,12 +87,8 @@ def lab(tmp_path_factory):
         "INSERT INTO dept VALUES (1, 'R&D', 'Oslo'), (2, 'Ops', 'Bergen');")
     con.commit()
     con.close()
-    with open(root / "cases.jsonl", "w") as fh:
-        for i, (cid, gold) in enumerate(GOLD.items()):
-            fh.write(json.dumps({"id": cid, "conversation": [{
-                "role": "user", "content": f"question {i}?",
-                "target": {"query": {"gold": gold, "source": str(db)}}}]}) + "\n")
-    return root
+    return write_lab(root, BOTS, {cid: {"query": {"gold": gold, "source": str(db)}}
+                                  for cid, gold in GOLD.items()})
 
 
 def _spec(lab: Path, fn: str) -> str:
@@ -104,51 +96,13 @@ def _spec(lab: Path, fn: str) -> str:
 
 
 def _build(kind: str, lab: Path) -> qe.Run:
-    out = lab / "runs" / kind
-    cases = str(lab / "cases.jsonl")
-    common = {"out": out, "reports": True, "retries": 0, "backoff": 0.0, "name": kind}
-    if kind == "plain":
-        return qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-    if kind == "repeats":
-        return qe.evaluate(cases, system=_spec(lab, "repeated"), repeats=2, **common)
-    if kind == "cached":
-        opts = {**common, "cache": True, "cache_dir": lab / "cache", "system_version": "v1"}
-        qe.evaluate(cases, system=_spec(lab, "plain"), **{**opts, "out": lab / "runs" / "warm"})
-        run = qe.evaluate(cases, system=_spec(lab, "plain"), **opts)
-        assert run.metrics["cache"]["hits"] == len(GOLD)
-        return run
-    if kind == "resumed":
-        done = qe.evaluate(cases, system=_spec(lab, "plain"), **common)
-        log = done.path
-        jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
-        lines = jsonl.read_text().splitlines()
-        jsonl.write_text("\n".join(lines[:2]) + '\n{"case_id": "half-wr')
-        for p in log.parent.iterdir():
-            if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
-                p.unlink()
-        batch = json.loads(log.read_text())
-        batch["status"] = "running"
-        log.write_text(json.dumps(batch))
-        res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
-        assert res.exit_code == 0, res.output
-        return qe.load(log)
-    if kind == "errors":
-        return qe.evaluate(cases, system=_spec(lab, "failing"), **common)
-    if kind == "skip_errors":
-        return qe.evaluate(cases, system=_spec(lab, "failing"), on_error="skip", **common)
-    raise AssertionError(kind)
+    return build_kind(kind, str(lab / "cases.jsonl"), lab / "bots.py", lab / "runs", n=len(GOLD),
+                      keep=2, repeats=2)
 
 
 @pytest.fixture(scope="module")
 def built(lab):
-    cache: dict[str, qe.Run] = {}
-
-    def get(kind: str) -> qe.Run:
-        if kind not in cache:
-            cache[kind] = _build(kind, lab)
-        return cache[kind]
-
-    return get
+    return built_once(lambda kind: _build(kind, lab))
 
 
 @pytest.mark.parametrize("kind", list(EXPECTED))

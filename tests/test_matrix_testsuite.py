@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers
+from matrix_checks import build_kind, check_compare, check_consumers
 from queryeval.cli.app import app
 from test_testsuite_sql import build_example
 
@@ -79,34 +79,11 @@ def built(lab):
     def get(kind: str) -> qe.Run:
         if kind in runs:
             return runs[kind]
-        if kind == "plain":
-            run = _run(lab, kind)
-        elif kind == "fixed":
+        if kind == "fixed":
             run = _run(lab, kind, "fixed")
-        elif kind == "errors":
-            run = _run(lab, kind, "failing")
-        elif kind == "cached":
-            opts = {"cache": True, "cache_dir": lab / "callcache", "system_version": "v1"}
-            _run(lab, "warm", **opts)
-            run = _run(lab, kind, **opts)
-            assert run.metrics["cache"]["hits"] == len(PLAIN)
-        elif kind == "resumed":
-            done = _run(lab, kind)
-            log = done.path
-            jsonl = log.with_name(log.name.replace("batch_", "results_").replace(".json", ".jsonl"))
-            lines = jsonl.read_text().splitlines()
-            jsonl.write_text("\n".join(lines[:2]) + '\n{"case_id": "half-wr')
-            for p in log.parent.iterdir():
-                if p.name.startswith(("metrics_", "report_")) or p.suffix == ".csv":
-                    p.unlink()
-            batch = json.loads(log.read_text())
-            batch["status"] = "running"
-            log.write_text(json.dumps(batch))
-            res = CliRunner().invoke(app, ["run", "--resume", str(log), "-q"])
-            assert res.exit_code == 0, res.output
-            run = qe.load(log)
         else:
-            raise AssertionError(kind)
+            run = build_kind(kind, lab / "suite.yaml", lab / "bots.py", lab / "runs", n=len(PLAIN),
+                             keep=2, plain="right", cache_dir=lab / "callcache", test_suite=N)
         runs[kind] = run
         return run
 

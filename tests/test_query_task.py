@@ -116,13 +116,18 @@ def test_buildingqa_json_and_predictions_csv(tmp_path):
     assert metrics["group_metrics"]["question_source"]["LLM_1"]["cases"] == 1
 
 
-def test_sql_on_sqlite_with_a_hostile_prediction(tmp_path):
-    db = tmp_path / "shop.sqlite"
+def make_shop_db(db: Path) -> Path:
+    """A SQLite shop: items(name, price) = carrot 0.5, onion 0.4, saffron 9.0."""
     con = sqlite3.connect(db)
     con.executescript("CREATE TABLE items(name TEXT, price REAL); INSERT INTO items VALUES "
                       "('carrot', 0.5), ('onion', 0.4), ('saffron', 9.0);")
     con.commit()
     con.close()
+    return db
+
+
+def test_sql_on_sqlite_with_a_hostile_prediction(tmp_path):
+    db = make_shop_db(tmp_path / "shop.sqlite")
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     suite = tmp_path / "s.yaml"
     suite.write_text(

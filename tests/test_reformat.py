@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 
 import pytest
 
+from fake_openai import FakeChatServer, completion
 from queryeval.errors import ConfigError
 from queryeval.systems.reformat import (
     ReformatConfig,
@@ -21,65 +19,12 @@ from queryeval.systems.reformat import (
     reformat_all,
 )
 
-Reply = tuple[int, dict[str, str], bytes]
 
-
-def completion(content: str) -> Reply:
-    body = {"id": "x", "object": "chat.completion",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}]}
-    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
-
-
-class FakeServer:
-    """Records every request; ``script`` decides each reply (default: echo a fixed answer)."""
+class FakeServer(FakeChatServer):
+    """The fake server (tests/fake_openai.py), by default answering a fixed reformatted text."""
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.delay = 0.0
-        self.script: Callable[[int, dict], Reply] = lambda n, body: completion("@mean_fare[34.65]")
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep pytest output clean
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with fake.lock:
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                    n = len(fake.requests)
-                    body = json.loads(raw)
-                    fake.requests.append({"path": self.path, "headers": dict(self.headers),
-                                          "body": body})
-                try:
-                    if fake.delay:
-                        time.sleep(fake.delay)
-                    status, headers, payload = fake.script(n, body)
-                finally:
-                    with fake.lock:
-                        fake.in_flight -= 1
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(lambda n, body: completion("@mean_fare[34.65]"))
 
 
 @pytest.fixture

@@ -132,12 +132,11 @@ def _check_json(value: Any, where: str) -> None:
             raise InputError(f"not a JSON value ({type(v).__name__})", field=path)
 
 
-def write_cases(cases: list[Case], folder: Path) -> Path:
-    """Write checked cases as ``folder/cases-<sha256 prefix>.jsonl`` (content-addressed: the
-    same cases give the same file, so a run over them can be resumed) and return its path."""
-    lines = [c.model_dump_json(exclude_unset=True) + "\n" for c in cases]
+def _write_addressed(folder: Path, prefix: str, lines: list[str]) -> Path:
+    """``lines`` as ``folder/<prefix>-<sha256 prefix>.jsonl`` (content-addressed: the same
+    lines give the same file, left alone when it is already there)."""
     data = "".join(lines).encode("utf-8")
-    path = folder / f"cases-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+    path = folder / f"{prefix}-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
     if not path.is_file() or path.read_bytes() != data:
         from queryeval.io.atomic import write_text_atomic
         from queryeval.run.log import writing
@@ -146,6 +145,13 @@ def write_cases(cases: list[Case], folder: Path) -> Path:
         with writing(path):
             write_text_atomic(path, data.decode("utf-8"))
     return path
+
+
+def write_cases(cases: list[Case], folder: Path) -> Path:
+    """Write checked cases as ``folder/cases-<sha256 prefix>.jsonl`` (content-addressed: the
+    same cases give the same file, so a run over them can be resumed) and return its path."""
+    lines = [c.model_dump_json(exclude_unset=True) + "\n" for c in cases]
+    return _write_addressed(folder, "cases", lines)
 
 
 def is_hf_dataset(obj: Any) -> bool:
@@ -171,13 +177,4 @@ def write_dataset(dataset: Any, folder: Path) -> Path:
             raise InputError(f"not a JSON value: {exc}", field=f"suite[{i}]") from None
     if not lines:
         raise InputError("the dataset has no rows", field="suite")
-    data = "".join(lines).encode("utf-8")
-    path = folder / f"dataset-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
-    if not path.is_file() or path.read_bytes() != data:
-        from queryeval.io.atomic import write_text_atomic
-        from queryeval.run.log import writing
-
-        folder.mkdir(parents=True, exist_ok=True)
-        with writing(path):
-            write_text_atomic(path, data.decode("utf-8"))
-    return path
+    return _write_addressed(folder, "dataset", lines)

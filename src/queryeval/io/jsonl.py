@@ -75,6 +75,21 @@ def loads_strict(text: str | bytes, *, path: Path, line: int | None = None) -> A
         raise InputError(reason, path=path, line=line, field=exc.field or None) from None
 
 
+def load_json_document(text: str, *, path: Path) -> Any:
+    """A whole JSON file's value for a suite reader (:func:`loads_strict`): a duplicate key,
+    bad JSON, nesting too deep or a non-finite number is one InputError naming the file."""
+    try:
+        return loads_strict(text, path=path)
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key {exc.key!r}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting too deep", path=path) from None
+    except ValueError as exc:
+        raise InputError(json_value_error(exc), path=path) from None
+
+
 def parse_json_line(text: str, *, path: Path, line: int, objects_only: bool = True,
                     strict: bool = False) -> Any:
     """One JSONL line's value; every way it can be bad is one InputError naming the line.

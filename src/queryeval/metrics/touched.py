@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from queryeval.metrics.tables.arity import walk_parse_tree
+
 ELEMENTS = ("table", "column", "filter")
 SCORE_KEYS = tuple(f"schema_{e}_{m}" for e in ELEMENTS for m in ("precision", "recall"))
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -222,10 +224,10 @@ def sparql_touched(query: str, prefixes: Mapping[str, str] | None = None
     predicates: set[str] = set()
     object_vars: dict[str, set[str]] = {}
     filter_vars: set[str] = set()
-    for node in _walk(body):
+    for node in walk_parse_tree(body):
         name = getattr(node, "name", None)
         if name in ("Filter", "Having"):
-            filter_vars |= {str(v) for v in _walk(node) if _is_var(v)}
+            filter_vars |= {str(v) for v in walk_parse_tree(node) if _is_var(v)}
     for _subject, verb, obj in _triples(body):
         iris = [_iri(t, known, base) for t in _path_terms(verb)]
         for iri in iris:
@@ -243,17 +245,6 @@ def sparql_touched(query: str, prefixes: Mapping[str, str] | None = None
     return {"tables": sorted(classes), "columns": sorted(predicates), "filters": sorted(filters)}
 
 
-def _walk(node: Any) -> Iterator[Any]:
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        yield item
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)) or type(item).__name__ == "ParseResults":
-            stack.extend(item)
-
-
 def _is_var(term: Any) -> bool:
     return type(term).__name__ == "Variable"
 
@@ -261,7 +252,7 @@ def _is_var(term: Any) -> bool:
 def _triples(body: Any) -> Iterator[tuple[Any, Any, Any]]:
     """(subject, verb, object) of every triple pattern: rdflib's parse keeps a block's
     triples as flat lists ``s p o [p o ...]``, with ``;`` and ``,`` already expanded."""
-    for node in _walk(body):
+    for node in walk_parse_tree(body):
         if getattr(node, "name", None) == "TriplesBlock":
             for triples in dict.get(node, "triples") or ():
                 flat = list(triples)
@@ -276,7 +267,7 @@ def _path_terms(verb: Any) -> Iterator[Any]:
         return
     if _is_var(verb):
         return
-    for node in _walk(verb):
+    for node in walk_parse_tree(verb):
         if getattr(node, "name", None) == "pname" or type(node).__name__ == "URIRef":
             yield node
 

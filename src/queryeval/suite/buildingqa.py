@@ -8,13 +8,12 @@ one file. The graph is the ``building_id`` file beside the QA JSON.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queryeval.errors import InputError
-from queryeval.io.jsonl import LONE_SURROGATE, json_value_error, lone_surrogate
+from queryeval.io.jsonl import LONE_SURROGATE, lone_surrogate
 from queryeval.suite.common import Suite, hash_files
 from queryeval.suite.models import Case
 from queryeval.suite.yamlsrc import format_loc
@@ -47,20 +46,11 @@ def case_id(building: str, query_id: str, question_number: int | str) -> str:
 
 def read_buildingqa(path: str | Path) -> Suite:
     from queryeval.io.files import decode_text, read_input_bytes
-    from queryeval.io.jsonl import duplicate_key_error, loads_strict
+    from queryeval.io.jsonl import load_json_document
 
     path = Path(path)
     text = decode_text(read_input_bytes(path, "suite"), path)
-    try:
-        data = loads_strict(text, path=path)
-    except duplicate_key_error as exc:
-        raise InputError(f"duplicate key {exc.key!r}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nesting too deep", path=path) from None
-    except ValueError as exc:
-        raise InputError(json_value_error(exc), path=path) from None
+    data = load_json_document(text, path=path)
     if lone_surrogate(text, data):
         raise InputError(LONE_SURROGATE, path=path)
     if isinstance(data, dict):

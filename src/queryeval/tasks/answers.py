@@ -33,6 +33,7 @@ from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
+from queryeval.tasks.responses import parse_response, read_response_line
 
 
 class ReformatOptions(BaseModel):
@@ -151,28 +152,11 @@ class AnswersTask(Task):
 
     def parse_output(self, raw: Any) -> str | None:
         """Accept ``{"response": "..."}`` or the text itself; ``null`` is a missing answer."""
-        if isinstance(raw, dict):
-            if "response" not in raw:
-                raise ValueError("output has no 'response' key")
-            raw = raw["response"]
-        if raw is None or isinstance(raw, str):
-            return raw
-        raise ValueError(f"response must be text, got {type(raw).__name__}")
+        return parse_response(raw)
 
     def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
         """DABench's ``{"id", "response"}`` (or ``case_id`` for id)."""
-        key = "id" if "id" in obj else "case_id"
-        if key not in obj:
-            raise ValueError("id: field required")
-        cid = obj[key]
-        if isinstance(cid, bool) or not isinstance(cid, (int, str)):
-            raise ValueError(f"{key}: must be an integer or a string")
-        if "response" not in obj:
-            raise ValueError("response: field required")
-        response = obj["response"]
-        if response is not None and not isinstance(response, str):
-            raise ValueError("response: must be a string or null")
-        return str(cid), obj.get("turn"), response
+        return read_response_line(obj)
 
     # --- reformat ------------------------------------------------------------------------------
     def _reformat(self, case: Case, response: str) -> tuple[str | None, dict | None]:

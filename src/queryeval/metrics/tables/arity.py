@@ -16,7 +16,7 @@ Two ways to count a query's columns:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,7 @@ def sparql_shape(query: str, prefixes: Mapping[str, str] | None = None) -> Sparq
     if form != "SelectQuery":
         return SparqlShape(1 if form == "AskQuery" else 3, ordered, limited)
     names = dict(prefixes or {})
-    for node in _walk(body):
+    for node in walk_parse_tree(body):
         if getattr(node, "name", None) == "pname":
             names.setdefault(str(dict.get(node, "prefix") or ""),
                              f"urn:queryeval:prefix:{len(names)}#")
@@ -115,7 +115,8 @@ MAX_PARSE_CHARS = 100_000
 """Longer text is not parsed (the engines refuse it as well)."""
 
 
-def _walk(node: Any) -> Any:
+def walk_parse_tree(node: Any) -> Iterator[Any]:
+    """Every node of an rdflib/pyparsing SPARQL parse tree (dicts, lists, ParseResults)."""
     stack = [node]
     while stack:
         item = stack.pop()

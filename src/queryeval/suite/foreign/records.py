@@ -38,19 +38,10 @@ def _one_line(exc: BaseException) -> str:
 
 def read_json_records(path: Path) -> list[Record]:
     from queryeval.io.files import decode_text, read_input_bytes
-    from queryeval.io.jsonl import duplicate_key_error, json_value_error, loads_strict
+    from queryeval.io.jsonl import load_json_document
 
     text = decode_text(read_input_bytes(path, "suite"), path)
-    try:
-        data = loads_strict(text, path=path)
-    except duplicate_key_error as exc:
-        raise InputError(f"duplicate key {exc.key!r}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nesting too deep", path=path) from None
-    except ValueError as exc:
-        raise InputError(json_value_error(exc), path=path) from None
+    data = load_json_document(text, path=path)
     if isinstance(data, dict):
         lists = [k for k, v in data.items() if isinstance(v, list)]
         if "data" in lists:
