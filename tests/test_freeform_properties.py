@@ -179,7 +179,7 @@ def test_one_unit_registry_across_threads(monkeypatch):
 def test_number_rule_against_the_every_candidate_oracle(ref, said, abs_tol, words):
     """Pass iff every number agrees, fail iff none does (and there is one), else
     inconclusive: the number rule against a direct reading of its definition."""
-    text = " ".join(w for pair in zip(words, [*map(_text, said), ""]) for w in pair).strip()
+    text = " ".join(w for pair in zip(words, [*map(_text, said), ""], strict=False) for w in pair).strip()
     agree = [_interval_oracle(x, ref, abs_tol, 0.0) for x in said]
     expected = ("pass" if agree and all(agree) else "fail" if agree and not any(agree)
                 else None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from ci_lab import FAILING, REPEATED, REPEATED_RATE, make_lab, run_cli
 
 pytest.importorskip("mlflow")
