@@ -1,0 +1,55 @@
+"""Defects found by the issue-26 newcomer audit (helper ragaudit) in the foreign formats:
+each test failed on main before its fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import queryeval as qe
+from queryeval.suite.retrieval import qa_pair_id
+
+PARIS = "Paris is the capital of France."
+BERLIN = "Berlin is the capital of Germany."
+MADRID = "Madrid is the capital of Spain."
+CORPUS = [{"chunk_id": "c1", "content": PARIS}, {"chunk_id": "c2", "content": BERLIN},
+          {"chunk_id": "c3", "content": MADRID}]
+# ragas EvaluationDataset rows after a RAG run: retrieval and the generated answer
+RAGAS = [
+    {"user_input": "Capital of France?", "reference_contexts": [PARIS], "reference": "Paris",
+     "retrieved_contexts": [MADRID, PARIS], "response": "paris."},
+    {"user_input": "Capital of Germany?", "reference_contexts": [BERLIN],
+     "reference": "the city of Berlin", "retrieved_contexts": [BERLIN], "response": "Berlin"},
+]
+IDS = [qa_pair_id("", r["user_input"], r["reference"]) for r in RAGAS]
+# SQuAD: "paris." == "paris" -> EM 1, F1 1; "city of berlin" vs "berlin": P 1, R 1/3 -> F1 0.5
+EM = dict(zip(IDS, [1.0, 0.0], strict=True))
+F1 = dict(zip(IDS, [1.0, 0.5], strict=True))
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("flavour", ["ragas", "deepeval"])
+def test_recorded_response_is_scored_as_the_answer(tmp_path, flavour):
+    """A ragas `response` / DeepEval `actual_output` beside the retrieved contexts is the
+    generated answer: scored by EM/F1 beside the retrieval (main dropped it silently)."""
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    if flavour == "ragas":
+        suite = write_jsonl(tmp_path / "ragas.jsonl", RAGAS)
+    else:
+        suite = tmp_path / "cases.json"
+        suite.write_text(json.dumps([
+            {"input": r["user_input"], "context": r["reference_contexts"],
+             "expected_output": r["reference"], "retrieval_context": r["retrieved_contexts"],
+             "actual_output": r["response"]} for r in RAGAS]))
+    run = qe.evaluate(str(suite), responses=str(suite), corpus=str(corpus), k=[2],
+                      out=tmp_path / "runs", progress=False)
+    assert run.results.vector("answer_exact_match") == pytest.approx(EM)
+    assert run.results.vector("answer_f1") == pytest.approx(F1)
+    assert run.overall["answer_f1"] == pytest.approx(0.75)
+    assert run.overall["answered_questions"] == 2
+    assert run.results.vector("recall@2") == pytest.approx(dict(zip(IDS, [1.0, 1.0], strict=True)))
