@@ -53,3 +53,30 @@ def test_recorded_response_is_scored_as_the_answer(tmp_path, flavour):
     assert run.overall["answer_f1"] == pytest.approx(0.75)
     assert run.overall["answered_questions"] == 2
     assert run.results.vector("recall@2") == pytest.approx(dict(zip(IDS, [1.0, 1.0], strict=True)))
+
+
+def test_hf_to_json_default_lines_is_read(tmp_path):
+    """`datasets.Dataset.to_json` writes JSON Lines by default (lines=True), to a `.json`
+    file: main refused it with `invalid JSON: Extra data`."""
+    datasets = pytest.importorskip("datasets")
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    path = tmp_path / "eval.json"
+    datasets.Dataset.from_list(RAGAS).to_json(str(path))
+    assert len(path.read_text().splitlines()) == 2  # the library's own shape: one line each
+    run = qe.evaluate(str(path), responses=str(path), corpus=str(corpus), k=[1, 2],
+                      out=tmp_path / "runs", progress=False)
+    # France: relevant c1 at rank 2 of [c3, c1]; Germany: c2 at rank 1
+    assert run.results.vector("recall@1") == pytest.approx(dict(zip(IDS, [0.0, 1.0], strict=True)))
+    assert run.results.vector("mrr@2") == pytest.approx(dict(zip(IDS, [0.5, 1.0], strict=True)))
+    assert run.results.vector("answer_f1") == pytest.approx(F1)
+
+
+def test_json_with_a_bad_second_line_still_names_it(tmp_path):
+    from queryeval.errors import InputError
+    from queryeval.suite.foreign.records import read_records
+
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(RAGAS[0]) + "\n{not json\n")
+    with pytest.raises(InputError) as err:
+        read_records(path)
+    assert "bad.json:2" in str(err.value)

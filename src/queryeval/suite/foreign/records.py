@@ -2,7 +2,8 @@
 
 * ``.jsonl``: one object a line (``line``);
 * ``.json``: an array of objects, or an object holding one (``{"data": [...]}``, the form
-  ``datasets``' ``to_json(lines=False)`` and HF hub files use) (``record``: its index);
+  HF hub files use) (``record``: its index); or one object a line, what ``datasets``'
+  ``to_json`` writes by default (``line``);
 * ``.csv`` / ``.xlsx``: a header row and one record a row (``line``: the row), cells text;
 * ``.parquet``: one record a row (``record``), columns keep their types (lists stay lists);
 * a folder written by ``datasets.Dataset.save_to_disk`` (``record``).
@@ -46,6 +47,9 @@ def read_json_records(path: Path) -> list[Record]:
     except duplicate_key_error as exc:
         raise InputError(f"duplicate key {exc.key!r}", path=path) from None
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and text.lstrip().startswith("{"):
+            # JSON Lines in a .json file: what datasets' to_json writes by default (lines=True)
+            return read_jsonl_records(path)
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     except RecursionError:
         raise InputError("invalid JSON: nesting too deep", path=path) from None
