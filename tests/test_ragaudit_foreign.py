@@ -80,3 +80,19 @@ def test_json_with_a_bad_second_line_still_names_it(tmp_path):
     with pytest.raises(InputError) as err:
         read_records(path)
     assert "bad.json:2" in str(err.value)
+
+
+def test_beir_folder_without_qrels_says_so(tmp_path, capsys):
+    """A BEIR folder (corpus.jsonl, queries.jsonl) missing qrels/: main said `no .yaml or
+    .yml files in folder`, sending the user to the wrong format."""
+    from queryeval.cli.app import main
+
+    beir = tmp_path / "scifact"
+    beir.mkdir()
+    write_jsonl(beir / "corpus.jsonl", [{"_id": "d1", "title": "", "text": PARIS}])
+    write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "Capital of France?"}])
+    code = main(["run", str(beir), "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "qrels/<split>.tsv" in err and "yaml" not in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
