@@ -43,3 +43,21 @@ def test_flag_and_option_that_agree_run(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     (metrics,) = (tmp_path / "runs").rglob("metrics_*.json")
     assert json.loads(metrics.read_text())["overall_metrics"]["recall@1"] == 1.0
+
+
+def test_relevant_chunk_missing_from_corpus_names_the_question(tmp_path, capsys):
+    """The error named only the case id, an MD5 UUID the user never wrote: now the question
+    too, so the CSV row can be found (one line, exit 2, before any call)."""
+    from queryeval.cli.app import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"chunk_id": "c1", "content": "Paris is in France."}) + "\n")
+    suite = tmp_path / "q.csv"
+    suite.write_text("question,answer,document_name,dataset,chunk_id,relevance\n"
+                     "Where is Paris?,France,f.pdf,D,c1,2\n"
+                     "Where is Paris?,France,f.pdf,D,c999,1\n")
+    code = main(["run", str(suite), "--corpus", str(corpus), "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'c999'" in err and "relevant[1].chunk_id" in err and "'Where is Paris?'" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

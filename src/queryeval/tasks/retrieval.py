@@ -168,7 +168,8 @@ class RetrievalTask(RetrievalOutputs, Task):
                 seen[key] = where
                 if self.options.corpus and not digest and self._corpus.position(chunk_id) is None:
                     raise InputError(f"chunk {chunk_id!r} is not in the corpus {self.options.corpus} "
-                                     "(give its content_hash, or the chunk's id in the corpus)",
+                                     "(give its content_hash, or the chunk's id in the corpus; "
+                                     f"question {case.name[:80]!r})",
                                      record=case.id, field=field + "chunk_id")
             yield case
 
