@@ -238,6 +238,8 @@ class RetrievalTask(RetrievalOutputs, Task):
                     raise ValueError(f"[{i}]: chunk {chunk_id!r} has no content or content_hash "
                                      "and is not in the corpus")
                 text, digest = known.content, known.content_hash
+            if not chunk_id and self._corpus is not None:  # text alone: the corpus's id for it
+                chunk_id = getattr(self._corpus.find_hash(digest), "chunk_id", "")
             out.append({"chunk_id": chunk_id, "score": None if score is None else float(score),
                         "content": text, "content_hash": digest})
         return {"retrieved_chunks": out, ANSWER_KEY: answer}
