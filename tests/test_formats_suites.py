@@ -302,4 +302,5 @@ def test_ragas_v01_names(tmp_path):
     path = write_jsonl(tmp_path / "out.jsonl", rows)
     assert recorded_records(path) == [(1, {
         "case_id": qa_pair_id("", "Capital of France?", "Paris"),
-        "retrieved_chunks": [{"chunk_id": "", "content": PARIS}], "response": "Paris"})]
+        "retrieved_chunks": [{"chunk_id": "", "content": PARIS}], "response": "Paris",
+        "answer": "Paris"})]

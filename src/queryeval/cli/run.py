@@ -241,6 +241,11 @@ def command(
                  "corpus": str(corpus) if corpus else None, "k": k,
                  "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
                  "retriever": retriever, "model": model}
+        for key, value in flags.items():  # a flag silently beating its --option hid e.g. dense-hnsw
+            if value is not None and key in task_options and str(task_options[key]) != str(value):
+                flag = "--" + key.replace("_", "-")
+                raise ConfigError(f"{flag} {value} and --option {key}={task_options[key]} "
+                                  "disagree: give one")
         task_options.update({k: v for k, v in flags.items() if v is not None})
         if export:
             task_options["export"] = export

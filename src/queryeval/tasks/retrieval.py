@@ -168,7 +168,8 @@ class RetrievalTask(RetrievalOutputs, Task):
                 seen[key] = where
                 if self.options.corpus and not digest and self._corpus.position(chunk_id) is None:
                     raise InputError(f"chunk {chunk_id!r} is not in the corpus {self.options.corpus} "
-                                     "(give its content_hash, or the chunk's id in the corpus)",
+                                     "(give its content_hash, or the chunk's id in the corpus; "
+                                     f"question {case.name[:80]!r})",
                                      record=case.id, field=field + "chunk_id")
             yield case
 
@@ -237,6 +238,8 @@ class RetrievalTask(RetrievalOutputs, Task):
                     raise ValueError(f"[{i}]: chunk {chunk_id!r} has no content or content_hash "
                                      "and is not in the corpus")
                 text, digest = known.content, known.content_hash
+            if not chunk_id and self._corpus is not None:  # text alone: the corpus's id for it
+                chunk_id = getattr(self._corpus.find_hash(digest), "chunk_id", "")
             out.append({"chunk_id": chunk_id, "score": None if score is None else float(score),
                         "content": text, "content_hash": digest})
         return {"retrieved_chunks": out, ANSWER_KEY: answer}

@@ -22,7 +22,10 @@ from queryeval.suite.retrieval import Chunk
 
 
 def is_beir_folder(path: Path) -> bool:
-    return path.is_dir() and (path / "queries.jsonl").is_file() and (path / "qrels").is_dir()
+    """queries.jsonl and qrels/, or queries.jsonl and corpus.jsonl (qrels missing: said so
+    by :func:`qrels_of` instead of reading the folder as YAML suites)."""
+    return path.is_dir() and (path / "queries.jsonl").is_file() and (
+        (path / "qrels").is_dir() or (path / "corpus.jsonl").is_file())
 
 
 def qrels_of(path: Path) -> tuple[Path, Path]:

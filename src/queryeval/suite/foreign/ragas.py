@@ -77,7 +77,8 @@ def recorded_line(rec: Record, path: Path, index: ChunkIndex | None,
                   roles: Roles = RAGAS_ROLES) -> dict:
     """A sample as a recorded-outputs line: ``case_id`` (the suite's id of the same
     question and reference), ``retrieved_chunks`` (its retrieved contexts, matched to the
-    corpus) and ``response``, each when the sample has it."""
+    corpus) and ``response``, each when the sample has it; with both, ``answer`` too (the
+    retrieval task's generated answer, scored beside the retrieval)."""
     question = _question(rec, path, roles)
     reference = text(rec, roles.reference, path, required=False)
     line: dict = {"case_id": build.case_id(rec.data.get("id"), question, reference)}
@@ -86,6 +87,8 @@ def recorded_line(rec: Record, path: Path, index: ChunkIndex | None,
         line["retrieved_chunks"] = retrieved_from_texts(retrieved, index)
     if rec.data.get(roles.response) is not None:
         line["response"] = text(rec, roles.response, path, required=False)
+        if retrieved is not None:  # the generated answer beside the retrieval: scored by EM/F1
+            line["answer"] = line["response"]
     if len(line) == 1:
         raise InputError(f"no output: a recorded sample needs {roles.retrieved_contexts} or "
                          f"{roles.response}", path=path, **rec.where)

@@ -2,7 +2,8 @@
 
 * ``.jsonl``: one object a line (``line``);
 * ``.json``: an array of objects, or an object holding one (``{"data": [...]}``, the form
-  ``datasets``' ``to_json(lines=False)`` and HF hub files use) (``record``: its index);
+  HF hub files use) (``record``: its index); or one object a line, what ``datasets``'
+  ``to_json`` writes by default (``line``);
 * ``.csv`` / ``.xlsx``: a header row and one record a row (``line``: the row), cells text;
 * ``.parquet``: one record a row (``record``), columns keep their types (lists stay lists);
 * a folder written by ``datasets.Dataset.save_to_disk`` (``record``).
@@ -36,12 +37,26 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
+def _json_lines(text: str) -> bool:
+    """A ``.json`` file that is JSON Lines: its first line alone is one JSON object."""
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        return isinstance(json.loads(first), dict)
+    except ValueError:
+        return False
+
+
 def read_json_records(path: Path) -> list[Record]:
     from queryeval.io.files import decode_text, read_input_bytes
     from queryeval.io.jsonl import load_json_document
 
     text = decode_text(read_input_bytes(path, "suite"), path)
-    data = load_json_document(text, path=path)
+    try:
+        data = load_json_document(text, path=path)
+    except InputError:
+        if _json_lines(text):  # what datasets' to_json writes by default (lines=True)
+            return read_jsonl_records(path)
+        raise
     if isinstance(data, dict):
         lists = [k for k, v in data.items() if isinstance(v, list)]
         if "data" in lists:
