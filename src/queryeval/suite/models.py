@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    StrictInt,
     BaseModel,
     ConfigDict,
     Field,
@@ -92,7 +93,8 @@ class RelevantChunk(BaseModel):
 
     chunk_id: str = ""
     content_hash: str = Field(default="", pattern=r"^([0-9a-fA-F]{32})?$")
-    relevance: int = Field(default=1, ge=0)
+    relevance: StrictInt = Field(default=1, ge=0, le=2**31 - 1)
+    """An integer gain (not true/2.0: the CSV refuses them too); trec_eval's range."""
 
     @model_validator(mode="after")
     def _identified(self) -> RelevantChunk:

@@ -90,7 +90,7 @@ def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str
         raise InputError("no chunk_id and no content_hash: a row needs one to name its relevant "
                          "chunk", path=path, line=line, field="chunk_id")
     relevance = values["relevance"].strip()
-    if relevance and not re.fullmatch(r"\d+", relevance):
+    if relevance and not re.fullmatch(r"[0-9]+", relevance):
         raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
                          field="relevance")
     return values

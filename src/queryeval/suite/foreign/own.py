@@ -39,14 +39,19 @@ def own_cases(records: list[Record], path: Path) -> list[tuple[Case, dict]]:
 
 
 def _relevance(rec: Record, path: Path) -> int:
+    """An integer gain >= 0 (default 1): an int, or text of ASCII digits (a table's cell); not
+    true, 2.0 or another script's digits, as the questions CSV and the case model refuse them."""
     value = rec.data.get("relevance")
     if value is None or value == "":
         return 1
-    try:
-        grade = int(str(value).strip())
-    except ValueError:
+    text = value.strip() if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        grade = value
+    elif text is not None and re.fullmatch(r"[0-9]+", text):
+        grade = int(text)
+    else:
         grade = -1
-    if grade < 0 or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+    if not 0 <= grade <= 2**31 - 1:
         raise InputError(f"must be a non-negative integer, got {value!r}", path=path,
                          field="relevance", **rec.where)
     return grade
