@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from queryeval.metrics.mean import _SHIFT
+from queryeval.metrics.mean import _SHIFT, ExactMean
 from queryeval.tasks.accum import Values
 
-_ONE = 1 << _SHIFT  # 1.0 as ExactMean keeps it (value * 2**1074)
+_exact_add = ExactMean.add
 
 MEAN_METRICS = ("mrr", "ndcg", "hit_rate", "precision", "map")
 """The per-question scores averaged in every dataset's figures, in the order they are
@@ -21,19 +21,37 @@ reported (``recall`` is averaged too, and listed where the seed's layout allows)
 class _Binaryish(Values):
     """:class:`Values` whose :meth:`add` takes 0.0 and 1.0 (most of a question's figures: a
     missed question scores 0 everywhere, a hit at rank 1 scores 1) without the general
-    float decomposition: the state it leaves is the one ``Values.add`` leaves, so every mean
-    is the same to the last bit (tests/test_retrieval_aggregate_fast.py)."""
+    float decomposition; the ones are counted apart and folded into the exact sum when it is
+    read, so every mean and sum is the one ``Values`` gives, to the last bit
+    (tests/test_retrieval_aggregate_fast.py)."""
 
-    __slots__ = ()
+    __slots__ = ("_ones",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ones = 0
 
     def add(self, value: float) -> None:
         if value == 0.0:  # 0.0, -0.0, 0, False: adds nothing to the exact sum
             self._count += 1
         elif value == 1.0:
             self._count += 1
-            self._total += _ONE
+            self._ones += 1
         else:
-            super().add(value)
+            _exact_add(self, value)
+
+    def _fold(self) -> None:
+        if self._ones:
+            self._total += self._ones << _SHIFT  # 1.0 as ExactMean keeps it: 1 * 2**1074
+            self._ones = 0
+
+    def sum(self) -> float:
+        self._fold()
+        return super().sum()
+
+    def mean(self) -> float | None:
+        self._fold()
+        return super().mean()
 
 
 def chunk_scores(chunks: list[dict]) -> list[float]:
