@@ -362,6 +362,7 @@ class RetrievalTask(RetrievalOutputs, Task):
         the two differ only when a question has several relevant chunks."""
         k = self.k
         keys = self._metric_keys()
+        recall_key = f"recall@{k}"
         tally = Tally(self)
         overall_acc = DatasetAcc(len(keys))
         times = Values()
@@ -385,7 +386,7 @@ class RetrievalTask(RetrievalOutputs, Task):
                 found_scores = chunk_scores(r["retrieved_chunks"])
                 best = max(found_scores) if found_scores else None
             for a in (overall_acc, acc):
-                a.add(values, scores.get(f"recall@{k}", 1.0 if hit else 0.0), bool(hit), best)
+                a.add(values, scores.get(recall_key, 1.0 if hit else 0.0), bool(hit), best)
             if smaller:
                 pending.append(r)
                 if len(pending) >= 512:
