@@ -74,12 +74,18 @@ class _Question:
     seen: dict[str, int] = field(default_factory=dict)  # relevant chunk identity -> its line
 
 
+_VALUE_KEYS = (*QUESTION_COLUMNS, "id", "relevance")
+_RELEVANCE = re.compile(r"[0-9]+")  # ASCII digits only (not ١ or ²)
+
+
 def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str, str]:
     if None in row:
         raise InputError("more fields than the header", path=path, line=line)
-    if any(row.get(k) is None for k in header):
+    # a short row has None for each header column it lacks (csv.DictReader's restval)
+    if None in row.values():
         raise InputError("fewer fields than the header", path=path, line=line)
-    values = {k: (row.get(k) or "") for k in (*QUESTION_COLUMNS, "id", "relevance")}
+    get = row.get
+    values = {k: (get(k) or "") for k in _VALUE_KEYS}
     if not values["question"].strip():
         raise InputError("empty question", path=path, line=line, field="question")
     digest, chunk_id = values["content_hash"], values["chunk_id"]
@@ -89,10 +95,12 @@ def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str
     if not digest and not chunk_id:
         raise InputError("no chunk_id and no content_hash: a row needs one to name its relevant "
                          "chunk", path=path, line=line, field="chunk_id")
-    relevance = values["relevance"].strip()
-    if relevance and not re.fullmatch(r"[0-9]+", relevance):
-        raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
-                         field="relevance")
+    relevance = values["relevance"]
+    if relevance:
+        relevance = relevance.strip()
+        if relevance and not _RELEVANCE.fullmatch(relevance):
+            raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
+                             field="relevance")
     return values
 
 
@@ -119,32 +127,38 @@ def _read_questions(path: Path) -> Iterator[_Question]:
             raise missing_columns_error(path, list(header), "a retrieval questions CSV",
                                         QUESTION_COLUMNS)
         q: _Question | None = None
+        header = list(header)
         try:
             for row in reader:
                 line = reader.line_num
-                values = _row_values(row, list(header), path, line)
+                values = _row_values(row, header, path, line)
                 explicit = values["id"].strip()
                 same = (values["dataset"], values["question"], values["answer"])
                 # an explicit id names the question; else dataset, question and answer do
                 key = ("id", explicit) if explicit else ("qa", *same)
+                digest = values["content_hash"]
+                identity = f"hash:{digest.lower()}" if digest else f"id:{values['chunk_id']}"
+                rel = values["relevance"]
+                relevant = {"chunk_id": values["chunk_id"], "content_hash": digest,
+                            "relevance": int(rel.strip() or 1) if rel else 1}
                 if q is None or key != q.key:
+                    # a new question (the common case: one row each): nothing to compare
                     if q is not None:
                         yield q
                     q = _Question(line=line, values=values, key=key,
-                                  cid=explicit or qa_pair_id(*same))
-                elif same != (q.values["dataset"], q.values["question"], q.values["answer"]):
+                                  cid=explicit or qa_pair_id(*same), relevant=[relevant],
+                                  names=[values["document_name"]], seen={identity: line})
+                    continue
+                if same != (q.values["dataset"], q.values["question"], q.values["answer"]):
                     raise InputError(f"duplicate qa_pair_id {explicit} (the id of the question at "
                                      f"line {q.line})", path=path, line=line, field="id")
-                digest = values["content_hash"]
-                identity = f"hash:{digest.lower()}" if digest else f"id:{values['chunk_id']}"
                 if identity in q.seen:
                     raise InputError(
                         f"the same relevant chunk as line {q.seen[identity]} for the same question "
                         "(same dataset, question and answer)", path=path, line=line,
                         field="content_hash" if digest else "chunk_id")
                 q.seen[identity] = line
-                q.relevant.append({"chunk_id": values["chunk_id"], "content_hash": digest,
-                                   "relevance": int(values["relevance"].strip() or 1)})
+                q.relevant.append(relevant)
                 if values["document_name"] not in q.names:
                     q.names.append(values["document_name"])
         except csv.Error as exc:

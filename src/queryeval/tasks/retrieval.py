@@ -154,10 +154,18 @@ class RetrievalTask(RetrievalOutputs, Task):
         is named by a chunk id (no content hash) that is not in ``--corpus``."""
         if self.options.corpus:
             self.corpus()
+        corpus = self.options.corpus
         for case in cases:
             t = self._target(case)
+            if not t.relevant:  # the seed's one relevant chunk: nothing can repeat
+                if corpus and not t.content_hash and self._corpus.position(t.chunk_id) is None:
+                    raise InputError(f"chunk {t.chunk_id!r} is not in the corpus {corpus} "
+                                     "(give its content_hash, or the chunk's id in the corpus)",
+                                     record=case.id, field="target.retrieval.chunk_id")
+                yield case
+                continue
             listed = [(f"relevant[{i}]", r.chunk_id, r.content_hash)
-                      for i, r in enumerate(t.relevant or [])] or [("", t.chunk_id, t.content_hash)]
+                      for i, r in enumerate(t.relevant)]
             seen: dict[str, str] = {}
             for where, chunk_id, digest in listed:
                 field = f"target.retrieval.{where + '.' if where else ''}"
@@ -357,6 +365,7 @@ class RetrievalTask(RetrievalOutputs, Task):
         the two differ only when a question has several relevant chunks."""
         k = self.k
         keys = self._metric_keys()
+        recall_key = f"recall@{k}"
         tally = Tally(self)
         overall_acc = DatasetAcc(len(keys))
         times = Values()
@@ -380,7 +389,7 @@ class RetrievalTask(RetrievalOutputs, Task):
                 found_scores = chunk_scores(r["retrieved_chunks"])
                 best = max(found_scores) if found_scores else None
             for a in (overall_acc, acc):
-                a.add(values, scores.get(f"recall@{k}", 1.0 if hit else 0.0), bool(hit), best)
+                a.add(values, scores.get(recall_key, 1.0 if hit else 0.0), bool(hit), best)
             if smaller:
                 pending.append(r)
                 if len(pending) >= 512:

@@ -8,11 +8,50 @@ from __future__ import annotations
 
 from typing import Any
 
+from queryeval.metrics.mean import _SHIFT, ExactMean
 from queryeval.tasks.accum import Values
+
+_exact_add = ExactMean.add
 
 MEAN_METRICS = ("mrr", "ndcg", "hit_rate", "precision", "map")
 """The per-question scores averaged in every dataset's figures, in the order they are
 reported (``recall`` is averaged too, and listed where the seed's layout allows)."""
+
+
+class _Binaryish(Values):
+    """:class:`Values` whose :meth:`add` takes 0.0 and 1.0 (most of a question's figures: a
+    missed question scores 0 everywhere, a hit at rank 1 scores 1) without the general
+    float decomposition; the ones are counted apart and folded into the exact sum when it is
+    read, so every mean and sum is the one ``Values`` gives, to the last bit
+    (tests/test_retrieval_aggregate_fast.py)."""
+
+    __slots__ = ("_ones",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ones = 0
+
+    def add(self, value: float) -> None:
+        if value == 0.0:  # 0.0, -0.0, 0, False: adds nothing to the exact sum
+            self._count += 1
+        elif value == 1.0:
+            self._count += 1
+            self._ones += 1
+        else:
+            _exact_add(self, value)
+
+    def _fold(self) -> None:
+        if self._ones:
+            self._total += self._ones << _SHIFT  # 1.0 as ExactMean keeps it: 1 * 2**1074
+            self._ones = 0
+
+    def sum(self) -> float:
+        self._fold()
+        return super().sum()
+
+    def mean(self) -> float | None:
+        self._fold()
+        return super().mean()
 
 
 def chunk_scores(chunks: list[dict]) -> list[float]:
@@ -26,8 +65,8 @@ class DatasetAcc:
 
     def __init__(self, n_metrics: int) -> None:
         self.size = self.correct = self.missed = 0
-        self.cols = [Values() for _ in range(n_metrics)]
-        self.recall = Values()  # share of the question's relevant chunks in the top k
+        self.cols = [_Binaryish() for _ in range(n_metrics)]
+        self.recall = _Binaryish()  # share of the question's relevant chunks in the top k
         self.wrong = Values()  # best score of each missed question that returned scores
 
     def add(self, values: list[float], recall: float, hit: bool, best: float | None) -> None:
@@ -53,16 +92,21 @@ class AtK:
     def __init__(self, ks: list[int]) -> None:
         self.ks = ks
         names = ("recall", "mrr", "ndcg", "hit_rate")
-        self.cols = {j: {m: Values() for m in names} for j in ks}
+        self.cols = {j: {m: _Binaryish() for m in names} for j in ks}
         self.per_ds: dict[Any, dict[int, Values]] = {}
+        # per k: (its columns with their score keys, the recall key, k)
+        self._plan = [(j, [(col, f"{name}@{j}") for name, col in self.cols[j].items()],
+                       f"recall@{j}") for j in ks]
 
     def add(self, dataset: Any, cuts: list[dict[str, float]]) -> None:
         """``cuts``: the question's scores at each smaller k (``{metric@k: value}``)."""
-        per = self.per_ds.setdefault(dataset, {j: Values() for j in self.ks})
-        for j, scores in zip(self.ks, cuts, strict=True):
-            for name, col in self.cols[j].items():
-                col.add(scores[f"{name}@{j}"])
-            per[j].add(scores[f"recall@{j}"])
+        per = self.per_ds.get(dataset)
+        if per is None:
+            per = self.per_ds[dataset] = {j: _Binaryish() for j in self.ks}
+        for (j, cols, recall_key), scores in zip(self._plan, cuts, strict=True):
+            for col, key in cols:
+                col.add(scores[key])
+            per[j].add(scores[recall_key])
 
     def overall(self, k: int, recall_k: float | None, several: bool) -> dict:
         out: dict[str, Any] = {}
