@@ -67,9 +67,11 @@ class TestSuite:
                     if dialect not in ("sqlite", "duckdb"):
                         raise ConfigError("--test-suite builds neighbour databases for sqlite "
                                           "and DuckDB files (not PostgreSQL yet)")
-                    built = nb.sql_neighbours(_paths(source)[0], dialect, gold, self.n,
-                                              seed=self.seed, timeout_s=task.options.timeout_s,
-                                              max_rows=task.options.max_rows)
+                    built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
+                        _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                        timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                        memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
+                                                   None))
                 with self._lock:
                     self._sets[key] = built
         return self._sets[key]
