@@ -28,8 +28,13 @@ class NeighbourRunner:
     """Run queries on several sqlite or DuckDB files in one sandboxed worker; use as a
     context manager. ``run`` raises QueryRefused / QueryTimeout / QueryFailed."""
 
+    max_result_bytes = 0
+    """The byte budget of each result (0: none; the verdict's runners use the engines')."""
+
     def __init__(self, dialect: str, roots: list[Path], *, memory_limit_bytes: int | None = None,
                  threads: int = 1) -> None:
+        import weakref
+
         from queryeval.systems.engines.base import DEFAULT_MEMORY_LIMIT_BYTES, check_memory_limit
         from queryeval.systems.engines.sparql_worker import WorkerProcess
 
@@ -40,6 +45,7 @@ class NeighbourRunner:
         self._worker = WorkerProcess("queryeval.systems.engines.sql_worker",
                                      [dialect, MULTI_FILE, str(memory or 0), str(threads)])
         self._worker.name = f"{dialect} neighbour worker"
+        self._finalizer = weakref.finalize(self, self._worker.close)
 
     @property
     def worker(self) -> Any:
@@ -56,7 +62,12 @@ class NeighbourRunner:
         self.close()
 
     def close(self) -> None:
-        self._worker.close()
+        self._finalizer()
+
+    def allow(self, roots: list[Path]) -> None:
+        """Allow these folders or files from the next request on (a changed list restarts
+        the worker: the allowlist is part of its settings, never of a request)."""
+        self.roots = [str(Path(r).resolve()) for r in roots]
 
     def run(self, path: Path, query: str, timeout_s: float,
             max_rows: int) -> tuple[list[str], list[Any], bool]:
@@ -77,6 +88,8 @@ class NeighbourRunner:
             self._worker.start()
         request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
                    "table_functions": sorted(table_functions or ()), "path": str(path)}
+        if self.max_result_bytes:
+            request["max_result_bytes"] = self.max_result_bytes
         status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
         if status == "ok":
             return payload["columns"], payload["rows"], payload["truncated"]
@@ -86,3 +99,34 @@ class NeighbourRunner:
         if kind == "timeout":
             raise QueryTimeout(reason)
         raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
+
+
+class FileEngine:
+    """One file through a (shared) :class:`NeighbourRunner`, as the query task's
+    ``_execute`` uses an engine: ``execute`` returns a :class:`..base.QueryResult`; closing
+    it leaves the runner's worker running for the next file."""
+
+    def __init__(self, runner: NeighbourRunner, path: Path) -> None:
+        self.runner, self.path, self.dialect = runner, Path(path), runner.dialect
+
+    @property
+    def sandbox(self) -> dict[str, str] | None:
+        return self.runner.sandbox
+
+    def __enter__(self) -> FileEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, query: str, *, timeout_s: float, max_rows: int) -> Any:
+        import time
+
+        from queryeval.systems.engines.base import QueryResult, check_limits
+
+        check_limits(timeout_s, max_rows)
+        start = time.perf_counter()
+        columns, rows, truncated = self.runner.run(self.path, query, timeout_s, max_rows)
+        return QueryResult(columns=columns, rows=rows, truncated=truncated,
+                           elapsed_ms=(time.perf_counter() - start) * 1000.0, kind="sql",
+                           extra={"sandbox": self.runner.sandbox})
