@@ -69,6 +69,18 @@ class NeighbourRunner:
         the worker: the allowlist is part of its settings, never of a request)."""
         self.roots = [str(Path(r).resolve()) for r in roots]
 
+    def start(self) -> None:
+        """Start the worker now (outside any query's time: the distillation times the gold
+        to set the mutants' deadline)."""
+        from queryeval.systems.engines import base
+
+        init = {"checks": base.QUERY_CHECKS, "roots": self.roots}
+        if self._worker.init != init:
+            self._worker.kill()
+            self._worker.init = init
+        if not self._worker.alive():
+            self._worker.start()
+
     def run(self, path: Path, query: str, timeout_s: float,
             max_rows: int) -> tuple[list[str], list[Any], bool]:
         """(columns, rows, truncated) of ``query`` on the file ``path``."""
@@ -79,13 +91,7 @@ class NeighbourRunner:
 
         check_sql_length(query)
         table_functions = check_sql(query, self.dialect) if base.QUERY_CHECKS else frozenset()  # type: ignore[arg-type]
-        checks = base.QUERY_CHECKS
-        init = {"checks": checks, "roots": self.roots}
-        if self._worker.init != init:
-            self._worker.kill()
-            self._worker.init = init
-        if not self._worker.alive():
-            self._worker.start()
+        self.start()
         request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
                    "table_functions": sorted(table_functions or ()), "path": str(path)}
         if self.max_result_bytes:
