@@ -10,8 +10,9 @@ Per case, :func:`verdict` gives ``test_suite_match``:
   prediction timed out on the original, or it matched only a gold given as a table (which
   no neighbour can recompute).
 
-Golds and prediction run on each neighbour in the sandboxed workers of the task's engines,
-under the task's ``timeout_s`` and ``max_rows``, one neighbour at a time, smallest first (so
+Golds and prediction run on each neighbour in sandboxed workers (SQL: the run's pool of
+multi-file workers, :meth:`TestSuite.runners`; SPARQL: a store worker per neighbour), under
+the task's ``timeout_s`` and ``max_rows``, smallest neighbour first (so
 the first refuting neighbour is the smallest); the comparison is the case's own (order,
 tolerances, required columns: :func:`queryeval.metrics.tables.best_of_golds` with the
 task's modes). The neighbours of a gold are built once and cached
@@ -31,7 +32,7 @@ from queryeval.errors import ConfigError
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
 WORKERS = 4
-"""Neighbours checked at once (each in its own sandboxed worker; fixed, not the machine's
+"""Neighbours checked at once (each in a sandboxed worker of its own; fixed, not the machine's
 CPU count, so a case's recorded ``executions`` is the same on every machine)."""
 
 
