@@ -300,3 +300,31 @@ def test_the_worker_opens_only_the_files_its_parent_allowed(company, tmp_path): 
         with pytest.raises(QueryRefused):
             runner.run(other, "SELECT count(*) FROM secret", 10, 10)
         assert not [k for k, v in runner.sandbox.items() if v.startswith("unavailable")]
+
+
+def test_the_verdict_reuses_a_pool_of_workers_across_cases(company, tmp_path, monkeypatch):  # noqa: F811
+    """Every case's SQL neighbours run in the run's pool of WORKERS multi-file workers: the
+    run starts one worker for the database, one per neighbour build and at most WORKERS for
+    the verdicts (one per neighbour per case before: 2 x 8 here)."""
+    from queryeval.systems.engines.sparql_worker import WorkerProcess
+    from queryeval.tasks.query_testsuite import WORKERS
+
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    starts = []
+    original = WorkerProcess.start
+    monkeypatch.setattr(WorkerProcess, "start",
+                        lambda self: (starts.append(self.args[1]), original(self))[1])
+    golds = {"a": "SELECT name FROM emp WHERE salary > 100", "b": "SELECT id FROM emp"}
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("".join(json.dumps(case(k, str(company), q)) + "\n"
+                             for k, q in golds.items()), encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"case_id": k, "query": q}) + "\n"
+                             for k, q in golds.items()), encoding="utf-8")
+    run = qe.evaluate(suite, responses=preds, task="query", out=tmp_path / "runs",
+                      test_suite=8)
+    recs = records(run)
+    assert [recs[k]["scores"]["test_suite_match"] for k in golds] == [1.0, 1.0]
+    assert starts.count(str(company)) == 1  # the task's engine on the database
+    assert 2 <= starts.count("*") <= 2 + WORKERS  # two builds, then the verdicts' pool
+    assert len(starts) <= 3 + WORKERS
