@@ -13,8 +13,8 @@ fresh cache folder:
   the suite pays).
 
 and prints, per case: the verdict executions (gold and prediction on each neighbour, in the
-sandboxed workers), the generation executions (gold and mutants on each candidate, in
-process), seconds (cold, warm, plain) and the ratios: warm / plain seconds, and executions
+sandboxed workers), the generation executions (gold and mutants on each candidate, in one
+sandboxed worker per build), seconds (cold, warm, plain) and the ratios: warm / plain seconds, and executions
 per case against the ~39 gold executions per case of Spider's test suite
 (test-suite-sql-eval: 40,167 gold executions over 3,194 databases for 1,034 cases).
 """
@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"--test-suite {args.n}, per case (verdict executions: gold and prediction per "
-          "neighbour, sandboxed; generation: gold and mutants per candidate, in process, once "
+          "neighbour, sandboxed; generation: gold and mutants per candidate, sandboxed, once "
           "per gold, then cached)")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     head = (f"{'suite':18} {'cases':>5} {'checked':>7} {'exec/case':>9} {'gen/case':>8} "
             f"{'vs Spider':>9} {'plain s':>8} {'cold s':>8} {'warm s':>8} {'warm/plain':>10} "
             f"{'verdicts 1/0/?':>15}")

@@ -10,8 +10,9 @@ Per case, :func:`verdict` gives ``test_suite_match``:
   prediction timed out on the original, or it matched only a gold given as a table (which
   no neighbour can recompute).
 
-Golds and prediction run on each neighbour in the sandboxed workers of the task's engines,
-under the task's ``timeout_s`` and ``max_rows``, one neighbour at a time, smallest first (so
+Golds and prediction run on each neighbour in sandboxed workers (SQL: the run's pool of
+multi-file workers, :meth:`TestSuite.runners`; SPARQL: a store worker per neighbour), under
+the task's ``timeout_s`` and ``max_rows``, smallest neighbour first (so
 the first refuting neighbour is the smallest); the comparison is the case's own (order,
 tolerances, required columns: :func:`queryeval.metrics.tables.best_of_golds` with the
 task's modes). The neighbours of a gold are built once and cached
@@ -21,7 +22,8 @@ task's modes). The neighbours of a gold are built once and cached
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from queryeval.errors import ConfigError
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
 WORKERS = 4
-"""Neighbours checked at once (each in its own sandboxed worker; fixed, not the machine's
+"""Neighbours checked at once (each in a sandboxed worker of its own; fixed, not the machine's
 CPU count, so a case's recorded ``executions`` is the same on every machine)."""
 
 
@@ -44,6 +46,26 @@ class TestSuite:
         self._sets: dict[tuple[str, str], Any] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
+        self._runners: dict[tuple[str, int | None], Any] = {}
+
+    def runners(self, dialect: str, memory_limit_bytes: int | None) -> Any:
+        """A queue of :data:`WORKERS` sandboxed multi-file workers for this dialect and cap,
+        reused by every case of the run (one worker start per thread, not per neighbour)."""
+        import queue
+
+        from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
+        from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+
+        key = (dialect, memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                pool: queue.Queue = queue.Queue()
+                for _ in range(WORKERS):
+                    runner = NeighbourRunner(dialect, [], memory_limit_bytes=memory_limit_bytes)
+                    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
+                    pool.put(runner)
+                self._runners[key] = pool
+            return self._runners[key]
 
     def neighbours(self, task: Any, source: str, gold: str, language: str):
         from queryeval.systems.engines import neighbours as nb
@@ -67,9 +89,11 @@ class TestSuite:
                     if dialect not in ("sqlite", "duckdb"):
                         raise ConfigError("--test-suite builds neighbour databases for sqlite "
                                           "and DuckDB files (not PostgreSQL yet)")
-                    built = nb.sql_neighbours(_paths(source)[0], dialect, gold, self.n,
-                                              seed=self.seed, timeout_s=task.options.timeout_s,
-                                              max_rows=task.options.max_rows)
+                    built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
+                        _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                        timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                        memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
+                                                   None))
                 with self._lock:
                     self._sets[key] = built
         return self._sets[key]
@@ -79,15 +103,27 @@ def _paths(source: str) -> list[str]:
     return [p.strip() for p in source.split(",") if p.strip()]
 
 
-def _open(task: Any, path: Path, language: str, original: Any):
+@contextmanager
+def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
+    """An engine on one neighbour: SPARQL, its own store's worker; SQL, one of the run's
+    multi-file sandboxed workers (the test-suite cache folder allowed), lent for this
+    neighbour."""
     from queryeval.systems import engines as eng
+    from queryeval.systems.engines.neighbours.runner import FileEngine
 
     if language == "sparql":
-        return eng.LocalSparqlEngine([path], store_dir=path.with_suffix(".store"),
-                                     prefixes=getattr(original, "prefixes", None))
-    if path.suffix == ".duckdb":
-        return eng.DuckDBEngine(path)
-    return eng.SqliteEngine(path)
+        with eng.LocalSparqlEngine([path], store_dir=path.with_suffix(".store"),
+                                   prefixes=getattr(original, "prefixes", None)) as engine:
+            yield engine
+        return
+    dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
+    pool = task.test_suite.runners(dialect, getattr(original, "memory_limit_bytes", None))
+    runner = pool.get()
+    try:
+        runner.allow([path.parent.parent])  # the test-suite cache: every set of the run
+        yield FileEngine(runner, path)
+    finally:
+        pool.put(runner)
 
 
 def _exact(task: Any, record: dict, pred: dict, gold: dict, query: str | None) -> tuple[bool, Any]:

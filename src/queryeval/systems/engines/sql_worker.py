@@ -14,6 +14,10 @@ ends the worker; the parent starts a fresh one). Then the worker answers request
 framing of :mod:`.sparql_worker`: ``("ok", {"columns", "rows", "truncated", "engine_ms"})``
 or ``("error", {"kind", "reason", "syntax_error"?})``. The parent kills it when a query
 overruns its deadline (see :mod:`.sql`).
+
+With PATH ``*`` (sqlite / DuckDB, :mod:`.neighbours.runner`) the worker opens no file at
+start: each request names its file (``path``), opened read-only in the sandbox, one at a
+time; a file outside the folders the settings frame allows (``roots``) is refused.
 """
 
 from __future__ import annotations
@@ -100,6 +104,51 @@ def open_session(dialect: str, path: str, memory: int, threads: int,
                          checks=checks, temp_directory=os.environ.get("TMPDIR"))
 
 
+MULTI_FILE = "*"
+
+
+def allowed(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` (resolved) is one of ``roots`` or lies under one of them."""
+    real = os.path.realpath(path)
+    for root in roots:
+        root = os.path.realpath(root)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+class FileSessions:
+    """The multi-file mode's session: the file a request names, opened read-only (the last
+    one kept open for the next request on it)."""
+
+    def __init__(self, dialect: str, memory: int, threads: int, settings: dict[str, Any]) -> None:
+        self.dialect, self.memory, self.threads, self.settings = dialect, memory, threads, settings
+        self.roots = [str(r) for r in settings.get("roots") or ()]
+        self.path: str | None = None
+        self.session: Any = None
+
+    def handle(self, request: dict[str, Any]) -> tuple[str, Any]:
+        path = str(request.get("path") or "")
+        if not path or not allowed(path, self.roots):
+            return ("error", {"kind": "refused",
+                              "reason": "the worker may open only the files its parent allowed"})
+        if path != self.path:
+            self.close()
+            try:
+                self.session = open_session(self.dialect, path, self.memory, self.threads,
+                                            self.settings)
+            except Exception as exc:  # noqa: BLE001 - a bad file is a failed request
+                reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+                return ("error", {"kind": "failed", "reason": str(reason)})
+            self.path = path
+        return handle(self.session, request)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.session, self.path = None, None
+
+
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     from queryeval.systems.engines import sandbox
     from queryeval.systems.engines.sparql_worker import (
@@ -119,7 +168,10 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     try:
         if dialect != "postgres":
             report = sandbox.apply(writable, memory)
-        session = open_session(dialect, path, memory, threads, settings)
+        if path == MULTI_FILE and dialect != "postgres":
+            session: Any = FileSessions(dialect, memory, threads, settings)
+        else:
+            session = open_session(dialect, path, memory, threads, settings)
         if dialect == "postgres":
             report = sandbox.apply(writable, memory)
         write_frame(channel_out, ("ready", {"sandbox": report}))
@@ -132,7 +184,8 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
         if request is _EOF or request is None:
             session.close()
             return 0
-        reply = handle(session, request)
+        reply = session.handle(request) if isinstance(session, FileSessions) \
+            else handle(session, request)
         write_frame(channel_out, reply)
         if reply[0] == "error" and reply[1].get("kind") == "restart":
             session.close()

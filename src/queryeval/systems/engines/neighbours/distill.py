@@ -3,10 +3,10 @@ of the gold that no earlier database (nor the original) told apart; fill up to N
 next candidates whose gold result is not empty. Deterministic from the seed; cached per
 (database contents, dialect, gold, N, seed) in a folder of the test-suite cache.
 
-The gold and its mutants run here in this process on the generated files through the
-locked-down sessions of :mod:`..sql` (read-only connection, the statement check, the
-authorizer, the deadline): they come from the suite, not from the system under test, whose
-queries only ever run in the sandboxed workers.
+The gold and its mutants are untrusted queries (a suite may be downloaded; a mutant is
+derived from its gold): they run, on the original and on every candidate, in one sandboxed
+worker process per build (:mod:`.runner`: the worker of predictions, the operating-system
+sandbox, the deadline held by a kill, the memory cap), never in this process.
 """
 
 from __future__ import annotations
@@ -101,18 +101,14 @@ def result_key(columns: list[str], rows: list, ordered: bool) -> Any:
     return (len(columns), canon if ordered else Counter(canon))
 
 
-def _session(path: Path, dialect: str):
-    from queryeval.systems.engines.sql import DuckDBSession, SqliteSession
-
-    return SqliteSession(path) if dialect == "sqlite" else DuckDBSession(path, threads=1)
-
-
-def run_key(session: Any, query: str, ordered: bool, timeout_s: float, max_rows: int) -> Any:
-    """The :func:`result_key` of ``query`` on an open session; None when it fails."""
+def run_key(runner: Any, path: Path, query: str, ordered: bool, timeout_s: float,
+            max_rows: int) -> Any:
+    """The :func:`result_key` of ``query`` on the file ``path`` (run by ``runner``, a
+    :class:`.runner.NeighbourRunner`); None when it fails."""
     from queryeval.systems.engines.base import QueryExecutionError
 
     try:
-        cols, rows, _ = session.run(query, timeout_s, max_rows)
+        cols, rows, _ = runner.run(path, query, timeout_s, max_rows)
     except QueryExecutionError:
         return None
     return result_key(cols, rows, ordered)
@@ -133,15 +129,21 @@ def set_key(source: Path, dialect: str, gold: str, n: int, seed: int) -> str:
 
 def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed: int = 0,
                    cache_dir: Path | None = None, timeout_s: float = 30.0,
-                   max_rows: int = 100_000) -> NeighbourSet:
+                   max_rows: int = 100_000,
+                   memory_limit_bytes: int | None = None) -> NeighbourSet:
     """``n`` neighbour databases of ``source`` (a sqlite or DuckDB file) distilled for
     ``gold``; read from the cache when built before. Raises QueryRefused when the gold is not
-    one read-only query, QueryExecutionError when it fails on the original."""
+    one read-only query, QueryExecutionError when it fails on the original. Every query runs
+    in the sandboxed worker of :mod:`.runner` under ``timeout_s`` and
+    ``memory_limit_bytes`` (None: the engines' default cap)."""
     from queryeval.metrics.tables import query_is_ordered
+    from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root
+    from queryeval.systems.engines.neighbours.runner import NeighbourRunner
     from queryeval.systems.engines.sql_safety import check_sql
 
-    check_sql(gold, dialect)  # type: ignore[arg-type]
+    if base.QUERY_CHECKS:  # off only in tests: then the worker's sandbox alone holds
+        check_sql(gold, dialect)  # type: ignore[arg-type]
     source = Path(source).resolve()
     folder = (cache_dir or cache_root()) / set_key(source, dialect, gold, n, seed)
     manifest = folder / "manifest.json"
@@ -157,79 +159,81 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
     schema = _schema(source, dialect)
     consts = fuzz.gold_constants(gold, dialect)
     muts = make_mutants(gold, dialect)
-    executions = 0
-    orig = _session(source, dialect)
-    try:
-        t0 = time.perf_counter()
-        cols, rows, _ = orig.run(gold, timeout_s, max_rows)
-        # A mutant (a dropped join condition ...) may cost far more than the gold on a large
-        # database: each gets a few times the gold's own time, at most timeout_s (one that
-        # runs out is simply not told apart here; the neighbours are small).
-        mutant_s = min(timeout_s, 1.0 + MUTANT_TIME_FACTOR * (time.perf_counter() - t0))
-        gold_key = result_key(cols, rows, ordered)
-        alive: list[str] = []
-        refuted: list[str] = []
-        for _, sql in muts:
-            key = run_key(orig, sql, ordered, mutant_s, max_rows)
-            executions += 1
-            (refuted if key is not None and key != gold_key else alive).append(sql)
-    finally:
-        orig.close()
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
+    runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
+    try:
+        return _build(runner, source, work, folder, dialect, gold, n, seed, schema, consts,
+                      muts, ordered, started, timeout_s, max_rows)
+    finally:
+        runner.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, gold: str,
+           n: int, seed: int, schema: Any, consts: Any, muts: list, ordered: bool,
+           started: float, timeout_s: float, max_rows: int) -> NeighbourSet:
+    executions = 0
+    runner.start()  # not counted in the gold's time, which sets the mutants' deadline
+    t0 = time.perf_counter()
+    cols, rows, _ = runner.run(source, gold, timeout_s, max_rows)
+    # A mutant (a dropped join condition ...) may cost far more than the gold on a large
+    # database: each gets a few times the gold's own time, at most timeout_s (one that
+    # runs out is simply not told apart here; the neighbours are small).
+    mutant_s = min(timeout_s, 1.0 + MUTANT_TIME_FACTOR * (time.perf_counter() - t0))
+    gold_key = result_key(cols, rows, ordered)
+    alive: list[str] = []
+    refuted: list[str] = []
+    for _, sql in muts:
+        key = run_key(runner, source, sql, ordered, mutant_s, max_rows)
+        executions += 1
+        (refuted if key is not None and key != gold_key else alive).append(sql)
     kept: list[Neighbour] = []
     spares: list[Neighbour] = []
     empties: list[Neighbour] = []
     budget = max(MIN_CANDIDATES, CANDIDATES_PER_NEIGHBOUR * n)
     k = 0
+    # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
+    # (a mutant equivalent to the gold is never told apart: it must not eat the budget).
+    while k < budget and len(kept) < n and (
+            len(kept) + len(spares) < n or (alive and k < 2 * n)):
+        rng = random.Random(f"{seed}:{k}:{gold}")
+        size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
+        name = f"candidate_{k:03d}{SUFFIX[dialect]}"
+        written = write_database(schema, work / name, fuzz.generate(schema, consts, rng, size))
+        k += 1
+        key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows)
+        executions += 1
+        if key is None:
+            continue  # the gold fails here: this database judges nothing
+        killed = []
+        for sql in alive:
+            other = run_key(runner, work / name, sql, ordered, mutant_s, max_rows)
+            executions += 1
+            if other is not None and other != key:
+                killed.append(sql)
+        nb = Neighbour(name, sum(len(r) for r in written.values()), killed)
+        if killed:
+            kept.append(nb)
+            alive = [s for s in alive if s not in killed]
+        elif key[1]:
+            spares.append(nb)
+        else:
+            empties.append(nb)  # the gold returns nothing here: used only to fill up
+    chosen = (kept + spares + empties)[:n]
+    final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
+    for i, nb in enumerate(chosen):
+        new = f"neighbour_{i:03d}{SUFFIX[dialect]}"
+        os.replace(work / nb.file, final / new)
+        nb.file = new
+    out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
+                       k, executions, time.perf_counter() - started)
+    (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1),
+                                         encoding="utf-8")
+    shutil.rmtree(folder, ignore_errors=True)
     try:
-        # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
-        # (a mutant equivalent to the gold is never told apart: it must not eat the budget).
-        while k < budget and len(kept) < n and (
-                len(kept) + len(spares) < n or (alive and k < 2 * n)):
-            rng = random.Random(f"{seed}:{k}:{gold}")
-            size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
-            name = f"candidate_{k:03d}{SUFFIX[dialect]}"
-            written = write_database(schema, work / name, fuzz.generate(schema, consts, rng, size))
-            k += 1
-            session = _session(work / name, dialect)
-            try:
-                key = run_key(session, gold, ordered, timeout_s, max_rows)
-                executions += 1
-                if key is None:
-                    continue  # the gold fails here: this database judges nothing
-                killed = []
-                for sql in alive:
-                    other = run_key(session, sql, ordered, mutant_s, max_rows)
-                    executions += 1
-                    if other is not None and other != key:
-                        killed.append(sql)
-            finally:
-                session.close()
-            nb = Neighbour(name, sum(len(r) for r in written.values()), killed)
-            if killed:
-                kept.append(nb)
-                alive = [s for s in alive if s not in killed]
-            elif key[1]:
-                spares.append(nb)
-            else:
-                empties.append(nb)  # the gold returns nothing here: used only to fill up
-        chosen = (kept + spares + empties)[:n]
-        final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
-        for i, nb in enumerate(chosen):
-            new = f"neighbour_{i:03d}{SUFFIX[dialect]}"
-            os.replace(work / nb.file, final / new)
-            nb.file = new
-        out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
-                           k, executions, time.perf_counter() - started)
-        (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1),
-                                             encoding="utf-8")
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            os.replace(final, folder)
-        except OSError:  # another process built the same set first: use theirs
-            shutil.rmtree(final, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        os.replace(final, folder)
+    except OSError:  # another process built the same set first: use theirs
+        shutil.rmtree(final, ignore_errors=True)
     out.folder = folder
     return out
