@@ -32,7 +32,8 @@ from queryeval.tasks.retrieval_answer import (
     score_answer,
 )
 from queryeval.tasks.retrieval_outputs import RetrievalOutputs
-from queryeval.tasks.retrieval_scoring import Cut, Matcher, relevant_chunks, score_cuts
+from queryeval.tasks.retrieval_scoring import (Cut, Matcher, relevant_chunks, score_cuts, single_identity,
+                                               single_rank)
 
 
 class RetrievalOptions(TaskOptions):
@@ -437,11 +438,28 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
         """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
-        if records:
-            per_k = [self._cuts(records, j) for j in at_k.ks]
-            for i, r in enumerate(records):
-                at_k.add(r["dataset"], [cuts[i].scores for cuts in per_k])
-            records.clear()
+        if not records:
+            return
+        exact = self.options.hash_case == "exact"
+        direct = self.options.min_score is None  # the cut at j is then the first j chunks
+        ranks = [None] * len(records)
+        rest = []
+        for i, r in enumerate(records):
+            identity = single_identity(relevant_chunks(r), exact) if direct else None
+            if identity is None:
+                rest.append(r)
+            else:  # one binary relevant chunk: its rank in the first max-k chunks gives every k
+                source = r.get("all_retrieved_chunks") or r["retrieved_chunks"]
+                ranks[i] = (single_rank(source[:max(at_k.ks)], identity, exact),)
+        per_k = [self._cuts(rest, j) for j in at_k.ks] if rest else []
+        n = 0
+        for i, r in enumerate(records):
+            if ranks[i] is None:
+                at_k.add(r["dataset"], [cuts[n].scores for cuts in per_k])
+                n += 1
+            else:
+                at_k.add_rank(r["dataset"], ranks[i][0])
+        records.clear()
 
     def smaller_ks(self) -> list[int]:
         """The k asked for below the run's own (largest) k, ascending."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from queryeval.metrics.mean import _SHIFT, ExactMean
 from queryeval.tasks.accum import Values
+from queryeval.tasks.retrieval_scoring import single_figures
 
 _exact_add = ExactMean.add
 
@@ -107,6 +108,23 @@ class AtK:
             for col, key in cols:
                 col.add(scores[key])
             per[j].add(scores[recall_key])
+
+    def add_rank(self, dataset: Any, rank: int | None) -> None:
+        """A question with one relevant chunk of relevance 1, first matched at the 1-based
+        ``rank`` of its uncut ranking (None: not there): its figures at each smaller k are
+        those of :func:`~queryeval.tasks.retrieval_scoring.single_figures`, added as
+        :meth:`add` adds them."""
+        per = self.per_ds.get(dataset)
+        if per is None:
+            per = self.per_ds[dataset] = {j: _Binaryish() for j in self.ks}
+        for j in self.ks:  # single_figures' order: recall, hit_rate, mrr, ndcg, map, precision
+            recall, hit_rate, mrr, ndcg = single_figures(rank, j)[:4]
+            c = self.cols[j]
+            c["recall"].add(recall)
+            c["mrr"].add(mrr)
+            c["ndcg"].add(ndcg)
+            c["hit_rate"].add(hit_rate)
+            per[j].add(recall)
 
     def overall(self, k: int, recall_k: float | None, several: bool) -> dict:
         out: dict[str, Any] = {}

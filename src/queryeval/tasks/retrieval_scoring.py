@@ -186,7 +186,7 @@ def _discount(rank: int) -> float:
     return float(_discounts[rank - 1])
 
 
-def _single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None:
+def single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None:
     """The identity of a question's only relevant chunk when it has exactly one, of
     relevance 1 (the seed's shape: :func:`_single_cut` scores it); otherwise None."""
     if len(relevant) != 1:
@@ -197,13 +197,13 @@ def _single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | Non
     return _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
 
 
-def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bool) -> Cut:
-    """:func:`score_cut` for one binary relevant chunk, computed directly. With one relevant
-    judgement of gain 1 (num_rel = 1, IDCG = 1) the engine's kernels reduce, for the 1-based
-    rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
-    as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
-    1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
-    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+_single_identity = single_identity  # the name tests/test_retrieval_fastpath.py imports
+
+
+def single_rank(chunks: list[dict], identity: tuple[str, str], exact: bool) -> int | None:
+    """The 1-based rank of the first chunk of ``chunks`` that is the relevant chunk
+    ``identity`` (by hash, letter case per ``exact``; by id, "" matching nothing, as in
+    :meth:`Matcher.candidates`), or None."""
     kind, key = identity
     rank = None
     if kind == "hash":
@@ -218,12 +218,30 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
             if chunk_id not in (None, "") and str(chunk_id) == key:
                 rank = pos + 1
                 break
-    names = _names(k)
+    return rank
+
+
+def single_figures(rank: int | None, k: int) -> tuple[float, ...]:
+    """A single-relevant question's figures at k (``RANK_METRICS`` order) from the rank of
+    its relevant chunk in the uncut ranking: see :func:`_single_cut`."""
     if rank is not None and rank <= k:
-        inv = 1.0 / rank  # RANK_METRICS' order: recall, hit_rate, mrr, ndcg, map, precision
-        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k), strict=True))
-    else:
-        scores = dict.fromkeys(names, 0.0)
+        inv = 1.0 / rank
+        return (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k)
+    return _ZEROS
+
+
+_ZEROS = (0.0,) * len(RANK_METRICS)
+
+
+def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bool) -> Cut:
+    """:func:`score_cut` for one binary relevant chunk, computed directly. With one relevant
+    judgement of gain 1 (num_rel = 1, IDCG = 1) the engine's kernels reduce, for the 1-based
+    rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
+    as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
+    1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
+    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+    rank = single_rank(chunks, identity, exact)
+    scores = dict(zip(_names(k), single_figures(rank, k), strict=True))
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
 
 
@@ -234,7 +252,7 @@ def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) 
     out: list[Cut | None] = [None] * len(items)
     rest: list[int] = []
     for i, (chunks, relevant) in enumerate(items):
-        identity = _single_identity(relevant, exact)
+        identity = single_identity(relevant, exact)
         if identity is None:
             rest.append(i)
         else:
