@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from queryeval.tasks.retrieval import RetrievalTask
 from queryeval.tasks.retrieval_aggregate import AtK
-from queryeval.tasks.retrieval_scoring import _engine_cuts, relevant_chunks
+from queryeval.tasks.retrieval_scoring import Matcher, _engine_cuts, relevant_chunks
 
 
 def md5(text: str) -> str:
@@ -90,3 +90,20 @@ def test_rank_past_the_smaller_k_scores_zero_and_within_scores_its_rank():
     assert overall["mrr@3"] == 0.25
     assert abs(overall["ndcg@3"] - 0.5 / 1.584962500721156) < 1e-15
     assert records == []  # the block is consumed
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.lists(record, min_size=1, max_size=6), exact=st.booleans())
+def test_csv_marks_equal_the_matchers(records, exact):
+    """The CSV's ``is_correct_chunk`` of a single-relevant record (compared directly, no
+    ``Matcher`` built) is the Matcher's mark, chunk by chunk, as for every other record."""
+    task = RetrievalTask({"k": 5, "hash_case": "exact" if exact else "any"})
+    for r in records:
+        full = {**r, "qa_pair_id": "q", "question": "?",
+                "expected_chunk": {**r["expected_chunk"], "name": "n", "source": r["dataset"]},
+                "evaluation_result": {"correct_chunk_retrieved": False, "rank_if_found": None,
+                                      "retrieval_time_ms": 1.0},
+                "retrieved_chunks": [{**c, "content": "t"} for c in r["retrieved_chunks"]]}
+        matcher = Matcher(relevant_chunks(full), exact)
+        marks = [row["is_correct_chunk"] for row in task.csv_rows(full) if "rank" in row]
+        assert marks == [matcher.is_relevant(c) for c in full["retrieved_chunks"]]

@@ -32,8 +32,8 @@ from queryeval.tasks.retrieval_answer import (
     score_answer,
 )
 from queryeval.tasks.retrieval_outputs import RetrievalOutputs
-from queryeval.tasks.retrieval_scoring import (Cut, Matcher, relevant_chunks, score_cuts, single_identity,
-                                               single_rank)
+from queryeval.tasks.retrieval_scoring import (Cut, Matcher, relevant_chunks, record_identity,
+                                               score_cuts, single_rank)
 
 
 class RetrievalOptions(TaskOptions):
@@ -445,7 +445,7 @@ class RetrievalTask(RetrievalOutputs, Task):
         ranks = [None] * len(records)
         rest = []
         for i, r in enumerate(records):
-            identity = single_identity(relevant_chunks(r), exact) if direct else None
+            identity = record_identity(r, exact) if direct else None
             if identity is None:
                 rest.append(r)
             else:  # one binary relevant chunk: its rank in the first max-k chunks gives every k

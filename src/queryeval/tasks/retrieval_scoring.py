@@ -46,6 +46,26 @@ def _identity(chunk_id: str, digest: str, exact: bool) -> tuple[str, str]:
     return ("id", chunk_id)
 
 
+def is_identity(chunk: dict, identity: tuple[str, str], exact: bool) -> bool:
+    """Whether the retrieved ``chunk`` is the relevant chunk ``identity`` (by hash, letter
+    case per ``exact``; by id, a missing or empty id matching nothing)."""
+    kind, key = identity
+    if kind == "hash":
+        digest = str(chunk.get("content_hash") or "")
+        return (digest if exact else digest.lower()) == key
+    chunk_id = chunk.get("chunk_id")
+    return chunk_id not in (None, "") and str(chunk_id) == key
+
+
+def record_identity(record: dict, exact: bool) -> tuple[str, str] | None:
+    """:func:`single_identity` of the record's relevant chunks: its one ``expected_chunk``
+    (relevance 1) read directly, without building :func:`relevant_chunks`' list."""
+    if record.get("expected_chunks"):
+        return single_identity(record["expected_chunks"], exact)
+    exp = record.get("expected_chunk") or {}
+    return _identity(str(exp.get("chunk_id") or ""), str(exp.get("content_hash") or ""), exact)
+
+
 class Matcher:
     """Which relevant chunk (by index) a retrieved chunk is, for one question."""
 
@@ -83,14 +103,8 @@ class Matcher:
     def is_relevant(self, chunk: dict) -> bool:
         """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
         if self._one is not None:  # one relevant chunk: compare its identity directly
-            kind, key = self._one
-            if kind == "hash":
-                digest = str(chunk.get("content_hash") or "")
-                hit = (digest if self.exact else digest.lower()) == key
-            else:
-                chunk_id = chunk.get("chunk_id")
-                hit = chunk_id not in (None, "") and str(chunk_id) == key
-            return hit and int(self.relevant[0].get("relevance", 1)) > 0
+            return (is_identity(chunk, self._one, self.exact)
+                    and int(self.relevant[0].get("relevance", 1)) > 0)
         found = self.candidates(chunk)
         if not found:
             return False
