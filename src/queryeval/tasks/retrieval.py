@@ -32,8 +32,14 @@ from queryeval.tasks.retrieval_answer import (
     score_answer,
 )
 from queryeval.tasks.retrieval_outputs import RetrievalOutputs
-from queryeval.tasks.retrieval_scoring import (Cut, Matcher, relevant_chunks, record_identity,
-                                               score_cuts, single_rank)
+from queryeval.tasks.retrieval_scoring import (
+    Cut,
+    Matcher,
+    record_identity,
+    relevant_chunks,
+    score_cuts,
+    single_rank,
+)
 
 
 class RetrievalOptions(TaskOptions):
