@@ -107,3 +107,15 @@ def test_csv_marks_equal_the_matchers(records, exact):
         matcher = Matcher(relevant_chunks(full), exact)
         marks = [row["is_correct_chunk"] for row in task.csv_rows(full) if "rank" in row]
         assert marks == [matcher.is_relevant(c) for c in full["retrieved_chunks"]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(r=record, k=st.integers(1, 6), min_score=st.sampled_from([None, 0.4]), exact=st.booleans())
+def test_one_record_cut_equals_the_engine(r, k, min_score, exact):
+    """``_cut`` of one record (a single-relevant one scored without ``score_cuts``' batch):
+    the engine's cut of the same ranking, every field and figure bit for bit."""
+    task = RetrievalTask({"k": k, "min_score": min_score, "hash_case": "exact" if exact else "any"})
+    (engine,) = _engine_cuts([(task._ranking(r, k), relevant_chunks(r))], k, exact)
+    cut = task._cut(r, k)
+    assert (cut.rank, cut.found, cut.chunks, {n: v.hex() for n, v in cut.scores.items()}) == (
+        engine.rank, engine.found, engine.chunks, {n: float(v).hex() for n, v in engine.scores.items()})

@@ -38,6 +38,7 @@ from queryeval.tasks.retrieval_scoring import (
     record_identity,
     relevant_chunks,
     score_cuts,
+    single_cut,
     single_rank,
 )
 
@@ -286,8 +287,10 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     def _cuts(self, records: list[dict], k: int) -> list[Cut]:
         """:meth:`_cut` of many records in one pass of the engine."""
-        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k,
-                          self.options.hash_case == "exact")
+        exact = self.options.hash_case == "exact"
+        if len(records) == 1 and (identity := record_identity(records[0], exact)) is not None:
+            return [single_cut(self._ranking(records[0], k), identity, k, exact)]  # as score_cuts
+        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k, exact)
 
     def matcher(self, record: dict) -> Matcher:
         """Which retrieved chunks are the record's relevant ones (the CSV, xlsx and HTML mark)."""

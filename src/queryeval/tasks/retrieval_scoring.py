@@ -259,6 +259,9 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
 
 
+single_cut = _single_cut
+
+
 def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
     """:func:`score_cut` for many questions at once: questions with one relevant chunk of
     relevance 1 directly (:func:`_single_cut`), the others in one pass of the engine's
