@@ -39,7 +39,6 @@ from queryeval.tasks.retrieval_scoring import (
     relevant_chunks,
     score_cuts,
     single_cut,
-    single_rank,
 )
 
 
@@ -447,28 +446,10 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
         """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
-        if not records:
-            return
-        exact = self.options.hash_case == "exact"
-        direct = self.options.min_score is None  # the cut at j is then the first j chunks
-        ranks = [None] * len(records)
-        rest = []
-        for i, r in enumerate(records):
-            identity = record_identity(r, exact) if direct else None
-            if identity is None:
-                rest.append(r)
-            else:  # one binary relevant chunk: its rank in the first max-k chunks gives every k
-                source = r.get("all_retrieved_chunks") or r["retrieved_chunks"]
-                ranks[i] = (single_rank(source[:max(at_k.ks)], identity, exact),)
-        per_k = [self._cuts(rest, j) for j in at_k.ks] if rest else []
-        n = 0
-        for i, r in enumerate(records):
-            if ranks[i] is None:
-                at_k.add(r["dataset"], [cuts[n].scores for cuts in per_k])
-                n += 1
-            else:
-                at_k.add_rank(r["dataset"], ranks[i][0])
-        records.clear()
+        if records:
+            direct = self.options.min_score is None  # the cut at j is then the first j chunks
+            at_k.add_block(records, self._cuts, self.options.hash_case == "exact", direct)
+            records.clear()
 
     def smaller_ks(self) -> list[int]:
         """The k asked for below the run's own (largest) k, ascending."""
