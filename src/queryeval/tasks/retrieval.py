@@ -32,7 +32,14 @@ from queryeval.tasks.retrieval_answer import (
     score_answer,
 )
 from queryeval.tasks.retrieval_outputs import RetrievalOutputs
-from queryeval.tasks.retrieval_scoring import Cut, Matcher, relevant_chunks, score_cuts
+from queryeval.tasks.retrieval_scoring import (
+    Cut,
+    Matcher,
+    record_identity,
+    relevant_chunks,
+    score_cuts,
+    single_cut,
+)
 
 
 class RetrievalOptions(TaskOptions):
@@ -279,8 +286,10 @@ class RetrievalTask(RetrievalOutputs, Task):
 
     def _cuts(self, records: list[dict], k: int) -> list[Cut]:
         """:meth:`_cut` of many records in one pass of the engine."""
-        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k,
-                          self.options.hash_case == "exact")
+        exact = self.options.hash_case == "exact"
+        if len(records) == 1 and (identity := record_identity(records[0], exact)) is not None:
+            return [single_cut(self._ranking(records[0], k), identity, k, exact)]  # as score_cuts
+        return score_cuts([(self._ranking(r, k), relevant_chunks(r)) for r in records], k, exact)
 
     def matcher(self, record: dict) -> Matcher:
         """Which retrieved chunks are the record's relevant ones (the CSV, xlsx and HTML mark)."""
@@ -438,9 +447,8 @@ class RetrievalTask(RetrievalOutputs, Task):
     def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
         """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
         if records:
-            per_k = [self._cuts(records, j) for j in at_k.ks]
-            for i, r in enumerate(records):
-                at_k.add(r["dataset"], [cuts[i].scores for cuts in per_k])
+            direct = self.options.min_score is None  # the cut at j is then the first j chunks
+            at_k.add_block(records, self._cuts, self.options.hash_case == "exact", direct)
             records.clear()
 
     def smaller_ks(self) -> list[int]:

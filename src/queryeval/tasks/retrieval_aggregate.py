@@ -6,10 +6,12 @@ per question and the figures do not depend on the order of the records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from queryeval.metrics.mean import _SHIFT, ExactMean
 from queryeval.tasks.accum import Values
+from queryeval.tasks.retrieval_scoring import record_identity, single_figures, single_rank
 
 _exact_add = ExactMean.add
 
@@ -107,6 +109,48 @@ class AtK:
             for col, key in cols:
                 col.add(scores[key])
             per[j].add(scores[recall_key])
+
+    def add_block(self, records: list[dict], cuts: Callable[[list[dict], int], list[Any]],
+                  exact: bool, direct: bool) -> None:
+        """Add ``records``' figures at each smaller k, in order: a record with one relevant
+        chunk of relevance 1 from its rank in its first max-k chunks (:meth:`add_rank`, when
+        ``direct``: the cut at k is the first k chunks, no ``min_score``), the others from
+        ``cuts(records, k)`` (the task's cuts, one engine pass per k)."""
+        ranks: list[tuple[int | None] | None] = [None] * len(records)
+        rest = []
+        top = max(self.ks)
+        for i, r in enumerate(records):
+            identity = record_identity(r, exact) if direct else None
+            if identity is None:
+                rest.append(r)
+            else:
+                source = r.get("all_retrieved_chunks") or r["retrieved_chunks"]
+                ranks[i] = (single_rank(source[:top], identity, exact),)
+        per_k = [cuts(rest, j) for j in self.ks] if rest else []
+        n = 0
+        for r, rank in zip(records, ranks, strict=True):
+            if rank is None:
+                self.add(r["dataset"], [c[n].scores for c in per_k])
+                n += 1
+            else:
+                self.add_rank(r["dataset"], rank[0])
+
+    def add_rank(self, dataset: Any, rank: int | None) -> None:
+        """A question with one relevant chunk of relevance 1, first matched at the 1-based
+        ``rank`` of its uncut ranking (None: not there): its figures at each smaller k are
+        those of :func:`~queryeval.tasks.retrieval_scoring.single_figures`, added as
+        :meth:`add` adds them."""
+        per = self.per_ds.get(dataset)
+        if per is None:
+            per = self.per_ds[dataset] = {j: _Binaryish() for j in self.ks}
+        for j in self.ks:  # single_figures' order: recall, hit_rate, mrr, ndcg, map, precision
+            recall, hit_rate, mrr, ndcg = single_figures(rank, j)[:4]
+            c = self.cols[j]
+            c["recall"].add(recall)
+            c["mrr"].add(mrr)
+            c["ndcg"].add(ndcg)
+            c["hit_rate"].add(hit_rate)
+            per[j].add(recall)
 
     def overall(self, k: int, recall_k: float | None, several: bool) -> dict:
         out: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from queryeval.tasks.retrieval_scoring import Matcher, relevant_chunks
+from queryeval.tasks.retrieval_scoring import Matcher, is_identity, record_identity, relevant_chunks
 
 
 class RetrievalOutputs:
@@ -52,11 +52,14 @@ class RetrievalOutputs:
         }
         if not record["retrieved_chunks"]:
             yield base
-        matcher = self.matcher(record)
+        exact = self.options.hash_case == "exact"
+        identity = record_identity(record, exact)  # the seed's shape: no Matcher to build
+        matcher = self.matcher(record) if identity is None else None
         for i, c in enumerate(record["retrieved_chunks"], start=1):
             yield {**base, "rank": i, "similarity_score": c["score"], "retrieved_chunk_id": c["chunk_id"],
                    "retrieved_content": c["content"], "retrieved_content_hash": c["content_hash"],
-                   "is_correct_chunk": matcher.is_relevant(c)}
+                   "is_correct_chunk": (is_identity(c, identity, exact) if matcher is None
+                                        else matcher.is_relevant(c))}
 
     def report_record(self, record: dict) -> dict:
         """The record with its expected chunk's text for the report: from a retrieved chunk

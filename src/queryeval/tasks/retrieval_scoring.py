@@ -46,6 +46,26 @@ def _identity(chunk_id: str, digest: str, exact: bool) -> tuple[str, str]:
     return ("id", chunk_id)
 
 
+def is_identity(chunk: dict, identity: tuple[str, str], exact: bool) -> bool:
+    """Whether the retrieved ``chunk`` is the relevant chunk ``identity`` (by hash, letter
+    case per ``exact``; by id, a missing or empty id matching nothing)."""
+    kind, key = identity
+    if kind == "hash":
+        digest = str(chunk.get("content_hash") or "")
+        return (digest if exact else digest.lower()) == key
+    chunk_id = chunk.get("chunk_id")
+    return chunk_id not in (None, "") and str(chunk_id) == key
+
+
+def record_identity(record: dict, exact: bool) -> tuple[str, str] | None:
+    """:func:`single_identity` of the record's relevant chunks: its one ``expected_chunk``
+    (relevance 1) read directly, without building :func:`relevant_chunks`' list."""
+    if record.get("expected_chunks"):
+        return single_identity(record["expected_chunks"], exact)
+    exp = record.get("expected_chunk") or {}
+    return _identity(str(exp.get("chunk_id") or ""), str(exp.get("content_hash") or ""), exact)
+
+
 class Matcher:
     """Which relevant chunk (by index) a retrieved chunk is, for one question."""
 
@@ -83,14 +103,8 @@ class Matcher:
     def is_relevant(self, chunk: dict) -> bool:
         """Whether ``chunk`` is one of the question's relevant chunks (relevance > 0)."""
         if self._one is not None:  # one relevant chunk: compare its identity directly
-            kind, key = self._one
-            if kind == "hash":
-                digest = str(chunk.get("content_hash") or "")
-                hit = (digest if self.exact else digest.lower()) == key
-            else:
-                chunk_id = chunk.get("chunk_id")
-                hit = chunk_id not in (None, "") and str(chunk_id) == key
-            return hit and int(self.relevant[0].get("relevance", 1)) > 0
+            return (is_identity(chunk, self._one, self.exact)
+                    and int(self.relevant[0].get("relevance", 1)) > 0)
         found = self.candidates(chunk)
         if not found:
             return False
@@ -186,7 +200,7 @@ def _discount(rank: int) -> float:
     return float(_discounts[rank - 1])
 
 
-def _single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None:
+def single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None:
     """The identity of a question's only relevant chunk when it has exactly one, of
     relevance 1 (the seed's shape: :func:`_single_cut` scores it); otherwise None."""
     if len(relevant) != 1:
@@ -197,13 +211,13 @@ def _single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | Non
     return _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
 
 
-def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bool) -> Cut:
-    """:func:`score_cut` for one binary relevant chunk, computed directly. With one relevant
-    judgement of gain 1 (num_rel = 1, IDCG = 1) the engine's kernels reduce, for the 1-based
-    rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
-    as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
-    1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
-    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+_single_identity = single_identity  # the name tests/test_retrieval_fastpath.py imports
+
+
+def single_rank(chunks: list[dict], identity: tuple[str, str], exact: bool) -> int | None:
+    """The 1-based rank of the first chunk of ``chunks`` that is the relevant chunk
+    ``identity`` (by hash, letter case per ``exact``; by id, "" matching nothing, as in
+    :meth:`Matcher.candidates`), or None."""
     kind, key = identity
     rank = None
     if kind == "hash":
@@ -218,13 +232,34 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
             if chunk_id not in (None, "") and str(chunk_id) == key:
                 rank = pos + 1
                 break
-    names = _names(k)
+    return rank
+
+
+def single_figures(rank: int | None, k: int) -> tuple[float, ...]:
+    """A single-relevant question's figures at k (``RANK_METRICS`` order) from the rank of
+    its relevant chunk in the uncut ranking: see :func:`_single_cut`."""
     if rank is not None and rank <= k:
-        inv = 1.0 / rank  # RANK_METRICS' order: recall, hit_rate, mrr, ndcg, map, precision
-        scores = dict(zip(names, (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k), strict=True))
-    else:
-        scores = dict.fromkeys(names, 0.0)
+        inv = 1.0 / rank
+        return (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k)
+    return _ZEROS
+
+
+_ZEROS = (0.0,) * len(RANK_METRICS)
+
+
+def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bool) -> Cut:
+    """:func:`score_cut` for one binary relevant chunk, computed directly. With one relevant
+    judgement of gain 1 (num_rel = 1, IDCG = 1) the engine's kernels reduce, for the 1-based
+    rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
+    as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
+    1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
+    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+    rank = single_rank(chunks, identity, exact)
+    scores = dict(zip(_names(k), single_figures(rank, k), strict=True))
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
+
+
+single_cut = _single_cut
 
 
 def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
@@ -234,7 +269,7 @@ def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) 
     out: list[Cut | None] = [None] * len(items)
     rest: list[int] = []
     for i, (chunks, relevant) in enumerate(items):
-        identity = _single_identity(relevant, exact)
+        identity = single_identity(relevant, exact)
         if identity is None:
             rest.append(i)
         else:
