@@ -126,7 +126,7 @@ def read_hf_records(path: Path) -> list[Record]:
     try:
         import datasets
     except ImportError:
-        raise InputError("reading a saved HF dataset needs datasets: pip install datasets",
+        raise InputError("reading a saved HF dataset needs datasets: pip install 'queryeval[hf]'",
                          path=path) from None
     try:
         ds = datasets.load_from_disk(str(path))
