@@ -82,8 +82,11 @@ class TestSuite:
                     if not hasattr(engine, "info"):
                         raise ConfigError("--test-suite needs the graph's files (--graph): "
                                           "an endpoint's graph cannot be copied")
-                    built = nb.sparql_neighbours(_paths(source), gold, self.n, seed=self.seed,
-                                                 prefixes=getattr(engine, "prefixes", None))
+                    built = nb.sparql_neighbours(  # the gold: in sandboxed SPARQL workers
+                        _paths(source), gold, self.n, seed=self.seed,
+                        prefixes=getattr(engine, "prefixes", None),
+                        timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                        memory_limit_bytes=getattr(engine, "memory_limit_bytes", None))
                 else:
                     dialect = getattr(task.engine(source), "dialect", "")
                     if dialect not in ("sqlite", "duckdb"):

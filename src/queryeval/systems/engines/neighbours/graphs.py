@@ -11,8 +11,9 @@ given another class the gold or the graph names) and **rewire** (a touched tripl
 another object seen with its predicate). Distillation keeps the candidates on which the
 gold's result differs from its result on the original graph and from those of the graphs
 kept before (each kept graph shows the gold something new), then fills up to N. The gold
-runs here on an in-memory pyoxigraph store (it is the suite's query, checked by
-:func:`..sparql_safety` first); predictions run in the sandboxed workers.
+is the suite's query, untrusted: it runs where predictions run, in a sandboxed SPARQL
+worker (:mod:`..sparql_local`: the OS sandbox, the task's deadline held by a kill, its
+memory cap), one per candidate graph, never in this process.
 """
 
 from __future__ import annotations
@@ -130,36 +131,39 @@ def perturb(graph, preds: set, classes: set, rng: random.Random, k: int):
     return out
 
 
-def _result_key(store: Any, gold: str, prefixes: Mapping[str, str]) -> Any:
-    import pyoxigraph as ox
+def _result_key(graph: Any, gold: str, prefixes: Mapping[str, str], work: Path, k: int,
+                timeout_s: float, max_rows: int, memory_limit_bytes: int | None) -> Any:
+    """The gold's result on ``graph`` as a comparable key (None when it fails), run where
+    predictions run: a :class:`..sparql_local.LocalSparqlEngine` worker under the OS sandbox,
+    killed at ``timeout_s``, with RLIMIT_DATA at ``memory_limit_bytes``."""
+    from queryeval.systems.engines.base import QueryExecutionError
+    from queryeval.systems.engines.sparql_local import LocalSparqlEngine
 
+    path = work / f"candidate_{k}.nt"
+    graph.serialize(path, format="nt", encoding="utf-8")
     try:
-        res = store.query(gold, prefixes=dict(prefixes))
-    except (SyntaxError, OSError, ValueError, RuntimeError):
+        with LocalSparqlEngine([path], store_dir=work / f"candidate_{k}.store",
+                               prefixes=prefixes, memory_limit_bytes=memory_limit_bytes) as eng:
+            res = eng.execute(gold, timeout_s=timeout_s, max_rows=max_rows)
+    except (QueryExecutionError, OSError):
         return None
-    if isinstance(res, bool):
-        return res
-    if isinstance(res, ox.QuerySolutions):
-        names = [v.value for v in res.variables]
-        return Counter(tuple(str(sol[n]) if sol[n] is not None else None for n in names)
-                       for sol in res)
-    return Counter(str(t) for t in res)
-
-
-def _store(graph) -> Any:
-    import pyoxigraph as ox
-
-    store = ox.Store()
-    store.load(graph.serialize(format="nt").encode("utf-8"), ox.RdfFormat.N_TRIPLES)
-    return store
+    finally:
+        path.unlink(missing_ok=True)
+        shutil.rmtree(work / f"candidate_{k}.store", ignore_errors=True)
+    if res.kind == "ask":
+        return bool(res.boolean)
+    return Counter(tuple(json.dumps(cell, sort_keys=True) for cell in row) for row in res.rows)
 
 
 def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed: int = 0,
                       prefixes: Mapping[str, str] | None = None,
-                      cache_dir: Path | None = None) -> NeighbourSet:
+                      cache_dir: Path | None = None, timeout_s: float = 30.0,
+                      max_rows: int = 100_000,
+                      memory_limit_bytes: int | None = None) -> NeighbourSet:
     """``n`` neighbour graphs (Turtle files) of the graph in ``sources`` for ``gold``,
     from the cache when built before; the graph's own prefixes and ``prefixes`` resolve the
-    gold's prefixed names as the engine does."""
+    gold's prefixed names as the engine does. The gold runs in the sandboxed SPARQL worker
+    under ``timeout_s`` and ``memory_limit_bytes`` (None: the engines' default cap)."""
     from queryeval.systems.engines.neighbours import cache_root
     from queryeval.systems.engines.neighbours.distill import _digest
 
@@ -179,26 +183,38 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     graph = _load(paths)
     ns = {**{p: str(u) for p, u in graph.namespaces() if p}, **dict(prefixes or {})}
     preds, classes = touched_terms(gold, ns)
-    original = _result_key(_store(graph), gold, ns)
-    seen = [original]
-    kept: list[tuple[Neighbour, Any]] = []
-    spares: list[tuple[Neighbour, Any]] = []
-    executions, k, budget = 1, 0, max(24, 4 * n)
-    while k < budget and len(kept) < n:
-        rng = random.Random(f"{seed}:{k}:{gold}")
-        cand = perturb(graph, preds, classes, rng, k)
-        res = _result_key(_store(cand), gold, ns)
-        executions += 1
-        nb = Neighbour(f"neighbour_{k:03d}.ttl", len(cand),
-                       ["gold result changed"] if res is not None and res != original else [])
-        k += 1
-        if res is None:
-            continue
-        if res not in seen:
-            seen.append(res)
-            kept.append((nb, cand))
-        else:
-            spares.append((nb, cand))
+    from queryeval.systems.engines.base import DEFAULT_MEMORY_LIMIT_BYTES
+
+    memory = memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES
+    work = Path(tempfile.mkdtemp(prefix="queryeval-neighbours-"))
+    try:
+        def run(g: Any, k: int) -> Any:
+            return _result_key(g, gold, ns, work, k, timeout_s, max_rows, memory)
+
+        original = run(graph, -1)
+        seen = [original]
+        kept: list[tuple[Neighbour, Any]] = []
+        spares: list[tuple[Neighbour, Any]] = []
+        # a gold that fails on the original graph (refused, deadline, memory) tells no
+        # neighbour apart: stop rather than spend a deadline on every candidate
+        executions, k, budget = 1, 0, max(24, 4 * n) if original is not None else 0
+        while k < budget and len(kept) < n:
+            rng = random.Random(f"{seed}:{k}:{gold}")
+            cand = perturb(graph, preds, classes, rng, k)
+            res = run(cand, k)
+            executions += 1
+            nb = Neighbour(f"neighbour_{k:03d}.ttl", len(cand),
+                           ["gold result changed"] if res is not None and res != original else [])
+            k += 1
+            if res is None:
+                continue
+            if res not in seen:
+                seen.append(res)
+                kept.append((nb, cand))
+            else:
+                spares.append((nb, cand))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     chosen = (kept + spares)[:n]
     folder.parent.mkdir(parents=True, exist_ok=True)
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
