@@ -28,19 +28,12 @@ from queryeval.systems.engines.neighbours import sparql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox import Listener, needs_sandbox  # noqa: E402
+from test_testsuite_hostile import checks  # noqa: E402,F401 - the fixture (queries checked, or not)
 from test_testsuite_sparql import GOLD, GRAPH, answers  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sparql"
 RUNAWAY = ("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . "
            "?m ?n2 ?o . ?p ?q ?r }")
-
-
-@pytest.fixture(params=[True, False], ids=["checks-on", "checks-off"])
-def checks(request, monkeypatch) -> bool:
-    if not request.param and needs_sandbox.args[0]:
-        pytest.skip(needs_sandbox.kwargs["reason"])
-    monkeypatch.setattr(base, "QUERY_CHECKS", request.param)
-    return request.param
 
 
 @pytest.fixture()
@@ -104,7 +97,7 @@ def test_examples_sparql_scores_test_suite_without_running_a_gold_in_this_proces
     assert all(r["test_suite"]["neighbours"] == 3 for r in recs)
 
 
-def test_runaway_gold_ends_at_its_deadline_during_generation(graph, tmp_path, checks):
+def test_runaway_gold_ends_at_its_deadline_during_generation(graph, tmp_path, checks):  # noqa: F811
     built = sparql_neighbours([graph], RUNAWAY, 4, seed=0, cache_dir=tmp_path / "c",
                               timeout_s=1.0)
     # the gold failed on the original graph (deadline, or refused by the checks): no

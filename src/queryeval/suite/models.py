@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    StrictInt,
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     field_validator,
     model_validator,
 )
