@@ -220,16 +220,22 @@ class _SqlEngine:
                 if attempt == 2:
                     raise QueryFailed(payload["reason"])
         if status != "ok":
-            kind, reason = payload["kind"], payload["reason"]
-            if kind == "refused":
-                raise QueryRefused(reason)
-            if kind == "timeout":
-                raise QueryTimeout(reason)
-            raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
+            raise_worker_error(payload)
         return QueryResult(columns=payload["columns"], rows=payload["rows"],
                            truncated=payload["truncated"], elapsed_ms=elapsed, kind="sql",
                            extra={"engine_ms": payload["engine_ms"],
                                   "sandbox": self._worker.sandbox})
+
+
+def raise_worker_error(payload: dict) -> None:
+    """The SQL worker's error reply as the engines' exception: QueryRefused, QueryTimeout or
+    QueryFailed (with its syntax-error flag)."""
+    kind, reason = payload["kind"], payload["reason"]
+    if kind == "refused":
+        raise QueryRefused(reason)
+    if kind == "timeout":
+        raise QueryTimeout(reason)
+    raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
 
 
 def check_sql_length(query: object, max_chars: int = MAX_SQL_CHARS) -> None:

@@ -85,8 +85,7 @@ class NeighbourRunner:
             max_rows: int) -> tuple[list[str], list[Any], bool]:
         """(columns, rows, truncated) of ``query`` on the file ``path``."""
         from queryeval.systems.engines import base
-        from queryeval.systems.engines.base import QueryFailed, QueryRefused, QueryTimeout
-        from queryeval.systems.engines.sql import KILL_GRACE_S, check_sql_length
+        from queryeval.systems.engines.sql import KILL_GRACE_S, check_sql_length, raise_worker_error
         from queryeval.systems.engines.sql_safety import check_sql
 
         check_sql_length(query)
@@ -97,14 +96,9 @@ class NeighbourRunner:
         if self.max_result_bytes:
             request["max_result_bytes"] = self.max_result_bytes
         status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
-        if status == "ok":
-            return payload["columns"], payload["rows"], payload["truncated"]
-        kind, reason = payload["kind"], payload["reason"]
-        if kind == "refused":
-            raise QueryRefused(reason)
-        if kind == "timeout":
-            raise QueryTimeout(reason)
-        raise QueryFailed(reason, syntax_error=bool(payload.get("syntax_error")))
+        if status != "ok":
+            raise_worker_error(payload)
+        return payload["columns"], payload["rows"], payload["truncated"]
 
 
 class FileEngine:
