@@ -177,3 +177,105 @@ def test_auto_takes_rows_for_dense_hits_and_count_for_sparse(monkeypatch) -> Non
         q2, rank2, _ = hit_ranks(arrays, "count")
         np.testing.assert_array_equal(q, q2)
         np.testing.assert_array_equal(rank, rank2)
+
+
+# ---------------------------------------------------------------- columns: the compiled pass
+
+
+@contextmanager
+def _ext(on: bool):
+    """The compiled extensions on (env unset) or off (``QUERYEVAL_NO_EXT=1``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        if on:
+            mp.delenv("QUERYEVAL_NO_EXT", raising=False)
+        else:
+            mp.setenv("QUERYEVAL_NO_EXT", "1")
+        yield
+
+
+def _build(qrels, run, mapping, missing_query):
+    from queryeval.metrics.ranking import arrays_from_columns
+
+    try:
+        return arrays_from_columns(qrels, run, mapping, missing_query)
+    except ValueError as exc:  # DuplicateEntryError included: compared field by field
+        return (type(exc), str(exc), getattr(exc, "rows", None))
+
+
+@st.composite
+def _column_pair(draw):
+    """Dictionary-encoded qrels and run (every name used), grouped or shuffled, with
+    duplicated pairs, judged documents the run never retrieves, queries on one side only."""
+    from queryeval.metrics.ranking import Columns
+
+    n_doc = draw(st.integers(1, 8))
+    cell = st.tuples(st.integers(0, 5), st.integers(0, n_doc - 1))
+    judged = draw(st.lists(st.tuples(cell, st.integers(-2, 3)), min_size=1, max_size=30))
+    retrieved = draw(st.lists(st.tuples(cell, _score.filter(lambda s: s == s)), max_size=30))
+    if not draw(st.booleans()):  # usually no duplicated pair (then every value is compared)
+        judged = list({c: (c, v) for c, v in judged}.values())
+        retrieved = list({c: (c, v) for c, v in retrieved}.values())
+    for rows in (judged, retrieved):
+        if draw(st.booleans()):
+            rows.sort(key=lambda r: r[0][0])  # grouped by query
+
+    def columns(rows, prefix, dtype):
+        qs = sorted({c[0] for c, _ in rows}, key=lambda q: -q)  # codes in any name order
+        ds = sorted({c[1] for c, _ in rows})
+        return Columns(q=np.array([qs.index(c[0]) for c, _ in rows], dtype=np.int64),
+                       names_q=[f"q{q}" for q in qs],
+                       doc=np.array([ds.index(c[1]) for c, _ in rows], dtype=np.int64),
+                       names_doc=np.array([f"{prefix}{d}" for d in ds], dtype=object),
+                       value=np.array([v for _, v in rows], dtype=dtype)), ds
+
+    qrels, jds = columns(judged, "d", np.int64)
+    if not retrieved:
+        return qrels, None, None
+    run, rds = columns(retrieved, "d", np.float64)
+    mapping = np.array([rds.index(d) if d in rds else -1 for d in jds], dtype=np.int64)
+    return qrels, run, mapping
+
+
+@pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("queryeval._dictflat") is None,
+    reason="queryeval._dictflat not built",
+)
+@settings(max_examples=400, deadline=None)
+@given(pair=_column_pair(), missing_query=st.sampled_from(["zero", "skip"]))
+def test_compiled_judgement_pass_equals_the_numpy_one(pair, missing_query) -> None:
+    qrels, run, mapping = pair
+    if run is None:
+        return
+    with _ext(True):
+        fast = _build(qrels, run, mapping, missing_query)
+    with _ext(False):
+        exact = _build(qrels, run, mapping, missing_query)
+    if isinstance(exact, tuple) or isinstance(fast, tuple):
+        assert fast == exact  # the same error, the same rows
+        return
+    assert fast.qids == exact.qids and fast.n_missing == exact.n_missing
+    for name in ("seg_start", "seg_len", "scores", "judged_q", "judged_gain", "judged_score"):
+        a, b = getattr(fast, name), getattr(exact, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(fast.doc_codes.judged, exact.doc_codes.judged)
+    idx = np.arange(len(exact.judged_docid))
+    assert fast.judged_docid[idx].tolist() == exact.judged_docid[idx].tolist()
+
+
+def test_compiled_judgement_pass_refuses_codes_out_of_range() -> None:
+    dictflat = pytest.importorskip("queryeval._dictflat")
+    i32, i64 = np.int32, np.int64
+    ok = dict(q=np.array([0], i32), doc=np.array([0], i32), value=np.array([1], i64),
+              qmap=np.array([0], i64), docmap=np.array([0], i64), seg_start=np.array([0], i64),
+              seg_len=np.array([1], i64), run_doc=np.array([0], i32), scores=np.array([0.5]),
+              n_run_docs=1)
+    assert dictflat.judge(*ok.values())[:4] == (0, 0, 1, 1)
+    for field, bad in [("q", np.array([1], i32)), ("doc", np.array([-1], i32)),
+                       ("qmap", np.array([1], i64)), ("docmap", np.array([2], i64)),
+                       ("seg_len", np.array([2], i64)), ("run_doc", np.array([-3], i32)),
+                       ("run_doc", np.array([1], i32)), ("n_run_docs", 0)]:
+        with pytest.raises(ValueError, match="out of range"):
+            dictflat.judge(*{**ok, field: bad}.values())
+    with pytest.raises(ValueError, match="lengths differ"):
+        dictflat.judge(*{**ok, "value": np.array([1, 2], i64)}.values())
