@@ -47,6 +47,17 @@ def _rows_path():
         yield
 
 
+@contextmanager
+def _ext(on: bool):
+    """The compiled extensions on (env unset) or off (``QUERYEVAL_NO_EXT=1``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        if on:
+            mp.delenv("QUERYEVAL_NO_EXT", raising=False)
+        else:
+            mp.setenv("QUERYEVAL_NO_EXT", "1")
+        yield
+
+
 def _oracle_ideal(qrels: dict, qids: list[str], k: int | None):
     q, pos, gain = [], [], []
     for i, qid in enumerate(qids):
@@ -101,6 +112,36 @@ def test_every_measure_is_bit_identical_with_level_counts(qrels, run, level, jud
         exact = evaluate_arrays(arrays, MEASURES, **kw)
     for name in MEASURES:
         np.testing.assert_array_equal(fast.per_query[name], exact.per_query[name], err_msg=name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 6), st.one_of(st.integers(-5, 9),
+                                                           st.just(-(2**62)))), max_size=60))
+def test_compiled_level_counts_equal_numpy(rows) -> None:
+    """``_dictflat.count_levels`` (one pass) against the numpy bincount it replaces."""
+    q = np.array([r[0] for r in rows], dtype=np.int64)
+    rel = np.array([r[1] for r in rows], dtype=np.float64)
+    with _ext(True):
+        fast = _hits.level_counts(q, rel, 7)
+    with _ext(False):
+        exact = _hits.level_counts(q, rel, 7)
+    if exact is None:
+        assert fast is None
+        return
+    assert fast.dtype == exact.dtype and fast.shape == exact.shape
+    np.testing.assert_array_equal(fast, exact)
+
+
+def test_compiled_level_counts_refuse_out_of_range() -> None:
+    dictflat = pytest.importorskip("queryeval._dictflat")
+    q, rel = np.array([0, 1], dtype=np.int64), np.array([2.0, -9.0])
+    got = np.frombuffer(dictflat.count_levels(q, rel, 2, 2), dtype=np.int64)
+    assert got.reshape(2, 4).tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]
+    for args in [(q, np.array([3.0, 0.0]), 2, 2), (q, np.array([np.nan, 0.0]), 2, 2),
+                 (q, rel, 1, 2), (np.array([0, -1], dtype=np.int64), rel, 2, 2),
+                 (q, rel[:1], 2, 2), (q, rel, 2, -1)]:
+        with pytest.raises(ValueError):
+            dictflat.count_levels(*args)
 
 
 def test_level_counts_fall_back_when_levels_span_too_much() -> None:
@@ -180,17 +221,6 @@ def test_auto_takes_rows_for_dense_hits_and_count_for_sparse(monkeypatch) -> Non
 
 
 # ---------------------------------------------------------------- columns: the compiled pass
-
-
-@contextmanager
-def _ext(on: bool):
-    """The compiled extensions on (env unset) or off (``QUERYEVAL_NO_EXT=1``)."""
-    with pytest.MonkeyPatch.context() as mp:
-        if on:
-            mp.delenv("QUERYEVAL_NO_EXT", raising=False)
-        else:
-            mp.setenv("QUERYEVAL_NO_EXT", "1")
-        yield
 
 
 def _build(qrels, run, mapping, missing_query):

@@ -28,6 +28,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* 1 and *out set: a plain number; 0: not plain (caller returns None); -1: error raised. */
 static int plain_double(PyObject *v, double *out) {
@@ -422,7 +423,52 @@ done:
     return out;
 }
 
+/* count_levels(q, rel, nq, top): judgements per (query, relevance level), the table of
+ * queryeval.metrics.ranking._hits.level_counts in one pass and no temporary arrays. q: int64
+ * query index per judgement (0 <= q < nq); rel: float64 relevance (<= top, not NaN). Returns a
+ * bytearray of int64 [nq * (top + 2)]: column top - max(rel, -1) (truncated toward zero, as
+ * numpy's cast) of row q counts each judgement. Anything out of range raises ValueError. */
+static PyObject *count_levels(PyObject *self, PyObject *args) {
+    Py_buffer bq, brel;
+    Py_ssize_t nq, top, r, r2;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*nn", &bq, &brel, &nq, &top))
+        return NULL;
+    PyObject *out = NULL;
+    int64_t *counts;
+    if (check_buffer(&bq, 8, "q", &r) < 0 || check_buffer(&brel, 8, "rel", &r2) < 0)
+        goto done;
+    if (r2 != r || nq < 0 || top < 0 || top > 1 << 20 || (nq > 0 && top + 2 > PY_SSIZE_T_MAX / 8 / nq)) {
+        PyErr_SetString(PyExc_ValueError, "count_levels: bad sizes");
+        goto done;
+    }
+    const Py_ssize_t width = top + 2;
+    const int64_t *q = bq.buf;
+    const double *rel = brel.buf;
+    const double dtop = (double)top;
+    out = new_buffer(nq * width, (void **)&counts);
+    if (out == NULL)
+        goto done;
+    memset(counts, 0, (size_t)(nq * width) * 8);
+    for (Py_ssize_t i = 0; i < r; i++) {
+        double v = rel[i] < -1.0 ? -1.0 : rel[i];
+        if (!(v <= dtop) || q[i] < 0 || q[i] >= nq) { /* NaN fails v <= dtop */
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_ValueError, "count_levels: a query or level is out of range");
+            goto done;
+        }
+        counts[q[i] * width + (int64_t)(dtop - v)]++;
+    }
+done:
+    PyBuffer_Release(&bq);
+    PyBuffer_Release(&brel);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"count_levels", count_levels, METH_VARARGS,
+     "count_levels(q, rel, nq, top) -> int64 bytearray [nq * (top + 2)]: judgements per "
+     "(query, level); see queryeval/_dictflat.c"},
     {"judge", judge, METH_VARARGS,
      "judge(q, doc, value, qmap, docmap, seg_start, seg_len, run_doc, scores, n_run_docs) -> "
      "(qrels_dup, run_dup, covered, n_sel, jq, jrun, jgain, jscore): see queryeval/_dictflat.c"},

@@ -10,6 +10,7 @@ that is not judged (relevance >= 0) from the ranking before any measure is compu
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,11 +184,28 @@ def level_counts(q: np.ndarray, rel: np.ndarray, nq: int) -> np.ndarray | None:
     width = int(top) + 2
     if nq * width > _COUNTS_FACTOR * rel.size + 4096:
         return None
+    native = _native_count_levels(q, rel, nq, int(top))
+    if native is not None:
+        return native.reshape(nq, width)
     col = np.maximum(rel, -1.0)  # relevance levels are integers; every negative one -> -1
     np.subtract(top, col, out=col)  # the column: top - level, top + 1 for negatives
     key = np.multiply(q, width, dtype=np.int64)
     np.add(key, col, out=key, casting="unsafe")  # exact: integers far below 2**53
     return np.bincount(key, minlength=nq * width).reshape(nq, width)
+
+
+def _native_count_levels(q: np.ndarray, rel: np.ndarray, nq: int, top: int) -> np.ndarray | None:
+    """The same table from ``queryeval._dictflat.count_levels`` (one pass, no temporaries), or
+    None: not built, or ``QUERYEVAL_NO_EXT=1``."""
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _dictflat
+    except ImportError:
+        return None
+    out = _dictflat.count_levels(np.ascontiguousarray(q, dtype=np.int64),
+                                 np.ascontiguousarray(rel, dtype=np.float64), nq, top)
+    return np.frombuffer(out, dtype=np.int64)
 
 
 def _ideal_from_counts(
