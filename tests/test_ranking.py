@@ -73,7 +73,7 @@ def test_negative_relevance_has_zero_gain() -> None:
 )
 def test_ties_break_by_docid_descending(docs: list[str], relevant: str, rr: float) -> None:
     run = {"q": {d: 1.0 for d in docs}}
-    for strategy in ("count", "sort"):
+    for strategy in ("count", "rows", "sort"):
         arrays = arrays_from_dicts({"q": {relevant: 1}}, run)
         assert evaluate_arrays(arrays, ["mrr"], strategy=strategy)["mrr"] == rr
 
@@ -189,7 +189,7 @@ _qrels_q = st.dictionaries(_ids, st.integers(-1, 3), max_size=6)
 @given(
     qrels=st.dictionaries(st.sampled_from(["q1", "q2", "q3"]), _qrels_q, max_size=3),
     run=st.dictionaries(st.sampled_from(["q1", "q2", "q4"]), _run_q, max_size=3),
-    strategy=st.sampled_from(["count", "sort"]),
+    strategy=st.sampled_from(["count", "rows", "sort"]),
 )
 def test_matches_brute_force_oracle(qrels, run, strategy) -> None:
     metrics = {"recall@3": ("recall", 3), "recall": ("recall", None),
@@ -235,7 +235,7 @@ def test_cross_check_pytrec_eval(seed: int) -> None:
     rng = np.random.default_rng(seed)
     qrels, run = _random_pair(rng, 60, ties=seed % 2 == 0)
     ref = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC)).evaluate(run)
-    for strategy in ("count", "sort"):
+    for strategy in ("count", "rows", "sort"):
         arrays = arrays_from_dicts(qrels, run, "skip")
         res = evaluate_arrays(arrays, list(PYTREC.values()), per_query=True, strategy=strategy)
         assert res.qids == sorted(ref)
@@ -286,10 +286,12 @@ def test_strategies_agree_on_dense_hits() -> None:
     names = ["ndcg@10", "map", "recall@20", "mrr"]
     a = evaluate_arrays(arrays, names, per_query=True, strategy="count")
     b = evaluate_arrays(arrays, names, per_query=True, strategy="sort")
-    c = evaluate_arrays(arrays, names, per_query=True)  # auto picks sort here
+    c = evaluate_arrays(arrays, names, per_query=True)  # auto picks rows here
+    d = evaluate_arrays(arrays, names, per_query=True, strategy="rows")
     for name in names:
         np.testing.assert_array_equal(a.per_query[name], b.per_query[name])
         np.testing.assert_array_equal(a.per_query[name], c.per_query[name])
+        np.testing.assert_array_equal(a.per_query[name], d.per_query[name])
 
 
 # ---------------------------------------------------------------- run pair index (file path)

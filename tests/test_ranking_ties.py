@@ -106,7 +106,7 @@ def test_tie_ranks_match_brute_force_oracle_on_every_path(pair) -> None:
     for name, arrays in builds.items():
         if want is None:
             want = _oracle_judged(qrels, run, arrays.qids)
-        for strategy in ("count", "sort"):
+        for strategy in ("count", "rows", "sort"):
             for method in ("pairs", "rank", "auto"):
                 got = _judged_ranks(arrays, strategy, method)
                 assert got == want, (name, strategy, method)

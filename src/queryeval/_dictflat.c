@@ -28,6 +28,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* 1 and *out set: a plain number; 0: not plain (caller returns None); -1: error raised. */
 static int plain_double(PyObject *v, double *out) {
@@ -234,7 +235,243 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * judge(q, doc, value, qmap, docmap, seg_start, seg_len, run_doc, scores, n_run_docs): the
+ * judgement side of
+ * queryeval.metrics.ranking._columns.arrays_from_columns in one pass over the judgements.
+ *
+ * q, doc: int32 codes of each judgement's query and document (qrels dictionaries); value: its
+ * int64 relevance; qmap: int64 per qrels query code, the evaluated query index or -1; docmap:
+ * int64 per qrels document code, its code in the run's document dictionary (n_run_docs codes)
+ * or -1; seg_start,
+ * seg_len: int64 per evaluated query, its segment of run_doc (int32 run document codes) and
+ * scores (float64). Judgements are visited query by query (grouped already, or by a counting
+ * sort of row numbers); each query's run segment is stamped into a table indexed by run
+ * document code, so a judgement's score is one look-up. Returns
+ *
+ *     (qrels_dup, run_dup, covered, n_sel, jq, jrun, jgain, jscore)
+ *
+ * qrels_dup / run_dup: a (query, document) pair occurs twice in the qrels / in a visited run
+ * segment (the caller finds the exact pair with its own code); covered: run entries visited
+ * (segments of evaluated queries that have judgements); n_sel: judgements of evaluated queries;
+ * jq, jrun, jgain, jscore: per judgement (input order), qmap[q], docmap[doc], the relevance as
+ * float64 and the run's score (NaN: not retrieved or query not evaluated), bytearrays. Codes
+ * out of range raise ValueError (never read out of bounds). The GIL is held throughout (the
+ * codes are checked once and then trusted: no other thread may change them in between).
+ */
+
+static int check_buffer(Py_buffer *b, Py_ssize_t itemsize, const char *name, Py_ssize_t *n) {
+    if (b->len % itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "judge: %s is not a buffer of %zd-byte items", name,
+                     itemsize);
+        return -1;
+    }
+    *n = b->len / itemsize;
+    return 0;
+}
+
+static PyObject *judge(PyObject *self, PyObject *args) {
+    Py_buffer bq, bdoc, bval, bqmap, bdocmap, bstart, blen, brdoc, bscores;
+    Py_ssize_t n_rdocs;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*n", &bq, &bdoc, &bval, &bqmap, &bdocmap,
+                          &bstart, &blen, &brdoc, &bscores, &n_rdocs))
+        return NULL;
+    PyObject *out = NULL, *b_jq = NULL, *b_jrun = NULL, *b_jgain = NULL, *b_jscore = NULL;
+    int32_t *rstamp = NULL, *jstamp = NULL;
+    int64_t *rslot = NULL, *order = NULL, *first = NULL, *count = NULL, *last = NULL;
+    Py_ssize_t r, r2, r3, nqc, njd, nq, nq2, n, n2;
+    if (check_buffer(&bq, 4, "q", &r) < 0 || check_buffer(&bdoc, 4, "doc", &r2) < 0 ||
+        check_buffer(&bval, 8, "value", &r3) < 0 || check_buffer(&bqmap, 8, "qmap", &nqc) < 0 ||
+        check_buffer(&bdocmap, 8, "docmap", &njd) < 0 ||
+        check_buffer(&bstart, 8, "seg_start", &nq) < 0 ||
+        check_buffer(&blen, 8, "seg_len", &nq2) < 0 ||
+        check_buffer(&brdoc, 4, "run_doc", &n) < 0 || check_buffer(&bscores, 8, "scores", &n2) < 0)
+        goto done;
+    if (r2 != r || r3 != r || nq2 != nq || n2 != n || r >= INT32_MAX || nqc >= INT32_MAX ||
+        njd >= INT32_MAX || nq >= INT32_MAX || n_rdocs < 0 || n_rdocs >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "judge: column lengths differ");
+        goto done;
+    }
+    const int32_t *q = bq.buf, *doc = bdoc.buf, *rdoc = brdoc.buf;
+    const int64_t *value = bval.buf, *qmap = bqmap.buf, *docmap = bdocmap.buf,
+                  *seg_start = bstart.buf, *seg_len = blen.buf;
+    const double *scores = bscores.buf;
+    int64_t *jq, *jrun;
+    double *jgain, *jscore;
+    b_jq = new_buffer(r, (void **)&jq);
+    b_jrun = new_buffer(r, (void **)&jrun);
+    b_jgain = new_buffer(r, (void **)&jgain);
+    b_jscore = new_buffer(r, (void **)&jscore);
+    if (b_jq == NULL || b_jrun == NULL || b_jgain == NULL || b_jscore == NULL)
+        goto done;
+    /* Every code and segment in range: the run document codes the tables are indexed by. */
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (rdoc[k] < 0 || rdoc[k] >= n_rdocs)
+            goto bad_code;
+    for (Py_ssize_t i = 0; i < njd; i++)
+        if (docmap[i] < -1 || docmap[i] >= n_rdocs)
+            goto bad_code;
+    for (Py_ssize_t i = 0; i < nqc; i++)
+        if (qmap[i] < -1 || qmap[i] >= nq)
+            goto bad_code;
+    for (Py_ssize_t e = 0; e < nq; e++)
+        if (seg_start[e] < 0 || seg_len[e] < 0 || seg_start[e] > n - seg_len[e])
+            goto bad_code;
+    for (Py_ssize_t i = 0; i < r; i++)
+        if (q[i] < 0 || q[i] >= nqc || doc[i] < 0 || doc[i] >= njd)
+            goto bad_code;
+    rstamp = PyMem_Calloc((size_t)n_rdocs + 1, sizeof(int32_t));
+    rslot = PyMem_Malloc(((size_t)n_rdocs + 1) * sizeof(int64_t));
+    jstamp = PyMem_Calloc((size_t)njd + 1, sizeof(int32_t));
+    first = PyMem_Malloc(((size_t)nqc + 1) * sizeof(int64_t));
+    count = PyMem_Calloc((size_t)nqc + 1, sizeof(int64_t));
+    last = PyMem_Malloc(((size_t)nqc + 1) * sizeof(int64_t));
+    if (rstamp == NULL || rslot == NULL || jstamp == NULL || first == NULL || count == NULL ||
+        last == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int qrels_dup = 0, run_dup = 0, grouped = 1;
+    Py_ssize_t covered = 0, n_sel = 0;
+    /* Rows of each query code: contiguous (a grouped file) or not. */
+    for (Py_ssize_t i = 0; i < r; i++) {
+        int32_t c = q[i];
+        if (count[c] == 0)
+            first[c] = i;
+        else if (last[c] != i - 1)
+            grouped = 0;
+        last[c] = i;
+        count[c]++;
+    }
+    if (!grouped) { /* counting sort of the row numbers by query code */
+        order = PyMem_Malloc(((size_t)r + 1) * sizeof(int64_t));
+        if (order != NULL) {
+            int64_t at = 0;
+            for (Py_ssize_t c = 0; c < nqc; c++) {
+                first[c] = at;
+                last[c] = at; /* next free slot */
+                at += count[c];
+            }
+            for (Py_ssize_t i = 0; i < r; i++)
+                order[last[q[i]]++] = i;
+        }
+    }
+    if (grouped || order != NULL) {
+        for (Py_ssize_t c = 0; c < nqc; c++) {
+            if (count[c] == 0)
+                continue;
+            int64_t e = qmap[c];
+            int32_t tag = (int32_t)(c + 1);
+            if (e >= 0) { /* stamp the query's run segment: document code -> entry */
+                const int32_t etag = (int32_t)(e + 1);
+                for (int64_t k = seg_start[e], end = seg_start[e] + seg_len[e]; k < end; k++) {
+                    int32_t d = rdoc[k];
+                    if (rstamp[d] == etag)
+                        run_dup = 1;
+                    rstamp[d] = etag;
+                    rslot[d] = k;
+                }
+                covered += seg_len[e];
+                n_sel += count[c];
+            }
+            for (int64_t t = first[c], end = first[c] + count[c]; t < end; t++) {
+                int64_t i = grouped ? t : order[t];
+                int32_t dd = doc[i];
+                if (jstamp[dd] == tag)
+                    qrels_dup = 1;
+                jstamp[dd] = tag;
+                int64_t rd = docmap[dd];
+                jq[i] = e;
+                jrun[i] = rd;
+                jgain[i] = (double)value[i];
+                jscore[i] = (e >= 0 && rd >= 0 && rstamp[rd] == (int32_t)(e + 1)) ? scores[rslot[rd]]
+                                                                                : NAN;
+            }
+        }
+    }
+    if (!grouped && order == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = Py_BuildValue("(iinnOOOO)", qrels_dup, run_dup, covered, n_sel, b_jq, b_jrun,
+                        b_jgain, b_jscore);
+    goto done;
+bad_code:
+    PyErr_SetString(PyExc_ValueError, "judge: a code or segment is out of range");
+done:
+    PyMem_Free(rstamp);
+    PyMem_Free(rslot);
+    PyMem_Free(jstamp);
+    PyMem_Free(first);
+    PyMem_Free(count);
+    PyMem_Free(last);
+    PyMem_Free(order);
+    Py_XDECREF(b_jq);
+    Py_XDECREF(b_jrun);
+    Py_XDECREF(b_jgain);
+    Py_XDECREF(b_jscore);
+    PyBuffer_Release(&bq);
+    PyBuffer_Release(&bdoc);
+    PyBuffer_Release(&bval);
+    PyBuffer_Release(&bqmap);
+    PyBuffer_Release(&bdocmap);
+    PyBuffer_Release(&bstart);
+    PyBuffer_Release(&blen);
+    PyBuffer_Release(&brdoc);
+    PyBuffer_Release(&bscores);
+    return out;
+}
+
+/* count_levels(q, rel, nq, top): judgements per (query, relevance level), the table of
+ * queryeval.metrics.ranking._hits.level_counts in one pass and no temporary arrays. q: int64
+ * query index per judgement (0 <= q < nq); rel: float64 relevance (<= top, not NaN). Returns a
+ * bytearray of int64 [nq * (top + 2)]: column top - max(rel, -1) (truncated toward zero, as
+ * numpy's cast) of row q counts each judgement. Anything out of range raises ValueError. */
+static PyObject *count_levels(PyObject *self, PyObject *args) {
+    Py_buffer bq, brel;
+    Py_ssize_t nq, top, r, r2;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*nn", &bq, &brel, &nq, &top))
+        return NULL;
+    PyObject *out = NULL;
+    int64_t *counts;
+    if (check_buffer(&bq, 8, "q", &r) < 0 || check_buffer(&brel, 8, "rel", &r2) < 0)
+        goto done;
+    if (r2 != r || nq < 0 || top < 0 || top > 1 << 20 || (nq > 0 && top + 2 > PY_SSIZE_T_MAX / 8 / nq)) {
+        PyErr_SetString(PyExc_ValueError, "count_levels: bad sizes");
+        goto done;
+    }
+    const Py_ssize_t width = top + 2;
+    const int64_t *q = bq.buf;
+    const double *rel = brel.buf;
+    const double dtop = (double)top;
+    out = new_buffer(nq * width, (void **)&counts);
+    if (out == NULL)
+        goto done;
+    memset(counts, 0, (size_t)(nq * width) * 8);
+    for (Py_ssize_t i = 0; i < r; i++) {
+        double v = rel[i] < -1.0 ? -1.0 : rel[i];
+        if (!(v <= dtop) || q[i] < 0 || q[i] >= nq) { /* NaN fails v <= dtop */
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_ValueError, "count_levels: a query or level is out of range");
+            goto done;
+        }
+        counts[q[i] * width + (int64_t)(dtop - v)]++;
+    }
+done:
+    PyBuffer_Release(&bq);
+    PyBuffer_Release(&brel);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"count_levels", count_levels, METH_VARARGS,
+     "count_levels(q, rel, nq, top) -> int64 bytearray [nq * (top + 2)]: judgements per "
+     "(query, level); see queryeval/_dictflat.c"},
+    {"judge", judge, METH_VARARGS,
+     "judge(q, doc, value, qmap, docmap, seg_start, seg_len, run_doc, scores, n_run_docs) -> "
+     "(qrels_dup, run_dup, covered, n_sel, jq, jrun, jgain, jscore): see queryeval/_dictflat.c"},
     {"flatten", flatten, METH_VARARGS,
      "flatten(qrels: dict, run: dict, skip: bool) -> (qids, n_missing, segs, judgements, "
      "seg_len, scores, j_len, rels, j_score), or None (not plain: use the Python builder)"},
@@ -243,7 +480,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_dictflat",
-    "Flattening of {qid: {docid: value}} dicts; see queryeval.metrics.ranking._arrays.",
+    "Flattening of {qid: {docid: value}} dicts (see queryeval.metrics.ranking._arrays) and the "
+    "judgement side of the columns builder (queryeval.metrics.ranking._columns).",
     -1, methods,
 };
 

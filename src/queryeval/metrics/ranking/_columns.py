@@ -6,9 +6,12 @@ loops over rows in Python, so a 10-million-line run costs a few vectorised passe
 * segments: a run file is nearly always grouped by query, which one comparison of adjacent
   query codes confirms; then the rows are used in place (no copy, no sort). Otherwise one
   stable sort by query groups them.
-* the run's (query, document) pairs are indexed once (``_pairs.RunPairs``: per-query rows
-  sorted independently, or one global sort) to find duplicated pairs and, by binary search,
-  the run entry of every relevant judgement.
+* the judgement side is one compiled pass when ``queryeval._dictflat`` is built
+  (``judge``: judgements visited query by query, each query's run segment stamped into a
+  table by document code, so a judgement's score is one look-up; duplicated pairs flagged);
+  otherwise, and to name a duplicated pair, the run's (query, document) pairs are indexed
+  once (``_pairs.RunPairs``: per-query rows sorted independently, or one global sort) to find
+  duplicated pairs and, by binary search, the run entry of every judgement.
 * query ids are matched by pyarrow kernels (hash look-ups, one string sort) when the reader
   gives pyarrow dictionaries; docids are never turned into Python strings: tie-breaking
   compares them by code through the run's name dictionary (``DocCodes``).
@@ -16,6 +19,7 @@ loops over rows in Python, so a 10-million-line run costs a few vectorised passe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -202,6 +206,39 @@ def _entry_query(seg_start: np.ndarray, seg_len: np.ndarray, i: int) -> int:
     return int(np.flatnonzero((seg_start <= i) & (i < seg_start + seg_len))[0])
 
 
+def _int32(codes, n_names: int) -> np.ndarray | None:
+    """Dictionary codes as int32 (they are < ``n_names``), or None when they may not fit."""
+    if n_names >= 2**31:
+        return None
+    return np.ascontiguousarray(codes, dtype=np.int32)
+
+
+def _native_judge(qrels: Columns, run: Columns, qrels_map, doc_map, seg_start, seg_len, doc,
+                  scores) -> tuple | None:
+    """``queryeval._dictflat.judge`` on the columns: ``(qrels_dup, run_dup, covered, n_sel,
+    jq, jrun, jgain, jscore)`` (see ``_dictflat.c``), or None: not built, ``QUERYEVAL_NO_EXT=1``,
+    or codes that may not fit int32 (the numpy path then does the same work)."""
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _dictflat
+    except ImportError:
+        return None
+    n_q, n_doc = len(qrels.names_q), len(qrels.names_doc)
+    q, jdoc, rdoc = _int32(qrels.q, n_q), _int32(qrels.doc, n_doc), _int32(doc, len(run.names_doc))
+    if q is None or jdoc is None or rdoc is None:
+        return None
+    i64 = np.int64
+    out = _dictflat.judge(
+        q, jdoc, np.ascontiguousarray(qrels.value, i64), np.ascontiguousarray(qrels_map, i64),
+        np.ascontiguousarray(doc_map, i64), np.ascontiguousarray(seg_start, i64),
+        np.ascontiguousarray(seg_len, i64), rdoc, np.ascontiguousarray(scores, np.float64),
+        len(run.names_doc))
+    *flags, jq, jrun, jgain, jscore = out
+    return (*flags, np.frombuffer(jq, i64), np.frombuffer(jrun, i64),
+            np.frombuffer(jgain, np.float64), np.frombuffer(jscore, np.float64))
+
+
 def arrays_from_columns(
     qrels: Columns,
     run: Columns,
@@ -232,17 +269,23 @@ def arrays_from_columns(
     qids, qrels_map, run_map, n_missing = _query_index(qrels.names_q, run.names_q, missing_query)
     nq = len(qids)
 
-    dup = first_duplicate(qrels.q, qrels.doc, len(qrels.names_doc))
-    if dup is not None:
-        r = dup[0]
-        raise DuplicateEntryError(
-            "qrels", name_at(qrels.names_q, qrels.q[r]), name_at(qrels.names_doc, qrels.doc[r]), dup
-        )
-
     # Run rows -> evaluated query index (queries nobody judged are dropped), grouped.
     rows, seg_start, seg_len = _group_by_query(np.asarray(run.q), run_map, nq)
     scores = np.ascontiguousarray(run.value if rows is None else run.value[rows], np.float64)
     doc = np.asarray(run.doc if rows is None else run.doc[rows])
+    # The judgement side in one compiled pass (None: not built, or QUERYEVAL_NO_EXT): its
+    # duplicate flags only say whether to look; the exact pair is found below either way.
+    native = None if pair_layout != "auto" else _native_judge(
+        qrels, run, qrels_map, qrels_doc_to_run_doc, seg_start, seg_len, doc, scores)
+
+    if native is None or native[0]:
+        dup = first_duplicate(qrels.q, qrels.doc, len(qrels.names_doc))
+        if dup is not None:
+            r = dup[0]
+            raise DuplicateEntryError(
+                "qrels", name_at(qrels.names_q, qrels.q[r]), name_at(qrels.names_doc, qrels.doc[r]),
+                dup,
+            )
 
     def _where(i: int) -> str:
         q = qids[_entry_query(seg_start, seg_len, i)]
@@ -250,28 +293,38 @@ def arrays_from_columns(
 
     check_scores(scores, _where)
 
-    # Every (query, document) of the run, indexed once: duplicates and judgement look-ups.
-    pairs = RunPairs(doc, seg_start, seg_len, len(run.names_doc), layout=pair_layout)
-    if pairs.duplicate is not None:
-        i, j = pairs.duplicate
-        a, b = sorted((int(i if rows is None else rows[i]), int(j if rows is None else rows[j])))
-        raise DuplicateEntryError(
-            "run", qids[_entry_query(seg_start, seg_len, i)],
-            names_at(run.names_doc, doc[[i]])[0], (a, b),
-        )
+    pairs = None
+    if native is None or native[1] or native[2] != doc.size:
+        # Every (query, document) of the run, indexed once: duplicates and judgement look-ups.
+        pairs = RunPairs(doc, seg_start, seg_len, len(run.names_doc), layout=pair_layout)
+        if pairs.duplicate is not None:
+            i, j = pairs.duplicate
+            a, b = sorted((int(i if rows is None else rows[i]),
+                           int(j if rows is None else rows[j])))
+            raise DuplicateEntryError(
+                "run", qids[_entry_query(seg_start, seg_len, i)],
+                names_at(run.names_doc, doc[[i]])[0], (a, b),
+            )
 
-    # Judgements of evaluated queries (every level), and the run's score for each.
-    jq = qrels_map[qrels.q] if qrels_map.size else np.zeros(0, dtype=np.int64)
-    rel = np.asarray(qrels.value, dtype=np.int64)
-    sel = np.flatnonzero(jq >= 0)
-    jq, jdoc, jgain = jq[sel], np.asarray(qrels.doc)[sel], rel[sel].astype(np.float64)
-    jscore = np.full(jq.size, np.nan)
-    jrun = np.asarray(qrels_doc_to_run_doc, dtype=np.int64)[jdoc]
-    cand = np.flatnonzero(jrun >= 0)
-    if cand.size:
-        at = pairs.lookup(jq[cand], jrun[cand])
-        found = at >= 0
-        jscore[cand[found]] = scores[at[found]]
+    if native is not None:
+        jq, jrun, jgain, jscore = native[4:]
+        jdoc = np.asarray(qrels.doc)
+        if native[3] < jq.size:  # judgements of queries that are not evaluated
+            sel = np.flatnonzero(jq >= 0)
+            jq, jrun, jgain, jscore, jdoc = jq[sel], jrun[sel], jgain[sel], jscore[sel], jdoc[sel]
+    else:
+        # Judgements of evaluated queries (every level), and the run's score for each.
+        jq = qrels_map[qrels.q] if qrels_map.size else np.zeros(0, dtype=np.int64)
+        rel = np.asarray(qrels.value, dtype=np.int64)
+        sel = np.flatnonzero(jq >= 0)
+        jq, jdoc, jgain = jq[sel], np.asarray(qrels.doc)[sel], rel[sel].astype(np.float64)
+        jscore = np.full(jq.size, np.nan)
+        jrun = np.asarray(qrels_doc_to_run_doc, dtype=np.int64)[jdoc]
+        cand = np.flatnonzero(jrun >= 0)
+        if cand.size and pairs is not None:
+            at = pairs.lookup(jq[cand], jrun[cand])
+            found = at >= 0
+            jscore[cand[found]] = scores[at[found]]
     names_doc = run.names_doc
 
     def docids_at(idx: np.ndarray, query: np.ndarray | None = None) -> np.ndarray:

@@ -44,7 +44,8 @@ def ideal(hits: Hits, gains: Gains) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """(query, 0-based ideal position, gain) of every judgement with a positive gain, by query
     then gain descending."""
     if gains is None:
-        return hits.ideal_q, hits.ideal_pos, hits.ideal_gain.astype(np.float64)
+        iq, ipos, ig = hits.ideal_rows()
+        return iq, ipos, ig.astype(np.float64)
     rel, q = hits.judged_rel, hits.judged_q
     rows = np.flatnonzero(rel >= 0)
     g = gain_of(rel[rows], gains)

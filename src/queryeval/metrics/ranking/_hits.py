@@ -10,6 +10,7 @@ that is not judged (relevance >= 0) from the ranking before any measure is compu
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,8 +38,15 @@ class Hits:
             L is (trec_eval's gains do not depend on ``-l``).
         jq, jrank, jrel: every retrieved document that has a judgement (any level), or None
             when no requested measure needs them (bpref, infAP, unj, judged-only).
+        judged_q, judged_rel: every judgement's query index and relevance (the engine's
+            ``RankingArrays.judged_q``/``judged_gain``).
+        level_counts: int64 ``[n_queries, top + 2]`` or None: column ``j <= top`` counts the
+            query's judgements with relevance ``top - j``, the last column those below 0
+            (``top``: the greatest relevance). When given, ``num_nonrel``, ``max_rel`` and
+            the ideal order are read from it instead of from the judgement rows.
         ideal_q, ideal_pos, ideal_gain: every positive judgement in ideal order (gain
-            descending within a query) with its 0-based ideal position; for nDCG's IDCG.
+            descending within a query) with its 0-based ideal position, for nDCG's IDCG; or
+            None with ``level_counts`` given (see :meth:`ideal_rows`).
     """
 
     n_queries: int
@@ -55,30 +63,61 @@ class Hits:
     jq: np.ndarray | None
     jrank: np.ndarray | None
     jrel: np.ndarray | None
-    ideal_q: np.ndarray
-    ideal_pos: np.ndarray
-    ideal_gain: np.ndarray
     judged_q: np.ndarray = field(repr=False)
     judged_rel: np.ndarray = field(repr=False)
+    ideal_q: np.ndarray | None = None
+    ideal_pos: np.ndarray | None = None
+    ideal_gain: np.ndarray | None = None
+    level_counts: np.ndarray | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_nonrel(self) -> np.ndarray:
         if "num_nonrel" not in self._cache:
-            rel = self.judged_rel
-            mask = (rel >= 0) & (rel < self.level)
-            self._cache["num_nonrel"] = np.bincount(self.judged_q[mask], minlength=self.n_queries)
+            counts = self.level_counts
+            if counts is not None:  # levels min(L - 1, top) .. 0
+                top = counts.shape[1] - 2
+                out = counts[:, max(top - self.level + 1, 0) : top + 1].sum(axis=1)
+            else:
+                rel = self.judged_rel
+                mask = (rel >= 0) & (rel < self.level)
+                out = np.bincount(self.judged_q[mask], minlength=self.n_queries)
+            self._cache["num_nonrel"] = out
         return self._cache["num_nonrel"]
 
     @property
     def max_rel(self) -> np.ndarray:
         if "max_rel" not in self._cache:
-            out = np.full(self.n_queries, -1, dtype=np.int64)
-            rel = self.judged_rel
-            mask = rel >= 0
-            np.maximum.at(out, self.judged_q[mask], rel[mask].astype(np.int64))
+            counts = self.level_counts
+            if counts is not None:  # the first non-empty column among levels top .. 0
+                top = counts.shape[1] - 2
+                present = counts[:, : top + 1] > 0
+                out = np.where(present.any(axis=1), top - np.argmax(present, axis=1), -1)
+                out = out.astype(np.int64)
+            else:
+                out = np.full(self.n_queries, -1, dtype=np.int64)
+                rel = self.judged_rel
+                mask = rel >= 0
+                np.maximum.at(out, self.judged_q[mask], rel[mask].astype(np.int64))
             self._cache["max_rel"] = out
         return self._cache["max_rel"]
+
+    def ideal_rows(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query, 0-based ideal position, gain) of the positive judgements in ideal order
+        (query, then gain descending), only those at positions < ``k`` (all: None). The same
+        rows in the same order as filtering the full ideal order by position, so sums over
+        them are bit-identical."""
+        if self.level_counts is None:
+            if self.ideal_q is None or self.ideal_pos is None or self.ideal_gain is None:
+                raise ValueError("internal: Hits without an ideal order or level counts")
+            if k is None:
+                return self.ideal_q, self.ideal_pos, self.ideal_gain
+            keep = self.ideal_pos < k
+            return self.ideal_q[keep], self.ideal_pos[keep], self.ideal_gain[keep]
+        key = ("ideal", k)
+        if key not in self._cache:
+            self._cache[key] = _ideal_from_counts(self.level_counts, k)
+        return self._cache[key]
 
     def within(self, k: int | None) -> np.ndarray:
         """Mask of relevant hits ranked in the top ``k`` (all hits when ``k`` is None)."""
@@ -125,6 +164,69 @@ def _ideal(q: np.ndarray, gain: np.ndarray, nq: int) -> tuple[np.ndarray, np.nda
     return q[order], gain[order]
 
 
+#: Judgements are counted per (query, relevance level) when the greatest level is at most this
+#: and the count table has at most ``_COUNTS_FACTOR`` cells per judgement (plus a little).
+_MAX_COUNTED_LEVEL = 64
+_COUNTS_FACTOR = 4
+
+
+def level_counts(q: np.ndarray, rel: np.ndarray, nq: int) -> np.ndarray | None:
+    """Judgements per (query, level): ``out[i, j]`` (``j <= top``) counts query ``i``'s
+    judgements with relevance ``top - j``, ``out[i, top + 1]`` those below 0; ``top`` is the
+    greatest relevance. One ``bincount`` of ``q * (top + 2) + column``. None (the caller
+    works on the rows instead) when there is no judgement, ``top`` is negative or above
+    ``_MAX_COUNTED_LEVEL``, or the table would be large next to the rows."""
+    if rel.size == 0:
+        return None
+    top = float(rel.max())
+    if not 0 <= top <= _MAX_COUNTED_LEVEL:
+        return None
+    width = int(top) + 2
+    if nq * width > _COUNTS_FACTOR * rel.size + 4096:
+        return None
+    native = _native_count_levels(q, rel, nq, int(top))
+    if native is not None:
+        return native.reshape(nq, width)
+    col = np.maximum(rel, -1.0)  # relevance levels are integers; every negative one -> -1
+    np.subtract(top, col, out=col)  # the column: top - level, top + 1 for negatives
+    key = np.multiply(q, width, dtype=np.int64)
+    np.add(key, col, out=key, casting="unsafe")  # exact: integers far below 2**53
+    return np.bincount(key, minlength=nq * width).reshape(nq, width)
+
+
+def _native_count_levels(q: np.ndarray, rel: np.ndarray, nq: int, top: int) -> np.ndarray | None:
+    """The same table from ``queryeval._dictflat.count_levels`` (one pass, no temporaries), or
+    None: not built, or ``QUERYEVAL_NO_EXT=1``."""
+    if os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from queryeval import _dictflat
+    except ImportError:
+        return None
+    out = _dictflat.count_levels(np.ascontiguousarray(q, dtype=np.int64),
+                                 np.ascontiguousarray(rel, dtype=np.float64), nq, top)
+    return np.frombuffer(out, dtype=np.int64)
+
+
+def _ideal_from_counts(
+    counts: np.ndarray, k: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`Hits.ideal_rows` from level counts: each query's positive levels, highest first,
+    each repeated as often as it was judged (capped so that positions stay below ``k``)."""
+    nq, width = counts.shape
+    top = width - 2
+    per_level = counts[:, :top]  # levels top .. 1
+    if k is not None:
+        before = np.cumsum(per_level, axis=1) - per_level  # first position of each block
+        per_level = np.clip(k - before, 0, per_level)
+    n_pos = per_level.sum(axis=1)
+    levels = np.arange(top, 0, -1, dtype=np.float64)
+    gain = np.repeat(np.tile(levels, nq), per_level.ravel())
+    q = np.repeat(np.arange(nq, dtype=np.int64), n_pos)
+    pos = np.arange(q.size, dtype=np.int64) - np.repeat(np.cumsum(n_pos) - n_pos, n_pos)
+    return q, pos, gain
+
+
 def build_hits(
     arrays: RankingArrays,
     strategy: str = "auto",
@@ -159,13 +261,20 @@ def build_hits(
     relevant = rel >= level
     positive = rel > 0
     rq = arrays.judged_q
-    pos_rows = np.flatnonzero(rel_all > 0)
-    ideal_q, ideal_gain = _ideal(rq[pos_rows], rel_all[pos_rows], nq)
+    counts = level_counts(rq, rel_all, nq)
+    if counts is None:
+        pos_rows = np.flatnonzero(rel_all > 0)
+        ideal_q, ideal_gain = _ideal(rq[pos_rows], rel_all[pos_rows], nq)
+        ideal_pos = position_in_group(ideal_q, nq)
+        num_rel = np.bincount(rq[rel_all >= level], minlength=nq)
+    else:  # levels top .. L
+        ideal_q = ideal_pos = ideal_gain = None
+        num_rel = counts[:, : max(counts.shape[1] - 1 - level, 0)].sum(axis=1)
     hq = q[relevant]
     return Hits(
         n_queries=nq,
         level=level,
-        num_rel=np.bincount(rq[rel_all >= level], minlength=nq),
+        num_rel=num_rel,
         num_ret=num_ret,
         q=hq,
         rank=rank[relevant],
@@ -177,9 +286,10 @@ def build_hits(
         jq=q if need_all else None,
         jrank=rank if need_all else None,
         jrel=rel if need_all else None,
-        ideal_q=ideal_q,
-        ideal_pos=position_in_group(ideal_q, nq),
-        ideal_gain=ideal_gain,
         judged_q=rq,
         judged_rel=rel_all,
+        ideal_q=ideal_q,
+        ideal_pos=ideal_pos,
+        ideal_gain=ideal_gain,
+        level_counts=counts,
     )

@@ -22,12 +22,8 @@ def compute(hits: Hits, k: int | None) -> np.ndarray:
         weights=hits.ggain[within] / np.log2(hits.grank[within] + 2.0),
         minlength=hits.n_queries,
     )
-    ideal = hits.ideal_pos < k if k is not None else np.ones(hits.ideal_pos.size, dtype=bool)
-    idcg = np.bincount(
-        hits.ideal_q[ideal],
-        weights=hits.ideal_gain[ideal] / np.log2(hits.ideal_pos[ideal] + 2.0),
-        minlength=hits.n_queries,
-    )
+    iq, ipos, igain = hits.ideal_rows(k)
+    idcg = np.bincount(iq, weights=igain / np.log2(ipos + 2.0), minlength=hits.n_queries)
     out = np.zeros(hits.n_queries)
     np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
