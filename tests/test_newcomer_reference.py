@@ -78,3 +78,20 @@ def test_numeric_tolerances_still_apply(tmp_path, reference, response, passed):
     cases, responses = _suite(tmp_path, reference, response)
     run = qe.evaluate(str(cases), responses=str(responses), out=tmp_path / "r", reports=False)
     assert run.overall["pass_rate"] == (1.0 if passed else 0.0)
+
+
+@pytest.mark.parametrize("option", ["abs_tol=true", "rel_tol=false"])
+def test_a_boolean_tolerance_option_of_the_query_task_is_refused(capsys, tmp_path, option):
+    # --option abs_tol=true was a tolerance of 1.0 for every case of the run
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q", "conversation": [{"role": "user", "content": "q",
+                                 "target": {"query": {"gold": "SELECT 1"}}}]}) + "\n")
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": "q", "query": "SELECT 2"}) + "\n")
+    code = main(["run", str(cases), "--responses", str(responses), "--database",
+                 str(tmp_path / "none.sqlite"), "--option", option,
+                 "--out", str(tmp_path / "runs"), "--no-report", "-q"])
+    out = capsys.readouterr()
+    lines = (out.out + out.err).strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert option.split("=")[0] in lines[0] and "must be a number" in lines[0]

@@ -42,6 +42,9 @@ Tolerance = Annotated[float | None, BeforeValidator(_not_a_boolean)]
 """A numeric tolerance: a number, never a boolean (pydantic reads ``true`` as 1.0, which
 made ``rel_tol: true`` a tolerance of 100 %)."""
 
+RunTolerance = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A task option's tolerance (``--option abs_tol=...``): the same rule, no null."""
+
 DataSource = Annotated[str, AfterValidator(_no_password)]
 """Where queries run (files, an endpoint, a database URL): it is written to the run log and
 the reports, so a URL carrying a password is refused (one check for cases and options)."""
