@@ -1,0 +1,114 @@
+"""The cross-feature matrix for the seams a newcomer's audit fixed (each built here as a user
+builds it, every consumer checked by tests/matrix_checks.py against hand-computed values):
+
+* a DeepEval dataset of the same questions as a native suite compares with it case by case
+  when its records carry the suite's ids (without ids the compare is refused: it paired
+  nothing and exited 0, tests/test_newcomer_compare_disjoint.py), plain and with repeats;
+* a judged free-form run cached under the default folder ``$QUERYEVAL_CACHE_DIR/calls``,
+  beside the judge's own cache in the same root (the call cache used the root and refused
+  it once the judge had written there, tests/test_newcomer_cache_root.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import queryeval as qe
+from matrix_checks import check_compare, check_consumers
+from test_judge_fake import FakeJudgeServer
+
+# id -> (question, reference, response); the ladder: exact, number fail, number pass, text
+QUESTIONS = {
+    "capital": ("What is the capital of France?", "Paris", "paris."),
+    "count": ("How many stations are there?", "42", "There are 41 stations."),
+    "year": ("How many moons has Mars?", "2", "Mars has 2 moons."),
+    "reason": ("Why did sales drop?", "a supply shortage", "it was a supply shortage"),
+}
+LADDER = {"capital": 1.0, "count": 0.0, "year": 1.0, "reason": 0.0}  # reason: inconclusive
+JUDGED = {**LADDER, "reason": 1.0}  # the fake judge passes a response holding the reference
+
+BOTS = """
+R = {resp!r}
+N = {{}}
+
+def plain(request):
+    return {{"response": R[request["case_id"]]}}
+
+def repeated(request):  # count answers 42 on every other call: 1 of 2 attempts passes
+    cid = request["case_id"]
+    N[cid] = N.get(cid, 0) + 1
+    if cid == "count" and N[cid] % 2 == 0:
+        return {{"response": "There are 42 stations."}}
+    return {{"response": R[cid]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("newcomer_matrix")
+    (root / "bots.py").write_text(BOTS.format(resp={c: r for c, (_, _, r) in QUESTIONS.items()}))
+    with open(root / "cases.jsonl", "w") as fh:
+        for cid, (q, ref, _) in QUESTIONS.items():
+            fh.write(json.dumps({"id": cid, "conversation": [{
+                "role": "user", "content": q, "target": {"reference": {"answer": ref}}}]}) + "\n")
+    (root / "deepeval.json").write_text(json.dumps([
+        {"id": cid, "input": q, "expected_output": ref, "actual_output": r}
+        for cid, (q, ref, r) in QUESTIONS.items()]))
+    return root
+
+
+@pytest.fixture(scope="module")
+def runs(lab):
+    out = lab / "runs"
+    native = qe.evaluate(str(lab / "cases.jsonl"), system=f"python:{lab / 'bots.py'}:plain",
+                         out=out, reports=True, name="native", retries=0)
+    deepeval = qe.evaluate(str(lab / "deepeval.json"), responses=str(lab / "deepeval.json"),
+                           out=out, reports=True, name="deepeval")
+    repeated = qe.evaluate(str(lab / "deepeval.json"), system=f"python:{lab / 'bots.py'}:repeated",
+                           repeats=2, out=out, reports=True, name="repeated", retries=0)
+    return native, deepeval, repeated
+
+
+def test_native_and_deepeval_runs_agree_in_every_consumer(lab, runs):
+    native, deepeval, _ = runs
+    for run in (native, deepeval):
+        assert check_consumers(run, "passed", LADDER, overall="pass_rate",
+                               viewer_root=lab / "runs") == pytest.approx(0.5)
+
+
+def test_deepeval_with_repeats_every_consumer(lab, runs):
+    *_, repeated = runs
+    per_case = {**LADDER, "count": 0.5}
+    assert check_consumers(repeated, "passed", per_case, overall="pass_rate",
+                           viewer_root=lab / "runs") == pytest.approx(2.5 / 4)
+
+
+def test_deepeval_dataset_compares_with_the_native_suite(runs, tmp_path):
+    native, deepeval, repeated = runs
+    check_compare(native, deepeval, "passed", LADDER, LADDER, tmp_path)
+    check_compare(native, repeated, "passed", LADDER, {**LADDER, "count": 0.5}, tmp_path)
+
+
+def test_judged_run_cached_under_the_default_root(lab, tmp_path, monkeypatch):
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "root"))
+    fake = FakeJudgeServer()
+    try:
+        opts = {"system": f"python:{lab / 'bots.py'}:plain", "judge": {
+            "model": "judge-test", "base_url": fake.url}, "cache": True,
+            "system_version": "v1", "reports": True, "retries": 0}
+        first = qe.evaluate(str(lab / "cases.jsonl"), out=tmp_path / "runs" / "a", **opts)
+        asked = len(fake.requests)
+        again = qe.evaluate(str(lab / "cases.jsonl"), out=tmp_path / "runs" / "b", **opts)
+    finally:
+        fake.close()
+    assert asked == 1 and len(fake.requests) == 1  # one inconclusive case, then its cached reply
+    assert list((tmp_path / "root" / "judge").glob("*.json"))
+    assert first.metrics["cache"]["hits"] == 0
+    assert again.metrics["cache"]["hits"] == len(QUESTIONS)
+    assert again.metrics["cache"]["folder"] == str(tmp_path / "root" / "calls")
+    for run in (first, again):
+        assert check_consumers(run, "passed", JUDGED, overall="pass_rate",
+                               viewer_root=tmp_path / "runs") == pytest.approx(0.75)
+    check_compare(first, again, "passed", JUDGED, JUDGED, tmp_path)
