@@ -1,0 +1,60 @@
+"""With ``--repeats``, a group that exists in some attempts only (a free-form case decided by
+the ladder in one attempt, left inconclusive in the others) had its counts averaged over the
+attempts where it existed: 1 case "inconclusive" in the table by deciding rule while the
+overall ``inconclusive`` said 0.67, and the rule table's cases no longer summed to the cases
+(a newcomer's audit; each test failed on the code before its fix). A group absent from an
+attempt has 0 cases there; its rates are left out (undefined), as before."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import queryeval as qe
+from queryeval.run.repeats import combine_aggregates
+
+
+def test_a_group_absent_from_one_repeat_counts_zero_there():
+    a = {"overall_metrics": {"inconclusive": 1},
+         "group_metrics": {"decided_by": {"exact": {"cases": 1, "passed": 1, "pass_rate": 1.0},
+                                          "inconclusive": {"cases": 1, "passed": 0,
+                                                           "pass_rate": 0.0}}}}
+    b = {"overall_metrics": {"inconclusive": 0},
+         "group_metrics": {"decided_by": {"exact": {"cases": 2, "passed": 2,
+                                                    "pass_rate": 1.0}}}}
+    out = combine_aggregates([a, a, b])
+    groups = out["group_metrics"]["decided_by"]
+    assert groups["inconclusive"] == {"cases": pytest.approx(2 / 3), "passed": 0,
+                                      "pass_rate": 0.0}
+    assert groups["exact"]["cases"] == pytest.approx(4 / 3)
+    assert out["overall_metrics"]["inconclusive"] == pytest.approx(2 / 3)
+    # absent from the first repeat: the same
+    out = combine_aggregates([b, a, a])
+    assert out["group_metrics"]["decided_by"]["inconclusive"]["cases"] == pytest.approx(2 / 3)
+
+
+def test_freeform_rule_table_with_repeats_sums_to_the_cases(tmp_path):
+    cases = [("capital", "Paris", ["paris."] * 3),
+             ("reason", "a supply shortage", ["parts were short", "a supply shortage",
+                                              "parts were short"]),
+             ("count", "42", ["There are 41 stations."] * 3)]
+    suite = [{"id": cid, "conversation": [{"role": "user", "content": f"{cid}?",
+              "target": {"reference": {"answer": ref}}}]} for cid, ref, _ in cases]
+    answers = {cid: resp for cid, _, resp in cases}
+
+    def bot(request):
+        return {"response": answers[request["case_id"]][request["repeat"]]}
+
+    run = qe.evaluate(suite, system=bot, repeats=3, out=tmp_path / "runs", reports=False)
+    overall = run.overall
+    groups = json.loads(run.path.with_name(run.path.name.replace("batch_", "metrics_"))
+                        .read_text())["group_metrics"]["decided_by"]
+    # per attempt: capital exact, count number (fail), reason inconclusive twice, exact once
+    assert overall["inconclusive"] == pytest.approx(2 / 3)
+    assert groups["inconclusive"]["cases"] == pytest.approx(2 / 3)
+    assert groups["exact"] == {"cases": pytest.approx(4 / 3), "passed": pytest.approx(4 / 3),
+                               "pass_rate": 1.0}
+    assert sum(g["cases"] for g in groups.values()) == pytest.approx(overall["cases"])
+    assert sum(g["passed"] for g in groups.values()) == pytest.approx(overall["passed"])
+    assert overall["pass_rate"] == pytest.approx((1 + 1 / 3 + 0) / 3)
