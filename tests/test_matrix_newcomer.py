@@ -112,3 +112,42 @@ def test_judged_run_cached_under_the_default_root(lab, tmp_path, monkeypatch):
         assert check_consumers(run, "passed", JUDGED, overall="pass_rate",
                                viewer_root=tmp_path / "runs") == pytest.approx(0.75)
     check_compare(first, again, "passed", JUDGED, JUDGED, tmp_path)
+
+
+# a case decided by another rule in each attempt: reason is inconclusive in attempts 0 and 2,
+# exact in attempt 1; capital is exact, count fails by number, in every attempt
+VARYING = """
+ANSWERS = {"capital": ["paris."] * 3, "count": ["There are 41 stations."] * 3,
+           "reason": ["parts were short", "a supply shortage", "parts were short"]}
+
+def varying(request):
+    return {"response": ANSWERS[request["case_id"]][request["repeat"]]}
+"""
+RULES = {"exact": (4 / 3, 4 / 3), "number": (1, 0), "inconclusive": (2 / 3, 0)}  # cases, passed
+
+
+def test_rule_groups_of_a_repeated_run_on_every_surface(tmp_path):
+    from starlette.testclient import TestClient
+
+    from queryeval.integrations.mlflow import run_metrics
+    from queryeval.viewer.server import create_app
+
+    (tmp_path / "bots.py").write_text(VARYING)
+    suite = [{"id": cid, "conversation": [{"role": "user", "content": q, "target": {
+        "reference": {"answer": ref}}}]} for cid, (q, ref, _) in QUESTIONS.items()
+        if cid != "year"]
+    run = qe.evaluate(suite, system=f"python:{tmp_path / 'bots.py'}:varying", repeats=3,
+                      out=tmp_path / "runs", reports=True, retries=0)
+    per_case = {"capital": 1.0, "count": 0.0, "reason": 1 / 3}
+    check_consumers(run, "passed", per_case, overall="pass_rate", viewer_root=tmp_path / "runs")
+    assert run.overall["inconclusive"] == pytest.approx(2 / 3)
+    frame = run.groups["decided_by"]
+    viewer = TestClient(create_app(tmp_path / "runs", resamples=50), base_url="http://127.0.0.1")
+    shown = viewer.get(f"/api/runs/{run.batch_id}").json()["groups"]["decided_by"]
+    logged = run_metrics(run.results)
+    for rule, (cases, passed) in RULES.items():
+        assert frame.loc[rule, "cases"] == pytest.approx(cases)
+        assert frame.loc[rule, "passed"] == pytest.approx(passed)
+        assert shown[rule]["cases"] == pytest.approx(cases)
+        assert logged[f"group.decided_by.{rule}.cases"] == pytest.approx(cases)
+    assert frame["cases"].sum() == pytest.approx(run.overall["cases"])
