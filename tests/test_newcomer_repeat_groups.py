@@ -58,3 +58,22 @@ def test_freeform_rule_table_with_repeats_sums_to_the_cases(tmp_path):
     assert sum(g["cases"] for g in groups.values()) == pytest.approx(overall["cases"])
     assert sum(g["passed"] for g in groups.values()) == pytest.approx(overall["passed"])
     assert overall["pass_rate"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+
+
+def test_the_console_note_writes_a_mean_count_as_a_figure(tmp_path, capsys):
+    # printed "0.6666666666666666 cases inconclusive" with --repeats
+    from queryeval.cli.app import main
+
+    suite = tmp_path / "cases.jsonl"
+    suite.write_text(json.dumps({"id": "reason", "conversation": [{
+        "role": "user", "content": "Why?", "target": {"reference": {
+            "answer": "a supply shortage"}}}]}) + "\n")
+    (tmp_path / "bot.py").write_text(
+        "def answer(request):\n"
+        "    return {'response': 'a supply shortage' if request['repeat'] == 1 else 'no'}\n")
+    code = main(["run", str(suite), "--system", f"python:{tmp_path / 'bot.py'}:answer",
+                 "--repeats", "3", "--out", str(tmp_path / "runs"), "--no-report"])
+    text = " ".join((capsys.readouterr().out).split())
+    assert code == 0
+    assert "0.666667 case(s) inconclusive: no rule decided them" in text
+    assert "0.6666666666666666" not in text

@@ -215,8 +215,9 @@ class FreeformTask(Task):
                    ["cases", "passed", "pass_rate"]),
         ]
         if overall.get("inconclusive") and overall.get("judge_when") in ("none", "never"):
-            out.append(Note(f"{overall['inconclusive']} cases inconclusive: no rule decided "
-                            "them and no judge was asked; they count as not passed", "warning"))
+            n = overall["inconclusive"]  # a mean per attempt with --repeats
+            out.append(Note(f"{n:g} case(s) inconclusive: no rule decided them and no judge "
+                            "was asked; they count as not passed", "warning"))
         return out + judging.note_for(self.options.judge, overall)
 
 
