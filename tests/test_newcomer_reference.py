@@ -95,3 +95,13 @@ def test_a_boolean_tolerance_option_of_the_query_task_is_refused(capsys, tmp_pat
     lines = (out.out + out.err).strip().splitlines()
     assert code == 2 and len(lines) == 1 and "Traceback" not in lines[0], lines
     assert option.split("=")[0] in lines[0] and "must be a number" in lines[0]
+
+
+@pytest.mark.parametrize("unit", ["furlongzz", "km/", "__import__('os')"])
+def test_an_unknown_unit_names_the_file_and_line(capsys, tmp_path, unit):
+    # it named the case only ("case 'far': target.reference.unit ..."), not the file or line
+    cases, responses = _suite(tmp_path, {"answer": "3.5", "unit": unit, "abs_tol": 0.1}, "3.5")
+    code, lines = _cli(capsys, tmp_path, cases, responses)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {cases}:1: conversation[0].target.reference.unit: ")
+    assert "is not a unit pint knows" in lines[0]

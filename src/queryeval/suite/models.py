@@ -165,6 +165,17 @@ class ReferenceAnswer(BaseModel):
             return [x.isoformat() if isinstance(x, (dt.date, dt.datetime)) else x for x in v]
         return v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v
 
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, v: str | None) -> str | None:
+        """A unit pint does not read stops the suite where it is written (file, line)."""
+        if v is not None:
+            from queryeval.metrics.freeform.units import parse_unit
+
+            if parse_unit(v) is None:
+                raise ValueError(f"{v!r} is not a unit pint knows (pint syntax: km, kg, degC)")
+        return v
+
     @model_validator(mode="after")
     def _tolerance_needs_a_number(self) -> ReferenceAnswer:
         """A tolerance applies only to an answer that is one number (with an optional unit
