@@ -12,11 +12,12 @@ builds it, every consumer checked by tests/matrix_checks.py against hand-compute
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 import queryeval as qe
-from matrix_checks import check_compare, check_consumers
+from matrix_checks import check_ci, check_compare, check_consumers
 from test_judge_fake import FakeJudgeServer
 
 # id -> (question, reference, response); the ladder: exact, number fail, number pass, text
@@ -151,3 +152,104 @@ def test_rule_groups_of_a_repeated_run_on_every_surface(tmp_path):
         assert shown[rule]["cases"] == pytest.approx(cases)
         assert logged[f"group.decided_by.{rule}.cases"] == pytest.approx(cases)
     assert frame["cases"].sum() == pytest.approx(run.overall["cases"])
+
+
+# --- retrieval: graded relevant chunks, native questions CSV and the same ragas dataset -------
+CHUNKS = {f"c{i}": f"Chunk {i} says fact number {i} about the city." for i in range(6)}
+# question -> (relevant chunk ids with their grade in the native CSV, retrieved ids)
+RAG = {
+    "Where is fact 0?": ({"c0": 2, "c1": 1}, ["c1", "c5", "c0"]),   # both found: ranks 1 and 3
+    "Where is fact 2?": ({"c2": 1}, ["c3"]),                         # the retriever fails here
+    "Where is fact 4?": ({"c4": 1, "c3": 1}, ["c4", "c2"]),          # one of two, rank 1
+}
+RAG_BOTS = """
+import json
+HITS = {hits!r}
+TEXT = {text!r}
+
+def failing(request):
+    q = request["question"]
+    if q == "Where is fact 2?":
+        raise RuntimeError("index down")
+    return {{"retrieved_chunks": [{{"chunk_id": c, "content": TEXT[c], "score": 1.0 - i / 10}}
+                                  for i, c in enumerate(HITS[q])]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def rag(tmp_path_factory):
+    import csv
+
+    root = tmp_path_factory.mktemp("newcomer_rag")
+    with open(root / "corpus.jsonl", "w") as fh:
+        for cid, text in CHUNKS.items():
+            fh.write(json.dumps({"chunk_id": cid, "content": text, "document_name": "d",
+                                 "dataset": ""}) + "\n")
+    with open(root / "questions.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["question", "answer", "document_name", "dataset", "chunk_id", "relevance"])
+        for q, (rel, _) in RAG.items():
+            for cid, grade in rel.items():
+                w.writerow([q, "the city", "d", "", cid, grade])
+    with open(root / "ragas.jsonl", "w") as fh:  # ragas has no grades: every context is 1
+        for q, (rel, _) in RAG.items():
+            fh.write(json.dumps({"user_input": q, "reference": "the city",
+                                 "reference_contexts": [CHUNKS[c] for c in rel]}) + "\n")
+    (root / "bots.py").write_text(RAG_BOTS.format(hits={q: h for q, (_, h) in RAG.items()},
+                                                  text=CHUNKS))
+    runs = {}
+    for suite in ("questions.csv", "ragas.jsonl"):
+        for on_error in ("score", "skip"):
+            runs[suite, on_error] = qe.evaluate(
+                str(root / suite), f"python:{root / 'bots.py'}:failing",
+                corpus=str(root / "corpus.jsonl"), k=[1, 3], repeats=2, on_error=on_error,
+                retries=0, out=root / "runs", reports=True, name=f"{suite}-{on_error}")
+    return root, runs
+
+
+def _by_question(run, values: dict[str, float]) -> dict[str, float]:
+    ids = {c.case_id: c.name for c in run.results.cases}
+    by_q = {r["question"]: r["case_id"] for r in run.results.records}
+    assert set(by_q.values()) == set(ids)
+    return {by_q[q]: v for q, v in values.items()}
+
+
+# recall@3: 2/2, 0 (error), 1/2; ndcg@3 graded in the CSV (c0 gain 2 at rank 3, c1 gain 1 at 1)
+NDCG_CSV = (1 + 2 / math.log2(4)) / (2 + 1 / math.log2(3))
+NDCG_RAGAS = (1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3))
+NDCG_4 = 1 / (1 + 1 / math.log2(3))  # c4 at rank 1, c3 not found
+RECALL = {"Where is fact 0?": 1.0, "Where is fact 2?": 0.0, "Where is fact 4?": 0.5}
+
+
+@pytest.mark.parametrize("suite, ndcg0", [("questions.csv", NDCG_CSV),
+                                          ("ragas.jsonl", NDCG_RAGAS)])
+def test_graded_retrieval_with_errors_and_repeats_every_consumer(rag, tmp_path, suite, ndcg0):
+    root, runs = rag
+    ndcg = {"Where is fact 0?": ndcg0, "Where is fact 2?": 0.0, "Where is fact 4?": NDCG_4}
+    scored, skipped = runs[suite, "score"], runs[suite, "skip"]
+    recall, per_ndcg = _by_question(scored, RECALL), _by_question(scored, ndcg)
+    failed = _by_question(scored, {"Where is fact 2?": 0})
+    kept = [c for c in recall if c not in failed]
+    assert check_consumers(scored, "recall@3", recall, csv_file=False,
+                           viewer_root=root / "runs") == pytest.approx(0.5)
+    check_consumers(scored, "ndcg@3", per_ndcg, csv_file=False)
+    assert check_consumers(skipped, "recall@3", recall, counted=kept, csv_file=False,
+                           viewer_root=root / "runs") == pytest.approx(0.75)
+    # the task's verdict: any relevant chunk in the top k (hit rate); none here fails
+    verdicts = {c: ("error" if c in failed else "pass" if recall[c] > 0 else "fail")
+                for c in recall}
+    assert sorted(verdicts.values()) == ["error", "pass", "pass"]
+    check_ci(scored, "recall@3", recall, verdicts, tmp_path)
+
+
+def test_graded_native_and_ragas_runs_compare(rag, tmp_path):
+    _, runs = rag
+    native, ragas = runs["questions.csv", "score"], runs["ragas.jsonl", "score"]
+    recall = _by_question(native, RECALL)
+    assert recall == _by_question(ragas, RECALL)  # the same case ids: qa_pair_id("", q, answer)
+    check_compare(native, ragas, "recall@3", recall, recall, tmp_path)
+    ndcg_a = _by_question(native, {"Where is fact 0?": NDCG_CSV, "Where is fact 2?": 0.0,
+                                   "Where is fact 4?": NDCG_4})
+    ndcg_b = _by_question(ragas, {"Where is fact 0?": NDCG_RAGAS, "Where is fact 2?": 0.0,
+                                  "Where is fact 4?": NDCG_4})
+    check_compare(native, ragas, "ndcg@3", ndcg_a, ndcg_b, tmp_path)
