@@ -77,3 +77,27 @@ def test_the_console_note_writes_a_mean_count_as_a_figure(tmp_path, capsys):
     assert code == 0
     assert "0.666667 case(s) inconclusive: no rule decided them" in text
     assert "0.6666666666666666" not in text
+
+
+def test_the_freeform_workbook_says_which_attempt_each_row_is(tmp_path):
+    # with --repeats the Overview sheet had three identical-looking rows per case and no
+    # repeat column (the results CSV has one)
+    import csv
+
+    from openpyxl import load_workbook
+
+    suite = [{"id": "count", "conversation": [{"role": "user", "content": "How many?",
+              "target": {"reference": {"answer": "42"}}}]}]
+    answers = ["42", "41", "42"]
+    run = qe.evaluate(suite, system=lambda r: {"response": answers[r["repeat"]]}, repeats=3,
+                      out=tmp_path / "runs", reports=True)
+    sheet = load_workbook(run.folder / f"report_{run.batch_id}.xlsx")["Overview"]
+    rows = list(sheet.iter_rows(values_only=True))
+    head = list(rows[0])
+    got = [(r[head.index("repeat")], r[head.index("response")], r[head.index("passed")])
+           for r in rows[1:]]
+    assert head[:2] == ["case_id", "repeat"]
+    assert got == [(0, "42", 1), (1, "41", 0), (2, "42", 1)]
+    with open(run.folder / f"results_{run.batch_id}.csv", newline="") as fh:
+        assert [(int(r["repeat"]), r["response"]) for r in csv.DictReader(fh)] == \
+            [(g[0], g[1]) for g in got]
