@@ -258,7 +258,7 @@ def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dic
 
     from mlflow.tracking import MlflowClient
 
-    from queryeval.integrations.mlflow import log_run
+    from queryeval.integrations.mlflow import log_run, metric_name
 
     old = os.environ.get("MLFLOW_ALLOW_FILE_STORE")
     os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
@@ -276,6 +276,6 @@ def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dic
             os.environ["MLFLOW_ALLOW_FILE_STORE"] = old
     assert {c["case_id"]: c["verdict"] for c in cases} == verdicts
     assert {c["case_id"]: c["metrics"][metric] for c in cases} == pytest.approx(per_case)
-    for key, value in run.overall.items():
+    for key, value in run.overall.items():  # recall@5 is logged as recall_at_5
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            assert overall[key] == pytest.approx(value)
+            assert overall[metric_name(key)] == pytest.approx(value)

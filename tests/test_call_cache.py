@@ -201,7 +201,7 @@ def test_cli_rerun_makes_zero_calls(tmp_path):
 
 def test_cache_dir_default_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "env"))
-    assert CallCache().folder == tmp_path / "env"
+    assert CallCache().folder == tmp_path / "env" / "calls"
     monkeypatch.delenv("QUERYEVAL_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert CallCache().folder == tmp_path / "xdg" / "queryeval" / "calls"

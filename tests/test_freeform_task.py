@@ -12,7 +12,7 @@ import threading
 import pytest
 
 import queryeval as qe
-from queryeval.errors import ConfigError
+from queryeval.errors import InputError
 from queryeval.suite.models import Target
 from queryeval.systems.judge import JudgeItem, JudgeVerdict
 
@@ -216,7 +216,8 @@ def test_recorded_agreement_is_reported(tmp_path, fake, monkeypatch):
 def test_bad_unit_stops_the_run_before_it_starts(tmp_path):
     cases = [{"id": "c1", "conversation": [{"role": "user", "content": "q", "target": {
         "reference": {"answer": "3", "unit": "furlongz"}}}]}]
-    with pytest.raises(ConfigError, match=r"case 'c1': target.reference.unit 'furlongz'"):
+    with pytest.raises(InputError, match=r"cases\[0\]\.conversation\[0\]\.target\.reference\.unit: "
+                       r".*'furlongz' is not a unit pint knows"):
         qe.evaluate(cases, responses=[{"id": "c1", "response": "3"}], out=tmp_path / "r")
     assert not list((tmp_path / "r").rglob("results_*.jsonl"))
 

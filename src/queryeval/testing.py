@@ -172,7 +172,7 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
     (result,) = reduce_cases(scorer, [record])  # the run model: one value, one pass rule
     values, passed = dict(result.means), result.verdict == "pass"
     if record.get("status") == "error":
-        raise AssertionError(f"case {the_case.id}: the system call failed: {_errors(record)}")
+        raise AssertionError(f"case {the_case.id}: {_error_reason(record)}")
     if thresholds:
         unknown = [m for m in thresholds if m not in values]
         if unknown:
@@ -182,6 +182,8 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
         wanted = {m: thresholds[m] for m in failed}
     else:
         failed = {} if passed else {m: v for m, v in values.items() if 0.0 <= v < 1.0}
+        if "passed" in failed:  # the task's pass rule is this figure (free-form): not the others
+            failed = {"passed": failed["passed"]}
         wanted = {m: 1.0 for m in failed}
         if not failed and not passed:
             failed = {"verdict": 0.0}
@@ -189,6 +191,7 @@ def check_case(case: SuiteCase | Case | Mapping, system: Any = None, *, task: st
         scores = ", ".join(f"{m} = {v:.4g} (wanted >= {wanted.get(m, 1.0):g})"
                            for m, v in failed.items())
         expected, got = _expected_got(record)
+        scores += "" if thresholds else _decision_reason(record)
         raise AssertionError(f"case {the_case.id}: {scores}\n  expected: {expected}\n"
                              f"  got:      {got}")
     return record
@@ -241,6 +244,23 @@ def _errors(record: dict) -> str:
     errors = [e for e in [record.get("error"), *errors] if e]
     return "; ".join(f"{e.get('kind')}: {e.get('message')}" for e in errors) or \
         ", ".join(record.get("error_kinds") or []) or "error"
+
+
+def _error_reason(record: dict) -> str:
+    """Why a case is an error, in the JUnit report's words when the gold query failed (the
+    system answered), else the failed call's errors."""
+    from queryeval.report.junit import error_line
+
+    line = error_line(record)
+    return line if not line.startswith("call failed: ") else \
+        f"the system call failed: {_errors(record)}"
+
+
+def _decision_reason(record: dict) -> str:
+    """`` (RULE: WHY)`` of a record that says what decided it (the JUnit report's rule)."""
+    from queryeval.report.junit import decision_reason
+
+    return decision_reason(record)
 
 
 def _expected_got(record: dict) -> tuple[str, str]:

@@ -184,7 +184,7 @@ def evaluate(
             ``system_version``. A module-level function is named by its module and qualified
             name; anything else (a lambda, a local function, a ``functools.partial``, a bound
             method, an instance) needs ``system_name``.
-        cache_dir: the cache folder (default ``$QUERYEVAL_CACHE_DIR`` or
+        cache_dir: the cache folder (default ``$QUERYEVAL_CACHE_DIR/calls`` or
             ``~/.cache/queryeval/calls``); ``cache_max_mb``: its size limit (LRU eviction).
         system_version: the system's version, part of the cache key.
         system_name: the system's name in the cache key (with ``cache``), for a Python

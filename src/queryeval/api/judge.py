@@ -123,7 +123,9 @@ def judge_agreement(labels: str | Path, judge: Any = None, *, model: str | None 
     ``concurrency``, ``timeout_s``, ...) override it. ``repeats``: judge each case N times,
     the cache bypassed, and report self-consistency. ``out``: also write the report as JSON
     there. ``record``: store the figures for this model and prompt version (in
-    ``checks_dir``, default the judge's ``checks_dir`` or the cache folder).
+    ``checks_dir``, default the judge's ``checks_dir`` or the cache folder), unless the
+    judge decided no case (every call failed): then nothing is recorded and a check
+    recorded before stays (``report.recorded`` is None).
     """
     if repeats < 1:
         raise ConfigError(f"repeats: must be at least 1, got {repeats}")
@@ -158,7 +160,7 @@ def judge_agreement(labels: str | Path, judge: Any = None, *, model: str | None 
         model=opts.model, prompt_version=PROMPT_VERSION, labels=str(labels),
         n=figures["n"], figures=figures, disagreements=disagreements, undecided=undecided,
         repeats=repeats, self_consistency=consistency)
-    if record:
+    if record and figures["n"]:  # nothing decided: nothing measured, the last check stays
         digest = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
         with writing(checks_root(opts.checks_dir)):
             path = save_check({

@@ -14,7 +14,7 @@ def command(
     action: Literal["info", "clear"] = typer.Argument(
         ..., help="info: entries and size; clear: delete every entry."),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR or "
+        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR/calls or "
         "~/.cache/queryeval/calls)."),
     max_mb: float | None = typer.Option(
         None, "--cache-max-mb", help="With info: the size limit to compare with (nothing is "

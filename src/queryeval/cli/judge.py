@@ -89,3 +89,10 @@ def command(
     console.print(f"report: {out}", markup=False, highlight=False)
     if report.recorded:
         console.print(f"recorded: {report.recorded}", markup=False, highlight=False)
+    if not report.n and report.undecided:
+        from queryeval.run.finish import CallsFailed
+
+        first = report.undecided[0]["error"]
+        raise CallsFailed(
+            f"the judge decided none of the {len(report.undecided)} labelled case(s) "
+            f"(first: {first['kind']}: {first['message']}); nothing measured, nothing recorded")

@@ -30,6 +30,11 @@ def command(
 
         for renderable in render_summary(result.task.summary(result.metrics), result.metrics):
             console.print(renderable)
+        if "repeats" in result.metrics:  # as queryeval run prints it (Run.summary)
+            from queryeval.report.console import repeats_tables
+
+            for table in repeats_tables(result.metrics["repeats"]):
+                console.print(table)
     paths = result.log.paths
     changed = ", ".join(f"{k}={v}" for k, v in result.changed_options.items()) or "none"
     source = console_plain(result.source_batch_id)  # from a run log: controls shown, not sent

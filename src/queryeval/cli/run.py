@@ -172,7 +172,7 @@ def command(
         False, "--cache", help="Reuse system outputs from the call cache and store new ones "
         "(off by default; needs --system-version)."),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR or "
+        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR/calls or "
         "~/.cache/queryeval/calls)."),
     cache_max_mb: float = typer.Option(
         1024.0, "--cache-max-mb", help="Call cache size limit; least recently used entries go first."),

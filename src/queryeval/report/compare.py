@@ -217,14 +217,21 @@ class PairedCases:
 
 
 def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
-    """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise).
-    With ``on_error=skip`` in either run, cases whose call failed in either are excluded."""
+    """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise, and
+    when no case id is in both runs). With ``on_error=skip`` in either run, cases whose call
+    failed in either are excluded."""
     if a.task_name != b.task_name:
         raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
                           f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
     by_a = {c.case_id: c for c in a.cases}
     by_b = {c.case_id: c for c in b.cases}
     paired = [cid for cid in by_a if cid in by_b]
+    if not paired:  # nothing to compare: an empty table (and a passed regression gate) would hide it
+        raise ConfigError(
+            f"the runs share no case: {len(by_a)} in {a.label} ({a.log.paths.batch.name}), "
+            f"{len(by_b)} in {b.label} ({b.log.paths.batch.name}), none with the same case id "
+            "(a dataset without ids takes its case ids from the question and reference: "
+            "give its records the suite's ids)")
     excluded: list[str] = []
     if "skip" in (a.on_error, b.on_error):
         excluded = [cid for cid in paired if by_a[cid].errored or by_b[cid].errored]

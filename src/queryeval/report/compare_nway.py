@@ -330,6 +330,9 @@ def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] 
     # compare pairs on), cases in run A's order, present in every run
     cases = [{c.case_id: c for c in run.cases} for run in loaded]
     common = [cid for cid in cases[0] if all(cid in cs for cs in cases[1:])]
+    if not common:
+        raise ConfigError(f"the runs share no case: no case id is in all {len(loaded)} runs "
+                          f"({', '.join(f'{len(cs)} in {r.label}' for cs, r in zip(cases, loaded, strict=True))})")
     if any(run.on_error == "skip" for run in loaded):
         common = [cid for cid in common if not any(cs[cid].errored for cs in cases)]
     per = [{cid: dict(cs[cid].means) for cid in common} for cs in cases]

@@ -84,7 +84,7 @@ def error_text(record: dict) -> str:
     return text if len(text) <= 2 * REASON_CHARS else text[:2 * REASON_CHARS - 1] + "…"
 
 
-def _error_line(record: dict) -> str:
+def error_line(record: dict) -> str:
     """Why a case is an error: the failed call's message, or — the call having answered —
     the gold query that failed (the engine's reason, on the record's ``gold_execution``)."""
     gold = record.get("gold_execution")
@@ -96,7 +96,7 @@ def _error_line(record: dict) -> str:
     return f"call failed: {error_text(record)}"
 
 
-def _reason(record: dict) -> str:
+def decision_reason(record: dict) -> str:
     """`` (RULE: WHY)`` for a record that says which rule decided it and why (the free-form
     ladder's ``decided_by`` and ``detail``, or the judge's reason); else empty."""
     by = record.get("decided_by")
@@ -131,10 +131,10 @@ def case_outcome(records: Any, case: Any) -> tuple[str, str, str]:
         rec = records[a.index]
         head = f"repeat {a.repeat}: " if len(case.attempts) > 1 else ""
         if a.status == "error":
-            lines.append(f"{head}{_error_line(rec)}")
+            lines.append(f"{head}{error_line(rec)}")
         else:
             want, got = expected_got(rec)
-            lines.append(f"{head}expected {want}, got {got}{_reason(rec)}")
+            lines.append(f"{head}expected {want}, got {got}{decision_reason(rec)}")
     first = lines[0] if lines else verdict
     if verdict == "flaky":
         message = (f"flaky: passed {case.passes} of {len(case.attempts)} attempts "

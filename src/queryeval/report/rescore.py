@@ -54,7 +54,11 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
         raise ConfigError(f"{src_log.paths.results_jsonl}: no records to re-score")
     src = src_log.batch
     stored = dict(src.get("evaluation_config", {}).get("task_options") or {})
-    task = get_task(task_name, {**stored, **(options or {})})
+    # an option that is an object (the judge) changes the fields given, keeps the others:
+    # judge={"when": "never"} re-scores without the stored verdicts, same model and endpoint
+    merged = {k: ({**stored[k], **v} if isinstance(v, dict) and isinstance(stored.get(k), dict)
+                  else v) for k, v in (options or {}).items()}
+    task = get_task(task_name, {**stored, **merged})
     new_options = task.options.model_dump()
     changed = {k: v for k, v in new_options.items() if stored.get(k) != v}
 

@@ -45,11 +45,14 @@ _MISS = object()
 
 
 def default_dir() -> Path:
-    """``$QUERYEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/queryeval/calls``, else
-    ``~/.cache/queryeval/calls``."""
+    """``$QUERYEVAL_CACHE_DIR/calls``, else ``$XDG_CACHE_HOME/queryeval/calls``, else
+    ``~/.cache/queryeval/calls``. The variable names the root of every queryeval cache (the
+    judge's, the test suite's, embeddings, ... each in its subfolder), so the call cache
+    takes a subfolder too: in the root itself, it refused the root once another cache had
+    written there (not empty, no marker)."""
     env = os.environ.get(ENV_DIR)
     if env:
-        return Path(env).expanduser()
+        return Path(env).expanduser() / "calls"
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "queryeval" / "calls"

@@ -246,21 +246,36 @@ def _repeat(record: dict) -> int:
     return rep if type(rep) is int else 0
 
 
+_ABSENT = object()
+"""A key one repeat's aggregate does not have (a group no case of that attempt fell in)."""
+
+
 def combine_aggregates(results: list[Any], key: str = "") -> Any:
     """Leaf by leaf over N aggregates of the same shape: numbers equal in all stay as they are
     (an int stays an int, so a deterministic system's figures are those of a plain run),
     other numbers become their correctly rounded mean (None values left out; all None stays
-    None); :data:`SUMMED` counts are summed; anything else is taken from the first."""
-    first = results[0]
+    None); :data:`SUMMED` counts are summed; anything else is taken from the first.
+
+    A key absent from some repeats (a group, say the free-form cases left inconclusive, that
+    no case of one attempt fell in) counts 0 there where its values are counts (ints), and
+    is left out where they are rates (floats: undefined in that attempt); before, its counts
+    were averaged over the attempts that had it, so the group's cases no longer summed to
+    the run's."""
+    present = [r for r in results if r is not _ABSENT]
+    first = present[0] if present else None
     if key in SUMMED:
-        return _summed(results)
+        return _summed(present) if present else None
     if isinstance(first, dict):
         keys = list(first)
-        for other in results[1:]:
+        for other in present[1:]:
             if isinstance(other, dict):
                 keys += [k for k in other if k not in keys]
-        return {k: combine_aggregates([r.get(k) if isinstance(r, dict) else None
-                                       for r in results], k) for k in keys}
+        return {k: combine_aggregates([r.get(k, _ABSENT) if isinstance(r, dict) else
+                                       (r if r is _ABSENT else None) for r in results], k)
+                for k in keys}
+    values = [v for v in present if v is not None]
+    counts = bool(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    results = [(0 if counts else None) if r is _ABSENT else r for r in results]
     numbers = [r for r in results if r is not None]
     if numbers and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                        for v in numbers):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
@@ -30,6 +31,19 @@ def _no_password(value: str) -> str:
         raise ValueError(PASSWORD_HINT)
     return value
 
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {str(value).lower()}")
+    return value
+
+
+Tolerance = Annotated[float | None, BeforeValidator(_not_a_boolean)]
+"""A numeric tolerance: a number, never a boolean (pydantic reads ``true`` as 1.0, which
+made ``rel_tol: true`` a tolerance of 100 %)."""
+
+RunTolerance = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A task option's tolerance (``--option abs_tol=...``): the same rule, no null."""
 
 DataSource = Annotated[str, AfterValidator(_no_password)]
 """Where queries run (files, an endpoint, a database URL): it is written to the run log and
@@ -136,8 +150,8 @@ class ReferenceAnswer(BaseModel):
 
     answer: str = Field(description="The reference answer.")
     aliases: list[str] = Field(default_factory=list, description="Other accepted answers.")
-    abs_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    rel_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    abs_tol: Tolerance = Field(default=None, ge=0, allow_inf_nan=False)
+    rel_tol: Tolerance = Field(default=None, ge=0, allow_inf_nan=False)
     unit: str | None = Field(default=None, description="Unit of the reference's numbers "
                              "(pint syntax, e.g. 'km', 'USD' is not a unit).")
 
@@ -150,6 +164,33 @@ class ReferenceAnswer(BaseModel):
         if isinstance(v, list):
             return [x.isoformat() if isinstance(x, (dt.date, dt.datetime)) else x for x in v]
         return v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, v: str | None) -> str | None:
+        """A unit pint does not read stops the suite where it is written (file, line)."""
+        if v is not None:
+            from queryeval.metrics.freeform.units import parse_unit
+
+            if parse_unit(v) is None:
+                raise ValueError(f"{v!r} is not a unit pint knows (pint syntax: km, kg, degC)")
+        return v
+
+    @model_validator(mode="after")
+    def _tolerance_needs_a_number(self) -> ReferenceAnswer:
+        """A tolerance applies only to an answer that is one number (with an optional unit
+        or ``%``): on any other answer it would be silently ignored."""
+        if self.abs_tol is None and self.rel_tol is None:
+            return self
+        from queryeval.metrics.freeform.ladder import reference_number
+
+        if reference_number(self.answer, self.unit) is None:
+            given = "abs_tol" if self.abs_tol is not None else "rel_tol"
+            raise ValueError(
+                f"{given} applies to a numeric answer, but answer {self.answer!r} is not one "
+                "number with an optional unit pint knows or % (docs/freeform.md): give the "
+                "number as the answer (its unit in `unit`), or drop the tolerance")
+        return self
 
 
 class GoldTable(BaseModel):
@@ -188,8 +229,8 @@ class QueryTarget(BaseModel):
     ordered: bool | None = Field(
         default=None, description="Whether row order counts; default: the gold query has a "
         "top-level ORDER BY.")
-    abs_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="Numeric tolerance, absolute.")
-    rel_tol: float | None = Field(default=None, ge=0, lt=1, allow_inf_nan=False,
+    abs_tol: Tolerance = Field(default=None, ge=0, allow_inf_nan=False, description="Numeric tolerance, absolute.")
+    rel_tol: Tolerance = Field(default=None, ge=0, lt=1, allow_inf_nan=False,
                                   description="Numeric tolerance, relative (below 1).")
     columns: list[str] | None = Field(
         default=None, min_length=1, description="Gold columns that must be matched; the "

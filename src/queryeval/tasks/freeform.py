@@ -204,7 +204,14 @@ class FreeformTask(Task):
         }
 
     def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
-        return [Workbook("freeform", {"columns": self.csv_columns, "rows": self.csv_rows})]
+        if "repeats" not in metrics:
+            return [Workbook("freeform", {"columns": self.csv_columns, "rows": self.csv_rows})]
+
+        def rows(record: dict) -> Iterable[dict]:  # which attempt, as the results CSV says
+            return ({**row, "repeat": record.get("repeat")} for row in self.csv_rows(record))
+
+        columns = [self.csv_columns[0], "repeat", *self.csv_columns[1:]]
+        return [Workbook("freeform", {"columns": columns, "rows": rows})]
 
     def summary(self, metrics: dict) -> list[Any]:
         overall = metrics["overall_metrics"]
@@ -215,8 +222,9 @@ class FreeformTask(Task):
                    ["cases", "passed", "pass_rate"]),
         ]
         if overall.get("inconclusive") and overall.get("judge_when") in ("none", "never"):
-            out.append(Note(f"{overall['inconclusive']} cases inconclusive: no rule decided "
-                            "them and no judge was asked; they count as not passed", "warning"))
+            n = overall["inconclusive"]  # a mean per attempt with --repeats
+            out.append(Note(f"{n:g} case(s) inconclusive: no rule decided them and no judge "
+                            "was asked; they count as not passed", "warning"))
         return out + judging.note_for(self.options.judge, overall)
 
 

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from queryeval.errors import ConfigError
 from queryeval.metrics.touched import SCORE_KEYS
-from queryeval.suite.models import Case, DataSource
+from queryeval.suite.models import Case, DataSource, RunTolerance
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import judging, query_judge
 from queryeval.tasks.accum import Tally, Values
@@ -99,9 +99,9 @@ class QueryOptions(TaskOptions):
     order: Literal["auto", "ignore"] = "auto"
     """auto: row order counts for exact match when the gold query has a top-level ORDER BY
     (a case's ``ordered: true|false`` wins); ignore: never (always so under buildingqa rules)."""
-    abs_tol: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    abs_tol: RunTolerance = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
-    rel_tol: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
+    rel_tol: RunTolerance = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
     judge: JudgeOptions | None = None
     """The LLM judge where execution cannot decide (tasks/query_judge.py, docs/judge.md)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class JudgeOptions(BaseModel):
@@ -36,6 +36,20 @@ class JudgeOptions(BaseModel):
     checks_dir: str | None = None
     """Where ``judge-check`` records its agreement figures, read back for a run's report
     (default: ``$QUERYEVAL_CACHE_DIR/judge-checks`` or ``.queryeval-cache/judge-checks``)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_password(cls, value: str) -> str:
+        """The endpoint is written to the run log, the reports and the recorded checks: a
+        password in it is refused (the key goes in an environment variable)."""
+        from queryeval.io.urls import has_password
+
+        if has_password(value):
+            raise ValueError("a password in the judge's URL would be written to the run log, "
+                             "the reports and the recorded checks; leave it out and put the "
+                             "key in an environment variable named by --judge-api-key-env "
+                             "(api_key_env)")
+        return value
 
 
 @dataclass(frozen=True)
