@@ -7,7 +7,14 @@
 static int valid_utf8(const unsigned char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
-        /* ASCII fast path, 8 bytes at a time */
+        /* ASCII fast path, 32 then 8 bytes at a time */
+        while (i + 32 <= n) {
+            uint64_t w[4];
+            memcpy(w, s + i, 32);
+            if ((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080ULL)
+                break;
+            i += 32;
+        }
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);
@@ -105,6 +112,30 @@ size_t count_lines(const char *p, size_t n) {
     return lines;
 }
 
+#if defined(__SSE2__) && PY_LITTLE_ENDIAN && defined(__GNUC__)
+#define TR_LINE_MASKS 1
+#include <emmintrin.h>
+/* Bit k of *ws: p[k] separates fields (C whitespace: \t \n \v \f \r or space); of *nl:
+ * p[k] is \n; for k < 64 (four 16-byte compares: the whole of a typical line at once). */
+static inline void line_masks(const char *p, uint64_t *ws, uint64_t *nl) {
+    const __m128i tab = _mm_set1_epi8('\t'), four = _mm_set1_epi8(4);
+    const __m128i space = _mm_set1_epi8(' '), lf = _mm_set1_epi8('\n');
+    uint64_t w = 0, n = 0;
+    for (int k = 0; k < 4; k++) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        const __m128i t = _mm_sub_epi8(x, tab); /* \t..\r -> 0..4 */
+        const __m128i sep = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(t, four), t),
+                                         _mm_cmpeq_epi8(x, space));
+        w |= (uint64_t)(uint32_t)_mm_movemask_epi8(sep) << (16 * k);
+        n |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, lf)) << (16 * k);
+    }
+    *ws = w;
+    *nl = n;
+}
+#else
+#define TR_LINE_MASKS 0
+#endif
+
 /* A row's ids waiting for their look-ups (software pipelining: on a file of many distinct
  * ids the tables outgrow the caches, and each look-up would otherwise wait for memory). The
  * query id is looked up only when it differs from the previous row's (files are grouped by
@@ -149,6 +180,7 @@ void scan_chunk(Scan *st) {
     const int want = run ? 6 : 4;
     const char *last_q = NULL;
     size_t last_qn = 0;
+    uint64_t last_qprefix = 0;
     const char *checked = p; /* the bytes before are valid UTF-8 */
     while (p < e) {
         if (p >= checked && !check_block(&checked, e)) {
@@ -156,6 +188,34 @@ void scan_chunk(Scan *st) {
             return;
         }
         const char *line = p;
+        const char *fs[6];
+        size_t fl[6];
+        int nf = 0;
+#if TR_LINE_MASKS
+        /* A line of under 64 bytes with 64 readable bytes from its start: split at once */
+        if (e - p >= 64) {
+            uint64_t ws, nl;
+            line_masks(p, &ws, &nl);
+            if (nl != 0) {
+                const uint64_t in_line = (nl & (0 - nl)) - 1; /* the bytes before the \n */
+                uint64_t f = ~ws & in_line;               /* field bytes */
+                uint64_t starts = f & ~(f << 1), ends = f & ~(f >> 1);
+                if (f != 0 && p[__builtin_ctzll(f)] != '#' && *p != '#') {
+                    while (starts != 0 && nf < 6) {
+                        const int a = __builtin_ctzll(starts), b = __builtin_ctzll(ends);
+                        fs[nf] = p + a;
+                        fl[nf] = (size_t)(b + 1 - a);
+                        nf++;
+                        starts &= starts - 1;
+                        ends &= ends - 1;
+                    }
+                    nf += starts != 0; /* more than 6 fields: the count is only compared */
+                    p += __builtin_ctzll(nl) + 1;
+                    goto fields_done;
+                }
+            }
+        }
+#endif
         while (p < e && cls[(unsigned char)*p] == 1)
             p++;
         if (p == e)
@@ -173,9 +233,6 @@ void scan_chunk(Scan *st) {
             p = nl ? nl + 1 : e;
             continue;
         }
-        const char *fs[6];
-        size_t fl[6];
-        int nf = 0;
         for (;;) {
             const char *f = p;
             p = field_end(p, e);
@@ -193,6 +250,9 @@ void scan_chunk(Scan *st) {
                 break;
             }
         }
+#if TR_LINE_MASKS
+    fields_done:
+#endif
         if (nf < want || (nf > want && (strict || !run))) {
             st->status = 1;
             return;
@@ -224,13 +284,15 @@ void scan_chunk(Scan *st) {
         Pending *pd = &pend[row & (PIPE - 1)];
         if (row - first >= PIPE && resolve(st, pd) < 0)
             return;
-        pd->qsame = last_q && last_qn == fl[0] && memcmp(last_q, fs[0], fl[0]) == 0;
+        pd->qsame = last_q && last_qn == fl[0] &&
+                    (fl[0] <= 8 ? load_prefix(fs[0], fl[0], e) == last_qprefix
+                                : memcmp(last_q, fs[0], fl[0]) == 0);
         if (!pd->qsame) {
             last_q = fs[0];
             last_qn = fl[0];
+            last_qprefix = pd->qprefix = load_prefix(fs[0], fl[0], e);
             pd->qs = fs[0];
             pd->qn = fl[0];
-            pd->qprefix = load_prefix(fs[0], fl[0], e);
             pd->qh = hash_name(fs[0], fl[0], pd->qprefix);
             PREFETCH(&st->qd.slots[pd->qh & st->qd.mask]);
         }
