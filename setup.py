@@ -18,6 +18,7 @@ setup(
             [
                 "src/queryeval/_trecread.c",
                 "src/queryeval/_trecread_read.c",
+                "src/queryeval/_trecread_file.c",
                 "src/queryeval/_trecread_scan.c",
                 "src/queryeval/_trecread_num.c",
                 "src/queryeval/_trecread_dict.c",

@@ -123,3 +123,20 @@ def test_every_line_length_at_the_window_edge(tmp_path, threads, width) -> None:
     got = trec._parse_native(path, "run", threads=threads)
     assert got is not None
     _same(got, want)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5, 8])
+def test_lines_longer_than_a_threads_region(tmp_path, threads) -> None:
+    """The file read by each thread its own region, the newlines counted per region: parts
+    whose boundaries fall several regions on (one line longer than a region), blank lines,
+    CRLF, and a last line without its newline."""
+    lines = [b"q1 Q0 d%d 1 0.%d t" % (i, i) for i in range(5)]
+    lines.append(b"q1 Q0 " + b"L" * 900 + b" 9 0.25 t\r")
+    lines += [b"", b"  \t", b"q2 Q0 d1 1 1e-3 t\r"] * 3
+    lines.append(b"q3 Q0 " + "é".encode() * 400 + b" 1 -2 t")
+    path = tmp_path / "run.txt"
+    path.write_bytes(b"\n".join(lines))
+    want = trec._parse_python(path, "run")
+    got = trec._parse_native(path, "run", threads=threads)
+    assert got is not None
+    _same(got, want)

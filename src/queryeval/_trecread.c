@@ -71,57 +71,57 @@ static PyObject *owned_new(void *data, Py_ssize_t size) {
     return (PyObject *)self;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    int nthreads, run, strict;
-    if (!PyArg_ParseTuple(args, "y*ipp", &view, &nthreads, &run, &strict))
-        return NULL;
-    if (nthreads < 1)
-        nthreads = 1;
-    if (nthreads > MAX_THREADS)
-        nthreads = MAX_THREADS;
+/* What a read leaves for its Python result. */
+typedef struct {
     Scan parts[MAX_THREADS];
-    int nparts = 0;
-    int32_t *qc = NULL, *dc = NULL, *qo = NULL, *dof = NULL;
-    char *val = NULL, *qdata = NULL, *ddata = NULL;
-    size_t rows = 0;
+    int nparts;
+    int32_t *qc, *dc, *qo, *dof;
+    char *val, *qdata, *ddata;
+    size_t rows;
     Dict gq, gd;
-    memset(&gq, 0, sizeof(gq));
-    memset(&gd, 0, sizeof(gd));
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = read_all((const char *)view.buf, (size_t)view.len, nthreads, run, strict, parts,
-                      &nparts, &qc, &dc, &val, &rows, &gq, &gd);
-    if (status == 0 && (dict_export(&gq, &qo, &qdata) < 0 || dict_export(&gd, &dof, &ddata) < 0))
+} Result;
+
+/* The read of buf[0:n] (see read_all), without the GIL: 0, 1 (refused) or 2 (no memory). */
+static int read_buffer(const char *buf, size_t n, int nthreads, int run, int strict,
+                       const size_t *region_lines, Result *r) {
+    int status = read_all(buf, n, nthreads, run, strict, region_lines, r->parts, &r->nparts,
+                          &r->qc, &r->dc, &r->val, &r->rows, &r->gq, &r->gd);
+    if (status == 0 &&
+        (dict_export(&r->gq, &r->qo, &r->qdata) < 0 || dict_export(&r->gd, &r->dof, &r->ddata) < 0))
         status = 1; /* over 2 GiB of names: leave the file to the other readers */
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    for (int k = 0; k < nparts; k++) {
-        dict_free(&parts[k].qd);
-        dict_free(&parts[k].dd);
+    return status;
+}
+
+/* The scan's Python result: the tuple of buffers (status 0), None (1) or MemoryError (2);
+ * frees what the read left. */
+static PyObject *result_object(int status, Result *r) {
+    for (int k = 0; k < r->nparts; k++) {
+        dict_free(&r->parts[k].qd);
+        dict_free(&r->parts[k].dd);
     }
-    size_t nq = gq.n, nd = gd.n, qbytes = gq.bytes, dbytes = gd.bytes;
-    dict_free(&gq);
-    dict_free(&gd);
+    size_t nq = r->gq.n, nd = r->gd.n, qbytes = r->gq.bytes, dbytes = r->gd.bytes;
+    size_t rows = r->rows;
+    dict_free(&r->gq);
+    dict_free(&r->gd);
     if (status != 0) {
-        PyMem_RawFree(qc);
-        PyMem_RawFree(dc);
-        PyMem_RawFree(val);
-        PyMem_RawFree(qo);
-        PyMem_RawFree(qdata);
-        PyMem_RawFree(dof);
-        PyMem_RawFree(ddata);
+        PyMem_RawFree(r->qc);
+        PyMem_RawFree(r->dc);
+        PyMem_RawFree(r->val);
+        PyMem_RawFree(r->qo);
+        PyMem_RawFree(r->qdata);
+        PyMem_RawFree(r->dof);
+        PyMem_RawFree(r->ddata);
         if (status == 2)
             return PyErr_NoMemory();
         Py_RETURN_NONE;
     }
-    PyObject *o_qc = owned_new(qc, (Py_ssize_t)(rows * 4));
-    PyObject *o_qo = owned_new(qo, (Py_ssize_t)((nq + 1) * 4));
-    PyObject *o_qd = owned_new(qdata, (Py_ssize_t)qbytes);
-    PyObject *o_dc = owned_new(dc, (Py_ssize_t)(rows * 4));
-    PyObject *o_do = owned_new(dof, (Py_ssize_t)((nd + 1) * 4));
-    PyObject *o_dd = owned_new(ddata, (Py_ssize_t)dbytes);
-    PyObject *o_v = owned_new(val, (Py_ssize_t)(rows * 8));
+    PyObject *o_qc = owned_new(r->qc, (Py_ssize_t)(rows * 4));
+    PyObject *o_qo = owned_new(r->qo, (Py_ssize_t)((nq + 1) * 4));
+    PyObject *o_qd = owned_new(r->qdata, (Py_ssize_t)qbytes);
+    PyObject *o_dc = owned_new(r->dc, (Py_ssize_t)(rows * 4));
+    PyObject *o_do = owned_new(r->dof, (Py_ssize_t)((nd + 1) * 4));
+    PyObject *o_dd = owned_new(r->ddata, (Py_ssize_t)dbytes);
+    PyObject *o_v = owned_new(r->val, (Py_ssize_t)(rows * 8));
     PyObject *out = NULL;
     if (o_qc && o_qo && o_qd && o_dc && o_do && o_dd && o_v)
         out = Py_BuildValue("(nOOOnOOOnO)", (Py_ssize_t)rows, o_qc, o_qo, o_qd, (Py_ssize_t)nq,
@@ -135,6 +135,69 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_XDECREF(o_v);
     return out;
 }
+
+static int clamp_threads(int nthreads) {
+    return nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int nthreads, run, strict;
+    if (!PyArg_ParseTuple(args, "y*ipp", &view, &nthreads, &run, &strict))
+        return NULL;
+    nthreads = clamp_threads(nthreads);
+    Result *r = PyMem_RawCalloc(1, sizeof(Result));
+    if (r == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = read_buffer((const char *)view.buf, (size_t)view.len, nthreads, run, strict, NULL, r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *out = result_object(status, r);
+    PyMem_RawFree(r);
+    return out;
+}
+
+#ifndef _WIN32
+/* scan_fd(fd, size, threads, run, strict): scan's result for the first size bytes of the open
+ * file fd, read here, each thread its own region; False when a read fails or the file ends
+ * before size (the caller then reads it its own way). */
+static PyObject *scan_fd(PyObject *self, PyObject *args) {
+    int fd, nthreads, run, strict;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "inipp", &fd, &size, &nthreads, &run, &strict))
+        return NULL;
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative size");
+        return NULL;
+    }
+    nthreads = clamp_threads(nthreads);
+    Result *r = PyMem_RawCalloc(1, sizeof(Result));
+    if (r == NULL)
+        return PyErr_NoMemory();
+    size_t region_lines[MAX_THREADS];
+    char *buf = NULL;
+    int got, status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    got = read_fd(fd, (size_t)size, nthreads, &buf, region_lines);
+    if (got == 0)
+        status = read_buffer(buf, (size_t)size, nthreads, run, strict, region_lines, r);
+    PyMem_RawFree(buf); /* the names were copied out */
+    Py_END_ALLOW_THREADS
+    if (got != 0) {
+        PyMem_RawFree(r);
+        if (got == 2)
+            return PyErr_NoMemory();
+        Py_RETURN_FALSE;
+    }
+    PyObject *out = result_object(status, r);
+    PyMem_RawFree(r);
+    return out;
+}
+#endif
 
 /* parse_score on one field, for tests: (value, whole, plain) or None for a nan prefix. */
 static PyObject *score(PyObject *self, PyObject *args) {
@@ -152,6 +215,10 @@ static PyObject *score(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, threads, run, strict) -> tuple of buffers, or None (use the exact reader)"},
+#ifndef _WIN32
+    {"scan_fd", scan_fd, METH_VARARGS,
+     "scan_fd(fd, size, threads, run, strict) -> as scan, or False (read it another way)"},
+#endif
     {"score", score, METH_VARARGS,
      "score(field: bytes) -> (value, whole, plain), or None for a nan prefix"},
     {NULL, NULL, 0, NULL},

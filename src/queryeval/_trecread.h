@@ -62,8 +62,20 @@ TR_HIDDEN void scan_chunk(Scan *st);
 TR_HIDDEN size_t count_lines(const char *p, size_t n);
 
 /* _trecread_read.c */
-TR_HIDDEN int read_all(const char *buf, size_t n, int nthreads, int run, int strict, Scan *parts,
-                       int *nparts, int32_t **qc, int32_t **dc, char **val, size_t *rows,
-                       Dict *gq, Dict *gd);
+/* Calls fn on n arguments stride bytes apart: args 1.. in threads (POSIX), arg 0 here. */
+TR_HIDDEN void run_parallel(void (*fn)(void *), void *args, size_t stride, int n);
+TR_HIDDEN size_t region_start(size_t n, int k, int nthreads);
+/* The whole read, without the GIL: 0, 1 (refused) or 2 (out of memory). region_lines: the \n
+ * bytes in each of the nthreads regions (see region_start), or NULL (counted here). */
+TR_HIDDEN int read_all(const char *buf, size_t n, int nthreads, int run, int strict,
+                       const size_t *region_lines, Scan *parts, int *nparts, int32_t **qc,
+                       int32_t **dc, char **val, size_t *rows, Dict *gq, Dict *gd);
+
+/* _trecread_file.c */
+/* Reads size bytes of fd from offset 0 into a new buffer (*buf, PyMem_RawMalloc'ed), the
+ * nthreads regions in parallel, counting each region's \n bytes into region_lines as it
+ * goes: 0, 1 (a read failed or ended early: the caller reads the file its own way) or 2 (out
+ * of memory). */
+TR_HIDDEN int read_fd(int fd, size_t size, int nthreads, char **buf, size_t *region_lines);
 
 #endif

@@ -17,13 +17,43 @@ static void run_job(Job *job) {
         st->cap = count_lines(st->buf, st->n) + (st->n && st->buf[st->n - 1] != '\n');
 }
 
+static void job_void(void *arg) { run_job((Job *)arg); }
+
 #ifndef _WIN32
 #include <pthread.h>
-static void *job_main(void *arg) {
-    run_job((Job *)arg);
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} Task;
+static void *task_main(void *arg) {
+    Task *t = (Task *)arg;
+    t->fn(t->arg);
     return NULL;
 }
 #endif
+
+void run_parallel(void (*fn)(void *), void *args, size_t stride, int n) {
+#ifndef _WIN32
+    pthread_t tids[MAX_THREADS];
+    Task tasks[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int k = 1; k < n; k++) {
+        tasks[k].fn = fn;
+        tasks[k].arg = (char *)args + k * stride;
+        started[k] = pthread_create(&tids[k], NULL, task_main, &tasks[k]) == 0;
+    }
+    fn(args);
+    for (int k = 1; k < n; k++) {
+        if (started[k])
+            pthread_join(tids[k], NULL);
+        else
+            fn((char *)args + k * stride); /* no thread to be had: run it here */
+    }
+#else
+    for (int k = 0; k < n; k++)
+        fn((char *)args + k * stride);
+#endif
+}
 
 /* Runs the phase over all parts: parts 1.. in threads (POSIX), part 0 here. */
 static void run_phase(Scan *parts, int n, int phase) {
@@ -32,35 +62,42 @@ static void run_phase(Scan *parts, int n, int phase) {
         jobs[k].st = &parts[k];
         jobs[k].phase = phase;
     }
-#ifndef _WIN32
-    pthread_t tids[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    for (int k = 1; k < n; k++)
-        started[k] = pthread_create(&tids[k], NULL, job_main, &jobs[k]) == 0;
-    run_job(&jobs[0]);
-    for (int k = 1; k < n; k++) {
-        if (started[k])
-            pthread_join(tids[k], NULL);
-        else
-            run_job(&jobs[k]); /* no thread to be had: run it here */
+    run_parallel(job_void, jobs, sizeof(Job), n);
+}
+
+/* Start of region k of k = 0..nthreads: the file's bytes split evenly (each thread reads
+ * its region; a part, scanned by one thread, runs from after the first \n at or after its
+ * region's start to after the first \n at or after the next region's). */
+size_t region_start(size_t n, int k, int nthreads) {
+    return k >= nthreads ? n : (size_t)((double)n * k / nthreads);
+}
+
+/* The \n bytes in buf[0:x], from the regions' counts and a count of the rest of x's region
+ * (short: x is a part boundary, a line past a region's start). */
+static size_t lines_before(const char *buf, size_t n, int nthreads, const size_t *region_lines,
+                           size_t x) {
+    size_t lines = 0;
+    int k = 0;
+    while (k < nthreads && region_start(n, k + 1, nthreads) <= x)
+        lines += region_lines[k++];
+    if (k < nthreads) {
+        const size_t s = region_start(n, k, nthreads);
+        lines += count_lines(buf + s, x - s);
     }
-#else
-    for (int k = 0; k < n; k++)
-        run_job(&jobs[k]);
-#endif
+    return lines;
 }
 
 /* The whole read, without the GIL. Returns 0, 1 (refused) or 2 (out of memory). */
-int read_all(const char *buf, size_t n, int nthreads, int run, int strict, Scan *parts,
-                    int *nparts, int32_t **qc, int32_t **dc, char **val, size_t *rows,
-                    Dict *gq, Dict *gd) {
+int read_all(const char *buf, size_t n, int nthreads, int run, int strict,
+             const size_t *region_lines, Scan *parts, int *nparts, int32_t **qc, int32_t **dc,
+             char **val, size_t *rows, Dict *gq, Dict *gd) {
     /* chunks end after a \n */
     int np = 0;
     size_t from = 0;
     for (int k = 1; k <= nthreads && (from < n || np == 0); k++) {
         size_t to = n;
         if (k < nthreads) {
-            size_t at = (size_t)((double)n * k / nthreads);
+            size_t at = region_start(n, k, nthreads);
             if (at < from)
                 at = from;
             const char *nl = at < n ? memchr(buf + at, '\n', n - at) : NULL;
@@ -85,6 +122,14 @@ int read_all(const char *buf, size_t n, int nthreads, int run, int strict, Scan 
     size_t total = 0;
     if (np == 1)
         parts[0].cap = parts[0].n / (run ? 12 : 8) + 1;
+    else if (region_lines != NULL) /* counted as the file was read */
+        for (int k = 0; k < np; k++) {
+            const Scan *st = &parts[k];
+            const size_t from = (size_t)(st->buf - buf), to = from + st->n;
+            parts[k].cap = lines_before(buf, n, nthreads, region_lines, to) -
+                           lines_before(buf, n, nthreads, region_lines, from) +
+                           (st->n && st->buf[st->n - 1] != '\n');
+        }
     else
         run_phase(parts, np, 0);
     for (int k = 0; k < np; k++)
