@@ -23,7 +23,11 @@ setup(
                 "src/queryeval/_trecread_num.c",
                 "src/queryeval/_trecread_dict.c",
             ],
-            depends=["src/queryeval/_trecread.h", "src/queryeval/_trecread_dict.h"],
+            depends=[
+                "src/queryeval/_trecread.h",
+                "src/queryeval/_trecread_dict.h",
+                "src/queryeval/_trecread_num.h",
+            ],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
             optional=True,
         ),

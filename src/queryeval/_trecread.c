@@ -28,6 +28,7 @@
  * double rounding could differ), strtod in the "C" locale for everything else.
  */
 #include "_trecread.h"
+#include "_trecread_num.h"
 
 /* ------------------------------------------------------------------ owned buffer object */
 
@@ -199,15 +200,16 @@ static PyObject *scan_fd(PyObject *self, PyObject *args) {
 }
 #endif
 
-/* parse_score on one field, for tests: (value, whole, plain) or None for a nan prefix. */
+/* A score field read as the scan reads it (score_fast, else parse_score), for tests: (value,
+ * whole, plain) or None for a nan prefix. */
 static PyObject *score(PyObject *self, PyObject *args) {
     const char *s;
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "y#", &s, &n))
         return NULL;
     double v;
-    int whole, plain;
-    if (parse_score(s, (size_t)n, &v, &whole, &plain) != NUM_OK)
+    int whole = 1, plain = 1;
+    if (!score_fast(s, (size_t)n, &v) && parse_score(s, (size_t)n, &v, &whole, &plain) != NUM_OK)
         Py_RETURN_NONE;
     return Py_BuildValue("(dOO)", v, whole ? Py_True : Py_False, plain ? Py_True : Py_False);
 }

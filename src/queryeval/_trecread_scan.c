@@ -1,6 +1,7 @@
 /* The tokeniser of the compiled TREC reader: one thread's chunk of whole lines into rows
  * (ids looked up through a prefetch pipeline, UTF-8 checked block by block). */
 #include "_trecread.h"
+#include "_trecread_num.h"
 
 /* ------------------------------------------------------------------ UTF-8 (Python's rules) */
 
@@ -181,6 +182,10 @@ void scan_chunk(Scan *st) {
     const char *last_q = NULL;
     size_t last_qn = 0;
     uint64_t last_qprefix = 0;
+#if TR_LINE_MASKS
+    const char *wb = NULL; /* the window: masks of wb[0:64] */
+    uint64_t wws = 0, wnl = 0;
+#endif
     const char *checked = p; /* the bytes before are valid UTF-8 */
     while (p < e) {
         if (p >= checked && !check_block(&checked, e)) {
@@ -192,10 +197,19 @@ void scan_chunk(Scan *st) {
         size_t fl[6];
         int nf = 0;
 #if TR_LINE_MASKS
-        /* A line of under 64 bytes with 64 readable bytes from its start: split at once */
-        if (e - p >= 64) {
-            uint64_t ws, nl;
-            line_masks(p, &ws, &nl);
+        /* A line that ends within the 64 bytes whose masks are at hand (the rest of the
+         * last window, or a new one from the line's start): split at once */
+        {
+            uint64_t ws = 0, nl = 0;
+            if (wb != NULL && (size_t)(p - wb) < 64 && (wnl >> (p - wb)) != 0) {
+                ws = wws >> (p - wb);
+                nl = wnl >> (p - wb);
+            } else if (e - p >= 64) {
+                line_masks(p, &wws, &wnl);
+                wb = p;
+                ws = wws;
+                nl = wnl;
+            }
             if (nl != 0) {
                 const uint64_t in_line = (nl & (0 - nl)) - 1; /* the bytes before the \n */
                 uint64_t f = ~ws & in_line;               /* field bytes */
@@ -265,8 +279,9 @@ void scan_chunk(Scan *st) {
         if (run) {
             double v;
             int whole, plain;
-            if (parse_score(fs[4], fl[4], &v, &whole, &plain) != NUM_OK ||
-                (strict && !(whole && plain))) {
+            if (!score_fast(fs[4], fl[4], &v) &&
+                (parse_score(fs[4], fl[4], &v, &whole, &plain) != NUM_OK ||
+                 (strict && !(whole && plain)))) {
                 st->status = 1;
                 return;
             }
