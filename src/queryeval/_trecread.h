@@ -27,8 +27,10 @@
 
 #if defined(__GNUC__)
 #define PREFETCH(a) __builtin_prefetch((a), 0, 3)
+#define PREFETCH_W(a) __builtin_prefetch((a), 1, 3)
 #else
 #define PREFETCH(a) ((void)0)
+#define PREFETCH_W(a) ((void)0)
 #endif
 
 /* Rows (and merged names) between a look-up's prefetch and the look-up itself. */

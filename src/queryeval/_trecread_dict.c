@@ -43,6 +43,10 @@ int dict_grow_table(Dict *d) {
         return -1;
     huge_pages(slots, (mask + 1) * sizeof(Slot));
     for (size_t c = 0; c < d->n; c++) {
+        /* the slot PIPE names ahead is fetched while this one is placed (a table past the
+         * caches: each placement would otherwise wait for memory) */
+        if (c + PIPE < d->n)
+            PREFETCH_W(&slots[d->e[c + PIPE].hash & mask]);
         const Entry *e = &d->e[c];
         size_t i = e->hash & mask;
         while (slots[i].code1)
