@@ -15,7 +15,19 @@ setup(
     ext_modules=[
         Extension(
             "queryeval._trecread",
-            ["src/queryeval/_trecread.c"],
+            [
+                "src/queryeval/_trecread.c",
+                "src/queryeval/_trecread_read.c",
+                "src/queryeval/_trecread_file.c",
+                "src/queryeval/_trecread_scan.c",
+                "src/queryeval/_trecread_num.c",
+                "src/queryeval/_trecread_dict.c",
+            ],
+            depends=[
+                "src/queryeval/_trecread.h",
+                "src/queryeval/_trecread_dict.h",
+                "src/queryeval/_trecread_num.h",
+            ],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
             optional=True,
         ),

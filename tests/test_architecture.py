@@ -12,7 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "queryeval"
 
 # lowest first: a part may import only parts listed before it (and itself)
 LAYERS = [
-    ["_version", "errors", "_trecread", "_dictflat"],
+    ["_version", "errors", "_trecread", "_dictflat",
+     # the compiled TREC reader's other sources (one extension, queryeval._trecread)
+     "_trecread_dict", "_trecread_file", "_trecread_num", "_trecread_read", "_trecread_scan"],
     ["io", "metrics"],
     ["suite", "export", "tokens"],
     ["systems"],

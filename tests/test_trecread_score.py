@@ -92,3 +92,41 @@ def test_every_exponent_of_the_fast_path_and_its_edges() -> None:
                   10**18, 2**63, 2**64 - 1 if 2**64 - 1 < 10**19 else 10**19 - 1):
             _same(f"{m}e{q}")
             _same(f"-{m}e{q}")
+
+
+def _plain(text: str) -> None:
+    """``text`` read as a field (``score``, the scan's own path) and inside a run file, bit for
+    bit float()'s value."""
+    _same(text)
+    data = f"q1 Q0 d1 1 {text} t\n".encode()
+    out = MOD.scan(data, 1, True, False)
+    assert out is not None, text
+    (value,) = struct.unpack("<d", bytes(out[-1]))
+    assert _bits(value) == _bits(float(text)), text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(x=st.floats(0, 10, exclude_max=True), digits=st.integers(1, 19),
+       nudge=st.sampled_from([-1, 0, 1]), sign=st.sampled_from(["", "-"]))
+def test_one_digit_point_fraction_near_halfway(x, digits, nudge, sign) -> None:
+    """The scan's fast form ``[-]d.f`` (one integer digit, 1-18 fraction digits; 19 go the
+    general way): the midpoint between a double below 10 and the next one, written with
+    ``digits`` fraction digits and moved by one unit in the last, and repr()'s own form."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        mid = (Decimal(x) + Decimal(math.nextafter(x, math.inf))) / 2
+        m = int(mid.scaleb(digits).to_integral_value()) + nudge
+    if not 0 <= m < 10 ** (digits + 1):
+        return
+    text = f"{m:0{digits + 1}d}"
+    _plain(f"{sign}{text[0]}.{text[1:]}")
+    r = repr(x)
+    if "e" not in r:
+        _plain(sign + r)
+
+
+def test_one_digit_point_fraction_edges() -> None:
+    for text in ["0.0", "-0.0", "0.000000000000000001", "9.999999999999999999",
+                 "9.99999999999999999999", "1.5", "5.000000000000000000", "0.1", "0.30000000000000004",
+                 "8.999999999999999112", "2.0000000000000002220446049250313"]:
+        _plain(text)

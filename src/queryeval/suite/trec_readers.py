@@ -213,6 +213,31 @@ def _read_whole(path: Path):
     return buf[:got]
 
 
+def _threads_for(size: int, threads: int | None) -> int:
+    if threads is None:
+        threads = min(reader_threads(), max(1, size // _NATIVE_MIN_CHUNK))
+    return max(1, threads)
+
+
+def _scan_file(mod, path: Path, kind: str, strict: bool, threads: int | None):
+    """``scan``'s result for the file: read by the extension's threads, each its own region
+    of the file (``scan_fd``: the read in parallel, and the newlines that size the outputs
+    counted as each piece arrives); a file that ends before the fstat's size or grew past it
+    is read again by ``_read_whole`` (its bytes to the end), as on targets without
+    ``scan_fd``."""
+    if hasattr(mod, "scan_fd"):
+        from queryeval.io.files import open_input
+
+        with open_input(path, "trec", buffering=0) as fh:
+            fd = fh.fileno()
+            size = os.fstat(fd).st_size
+            out = mod.scan_fd(fd, size, _threads_for(size, threads), kind == "run", strict)
+            if out is not False and not os.pread(fd, 1, size):
+                return out
+    data = _read_whole(path)
+    return mod.scan(data, _threads_for(len(data), threads), kind == "run", strict)
+
+
 def _parse_native(path: Path, kind: str, strict: bool = False,
                   threads: int | None = None) -> Columns | None:
     """The compiled reader (every trec_eval rule); None when it is not available or the file
@@ -222,10 +247,7 @@ def _parse_native(path: Path, kind: str, strict: bool = False,
         return None
     import pyarrow as pa
 
-    data = _read_whole(path)
-    if threads is None:
-        threads = min(reader_threads(), max(1, len(data) // _NATIVE_MIN_CHUNK))
-    out = mod.scan(data, max(1, threads), kind == "run", strict)
+    out = _scan_file(mod, path, kind, strict, threads)
     if out is None:
         return None
     rows, q_codes, q_offsets, q_data, n_q, d_codes, d_offsets, d_data, n_d, values = out
