@@ -10,7 +10,7 @@ at once, each in an in-memory store of its own. These tests hold that:
   another graph held by the same worker: what it sees is exactly its own graph as the
   default graph (no named graph, no union), its update attempts fail, and the other graph
   answers the same before and after;
-* a worker killed at a deadline, or killed outright (a crash, the memory cap), is replaced
+* a worker killed at a deadline, at the memory cap or outright (a crash) is replaced
   on the next query, the graphs still named are loaded into the new one, and a build
   whose worker dies part-way goes on to N neighbours.
 """
@@ -151,6 +151,26 @@ def test_a_crashed_worker_is_replaced(runner):
     assert triples(ask(runner, "b", ALL)) == nt(B)
     assert triples(ask(runner, "a", ALL)) == nt(A)
     assert runner.worker.starts == 2
+
+
+def test_a_gold_over_the_memory_cap_ends_and_the_worker_is_replaced():
+    """A 1 MiB literal concatenated once per row of a 300 x 300 cross product (90 GB) under
+    a 256 MiB cap: the worker dies at the cap (RLIMIT_DATA), long before the deadline, and
+    a fresh one answers on both graphs."""
+    big = ('<urn:c:big> <urn:big> "' + "x" * (1 << 20) + '" .\n'
+           + "".join(f"<urn:c:s{i}> <urn:p> <urn:c:o{i}> .\n" for i in range(300))).encode()
+    balloon = ("SELECT (GROUP_CONCAT(?big) AS ?all) WHERE { ?s <urn:big> ?big . "
+               "?a <urn:p> ?x . ?d <urn:p> ?y }")
+    with SparqlRunner(memory_limit_bytes=256 * 1024**2) as runner:
+        runner.add("b", B)
+        runner.add("big", big)
+        assert triples(ask(runner, "b", ALL)) == nt(B)
+        with pytest.raises(QueryFailed) as err:
+            ask(runner, "big", balloon, timeout_s=120.0)
+        assert not isinstance(err.value, QueryTimeout)
+        assert triples(ask(runner, "b", ALL)) == nt(B)
+        assert len(ask(runner, "big", ALL)["rows"]) == 301
+        assert runner.worker.starts == 2  # oxigraph aborts at a failed allocation
 
 
 class Crashing(SparqlRunner):
