@@ -8,6 +8,8 @@ collected (a :func:`weakref.finalize`, so a forgotten holder leaves no process b
 (re)starts it with a settings frame: a worker whose settings differ from the ones asked
 for -- a test switched the query checks, a runner was allowed other folders -- is killed
 and started again, as is one that died (a deadline kill, the memory cap, a crash).
+:class:`WorkerBacked` is the face it shares with the engines that borrow a runner's worker
+for one neighbour (``worker``, ``sandbox``, closing).
 """
 
 from __future__ import annotations
@@ -17,7 +19,31 @@ from collections.abc import Callable
 from typing import Any
 
 
-class WorkerHandle:
+class WorkerBacked:
+    """What every object whose queries run in a worker shows: the worker (``worker``), its
+    sandbox report (``sandbox``), and closing as a context manager. :class:`WorkerHandle`
+    owns its worker; a neighbour's lent engine (:mod:`.neighbours.runner`) borrows one."""
+
+    @property
+    def worker(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def sandbox(self) -> dict[str, str] | None:
+        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
+        return self.worker.sandbox
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class WorkerHandle(WorkerBacked):
     """Holds one worker process; use as a context manager."""
 
     def _hold(self, worker: Any, cleanup: Callable[..., None] | None = None,
@@ -32,17 +58,6 @@ class WorkerHandle:
     def worker(self) -> Any:
         """The worker handle (exposed for tests and diagnostics)."""
         return self._worker
-
-    @property
-    def sandbox(self) -> dict[str, str] | None:
-        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
-        return self._worker.sandbox
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the worker. Idempotent."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from queryeval.systems.engines.worker_handle import WorkerHandle
+from queryeval.systems.engines.worker_handle import WorkerBacked, WorkerHandle
 
 MULTI_FILE = "*"
 """The worker's PATH argument meaning "the file is named on each request"."""
@@ -82,7 +82,7 @@ class NeighbourRunner(WorkerHandle):
         return payload["columns"], payload["rows"], payload["truncated"]
 
 
-class _LentEngine:
+class _LentEngine(WorkerBacked):
     """One neighbour through a (shared) runner, as the query task's ``_execute`` uses an
     engine: ``execute`` returns a :class:`..base.QueryResult`; closing it leaves the
     runner's worker running for the next neighbour."""
@@ -90,17 +90,11 @@ class _LentEngine:
     runner: Any
 
     @property
-    def sandbox(self) -> dict[str, str] | None:
-        return self.runner.sandbox
+    def worker(self) -> Any:
+        return self.runner.worker
 
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def release(self) -> None:
-        """What closing gives back to the runner (nothing by default)."""
+    def close(self) -> None:
+        """Give back what this neighbour holds in the runner (nothing by default)."""
 
     def _run(self, query: str, timeout_s: float, max_rows: int) -> dict[str, Any]:
         raise NotImplementedError
@@ -214,7 +208,7 @@ class GraphEngine(_LentEngine):
         self.key = str(self.path)
         runner.add(self.key, self.path.read_bytes(), "TURTLE")
 
-    def release(self) -> None:
+    def close(self) -> None:
         self.runner.discard(self.key)
 
     def _run(self, query: str, timeout_s: float, max_rows: int) -> dict[str, Any]:
