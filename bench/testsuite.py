@@ -2,6 +2,7 @@
 
     python bench/testsuite.py                 # N = 20 on the shipped examples and a 10-table schema
     python bench/testsuite.py --n 10 --cases 6
+    python bench/testsuite.py --suites sparql  # examples/sparql only
 
 For each suite it runs the query task three times on the same recorded predictions, in one
 fresh cache folder:
@@ -13,9 +14,10 @@ fresh cache folder:
   the suite pays).
 
 and prints, per case: the verdict executions (gold and prediction on each neighbour, in the
-sandboxed workers), the generation executions (gold and mutants on each candidate, in one
-sandboxed worker per build), seconds (cold, warm, plain) and the ratios: warm / plain seconds, and executions
-per case against the ~39 gold executions per case of Spider's test suite
+sandboxed workers), the generation executions (gold and mutants on each candidate, in
+sandboxed workers: one per build for SQL, the run's pooled multi-store workers for SPARQL),
+seconds (cold, warm, plain) and the ratios: warm / plain seconds, and executions per case
+against the ~39 gold executions per case of Spider's test suite
 (test-suite-sql-eval: 40,167 gold executions over 3,194 databases for 1,034 cases).
 """
 
@@ -34,6 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_EXECUTIONS_PER_CASE = 40_167 / 1_034
+SUITES = ("sql", "testsuite", "sparql", "ten")
+"""``--suites`` names: examples/sql, examples/testsuite, examples/sparql, the 10-table schema."""
 
 
 def ten_table_schema(folder: Path, cases: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -123,13 +127,18 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--cases", type=int, default=8, help="cases of the 10-table schema")
+    ap.add_argument("--suites", default=",".join(SUITES),
+                    help=f"comma-separated, of {', '.join(SUITES)} (default: all)")
     args = ap.parse_args(argv)
+    chosen = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if not chosen or set(chosen) - set(SUITES):
+        ap.error(f"--suites: choose among {', '.join(SUITES)}")
     work = Path(tempfile.mkdtemp(prefix="queryeval-bench-testsuite-"))
     os.environ["QUERYEVAL_CACHE_DIR"] = str(work / "cache")
     sys.path.insert(0, str(ROOT / "examples" / "sql"))
     try:
         rows = []
-        for name in ("sql", "testsuite"):
+        for name in [x for x in ("sql", "testsuite") if x in chosen]:
             folder = work / name
             shutil.copytree(ROOT / "examples" / name, folder)
             script = folder / "build_db.py"
@@ -138,14 +147,16 @@ def main(argv: list[str] | None = None) -> None:
             ns["build"](folder / ("shop.sqlite" if name == "sql" else "emp.sqlite"))
             rows.append(measure(f"examples/{name}", folder / "suite.yaml",
                                 folder / "predictions.jsonl", args.n, work / "runs"))
-        folder = work / "sparql"
-        shutil.copytree(ROOT / "examples" / "sparql", folder)
-        rows.append(measure("examples/sparql", folder / "suite.yaml",
-                            folder / "predictions.jsonl", args.n, work / "runs"))
-        ten = work / "ten"
-        ten.mkdir()
-        cases, preds = ten_table_schema(ten, args.cases)
-        rows.append(measure("10-table schema", cases, preds, args.n, work / "runs"))
+        if "sparql" in chosen:
+            folder = work / "sparql"
+            shutil.copytree(ROOT / "examples" / "sparql", folder)
+            rows.append(measure("examples/sparql", folder / "suite.yaml",
+                                folder / "predictions.jsonl", args.n, work / "runs"))
+        if "ten" in chosen:
+            ten = work / "ten"
+            ten.mkdir()
+            cases, preds = ten_table_schema(ten, args.cases)
+            rows.append(measure("10-table schema", cases, preds, args.n, work / "runs"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"--test-suite {args.n}, per case (verdict executions: gold and prediction per "

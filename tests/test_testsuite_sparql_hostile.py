@@ -82,15 +82,21 @@ def test_the_worker_keeps_what_the_gold_tells_apart(graph, tmp_path):
     assert all(x != y for i, x in enumerate(changed) for y in changed[i + 1:])
 
 
-def test_examples_sparql_scores_test_suite_without_running_a_gold_in_this_process(
-        tmp_path, monkeypatch, no_inprocess_sparql):
+def run_example(tmp_path: Path, monkeypatch) -> list[dict]:
+    """The records of ``queryeval run examples/sparql --test-suite 3`` (the cache under
+    ``tmp_path / "cache"``)."""
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
     ex = Path(shutil.copytree(EXAMPLES, tmp_path / "ex"))
     out = tmp_path / "runs"
     assert main(["run", str(ex / "suite.yaml"), "--responses", str(ex / "predictions.jsonl"),
                  "--out", str(out), "-q", "--no-report", "--test-suite", "3"]) == 0
-    recs = [json.loads(line) for f in out.rglob("results_*.jsonl")
+    return [json.loads(line) for f in out.rglob("results_*.jsonl")
             for line in f.read_text(encoding="utf-8").splitlines()]
+
+
+def test_examples_sparql_scores_test_suite_without_running_a_gold_in_this_process(
+        tmp_path, monkeypatch, no_inprocess_sparql):
+    recs = run_example(tmp_path, monkeypatch)
     assert len(recs) == 8
     verdicts = [r["scores"]["test_suite_match"] for r in recs]
     assert all(v in (0.0, 1.0) for v in verdicts), [r.get("test_suite") for r in recs]

@@ -10,8 +10,8 @@ Per case, :func:`verdict` gives ``test_suite_match``:
   prediction timed out on the original, or it matched only a gold given as a table (which
   no neighbour can recompute).
 
-Golds and prediction run on each neighbour in sandboxed workers (SQL: the run's pool of
-multi-file workers, :meth:`TestSuite.runners`; SPARQL: a store worker per neighbour), under
+Golds and prediction run on each neighbour in sandboxed workers (the run's pool of
+multi-file SQL workers or multi-store SPARQL workers, :meth:`TestSuite.runners`), under
 the task's ``timeout_s`` and ``max_rows``, smallest neighbour first (so
 the first refuting neighbour is the smallest); the comparison is the case's own (order,
 tolerances, required columns: :func:`queryeval.metrics.tables.best_of_golds` with the
@@ -49,23 +49,39 @@ class TestSuite:
         self._runners: dict[tuple[str, int | None], Any] = {}
 
     def runners(self, dialect: str, memory_limit_bytes: int | None) -> Any:
-        """A queue of :data:`WORKERS` sandboxed multi-file workers for this dialect and cap,
-        reused by every case of the run (one worker start per thread, not per neighbour)."""
+        """A queue of :data:`WORKERS` sandboxed workers for this dialect and cap, reused by
+        every case of the run (one worker start per thread, not per neighbour): SQL,
+        multi-file workers; SPARQL (``"sparql"``), multi-store workers, which also build
+        the neighbour graphs."""
         import queue
 
         from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
-        from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+        from queryeval.systems.engines.neighbours.runner import NeighbourRunner, SparqlRunner
 
         key = (dialect, memory_limit_bytes)
         with self._lock:
             if key not in self._runners:
                 pool: queue.Queue = queue.Queue()
                 for _ in range(WORKERS):
-                    runner = NeighbourRunner(dialect, [], memory_limit_bytes=memory_limit_bytes)
-                    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
+                    if dialect == "sparql":
+                        runner: Any = SparqlRunner(memory_limit_bytes=memory_limit_bytes)
+                    else:
+                        runner = NeighbourRunner(dialect, [],
+                                                 memory_limit_bytes=memory_limit_bytes)
+                        runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
                     pool.put(runner)
                 self._runners[key] = pool
             return self._runners[key]
+
+    @contextmanager
+    def runner(self, dialect: str, memory_limit_bytes: int | None) -> Iterator[Any]:
+        """One worker of :meth:`runners`, lent for the block."""
+        pool = self.runners(dialect, memory_limit_bytes)
+        runner = pool.get()
+        try:
+            yield runner
+        finally:
+            pool.put(runner)
 
     def neighbours(self, task: Any, source: str, gold: str, language: str):
         from queryeval.systems.engines import neighbours as nb
@@ -82,11 +98,13 @@ class TestSuite:
                     if not hasattr(engine, "info"):
                         raise ConfigError("--test-suite needs the graph's files (--graph): "
                                           "an endpoint's graph cannot be copied")
-                    built = nb.sparql_neighbours(  # the gold: in sandboxed SPARQL workers
-                        _paths(source), gold, self.n, seed=self.seed,
-                        prefixes=getattr(engine, "prefixes", None),
-                        timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
-                        memory_limit_bytes=getattr(engine, "memory_limit_bytes", None))
+                    memory = getattr(engine, "memory_limit_bytes", None)
+                    with self.runner("sparql", memory) as runner:  # the gold: sandboxed
+                        built = nb.sparql_neighbours(
+                            _paths(source), gold, self.n, seed=self.seed,
+                            prefixes=getattr(engine, "prefixes", None),
+                            timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                            memory_limit_bytes=memory, runner=runner)
                 else:
                     dialect = getattr(task.engine(source), "dialect", "")
                     if dialect not in ("sqlite", "duckdb"):
@@ -111,22 +129,25 @@ def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
     """An engine on one neighbour: SPARQL, its own store's worker; SQL, one of the run's
     multi-file sandboxed workers (the test-suite cache folder allowed), lent for this
     neighbour."""
-    from queryeval.systems import engines as eng
-    from queryeval.systems.engines.neighbours.runner import FileEngine
+    from queryeval.systems.engines.neighbours.runner import FileEngine, GraphEngine
+    from queryeval.systems.engines.sparql_store import CORE_PREFIXES, read_prefixes
 
+    memory = getattr(original, "memory_limit_bytes", None)
     if language == "sparql":
-        with eng.LocalSparqlEngine([path], store_dir=path.with_suffix(".store"),
-                                   prefixes=getattr(original, "prefixes", None)) as engine:
+        # the prefixes a store engine on this file would have: the core set, the file's
+        # own, the original engine's (which hold the user's)
+        import pyoxigraph as ox
+
+        prefixes = {**CORE_PREFIXES, **read_prefixes(path, ox.RdfFormat.TURTLE),
+                    **dict(getattr(original, "prefixes", None) or {})}
+        with task.test_suite.runner("sparql", memory) as runner, \
+                GraphEngine(runner, path, prefixes) as engine:
             yield engine
         return
     dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
-    pool = task.test_suite.runners(dialect, getattr(original, "memory_limit_bytes", None))
-    runner = pool.get()
-    try:
+    with task.test_suite.runner(dialect, memory) as runner:
         runner.allow([path.parent.parent])  # the test-suite cache: every set of the run
         yield FileEngine(runner, path)
-    finally:
-        pool.put(runner)
 
 
 def _exact(task: Any, record: dict, pred: dict, gold: dict, query: str | None) -> tuple[bool, Any]:

@@ -18,7 +18,6 @@ import shutil
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,9 +37,10 @@ from queryeval.systems.engines.base import (
 from queryeval.systems.engines.sparql_safety import check_length
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES, StoreInfo, prepare_store
 from queryeval.systems.engines.sparql_worker import SparqlWorker
+from queryeval.systems.engines.worker_handle import WorkerHandle
 
 
-class LocalSparqlEngine:
+class LocalSparqlEngine(WorkerHandle):
     """An embedded, read-only SPARQL engine over RDF files. Use as a context manager.
 
     ``sources``: one path or a list of paths. ``store_dir``: where the pyoxigraph store
@@ -79,36 +79,20 @@ class LocalSparqlEngine:
         self.base_iri = base_iri
         self.union_default_graph = union_default_graph
         self.max_result_bytes = max_result_bytes
-        self._worker = SparqlWorker(str(self.info.path), memory_limit_bytes)
+        self.memory_limit_bytes = memory_limit_bytes
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _cleanup, self._worker, self._tmpdir)
+        worker = SparqlWorker(str(self.info.path), memory_limit_bytes)
+        self._hold(worker, _cleanup, worker, self._tmpdir)
 
     @property
     def store_path(self) -> Path:
         return self.info.path
 
-    @property
-    def worker(self) -> SparqlWorker:
-        """The worker handle (exposed for tests and diagnostics)."""
-        return self._worker
-
-    @property
-    def sandbox(self) -> dict[str, str] | None:
-        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
-        return self._worker.sandbox
-
-    def __enter__(self) -> LocalSparqlEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def start(self) -> None:
         """Start the worker now rather than on the first query."""
         with self._lock:
-            if not self._worker.alive():
-                self._worker.start()
+            self._ensure_started(None)
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
@@ -128,8 +112,7 @@ class LocalSparqlEngine:
             "max_result_bytes": self.max_result_bytes,
         }
         with self._lock:
-            if not self._worker.alive():
-                self._worker.start()
+            self._ensure_started(None)
             start = time.perf_counter()
             status, payload = self._worker.request(request, timeout_s)
             elapsed = (time.perf_counter() - start) * 1000.0
@@ -144,7 +127,7 @@ class LocalSparqlEngine:
         """Stop the worker and delete a temporary store. Idempotent."""
         with self._lock:
             self._closed = True
-            self._finalizer()
+            super().close()
 
     def _remove_tmpdir(self) -> None:
         if self._tmpdir is not None:

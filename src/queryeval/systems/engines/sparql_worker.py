@@ -12,10 +12,11 @@ in its own temporary folder, RLIMIT_DATA), and every query is first decided by o
 (:func:`analyse`, :mod:`.sparql_safety`) inside it, under the query's deadline.
 
 Process and protocol: the worker is ``python -m queryeval.systems.engines.sparql_worker
-STORE_DIR`` started with :mod:`subprocess`, not :mod:`multiprocessing`: multiprocessing's
-spawn and forkserver start methods re-import the caller's ``__main__`` module, which breaks
-every user script without an ``if __name__ == "__main__"`` guard (measured), and fork is
-unsafe in a process that has threads. Messages are length-prefixed pickles over the
+STORE_DIR`` (``*``: in-memory stores loaded on request, :func:`serve_stores`) started
+with :mod:`subprocess`, not :mod:`multiprocessing`: multiprocessing's spawn and forkserver
+start methods re-import the caller's ``__main__`` module, which breaks every user script
+without an ``if __name__ == "__main__"`` guard (measured), and fork is unsafe in a process
+that has threads. Messages are length-prefixed pickles over the
 worker's stdin and stdout (the worker moves ``sys.stdout`` to stderr first, so a stray
 print cannot corrupt the channel). The parent may send one settings frame first
 (:class:`WorkerProcess` ``init``); the worker sends ``("ready", {"sandbox": report, ...})``
@@ -59,6 +60,8 @@ RDF_DIR_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString"
 START_TIMEOUT_S = 120.0
 MEMORY_STORE = ":memory:"
 """Store path meaning "no data, only check queries" (the remote engine's checker)."""
+MULTI_STORE = "*"
+"""Store path meaning "in-memory stores loaded and dropped on request" (:func:`serve_stores`)."""
 CHECK_BASE_IRI = "http://queryeval.invalid/"
 """Base IRI for checking queries that use relative IRIs (the check never resolves them)."""
 
@@ -287,7 +290,9 @@ def worker_main(store_path: str, memory_limit: int = 0) -> int:
         import pyoxigraph as ox
 
         checker = ox.Store()  # empty, in memory: where unverifiable text is tried
-        store = None if store_path == MEMORY_STORE else ox.Store.read_only(store_path)
+        stores: dict[str, Any] | None = {} if store_path == MULTI_STORE else None
+        store = None if store_path in (MEMORY_STORE, MULTI_STORE) \
+            else ox.Store.read_only(store_path)
         write_frame(channel_out, ("ready", {"quads": 0 if store is None else len(store),
                                             "sandbox": report}))
     except Exception as exc:
@@ -297,7 +302,33 @@ def worker_main(store_path: str, memory_limit: int = 0) -> int:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
             return 0
-        write_frame(channel_out, run_query(store, request, checker))
+        write_frame(channel_out, run_query(store, request, checker) if stores is None
+                    else serve_stores(stores, request, checker))
+
+
+def serve_stores(stores: dict[str, Any], request: dict[str, Any], checker: Any) -> tuple[str, Any]:
+    """One request to a :data:`MULTI_STORE` worker: ``{"op": "load", "store": ID, "data":
+    bytes, "format": NAME}`` parses the data into a new in-memory store (its default graph
+    for triple formats), ``{"op": "drop", "store": ID}`` forgets one; any other request is a
+    query (:func:`run_query`) on the one store it names, which holds nothing of the others."""
+    import pyoxigraph as ox
+
+    op, key = request.get("op"), request.get("store")
+    if op == "drop":
+        stores.pop(key, None)
+        return ("ok", None)
+    if op == "load":
+        store = ox.Store()
+        try:
+            store.load(request["data"], format=getattr(ox.RdfFormat, request["format"]),
+                       base_iri=request.get("base_iri"))
+        except Exception as exc:  # noqa: BLE001 - a reply, never a dead worker
+            return ("error", f"cannot load graph {key!r}: {type(exc).__name__}: {exc}")
+        stores[key] = store
+        return ("ok", {"quads": len(store)})
+    if key not in stores:
+        return ("error", f"no graph {key!r} is loaded in this worker")
+    return run_query(stores[key], request, checker)
 
 
 WORKER_TMP_ENV = "QUERYEVAL_WORKER_TMP"

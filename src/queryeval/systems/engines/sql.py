@@ -55,7 +55,6 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +76,7 @@ from queryeval.systems.engines.base import (
     fetch_bounded,
 )
 from queryeval.systems.engines.sql_safety import check_sql
+from queryeval.systems.engines.worker_handle import WorkerHandle
 
 SQLITE_MAX_LENGTH = 100_000_000
 _PROGRESS_STEPS = 1000
@@ -133,7 +133,7 @@ def _check_file(path: str | Path, what: str) -> Path:
 
 KILL_GRACE_S = 0.5
 """How long past ``timeout_s`` the parent waits for the worker before killing it."""
-class _SqlEngine:
+class _SqlEngine(WorkerHandle):
     """The parent side: statement check, then the sandboxed worker process with a hard
     deadline (sqlite, DuckDB and PostgreSQL alike)."""
 
@@ -142,8 +142,6 @@ class _SqlEngine:
     def __init__(self, path: Path | None, *, memory_limit_bytes: int | None,
                  threads: int | None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
                  settings: dict[str, Any] | None = None) -> None:
-        from queryeval.systems.engines.sparql_worker import WorkerProcess
-
         self.path = path
         self.memory_limit_bytes = check_memory_limit(memory_limit_bytes)
         self.max_result_bytes = max_result_bytes
@@ -151,33 +149,14 @@ class _SqlEngine:
         self._settings = dict(settings or {})
         self._lock = threading.Lock()
         self._closed = False
-        args = [self.dialect, str(path or "-"), str(self.memory_limit_bytes or 0),
-                str(threads or 0)]
-        self._worker = WorkerProcess("queryeval.systems.engines.sql_worker", args)
-        self._worker.name = f"{self.dialect} worker"
-        self._finalizer = weakref.finalize(self, self._worker.close)
-
-    @property
-    def worker(self) -> Any:
-        """The worker handle (exposed for tests and diagnostics)."""
-        return self._worker
-
-    @property
-    def sandbox(self) -> dict[str, str] | None:
-        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
-        return self._worker.sandbox
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._hold(sql_worker_process(self.dialect, str(path or "-"), self.memory_limit_bytes,
+                                      threads))
 
     def close(self) -> None:
         """Stop the worker. Idempotent."""
         with self._lock:
             self._closed = True
-            self._finalizer()
+            super().close()
 
     def check(self, query: str) -> frozenset[str]:
         """The statement policy (:func:`.sql_safety.check_sql`); the table functions it allowed."""
@@ -189,11 +168,7 @@ class _SqlEngine:
             self._start()
 
     def _start(self) -> None:
-        checks = base.QUERY_CHECKS
-        if self._worker.alive() and (self._worker.init or {}).get("checks") == checks:
-            return
-        self._worker.init = {**self._settings, "checks": checks}
-        self._worker.start()
+        self._ensure_started({**self._settings, "checks": base.QUERY_CHECKS})
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
@@ -225,6 +200,18 @@ class _SqlEngine:
                            truncated=payload["truncated"], elapsed_ms=elapsed, kind="sql",
                            extra={"engine_ms": payload["engine_ms"],
                                   "sandbox": self._worker.sandbox})
+
+
+def sql_worker_process(dialect: str, path: str, memory_limit_bytes: int | None,
+                       threads: int | None) -> Any:
+    """A (not yet started) :mod:`.sql_worker` process for ``dialect`` on ``path`` (the
+    neighbour runner's :data:`.neighbours.runner.MULTI_FILE`: the file named per request)."""
+    from queryeval.systems.engines.sparql_worker import WorkerProcess
+
+    worker = WorkerProcess("queryeval.systems.engines.sql_worker",
+                           [dialect, path, str(memory_limit_bytes or 0), str(threads or 0)])
+    worker.name = f"{dialect} worker"
+    return worker
 
 
 def raise_worker_error(payload: dict) -> None:

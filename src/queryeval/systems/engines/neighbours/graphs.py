@@ -12,8 +12,9 @@ another object seen with its predicate). Distillation keeps the candidates on wh
 gold's result differs from its result on the original graph and from those of the graphs
 kept before (each kept graph shows the gold something new), then fills up to N. The gold
 is the suite's query, untrusted: it runs where predictions run, in a sandboxed SPARQL
-worker (:mod:`..sparql_local`: the OS sandbox, the task's deadline held by a kill, its
-memory cap), one per candidate graph, never in this process.
+worker (:class:`.runner.SparqlRunner`: the OS sandbox, the task's deadline held by a kill,
+its row and memory caps), one worker for the whole build (or the run's), each graph in an
+in-memory store of its own there, never in this process.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from queryeval.systems.engines.neighbours.distill import GENERATOR_VERSION, Neighbour, NeighbourSet
+from queryeval.systems.engines.neighbours.runner import SparqlRunner
+from queryeval.systems.engines.sparql_store import CORE_PREFIXES
 
 DROP_RATE = 0.2
 RETYPE_RATE = 0.15
@@ -131,39 +135,39 @@ def perturb(graph, preds: set, classes: set, rng: random.Random, k: int):
     return out
 
 
-def _result_key(graph: Any, gold: str, prefixes: Mapping[str, str], work: Path, k: int,
-                timeout_s: float, max_rows: int, memory_limit_bytes: int | None) -> Any:
+def _result_key(runner: Any, graph: Any, gold: str, prefixes: Mapping[str, str], k: int,
+                timeout_s: float, max_rows: int) -> Any:
     """The gold's result on ``graph`` as a comparable key (None when it fails), run where
-    predictions run: a :class:`..sparql_local.LocalSparqlEngine` worker under the OS sandbox,
-    killed at ``timeout_s``, with RLIMIT_DATA at ``memory_limit_bytes``."""
+    predictions run: in the build's sandboxed SPARQL worker (:class:`.runner.SparqlRunner`:
+    the graph alone in an in-memory store of its own, the OS sandbox, killed at
+    ``timeout_s``, RLIMIT_DATA at the memory cap), the store dropped after."""
     from queryeval.systems.engines.base import QueryExecutionError
-    from queryeval.systems.engines.sparql_local import LocalSparqlEngine
 
-    path = work / f"candidate_{k}.nt"
-    graph.serialize(path, format="nt", encoding="utf-8")
+    key = f"candidate_{k}"
+    runner.add(key, graph.serialize(format="nt", encoding="utf-8"))
     try:
-        with LocalSparqlEngine([path], store_dir=work / f"candidate_{k}.store",
-                               prefixes=prefixes, memory_limit_bytes=memory_limit_bytes) as eng:
-            res = eng.execute(gold, timeout_s=timeout_s, max_rows=max_rows)
+        res = runner.run(key, gold, prefixes=dict(prefixes), timeout_s=timeout_s,
+                         max_rows=max_rows)
     except (QueryExecutionError, OSError):
         return None
     finally:
-        path.unlink(missing_ok=True)
-        shutil.rmtree(work / f"candidate_{k}.store", ignore_errors=True)
-    if res.kind == "ask":
-        return bool(res.boolean)
-    return Counter(tuple(json.dumps(cell, sort_keys=True) for cell in row) for row in res.rows)
+        runner.discard(key)
+    if res["kind"] == "ask":
+        return bool(res["boolean"])
+    return Counter(tuple(json.dumps(cell, sort_keys=True) for cell in row) for row in res["rows"])
 
 
 def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed: int = 0,
                       prefixes: Mapping[str, str] | None = None,
                       cache_dir: Path | None = None, timeout_s: float = 30.0,
-                      max_rows: int = 100_000,
-                      memory_limit_bytes: int | None = None) -> NeighbourSet:
+                      max_rows: int = 100_000, memory_limit_bytes: int | None = None,
+                      runner: Any = None) -> NeighbourSet:
     """``n`` neighbour graphs (Turtle files) of the graph in ``sources`` for ``gold``,
     from the cache when built before; the graph's own prefixes and ``prefixes`` resolve the
-    gold's prefixed names as the engine does. The gold runs in the sandboxed SPARQL worker
-    under ``timeout_s`` and ``memory_limit_bytes`` (None: the engines' default cap)."""
+    gold's prefixed names as the engine does. The gold runs in a sandboxed SPARQL worker
+    under ``timeout_s`` and ``memory_limit_bytes`` (None: the engines' default cap):
+    ``runner``'s (a :class:`.runner.SparqlRunner`, e.g. the run's, whose own memory cap then
+    holds), else one started for this build."""
     from queryeval.systems.engines.neighbours import cache_root
     from queryeval.systems.engines.neighbours.distill import _digest
 
@@ -183,13 +187,11 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     graph = _load(paths)
     ns = {**{p: str(u) for p, u in graph.namespaces() if p}, **dict(prefixes or {})}
     preds, classes = touched_terms(gold, ns)
-    from queryeval.systems.engines.base import DEFAULT_MEMORY_LIMIT_BYTES
-
-    memory = memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES
-    work = Path(tempfile.mkdtemp(prefix="queryeval-neighbours-"))
-    try:
+    engine_prefixes = {**CORE_PREFIXES, **ns}  # as LocalSparqlEngine on an N-Triples file
+    with (nullcontext(runner) if runner is not None
+          else SparqlRunner(memory_limit_bytes=memory_limit_bytes)) as worker:
         def run(g: Any, k: int) -> Any:
-            return _result_key(g, gold, ns, work, k, timeout_s, max_rows, memory)
+            return _result_key(worker, g, gold, engine_prefixes, k, timeout_s, max_rows)
 
         original = run(graph, -1)
         seen = [original]
@@ -213,8 +215,6 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
                 kept.append((nb, cand))
             else:
                 spares.append((nb, cand))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     chosen = (kept + spares)[:n]
     folder.parent.mkdir(parents=True, exist_ok=True)
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))

@@ -1,5 +1,6 @@
-"""The sandboxed worker that runs a gold and its mutants on the original database and on the
-candidate neighbours while they are distilled (:mod:`.distill`).
+"""The sandboxed workers that run a gold and its mutants on the original database (graph)
+and on the candidate neighbours while they are distilled (:mod:`.distill`, :mod:`.graphs`),
+and the verdict's queries on the kept ones (:mod:`queryeval.tasks.query_testsuite`).
 
 A gold comes from the suite file -- a user may evaluate a downloaded suite -- and a mutant is
 derived from it: both are untrusted queries. They run where predictions run: in a
@@ -13,6 +14,10 @@ request and the worker opens it read-only, refusing a file outside the folders t
 allowed when it started the worker (``roots``, sent in the settings frame, never on a
 request a query could influence). A worker killed at a deadline is started again on the
 next request.
+
+SPARQL (:class:`SparqlRunner`): one :mod:`..sparql_worker` process serves every graph of a
+build in the same way; the parent sends a graph's triples, the worker parses them into an
+in-memory store of that graph alone, runs the queries naming it there and drops it after.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from queryeval.systems.engines.worker_handle import WorkerBacked, WorkerHandle
+
 MULTI_FILE = "*"
 """The worker's PATH argument meaning "the file is named on each request"."""
 
 
-class NeighbourRunner:
+class NeighbourRunner(WorkerHandle):
     """Run queries on several sqlite or DuckDB files in one sandboxed worker; use as a
     context manager. ``run`` raises QueryRefused / QueryTimeout / QueryFailed."""
 
@@ -33,36 +40,15 @@ class NeighbourRunner:
 
     def __init__(self, dialect: str, roots: list[Path], *, memory_limit_bytes: int | None = None,
                  threads: int = 1) -> None:
-        import weakref
-
         from queryeval.systems.engines.base import DEFAULT_MEMORY_LIMIT_BYTES, check_memory_limit
-        from queryeval.systems.engines.sparql_worker import WorkerProcess
+        from queryeval.systems.engines.sql import sql_worker_process
 
         self.dialect = dialect
         self.roots = [str(Path(r).resolve()) for r in roots]
         memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)
         self.memory_limit_bytes = memory
-        self._worker = WorkerProcess("queryeval.systems.engines.sql_worker",
-                                     [dialect, MULTI_FILE, str(memory or 0), str(threads)])
+        self._hold(sql_worker_process(dialect, MULTI_FILE, memory, threads))
         self._worker.name = f"{dialect} neighbour worker"
-        self._finalizer = weakref.finalize(self, self._worker.close)
-
-    @property
-    def worker(self) -> Any:
-        return self._worker
-
-    @property
-    def sandbox(self) -> dict[str, str] | None:
-        return self._worker.sandbox
-
-    def __enter__(self) -> NeighbourRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._finalizer()
 
     def allow(self, roots: list[Path]) -> None:
         """Allow these folders or files from the next request on (a changed list restarts
@@ -74,12 +60,7 @@ class NeighbourRunner:
         to set the mutants' deadline)."""
         from queryeval.systems.engines import base
 
-        init = {"checks": base.QUERY_CHECKS, "roots": self.roots}
-        if self._worker.init != init:
-            self._worker.kill()
-            self._worker.init = init
-        if not self._worker.alive():
-            self._worker.start()
+        self._ensure_started({"checks": base.QUERY_CHECKS, "roots": self.roots})
 
     def run(self, path: Path, query: str, timeout_s: float,
             max_rows: int) -> tuple[list[str], list[Any], bool]:
@@ -101,23 +82,22 @@ class NeighbourRunner:
         return payload["columns"], payload["rows"], payload["truncated"]
 
 
-class FileEngine:
-    """One file through a (shared) :class:`NeighbourRunner`, as the query task's
-    ``_execute`` uses an engine: ``execute`` returns a :class:`..base.QueryResult`; closing
-    it leaves the runner's worker running for the next file."""
+class _LentEngine(WorkerBacked):
+    """One neighbour through a (shared) runner, as the query task's ``_execute`` uses an
+    engine: ``execute`` returns a :class:`..base.QueryResult`; closing it leaves the
+    runner's worker running for the next neighbour."""
 
-    def __init__(self, runner: NeighbourRunner, path: Path) -> None:
-        self.runner, self.path, self.dialect = runner, Path(path), runner.dialect
+    runner: Any
 
     @property
-    def sandbox(self) -> dict[str, str] | None:
-        return self.runner.sandbox
+    def worker(self) -> Any:
+        return self.runner.worker
 
-    def __enter__(self) -> FileEngine:
-        return self
+    def close(self) -> None:
+        """Give back what this neighbour holds in the runner (nothing by default)."""
 
-    def __exit__(self, *exc: object) -> None:
-        pass
+    def _run(self, query: str, timeout_s: float, max_rows: int) -> dict[str, Any]:
+        raise NotImplementedError
 
     def execute(self, query: str, *, timeout_s: float, max_rows: int) -> Any:
         import time
@@ -126,7 +106,115 @@ class FileEngine:
 
         check_limits(timeout_s, max_rows)
         start = time.perf_counter()
+        fields = self._run(query, timeout_s, max_rows)
+        extra = {"sandbox": self.runner.sandbox, **fields.pop("extra", {})}
+        return QueryResult(**fields, elapsed_ms=(time.perf_counter() - start) * 1000.0,
+                           extra=extra)
+
+
+class FileEngine(_LentEngine):
+    """One sqlite or DuckDB file through a :class:`NeighbourRunner`."""
+
+    def __init__(self, runner: NeighbourRunner, path: Path) -> None:
+        self.runner, self.path, self.dialect = runner, Path(path), runner.dialect
+
+    def _run(self, query: str, timeout_s: float, max_rows: int) -> dict[str, Any]:
         columns, rows, truncated = self.runner.run(self.path, query, timeout_s, max_rows)
-        return QueryResult(columns=columns, rows=rows, truncated=truncated,
-                           elapsed_ms=(time.perf_counter() - start) * 1000.0, kind="sql",
-                           extra={"sandbox": self.runner.sandbox})
+        return {"columns": columns, "rows": rows, "truncated": truncated, "kind": "sql"}
+
+
+class SparqlRunner(WorkerHandle):
+    """Run SPARQL on several graphs in one sandboxed SPARQL worker (the worker's
+    :data:`..sparql_worker.MULTI_STORE` mode); use as a context manager.
+
+    :meth:`add` names a graph (its RDF text, kept here); the first query on it loads it into
+    an in-memory store of its own in the worker -- its default graph is exactly that graph,
+    never a union with the others -- and :meth:`discard` drops it there. Each query has the
+    deadline it is given (a kill past it, as :class:`..sparql_local.LocalSparqlEngine`), its
+    row cap, the result-byte budget and the worker's memory cap; loading is not counted
+    in a query's deadline (as a store build is not). A worker killed (deadline, memory cap,
+    crash) is started again on the next request, and the graphs still named are loaded
+    into it again. ``run`` raises QueryRefused / QueryTimeout / QueryFailed."""
+
+    def __init__(self, *, memory_limit_bytes: int | None = None,
+                 max_result_bytes: int | None = None) -> None:
+        from queryeval.systems.engines.base import (
+            DEFAULT_MAX_RESULT_BYTES,
+            DEFAULT_MEMORY_LIMIT_BYTES,
+            check_memory_limit,
+        )
+        from queryeval.systems.engines.sparql_worker import MULTI_STORE, SparqlWorker
+
+        memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)
+        self.memory_limit_bytes = memory
+        self.max_result_bytes = max_result_bytes or DEFAULT_MAX_RESULT_BYTES
+        self._graphs: dict[str, tuple[bytes, str]] = {}
+        self._loaded: set[str] = set()
+        self._incarnation = 0  # the worker's start count the loaded graphs belong to
+        self._hold(SparqlWorker(MULTI_STORE, memory))
+        self._worker.name = "SPARQL neighbour worker"
+
+    def add(self, key: str, data: bytes, rdf_format: str = "N_TRIPLES") -> None:
+        """Name a graph: ``data`` in ``rdf_format`` (a pyoxigraph ``RdfFormat`` name)."""
+        self.discard(key)
+        self._graphs[key] = (data, rdf_format)
+
+    def discard(self, key: str) -> None:
+        """Forget a graph here and in the worker (when it holds it)."""
+        from queryeval.systems.engines.base import QueryExecutionError
+        from queryeval.systems.engines.sparql_worker import START_TIMEOUT_S
+
+        self._graphs.pop(key, None)
+        if key in self._loaded and self._worker.alive():
+            self._loaded.discard(key)
+            try:
+                self._worker.request({"op": "drop", "store": key}, START_TIMEOUT_S)
+            except QueryExecutionError:
+                self._worker.kill()  # the next request starts a fresh one
+
+    def run(self, key: str, query: str, *, prefixes: dict[str, str], timeout_s: float,
+            max_rows: int) -> dict[str, Any]:
+        """The worker's payload (kind, columns, rows, boolean, truncated, engine_ms, shape) of
+        ``query`` on graph ``key``, or the engines' error."""
+        from queryeval.systems.engines import base
+        from queryeval.systems.engines.base import QueryFailed, sparql_worker_payload
+        from queryeval.systems.engines.sparql_safety import check_length
+        from queryeval.systems.engines.sparql_worker import START_TIMEOUT_S
+
+        check_length(query)
+        self._ensure_started(None)
+        if self._worker.starts != self._incarnation:  # a new process holds no graph
+            self._incarnation, self._loaded = self._worker.starts, set()
+        if key not in self._graphs:
+            raise QueryFailed(f"no graph {key!r} was added to this runner")
+        if key not in self._loaded:
+            data, rdf_format = self._graphs[key]
+            sparql_worker_payload(*self._worker.request(
+                {"op": "load", "store": key, "data": data, "format": rdf_format},
+                START_TIMEOUT_S))
+            self._loaded.add(key)
+        request = {"store": key, "query": query, "prefixes": prefixes, "base_iri": None,
+                   "union_default_graph": False, "max_rows": max_rows, "allowed_graphs": [],
+                   "checks": base.QUERY_CHECKS, "max_result_bytes": self.max_result_bytes}
+        return sparql_worker_payload(*self._worker.request(request, timeout_s))
+
+
+class GraphEngine(_LentEngine):
+    """One graph file (Turtle) through a :class:`SparqlRunner`: loaded into the worker on
+    the first query, dropped from it when the engine is closed."""
+
+    def __init__(self, runner: SparqlRunner, path: Path, prefixes: dict[str, str]) -> None:
+        self.runner, self.path, self.prefixes = runner, Path(path), prefixes
+        self.key = str(self.path)
+        runner.add(self.key, self.path.read_bytes(), "TURTLE")
+
+    def close(self) -> None:
+        self.runner.discard(self.key)
+
+    def _run(self, query: str, timeout_s: float, max_rows: int) -> dict[str, Any]:
+        payload = self.runner.run(self.key, query, prefixes=self.prefixes,
+                                  timeout_s=timeout_s, max_rows=max_rows)
+        return {"columns": payload["columns"], "rows": payload["rows"],
+                "truncated": payload["truncated"], "kind": payload["kind"],
+                "boolean": payload["boolean"],
+                "extra": {"engine_ms": payload["engine_ms"], "shape": payload["shape"]}}

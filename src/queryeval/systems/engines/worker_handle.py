@@ -1,0 +1,74 @@
+"""The one base of every object that holds a sandboxed worker process: the SQL engines
+(:mod:`.sql`), the SPARQL engine (:mod:`.sparql_local`) and the test suite's neighbour
+runners (:mod:`.neighbours.runner`).
+
+It owns the :class:`.sparql_worker.WorkerProcess`, exposes it (``worker``) and its sandbox
+report (``sandbox``), closes it when the holder is closed, left as a context manager or
+collected (a :func:`weakref.finalize`, so a forgotten holder leaves no process behind), and
+(re)starts it with a settings frame: a worker whose settings differ from the ones asked
+for -- a test switched the query checks, a runner was allowed other folders -- is killed
+and started again, as is one that died (a deadline kill, the memory cap, a crash).
+:class:`WorkerBacked` is the face it shares with the engines that borrow a runner's worker
+for one neighbour (``worker``, ``sandbox``, closing).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+
+class WorkerBacked:
+    """What every object whose queries run in a worker shows: the worker (``worker``), its
+    sandbox report (``sandbox``), and closing as a context manager. :class:`WorkerHandle`
+    owns its worker; a neighbour's lent engine (:mod:`.neighbours.runner`) borrows one."""
+
+    @property
+    def worker(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def sandbox(self) -> dict[str, str] | None:
+        """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
+        return self.worker.sandbox
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class WorkerHandle(WorkerBacked):
+    """Holds one worker process; use as a context manager."""
+
+    def _hold(self, worker: Any, cleanup: Callable[..., None] | None = None,
+              *cleanup_args: Any) -> None:
+        """Hold ``worker`` (a not yet started :class:`.sparql_worker.WorkerProcess`);
+        ``cleanup(*cleanup_args)`` replaces the default ``worker.close()`` at close (it must
+        close the worker too)."""
+        self._worker = worker
+        self._finalizer = weakref.finalize(self, cleanup or self._worker.close, *cleanup_args)
+
+    @property
+    def worker(self) -> Any:
+        """The worker handle (exposed for tests and diagnostics)."""
+        return self._worker
+
+    def close(self) -> None:
+        """Stop the worker. Idempotent."""
+        self._finalizer()
+
+    def _ensure_started(self, init: Any) -> bool:
+        """Start the worker unless it is alive with settings ``init``; True when it was
+        (re)started now."""
+        if self._worker.alive() and self._worker.init == init:
+            return False
+        self._worker.kill()
+        self._worker.init = init
+        self._worker.start()
+        return True
