@@ -1,0 +1,48 @@
+"""Hostile responses against the free-form ladder (metrics/freeform/): exponent bombs, pint
+unit strings that evaluate a tower of powers, very long unit-like words. Each must give a
+verdict (or inconclusive) without raising and return well within a generous bound (the
+hanging ones are run in a child process so a regression fails instead of hanging)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from queryeval.metrics.freeform.ladder import decide
+from queryeval.metrics.freeform.numbers import extract_numbers
+
+GRACE_S = 60  # generous: each call below takes about a second (pint's registry loads)
+
+
+def decide_in_child(answer: str, response: str) -> dict:
+    """``decide(answer, response)`` in a child python; fails (not hangs) past GRACE_S."""
+    code = ("import json, sys\nfrom queryeval.metrics.freeform.ladder import decide\n"
+            "a, r = json.loads(sys.stdin.read())\nd = decide(a, r)\n"
+            "print(json.dumps([d.verdict, d.rule]))\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], input=json.dumps([answer, response]),
+                             capture_output=True, text=True, timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"decide({answer!r}, {response[:40]!r}...) ran past {GRACE_S} s")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_an_exponent_of_thousands_of_digits_is_no_number_and_no_crash():
+    # int() refuses strings of over 4300 digits: the ladder raised ValueError
+    bomb = "1e" + "9" * 5000
+    assert extract_numbers(bomb) == []
+    d = decide("42", f"the answer is {bomb}")
+    assert (d.verdict, d.rule) == (None, "inconclusive")
+    assert [n.value for n in extract_numbers("1e3 and 1e" + "1" * 5000 + " and 7")] == [1000, 7]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="0123456789eE+-.,^*²³/()m kgs%", max_size=40))
+def test_no_response_over_unit_and_number_characters_raises(tail):
+    d = decide("3 km", "5 " + tail)
+    assert d.rule in ("missing", "exact", "number", "unit", "inconclusive")
