@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from queryeval.metrics.freeform.ladder import decide
 from queryeval.metrics.freeform.numbers import extract_numbers
+from queryeval.metrics.freeform.units import parse_unit, unit_after
 
 GRACE_S = 60  # generous: each call below takes about a second (pint's registry loads)
 
@@ -39,6 +40,29 @@ def test_an_exponent_of_thousands_of_digits_is_no_number_and_no_crash():
     d = decide("42", f"the answer is {bomb}")
     assert (d.verdict, d.rule) == (None, "inconclusive")
     assert [n.value for n in extract_numbers("1e3 and 1e" + "1" * 5000 + " and 7")] == [1000, 7]
+
+
+def test_a_tower_of_powers_is_never_evaluated_by_pint():
+    # pint read m^9^9^9 as metre ** (9 ** (9 ** 9)) and computed the exponent forever
+    for tower in ("m^9^9^9^9", "m**9**9**9", "km*s^9^9^9", "m^9²²²"):
+        assert decide_in_child("3 km", f"5 {tower}") == [None, "inconclusive"], tower
+
+
+def test_plain_powers_still_read():
+    assert str(parse_unit("m^2")) == "meter ** 2"
+    assert str(parse_unit("(m)**3")) == "meter ** 3"
+    assert str(parse_unit("kg*m/s^2")) == "kilogram * meter / second ** 2"
+    assert decide("3 km^2", "it is 3000000 m^2").verdict == "pass"
+    assert decide("9 m^2", "3 square metres").verdict == "fail"
+
+
+def test_a_huge_unit_like_word_is_unclear_and_fast():
+    # a 200,000-letter word after a number: unit_like tried pint on each of its prefixes
+    # (200,000 parses of up to 200,000 letters), and 'square <word>' handed pint the word
+    for response in ("5 " + "k" * 200_000, "5 square " + "m" * 100_000):
+        assert decide_in_child("3 km", response) == [None, "inconclusive"]
+    unit, end = unit_after("5 " + "k" * 1000, 1)
+    assert repr(unit) == "UNCLEAR" and end == 1002
 
 
 @settings(max_examples=150, deadline=None)
