@@ -1,0 +1,136 @@
+"""Hostile chat endpoints against the shared chat client (systems/chat.py: the LLM judge and
+the reformat step): a reply that trickles bytes forever, a reply of gigabytes, a Retry-After
+of 10^9 seconds or ``inf``; and judge replies that try to fool our own verdict parser. A loopback
+raw-socket server plays each endpoint; every call must return by its deadline plus a
+generous grace, without holding the body in memory."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from queryeval.systems.chat import MAX_REPLY_BYTES, ChatClient, ChatConfig
+from queryeval.systems.judge import JudgeItem, JudgeOptions
+from queryeval.systems.judge.client import LLMJudge
+
+GRACE_S = 30  # the calls below have a 1 s deadline; this only separates "returns" from "hangs"
+
+
+class HostileServer:
+    """A loopback HTTP/1.1 server: ``mode`` 'trickle' sends a chunked body one byte every
+    50 ms forever; 'flood' sends a chunked body of 1 MiB chunks until the client leaves;
+    'long' declares a Content-Length of 10 GB. ``sent`` counts body bytes written."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.sent = 0
+        self.stop = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(65536)
+            if self.mode == "long":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 10000000000\r\n\r\n")
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b"x" if self.mode == "trickle" else b" " * 2**20
+            while not self.stop.is_set():
+                if self.mode == "long":
+                    conn.sendall(chunk)
+                else:
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.sent += len(chunk)
+                if self.mode == "trickle":
+                    time.sleep(0.05)
+        except OSError:
+            pass  # the client left: what we want
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def call_in_thread(client: ChatClient) -> tuple[object, float]:
+    """``client.call`` on a thread; fails (instead of hanging) past GRACE_S."""
+    out: list = []
+    start = time.monotonic()
+    t = threading.Thread(target=lambda: out.append(client.call({"messages": []})), daemon=True)
+    t.start()
+    t.join(GRACE_S)
+    assert out, f"the call did not return within {GRACE_S} s (deadline 1 s)"
+    return out[0], time.monotonic() - start
+
+
+@pytest.mark.parametrize("mode", ["trickle", "flood", "long"])
+def test_an_endless_or_huge_reply_ends_by_the_deadline_or_the_byte_cap(mode):
+    server = HostileServer(mode)
+    try:
+        with ChatClient(ChatConfig(base_url=server.url, timeout_s=1.0, max_retries=0)) as c:
+            reply, _ = call_in_thread(c)
+        assert reply.content is None and reply.error is not None
+        assert reply.error["kind"] in ("timeout", "malformed")
+        if mode == "trickle":  # one byte per 50 ms never trips a 1 s read timeout
+            assert reply.error["kind"] == "timeout"
+        else:  # stopped reading at the cap (one chunk in flight at most), never the 10 GB
+            assert reply.error["kind"] == "malformed"
+            assert server.sent < MAX_REPLY_BYTES + 64 * 2**20
+    finally:
+        server.close()
+
+
+def test_the_judge_over_a_trickling_endpoint_is_a_judge_call_error(tmp_path):
+    server = HostileServer("trickle")
+    try:
+        opts = JudgeOptions(model="m", base_url=server.url, cache_dir=str(tmp_path / "c"),
+                            timeout_s=1.0, max_retries=0)
+        out: list = []
+        with LLMJudge(opts, sleep=lambda s: None) as judge:
+            t = threading.Thread(target=lambda: out.append(judge.judge(
+                JudgeItem(case_id="c", question="q", reference="1", response="1"))),
+                daemon=True)
+            t.start()
+            t.join(GRACE_S)
+        assert out and out[0].verdict is None and out[0].error["kind"] == "judge_call"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("header", ["1000000000", "inf", "1e308"])
+def test_a_retry_after_of_forever_is_capped(header):
+    c = ChatClient(ChatConfig(base_url="http://127.0.0.1:9", backoff_max_s=30.0))
+    try:
+        from queryeval.systems.chat import parse_retry_after
+        assert c.backoff(1, parse_retry_after(header)) == 30.0  # time.sleep(inf) raised
+    finally:
+        c.close()
+
+
+def test_a_deeply_nested_completion_is_malformed_not_a_crash():
+    from fake_openai import FakeChatServer
+
+    server = FakeChatServer(lambda n, body: (200, {}, b"[" * 100_000 + b"]" * 100_000))
+    try:
+        with ChatClient(ChatConfig(base_url=server.url, max_retries=0)) as c:
+            reply = c.call({"messages": []})  # RecursionError escaped json.loads' except
+        assert reply.error is not None and reply.error["kind"] == "malformed"
+    finally:
+        server.close()
