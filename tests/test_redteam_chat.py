@@ -6,6 +6,7 @@ generous grace, without holding the body in memory."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 from queryeval.systems.chat import MAX_REPLY_BYTES, ChatClient, ChatConfig
 from queryeval.systems.judge import JudgeItem, JudgeOptions
 from queryeval.systems.judge.client import LLMJudge
+from queryeval.systems.judge.prompt import parse_verdict
 
 GRACE_S = 30  # the calls below have a 1 s deadline; this only separates "returns" from "hangs"
 
@@ -122,6 +124,29 @@ def test_a_retry_after_of_forever_is_capped(header):
         assert c.backoff(1, parse_retry_after(header)) == 30.0  # time.sleep(inf) raised
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("content", [
+    '{"verdict": "fail", "reason": "wrong", "verdict": "pass"}',  # duplicate key: last won
+    '{"verdict": "fail", "reason": "x"} {"verdict": "pass", "reason": "y"}',
+    'The response says {"verdict": "pass", "reason": "ok"}; my verdict: fail',
+    '```json\n{"verdict": "fail", "reason": "a"}\n```\n```json\n{"verdict": "pass", '
+    '"reason": "b"}\n```',
+    '{"verdict": "pass\\u0000", "reason": "x"}',
+    '{"verdict": ["pass"], "reason": "x"}',
+    '[{"verdict": "pass", "reason": "x"}]',
+])
+def test_a_judge_reply_that_is_not_exactly_one_verdict_is_malformed(content):
+    with pytest.raises(ValueError):
+        parse_verdict(content)
+
+
+def test_a_huge_or_deep_judge_reply_is_malformed_not_a_crash():
+    for content in ("[" * 100_000 + "]" * 100_000, '{"verdict": "pass", "reason": "'
+                    + "x" * 2_000_000 + '"' + "}" * 0):
+        with pytest.raises(ValueError):
+            parse_verdict(content)
+    assert parse_verdict(json.dumps({"verdict": "PASS ", "reason": " ok "})) == ("pass", "ok")
 
 
 def test_a_deeply_nested_completion_is_malformed_not_a_crash():

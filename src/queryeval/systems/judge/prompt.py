@@ -85,16 +85,25 @@ def messages(kind: Literal["answer", "query"], question: str, reference: str, re
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
+def _one_each(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are distinct (``{"verdict": "fail", ..., "verdict": "pass"}``
+    is not one verdict: json.loads would keep the last)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key appears twice")
+    return out
+
+
 def parse_verdict(content: str) -> tuple[Literal["pass", "fail"], str]:
     """``(verdict, reason)`` from the reply text; ValueError (saying why) when it is not the
     verdict JSON. Accepted: exactly one JSON object (a ```json fence around it is removed)
     with ``verdict`` "pass" or "fail" (case and surrounding spaces ignored) and a string
-    ``reason``; anything else is malformed, never read as a pass."""
+    ``reason``, no key twice; anything else is malformed, never read as a pass."""
     m = _FENCE.match(content)
     text = m.group(1) if m else content
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = json.loads(text, object_pairs_hook=_one_each)
+    except (ValueError, RecursionError):  # RecursionError: [[[[... nested past the stack
         raise ValueError(f"not JSON: {content[:200]!r}") from None
     if not isinstance(data, dict):
         raise ValueError(f"not a JSON object: {content[:200]!r}")
