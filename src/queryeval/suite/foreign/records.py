@@ -98,7 +98,10 @@ def table_header(path: Path) -> list[str]:
 
 
 MAX_DECODED_BYTES = 256 << 20
-"""The most Arrow data a saved HF dataset may decode to (256 MiB)."""
+"""The most Arrow data a Parquet file or a saved HF dataset may decode to (256 MiB): a few
+kilobytes of Parquet (one long value in a zstd dictionary page, repeated a million times)
+decode to hundreds of gigabytes, so the size is checked before and while reading."""
+PARQUET_BATCH_ROWS = 256
 
 
 def _too_big(path: Path, size: int) -> InputError:
@@ -107,15 +110,38 @@ def _too_big(path: Path, size: int) -> InputError:
 
 
 def read_parquet_records(path: Path) -> list[Record]:
+    """Rows of a Parquet file; refused before reading when its metadata declares more than
+    :data:`MAX_DECODED_BYTES` uncompressed, and while reading (a batch of
+    :data:`PARQUET_BATCH_ROWS` rows at a time) once the decoded rows pass it."""
     from queryeval.io.files import check_input
 
     check_input(path, "data")
     try:
         import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
     except ImportError:
         raise InputError("reading Parquet needs pyarrow: pip install pyarrow", path=path) from None
+    rows: list[dict] = []
+    try:
+        with pq.ParquetFile(path) as pf:
+            meta = pf.metadata
+            declared = sum(meta.row_group(g).column(c).total_uncompressed_size
+                           for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+            if declared > MAX_DECODED_BYTES:
+                raise _too_big(path, declared)
+            # one cell decodes to at most its column chunk's declared size: a batch holds
+            # at most a sixteenth of the cap
+            chunk = max((meta.row_group(g).column(c).total_uncompressed_size
+                         for g in range(meta.num_row_groups) for c in range(meta.num_columns)),
+                        default=1)
+            rows_per_batch = max(1, min(PARQUET_BATCH_ROWS, MAX_DECODED_BYTES // 16 // chunk))
+            size = 0
+            for batch in pf.iter_batches(batch_size=rows_per_batch):
+                size += batch.nbytes
+                if size > MAX_DECODED_BYTES:
+                    raise _too_big(path, size)
+                rows.extend(batch.to_pylist())
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
         raise InputError(f"invalid Parquet: {_one_line(exc)}", path=path) from None
     return [Record(row, {"record": str(i)}) for i, row in enumerate(rows)]
