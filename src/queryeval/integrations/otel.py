@@ -27,6 +27,15 @@ from queryeval.errors import ConfigError
 from queryeval.run.results import RunResults
 
 EVENT = "gen_ai.evaluation.result"
+TEXT_CHARS = 1024
+"""A label, case id or case name is cut to this many characters in an attribute (a suite's
+2 MB case name made a request collectors refuse: 4 MiB is the usual cap; the run log keeps
+the whole text)."""
+
+
+def _cut(text: object) -> str:
+    s = str(text)
+    return s if len(s) <= TEXT_CHARS else s[:TEXT_CHARS - 1] + "…"
 
 
 def _ns(iso: str | None, default: int) -> int:
@@ -85,7 +94,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         exporter = OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
     finished = InMemorySpanExporter()  # spans are built first, then sent in batches
     provider = TracerProvider(resource=Resource.create({
-        "service.name": "queryeval", "queryeval.run.label": results.label}))
+        "service.name": "queryeval", "queryeval.run.label": _cut(results.label)}))
     provider.add_span_processor(SimpleSpanProcessor(finished))
     tracer = provider.get_tracer("queryeval")
     records = results.records
@@ -94,7 +103,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
     spans = 0
     root = tracer.start_span("queryeval.run", start_time=start, attributes={
         "queryeval.batch_id": results.batch_id, "queryeval.task": task,
-        "queryeval.label": results.label, "queryeval.cases": len(results.cases),
+        "queryeval.label": _cut(results.label), "queryeval.cases": len(results.cases),
         "queryeval.repeats": results.repeats})
     end_all = start
     for case in results.cases:
@@ -104,8 +113,8 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         verdict, message, _ = case_outcome(records, case)
         span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
                                  start_time=start, attributes={
-                                     "queryeval.case.id": case.case_id,
-                                     "queryeval.case.name": case.name or "",
+                                     "queryeval.case.id": _cut(case.case_id),
+                                     "queryeval.case.name": _cut(case.name or ""),
                                      "queryeval.case.verdict": verdict,
                                      "queryeval.case.attempts": len(case.attempts),
                                      "queryeval.case.passes": case.passes,
