@@ -62,11 +62,22 @@ RESPONSE_FORMAT = {"type": "json_schema",
 server, vLLM and Ollama accept the same field)."""
 
 
+_TAGS = re.compile(r"<(/?\s*(?:question|reference|response|evidence)\b)", re.IGNORECASE)
+
+
+def _data(text: str) -> str:
+    """A part's text with our block tags written ``&lt;response>``: a response holding
+    ``</response>`` then a forged ``<reference>`` block cannot end its own block or open
+    another (the judge still reads the text; nothing else changes)."""
+    return _TAGS.sub(r"&lt;\1", text)
+
+
 def user_message(kind: Literal["answer", "query"], question: str, reference: str,
                  response: str, context: str = "") -> str:
-    """The user turn: the item's parts, each in its own tagged block."""
+    """The user turn: the item's parts, each in its own tagged block (:func:`_data`)."""
     ref, resp = ("Reference query", "Assistant's query") if kind == "query" \
         else ("Reference answer", "Assistant's response")
+    question, reference, response, context = map(_data, (question, reference, response, context))
     parts = [f"Question:\n<question>\n{question}\n</question>",
              f"{ref}:\n<reference>\n{reference}\n</reference>",
              f"{resp}:\n<response>\n{response}\n</response>"]
