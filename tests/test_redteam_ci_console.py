@@ -46,3 +46,18 @@ def test_no_untrusted_text_starts_a_line_of_the_run_console(tmp_path):
             if line.lstrip().startswith("::"):
                 assert OURS.fullmatch(line.strip()), line
     assert sum(1 for line in res.stdout.splitlines() if OURS.fullmatch(line)) == 2
+
+
+def test_a_task_note_holding_untrusted_text_is_one_line():
+    # the query task's "why tables differ" notes quote case ids and explanation messages
+    from rich.console import Console
+
+    from queryeval.report.console import render_summary
+    from queryeval.tasks.content import Note
+
+    console = Console(width=60, record=True, color_system=None)
+    for item in render_summary([Note("  c1\n::error::PWNED: a\r\n::add-mask::x", "warning")], {}):
+        console.print(item)
+    text = console.export_text()
+    assert "PWNED" in text
+    assert not any(line.lstrip().startswith("::") for line in text.splitlines()), text
