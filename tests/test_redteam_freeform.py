@@ -28,7 +28,8 @@ def decide_in_child(answer: str, response: str) -> dict:
         out = subprocess.run([sys.executable, "-c", code], input=json.dumps([answer, response]),
                              capture_output=True, text=True, timeout=GRACE_S)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"decide({answer!r}, {response[:40]!r}...) ran past {GRACE_S} s")
+        raise AssertionError(f"decide({answer!r}, {response[:40]!r}...) ran past {GRACE_S} s") \
+            from None
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -70,3 +71,24 @@ def test_a_huge_unit_like_word_is_unclear_and_fast():
 def test_no_response_over_unit_and_number_characters_raises(tail):
     d = decide("3 km", "5 " + tail)
     assert d.rule in ("missing", "exact", "number", "unit", "inconclusive")
+
+
+def test_a_long_word_after_a_number_costs_a_bounded_number_of_pint_parses(monkeypatch):
+    # unit_like parsed every prefix of the word: 1,000 numbers each before a 64-letter word
+    # (69 KB) took 61,000 pint parses (12 s on the 2-core box); prefixes stop at 16 letters
+    import random
+
+    from queryeval.metrics.freeform import units
+
+    reg = units.registry()
+    calls = []
+    real = reg.parse_units
+    monkeypatch.setattr(reg, "parse_units", lambda text, *a, **k: calls.append(text) or real(
+        text, *a, **k))
+    units.parse_unit.cache_clear()
+    rnd = random.Random(7)
+    words = ["".join(rnd.choice("aeioubcdfg") for _ in range(60)) for _ in range(50)]
+    decide("3 km", " ".join(f"{i + 10} {w}" for i, w in enumerate(words)))
+    assert len(calls) <= 50 * 20, len(calls)
+    assert units.unit_like("kilometros") and units.unit_like("mins")
+    assert not units.unit_like("people")

@@ -143,7 +143,8 @@ def unit_like(word: str) -> bool:
         return True
     if not _VOWEL.search(word):
         return True
-    return any(parse_unit(word[:i]) is not None for i in range(len(word) - 1, 2, -1))
+    # prefixes of at most 16 letters (kilometros, millimetres): each is a pint parse
+    return any(parse_unit(word[:i]) is not None for i in range(min(len(word) - 1, 16), 2, -1))
 
 
 def _misprefixed(token: str) -> bool:
