@@ -61,3 +61,22 @@ def test_a_task_note_holding_untrusted_text_is_one_line():
     text = console.export_text()
     assert "PWNED" in text
     assert not any(line.lstrip().startswith("::") for line in text.splitlines()), text
+
+
+def test_the_step_summary_stays_small_with_megabyte_case_ids(tmp_path):
+    # GitHub drops a step summary over 1 MiB: 2 MB case ids and names took it all
+    big = "x" * 2_000_000
+    with open(tmp_path / "cases.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(2):
+            fh.write(json.dumps({"id": f"c{i}{big}", "name": big, "conversation": [{
+                "role": "user", "content": f"question {i}?",
+                "target": {"answers": [{"name": "n", "value": str(i)}]}}]}) + "\n")
+    (tmp_path / "bots.py").write_text("def wrong(request):\n    return {'response': '@n[x]'}\n")
+    summary = tmp_path / "sum.md"
+    res = cli(["run", tmp_path / "cases.jsonl", "-s", f"python:{tmp_path / 'bots.py'}:wrong",
+               "-o", tmp_path / "out", "-q", "--no-report"],
+              env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert res.exit_code == 0, res.output[-2000:]
+    text = summary.read_text(encoding="utf-8")
+    assert len(text.encode()) < 64 * 1024
+    assert text.count("| c0xxx") == 1 and text.count("| c1xxx") == 1  # both cases listed
