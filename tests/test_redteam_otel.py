@@ -44,3 +44,24 @@ def test_huge_names_are_cut_in_spans_and_kept_in_the_log(tmp_path):
 def span_attrs_of(span) -> dict:
     return {**dict(span.attributes), **dict(span.resource.attributes)}
 
+
+
+@pytest.mark.parametrize("latency", ["x", 1e308, -5, None, [1]])
+def test_a_damaged_latency_exports_as_zero_not_a_crash(tmp_path, latency):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    (tmp_path / "bots.py").write_text("def bot(request):\n    return {'response': '@n[1]'}\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c", "conversation": [{
+        "role": "user", "content": "q?", "target": {"answers": [{"name": "n", "value": "1"}]}}]})
+        + "\n")
+    res = cli(["run", tmp_path / "cases.jsonl", "-s", f"python:{tmp_path / 'bots.py'}:bot",
+               "-o", tmp_path / "out", "-q", "--no-report"])
+    assert res.exit_code == 0, res.output[-2000:]
+    results = next((tmp_path / "out").rglob("results_*.jsonl"))
+    record = json.loads(results.read_text())
+    record["latency_ms"] = latency
+    results.write_text(json.dumps(record) + "\n")
+    exporter = InMemorySpanExporter()
+    assert export_run(next((tmp_path / "out").rglob("batch_*.json")), exporter=exporter) == 3
+    (call,) = [s for s in exporter.get_finished_spans() if s.name == "queryeval.call"]
+    assert call.end_time == call.start_time

@@ -20,6 +20,7 @@ start and lasts the sum of its calls, which follow one another inside it.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,16 @@ def _ns(iso: str | None, default: int) -> int:
         return int(dt.datetime.fromisoformat(iso).timestamp() * 1e9)
     except ValueError:
         return default
+
+
+def _latency_ns(record: dict) -> int:
+    """A call's ``latency_ms`` in nanoseconds; 0 when the log holds no finite number >= 0
+    there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
+    value = record.get("latency_ms")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    ns = float(value) * 1e6
+    return int(ns) if math.isfinite(ns) and ns >= 0 else 0
 
 
 BATCH = 512
@@ -107,8 +118,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         "queryeval.repeats": results.repeats})
     end_all = start
     for case in results.cases:
-        latencies = [int(float(records[a.index].get("latency_ms") or 0.0) * 1e6)
-                     for a in case.attempts]
+        latencies = [_latency_ns(records[a.index]) for a in case.attempts]
         end = start + sum(latencies)
         verdict, message, _ = case_outcome(records, case)
         span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
