@@ -65,3 +65,11 @@ def test_a_damaged_latency_exports_as_zero_not_a_crash(tmp_path, latency):
     assert export_run(next((tmp_path / "out").rglob("batch_*.json")), exporter=exporter) == 3
     (call,) = [s for s in exporter.get_finished_spans() if s.name == "queryeval.call"]
     assert call.end_time == call.start_time
+
+
+def test_mlflow_leaves_out_a_figure_no_float_holds():
+    from queryeval.integrations.mlflow import _numbers
+
+    # float(10**400) raised OverflowError out of log_run
+    assert _numbers("", {"a": 10**400, "b": 0.5, "c": float("nan"), "d": None, "e": 3}) == {
+        "b": 0.5, "e": 3.0}
