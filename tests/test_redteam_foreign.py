@@ -84,3 +84,24 @@ def test_a_small_parquet_still_reads_every_row(tmp_path):
     rows = read_parquet_records(path)
     assert [r.data["answer"] for r in rows] == [str(i) for i in range(1000)]
     assert rows[999].where == {"record": "999"}
+
+
+def beir_folder(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "", "text": "t"}) + "\n")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "question?"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return root
+
+
+@pytest.mark.parametrize("name", ["queries.jsonl", "corpus.jsonl", "qrels/test.tsv"])
+def test_a_beir_file_linked_out_of_the_folder_is_refused(tmp_path, name):
+    from queryeval.suite.foreign import load_beir
+
+    folder = beir_folder(tmp_path / "beir")
+    assert len(load_beir(folder).cases) == 1
+    other = beir_folder(tmp_path / "private")
+    (folder / name).unlink()
+    os.symlink(other / name, folder / name)
+    with pytest.raises(InputError, match="symbolic link"):
+        load_beir(folder)

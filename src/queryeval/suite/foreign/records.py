@@ -178,7 +178,7 @@ def read_hf_records(path: Path) -> list[Record]:
     return [Record(dict(row), {"record": str(i)}) for i, row in enumerate(rows)]
 
 
-def _inside(folder: Path, name: object, what: str) -> Path:
+def inside_folder(folder: Path, name: object, what: str) -> Path:
     """``folder / name``, which must be a regular file in ``folder`` (no ``..``, no absolute
     path, no symbolic link: each would read a file outside the folder given)."""
     if not isinstance(name, str) or not name or Path(name).is_absolute() \
@@ -201,9 +201,9 @@ def _check_hf_files(path: Path) -> None:
 
     for name in ("state.json", "dataset_info.json"):
         if (path / name).exists() or (path / name).is_symlink():
-            _inside(path, name, "metadata file")
+            inside_folder(path, name, "metadata file")
     try:
-        state = json.loads(read_input_bytes(_inside(path, "state.json", "metadata file"),
+        state = json.loads(read_input_bytes(inside_folder(path, "state.json", "metadata file"),
                                             "suite"))
         files = state["_data_files"]
         names = [f["filename"] for f in files]
@@ -211,7 +211,7 @@ def _check_hf_files(path: Path) -> None:
         raise InputError(f"state.json is not a saved dataset's state: {_one_line(exc)}",
                          path=path) from None
     for name in names:
-        _inside(path, name, "data file")
+        inside_folder(path, name, "data file")
 
 
 def read_records(path: Path) -> list[Record]:
