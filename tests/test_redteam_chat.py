@@ -13,6 +13,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from queryeval.systems.chat import MAX_REPLY_BYTES, ChatClient, ChatConfig
 from queryeval.systems.judge import JudgeItem, JudgeOptions
@@ -178,3 +180,36 @@ def test_data_cannot_close_its_block_or_forge_another(field):
         assert len(re.findall(rf"</\s*{tag}\s*>", text, re.IGNORECASE)) == 1, tag
     assert "&lt;/response>" in text  # the text itself is still shown to the judge
 
+
+
+def test_a_fence_and_many_spaces_is_parsed_in_linear_time():
+    # the fence regex backtracked in cubic time holding the GIL: 2,000 spaces took 7.6 s,
+    # 20,000 would take hours; run in a child so a regression fails instead of hanging
+    import subprocess
+    import sys
+
+    code = ("from queryeval.systems.judge.prompt import parse_verdict\n"
+            "for reply in ('```json' + ' ' * 20000 + 'a', '```' + '``` ' * 20000 + 'a',\n"
+            "              '```json' + ' ' * 20000 + '{\"verdict\": \"pass\", \"reason\": \"r\"}'\n"
+            "              + ' ' * 20000 + '```'):\n"
+            "    try:\n        print(parse_verdict(reply))\n"
+            "    except ValueError:\n        print('malformed')\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"parse_verdict ran past {GRACE_S} s") from None
+    assert out.stdout.split("\n")[:3] == ["malformed", "malformed", "('pass', 'r')"], out.stderr
+
+
+FENCE_ORACLE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)  # the old rule
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["```", "json", " ", "\n", "{", "}", "a", "`", '"']),
+                max_size=12).map("".join))
+def test_the_fence_is_removed_as_the_old_regex_did(reply):
+    from queryeval.systems.judge.prompt import _unfenced
+
+    m = FENCE_ORACLE.match(reply)
+    assert _unfenced(reply) == (m.group(1) if m else reply)
