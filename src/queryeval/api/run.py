@@ -290,9 +290,9 @@ class Run:
         from queryeval.report.console import overall_table, render_summary
 
         task = self.task
-        from queryeval.io.safetext import console_text
+        from queryeval.io.safetext import console_line
 
-        out = [console_text(f"run: {self.label}", "bold")]
+        out = [console_line(f"run: {self.label}", "bold")]  # a label's newline ends here
         out += (render_summary(task.summary(self.metrics), self.metrics) if task is not None
                 else [overall_table(self.metrics)])
         if "repeats" in self.metrics:

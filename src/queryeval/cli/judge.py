@@ -40,7 +40,7 @@ def command(
 
     from queryeval.api.judge import judge_agreement
     from queryeval.errors import ConfigError
-    from queryeval.io.safetext import console_text
+    from queryeval.io.safetext import console_line, console_text
 
     if not 0 < confidence < 1:
         raise ConfigError(f"--confidence must be between 0 and 1 (exclusive), got {confidence}")
@@ -74,8 +74,9 @@ def command(
             for col in ("id", "human", "judge", "reason"):
                 dis.add_column(col)
             for d in report.disagreements:
-                dis.add_row(console_text(d["id"]), d["label"], str(d["verdict"]),
-                            console_text(d["reason"]))
+                # one line each: the judge's reason and the ids are untrusted text
+                dis.add_row(console_line(d["id"]), console_line(d["label"]),
+                            console_line(d["verdict"]), console_line(d["reason"]))
             console.print(dis)
         if report.self_consistency is not None:
             s = report.self_consistency
@@ -84,7 +85,7 @@ def command(
                 f"unanimous {_fmt(s['unanimous'])}, pairwise agreement {_fmt(s['pairwise'])}, "
                 f"Fleiss' kappa {_fmt(s['fleiss_kappa'])}", markup=False, highlight=False)
         for u in report.undecided:
-            console.print(console_text(f"undecided {u['id']}: {u['error']['kind']}: "
+            console.print(console_line(f"undecided {u['id']}: {u['error']['kind']}: "
                                        f"{u['error']['message']}"))
     console.print(f"report: {out}", markup=False, highlight=False)
     if report.recorded:

@@ -36,9 +36,12 @@ def metric_name(name: str) -> str:
 def _numbers(prefix: str, values: Mapping) -> dict[str, float]:
     out = {}
     for key in numeric_keys(values):
-        v = values[key]
-        if v is not None and math.isfinite(float(v)):
-            out[metric_name(prefix + str(key))] = float(v)
+        try:  # a damaged metrics file's 400-digit integer overflows a float: not logged
+            v = None if values[key] is None else float(values[key])
+        except OverflowError:
+            continue
+        if v is not None and math.isfinite(v):
+            out[metric_name(prefix + str(key))] = v
     return out
 
 

@@ -20,6 +20,7 @@ start and lasts the sum of its calls, which follow one another inside it.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,15 @@ from queryeval.errors import ConfigError
 from queryeval.run.results import RunResults
 
 EVENT = "gen_ai.evaluation.result"
+TEXT_CHARS = 1024
+"""A label, case id or case name is cut to this many characters in an attribute (a suite's
+2 MB case name made a request collectors refuse: 4 MiB is the usual cap; the run log keeps
+the whole text)."""
+
+
+def _cut(text: object) -> str:
+    s = str(text)
+    return s if len(s) <= TEXT_CHARS else s[:TEXT_CHARS - 1] + "…"
 
 
 def _ns(iso: str | None, default: int) -> int:
@@ -36,6 +46,16 @@ def _ns(iso: str | None, default: int) -> int:
         return int(dt.datetime.fromisoformat(iso).timestamp() * 1e9)
     except ValueError:
         return default
+
+
+def _latency_ns(record: dict) -> int:
+    """A call's ``latency_ms`` in nanoseconds; 0 when the log holds no finite number >= 0
+    there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
+    value = record.get("latency_ms")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    ns = float(value) * 1e6
+    return int(ns) if math.isfinite(ns) and ns >= 0 else 0
 
 
 BATCH = 512
@@ -85,7 +105,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         exporter = OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
     finished = InMemorySpanExporter()  # spans are built first, then sent in batches
     provider = TracerProvider(resource=Resource.create({
-        "service.name": "queryeval", "queryeval.run.label": results.label}))
+        "service.name": "queryeval", "queryeval.run.label": _cut(results.label)}))
     provider.add_span_processor(SimpleSpanProcessor(finished))
     tracer = provider.get_tracer("queryeval")
     records = results.records
@@ -94,18 +114,17 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
     spans = 0
     root = tracer.start_span("queryeval.run", start_time=start, attributes={
         "queryeval.batch_id": results.batch_id, "queryeval.task": task,
-        "queryeval.label": results.label, "queryeval.cases": len(results.cases),
+        "queryeval.label": _cut(results.label), "queryeval.cases": len(results.cases),
         "queryeval.repeats": results.repeats})
     end_all = start
     for case in results.cases:
-        latencies = [int(float(records[a.index].get("latency_ms") or 0.0) * 1e6)
-                     for a in case.attempts]
+        latencies = [_latency_ns(records[a.index]) for a in case.attempts]
         end = start + sum(latencies)
         verdict, message, _ = case_outcome(records, case)
         span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
                                  start_time=start, attributes={
-                                     "queryeval.case.id": case.case_id,
-                                     "queryeval.case.name": case.name or "",
+                                     "queryeval.case.id": _cut(case.case_id),
+                                     "queryeval.case.name": _cut(case.name or ""),
                                      "queryeval.case.verdict": verdict,
                                      "queryeval.case.attempts": len(case.attempts),
                                      "queryeval.case.passes": case.passes,

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from queryeval.io.safetext import console_line, console_text
+from queryeval.io.safetext import console_line
 from queryeval.report.numbers import figure
 
 fmt = figure  # one formatter for every surface (report.numbers)
@@ -54,7 +54,7 @@ def render_summary(content: Any, metrics: dict) -> list[Any]:
             if item.groups:  # an empty group kind is not shown (as in the HTML report)
                 out.append(group_table(item.groups, item.label, list(item.columns)))
         elif isinstance(item, Note):
-            text = console_text(item.text)
+            text = console_line(item.text)  # a sentence: a case id's newline ends here
             if item.level == "warning":
                 text.stylize("bold red")
             out.append(text)

@@ -24,6 +24,14 @@ from queryeval.run.results import RunResults
 
 CASE_ROWS = 100
 """At most this many cases that did not pass are listed in a run's summary."""
+NAME_CHARS = 200
+"""A case id or name is cut to this many characters in the summary: GitHub drops a step
+summary over 1 MiB, and one suite's megabyte case id would take the whole summary with it."""
+
+
+def _cut(text: object) -> str:
+    s = str(text)
+    return s if len(s) <= NAME_CHARS else s[:NAME_CHARS - 1] + "…"
 
 
 # --- workflow commands ------------------------------------------------------------------------
@@ -121,7 +129,7 @@ def run_summary(run: RunResults, gates: Sequence[GateResult] = ()) -> str:
                   "| case | name | verdict | pass rate | reason |", "|---|---|---|---:|---|"]
         for c in bad[:CASE_ROWS]:
             _, message, _ = case_outcome(run.records, c)
-            lines.append(f"| {md(c.case_id)} | {md(c.name or '')} | {c.verdict} | "
+            lines.append(f"| {md(_cut(c.case_id))} | {md(_cut(c.name or ''))} | {c.verdict} | "
                          f"{c.pass_rate:.4f} | {md(message)} |")
         if len(bad) > CASE_ROWS:
             lines.append(f"\nand {len(bad) - CASE_ROWS} more (see the run's report)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError
+from queryeval.errors import ConfigError, InputError, one_line
 from queryeval.report.compare import resolve_batch
 from queryeval.run.log import RunLog, now_iso
 from queryeval.run.records import RecordStream, csv_order
@@ -82,7 +82,7 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
     log = RunLog.create(target, fields)
     try:
         for record in source_records:
-            log.append(task.rescore_record(record))
+            log.append(_rescored(task, record, src_log.paths.results_jsonl))
     finally:
         log.close()
     metrics, records = finish(log, task, order,
@@ -92,3 +92,16 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
 
         write_html_report(log.paths.batch)
     return RescoreResult(log, task, metrics, records, src_log.paths.batch_id, changed)
+
+
+def _rescored(task: Any, record: dict, path: Path) -> dict:
+    """``task.rescore_record(record)``; a record whose fields have another shape than the task
+    writes (a damaged or hand-edited run file: ``"reference": "x"``) is one error line naming
+    the file and the case, not a traceback."""
+    try:
+        return task.rescore_record(record)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        case = record.get("case_id") if isinstance(record, dict) else None
+        raise InputError(f"a field has another shape than the {task.name} task writes "
+                         f"({type(exc).__name__}: {one_line(exc)})", path=path,
+                         record=one_line(case)) from None

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from queryeval.errors import QueryevalError
+from queryeval.errors import QueryevalError, one_line
 from queryeval.io.idindex import IdIndex
 from queryeval.run.log import RunLog
 from queryeval.run.records import RecordStream
@@ -75,9 +75,11 @@ class ErrorTally:
 
 
 def format_error_summary(summary: list[dict]) -> list[str]:
-    """One line per error kind: ``12 × connection: ConnectError: ... (case abc)``."""
-    return [f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})"
-            for e in summary]
+    """One line per error kind: ``12 × connection: ConnectError: ... (case abc)``; each
+    line one line whatever the case id and message hold (:func:`one_line`: a newline
+    before ``::error::`` would start a GitHub Actions command)."""
+    return [one_line(f"{e['count']} × {e['kind']}: {e['first_message']} (case {e['case']})",
+                     None) for e in summary]
 
 
 Reporter = Callable[[RunLog, Task, RecordStream, dict, "list[str] | None"], Any]

@@ -7,6 +7,11 @@ shared by the reformat step (:mod:`queryeval.systems.reformat`) and the LLM judg
 * 429, 5xx and connection/timeout errors are retried with exponential backoff (a
   ``Retry-After`` header in seconds wins); other 4xx and replies that are not a chat
   completion are not retried here (the judge retries those itself, as malformed);
+* every attempt has a total deadline of ``timeout_s`` (connect, send, headers and the whole
+  body: the HTTP system's deadline machinery, :mod:`queryeval.systems.http`, so an endpoint
+  that trickles bytes forever is a ``timeout``) and a body cap of :data:`MAX_REPLY_BYTES` (a
+  bigger reply is ``malformed``, refused on its ``Content-Length`` before reading, never held
+  in memory); a ``Retry-After`` wait is capped at ``backoff_max_s``;
 * a failure is returned as an error dict (``{"kind", "message"}``, see
   :class:`~queryeval.errors.SystemCallError`), never raised; at most ``concurrency``
   requests are in flight (the HTTP connection pool's limit).
@@ -27,6 +32,10 @@ from typing import Any
 import httpx
 
 from queryeval.errors import ConfigError, SystemCallError
+from queryeval.systems.http import _arm_deadlines, _deadline, _read_limited
+
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+"""The largest chat reply read (a verdict or a reformatted answer is a few kilobytes)."""
 
 
 def digest(payload: Any) -> str:
@@ -144,6 +153,7 @@ class ChatClient:
             headers=headers, timeout=config.timeout_s, transport=transport,
             limits=httpx.Limits(max_connections=config.concurrency),
         )
+        _arm_deadlines(self._client)  # every socket operation gets what is left of the deadline
 
     def __enter__(self) -> ChatClient:
         return self
@@ -156,34 +166,43 @@ class ChatClient:
 
     def post_once(self, body: dict) -> str:
         """One HTTP attempt; raises SystemCallError (``retryable`` set) on failure."""
+        timeout = self.config.timeout_s
+        _deadline.end = time.monotonic() + timeout
         try:
-            resp = self._client.post(self._url, json=body)
+            with self._client.stream("POST", self._url, json=body) as resp:
+                raw = _read_limited(resp, MAX_REPLY_BYTES, _deadline.end)
         except httpx.TimeoutException as e:
-            raise SystemCallError("timeout", f"{type(e).__name__}: {e}", retryable=True) from None
+            raise SystemCallError("timeout", f"{type(e).__name__}: no complete reply within "
+                                  f"{timeout:g}s", retryable=True) from None
         except httpx.TransportError as e:
             raise SystemCallError("connection", f"{type(e).__name__}: {e}",
                                   retryable=True) from None
+        finally:
+            _deadline.end = None
+        if raw is None:
+            raise SystemCallError("malformed", f"reply over {MAX_REPLY_BYTES} bytes (not read)")
+        text = raw.decode("utf-8", "replace")
         if resp.status_code != 200:
             retryable = resp.status_code == 429 or resp.status_code >= 500
             raise SystemCallError(
-                "http_status", f"HTTP {resp.status_code}: {resp.text[:300]}",
+                "http_status", f"HTTP {resp.status_code}: {text[:300]}",
                 retryable=retryable,
                 retry_after=parse_retry_after(resp.headers.get("Retry-After")),
             )
         try:
-            content = resp.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise SystemCallError(
-                "malformed", f"reply is not a chat completion: {resp.text[:300]}"
+                "malformed", f"reply is not a chat completion: {text[:300]}"
             ) from None
         if not isinstance(content, str):
             raise SystemCallError("malformed", "reply content is not a string")
         return content
 
     def backoff(self, retry: int, hint: float | None) -> float:
-        if hint is not None:
-            return hint
         c = self.config
+        if hint is not None:
+            return min(hint, c.backoff_max_s)  # Retry-After: 1e9 (or inf) must not hang us
         return min(c.backoff_max_s, c.backoff_base_s * 2 ** (retry - 1))
 
     def call(self, body: dict) -> ChatReply:

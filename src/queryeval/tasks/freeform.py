@@ -189,18 +189,22 @@ class FreeformTask(Task):
                    "judge_reason", "exact_match", "token_f1", "error"]
 
     def csv_rows(self, record: dict) -> Iterable[dict]:
-        scores = record.get("scores") or {}
+        # a record read back from a run file: a field of another shape is shown, not a crash
+        scores = _dict(record.get("scores"))
+        ref = _dict(record.get("reference"))
+        aliases = ref.get("aliases")
         err = record.get("error")
         yield {
             **judging.judge_cells(record),
-            "case_id": record["case_id"], "question": record.get("question"),
-            "response": record.get("response"), "answer": record["reference"]["answer"],
-            "aliases": "; ".join(record["reference"].get("aliases") or []),
+            "case_id": record.get("case_id"), "question": record.get("question"),
+            "response": record.get("response"), "answer": ref.get("answer"),
+            "aliases": "; ".join(map(str, aliases)) if isinstance(aliases, list) else aliases,
             "passed": scores.get("passed"),
             "rule": record.get("rule"), "rule_verdict": record.get("rule_verdict") or "",
             "detail": record.get("detail"),
             "exact_match": scores.get("exact_match"), "token_f1": scores.get("token_f1"),
-            "error": f"{err['kind']}: {err.get('message', '')}" if err else "",
+            "error": (f"{err.get('kind', 'error')}: {err.get('message', '')}"
+                      if isinstance(err, dict) else err or ""),
         }
 
     def report_content(self, records: list[dict], metrics: dict) -> list[ReportItem]:
@@ -226,6 +230,10 @@ class FreeformTask(Task):
             out.append(Note(f"{n:g} case(s) inconclusive: no rule decided them and no judge "
                             "was asked; they count as not passed", "warning"))
         return out + judging.note_for(self.options.judge, overall)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _why(options: JudgeOptions | None, rule: str) -> str | None:

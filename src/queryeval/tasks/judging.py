@@ -106,7 +106,8 @@ def judge_error(stored: dict | None) -> dict | None:
 
 def judge_cells(record: dict) -> dict:
     """The :data:`CSV_COLUMNS` of a case, read from its record (never re-derived)."""
-    judge = record.get("judge") or {}
+    judge = record.get("judge")
+    judge = judge if isinstance(judge, dict) else {}  # a run file's field of another shape
     return {"decided_by": record.get("decided_by") or "",
             "judge_verdict": judge.get("verdict") or "", "judge_reason": judge.get("reason") or ""}
 
@@ -123,7 +124,8 @@ class JudgeTally:
     def watch(self, records: Iterable[dict]) -> Iterator[dict]:
         for r in records:
             self.decided += r.get("decided_by") == "judge"
-            self.errors += bool((r.get("judge") or {}).get("error"))
+            judge = r.get("judge")
+            self.errors += isinstance(judge, dict) and bool(judge.get("error"))
             yield r
 
     def overall(self, options: JudgeOptions | None) -> dict:

@@ -73,6 +73,8 @@ def _value(m: re.Match) -> Fraction | None:
         return None
     value = Fraction(digits + frac)
     if m["exp"]:
+        if len(m["exp"].lstrip("eE+-")) > 4:  # 1e99999...: int() refuses over 4300 digits
+            return None
         exp = int(m["exp"][1:])
         if abs(exp) > 400:  # beyond any float: not a figure anyone means
             return None

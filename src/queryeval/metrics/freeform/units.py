@@ -22,6 +22,14 @@ NOT_UNITS = frozenset({
 # a unit token: letters (and µ, °, Ω), then letters, digits, powers, '/', '·', '*', '^'
 _UNIT = re.compile(r"\s*(?P<unit>[^\W\d_]|[µμ°Ω])(?:[\w°µμ²³·*^/]|(?<=\^)-)*")
 
+MAX_UNIT_CHARS = 64
+"""A word after a number longer than this is no unit (pint's longest name has 41 letters):
+it is :data:`UNCLEAR`, never handed to pint, whose parser is slow on long names."""
+# a power raised again (m^9^9^9: pint evaluates 9^9^9, a number no machine holds), or an
+# exponent of four digits or more: never a unit anyone writes, never handed to pint
+_POWERS = re.compile(r"(?:\^|\*\*|[²³]).*?(?:\^|\*\*|[²³])|(?:\^|\*\*)\s*[-+]?\d{4}")
+_FACTORS = re.compile(r"(?<!\*)\*(?!\*)|[/·()]")
+
 CONVERSION_SLACK = Fraction(1, 10**9)
 """The relative allowance added after a unit conversion: pint converts in floating point,
 so ``1 mi`` in ``km`` can be off by a rounding step."""
@@ -48,13 +56,20 @@ def registry() -> Any:
 def parse_unit(text: str) -> Any | None:
     """The pint unit ``text`` names, or None (not a unit, or a word of :data:`NOT_UNITS`)."""
     text = text.strip().rstrip(".,;:")
-    if not text or text.lower() in NOT_UNITS:
+    if not text or text.lower() in NOT_UNITS or len(text) > 2 * MAX_UNIT_CHARS + 16 \
+            or not _tame(text):
         return None
     try:
         unit = registry().parse_units(text)
     except Exception:  # noqa: BLE001 - pint raises several kinds for a non-unit
         return None
     return None if unit.dimensionless else unit
+
+
+def _tame(text: str) -> bool:
+    """Whether every factor of ``text`` (split at ``*``, ``/``, ``·`` and parentheses) has
+    at most one power, of at most three digits: pint evaluates ``m^9^9^9`` as 9^(9^9)."""
+    return not any(_POWERS.search(f) for f in _FACTORS.split(text))
 
 
 _DEGREES = re.compile(r"\s*(?:degrees?|deg\.?)\s+(?:(?P<c>celsius|centigrade)|(?P<f>fahrenheit)"
@@ -93,6 +108,8 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     if found is None:
         return None, pos
     token, end = found
+    if len(token) > MAX_UNIT_CHARS:
+        return UNCLEAR, end
     if power:
         token = f"({token})**{2 if power['word'].lower().startswith(('square', 'sq')) else 3}"
     per = _PER.match(text, end)
@@ -122,9 +139,12 @@ def unit_like(word: str) -> bool:
     word = word.rstrip(".,;:")
     if not word or word.lower() in NOT_UNITS:
         return False
+    if len(word) > MAX_UNIT_CHARS:
+        return True
     if not _VOWEL.search(word):
         return True
-    return any(parse_unit(word[:i]) is not None for i in range(len(word) - 1, 2, -1))
+    # prefixes of at most 16 letters (kilometros, millimetres): each is a pint parse
+    return any(parse_unit(word[:i]) is not None for i in range(min(len(word) - 1, 16), 2, -1))
 
 
 def _misprefixed(token: str) -> bool:

@@ -66,7 +66,8 @@ def load_records_suite(path: Path, corpus: str | Path | None = None,
 
         return read_buildingqa(path)
     cases = convert(records, path, corpus, found)
-    sources = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    sources = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()) \
+        if path.is_dir() else [path]  # a link out of the folder is never read (hashed)
     return suite_of(cases, path, sources, root=path if path.is_dir() else None)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from queryeval.errors import InputError
 from queryeval.suite.foreign import build
 from queryeval.suite.foreign.contexts import ChunkIndex, relevant_from_ids
-from queryeval.suite.foreign.records import Record, read_jsonl_records, text
+from queryeval.suite.foreign.records import Record, inside_folder, read_jsonl_records, text
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import Chunk
 
@@ -95,6 +95,10 @@ def cases(path: Path) -> tuple[list[tuple[Case, dict]], list[Path], Path]:
     corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
     if not corpus_path.is_file():
         raise InputError("a BEIR folder needs corpus.jsonl", path=folder)
+    # only the folder's own files: a downloaded folder's link to another file is refused
+    for part in (corpus_path, queries_path, qrels_path):
+        inside_folder(folder, part.relative_to(folder).as_posix()
+                      if part.is_relative_to(folder) else str(part), "file")
     index = ChunkIndex(read_corpus(corpus_path))
     qrels = read_qrels_tsv(qrels_path)
     queries: dict[str, tuple[str, Record]] = {}

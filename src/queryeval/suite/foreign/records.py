@@ -97,16 +97,51 @@ def table_header(path: Path) -> list[str]:
     return read_rows(path, TABLE_SUFFIXES)[0]
 
 
+MAX_DECODED_BYTES = 256 << 20
+"""The most Arrow data a Parquet file or a saved HF dataset may decode to (256 MiB): a few
+kilobytes of Parquet (one long value in a zstd dictionary page, repeated a million times)
+decode to hundreds of gigabytes, so the size is checked before and while reading."""
+PARQUET_BATCH_ROWS = 256
+
+
+def _too_big(path: Path, size: int) -> InputError:
+    return InputError(f"decodes to more than {MAX_DECODED_BYTES / 2**20:g} MiB of data ({size:,} "
+                      "bytes so far): a compressed bomb or a table too large to hold", path=path)
+
+
 def read_parquet_records(path: Path) -> list[Record]:
+    """Rows of a Parquet file; refused before reading when its metadata declares more than
+    :data:`MAX_DECODED_BYTES` uncompressed, and while reading (a batch of
+    :data:`PARQUET_BATCH_ROWS` rows at a time) once the decoded rows pass it."""
     from queryeval.io.files import check_input
 
     check_input(path, "data")
     try:
         import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
     except ImportError:
         raise InputError("reading Parquet needs pyarrow: pip install pyarrow", path=path) from None
+    rows: list[dict] = []
+    try:
+        with pq.ParquetFile(path) as pf:
+            meta = pf.metadata
+            declared = sum(meta.row_group(g).column(c).total_uncompressed_size
+                           for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+            if declared > MAX_DECODED_BYTES:
+                raise _too_big(path, declared)
+            # one cell decodes to at most its column chunk's declared size: a batch holds
+            # at most a sixteenth of the cap
+            chunk = max((meta.row_group(g).column(c).total_uncompressed_size
+                         for g in range(meta.num_row_groups) for c in range(meta.num_columns)),
+                        default=1)
+            rows_per_batch = max(1, min(PARQUET_BATCH_ROWS, MAX_DECODED_BYTES // 16 // chunk))
+            size = 0
+            for batch in pf.iter_batches(batch_size=rows_per_batch):
+                size += batch.nbytes
+                if size > MAX_DECODED_BYTES:
+                    raise _too_big(path, size)
+                rows.extend(batch.to_pylist())
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
         raise InputError(f"invalid Parquet: {_one_line(exc)}", path=path) from None
     return [Record(row, {"record": str(i)}) for i, row in enumerate(rows)]
@@ -128,11 +163,55 @@ def read_hf_records(path: Path) -> list[Record]:
     except ImportError:
         raise InputError("reading a saved HF dataset needs datasets: pip install 'queryeval[hf]'",
                          path=path) from None
+    _check_hf_files(path)
     try:
-        ds = datasets.load_from_disk(str(path))
+        ds = datasets.load_from_disk(str(path), keep_in_memory=False)
+        table = ds.data.table  # the Arrow rows as stored: no feature decoding, no format
+        size = table.nbytes
+        if size > MAX_DECODED_BYTES:
+            raise _too_big(path, size)
+        rows = table.to_pylist()
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - datasets raises many types for bad folders
         raise InputError(f"not a readable saved dataset: {_one_line(exc)}", path=path) from None
-    return [Record(dict(row), {"record": str(i)}) for i, row in enumerate(ds.to_list())]
+    return [Record(dict(row), {"record": str(i)}) for i, row in enumerate(rows)]
+
+
+def inside_folder(folder: Path, name: object, what: str) -> Path:
+    """``folder / name``, which must be a regular file in ``folder`` (no ``..``, no absolute
+    path, no symbolic link: each would read a file outside the folder given)."""
+    if not isinstance(name, str) or not name or Path(name).is_absolute() \
+            or ".." in Path(name).parts or "\\" in name:
+        raise InputError(f"{what} {name!r} is not a file name inside the folder", path=folder)
+    target = folder / name
+    if target.is_symlink() or not target.resolve().is_relative_to(folder.resolve()):
+        raise InputError(f"{what} {name!r} is a symbolic link or lies outside the folder: "
+                         "only the folder's own files are read", path=folder)
+    if not target.is_file():
+        raise InputError(f"{what} {name!r}: no such file in the folder", path=folder)
+    return target
+
+
+def _check_hf_files(path: Path) -> None:
+    """The files ``datasets.load_from_disk`` opens (``state.json``, ``dataset_info.json`` and
+    the data files ``state.json`` names) are the folder's own regular files: a data file
+    named ``../other/data.arrow`` or a symbolic link to another dataset would read it."""
+    from queryeval.io.files import read_input_bytes
+
+    for name in ("state.json", "dataset_info.json"):
+        if (path / name).exists() or (path / name).is_symlink():
+            inside_folder(path, name, "metadata file")
+    try:
+        state = json.loads(read_input_bytes(inside_folder(path, "state.json", "metadata file"),
+                                            "suite"))
+        files = state["_data_files"]
+        names = [f["filename"] for f in files]
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise InputError(f"state.json is not a saved dataset's state: {_one_line(exc)}",
+                         path=path) from None
+    for name in names:
+        inside_folder(path, name, "data file")
 
 
 def read_records(path: Path) -> list[Record]:

@@ -62,11 +62,22 @@ RESPONSE_FORMAT = {"type": "json_schema",
 server, vLLM and Ollama accept the same field)."""
 
 
+_TAGS = re.compile(r"<(/?\s*(?:question|reference|response|evidence)\b)", re.IGNORECASE)
+
+
+def _data(text: str) -> str:
+    """A part's text with our block tags written ``&lt;response>``: a response holding
+    ``</response>`` then a forged ``<reference>`` block cannot end its own block or open
+    another (the judge still reads the text; nothing else changes)."""
+    return _TAGS.sub(r"&lt;\1", text)
+
+
 def user_message(kind: Literal["answer", "query"], question: str, reference: str,
                  response: str, context: str = "") -> str:
-    """The user turn: the item's parts, each in its own tagged block."""
+    """The user turn: the item's parts, each in its own tagged block (:func:`_data`)."""
     ref, resp = ("Reference query", "Assistant's query") if kind == "query" \
         else ("Reference answer", "Assistant's response")
+    question, reference, response, context = map(_data, (question, reference, response, context))
     parts = [f"Question:\n<question>\n{question}\n</question>",
              f"{ref}:\n<reference>\n{reference}\n</reference>",
              f"{resp}:\n<response>\n{response}\n</response>"]
@@ -82,19 +93,36 @@ def messages(kind: Literal["answer", "query"], question: str, reference: str, re
                                                      context)}]
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+def _unfenced(content: str) -> str:
+    """The text inside a ```json fence around the whole reply (else the reply). String
+    operations, not a regular expression: ``^\\s*```(?:json)?\\s*(.*?)\\s*```\\s*$``
+    backtracked in cubic time (a reply of a fence and 2,000 spaces took 7.6 s, 10 KB
+    minutes, holding the GIL: no deadline could stop it)."""
+    text = content.strip()
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return content
+    inner = text[3:-3]
+    return (inner[4:] if inner.startswith("json") else inner).strip()
+
+
+def _one_each(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are distinct (``{"verdict": "fail", ..., "verdict": "pass"}``
+    is not one verdict: json.loads would keep the last)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key appears twice")
+    return out
 
 
 def parse_verdict(content: str) -> tuple[Literal["pass", "fail"], str]:
     """``(verdict, reason)`` from the reply text; ValueError (saying why) when it is not the
     verdict JSON. Accepted: exactly one JSON object (a ```json fence around it is removed)
     with ``verdict`` "pass" or "fail" (case and surrounding spaces ignored) and a string
-    ``reason``; anything else is malformed, never read as a pass."""
-    m = _FENCE.match(content)
-    text = m.group(1) if m else content
+    ``reason``, no key twice; anything else is malformed, never read as a pass."""
+    text = _unfenced(content)
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = json.loads(text, object_pairs_hook=_one_each)
+    except (ValueError, RecursionError):  # RecursionError: [[[[... nested past the stack
         raise ValueError(f"not JSON: {content[:200]!r}") from None
     if not isinstance(data, dict):
         raise ValueError(f"not a JSON object: {content[:200]!r}")
