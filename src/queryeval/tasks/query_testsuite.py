@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
+from queryeval.systems.engines.base import QueryRefused
 
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
@@ -67,6 +68,25 @@ class TestSuite:
                 self._runners[key] = pool
             return self._runners[key]
 
+    def pg_runners(self, url: str, memory_limit_bytes: int | None) -> Any:
+        """As :meth:`runners`, for a PostgreSQL server: :data:`WORKERS` sandboxed workers,
+        each with its own connection, in which a neighbour is loaded as temporary tables."""
+        import queue
+
+        from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
+        from queryeval.systems.engines.neighbours.pg import PgRunner
+
+        key = ("postgres:" + url, memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                pool: queue.Queue = queue.Queue()
+                for _ in range(WORKERS):
+                    runner = PgRunner(url, memory_limit_bytes=memory_limit_bytes)
+                    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
+                    pool.put(runner)
+                self._runners[key] = pool
+            return self._runners[key]
+
     def neighbours(self, task: Any, source: str, gold: str, language: str):
         from queryeval.systems.engines import neighbours as nb
 
@@ -87,11 +107,17 @@ class TestSuite:
                         prefixes=getattr(engine, "prefixes", None),
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                         memory_limit_bytes=getattr(engine, "memory_limit_bytes", None))
+                elif getattr(task.engine(source), "dialect", "") == "postgres":
+                    built = nb.pg_neighbours(  # on the server: a sandboxed worker's temp tables
+                        source, gold, self.n, seed=self.seed, timeout_s=task.options.timeout_s,
+                        max_rows=task.options.max_rows,
+                        memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
+                                                   None))
                 else:
                     dialect = getattr(task.engine(source), "dialect", "")
                     if dialect not in ("sqlite", "duckdb"):
                         raise ConfigError("--test-suite builds neighbour databases for sqlite "
-                                          "and DuckDB files (not PostgreSQL yet)")
+                                          "and DuckDB files and PostgreSQL servers")
                     built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
                         _paths(source)[0], dialect, gold, self.n, seed=self.seed,
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
@@ -118,6 +144,21 @@ def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
         with eng.LocalSparqlEngine([path], store_dir=path.with_suffix(".store"),
                                    prefixes=getattr(original, "prefixes", None)) as engine:
             yield engine
+        return
+    if getattr(original, "dialect", "") == "postgres":
+        from queryeval.systems.engines.neighbours.pg import PgFileEngine
+
+        pool = task.test_suite.pg_runners(original.url,
+                                          getattr(original, "memory_limit_bytes", None))
+        runner = pool.get()
+        try:
+            yield PgFileEngine(runner, path)
+        finally:
+            try:  # no temporary table outlives the check of its neighbour
+                runner.release()
+            except Exception:  # noqa: BLE001 - a worker that died took its tables with it
+                pass
+            pool.put(runner)
         return
     dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
     pool = task.test_suite.runners(dialect, getattr(original, "memory_limit_bytes", None))
@@ -172,9 +213,18 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         built = suite.neighbours(task, record["source"], record["gold_query"], record["language"])
     except ConfigError as exc:  # a source kind without neighbours: said on every case
         return done(None, str(exc))
+    except QueryRefused as exc:  # a gold the neighbours cannot judge (PostgreSQL: a schema)
+        return done(None, f"no neighbour databases: the gold {exc.reason}")
     except Exception as exc:  # noqa: BLE001 - no neighbours: unknown, the reason recorded
         return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
     out["neighbours"] = len(built.neighbours)
+    if built.dialect == "postgres" and record["predicted_query"]:
+        from queryeval.systems.engines.neighbours.pg import query_names
+
+        try:  # a schema-qualified name would reach the real table, not the neighbour's
+            query_names(record["predicted_query"])
+        except QueryRefused as exc:
+            return done(None, f"the prediction {exc.reason}")
     order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))
     unknown: list[str] = []
     original = task.engine(record["source"])

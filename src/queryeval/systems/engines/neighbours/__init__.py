@@ -9,6 +9,8 @@ near-misses of the gold apart. This package builds those databases from the suit
   the gold's constants and the original values (:mod:`.fuzz`), the declared constraints
   enforced on insert (:mod:`.schema`); among the candidates, those that tell apart a mutant
   of the gold (:mod:`.mutants`) the earlier ones did not are kept (:mod:`.distill`).
+* :func:`pg_neighbours` (:mod:`.pg`): the same for a PostgreSQL database, each neighbour
+  a set of rows loaded into temporary tables of a sandboxed worker's connection.
 * :func:`sparql_neighbours` (:mod:`.graphs`): the suite's graph with the triples the gold's
   patterns touch perturbed (dropped, duplicated onto fresh IRIs, retyped, rewired).
 
@@ -26,9 +28,10 @@ from typing import Any
 
 from queryeval.systems.engines.neighbours.distill import NeighbourSet, sql_neighbours
 from queryeval.systems.engines.neighbours.graphs import sparql_neighbours
+from queryeval.systems.engines.neighbours.pg import pg_neighbours
 
-__all__ = ["NeighbourSet", "cache_root", "database_rows", "sparql_neighbours", "sql_neighbours",
-           "under_constrained"]
+__all__ = ["NeighbourSet", "cache_root", "database_rows", "pg_neighbours", "sparql_neighbours",
+           "sql_neighbours", "under_constrained"]
 
 
 def cache_root() -> Path:
@@ -53,6 +56,10 @@ def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
     """Every table of a (small) neighbour database: ``{table: {"columns", "rows"}}``."""
     from queryeval.systems.engines.neighbours.schema import _q
 
+    if dialect == "json":  # a PostgreSQL neighbour: its rows, loaded into temporary tables
+        from queryeval.systems.engines.neighbours.pg import neighbour_rows
+
+        return neighbour_rows(path)
     if dialect == "sparql":
         from queryeval.systems.engines.neighbours.graphs import nt_lines
 
