@@ -68,6 +68,18 @@ class TestSuite:
                 self._runners[key] = pool
             return self._runners[key]
 
+    def _pg_builder(self, url: str, memory_limit_bytes: int | None) -> tuple[Any, Any]:
+        """The one worker (and its lock) that reads the schema and builds every gold's
+        neighbours on this server in this run: one worker start per run, not per gold."""
+        from queryeval.systems.engines.neighbours.pg import PgRunner
+
+        key = ("postgres-build:" + url, memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                self._runners[key] = (PgRunner(url, memory_limit_bytes=memory_limit_bytes),
+                                      threading.Lock())
+            return self._runners[key]
+
     def pg_runners(self, url: str, memory_limit_bytes: int | None) -> Any:
         """As :meth:`runners`, for a PostgreSQL server: :data:`WORKERS` sandboxed workers,
         each with its own connection, in which a neighbour is loaded as temporary tables."""
@@ -108,11 +120,13 @@ class TestSuite:
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                         memory_limit_bytes=getattr(engine, "memory_limit_bytes", None))
                 elif getattr(task.engine(source), "dialect", "") == "postgres":
-                    built = nb.pg_neighbours(  # on the server: a sandboxed worker's temp tables
-                        source, gold, self.n, seed=self.seed, timeout_s=task.options.timeout_s,
-                        max_rows=task.options.max_rows,
-                        memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
-                                                   None))
+                    memory = getattr(task.engine(source), "memory_limit_bytes", None)
+                    runner, runner_lock = self._pg_builder(source, memory)
+                    with runner_lock:  # on the server: a sandboxed worker's temp tables
+                        built = nb.pg_neighbours(
+                            source, gold, self.n, seed=self.seed,
+                            timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                            memory_limit_bytes=memory, runner=runner)
                 else:
                     dialect = getattr(task.engine(source), "dialect", "")
                     if dialect not in ("sqlite", "duckdb"):

@@ -341,13 +341,15 @@ def set_key(doc: dict, gold: str, n: int, seed: int) -> str:
 
 def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path | None = None,
                   timeout_s: float = 30.0, max_rows: int = 100_000,
-                  memory_limit_bytes: int | None = None) -> Any:
+                  memory_limit_bytes: int | None = None, runner: PgRunner | None = None) -> Any:
     """``n`` neighbour databases of the PostgreSQL database at ``url`` distilled for
     ``gold`` (a :class:`.distill.NeighbourSet` of JSON files); read from the cache when
     built before for the same schema. Raises QueryRefused when the gold is not one
     read-only query, names a schema or reads what the neighbours cannot hold (a view, a
     system catalog), :class:`NoTempPrivilege`, QueryExecutionError when it fails on the
-    real tables."""
+    real tables. ``runner``: a worker to use (and leave running, its temporary tables
+    dropped) instead of one started for this build -- the schema is read on every call, so
+    a run's builds share one (``TestSuite``)."""
     from queryeval.metrics.tables import query_is_ordered
     from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root, fuzz
@@ -360,7 +362,8 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
         check_postgres(gold)
     relations, _ = query_names(gold)
     started = time.perf_counter()
-    runner = PgRunner(url, memory_limit_bytes=memory_limit_bytes)
+    own = runner is None
+    runner = runner or PgRunner(url, memory_limit_bytes=memory_limit_bytes)
     try:
         doc = runner.schema(relations, timeout_s)
         if not doc["temp_privilege"]:
@@ -389,5 +392,11 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
             shutil.rmtree(work, ignore_errors=True)
         return out
     finally:
-        runner.close()
+        if own:
+            runner.close()
+        else:
+            try:
+                runner.release()
+            except Exception:  # noqa: BLE001 - a worker that died took its tables with it
+                pass
 
