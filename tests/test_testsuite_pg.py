@@ -254,7 +254,9 @@ def test_what_reads_the_real_tables_is_refused_on_a_neighbour(emp, tmp_path, pre
 def test_a_gold_over_a_view_gets_no_neighbours(emp, tmp_path):
     rec = one_case(emp["reader"], "SELECT name FROM rich", "SELECT name FROM rich", tmp_path)
     assert rec["scores"]["test_suite_match"] is None
-    assert "public.rich is a view" in rec["test_suite"]["reason"]
+    assert rec["test_suite"]["reason"] == (
+        "no neighbour databases: the gold reads public.rich, a view: the neighbour databases "
+        "hold only copies of ordinary tables")
 
 
 def test_query_names():
@@ -326,3 +328,42 @@ def test_a_neighbour_runs_only_on_its_temporary_tables(emp, tmp_path):
                                   max_rows=1).rows[0][0] == len(rows["dept"]["rows"])
         runner.release()
     assert temp_tables(emp["admin"]) == []
+
+
+def test_a_search_path_that_puts_the_real_tables_first_is_refused(pg_server, tmp_path):
+    """A role whose search_path names pg_temp after public: unqualified names reach the real
+    tables even with the temporary copies in place. The gold's probe on an empty neighbour
+    finds it (the server's plan reads public.emp): null with the reason, no set built."""
+    db = pg_server.database("tspg_path", (EXAMPLE / "emp.sql").read_text() + GRANTS +
+                            "ALTER ROLE reader IN DATABASE tspg_path SET search_path = "
+                            "public, pg_temp;")
+    rec = one_case(db["reader"], "SELECT name FROM emp WHERE salary > 100",
+                   "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] is None
+    assert rec["test_suite"]["reason"].startswith(
+        "no neighbour databases: the gold would read the real tables on a neighbour: it reads "
+        "public.emp of the real database")
+
+
+def test_a_gold_calling_a_user_function_gets_no_neighbours(emp, tmp_path):
+    rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > headcount() * 20",
+                   "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] is None
+    assert "it calls public.headcount(), a function outside pg_catalog" in \
+        rec["test_suite"]["reason"]
+
+
+def test_a_gold_that_fails_on_every_candidate_is_unknown_not_equal(emp, tmp_path):
+    """It divides by zero unless the table is exactly the original: no candidate keeps it,
+    so no neighbour can judge the case (before: 'equal on all 0 neighbours', a 1)."""
+    gold = ("SELECT name FROM emp WHERE 1 / (CASE WHEN (SELECT string_agg(name, ',' ORDER BY "
+            "id) FROM emp) = 'alice,bob,carol,dave,erin' THEN 1 ELSE 0 END) = 1 "
+            "AND salary > 100")
+    rec = one_case(emp["reader"], gold, "SELECT name FROM emp WHERE name IN ('bob', 'carol')",
+                   tmp_path, n=3)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["test_suite"]["neighbours"] == 0
+    assert rec["scores"]["test_suite_match"] is None
+    assert rec["test_suite"]["reason"].startswith("no neighbour database can judge it")

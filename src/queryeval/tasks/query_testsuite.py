@@ -232,6 +232,9 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
     except Exception as exc:  # noqa: BLE001 - no neighbours: unknown, the reason recorded
         return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
     out["neighbours"] = len(built.neighbours)
+    if not built.neighbours:  # "equal on all 0 neighbours" would be a verdict without evidence
+        return done(None, "no neighbour database can judge it: the gold failed on every "
+                          "candidate database")
     if built.dialect == "postgres" and record["predicted_query"]:
         from queryeval.systems.engines.neighbours.pg import query_names
 

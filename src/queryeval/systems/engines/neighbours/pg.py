@@ -29,6 +29,7 @@ import datetime as dt
 import decimal
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -339,6 +340,28 @@ def set_key(doc: dict, gold: str, n: int, seed: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def _probe(runner: PgRunner, schema: Any, gold: str, where: Path, timeout_s: float) -> None:
+    """Run the gold on an empty neighbour (every table, no rows): raise QueryRefused when
+    the worker refuses it there -- it would read the real tables (a role whose search_path
+    puts pg_temp after public, a function outside pg_catalog) -- before any set is built or
+    read from the cache, so such a gold gets a reason, never a set it cannot run on."""
+    handle, name = tempfile.mkstemp(prefix=".probe-", suffix=".json", dir=where)
+    os.close(handle)
+    path = Path(name)
+    try:
+        runner.write(schema, path, {})
+        try:
+            runner.run(path, gold, timeout_s, 1)
+        except QueryRefused as exc:
+            raise QueryRefused(f"would read the real tables on a neighbour: {exc.reason}") \
+                from None
+        except Exception:  # noqa: BLE001 - failing on no rows is the candidates' business
+            pass
+    finally:
+        path.unlink(missing_ok=True)
+        runner.release()
+
+
 def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path | None = None,
                   timeout_s: float = 30.0, max_rows: int = 100_000,
                   memory_limit_bytes: int | None = None, runner: PgRunner | None = None) -> Any:
@@ -372,6 +395,8 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
                 f"{doc['database']} (GRANT TEMPORARY ON DATABASE … TO {doc['user']}): no "
                 "neighbour databases")
         folder = (cache_dir or cache_root()) / set_key(doc, gold, n, seed)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _probe(runner, to_schema(doc), gold, folder.parent, timeout_s)
         manifest = folder / "manifest.json"
         if manifest.is_file():
             saved = json.loads(manifest.read_text(encoding="utf-8"))

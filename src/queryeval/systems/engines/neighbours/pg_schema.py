@@ -62,10 +62,10 @@ def read_catalog(conn: Any, relations: list[str], timeout_s: float) -> dict:
                 if kind not in ("r", "p"):
                     what = {"v": "a view", "m": "a materialized view", "f": "a foreign table",
                             "S": "a sequence"}.get(kind, f"a relation of kind {kind!r}")
-                    raise CatalogRefusal(f"{schema}.{name} is {what}: the neighbour databases "
-                                         "hold only copies of ordinary tables")
+                    raise CatalogRefusal(f"reads {schema}.{name}, {what}: the neighbour "
+                                         "databases hold only copies of ordinary tables")
                 if schema in ("pg_catalog", "information_schema"):
-                    raise CatalogRefusal(f"it reads the system catalog {schema}.{name}, which "
+                    raise CatalogRefusal(f"reads the system catalog {schema}.{name}, which "
                                          "the neighbour databases do not replace")
                 todo.append(oid)
             tables: list[dict] = []
@@ -84,8 +84,8 @@ def read_catalog(conn: Any, relations: list[str], timeout_s: float) -> dict:
             names = [t["name"] for t in tables]
             clash = sorted({n for n in names if names.count(n) > 1})
             if clash:
-                raise CatalogRefusal(f"two tables named {clash[0]} (in different schemas) would "
-                                     "need the same temporary name")
+                raise CatalogRefusal(f"reads two tables named {clash[0]} (in different schemas), "
+                                     "which would need the same temporary name")
             for t in tables:
                 t["values"] = {c["name"]: _sample(conn, cur, t, c["name"])
                                for c in t["columns"] if not c["generated"]}
