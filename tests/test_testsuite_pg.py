@@ -367,3 +367,33 @@ def test_a_gold_that_fails_on_every_candidate_is_unknown_not_equal(emp, tmp_path
     assert rec["test_suite"]["neighbours"] == 0
     assert rec["scores"]["test_suite_match"] is None
     assert rec["test_suite"]["reason"].startswith("no neighbour database can judge it")
+
+
+def test_a_table_the_gold_does_not_reach_is_empty_on_the_neighbours(emp, tmp_path):
+    """The gold reads dept only (emp refers to dept, not the other way round); the
+    prediction counts the departments that have staff. On the original both give 2; on a
+    neighbour emp is an empty temporary copy (a database the schema allows), where the
+    prediction gives 0: refuted, where before it was unknown (the plan check refused the
+    real emp)."""
+    rec = one_case(emp["reader"], "SELECT count(*) FROM dept",
+                   "SELECT count(DISTINCT dept_id) FROM emp", tmp_path, n=3)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
+    sample = rec["test_suite"]["refuted_by"]["result_sample"]
+    assert sample["predicted"]["rows"] == [["0"]]  # the sample's cells are text
+
+
+def test_a_big_table_is_sampled_by_blocks_and_the_key_is_stable(pg_server, tmp_path):
+    """Above 100,000 rows (the planner's estimate) a column's values come from a repeatable
+    block sample: two builds read the same values (the same key: the second is cached)."""
+    db = pg_server.database("tspg_big", "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL);"
+                            "INSERT INTO big SELECT g, g % 997 FROM generate_series(1, 150000) g;"
+                            "ANALYZE big;" + GRANTS)
+    gold = "SELECT count(*) FROM big WHERE v > 500"
+    first = pg_neighbours(db["reader"], gold, 3, seed=1, cache_dir=tmp_path)
+    again = pg_neighbours(db["reader"], gold, 3, seed=1, cache_dir=tmp_path)
+    assert not first.cached and again.cached and again.folder == first.folder
+    with PgRunner(db["reader"]) as runner:
+        doc = runner.schema(["big"], 30)
+    values = doc["tables"][0]["values"]["id"]
+    assert len(values) == 50 and values != list(range(1, 51))  # not the whole table's first 50

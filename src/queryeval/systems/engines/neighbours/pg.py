@@ -169,6 +169,7 @@ class PgRunner:
                                      [str(memory or 0)])
         self._worker.name = "postgres neighbour worker"
         self._finalizer = weakref.finalize(self, self._worker.close)
+        self._schemas: dict[tuple[str, ...], dict] = {}
         self._loaded: tuple[str, str, int] | None = None
         """(the key the worker holds, the neighbour file's key, the worker's start count)."""
         self.dialect = "postgres"
@@ -220,9 +221,14 @@ class PgRunner:
         raise_worker_error(payload)
 
     def schema(self, relations: list[str], timeout_s: float) -> dict:
-        """:func:`.pg_schema.read_catalog` in the worker."""
-        return self._request({"op": "schema", "relations": relations, "timeout_s": timeout_s},
-                             timeout_s * 4)
+        """:func:`.pg_schema.read_catalog` in the worker, read once per set of relations by
+        this runner (a run's builds share one: its golds see the same schema)."""
+        key = tuple(relations)
+        if key not in self._schemas:
+            self._schemas[key] = self._request(
+                {"op": "schema", "relations": relations, "timeout_s": timeout_s},
+                timeout_s * 4)
+        return self._schemas[key]
 
     def release(self) -> None:
         """Drop the loaded neighbour's temporary tables now."""
@@ -286,14 +292,14 @@ class PgRunner:
         check_sql_length(query)
         if base.QUERY_CHECKS:
             check_postgres(query)
-        _, functions = query_names(query)
+        relations, functions = query_names(query)
         key = None
         if Path(path) != ORIGINAL:
             key = self.ensure(path)
         else:
             self._loaded = None  # the worker drops the temporary tables first
         request = {"op": "query", "key": key, "query": query, "functions": functions,
-                   "timeout_s": timeout_s, "max_rows": max_rows}
+                   "relations": relations, "timeout_s": timeout_s, "max_rows": max_rows}
         if self.max_result_bytes:
             request["max_result_bytes"] = self.max_result_bytes
         payload = self._request(request, timeout_s)

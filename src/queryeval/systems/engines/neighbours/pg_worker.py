@@ -19,6 +19,8 @@ written. Requests:
   the engine runs it (READ ONLY transaction rolled back, ``statement_timeout``, a
   server-side cursor, advisory locks released), on the neighbour ``key`` (which must be
   the one loaded) or, with ``key`` None, on the real tables (no temporary table left).
+  An ordinary table the query names (``relations``) that the neighbour does not hold gets
+  an empty temporary copy first (:meth:`NeighbourSession.shadow`).
   On a neighbour, before the cursor and in the same transaction: a function the query
   names that exists outside ``pg_catalog`` is refused (it could read the real tables), and
   the server's own plan (``EXPLAIN (VERBOSE, FORMAT JSON)``, not executed) must scan no
@@ -44,6 +46,8 @@ class NeighbourSession(PostgresSession):
     def __init__(self, url: str, *, connect_timeout_s: float = 10.0) -> None:
         super().__init__(url, connect_timeout_s=connect_timeout_s)
         self.key: str | None = None
+        self.tables: set[str] = set()
+        """The temporary tables of the loaded neighbour (its own and empty copies)."""
         self.temp_schema: str | None = None
         self._query, self._functions = "", ()
 
@@ -75,6 +79,8 @@ class NeighbourSession(PostgresSession):
                     self.drop()  # the real tables: nothing may shadow them
                 elif key != self.key:
                     return ("error", {"kind": "failed", "reason": "neighbour not loaded"})
+                if key is not None:
+                    self.shadow([str(r) for r in request.get("relations") or ()])
                 self._query = str(request["query"])
                 self._functions = tuple(str(f).lower() for f in request.get("functions") or ())
                 return handle(self, request)
@@ -126,6 +132,7 @@ class NeighbourSession(PostgresSession):
         finally:
             self._read_only()
             self.key = None
+            self.tables = set()
 
     def load(self, key: str, ddl: list[str], tables: list[dict], timeout_s: float) -> dict:
         """Create the neighbour's temporary tables and insert its rows (module docstring);
@@ -168,7 +175,41 @@ class NeighbourSession(PostgresSession):
                 kept[t["name"]].append(i)
         conn.commit()
         self.key = key
+        self.tables = {t["name"] for t in tables}
         return kept
+
+    def shadow(self, names: list[str]) -> None:
+        """An empty temporary copy (``LIKE``: its columns and NOT NULL) of each ordinary
+        table the query names that the neighbour does not hold: on every neighbour the
+        tables the gold does not reach are empty (a database the schema allows -- an empty
+        table breaks no key), never the real ones. A view or catalog is left alone (the
+        plan check refuses it)."""
+        from psycopg import sql
+
+        from queryeval.systems.engines.neighbours.schema import _q
+
+        missing = [n for n in names if n not in self.tables]
+        if not missing:
+            return
+        conn = self._rw(30.0)
+        try:
+            for name in missing:
+                row = conn.execute("SELECT c.relkind, n.nspname FROM pg_class c JOIN "
+                                   "pg_namespace n ON n.oid = c.relnamespace "
+                                   "WHERE c.oid = to_regclass(%s)", (_q(name),)).fetchone()
+                if row is None or row[0] not in ("r", "p") or row[1].startswith("pg_") \
+                        or row[1] == "information_schema":
+                    continue  # no such table, a view, a catalog: the plan check decides
+                conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {})").format(
+                    sql.Identifier("pg_temp", name), sql.Identifier(row[1], name)),
+                    prepare=True)
+                self.tables.add(name)
+            found = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
+            self.temp_schema = found[0] if found else None
+            conn.commit()
+        finally:
+            self._read_only()
 
     # --- queries -------------------------------------------------------------------------
     def _begin(self, timeout_s: float) -> Any:
