@@ -397,3 +397,16 @@ def test_a_big_table_is_sampled_by_blocks_and_the_key_is_stable(pg_server, tmp_p
         doc = runner.schema(["big"], 30)
     values = doc["tables"][0]["values"]["id"]
     assert len(values) == 50 and values != list(range(1, 51))  # not the whole table's first 50
+
+
+def test_cli_run_with_a_postgresql_database_and_test_suite(emp, tmp_path):
+    from queryeval.cli.app import main
+
+    suite = suite_for(emp["reader"], tmp_path)
+    out = tmp_path / "runs"
+    assert main(["run", str(suite), "--responses", str(EXAMPLE / "predictions.jsonl"),
+                 "--task", "query", "--test-suite", "4", "-o", str(out), "-q"]) == 0
+    doc = json.loads(next(out.rglob("metrics_*.json")).read_text())
+    assert doc["overall_metrics"]["test_suite"] == 4
+    assert doc["overall_metrics"]["test_suite_refuted"] == 2
+    assert doc["overall_metrics"]["test_suite_unknown"] == 0
