@@ -410,3 +410,23 @@ def test_cli_run_with_a_postgresql_database_and_test_suite(emp, tmp_path):
     assert doc["overall_metrics"]["test_suite"] == 4
     assert doc["overall_metrics"]["test_suite_refuted"] == 2
     assert doc["overall_metrics"]["test_suite_unknown"] == 0
+
+
+def test_foreign_keys_in_a_cycle_are_added_after_the_tables(pg_server, tmp_path):
+    """emp.dept_id refers to dept and dept.head_id to emp: the copies are created first
+    and the second key added after (it was a failed build: the referenced copy did not
+    exist yet); the classic accident is refuted on that schema too."""
+    db = pg_server.database("tspg_cycle", """
+        CREATE TABLE dept (id int PRIMARY KEY, name text NOT NULL, head_id int);
+        CREATE TABLE emp (id int PRIMARY KEY, name text NOT NULL, salary int,
+                          dept_id int REFERENCES dept(id));
+        ALTER TABLE dept ADD FOREIGN KEY (head_id) REFERENCES emp(id);
+        INSERT INTO dept VALUES (1, 'sales', NULL), (2, 'research', NULL);
+        INSERT INTO emp VALUES (1, 'alice', 90, 1), (2, 'bob', 120, 1), (3, 'carol', 150, 2);
+        UPDATE dept SET head_id = 2 WHERE id = 1;
+        """ + GRANTS)
+    rec = one_case(db["reader"], "SELECT name FROM emp WHERE salary > 100",
+                   "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
+    assert set(rec["test_suite"]["refuted_by"]["database"]) == {"emp", "dept"}

@@ -249,7 +249,7 @@ class PgRunner:
     def write(self, schema: Any, path: Path, rows: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
         """For :func:`.distill._build`: load a candidate's rows (the constraints refuse what
         breaks them) and write the rows that went in to ``path``; they stay loaded."""
-        doc = {"format": FORMAT, "ddl": [t.ddl for t in schema.tables],
+        doc = {"format": FORMAT, "ddl": [t.ddl for t in schema.tables] + schema.extra_ddl,
                "tables": {t.name: {"columns": [c.name for c in t.columns],
                                    "rows": [[encode(v) for v in r] for r in rows.get(t.name, ())]}
                           for t in schema.tables}}

@@ -172,21 +172,44 @@ def _sample(conn: Any, cur: Any, table: dict, column: str) -> list[Any]:
 
 def to_schema(doc: dict) -> Schema:
     """The fuzzer's :class:`.schema.Schema` (generated columns left out: the server computes
-    them) with each table's ``ddl``: its ``CREATE TEMPORARY TABLE pg_temp.…``."""
-    tables = []
+    them) with each table's ``ddl``: its ``CREATE TEMPORARY TABLE pg_temp.…``. A foreign key
+    to a table created later (a cycle: ``emp.dept_id`` → dept, ``dept.head_id`` → emp) is
+    added after every table exists (``ALTER TABLE pg_temp.… ADD FOREIGN KEY``, in
+    ``extra_ddl``)."""
+    tables, docs = [], {}
     for t in doc["tables"]:
         cols = [Column(c["name"], c["fuzz"], c["not_null"]) for c in t["columns"]
                 if not c["generated"]]
-        table = Table(t["name"], cols, _ddl(t), tuple(t["primary_key"]),
+        table = Table(t["name"], cols, "", tuple(t["primary_key"]),
                       [tuple(u) for u in t["unique"]],
                       [ForeignKey(tuple(f["columns"]), f["table"], tuple(f["refs"]))
                        for f in t["foreign_keys"]])
         table.values = {k: list(v) for k, v in t.get("values", {}).items()}
         tables.append(table)
-    return Schema("postgres", order_tables(tables))
+        docs[t["name"]] = t
+    ordered = order_tables(tables)
+    made: set[str] = set()
+    later: list[str] = []
+    for table in ordered:
+        t = docs[table.name]
+        now = [f for f in t["foreign_keys"] if f["table"] in made or f["table"] == t["name"]]
+        table.ddl = _ddl(t, now)
+        later += [f"ALTER TABLE pg_temp.{quote(t['name'])} ADD {_fk(f)}"
+                  for f in t["foreign_keys"] if f not in now]
+        made.add(t["name"])
+    return Schema("postgres", ordered, later)
 
 
-def _ddl(t: dict) -> str:
+def _cols(names: list[str]) -> str:
+    return ", ".join(quote(n) for n in names)
+
+
+def _fk(f: dict) -> str:
+    return (f"FOREIGN KEY ({_cols(f['columns'])}) REFERENCES pg_temp.{quote(f['table'])} "
+            f"({_cols(f['refs'])})")
+
+
+def _ddl(t: dict, foreign_keys: list[dict]) -> str:
     parts = []
     for c in t["columns"]:
         part = f"{quote(c['name'])} {c['type']}"
@@ -195,11 +218,9 @@ def _ddl(t: dict) -> str:
         if c["generated"]:
             part += f" GENERATED ALWAYS AS ({c['generated']}) STORED"
         parts.append(part)
-    cols = lambda names: ", ".join(quote(n) for n in names)  # noqa: E731
     if t["primary_key"]:
-        parts.append(f"PRIMARY KEY ({cols(t['primary_key'])})")
-    parts += [f"UNIQUE ({cols(u)})" for u in t["unique"]]
-    parts += [f"FOREIGN KEY ({cols(f['columns'])}) REFERENCES pg_temp.{quote(f['table'])} "
-              f"({cols(f['refs'])})" for f in t["foreign_keys"]]
+        parts.append(f"PRIMARY KEY ({_cols(t['primary_key'])})")
+    parts += [f"UNIQUE ({_cols(u)})" for u in t["unique"]]
+    parts += [_fk(f) for f in foreign_keys]
     parts += list(t["checks"])
     return f"CREATE TEMPORARY TABLE pg_temp.{quote(t['name'])} ({', '.join(parts)})"

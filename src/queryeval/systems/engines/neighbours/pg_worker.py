@@ -145,7 +145,8 @@ class NeighbourSession(PostgresSession):
         conn = self._rw(timeout_s)
         try:
             for statement in ddl:
-                if not statement.startswith("CREATE TEMPORARY TABLE pg_temp."):
+                if not statement.startswith(("CREATE TEMPORARY TABLE pg_temp.",
+                                             "ALTER TABLE pg_temp.")):
                     raise QueryRefused("a neighbour's DDL creates only temporary tables")
                 conn.execute(statement, prepare=True)  # prepared: exactly one statement
             found = conn.execute(
