@@ -430,3 +430,25 @@ def test_foreign_keys_in_a_cycle_are_added_after_the_tables(pg_server, tmp_path)
     assert rec["scores"]["exact_match_f1"] == 1.0
     assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
     assert set(rec["test_suite"]["refuted_by"]["database"]) == {"emp", "dept"}
+
+
+def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkeypatch):
+    """``queryeval audit --test-suite N`` on a PostgreSQL database: DISTINCT over the
+    primary key changes nothing on any database the schema allows, so its mutant without
+    DISTINCT survives (it was skipped for PostgreSQL). A gold the neighbours cannot run
+    (schema-qualified) has nothing to report."""
+    from queryeval.cli.app import main
+    from queryeval.systems.engines.neighbours import under_constrained
+    from test_audit_ties_deadline import _suite
+
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    suite = _suite(tmp_path, {"loose": "SELECT DISTINCT id FROM emp"})
+    report = tmp_path / "a.json"
+    assert main(["audit", str(suite), "--database", emp["reader"], "--json", str(report),
+                 "--test-suite", "6"]) == 0
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    expected = under_constrained("SELECT DISTINCT id FROM emp", emp["reader"], 6, 0,
+                                 cache_dir=tmp_path / "direct")
+    assert "SELECT id FROM emp" in expected
+    assert found["loose"]["under_constrained"] == {"mutants": expected, "neighbours": 6}
+    assert under_constrained("SELECT DISTINCT id FROM public.emp", emp["reader"], 3) == []

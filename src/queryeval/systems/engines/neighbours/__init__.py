@@ -93,6 +93,18 @@ def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0,
     """The mutants of a SQL ``gold`` (:mod:`.mutants`) that neither ``source`` (a sqlite or
     DuckDB file) nor any of its ``n`` neighbour databases tells apart from it: a gold whose
     trivial variants no database separates asks an under-constrained question (or carries a
-    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``."""
+    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``. A
+    ``postgresql://`` URL builds them on the server (:func:`.pg.pg_neighbours`); a gold
+    the neighbours cannot run there (a schema-qualified name, a view, no TEMPORARY
+    privilege) has none to report."""
+    if str(source).startswith(("postgresql://", "postgres://")):
+        from queryeval.systems.engines.base import QueryRefused
+        from queryeval.systems.engines.neighbours.pg import NoTempPrivilege
+
+        try:
+            built = pg_neighbours(str(source), gold, n, seed=seed, cache_dir=cache_dir)
+        except (QueryRefused, NoTempPrivilege):
+            return []
+        return list(built.survivors)
     dialect = "duckdb" if Path(source).suffix.lower() == ".duckdb" else "sqlite"
     return list(sql_neighbours(source, dialect, gold, n, seed=seed, cache_dir=cache_dir).survivors)
