@@ -225,16 +225,45 @@ def test_real_tables_unchanged_and_no_temp_table_outlives_the_run(emp, tmp_path)
 # ------------------------------------------------------------------ what reads the real data
 
 
-def test_a_schema_qualified_gold_or_prediction_is_unknown_with_the_reason(emp, tmp_path):
+def test_a_schema_qualified_name_is_judged_only_when_provably_the_same_table(emp, tmp_path):
+    """public.emp is the table the unqualified emp reaches (pg_table_is_visible): dropping
+    the qualifier changes nothing on the real database and reaches the neighbour's copy,
+    so gold and prediction written with it are judged (the accident refuted). other.emp is
+    another table, not on the search path: null with the reason, never run on the real
+    data."""
     rec = one_case(emp["reader"], "SELECT name FROM public.emp WHERE salary > 100",
-                   "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path / "g")
+                   "SELECT e.name FROM public.emp e WHERE e.name IN ('bob', 'carol')",
+                   tmp_path / "g")
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
+    rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > 100",
+                   'SELECT name FROM "public".emp WHERE NOT salary <= 100', tmp_path / "p")
+    assert rec["scores"]["test_suite_match"] == 1.0, rec["test_suite"]
+    rec = one_case(emp["reader"], "SELECT name FROM other.emp",
+                   "SELECT 'zed' AS name", tmp_path / "o")
     assert rec["scores"]["exact_match_f1"] == 1.0
     assert rec["scores"]["test_suite_match"] is None
-    assert "the gold names the table public.emp with its schema" in rec["test_suite"]["reason"]
+    assert rec["test_suite"]["reason"].startswith(
+        "no neighbour databases: the gold names the table other.emp with its schema")
     rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > 100",
-                   "SELECT name FROM public.emp WHERE name IN ('bob', 'carol')", tmp_path / "p")
+                   "SELECT name FROM emp WHERE salary > 100 AND name NOT IN (SELECT name "
+                   "FROM other.emp)", tmp_path / "q")
     assert rec["scores"]["test_suite_match"] is None
-    assert rec["test_suite"]["reason"].startswith("the prediction names the table public.emp")
+    assert rec["test_suite"]["reason"].startswith("the prediction names the table other.emp")
+
+
+def test_unqualify_drops_only_what_provably_changes_nothing():
+    from queryeval.systems.engines.neighbours.pg import unqualify
+
+    visible = [["public", "emp"], ["public", "dept"]]
+    assert unqualify('SELECT public.emp.name FROM public.emp JOIN "public".dept d ON true',
+                     visible) == "SELECT emp.name FROM emp JOIN dept d ON true"
+    assert unqualify("SELECT 'public.emp' FROM public . emp", visible) == \
+        "SELECT 'public.emp' FROM  emp"
+    for same in ("SELECT public.dept FROM emp AS public",  # a column of an alias: kept
+                 "SELECT x FROM other.emp", 'SELECT * FROM "Public".emp',
+                 "SELECT * FROM db.public.emp"):
+        assert unqualify(same, visible) == same
 
 
 @pytest.mark.parametrize(("pred", "what"), [
@@ -436,7 +465,7 @@ def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkey
     """``queryeval audit --test-suite N`` on a PostgreSQL database: DISTINCT over the
     primary key changes nothing on any database the schema allows, so its mutant without
     DISTINCT survives (it was skipped for PostgreSQL). A gold the neighbours cannot run
-    (schema-qualified) has nothing to report."""
+    (another schema's table) has nothing to report."""
     from queryeval.cli.app import main
     from queryeval.systems.engines.neighbours import under_constrained
     from test_audit_ties_deadline import _suite
@@ -451,4 +480,7 @@ def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkey
                                  cache_dir=tmp_path / "direct")
     assert "SELECT id FROM emp" in expected
     assert found["loose"]["under_constrained"] == {"mutants": expected, "neighbours": 6}
-    assert under_constrained("SELECT DISTINCT id FROM public.emp", emp["reader"], 3) == []
+    assert under_constrained("SELECT DISTINCT id FROM other.emp", emp["reader"], 3,
+                             cache_dir=tmp_path / "direct") == []
+    assert under_constrained("SELECT DISTINCT id FROM public.emp", emp["reader"], 6, 0,
+                             cache_dir=tmp_path / "direct") == expected  # the same table

@@ -236,10 +236,10 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         return done(None, "no neighbour database can judge it: the gold failed on every "
                           "candidate database")
     if built.dialect == "postgres" and record["predicted_query"]:
-        from queryeval.systems.engines.neighbours.pg import query_names
+        from queryeval.systems.engines.neighbours.pg import neighbour_query
 
         try:  # a schema-qualified name would reach the real table, not the neighbour's
-            query_names(record["predicted_query"])
+            neighbour_query(built.paths()[0], record["predicted_query"])
         except QueryRefused as exc:
             return done(None, f"the prediction {exc.reason}")
     order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))

@@ -40,6 +40,10 @@ from typing import Any
 
 from queryeval.errors import ConfigError
 from queryeval.systems.engines.base import QueryRefused
+from queryeval.systems.engines.neighbours.pg_names import query_names, table_refs, unqualify
+
+__all__ = ["ORIGINAL", "NoTempPrivilege", "PgFileEngine", "PgRunner", "neighbour_query",
+           "neighbour_rows", "pg_neighbours", "query_names", "table_refs", "unqualify"]
 
 FORMAT = "queryeval-pg-neighbour/1"
 ORIGINAL = Path("<the real database>")
@@ -49,52 +53,6 @@ LOAD_TIMEOUT_S = 60.0
 
 class NoTempPrivilege(ConfigError):
     """The login role may not create temporary tables in the database."""
-
-
-# ------------------------------------------------------------------ the query's names
-
-
-def query_names(query: str) -> tuple[list[str], list[str]]:
-    """(relation names, function names) of ``query`` as the server reads them (unquoted
-    names folded to lower case; CTE names left out). Raises QueryRefused when a relation is
-    named with its schema: on a neighbour that name would reach the real table, not the
-    temporary copy. Text sqlglot cannot parse gives no relations (the worker's plan check
-    still holds)."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.dialects.postgres import Postgres
-    from sqlglot.tokens import TokenType
-
-    functions: list[str] = []
-    try:
-        tokens = Postgres().tokenize(query)
-    except sqlglot.errors.SqlglotError:
-        tokens = []
-    for tok, nxt in zip(tokens, tokens[1:], strict=False):
-        if nxt.token_type == TokenType.L_PAREN and tok.token_type not in (
-                TokenType.STRING, TokenType.NUMBER, TokenType.R_PAREN, TokenType.L_PAREN):
-            name = tok.text if tok.token_type == TokenType.IDENTIFIER else tok.text.lower()
-            if name not in functions:
-                functions.append(name)
-    try:
-        tree = sqlglot.parse_one(query, read="postgres")
-    except sqlglot.errors.SqlglotError:
-        return [], functions
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    relations: list[str] = []
-    for table in tree.find_all(exp.Table):
-        ident = table.this
-        if not isinstance(ident, exp.Identifier):
-            continue  # a table function (generate_series ...), not a relation
-        if table.args.get("db") or table.args.get("catalog"):
-            raise QueryRefused(
-                f"names the table {table.sql(dialect='postgres')} with its schema: on "
-                "PostgreSQL the neighbour databases are temporary tables, which only "
-                "unqualified names reach (write the table's name alone)")
-        name = ident.this if ident.quoted else ident.this.lower()
-        if name.lower() not in ctes and name not in relations:
-            relations.append(name)
-    return relations, functions
 
 
 # ------------------------------------------------------------------ neighbour files
@@ -169,7 +127,9 @@ class PgRunner:
                                      [str(memory or 0)])
         self._worker.name = "postgres neighbour worker"
         self._finalizer = weakref.finalize(self, self._worker.close)
-        self._schemas: dict[tuple[str, ...], dict] = {}
+        self._schemas: dict[tuple, dict] = {}
+        self._visible: list[list[str]] = []
+        """The loaded neighbour's tables that their unqualified names reach on the server."""
         self._loaded: tuple[str, str, int] | None = None
         """(the key the worker holds, the neighbour file's key, the worker's start count)."""
         self.dialect = "postgres"
@@ -220,10 +180,10 @@ class PgRunner:
             payload = {**payload, "kind": "failed"}
         raise_worker_error(payload)
 
-    def schema(self, relations: list[str], timeout_s: float) -> dict:
+    def schema(self, relations: list[Any], timeout_s: float) -> dict:
         """:func:`.pg_schema.read_catalog` in the worker, read once per set of relations by
         this runner (a run's builds share one: its golds see the same schema)."""
-        key = tuple(relations)
+        key = tuple(tuple(r) if isinstance(r, list) else r for r in relations)
         if key not in self._schemas:
             self._schemas[key] = self._request(
                 {"op": "schema", "relations": relations, "timeout_s": timeout_s},
@@ -244,12 +204,14 @@ class PgRunner:
         kept = self._request({"op": "load", "key": key, "ddl": doc["ddl"], "tables": tables,
                               "timeout_s": LOAD_TIMEOUT_S}, LOAD_TIMEOUT_S * 2)
         self._loaded = (key, key, self._worker.starts)
+        self._visible = [list(v) for v in doc.get("visible", [])]
         return kept["kept"]
 
     def write(self, schema: Any, path: Path, rows: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
         """For :func:`.distill._build`: load a candidate's rows (the constraints refuse what
         breaks them) and write the rows that went in to ``path``; they stay loaded."""
         doc = {"format": FORMAT, "ddl": [t.ddl for t in schema.tables] + schema.extra_ddl,
+               "visible": getattr(schema, "visible", []),
                "tables": {t.name: {"columns": [c.name for c in t.columns],
                                    "rows": [[encode(v) for v in r] for r in rows.get(t.name, ())]}
                           for t in schema.tables}}
@@ -292,18 +254,28 @@ class PgRunner:
         check_sql_length(query)
         if base.QUERY_CHECKS:
             check_postgres(query)
-        relations, functions = query_names(query)
         key = None
         if Path(path) != ORIGINAL:
             key = self.ensure(path)
+            query = unqualify(query, self._visible)  # public.emp -> emp, when provably so
         else:
             self._loaded = None  # the worker drops the temporary tables first
+        relations, functions = query_names(query)
         request = {"op": "query", "key": key, "query": query, "functions": functions,
                    "relations": relations, "timeout_s": timeout_s, "max_rows": max_rows}
         if self.max_result_bytes:
             request["max_result_bytes"] = self.max_result_bytes
         payload = self._request(request, timeout_s)
         return payload["columns"], payload["rows"], payload["truncated"]
+
+
+def neighbour_query(path: Path, query: str) -> str:
+    """``query`` as it runs on the neighbour file ``path`` (its provably equivalent
+    qualifiers dropped: :func:`unqualify`); QueryRefused when it still names a schema."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    query = unqualify(query, [list(v) for v in doc.get("visible", [])])
+    query_names(query)
+    return query
 
 
 def _file_key(path: Path, text: str) -> str:
@@ -389,12 +361,12 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
 
     if base.QUERY_CHECKS:  # off only in tests: then the worker, sandbox and server hold
         check_postgres(gold)
-    relations, _ = query_names(gold)
+    refs = table_refs(gold)
     started = time.perf_counter()
     own = runner is None
     runner = runner or PgRunner(url, memory_limit_bytes=memory_limit_bytes)
     try:
-        doc = runner.schema(relations, timeout_s)
+        doc = runner.schema(refs, timeout_s)
         if not doc["temp_privilege"]:
             raise NoTempPrivilege(
                 f"the role {doc['user']} may not create temporary tables in database "
@@ -402,7 +374,12 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
                 "neighbour databases")
         folder = (cache_dir or cache_root()) / set_key(doc, gold, n, seed)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        _probe(runner, to_schema(doc), gold, folder.parent, timeout_s)
+        schema = to_schema(doc)
+        schema.visible = [[t["schema"], t["name"]] for t in doc["tables"]  # type: ignore[attr-defined]
+                          if t["visible"]]
+        gold = unqualify(gold, schema.visible)  # type: ignore[attr-defined]
+        query_names(gold)  # a schema-qualified name left: refused, with the reason
+        _probe(runner, schema, gold, folder.parent, timeout_s)
         manifest = folder / "manifest.json"
         if manifest.is_file():
             saved = json.loads(manifest.read_text(encoding="utf-8"))
@@ -411,8 +388,6 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
             if all(p.is_file() for p in out.paths()):
                 out.cached = True
                 return out
-        schema = to_schema(doc)
-        folder.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
         try:
             out = _build(runner, ORIGINAL, work, folder, "postgres", gold, n, seed, schema,

@@ -43,9 +43,11 @@ class CatalogRefusal(Exception):
     """The gold reads something the neighbours cannot reproduce (a view, a foreign table ...)."""
 
 
-def read_catalog(conn: Any, relations: list[str], timeout_s: float) -> dict:
-    """The schema document of ``relations`` (names as the server reads them, unqualified)
-    and the tables their foreign keys refer to; in a READ ONLY transaction, rolled back."""
+def read_catalog(conn: Any, relations: list[Any], timeout_s: float) -> dict:
+    """The schema document of ``relations`` (names as the server reads them: a name, or a
+    ``[schema, name]`` pair) and the tables their foreign keys refer to; in a READ ONLY
+    transaction, rolled back. Each table says whether its unqualified name reaches it
+    (``visible``: ``pg_table_is_visible``, read before any temporary table exists)."""
     conn.read_only = True
     try:
         with conn.cursor() as cur:
@@ -55,10 +57,12 @@ def read_catalog(conn: Any, relations: list[str], timeout_s: float) -> dict:
                         "current_user, current_database()")
             temp, user, database = cur.fetchone()
             todo: list[int] = []
-            for name in relations:
+            for ref in relations:
+                qualifier, name = ref if isinstance(ref, (list, tuple)) else (None, ref)
+                text = f"{quote(qualifier)}.{quote(name)}" if qualifier else quote(name)
                 cur.execute("SELECT c.oid, c.relkind, n.nspname FROM pg_class c JOIN "
                             "pg_namespace n ON n.oid = c.relnamespace "
-                            "WHERE c.oid = to_regclass(%s)", (quote(name),))
+                            "WHERE c.oid = to_regclass(%s)", (text,))
                 row = cur.fetchone()
                 if row is None:
                     continue  # not a relation here: the gold fails as it fails on the original
@@ -100,9 +104,10 @@ def read_catalog(conn: Any, relations: list[str], timeout_s: float) -> dict:
 
 
 def _table(cur: Any, oid: int) -> dict:
-    cur.execute("SELECT n.nspname, c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE c.oid = %s", (oid,))
-    schema, name, estimate = cur.fetchone()
+    cur.execute("SELECT n.nspname, c.relname, c.reltuples, pg_table_is_visible(c.oid) "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.oid = %s", (oid,))
+    schema, name, estimate, visible = cur.fetchone()
     cur.execute("SELECT a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, "
                 "a.attnotnull, a.attgenerated, pg_get_expr(d.adbin, d.adrelid) "
                 "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
@@ -120,7 +125,7 @@ def _table(cur: Any, oid: int) -> dict:
                 "ORDER BY contype, conname", (oid,))
     out: dict[str, Any] = {"schema": schema, "name": name, "columns": cols, "primary_key": [],
                            "unique": [], "foreign_keys": [], "checks": [],
-                           "estimate": float(estimate or 0)}
+                           "estimate": float(estimate or 0), "visible": bool(visible)}
     for kind, key, parent, parent_key, definition in cur.fetchall():
         names = [by_num[k] for k in key or []]
         if kind == "p":
