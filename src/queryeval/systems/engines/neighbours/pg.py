@@ -17,10 +17,12 @@ unqualified names (``pg_temp`` is searched first) and are seen by no other sessi
 
 Every query -- gold, mutant, prediction -- is checked as the engine checks it
 (:func:`..postgres.check_postgres` when the query checks are on), refused when it names a
-schema (:func:`query_names`), and run in a READ ONLY transaction that is rolled back, under
+schema (:func:`.pg_names.query_names`) unless dropping that schema provably changes nothing
+(:func:`.pg_names.unqualify`), and run in a READ ONLY transaction that is rolled back, under
 ``statement_timeout``; on a neighbour the worker also proves from the server's plan that it
-reads nothing but the temporary tables. A role without the TEMPORARY privilege gets no
-neighbours (:class:`NoTempPrivilege`, one line).
+reads nothing but the temporary tables. A gold is first run on an empty neighbour
+(:func:`_probe`), so one the worker refuses there gets a reason, not a set. A role without
+the TEMPORARY privilege gets no neighbours (:class:`NoTempPrivilege`, one line).
 """
 
 from __future__ import annotations
