@@ -484,3 +484,26 @@ def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkey
                              cache_dir=tmp_path / "direct") == []
     assert under_constrained("SELECT DISTINCT id FROM public.emp", emp["reader"], 6, 0,
                              cache_dir=tmp_path / "direct") == expected  # the same table
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    # equal only because bonus is generated from salary: fuzzed freely they would differ
+    ("SELECT name FROM staff WHERE bonus > 10", "SELECT name FROM staff WHERE salary / 10 > 10"),
+    # equal only under CHECK (salary >= 0): a negative salary would tell them apart
+    ("SELECT name FROM staff WHERE salary >= 0", "SELECT name FROM staff WHERE salary IS NOT NULL"),
+])
+def test_generated_columns_and_checks_hold_on_every_neighbour(pg_server, tmp_path, gold, pred):
+    db = pg_server.database("tspg_checks", """
+        CREATE TABLE staff (id int PRIMARY KEY, name text NOT NULL,
+                            salary int CHECK (salary >= 0),
+                            bonus int GENERATED ALWAYS AS (salary / 10) STORED);
+        INSERT INTO staff (id, name, salary) VALUES (1, 'ann', 90), (2, 'bob', 150),
+                                                    (3, 'cy', NULL), (4, 'di', 120);
+        """ + GRANTS)
+    rec = one_case(db["reader"], gold, pred, tmp_path)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == 1.0, rec["test_suite"]
+    built = pg_neighbours(db["reader"], gold, 6, seed=0)
+    rows = [r for p in built.paths() for r in database_rows(p, "json")["staff"]["rows"]]
+    assert rows and all(r[2] is None or r[2] >= 0 for r in rows)
+    assert any(r[2] is not None and r[2] / 10 > 10 for r in rows)  # the filter is exercised
