@@ -225,21 +225,3 @@ def test_property_every_refutation_reexecuted_differs(tmp_path_factory, pairs, s
             conn = sqlite3.connect(src)
             assert bag(conn, rec["gold_query"]) == bag(conn, rec["predicted_query"])
             conn.close()
-
-
-def test_postgres_source_is_unknown_with_the_reason(pg_server, tmp_path):
-    """No neighbour databases for PostgreSQL yet: every case says so (null, not counted),
-    the execution figures are unchanged and the run goes on."""
-    db = pg_server.database("ts_emp", "CREATE TABLE emp (name text, salary int); "
-                            "INSERT INTO emp VALUES ('bob', 120), ('al', 90); "
-                            "GRANT SELECT ON emp TO reader;")
-    cases = [{"id": "c", "conversation": [{"role": "user", "content": "c", "target": {
-        "query": {"gold": "SELECT name FROM emp WHERE salary > 100"}}}]}]
-    run = qe.evaluate(cases, responses=[{"case_id": "c", "query":
-                                         "SELECT name FROM emp WHERE name = 'bob'"}],
-                      task="query", out=tmp_path / "runs", test_suite=3, source=db["reader"])
-    rec = records(run)["c"]
-    assert rec["scores"]["exact_match_f1"] == 1.0
-    assert rec["scores"]["test_suite_match"] is None
-    assert "not PostgreSQL" in rec["test_suite"]["reason"]
-    assert run.overall["test_suite_unknown"] == 1 and run.overall["test_suite_accuracy"] is None

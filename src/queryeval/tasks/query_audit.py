@@ -11,7 +11,7 @@
 * :func:`near_deadline` — a gold whose slower execution took more than
   :data:`DEADLINE_SHARE` of the per-query deadline (``--query-timeout``): on a loaded
   machine or another engine it may time out and fail every prediction.
-* :func:`under_constrained_finding` (``--test-suite N``; SQL on sqlite or DuckDB) — mutants
+* :func:`under_constrained_finding` (``--test-suite N``; SQL on sqlite, DuckDB or PostgreSQL) — mutants
   of the gold (a dropped predicate, DISTINCT, another constant or operator: the test suite's
   near-misses) that neither the database nor any of N neighbour databases tells apart from
   it: the question is under-constrained (a prediction may be right for another reason) or the
@@ -190,11 +190,12 @@ def under_constrained_finding(query: str, source: str, language: str, n: int,
     """``{"mutants": [...], "neighbours": n}`` when some mutant of a SQL gold survives the
     database and its ``n`` neighbours (:func:`~queryeval.systems.engines.neighbours.
     under_constrained`); ``None`` when every mutant is told apart, or the check does not apply
-    (SPARQL, PostgreSQL, several sources)."""
+    (SPARQL, several sources)."""
     from pathlib import Path
 
-    if n <= 0 or language != "sql" or "," in source \
-            or Path(source).suffix.lower() not in (".sqlite", ".db", ".sqlite3", ".duckdb"):
+    if n <= 0 or language != "sql" or "," in source or (
+            Path(source).suffix.lower() not in (".sqlite", ".db", ".sqlite3", ".duckdb")
+            and not source.startswith(("postgresql://", "postgres://"))):
         return None
     from queryeval.systems.engines.neighbours import under_constrained
 

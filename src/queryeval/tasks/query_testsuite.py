@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
+from queryeval.systems.engines.base import QueryRefused
 
 REFUTED_ROWS = 20
 """Rows of each table of the distinguishing database kept on the record."""
@@ -83,6 +84,37 @@ class TestSuite:
         finally:
             pool.put(runner)
 
+    def _pg_builder(self, url: str, memory_limit_bytes: int | None) -> tuple[Any, Any]:
+        """The one worker (and its lock) that reads the schema and builds every gold's
+        neighbours on this server in this run: one worker start per run, not per gold."""
+        from queryeval.systems.engines.neighbours.pg import PgRunner
+
+        key = ("postgres-build:" + url, memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                self._runners[key] = (PgRunner(url, memory_limit_bytes=memory_limit_bytes),
+                                      threading.Lock())
+            return self._runners[key]
+
+    def pg_runners(self, url: str, memory_limit_bytes: int | None) -> Any:
+        """As :meth:`runners`, for a PostgreSQL server: :data:`WORKERS` sandboxed workers,
+        each with its own connection, in which a neighbour is loaded as temporary tables."""
+        import queue
+
+        from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
+        from queryeval.systems.engines.neighbours.pg import PgRunner
+
+        key = ("postgres:" + url, memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                pool: queue.Queue = queue.Queue()
+                for _ in range(WORKERS):
+                    runner = PgRunner(url, memory_limit_bytes=memory_limit_bytes)
+                    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
+                    pool.put(runner)
+                self._runners[key] = pool
+            return self._runners[key]
+
     def neighbours(self, task: Any, source: str, gold: str, language: str):
         from queryeval.systems.engines import neighbours as nb
 
@@ -105,11 +137,19 @@ class TestSuite:
                             prefixes=getattr(engine, "prefixes", None),
                             timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                             memory_limit_bytes=memory, runner=runner)
+                elif getattr(task.engine(source), "dialect", "") == "postgres":
+                    memory = getattr(task.engine(source), "memory_limit_bytes", None)
+                    runner, runner_lock = self._pg_builder(source, memory)
+                    with runner_lock:  # on the server: a sandboxed worker's temp tables
+                        built = nb.pg_neighbours(
+                            source, gold, self.n, seed=self.seed,
+                            timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                            memory_limit_bytes=memory, runner=runner)
                 else:
                     dialect = getattr(task.engine(source), "dialect", "")
                     if dialect not in ("sqlite", "duckdb"):
                         raise ConfigError("--test-suite builds neighbour databases for sqlite "
-                                          "and DuckDB files (not PostgreSQL yet)")
+                                          "and DuckDB files and PostgreSQL servers")
                     built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
                         _paths(source)[0], dialect, gold, self.n, seed=self.seed,
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
@@ -143,6 +183,21 @@ def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
         with task.test_suite.runner("sparql", memory) as runner, \
                 GraphEngine(runner, path, prefixes) as engine:
             yield engine
+        return
+    if getattr(original, "dialect", "") == "postgres":
+        from queryeval.systems.engines.neighbours.pg import PgFileEngine
+
+        pool = task.test_suite.pg_runners(original.url,
+                                          getattr(original, "memory_limit_bytes", None))
+        runner = pool.get()
+        try:
+            yield PgFileEngine(runner, path)
+        finally:
+            try:  # no temporary table outlives the check of its neighbour
+                runner.release()
+            except Exception:  # noqa: BLE001 - a worker that died took its tables with it
+                pass
+            pool.put(runner)
         return
     dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
     with task.test_suite.runner(dialect, memory) as runner:
@@ -193,9 +248,21 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         built = suite.neighbours(task, record["source"], record["gold_query"], record["language"])
     except ConfigError as exc:  # a source kind without neighbours: said on every case
         return done(None, str(exc))
+    except QueryRefused as exc:  # a gold the neighbours cannot judge (PostgreSQL: a schema)
+        return done(None, f"no neighbour databases: the gold {exc.reason}")
     except Exception as exc:  # noqa: BLE001 - no neighbours: unknown, the reason recorded
         return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
     out["neighbours"] = len(built.neighbours)
+    if not built.neighbours:  # "equal on all 0 neighbours" would be a verdict without evidence
+        return done(None, "no neighbour database can judge it: the gold failed on every "
+                          "candidate database")
+    if built.dialect == "postgres" and record["predicted_query"]:
+        from queryeval.systems.engines.neighbours.pg import neighbour_query
+
+        try:  # a schema-qualified name would reach the real table, not the neighbour's
+            neighbour_query(built.paths()[0], record["predicted_query"])
+        except QueryRefused as exc:
+            return done(None, f"the prediction {exc.reason}")
     order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))
     unknown: list[str] = []
     original = task.engine(record["source"])

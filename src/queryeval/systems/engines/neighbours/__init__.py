@@ -9,6 +9,8 @@ near-misses of the gold apart. This package builds those databases from the suit
   the gold's constants and the original values (:mod:`.fuzz`), the declared constraints
   enforced on insert (:mod:`.schema`); among the candidates, those that tell apart a mutant
   of the gold (:mod:`.mutants`) the earlier ones did not are kept (:mod:`.distill`).
+* :func:`pg_neighbours` (:mod:`.pg`): the same for a PostgreSQL database, each neighbour
+  a set of rows loaded into temporary tables of a sandboxed worker's connection.
 * :func:`sparql_neighbours` (:mod:`.graphs`): the suite's graph with the triples the gold's
   patterns touch perturbed (dropped, duplicated onto fresh IRIs, retyped, rewired).
 
@@ -26,9 +28,10 @@ from typing import Any
 
 from queryeval.systems.engines.neighbours.distill import NeighbourSet, sql_neighbours
 from queryeval.systems.engines.neighbours.graphs import sparql_neighbours
+from queryeval.systems.engines.neighbours.pg import pg_neighbours
 
-__all__ = ["NeighbourSet", "cache_root", "database_rows", "sparql_neighbours", "sql_neighbours",
-           "under_constrained"]
+__all__ = ["NeighbourSet", "cache_root", "database_rows", "pg_neighbours", "sparql_neighbours",
+           "sql_neighbours", "under_constrained"]
 
 
 def cache_root() -> Path:
@@ -53,6 +56,10 @@ def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
     """Every table of a (small) neighbour database: ``{table: {"columns", "rows"}}``."""
     from queryeval.systems.engines.neighbours.schema import _q
 
+    if dialect == "json":  # a PostgreSQL neighbour: its rows, loaded into temporary tables
+        from queryeval.systems.engines.neighbours.pg import neighbour_rows
+
+        return neighbour_rows(path)
     if dialect == "sparql":
         from queryeval.systems.engines.neighbours.graphs import nt_lines
 
@@ -86,6 +93,18 @@ def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0,
     """The mutants of a SQL ``gold`` (:mod:`.mutants`) that neither ``source`` (a sqlite or
     DuckDB file) nor any of its ``n`` neighbour databases tells apart from it: a gold whose
     trivial variants no database separates asks an under-constrained question (or carries a
-    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``."""
+    redundant clause, e.g. ``DISTINCT`` over a key). For ``queryeval audit``. A
+    ``postgresql://`` URL builds them on the server (:func:`.pg.pg_neighbours`); a gold
+    the neighbours cannot run there (a schema-qualified name, a view, no TEMPORARY
+    privilege) has none to report."""
+    if str(source).startswith(("postgresql://", "postgres://")):
+        from queryeval.systems.engines.base import QueryRefused
+        from queryeval.systems.engines.neighbours.pg import NoTempPrivilege
+
+        try:
+            built = pg_neighbours(str(source), gold, n, seed=seed, cache_dir=cache_dir)
+        except (QueryRefused, NoTempPrivilege):
+            return []
+        return list(built.survivors)
     dialect = "duckdb" if Path(source).suffix.lower() == ".duckdb" else "sqlite"
     return list(sql_neighbours(source, dialect, gold, n, seed=seed, cache_dir=cache_dir).survivors)

@@ -172,7 +172,13 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
 
 def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, gold: str,
            n: int, seed: int, schema: Any, consts: Any, muts: list, ordered: bool,
-           started: float, timeout_s: float, max_rows: int) -> NeighbourSet:
+           started: float, timeout_s: float, max_rows: int, *,
+           write: Any = write_database, suffix: str | None = None) -> NeighbourSet:
+    """Generate and distil (module docstring). ``write(schema, path, rows)`` makes one
+    candidate and returns the rows that went in (PostgreSQL: :meth:`.pg.PgRunner.write`,
+    which loads them into the runner's temporary tables); ``source`` is what ``runner.run``
+    takes for the original database."""
+    suffix = suffix or SUFFIX[dialect]
     executions = 0
     runner.start()  # not counted in the gold's time, which sets the mutants' deadline
     t0 = time.perf_counter()
@@ -199,8 +205,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
             len(kept) + len(spares) < n or (alive and k < 2 * n)):
         rng = random.Random(f"{seed}:{k}:{gold}")
         size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
-        name = f"candidate_{k:03d}{SUFFIX[dialect]}"
-        written = write_database(schema, work / name, fuzz.generate(schema, consts, rng, size))
+        name = f"candidate_{k:03d}{suffix}"
+        written = write(schema, work / name, fuzz.generate(schema, consts, rng, size))
         k += 1
         key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows)
         executions += 1
@@ -223,7 +229,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     chosen = (kept + spares + empties)[:n]
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
     for i, nb in enumerate(chosen):
-        new = f"neighbour_{i:03d}{SUFFIX[dialect]}"
+        new = f"neighbour_{i:03d}{suffix}"
         os.replace(work / nb.file, final / new)
         nb.file = new
     out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
