@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from queryeval.metrics.ranking import MetricSpec, parse_metric
-from queryeval.metrics.ranking._evaluate import _KERNELS as KERNELS
-from queryeval.metrics.ranking._hits import Hits
+if TYPE_CHECKING:
+    from queryeval.metrics.ranking import MetricSpec
+    from queryeval.metrics.ranking._hits import Hits
+
+# The engine (queryeval.metrics.ranking, two dozen modules) is imported by the functions that
+# run it: a run whose questions each have one relevant chunk of relevance 1 never loads it.
 
 RANK_METRICS = ("recall", "hit_rate", "mrr", "ndcg", "map", "precision")
 """The per-question figures at k, in the order a record's ``scores`` lists them."""
@@ -160,6 +164,8 @@ def _hits(assigned: list[list[int | None]], relevant: list[list[dict]], num_ret:
         iq += [qi] * len(positive)
         ipos += range(len(positive))
         igain += positive
+    from queryeval.metrics.ranking._hits import Hits
+
     n = len(assigned)
     q = np.asarray(hq, dtype=np.int64)
     judged_q = np.asarray(jq, dtype=np.int64)
@@ -185,6 +191,8 @@ def _names(k: int) -> tuple[str, ...]:
 
 @lru_cache(maxsize=64)
 def _specs(k: int) -> tuple[tuple[str, MetricSpec], ...]:
+    from queryeval.metrics.ranking import parse_metric
+
     return tuple((name, parse_metric(f"{name}@{k}")) for name in RANK_METRICS)
 
 
@@ -282,6 +290,8 @@ def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) 
 
 def _engine_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
     """The figures of many questions through the engine's kernels (one pass)."""
+    from queryeval.metrics.ranking._evaluate import _KERNELS as KERNELS
+
     matchers = [Matcher(relevant, exact) for _, relevant in items]
     assigned = [m.assign(chunks) for m, (chunks, _) in zip(matchers, items, strict=True)]
     hits = _hits(assigned, [rel for _, rel in items], [len(chunks) for chunks, _ in items])
