@@ -64,10 +64,15 @@ def is_identity(chunk: dict, identity: tuple[str, str], exact: bool) -> bool:
 def record_identity(record: dict, exact: bool) -> tuple[str, str] | None:
     """:func:`single_identity` of the record's relevant chunks: its one ``expected_chunk``
     (relevance 1) read directly, without building :func:`relevant_chunks`' list."""
-    if record.get("expected_chunks"):
-        return single_identity(record["expected_chunks"], exact)
+    several = record.get("expected_chunks")
+    if several:
+        return single_identity(several, exact)
     exp = record.get("expected_chunk") or {}
-    return _identity(str(exp.get("chunk_id") or ""), str(exp.get("content_hash") or ""), exact)
+    digest = exp.get("content_hash")  # as _identity(str(chunk_id or ""), str(digest or ""))
+    if digest:
+        digest = str(digest)
+        return ("hash", digest if exact else digest.lower())
+    return ("id", str(exp.get("chunk_id") or ""))
 
 
 class Matcher:
@@ -263,8 +268,13 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
     1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
     for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
     rank = single_rank(chunks, identity, exact)
-    scores = dict(zip(_names(k), single_figures(rank, k), strict=True))
-    return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
+    return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=single_scores(rank, k))
+
+
+def single_scores(rank: int | None, k: int) -> dict[str, float]:
+    """:func:`single_figures` as a record's ``scores`` (``recall@k``, ... in ``RANK_METRICS``
+    order)."""
+    return dict(zip(_names(k), single_figures(rank, k), strict=True))
 
 
 single_cut = _single_cut
