@@ -52,3 +52,23 @@ def test_binaryish_rejects_what_values_rejects():
             Values().add(bad)
         with pytest.raises((TypeError, ValueError)):
             _Binaryish().add(bad)
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.lists(_VALUES, min_size=3, max_size=3),
+                          _VALUES, st.booleans(), st.one_of(st.none(), _VALUES)), max_size=30))
+def test_run_figures_merged_from_its_datasets_equal_adding_every_question(rows):
+    """The run's figures are its datasets' accumulators merged (DatasetAcc.merged): each mean
+    is, bit for bit, the one of an accumulator given every question in record order."""
+    from queryeval.tasks.retrieval_aggregate import DatasetAcc
+
+    whole, parts = DatasetAcc(3), {}
+    for ds, values, recall, hit, best in rows:
+        whole.add(values, recall, hit, best)
+        parts.setdefault(ds, DatasetAcc(3)).add(values, recall, hit, best)
+    merged = DatasetAcc.merged(parts.values(), 3)
+    assert (merged.size, merged.correct, merged.missed) == (whole.size, whole.correct, whole.missed)
+    for got, want in zip([*merged.cols, merged.recall, merged.wrong],
+                         [*whole.cols, whole.recall, whole.wrong], strict=True):
+        assert len(got) == len(want)
+        assert _same(got.mean(), want.mean())
+        assert _same(got.sum(), want.sum())

@@ -119,3 +119,25 @@ def test_one_record_cut_equals_the_engine(r, k, min_score, exact):
     cut = task._cut(r, k)
     assert (cut.rank, cut.found, cut.chunks, {n: v.hex() for n, v in cut.scores.items()}) == (
         engine.rank, engine.found, engine.chunks, {n: float(v).hex() for n, v in engine.scores.items()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(r=record, k=st.integers(1, 6), min_score=st.sampled_from([None, 0.4]), exact=st.booleans(),
+       answer=st.sampled_from([None, {"answer_exact_match": 0.0, "answer_f1": 0.5}]))
+def test_evaluated_record_equals_the_engine(r, k, min_score, exact, answer):
+    """A scored record (``_evaluate``: a single-relevant one from its rank directly, no
+    ``Cut``): the chunks kept, the rank, the found count and every score (key order too,
+    answer scores after) are the engine's cut of the same ranking, bit for bit."""
+    task = RetrievalTask({"k": k, "min_score": min_score, "hash_case": "exact" if exact else "any"})
+    full = {**r, "evaluation_result": {"retrieval_time_ms": 1.0},
+            **({"answer_scores": answer} if answer else {})}
+    (engine,) = _engine_cuts([(task._ranking(full, k), relevant_chunks(full))], k, exact)
+    got = task.rescore_record(full)
+    want_scores = {**{n: float(v).hex() for n, v in engine.scores.items()},
+                   **{n: v.hex() for n, v in (answer or {}).items()}}
+    assert got["retrieved_chunks"] == engine.chunks
+    assert [(n, v.hex()) for n, v in got["scores"].items()] == list(want_scores.items())
+    ev = got["evaluation_result"]
+    assert (ev["correct_chunk_retrieved"], ev["rank_if_found"]) == (engine.rank is not None, engine.rank)
+    if r.get("expected_chunks"):
+        assert ev["relevant_found"] == engine.found

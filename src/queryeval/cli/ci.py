@@ -28,24 +28,31 @@ def _annotate(lines: list[str]) -> None:
 def run_outputs(run: Any, thresholds: dict[str, float], *, junit: Path | None,
                 github: bool | None, otel: bool, mlflow: bool, mlflow_uri: str | None,
                 mlflow_experiment: str) -> None:
-    """``run``: a finished ``qe.Run``."""
-    from queryeval.errors import ConfigError
-    from queryeval.report import github as gh
-    from queryeval.report.gates import evaluate_thresholds
-
+    """``run``: a finished ``qe.Run``. Each output's modules are imported only when it is
+    asked for (a plain run imports none of them)."""
     results = run.results
-    try:
-        gates = evaluate_thresholds(run.metrics, thresholds) if thresholds else []
-    except ConfigError:
-        gates = []  # an unknown name: the gate check that follows says so
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    on_github = github_default(github)
+    gates: list = []
+    if thresholds and (summary or on_github):  # the gates are shown in GitHub's outputs only
+        from queryeval.errors import ConfigError
+        from queryeval.report.gates import evaluate_thresholds
+
+        try:
+            gates = evaluate_thresholds(run.metrics, thresholds)
+        except ConfigError:
+            gates = []  # an unknown name: the gate check that follows says so
     if junit is not None:
         from queryeval.report.junit import run_junit, write_junit
 
         _say(f"junit: {write_junit(run_junit(results), junit)}")
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
+        from queryeval.report import github as gh
+
         gh.append_summary(gh.run_summary(results, gates), summary)
-    if github_default(github):
+    if on_github:
+        from queryeval.report import github as gh
+
         _annotate(gh.run_commands(results, gates))
     if otel:
         from queryeval.integrations.otel import export_run

@@ -28,7 +28,6 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
-from typer import rich_utils
 from typer.core import TyperCommand, TyperGroup
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -97,6 +96,9 @@ def _wrapping(cell: Columns) -> Columns | Text:
 
 @contextmanager
 def _whole_option_names() -> Iterator[None]:
+    # imported to render help only: a run never loads rich's Markdown and traceback modules
+    from typer import rich_utils
+
     saved = rich_utils.Table
     rich_utils.Table = _HelpTable  # type: ignore[misc]
     try:

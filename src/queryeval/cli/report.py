@@ -23,8 +23,10 @@ def command(
     """Write an HTML report (charts, confidence intervals, per-case table) for RUN, and the
     task's Excel report."""
     from queryeval.api.evaluate import load
+    from queryeval.io.safetext import console_plain
 
     loaded = load(run)
     folder = output.parent if output is not None else None  # only there, never the run's folder
     for path in loaded.report(folder, html_path=output, xlsx=xlsx, resamples=resamples, seed=seed):
-        console.print(f"report: {path}", markup=False, highlight=False, soft_wrap=True)
+        # the name holds the log's batch id: its controls shown, not sent to the terminal
+        console.print(f"report: {console_plain(path)}", markup=False, highlight=False, soft_wrap=True)

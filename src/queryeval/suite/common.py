@@ -73,19 +73,27 @@ class Suite:
 
 def lazy_suite(path: Path, read: Callable[[Path], Iterator[tuple[int, Case]]], *, empty: str,
                duplicate: Callable[[str, int], str], duplicate_field: str,
-               kinds: set[str] | None = None) -> Suite:
+               kinds: set[str] | None = None,
+               ids: Callable[[Path], Iterator[tuple[int, str]]] | None = None) -> Suite:
     """A lazy suite over a line-based file: one checking pass now (every bad line, no case at
     all, and a repeated id are one InputError naming the line; ids are checked through their
     128-bit keys, :mod:`queryeval.io.idindex`, not a set), then ``read`` again on each pass.
-    ``read(path)`` yields ``(line, case)``; ``duplicate(id, first_line)`` words the error."""
+    ``read(path)`` yields ``(line, case)``; ``duplicate(id, first_line)`` words the error.
+    ``ids(path)``, given with ``kinds``, yields ``(line, case id)`` as ``read`` yields the
+    cases, checking every line without building a case: the checking pass reads it instead
+    (for a reader whose every accepted line makes a valid case)."""
     from queryeval.io.idindex import KeyBuilder
 
     keys = KeyBuilder()
     found: set[str] = set()
-    for line, case in read(path):
-        keys.add(case.id, line)
-        if kinds is None:
-            found |= case.task_kinds()
+    if ids is not None and kinds is not None:
+        for line, case_id in ids(path):
+            keys.add(case_id, line)
+    else:
+        for line, case in read(path):
+            keys.add(case.id, line)
+            if kinds is None:
+                found |= case.task_kinds()
     if not len(keys):
         raise InputError(empty, path=path)
     dup = keys.build().first_duplicate()

@@ -9,6 +9,7 @@ the line and the field, e.g.::
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 from pydantic import ValidationError
 
@@ -175,6 +176,14 @@ def _title_case_retrieval(path: Path, header: list[str]) -> None:
         raise missing_columns_error(path, header, "a retrieval questions CSV", RETRIEVAL_COLUMNS)
 
 
+def _foreign() -> ModuleType:
+    """:mod:`queryeval.suite.foreign`, imported when a path needs it (the seed's questions
+    CSV, a YAML or JSONL suite of cases do not: their runs skip its seven modules)."""
+    from queryeval.suite import foreign
+
+    return foreign
+
+
 def _foreign_fits(path: Path, header: list[str]) -> bool:
     """Whether a table's header is another tool's format (a questions CSV is read by its own
     reader, :func:`csv_kind`; question rows in xlsx have no other reader)."""
@@ -189,18 +198,20 @@ def _foreign_fits(path: Path, header: list[str]) -> bool:
 def _load_table(path: Path, corpus: str | Path | None) -> Suite:
     """A .csv or .xlsx suite: the seed's retrieval questions (CSV), a fields table, or a
     foreign format told by its header (ragas, DeepEval, inspect, question rows in xlsx)."""
-    from queryeval.suite import foreign
-    from queryeval.suite.foreign.records import table_header
-
     csv = path.suffix.lower() == ".csv"
-    header = _csv_header(path) if csv else table_header(path)
+    if csv:
+        header = _csv_header(path)
+    else:
+        from queryeval.suite.foreign.records import table_header
+
+        header = table_header(path)
     _title_case_retrieval(path, header)
     if csv and "content_hash" in header and all(c in header for c in RETRIEVAL_COLUMNS):
         from queryeval.suite.retrieval import read_questions_csv
 
         return read_questions_csv(path)
     if "Question" not in header and _foreign_fits(path, header):
-        return foreign.load_records_suite(path, corpus)
+        return _foreign().load_records_suite(path, corpus)
     if csv and csv_kind(path, header) == "retrieval":  # (csv_kind raises for no kind)
         from queryeval.suite.retrieval import read_questions_csv
 
@@ -235,7 +246,6 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
     the content hashes of TREC judgements); without it a context is its own text's MD5.
     """
     from queryeval.io.files import check_input
-    from queryeval.suite import foreign
 
     path = Path(path)
     if not path.exists():
@@ -251,10 +261,10 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
         from queryeval.suite.foreign.trecqrels import looks_like_qrels
 
         if Path(labels).suffix.lower() != ".jsonl" and looks_like_qrels(Path(labels)):
-            return foreign.load_trec(path, Path(labels), corpus)
+            return _foreign().load_trec(path, Path(labels), corpus)
         return load_dabench_suite(path, labels)
     if path.is_dir():
-        loaded = foreign.load_folder(path, corpus)
+        loaded = _foreign().load_folder(path, corpus)
         return loaded if loaded is not None else load_yaml_suite(path)
     suffix = path.suffix.lower()
     if suffix in YAML_SUFFIXES:
@@ -268,16 +278,16 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
                              "'conversation') per line", path=path)
         if first:
             return read_cases_jsonl(path)
-        return foreign.load_records_suite(path, corpus)
+        return _foreign().load_records_suite(path, corpus)
     if suffix in (".json", ".parquet"):
-        return foreign.load_records_suite(path, corpus)
+        return _foreign().load_records_suite(path, corpus)
     if suffix in (".csv", ".xlsx"):
         return _load_table(path, corpus)
     if suffix in (".tsv", ".qrels", ".txt"):
         from queryeval.suite.foreign.beir import is_beir_qrels
 
         if is_beir_qrels(path):
-            return foreign.load_beir(path)
+            return _foreign().load_beir(path)
         from queryeval.suite.foreign.trecqrels import looks_like_qrels
 
         if looks_like_qrels(path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import operator
 import re
 import uuid
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from queryeval.suite.models import Case
 QUESTION_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id", "content_hash")
 REQUIRED_COLUMNS = ("question", "answer", "document_name", "dataset", "chunk_id")
 """The columns a questions CSV must have (``content_hash`` may be left out: chunk ids)."""
-_MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
+_MD5 = re.compile(r"[0-9a-fA-F]{32}")  # fullmatch: "…\n" is no digest
 
 
 def qa_pair_id(dataset: str, question: str, answer: str) -> str:
@@ -54,66 +55,107 @@ def read_questions_csv(path: str | Path) -> Suite:
     The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
     case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`).
     The rows of one question (one per relevant chunk) are adjacent: a pass holds one question
-    at a time; the question again further down is a duplicate naming both lines."""
+    at a time; the question again further down is a duplicate naming both lines. The
+    checking pass reads the questions' ids without building their cases: a row the reader
+    accepts always makes a valid case (tests/test_retrieval_reader.py)."""
     return lazy_suite(
         Path(path), _iter_question_cases, empty="no questions", duplicate_field="question",
         duplicate=lambda cid, first: (
             f"duplicate qa_pair_id {cid} (the rows of one question, one per relevant chunk, "
             f"must be adjacent; the same dataset, question and answer as line {first})"),
-        kinds={"retrieval"})
+        kinds={"retrieval"}, ids=_question_ids)
 
 
-@dataclass
 class _Question:
-    line: int
-    values: dict[str, str]
-    key: tuple[str, ...]
-    cid: str
-    relevant: list[dict] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    seen: dict[str, int] = field(default_factory=dict)  # relevant chunk identity -> its line
+    """One question as its rows are read: its first row's values (``question, answer,
+    document_name, dataset, chunk_id, content_hash``), and, once a second row names another
+    of its relevant chunks, every relevant chunk and which line named each."""
+
+    __slots__ = ("cid", "key", "line", "names", "relevance", "relevant", "seen", "values")
+
+    def __init__(self, line: int, values: tuple[str, ...], key: tuple[str, ...], cid: str,
+                 relevance: int) -> None:
+        self.line = line
+        self.values = values
+        self.key = key
+        self.cid = cid
+        self.relevance = relevance  # the first row's
+        self.relevant: list[dict] | None = None  # from the second row on
+        self.names: list[str] | None = None
+        self.seen: dict[str, int] | None = None  # relevant chunk identity -> its line
+
+    def add(self, values: tuple[str, ...], relevance: int, line: int, path: Path) -> None:
+        """Another row of this question: one more relevant chunk (the same one twice is an
+        InputError naming the row)."""
+        if self.seen is None:  # the question's second row: its first chunk, kept apart so far
+            first = self.values
+            self.seen = {_identity(first[4], first[5]): self.line}
+            self.relevant = [{"chunk_id": first[4], "content_hash": first[5],
+                              "relevance": self.relevance}]
+            self.names = [first[2]]
+        chunk_id, digest = values[4], values[5]
+        identity = _identity(chunk_id, digest)
+        if identity in self.seen:
+            raise InputError(
+                f"the same relevant chunk as line {self.seen[identity]} for the same question "
+                "(same dataset, question and answer)", path=path, line=line,
+                field="content_hash" if digest else "chunk_id")
+        self.seen[identity] = line
+        self.relevant.append({"chunk_id": chunk_id, "content_hash": digest,  # type: ignore[union-attr]
+                              "relevance": relevance})
+        if values[2] not in self.names:  # type: ignore[operator]
+            self.names.append(values[2])  # type: ignore[union-attr]
+
+
+def _identity(chunk_id: str, digest: str) -> str:
+    return f"hash:{digest.lower()}" if digest else f"id:{chunk_id}"
 
 
 _VALUE_KEYS = (*QUESTION_COLUMNS, "id", "relevance")
+"""The cells a row is read for, in this order (a column the header lacks reads as "")."""
 _RELEVANCE = re.compile(r"[0-9]+")  # ASCII digits only (not ١ or ²)
+_MAX_RELEVANCE = 2**31 - 1  # trec_eval's range, as RelevantChunk.relevance
 
 
-def _row_values(row: dict, header: list[str], path: Path, line: int) -> dict[str, str]:
-    if None in row:
-        raise InputError("more fields than the header", path=path, line=line)
-    # a short row has None for each header column it lacks (csv.DictReader's restval)
-    if None in row.values():
-        raise InputError("fewer fields than the header", path=path, line=line)
-    get = row.get
-    values = {k: (get(k) or "") for k in _VALUE_KEYS}
-    if not values["question"].strip():
+def _row_error(values: tuple[str, ...], path: Path, line: int) -> int:
+    """The relevance of a row the reader's quick test did not pass (a relevance given, or
+    something wrong), or the InputError naming the row's first bad field."""
+    question, _answer, _name, _dataset, chunk_id, digest, _id, relevance = values
+    if not question.strip():
         raise InputError("empty question", path=path, line=line, field="question")
-    digest, chunk_id = values["content_hash"], values["chunk_id"]
-    if digest and not _MD5.match(digest):
+    if digest and not _MD5.fullmatch(digest):
         raise InputError(f"not an MD5 hex digest: {digest!r}", path=path, line=line,
                          field="content_hash")
     if not digest and not chunk_id:
         raise InputError("no chunk_id and no content_hash: a row needs one to name its relevant "
                          "chunk", path=path, line=line, field="chunk_id")
-    relevance = values["relevance"]
-    if relevance:
-        relevance = relevance.strip()
-        if relevance and not _RELEVANCE.fullmatch(relevance):
-            raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
-                             field="relevance")
-    return values
+    relevance = relevance.strip()
+    if not relevance:
+        return 1
+    if not _RELEVANCE.fullmatch(relevance):
+        raise InputError(f"must be an integer >= 0, got {relevance!r}", path=path, line=line,
+                         field="relevance")
+    digits = relevance.lstrip("0") or "0"
+    if len(digits) > len(str(_MAX_RELEVANCE)) or int(digits) > _MAX_RELEVANCE:
+        raise InputError(f"must be an integer from 0 to {_MAX_RELEVANCE} (trec_eval's range), "
+                         f"got {relevance[:20]!r}", path=path, line=line, field="relevance")
+    return int(digits)
 
 
 def _read_questions(path: Path) -> Iterator[_Question]:
     """Every question of the file as its rows are read: adjacent rows of one question are
-    grouped (a pass holds one question at a time, so a large file streams)."""
+    grouped (a pass holds one question at a time, so a large file streams).
+
+    Rows are read as csv.DictReader reads them (a blank line skipped; with a repeated column
+    name the last cell counts; a row longer or shorter than the header is an error), through
+    ``csv.reader`` and one ``itemgetter`` per row instead of a dict per row."""
     from queryeval.io.files import encoding_error
     from queryeval.suite.common import _near, missing_columns_error
 
     with _open_csv(path, "suite-lines") as fh:
-        reader = csv.DictReader(fh)
+        reader = csv.reader(fh)
         try:
-            header = reader.fieldnames or []
+            header = next(reader, None) or []
         except csv.Error as exc:
             raise InputError(f"invalid CSV header: {exc}", path=path, line=1) from None
         except UnicodeDecodeError as exc:
@@ -126,47 +168,58 @@ def _read_questions(path: Path) -> Iterator[_Question]:
             # an optional column misspelt would silently switch to matching by chunk id
             raise missing_columns_error(path, list(header), "a retrieval questions CSV",
                                         QUESTION_COLUMNS)
+        width = len(header)
+        column = {name: i for i, name in enumerate(header)}  # a repeated name: its last cell
+        # a column the header lacks reads the "" appended to each row (at index width)
+        pick = operator.itemgetter(*(column.get(k, width) for k in _VALUE_KEYS))
+        md5 = _MD5.fullmatch
         q: _Question | None = None
-        header = list(header)
+        line = reader.line_num  # the last row read whole (a csv.Error names it, as DictReader)
         try:
             for row in reader:
+                if len(row) != width:
+                    if not row:  # a blank line
+                        continue
+                    raise InputError("more fields than the header" if len(row) > width
+                                     else "fewer fields than the header",
+                                     path=path, line=reader.line_num)
                 line = reader.line_num
-                values = _row_values(row, header, path, line)
-                explicit = values["id"].strip()
-                same = (values["dataset"], values["question"], values["answer"])
+                row.append("")
+                values = pick(row)
+                question, answer, _name, dataset, chunk_id, digest, explicit, relevance = values
+                if relevance or not question.strip() or not (md5(digest) if digest else chunk_id):
+                    relevance = _row_error(values, path, line)  # or the row's relevance
+                else:
+                    relevance = 1
+                if explicit:
+                    explicit = explicit.strip()
                 # an explicit id names the question; else dataset, question and answer do
-                key = ("id", explicit) if explicit else ("qa", *same)
-                digest = values["content_hash"]
-                identity = f"hash:{digest.lower()}" if digest else f"id:{values['chunk_id']}"
-                rel = values["relevance"]
-                relevant = {"chunk_id": values["chunk_id"], "content_hash": digest,
-                            "relevance": int(rel.strip() or 1) if rel else 1}
+                key = ("id", explicit) if explicit else ("qa", dataset, question, answer)
                 if q is None or key != q.key:
                     # a new question (the common case: one row each): nothing to compare
                     if q is not None:
                         yield q
-                    q = _Question(line=line, values=values, key=key,
-                                  cid=explicit or qa_pair_id(*same), relevant=[relevant],
-                                  names=[values["document_name"]], seen={identity: line})
+                    q = _Question(line, values, key,
+                                  explicit or qa_pair_id(dataset, question, answer), relevance)
                     continue
-                if same != (q.values["dataset"], q.values["question"], q.values["answer"]):
+                first = q.values
+                if (dataset, question, answer) != (first[3], first[0], first[1]):
                     raise InputError(f"duplicate qa_pair_id {explicit} (the id of the question at "
                                      f"line {q.line})", path=path, line=line, field="id")
-                if identity in q.seen:
-                    raise InputError(
-                        f"the same relevant chunk as line {q.seen[identity]} for the same question "
-                        "(same dataset, question and answer)", path=path, line=line,
-                        field="content_hash" if digest else "chunk_id")
-                q.seen[identity] = line
-                q.relevant.append(relevant)
-                if values["document_name"] not in q.names:
-                    q.names.append(values["document_name"])
+                q.add(values, relevance, line, path)
         except csv.Error as exc:
-            raise InputError(f"invalid CSV: {exc}", path=path, line=reader.line_num) from None
+            raise InputError(f"invalid CSV: {exc}", path=path, line=line) from None
         except UnicodeDecodeError as exc:
             raise encoding_error(path, encoding=exc.encoding) from None
         if q is not None:
             yield q
+
+
+def _question_ids(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, case id)`` of every question, as :func:`_iter_question_cases` yields their
+    cases (every row checked, no case built)."""
+    for q in _read_questions(path):
+        yield q.line, q.cid
 
 
 def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
@@ -174,17 +227,22 @@ def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
     row is one InputError. A question of one row with relevance 1 keeps the seed's target
     (``content_hash``, ``chunk_id``); several rows (or a graded one) list ``relevant``."""
     for q in _read_questions(path):
-        values = q.values
-        target: dict[str, Any] = {"document_name": " | ".join(q.names), "dataset": values["dataset"],
-                                  "answer": values["answer"]}
-        if len(q.relevant) == 1 and q.relevant[0]["relevance"] == 1:
-            target.update(content_hash=values["content_hash"], chunk_id=values["chunk_id"])
+        question, answer, name, dataset, chunk_id, digest = q.values[:6]
+        target: dict[str, Any]
+        if q.relevant is None:  # one row
+            target = {"document_name": name, "dataset": dataset, "answer": answer}
+            if q.relevance == 1:
+                target.update(content_hash=digest, chunk_id=chunk_id)
+            else:
+                target["relevant"] = [{"chunk_id": chunk_id, "content_hash": digest,
+                                       "relevance": q.relevance}]
         else:
-            target["relevant"] = q.relevant
+            target = {"document_name": " | ".join(q.names),  # type: ignore[arg-type]
+                      "dataset": dataset, "answer": answer, "relevant": q.relevant}
         yield q.line, Case(
-            id=q.cid, name=values["question"][:80], tags=[values["dataset"]] if values["dataset"] else [],
-            metadata={"dataset": values["dataset"]},
-            conversation=[{"role": "user", "content": values["question"], "target": {
+            id=q.cid, name=question[:80], tags=[dataset] if dataset else [],
+            metadata={"dataset": dataset},
+            conversation=[{"role": "user", "content": question, "target": {
                 "retrieval": target}}],
         )
 

@@ -37,6 +37,8 @@ from queryeval.tasks.retrieval_scoring import (
     relevant_chunks,
     score_cuts,
     single_cut,
+    single_rank,
+    single_scores,
 )
 from queryeval.tasks.retrieval_select import RetrievalSelection
 
@@ -160,12 +162,19 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         for i, ch in enumerate(raw):
             if not isinstance(ch, dict):
                 raise ValueError(f"[{i}]: a chunk must be an object")
-            chunk_id = "" if ch.get("chunk_id") is None else str(ch["chunk_id"])
-            score = ch.get("score")
-            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-                raise ValueError(f"[{i}].score: must be a number")
-            text = ch.get("content")
-            digest = ch.get("content_hash")
+            get = ch.get
+            chunk_id = get("chunk_id")
+            if chunk_id is None:
+                chunk_id = ""
+            elif type(chunk_id) is not str:
+                chunk_id = str(chunk_id)
+            score = get("score")
+            if score is not None and type(score) is not float:  # JSON's numbers are float or int
+                if isinstance(score, bool) or not isinstance(score, (int, float)):
+                    raise ValueError(f"[{i}].score: must be a number")
+                score = float(score)
+            text = get("content")
+            digest = get("content_hash")
             if isinstance(text, str):
                 digest = content_hash(text)
             elif not isinstance(digest, str):
@@ -176,8 +185,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                 text, digest = known.content, known.content_hash
             if not chunk_id and self._corpus is not None:  # text alone: the corpus's id for it
                 chunk_id = getattr(self._corpus.find_hash(digest), "chunk_id", "")
-            out.append({"chunk_id": chunk_id, "score": None if score is None else float(score),
-                        "content": text, "content_hash": digest})
+            out.append({"chunk_id": chunk_id, "score": score, "content": text, "content_hash": digest})
         return {"retrieved_chunks": out, ANSWER_KEY: answer}
 
     def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
@@ -195,7 +203,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
     def _ranking(self, record: dict, k: int) -> list[dict]:
         """The chunks scored at ``k``: the first k retrieved, then ``min_score``."""
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
-        chunks = list(source)[:k]
+        chunks = source[:k] if type(source) is list else list(source)[:k]
         if self.options.min_score is not None:
             chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
         return chunks
@@ -223,19 +231,28 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                 len(source) > k or any(c["score"] is None or c["score"] < self.options.min_score
                                        for c in source[:k])):
             record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
-        cut = self._cut(record, k)
-        record["retrieved_chunks"] = cut.chunks
+        exact = self.options.hash_case == "exact"
+        identity = record_identity(record, exact)
+        if identity is not None:  # one relevant chunk of relevance 1: _cut's figures, directly
+            chunks = self._ranking(record, k)
+            rank = single_rank(chunks, identity, exact)
+            found, scores = int(rank is not None), single_scores(rank, k)
+        else:
+            cut = self._cuts([record], k)[0]
+            chunks, rank, found, scores = cut.chunks, cut.rank, cut.found, cut.scores
+        record["retrieved_chunks"] = chunks
         result = {
-            "correct_chunk_retrieved": cut.rank is not None,
-            "rank_if_found": cut.rank,
+            "correct_chunk_retrieved": rank is not None,
+            "rank_if_found": rank,
             "retrieval_time_ms": record["evaluation_result"]["retrieval_time_ms"],
         }
         if record.get("expected_chunks"):  # several relevant chunks: how many were found
-            result["relevant_found"] = cut.found
+            result["relevant_found"] = found
             result["relevant_total"] = sum(int(r.get("relevance", 1)) > 0 for r in record["expected_chunks"])
         record["evaluation_result"] = result
         record["k"] = k
-        record["scores"] = {**cut.scores, **(record.get("answer_scores") or {})}
+        answer = record.get("answer_scores")
+        record["scores"] = {**scores, **answer} if answer else scores
         return record
 
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
@@ -297,7 +314,6 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         keys = self._metric_keys()
         recall_key = f"recall@{k}"
         tally = Tally(self)
-        overall_acc = DatasetAcc(len(keys))
         times = Values()
         per_ds: dict[Any, DatasetAcc] = {}
         smaller = self.smaller_ks()
@@ -318,8 +334,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
             if not hit:
                 found_scores = chunk_scores(r["retrieved_chunks"])
                 best = max(found_scores) if found_scores else None
-            for a in (overall_acc, acc):
-                a.add(values, scores.get(recall_key, 1.0 if hit else 0.0), bool(hit), best)
+            acc.add(values, scores.get(recall_key, 1.0 if hit else 0.0), bool(hit), best)
             if smaller:
                 pending.append(r)
                 if len(pending) >= 512:
@@ -330,6 +345,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                 times.add(ev["retrieval_time_ms"])
 
         self._add_smaller(at_k, pending)
+        overall_acc = DatasetAcc.merged(per_ds.values(), len(keys))  # the run: its datasets' sums
         n, n_missed = tally.counted_n, overall_acc.missed
         fig = self._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
         recall_k = overall_acc.recall.mean() if several else fig["recall_at_k"]

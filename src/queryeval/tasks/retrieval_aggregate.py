@@ -6,7 +6,7 @@ per question and the figures do not depend on the order of the records.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from queryeval.metrics.mean import _SHIFT, ExactMean
@@ -42,6 +42,16 @@ class _Binaryish(Values):
         else:
             _exact_add(self, value)
 
+    def merge(self, other: ExactMean) -> None:
+        """Add ``other``'s values (an ``ExactMean``, or another ``_Binaryish``) as if each had
+        been added here: the exact sums add, so every mean is the one adding them one by one
+        gives (the non-finite values' IEEE sum keeps its value in any grouping)."""
+        self._count += other._count
+        self._total += other._total
+        self._ones += getattr(other, "_ones", 0)
+        if other._special is not None:
+            self._special = other._special if self._special is None else self._special + other._special
+
     def _fold(self) -> None:
         if self._ones:
             self._total += self._ones << _SHIFT  # 1.0 as ExactMean keeps it: 1 * 2**1074
@@ -69,7 +79,7 @@ class DatasetAcc:
         self.size = self.correct = self.missed = 0
         self.cols = [_Binaryish() for _ in range(n_metrics)]
         self.recall = _Binaryish()  # share of the question's relevant chunks in the top k
-        self.wrong = Values()  # best score of each missed question that returned scores
+        self.wrong = _Binaryish()  # best score of each missed question that returned scores
 
     def add(self, values: list[float], recall: float, hit: bool, best: float | None) -> None:
         self.size += 1
@@ -85,6 +95,22 @@ class DatasetAcc:
 
     def means(self) -> list[float | None]:
         return [c.mean() for c in self.cols]
+
+    @classmethod
+    def merged(cls, parts: Iterable[DatasetAcc], n_metrics: int) -> DatasetAcc:
+        """The figures of every question of ``parts`` (e.g. the run's, from its datasets'):
+        counts and exact sums added, so each is what adding the questions one by one gives
+        (tests/test_retrieval_aggregate_fast.py)."""
+        out = cls(n_metrics)
+        for p in parts:
+            out.size += p.size
+            out.correct += p.correct
+            out.missed += p.missed
+            for a, b in zip(out.cols, p.cols, strict=True):
+                a.merge(b)
+            out.recall.merge(p.recall)
+            out.wrong.merge(p.wrong)
+        return out
 
 
 class AtK:

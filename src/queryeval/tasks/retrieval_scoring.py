@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from queryeval.metrics.ranking import MetricSpec, parse_metric
-from queryeval.metrics.ranking._evaluate import _KERNELS as KERNELS
-from queryeval.metrics.ranking._hits import Hits
+if TYPE_CHECKING:
+    from queryeval.metrics.ranking import MetricSpec
+    from queryeval.metrics.ranking._hits import Hits
+
+# The engine (queryeval.metrics.ranking, two dozen modules) is imported by the functions that
+# run it: a run whose questions each have one relevant chunk of relevance 1 never loads it.
 
 RANK_METRICS = ("recall", "hit_rate", "mrr", "ndcg", "map", "precision")
 """The per-question figures at k, in the order a record's ``scores`` lists them."""
@@ -60,10 +64,15 @@ def is_identity(chunk: dict, identity: tuple[str, str], exact: bool) -> bool:
 def record_identity(record: dict, exact: bool) -> tuple[str, str] | None:
     """:func:`single_identity` of the record's relevant chunks: its one ``expected_chunk``
     (relevance 1) read directly, without building :func:`relevant_chunks`' list."""
-    if record.get("expected_chunks"):
-        return single_identity(record["expected_chunks"], exact)
+    several = record.get("expected_chunks")
+    if several:
+        return single_identity(several, exact)
     exp = record.get("expected_chunk") or {}
-    return _identity(str(exp.get("chunk_id") or ""), str(exp.get("content_hash") or ""), exact)
+    digest = exp.get("content_hash")  # as _identity(str(chunk_id or ""), str(digest or ""))
+    if digest:
+        digest = str(digest)
+        return ("hash", digest if exact else digest.lower())
+    return ("id", str(exp.get("chunk_id") or ""))
 
 
 class Matcher:
@@ -160,6 +169,8 @@ def _hits(assigned: list[list[int | None]], relevant: list[list[dict]], num_ret:
         iq += [qi] * len(positive)
         ipos += range(len(positive))
         igain += positive
+    from queryeval.metrics.ranking._hits import Hits
+
     n = len(assigned)
     q = np.asarray(hq, dtype=np.int64)
     judged_q = np.asarray(jq, dtype=np.int64)
@@ -185,6 +196,8 @@ def _names(k: int) -> tuple[str, ...]:
 
 @lru_cache(maxsize=64)
 def _specs(k: int) -> tuple[tuple[str, MetricSpec], ...]:
+    from queryeval.metrics.ranking import parse_metric
+
     return tuple((name, parse_metric(f"{name}@{k}")) for name in RANK_METRICS)
 
 
@@ -255,8 +268,13 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
     1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
     for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
     rank = single_rank(chunks, identity, exact)
-    scores = dict(zip(_names(k), single_figures(rank, k), strict=True))
-    return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=scores)
+    return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=single_scores(rank, k))
+
+
+def single_scores(rank: int | None, k: int) -> dict[str, float]:
+    """:func:`single_figures` as a record's ``scores`` (``recall@k``, ... in ``RANK_METRICS``
+    order)."""
+    return dict(zip(_names(k), single_figures(rank, k), strict=True))
 
 
 single_cut = _single_cut
@@ -282,6 +300,8 @@ def score_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) 
 
 def _engine_cuts(items: list[tuple[list[dict], list[dict]]], k: int, exact: bool) -> list[Cut]:
     """The figures of many questions through the engine's kernels (one pass)."""
+    from queryeval.metrics.ranking._evaluate import _KERNELS as KERNELS
+
     matchers = [Matcher(relevant, exact) for _, relevant in items]
     assigned = [m.assign(chunks) for m, (chunks, _) in zip(matchers, items, strict=True)]
     hits = _hits(assigned, [rel for _, rel in items], [len(chunks) for chunks, _ in items])

@@ -28,8 +28,13 @@ class RetrievalSelection:
         raise NotImplementedError
 
     def select_cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """The cases checked (:meth:`_checked`), filtered and sampled (:meth:`_select`); with
+        ``--corpus`` (the built-in system's input) their questions are kept for its
+        ``run_info``. Without it no built-in system can run, so nothing is kept."""
         checked = self._checked(cases)
         chosen = self._select(list(checked) if isinstance(cases, list) else checked)
+        if not self.options.corpus:
+            return chosen
         if isinstance(chosen, list):
             self._questions = [q for c in chosen for q in self._questions_of(c)]
             return chosen
@@ -53,8 +58,9 @@ class RetrievalSelection:
         if self.options.corpus:
             self.corpus()
         corpus = self.options.corpus
+        target = self._target
         for case in cases:
-            t = self._target(case)
+            t = target(case)
             if not t.relevant:  # the seed's one relevant chunk: nothing can repeat
                 if corpus and not t.content_hash and self._corpus.position(t.chunk_id) is None:
                     raise InputError(f"chunk {t.chunk_id!r} is not in the corpus {corpus} "

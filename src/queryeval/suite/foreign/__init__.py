@@ -151,9 +151,6 @@ def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:
     pairs (``case_id``, ``retrieved_chunks``, ``response``); None when the file's first
     record is not one of theirs (it is read as queryeval's own lines). ``chunks()``: the
     run's corpus (or None), to match retrieved contexts to chunks."""
-    from queryeval.suite.foreign import ragas
-    from queryeval.suite.foreign.deepeval import DEEPEVAL_ROLES
-
     if path.suffix.lower() not in (".jsonl", ".json", ".csv", ".parquet") or path.is_dir():
         return None
     have = _peek_fields(path)
@@ -162,6 +159,9 @@ def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:
     found = [f for f in RECORDED_FORMATS if f.matches(have)]
     if len(found) != 1:
         return None
+    from queryeval.suite.foreign import ragas  # imported for their files only
+    from queryeval.suite.foreign.deepeval import DEEPEVAL_ROLES
+
     roles = {fmt.RAGAS: ragas.RAGAS_ROLES, fmt.RAGAS_V01: ragas.RAGAS_V01_ROLES}.get(
         found[0], DEEPEVAL_ROLES)
     corpus = chunks() if chunks is not None else None
