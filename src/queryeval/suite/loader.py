@@ -225,6 +225,17 @@ def _load_table(path: Path, corpus: str | Path | None) -> Suite:
     return load_fields_suite(path)
 
 
+def _starts_a_json_record(path: Path) -> bool:
+    """Whether the first non-blank character of ``path`` opens a JSON object (DABench's
+    labels are JSONL); unreadable text counts as one, left to the JSONL reader's error."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).lstrip()
+    except OSError:
+        return True
+    return not head or head.startswith((b"{", b"\xef\xbb\xbf{"))
+
+
 def load_suite(path: str | Path, *, labels: str | Path | None = None,
                corpus: str | Path | None = None) -> Suite:
     """Load a suite from a path, choosing the reader from the path's form.
@@ -260,7 +271,9 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
             raise InputError("no such file", path=labels)
         from queryeval.suite.foreign.trecqrels import looks_like_qrels
 
-        if Path(labels).suffix.lower() != ".jsonl" and looks_like_qrels(Path(labels)):
+        if Path(labels).suffix.lower() != ".jsonl" and (
+                looks_like_qrels(Path(labels)) or not _starts_a_json_record(Path(labels))):
+            # not DABench's JSONL labels: read as TREC qrels, whose reader names the bad line
             return _foreign().load_trec(path, Path(labels), corpus)
         return load_dabench_suite(path, labels)
     if path.is_dir():

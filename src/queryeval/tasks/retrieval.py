@@ -180,8 +180,10 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
             elif not isinstance(digest, str):
                 known = self._by_id.get(chunk_id)
                 if known is None:
+                    where = ("is not in the corpus" if self._corpus is not None else
+                             "no --corpus was given to look its id up")
                     raise ValueError(f"[{i}]: chunk {chunk_id!r} has no content or content_hash "
-                                     "and is not in the corpus")
+                                     f"and {where}")
                 text, digest = known.content, known.content_hash
             if not chunk_id and self._corpus is not None:  # text alone: the corpus's id for it
                 chunk_id = getattr(self._corpus.find_hash(digest), "chunk_id", "")
