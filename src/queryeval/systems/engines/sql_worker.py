@@ -17,7 +17,9 @@ overruns its deadline (see :mod:`.sql`).
 
 With PATH ``*`` (sqlite / DuckDB, :mod:`.neighbours.runner`) the worker opens no file at
 start: each request names its file (``path``), opened read-only in the sandbox, one at a
-time; a file outside the folders the settings frame allows (``roots``) is refused.
+time; a file outside the folders the settings frame allows (``roots``) is refused -- and the
+sandbox lets the worker read nothing else (:func:`own_files`): a changed list of roots
+restarts the worker (:mod:`.worker_handle`).
 """
 
 from __future__ import annotations
@@ -149,6 +151,19 @@ class FileSessions:
         self.session, self.path = None, None
 
 
+def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
+    """What the worker may read besides Python and the libraries (:func:`.sandbox.apply`):
+    its database file (and the write-ahead log beside it, which an engine replays when one
+    was left), or in the multi-file mode the folders the settings frame allows (``roots``);
+    nothing for PostgreSQL (the server reads, not the worker)."""
+    if dialect == "postgres":
+        return []
+    if path == MULTI_FILE:
+        return [str(r) for r in settings.get("roots") or ()]
+    logs = (".wal",) if dialect == "duckdb" else ("-wal", "-shm", "-journal")
+    return [path, *(path + suffix for suffix in logs if os.path.exists(path + suffix))]
+
+
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     from queryeval.systems.engines import sandbox
     from queryeval.systems.engines.sparql_worker import (
@@ -167,7 +182,7 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     report: dict[str, str] = {}
     try:
         if dialect != "postgres":
-            report = sandbox.apply(writable, memory)
+            report = sandbox.apply(writable, memory, readable=own_files(dialect, path, settings))
         if path == MULTI_FILE and dialect != "postgres":
             session: Any = FileSessions(dialect, memory, threads, settings)
         else:

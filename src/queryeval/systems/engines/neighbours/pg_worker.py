@@ -307,7 +307,7 @@ def worker_main(memory: int) -> int:
     try:  # the connection first, then the sandbox: the open socket works, no new one can
         session = NeighbourSession(str(settings["url"]),
                                    connect_timeout_s=float(settings.get("connect_timeout_s") or 10))
-        report = sandbox.apply(writable, memory)
+        report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
         write_frame(channel_out, ("ready", {"sandbox": report}))
     except Exception as exc:  # noqa: BLE001
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
