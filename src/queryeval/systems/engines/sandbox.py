@@ -23,9 +23,15 @@ query at all. Before a worker accepts its first query it restricts *itself*:
 * **file metadata** -- Landlock does not govern a file's mode, owner, times or extended
   attributes, so the filter refuses the ``chmod`` / ``chown`` / ``utime`` / ``setxattr`` /
   ``removexattr`` families everywhere (the worker needs none of them).
-* **files** -- Landlock (ABI >= 1): reading and executing stay allowed everywhere (the
-  interpreter, the libraries, the store); writing, creating, removing, renaming and
-  truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
+* **files** -- Landlock (ABI >= 1): reading only the worker's own data (the ``readable``
+  files or folders :func:`apply` is given: its database, store or allowed roots), the
+  Python installation, every ``sys.path`` entry and the system files a worker needs
+  (:func:`readable_roots`, :data:`SYSTEM_READABLE`) -- not ``/etc``, the user's home, the
+  parent's ``/proc`` files or the worker's own ``environ``, a file beside the database or the
+  run folder; executing stays allowed everywhere (the seccomp filter refuses ``execve``);
+  writing, creating, removing, renaming and truncating are allowed only inside the worker's
+  own temporary folder (and ``/dev/null``). The readable set is fixed at start: a worker
+  allowed other files is started again (:mod:`.worker_handle`).
   Landlock applies to the calling thread and the threads it starts later, so it is applied
   first thing, before any engine is imported (the PostgreSQL worker: right after it
   connects; psycopg starts no thread); :func:`apply` counts the process's threads and
