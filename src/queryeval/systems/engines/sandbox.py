@@ -198,6 +198,8 @@ def restrict_filesystem_and_tcp(writable: str, *, readable: Sequence[str] = (),
             try:
                 fd = os.open(path, os.O_PATH | getattr(os, "O_CLOEXEC", 0))
             except OSError as exc:
+                if rights == read:  # a readable path that vanished: it is simply not read
+                    continue
                 return {"filesystem": f"unavailable: cannot open {path}: {exc.strerror}"}
             try:
                 if not os.path.isdir(path):  # a file takes only a file's rights
