@@ -248,3 +248,21 @@ def test_readable_roots_hold_python_and_the_given_files_only(tmp_path) -> None:
     home = os.path.realpath(Path.home())
     for forbidden in ("/", "/etc", "/proc", "/home", home, str(tmp_path.resolve())):
         assert forbidden not in roots, forbidden
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+def test_postgres_workers_close_reading_after_connecting(pg_server) -> None:
+    """The engine's worker and the neighbour worker read no data file: after the connection
+    is made the sandbox closes reading (the server's own reads are the server's)."""
+    from queryeval.systems.engines.neighbours.pg import ORIGINAL, PgRunner
+    from queryeval.systems.engines.postgres import PostgresEngine
+
+    db = pg_server.database("sandbox_read", "CREATE TABLE t AS SELECT 1 AS a; "
+                            "GRANT SELECT ON t TO reader;")
+    with PostgresEngine(db["reader"]) as engine:
+        assert engine.execute("SELECT a FROM t").rows == [(1,)]
+        assert "reads only" in engine.sandbox["filesystem"]
+    with PgRunner(db["reader"]) as runner:
+        assert runner.run(ORIGINAL, "SELECT a FROM t", 10, 10)[1] == [(1,)]
+        assert "reads only" in runner.sandbox["filesystem"]
