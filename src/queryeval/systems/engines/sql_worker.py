@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,27 @@ def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
 
 
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
+    if dialect == "postgres":
+        return serve(memory, lambda settings: open_session(dialect, path, memory, threads,
+                                                           settings), handle)
+    if path == MULTI_FILE:
+        return serve(memory, lambda settings: FileSessions(dialect, memory, threads, settings),
+                     lambda session, request: session.handle(request),
+                     readable=lambda settings: own_files(dialect, path, settings))
+    return serve(memory, lambda settings: open_session(dialect, path, memory, threads, settings),
+                 handle, readable=lambda settings: own_files(dialect, path, settings))
+
+
+def serve(memory: int, open_fn: Callable[[dict[str, Any]], Any],
+          answer: Callable[[Any, dict[str, Any]], tuple[str, Any]], *,
+          readable: Callable[[dict[str, Any]], list[str]] | None = None) -> int:
+    """A worker's life (this module's and :mod:`.neighbours.pg_worker`'s): the settings
+    frame; then, with ``readable`` (a file worker), the sandbox reading only
+    ``readable(settings)`` and the session ``open_fn(settings)`` after it, or without (a
+    connection worker) the session -- its connection -- first and the sandbox, reading
+    nothing, after it; ``("ready", {"sandbox": report})``; then ``answer(session, request)``
+    for each request until the parent closes the channel or a reply says the connection is
+    lost (``"restart"``: no new socket can be opened here)."""
     from queryeval.systems.engines import sandbox
     from queryeval.systems.engines.sparql_worker import (
         _EOF,
@@ -179,16 +201,13 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     if not isinstance(settings, dict):
         return 1
     writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
-    report: dict[str, str] = {}
     try:
-        if dialect != "postgres":
-            report = sandbox.apply(writable, memory, readable=own_files(dialect, path, settings))
-        if path == MULTI_FILE and dialect != "postgres":
-            session: Any = FileSessions(dialect, memory, threads, settings)
+        if readable is not None:
+            report = sandbox.apply(writable, memory, readable=readable(settings))
+            session = open_fn(settings)
         else:
-            session = open_session(dialect, path, memory, threads, settings)
-        if dialect == "postgres":
-            report = sandbox.apply(writable, memory)
+            session = open_fn(settings)
+            report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
         write_frame(channel_out, ("ready", {"sandbox": report}))
     except Exception as exc:  # noqa: BLE001
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
@@ -199,8 +218,7 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
         if request is _EOF or request is None:
             session.close()
             return 0
-        reply = session.handle(request) if isinstance(session, FileSessions) \
-            else handle(session, request)
+        reply = answer(session, request)
         write_frame(channel_out, reply)
         if reply[0] == "error" and reply[1].get("kind") == "restart":
             session.close()
