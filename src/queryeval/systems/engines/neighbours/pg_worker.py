@@ -147,10 +147,7 @@ class NeighbourSession(PostgresSession):
                                              "ALTER TABLE pg_temp.")):
                     raise QueryRefused("a neighbour's DDL creates only temporary tables")
                 conn.execute(statement, prepare=True)  # prepared: exactly one statement
-            found = conn.execute(
-                "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
-            self.temp_schema = found[0] if found else None
-            conn.commit()
+            self._commit_temp_tables(conn)
         finally:
             self._read_only()
         kept: dict[str, list[int]] = {}
@@ -203,12 +200,17 @@ class NeighbourSession(PostgresSession):
                     sql.Identifier("pg_temp", name), sql.Identifier(row[1], name)),
                     prepare=True)
                 self.tables.add(name)
-            found = conn.execute(
-                "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
-            self.temp_schema = found[0] if found else None
-            conn.commit()
+            self._commit_temp_tables(conn)
         finally:
             self._read_only()
+
+    def _commit_temp_tables(self, conn: Any) -> None:
+        """Note this session's temporary schema (the plan check names it) and commit the
+        temporary tables just created."""
+        found = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
+        self.temp_schema = found[0] if found else None
+        conn.commit()
 
     # --- queries -------------------------------------------------------------------------
     def _begin(self, timeout_s: float) -> Any:
