@@ -391,7 +391,7 @@ def test_sandbox_alone_duckdb_changes_no_file_and_reaches_no_listener(
         "INSTALL httpfs",
         f"SELECT * FROM read_csv('{listener.url}/data.csv')",
         f"SELECT * FROM '{listener.url}/data.parquet'",
-        "SELECT * FROM read_csv('/etc/passwd')",  # reading is not confined (docs)
+        "SELECT * FROM read_csv('/etc/passwd')",  # Landlock: not the worker's file
         f"EXPORT DATABASE '{out / 'export'}'",
     ]
     with DuckDBEngine(duck) as engine:

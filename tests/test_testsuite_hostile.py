@@ -179,10 +179,11 @@ def test_hostile_sqlite_golds_change_no_file(company, tmp_path, checks):  # noqa
     if checks:  # the text checks refuse each before anything runs
         assert set(got.values()) == {"QueryRefused"}, got
     else:
-        # the sandbox does not confine reading (ATTACH of an existing file reads it) nor a
-        # PRAGMA of the connection: what it holds is that no file changes (asserted above)
+        # the sandbox does not govern a PRAGMA of the connection: what it holds is that no
+        # file changes (asserted above) and that no file outside the build is read (ATTACH
+        # of the database beside the suite's reads it: Landlock refuses the open)
         writes = [q for q in got if q.startswith(("INSERT", "UPDATE", "VACUUM"))
-                  or str(out) in q or "load_extension" in q]
+                  or str(out) in q or str(other) in q or "load_extension" in q]
         assert [got[q] for q in writes].count("ok") == 0, got
 
 
@@ -206,15 +207,28 @@ def test_hostile_duckdb_golds_change_no_file_and_reach_no_listener(tmp_path, lis
 
 
 def test_reading_a_file_is_refused_by_the_checks(tmp_path, checks):
-    """read_csv / read_text of /etc/passwd: refused by the checks; the sandbox does not
-    confine reading (docs/reliability.md), so with the checks off only the absence of writes
-    and connections is asserted (by the tests above)."""
+    """read_csv / read_text / read_blob / glob of /etc, a file beside the database and the
+    run folder: refused by the checks, and with the checks off by the sandbox (Landlock: the
+    worker reads only its database and the build's folder; docs/reliability.md)."""
     duck = _duck(tmp_path / "db" / "t.duckdb")
-    if not checks:
-        pytest.skip("reading is not confined by the OS sandbox (documented)")
-    for q in ("SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/passwd')"):
-        with pytest.raises(QueryExecutionError):
-            sql_neighbours(duck, "duckdb", q, 3, cache_dir=tmp_path / "c")
+    beside = tmp_path / "db" / "beside.csv"
+    beside.write_text("secret\nqueryeval-secret\n")
+    run_file = tmp_path / "runs" / "results.jsonl"
+    run_file.parent.mkdir()
+    run_file.write_text("secret\nqueryeval-secret\n")
+    for f in ("/etc/passwd", beside, run_file):
+        for q in (f"SELECT * FROM read_csv('{f}')", f"SELECT * FROM read_text('{f}')",
+                  f"SELECT * FROM read_blob('{f}')"):
+            with pytest.raises(QueryExecutionError):
+                sql_neighbours(duck, "duckdb", q, 3, cache_dir=tmp_path / "c")
+    with NeighbourRunner("duckdb", [duck]) as runner:  # where the golds run
+        for folder in ("/etc", tmp_path / "db", tmp_path / "runs"):
+            q = f"SELECT * FROM read_text('{folder}/*')"
+            if checks:
+                with pytest.raises(QueryExecutionError):
+                    sql_neighbours(duck, "duckdb", q, 3, cache_dir=tmp_path / "c")
+            else:  # the sandbox lists nothing there: the glob matches no file
+                assert runner.run(duck, q, 20, 10)[1] == [], folder
 
 
 RUNAWAY = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "

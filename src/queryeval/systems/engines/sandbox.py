@@ -23,9 +23,15 @@ query at all. Before a worker accepts its first query it restricts *itself*:
 * **file metadata** -- Landlock does not govern a file's mode, owner, times or extended
   attributes, so the filter refuses the ``chmod`` / ``chown`` / ``utime`` / ``setxattr`` /
   ``removexattr`` families everywhere (the worker needs none of them).
-* **files** -- Landlock (ABI >= 1): reading and executing stay allowed everywhere (the
-  interpreter, the libraries, the store); writing, creating, removing, renaming and
-  truncating are allowed only inside the worker's own temporary folder (and ``/dev/null``).
+* **files** -- Landlock (ABI >= 1): reading only the worker's own data (the ``readable``
+  files or folders :func:`apply` is given: its database, store or allowed roots), the
+  Python installation, every ``sys.path`` entry and the system files a worker needs
+  (:func:`readable_roots`, :data:`SYSTEM_READABLE`) -- not ``/etc``, the user's home, the
+  parent's ``/proc`` files or the worker's own ``environ``, a file beside the database or the
+  run folder; executing stays allowed everywhere (the seccomp filter refuses ``execve``);
+  writing, creating, removing, renaming and truncating are allowed only inside the worker's
+  own temporary folder (and ``/dev/null``). The readable set is fixed at start: a worker
+  allowed other files is started again (:mod:`.worker_handle`).
   Landlock applies to the calling thread and the threads it starts later, so it is applied
   first thing, before any engine is imported (the PostgreSQL worker: right after it
   connects; psycopg starts no thread); :func:`apply` counts the process's threads and
@@ -51,6 +57,7 @@ import ctypes
 import errno
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 # Landlock (include/uapi/linux/landlock.h); the system call numbers are the same on every
@@ -114,9 +121,54 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
-def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict[str, str]:
-    """Landlock this thread (and the threads it starts later): writes only under
-    ``writable``; with ``deny_tcp`` and ABI >= 4 no TCP connect/bind either."""
+SYSTEM_READABLE = ("/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64",
+                   "/usr/local/lib", "/usr/share/zoneinfo", "/etc/ld.so.cache", "/etc/localtime",
+                   "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
+                   "/proc/self/cgroup", "/proc/sys/vm/overcommit_memory",
+                   "/sys/devices/system/cpu", "/sys/fs/cgroup")
+"""What every worker may read besides its own files and the Python installation: the shared
+libraries' folders (an engine may still ``dlopen`` one, the loader reads its cache), the time
+zone data, the few device files the C library and Python use, and what DuckDB reads to size
+itself (its own cgroup, the CPUs, the cgroup's limits, the overcommit mode). Nothing else of
+``/etc``, ``/proc`` (not the worker's own ``environ``), ``/home`` or the user's home; a
+missing one is skipped. ``/proc/self`` is resolved in the worker, so it names the worker."""
+
+
+def readable_roots(extra: Sequence[str] = ()) -> list[str]:
+    """Every path a worker may read (:func:`restrict_filesystem_and_tcp`): ``extra`` (the
+    database, store or folders it serves), the Python installation (``sys.prefix`` and the
+    base ones) and every ``sys.path`` entry (imports happen lazily, after the sandbox), the
+    folders of the shared libraries this process has mapped already, and
+    :data:`SYSTEM_READABLE`. Paths are resolved (Landlock follows the real file); missing
+    ones are left out."""
+    wanted = [*extra, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              *(p for p in sys.path if p), *_mapped_library_folders(), *SYSTEM_READABLE]
+    out: list[str] = []
+    for path in wanted:
+        real = os.path.realpath(path)
+        if real not in out and os.path.exists(real):
+            out.append(real)
+    return out
+
+
+def _mapped_library_folders() -> list[str]:
+    """The folders of the shared objects mapped into this process now (``/proc/self/maps``,
+    read before the sandbox closes ``/proc``): a library's neighbours load from there."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            files = {line.split(None, 5)[5].strip() for line in maps
+                     if len(line.split(None, 5)) == 6}
+    except OSError:
+        return []
+    return sorted({os.path.dirname(f) for f in files if f.startswith("/") and ".so" in f})
+
+
+def restrict_filesystem_and_tcp(writable: str, *, readable: Sequence[str] = (),
+                                deny_tcp: bool = True) -> dict[str, str]:
+    """Landlock this thread (and the threads it starts later): reads only of
+    :func:`readable_roots` ``(readable)``, writes only under ``writable``; with ``deny_tcp``
+    and ABI >= 4 no TCP connect/bind either. Executing stays allowed everywhere (the seccomp
+    filter refuses ``execve``)."""
     abi = landlock_abi()
     if abi <= 0:
         why = "unavailable: no Landlock in this kernel" if sys.platform.startswith("linux") \
@@ -129,21 +181,30 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
     scoped = (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0
     attr = _RulesetAttr(fs, net, scoped)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    roots = readable_roots(readable)  # before the ruleset: it reads /proc/self/maps
     ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
                            ctypes.c_uint32(0))
     if ruleset < 0:
         return {"filesystem": f"unavailable: landlock_create_ruleset: "
                               f"{os.strerror(ctypes.get_errno())}"}
     try:
-        read_only = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+        read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
         file_rights = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE \
             | (_FS_TRUNCATE if abi >= 3 else 0)
-        for path, rights in (("/", read_only), (writable, fs),
-                             ("/dev/null", _FS_WRITE_FILE | _FS_READ_FILE
-                              | (_FS_TRUNCATE if abi >= 3 else 0))):
-            fd = os.open(path, os.O_PATH | getattr(os, "O_CLOEXEC", 0))
+        rules = [("/", _FS_EXECUTE), *((path, read) for path in roots), (writable, fs),
+                 ("/dev/null", _FS_WRITE_FILE | _FS_READ_FILE
+                  | (_FS_TRUNCATE if abi >= 3 else 0))]
+        for path, rights in rules:
             try:
-                rule = _PathBeneathAttr(rights & (file_rights if path == "/dev/null" else fs), fd)
+                fd = os.open(path, os.O_PATH | getattr(os, "O_CLOEXEC", 0))
+            except OSError as exc:
+                if rights == read:  # a readable path that vanished: it is simply not read
+                    continue
+                return {"filesystem": f"unavailable: cannot open {path}: {exc.strerror}"}
+            try:
+                if not os.path.isdir(path):  # a file takes only a file's rights
+                    rights &= file_rights
+                rule = _PathBeneathAttr(rights & fs, fd)
                 if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset),
                                 ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
                                 ctypes.c_uint32(0)) < 0:
@@ -158,7 +219,8 @@ def restrict_filesystem_and_tcp(writable: str, *, deny_tcp: bool = True) -> dict
                                   f"{os.strerror(ctypes.get_errno())}"}
     finally:
         os.close(ruleset)
-    out = {"filesystem": f"landlock ABI {abi}: writes only under the worker's temporary folder"}
+    out = {"filesystem": f"landlock ABI {abi}: reads only the worker's own files, Python and "
+                         "the shared libraries; writes only under the worker's temporary folder"}
     if others:
         out["filesystem"] = (f"unavailable: {others} other thread(s) were already running "
                              "(Landlock confines only the calling thread and its later ones)")
@@ -246,14 +308,21 @@ def cap_resources(limit: int) -> str:
     return f"RLIMIT_DATA and RLIMIT_FSIZE {limit // 1024**2} MiB"
 
 
-def apply(writable: str, memory_limit: int, *, network: bool = True,
-          filesystem: bool = True) -> dict[str, str]:
+def apply(writable: str, memory_limit: int, *, readable: Sequence[str] = (),
+          network: bool = True, filesystem: bool = True) -> dict[str, str]:
     """Apply the layers asked for to this process, in the order that keeps each of them
-    whole (module docstring). Returns the report: layer -> how it is held, or
+    whole (module docstring). ``readable``: the worker's own files or folders (its database,
+    store, the folders a multi-file worker serves), the only data it may read. Returns the report: layer -> how it is held, or
     ``"unavailable: why"``; ``unavailable_layers(report)`` names the missing ones."""
     report: dict[str, str] = {"memory": cap_resources(memory_limit)}
     if filesystem:
-        report.update(restrict_filesystem_and_tcp(writable, deny_tcp=network))
+        if network:  # pyseccomp finds libseccomp (ldconfig, /etc) when imported: do it now
+            try:
+                import pyseccomp  # noqa: F401
+            except (ImportError, OSError, RuntimeError):
+                pass  # deny_network reports it
+        report.update(restrict_filesystem_and_tcp(writable, readable=readable,
+                                                  deny_tcp=network))
     if network:
         report["network"] = deny_network()
     report["deadline"] = "the parent kills the worker (SIGKILL) at the deadline"

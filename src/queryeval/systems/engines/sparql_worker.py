@@ -285,7 +285,9 @@ def worker_main(store_path: str, memory_limit: int = 0) -> int:
     from queryeval.systems.engines import sandbox
 
     channel_in, channel_out = open_channel()
-    report = sandbox.apply(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir(), memory_limit)
+    own = [] if store_path in (MEMORY_STORE, MULTI_STORE) else [store_path]  # all it reads
+    report = sandbox.apply(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir(), memory_limit,
+                           readable=own)
     try:
         import pyoxigraph as ox
 

@@ -43,9 +43,10 @@ budget (``max_result_bytes``, default 128 MiB), so a result of huge rows fails i
 instead of reaching the evaluating process; ``truncated`` says whether a row beyond
 ``max_rows`` existed.
 
-Every worker runs in the operating-system sandbox (:mod:`.sandbox`: no socket, writes only
-in its own temporary folder, RLIMIT_DATA), so a statement that slips past the policy and
-the connection's own locks still cannot reach the network or change a file.
+Every worker runs in the operating-system sandbox (:mod:`.sandbox`: no socket, reads only
+its database, writes only in its own temporary folder, RLIMIT_DATA), so a statement that
+slips past the policy and the connection's own locks still cannot reach the network, read
+another file or change one.
 """
 
 from __future__ import annotations
@@ -168,7 +169,11 @@ class _SqlEngine(WorkerHandle):
             self._start()
 
     def _start(self) -> None:
-        self._ensure_started({**self._settings, "checks": base.QUERY_CHECKS})
+        self._ensure_started(self._init())
+
+    def _init(self) -> dict[str, Any]:
+        """The worker's settings frame: the engine's settings and the query checks' switch."""
+        return {**self._settings, "checks": base.QUERY_CHECKS}
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
@@ -182,18 +187,10 @@ class _SqlEngine(WorkerHandle):
         with self._lock:
             if self._closed:
                 raise QueryFailed("engine is closed")
-            for attempt in (1, 2):
-                self._start()
-                start = time.perf_counter()
-                status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
-                elapsed = (time.perf_counter() - start) * 1000.0
-                if status == "ok" or payload["kind"] != "restart":
-                    break
-                # the worker's connection was lost before the query ran: a fresh worker
-                # connects again (outside the sandbox's filter, before it is installed)
-                self._worker.kill()
-                if attempt == 2:
-                    raise QueryFailed(payload["reason"])
+            # a PostgreSQL worker whose connection was lost before the query ran is replaced
+            # once: a fresh one connects (before its sandbox's filter is installed)
+            status, payload, elapsed = self._ask(self._init(), request,
+                                                 timeout_s + KILL_GRACE_S)
         if status != "ok":
             raise_worker_error(payload)
         return QueryResult(columns=payload["columns"], rows=payload["rows"],

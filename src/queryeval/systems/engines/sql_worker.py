@@ -17,7 +17,9 @@ overruns its deadline (see :mod:`.sql`).
 
 With PATH ``*`` (sqlite / DuckDB, :mod:`.neighbours.runner`) the worker opens no file at
 start: each request names its file (``path``), opened read-only in the sandbox, one at a
-time; a file outside the folders the settings frame allows (``roots``) is refused.
+time; a file outside the folders the settings frame allows (``roots``) is refused -- and the
+sandbox lets the worker read nothing else (:func:`own_files`): a changed list of roots
+restarts the worker (:mod:`.worker_handle`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +152,41 @@ class FileSessions:
         self.session, self.path = None, None
 
 
+def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
+    """What the worker may read besides Python and the libraries (:func:`.sandbox.apply`):
+    its database file (and the write-ahead log beside it, which an engine replays when one
+    was left), or in the multi-file mode the folders the settings frame allows (``roots``);
+    nothing for PostgreSQL (the server reads, not the worker)."""
+    if dialect == "postgres":
+        return []
+    if path == MULTI_FILE:
+        return [str(r) for r in settings.get("roots") or ()]
+    logs = (".wal",) if dialect == "duckdb" else ("-wal", "-shm", "-journal")
+    return [path, *(path + suffix for suffix in logs if os.path.exists(path + suffix))]
+
+
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
+    if dialect == "postgres":
+        return serve(memory, lambda settings: open_session(dialect, path, memory, threads,
+                                                           settings), handle)
+    if path == MULTI_FILE:
+        return serve(memory, lambda settings: FileSessions(dialect, memory, threads, settings),
+                     lambda session, request: session.handle(request),
+                     readable=lambda settings: own_files(dialect, path, settings))
+    return serve(memory, lambda settings: open_session(dialect, path, memory, threads, settings),
+                 handle, readable=lambda settings: own_files(dialect, path, settings))
+
+
+def serve(memory: int, open_fn: Callable[[dict[str, Any]], Any],
+          answer: Callable[[Any, dict[str, Any]], tuple[str, Any]], *,
+          readable: Callable[[dict[str, Any]], list[str]] | None = None) -> int:
+    """A worker's life (this module's and :mod:`.neighbours.pg_worker`'s): the settings
+    frame; then, with ``readable`` (a file worker), the sandbox reading only
+    ``readable(settings)`` and the session ``open_fn(settings)`` after it, or without (a
+    connection worker) the session -- its connection -- first and the sandbox, reading
+    nothing, after it; ``("ready", {"sandbox": report})``; then ``answer(session, request)``
+    for each request until the parent closes the channel or a reply says the connection is
+    lost (``"restart"``: no new socket can be opened here)."""
     from queryeval.systems.engines import sandbox
     from queryeval.systems.engines.sparql_worker import (
         _EOF,
@@ -164,16 +201,13 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
     if not isinstance(settings, dict):
         return 1
     writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
-    report: dict[str, str] = {}
     try:
-        if dialect != "postgres":
-            report = sandbox.apply(writable, memory)
-        if path == MULTI_FILE and dialect != "postgres":
-            session: Any = FileSessions(dialect, memory, threads, settings)
+        if readable is not None:
+            report = sandbox.apply(writable, memory, readable=readable(settings))
+            session = open_fn(settings)
         else:
-            session = open_session(dialect, path, memory, threads, settings)
-        if dialect == "postgres":
-            report = sandbox.apply(writable, memory)
+            session = open_fn(settings)
+            report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
         write_frame(channel_out, ("ready", {"sandbox": report}))
     except Exception as exc:  # noqa: BLE001
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
@@ -184,8 +218,7 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
         if request is _EOF or request is None:
             session.close()
             return 0
-        reply = session.handle(request) if isinstance(session, FileSessions) \
-            else handle(session, request)
+        reply = answer(session, request)
         write_frame(channel_out, reply)
         if reply[0] == "error" and reply[1].get("kind") == "restart":
             session.close()

@@ -1,6 +1,6 @@
 """The one base of every object that holds a sandboxed worker process: the SQL engines
-(:mod:`.sql`), the SPARQL engine (:mod:`.sparql_local`) and the test suite's neighbour
-runners (:mod:`.neighbours.runner`).
+(:mod:`.sql`, PostgreSQL's included), the SPARQL engine (:mod:`.sparql_local`) and the test
+suite's neighbour runners (:mod:`.neighbours.runner`, :mod:`.neighbours.pg`).
 
 It owns the :class:`.sparql_worker.WorkerProcess`, exposes it (``worker``) and its sandbox
 report (``sandbox``), closes it when the holder is closed, left as a context manager or
@@ -10,10 +10,17 @@ for -- a test switched the query checks, a runner was allowed other folders -- i
 and started again, as is one that died (a deadline kill, the memory cap, a crash).
 :class:`WorkerBacked` is the face it shares with the engines that borrow a runner's worker
 for one neighbour (``worker``, ``sandbox``, closing).
+
+The settings also say what the worker may read: the sandbox (:mod:`.sandbox`) is applied
+once, at start, with the files and folders they name, so a worker allowed other ones is a
+new worker. A PostgreSQL worker whose connection was lost answers ``"restart"``
+(:meth:`WorkerHandle._ask`): a sandboxed process cannot open a new socket, so a fresh one
+connects again.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -72,3 +79,23 @@ class WorkerHandle(WorkerBacked):
         self._worker.init = init
         self._worker.start()
         return True
+
+    def _ask(self, init: Any, request: dict[str, Any], timeout_s: float, *,
+             retry_lost: bool = True) -> tuple[str, Any, float]:
+        """Send ``request`` to the worker (started with settings ``init``) with a deadline of
+        ``timeout_s``: (status, payload, milliseconds the last request took). A reply of kind
+        ``"restart"`` (the worker's connection is gone and it cannot open another) kills the
+        worker and, with ``retry_lost``, asks a fresh one once more; one that still says so
+        comes back as a failure."""
+        for attempt in (1, 2):
+            self._ensure_started(init)
+            start = time.perf_counter()
+            status, payload = self._worker.request(request, timeout_s)
+            elapsed = (time.perf_counter() - start) * 1000.0
+            if status == "ok" or not isinstance(payload, dict) \
+                    or payload.get("kind") != "restart":
+                return status, payload, elapsed
+            self._worker.kill()  # a fresh worker connects again
+            if not retry_lost or attempt == 2:
+                break
+        return status, {**payload, "kind": "failed"}, elapsed

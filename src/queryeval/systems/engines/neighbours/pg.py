@@ -36,13 +36,13 @@ import shutil
 import tempfile
 import time
 import uuid
-import weakref
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
 from queryeval.systems.engines.base import QueryRefused
 from queryeval.systems.engines.neighbours.pg_names import query_names, table_refs, unqualify
+from queryeval.systems.engines.worker_handle import WorkerHandle
 
 __all__ = ["ORIGINAL", "NoTempPrivilege", "PgFileEngine", "PgRunner", "neighbour_query",
            "neighbour_rows", "pg_neighbours", "query_names", "table_refs", "unqualify"]
@@ -111,9 +111,11 @@ def neighbour_rows(path: Path) -> dict[str, dict[str, list]]:
 # ------------------------------------------------------------------ the worker's handle
 
 
-class PgRunner:
-    """One sandboxed :mod:`.pg_worker` on ``url``: the schema, loads and queries. ``run``
-    raises QueryRefused / QueryTimeout / QueryFailed as the engine does."""
+class PgRunner(WorkerHandle):
+    """One sandboxed :mod:`.pg_worker` on ``url``: the schema, loads and queries; use as a
+    context manager (closing stops the worker, which drops its temporary tables first; the
+    server drops any left when the session ends). ``run`` raises QueryRefused /
+    QueryTimeout / QueryFailed as the engine does."""
 
     max_result_bytes = 0
 
@@ -125,10 +127,9 @@ class PgRunner:
         self.url, self.connect_timeout_s = url, connect_timeout_s
         memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)
         self.memory_limit_bytes = memory
-        self._worker = WorkerProcess("queryeval.systems.engines.neighbours.pg_worker",
-                                     [str(memory or 0)])
+        self._hold(WorkerProcess("queryeval.systems.engines.neighbours.pg_worker",
+                                 [str(memory or 0)]))
         self._worker.name = "postgres neighbour worker"
-        self._finalizer = weakref.finalize(self, self._worker.close)
         self._schemas: dict[tuple, dict] = {}
         self._visible: list[list[str]] = []
         """The loaded neighbour's tables that their unqualified names reach on the server."""
@@ -136,51 +137,25 @@ class PgRunner:
         """(the key the worker holds, the neighbour file's key, the worker's start count)."""
         self.dialect = "postgres"
 
-    @property
-    def worker(self) -> Any:
-        return self._worker
-
-    @property
-    def sandbox(self) -> dict[str, str] | None:
-        return self._worker.sandbox
-
-    def __enter__(self) -> PgRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop the worker (it drops its temporary tables first; the server drops any left
-        when the session ends)."""
-        self._finalizer()
-
-    def start(self) -> None:
+    def _init(self) -> dict[str, Any]:
         from queryeval.systems.engines import base
 
-        init = {"url": self.url, "connect_timeout_s": self.connect_timeout_s,
+        return {"url": self.url, "connect_timeout_s": self.connect_timeout_s,
                 "checks": base.QUERY_CHECKS}
-        if self._worker.init != init:
-            self._worker.kill()
-            self._worker.init = init
-        if not self._worker.alive():
-            self._worker.start()
+
+    def start(self) -> None:
+        self._ensure_started(self._init())
 
     def _request(self, request: dict, timeout_s: float) -> Any:
+        """The payload of ``request``; a lost connection is retried by a fresh worker except
+        for a query (the temporary tables it ran on went with the connection)."""
         from queryeval.systems.engines.sql import KILL_GRACE_S, raise_worker_error
 
-        for attempt in (1, 2):
-            self.start()
-            status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
-            if status == "ok":
-                return payload
-            if payload.get("kind") != "restart" or attempt == 2 or request.get("op") == "query":
-                break
-            self._worker.kill()  # the connection was lost: a fresh worker connects again
-        if payload.get("kind") == "restart":
-            self._worker.kill()
-            payload = {**payload, "kind": "failed"}
-        raise_worker_error(payload)
+        status, payload, _ms = self._ask(self._init(), request, timeout_s + KILL_GRACE_S,
+                                         retry_lost=request.get("op") != "query")
+        if status != "ok":
+            raise_worker_error(payload)
+        return payload
 
     def schema(self, relations: list[Any], timeout_s: float) -> dict:
         """:func:`.pg_schema.read_catalog` in the worker, read once per set of relations by

@@ -31,9 +31,7 @@ written. Requests:
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from typing import Any
 
 from queryeval.systems.engines.base import QueryRefused
@@ -149,10 +147,7 @@ class NeighbourSession(PostgresSession):
                                              "ALTER TABLE pg_temp.")):
                     raise QueryRefused("a neighbour's DDL creates only temporary tables")
                 conn.execute(statement, prepare=True)  # prepared: exactly one statement
-            found = conn.execute(
-                "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
-            self.temp_schema = found[0] if found else None
-            conn.commit()
+            self._commit_temp_tables(conn)
         finally:
             self._read_only()
         kept: dict[str, list[int]] = {}
@@ -205,12 +200,17 @@ class NeighbourSession(PostgresSession):
                     sql.Identifier("pg_temp", name), sql.Identifier(row[1], name)),
                     prepare=True)
                 self.tables.add(name)
-            found = conn.execute(
-                "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
-            self.temp_schema = found[0] if found else None
-            conn.commit()
+            self._commit_temp_tables(conn)
         finally:
             self._read_only()
+
+    def _commit_temp_tables(self, conn: Any) -> None:
+        """Note this session's temporary schema (the plan check names it) and commit the
+        temporary tables just created."""
+        found = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
+        self.temp_schema = found[0] if found else None
+        conn.commit()
 
     # --- queries -------------------------------------------------------------------------
     def _begin(self, timeout_s: float) -> Any:
@@ -290,44 +290,23 @@ def _nodes(plan: Any):
 
 
 def worker_main(memory: int) -> int:
-    from queryeval.systems.engines import sandbox
-    from queryeval.systems.engines.sparql_worker import (
-        _EOF,
-        WORKER_TMP_ENV,
-        open_channel,
-        read_frame,
-        write_frame,
-    )
+    """The connection first, then the sandbox (:func:`..sql_worker.serve`): the open socket
+    works, no new one can be made, and no file can be read."""
+    from queryeval.systems.engines.sql_worker import serve
 
-    channel_in, channel_out = open_channel()
-    settings = read_frame(channel_in)
-    if not isinstance(settings, dict):
-        return 1
-    writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
-    try:  # the connection first, then the sandbox: the open socket works, no new one can
-        session = NeighbourSession(str(settings["url"]),
-                                   connect_timeout_s=float(settings.get("connect_timeout_s") or 10))
-        report = sandbox.apply(writable, memory)
-        write_frame(channel_out, ("ready", {"sandbox": report}))
-    except Exception as exc:  # noqa: BLE001
-        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
-        write_frame(channel_out, ("fatal", reason))
-        return 1
-    while True:
-        request = read_frame(channel_in)
-        if request is _EOF or request is None:
-            session.close()
-            return 0
-        try:
-            reply = session.handle(request)
-        except _Restart as exc:
-            reply = ("error", {"kind": "restart", "reason": exc.reason})
-        except Exception as exc:  # noqa: BLE001 - an error must become a reply
-            reply = ("error", {"kind": "failed", "reason": f"{type(exc).__name__}: {exc}"})
-        write_frame(channel_out, reply)
-        if reply[0] == "error" and reply[1].get("kind") == "restart":
-            session.close()
-            return 0  # the connection is gone and no new socket can be opened here
+    return serve(memory, lambda settings: NeighbourSession(
+        str(settings["url"]), connect_timeout_s=float(settings.get("connect_timeout_s") or 10)),
+        _answer)
+
+
+def _answer(session: NeighbourSession, request: dict[str, Any]) -> tuple[str, Any]:
+    """One reply; never raises (a lost connection is ``restart``)."""
+    try:
+        return session.handle(request)
+    except _Restart as exc:
+        return ("error", {"kind": "restart", "reason": exc.reason})
+    except Exception as exc:  # noqa: BLE001 - an error must become a reply
+        return ("error", {"kind": "failed", "reason": f"{type(exc).__name__}: {exc}"})
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ and the verdict's queries on the kept ones (:mod:`queryeval.tasks.query_testsuit
 A gold comes from the suite file -- a user may evaluate a downloaded suite -- and a mutant is
 derived from it: both are untrusted queries. They run where predictions run: in a
 :mod:`..sql_worker` process under the operating-system sandbox (:mod:`..sandbox`: no socket,
-writes only in the worker's own temporary folder, no new process, RLIMIT_DATA at the memory
-cap), killed at each query's deadline. Only what the engine's text checks add is switched by
+reads only the files it serves, writes only in the worker's own temporary folder, no new
+process, RLIMIT_DATA at the memory cap), killed at each query's deadline. Only what the engine's text checks add is switched by
 :data:`..base.QUERY_CHECKS` (test-only); the sandbox holds with or without them.
 
 One worker serves every database file of one build: the parent names the file on each
