@@ -266,3 +266,20 @@ def test_postgres_workers_close_reading_after_connecting(pg_server) -> None:
     with PgRunner(db["reader"]) as runner:
         assert runner.run(ORIGINAL, "SELECT a FROM t", 10, 10)[1] == [(1,)]
         assert "reads only" in runner.sandbox["filesystem"]
+
+
+def test_the_folder_the_user_ran_from_stays_closed(tmp_path, monkeypatch) -> None:
+    """``python -m`` puts the current folder first on ``sys.path`` (and a PYTHONPATH may hold
+    a folder above it): neither opens the user's folder, its run folders or its data to a
+    worker; queryeval's own package folder stays readable for late imports."""
+    project = tmp_path / "project"
+    (project / "runs").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", ["", str(project), str(tmp_path), *sys.path])
+    roots = sandbox_module.readable_roots()
+    for closed in (str(project.resolve()), str(tmp_path.resolve())):
+        assert closed not in roots, closed
+    assert not any(str(project.resolve()).startswith(r.rstrip(os.sep) + os.sep) for r in roots
+                   if r != "/"), roots
+    package = os.path.dirname(os.path.abspath(sandbox_module.__file__))
+    assert any(package.startswith(r.rstrip(os.sep) + os.sep) for r in roots), roots

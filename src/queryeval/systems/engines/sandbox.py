@@ -142,12 +142,29 @@ def readable_roots(extra: Sequence[str] = ()) -> list[str]:
     :data:`SYSTEM_READABLE`. Paths are resolved (Landlock follows the real file); missing
     ones are left out."""
     wanted = [*extra, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              *(p for p in sys.path if p), *_mapped_library_folders(), *SYSTEM_READABLE]
+              *_import_folders(), *_mapped_library_folders(), *SYSTEM_READABLE]
     out: list[str] = []
     for path in wanted:
         real = os.path.realpath(path)
         if real not in out and os.path.exists(real):
             out.append(real)
+    return out
+
+
+def _import_folders() -> list[str]:
+    """The ``sys.path`` entries a late import may need, less the current folder and any entry
+    holding it (``python -m`` puts the folder the user ran from first, and a ``PYTHONPATH`` of
+    a home folder holds it): the user's data and run folders stay closed. queryeval's own
+    package folder is added back wherever it lives (a checkout run from its root)."""
+    cwd = os.path.realpath(os.getcwd())
+    out = []
+    for entry in sys.path:
+        real = os.path.realpath(entry or ".")
+        if real == cwd or cwd.startswith(real.rstrip(os.sep) + os.sep):
+            continue
+        out.append(real)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out.append(here)  # .../queryeval: the package, not the folder that holds it
     return out
 
 
