@@ -7,8 +7,8 @@ Per case, :func:`verdict` gives ``test_suite_match``:
 * **0** -- refuted: it differs on the original, or on a neighbour; the smallest
   distinguishing neighbour (its rows) and both results there are recorded;
 * **None** -- unknown: a query failed or timed out on a neighbour and none refuted it, the
-  prediction timed out on the original, or it matched only a gold given as a table (which
-  no neighbour can recompute).
+  prediction timed out on the original, it matched only a gold given as a table (which
+  no neighbour can recompute), or the system call failed (no prediction to judge).
 
 Golds and prediction run on each neighbour in sandboxed workers (the run's pool of
 multi-file SQL workers or multi-store SPARQL workers, :meth:`TestSuite.runners`), under
@@ -234,6 +234,8 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         out.update({"match": match, "reason": reason})
         return match
 
+    if record.get("error"):  # no prediction to judge: never correct, never a refutation
+        return done(None, "the system call failed: there is no prediction to judge")
     if pred is None:
         if info.get("status") == "timeout":
             return done(None, "the prediction timed out on the original database")
@@ -369,7 +371,7 @@ def summary_note(overall: dict) -> Any:
     refuted, unknown = overall.get("test_suite_refuted", 0), overall.get("test_suite_unknown", 0)
     text = (f"test suite: gold and prediction also ran on {overall.get('test_suite')} "
             f"neighbour database(s) per case (seed {overall.get('test_suite_seed')}); "
-            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there; "
-            "not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
+            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there, or "
+            "the system call failed; not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
             "gives the reason and, for a refutation, the distinguishing rows.")
     return Note(text, "warning" if refuted or unknown else "info")
