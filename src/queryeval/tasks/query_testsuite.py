@@ -368,10 +368,11 @@ def summary_note(overall: dict) -> Any:
     """The console's sentence on the test-suite verdicts (from the run's figures)."""
     from queryeval.tasks.content import Note
 
+    # counts: means per attempt with --repeats, written as figures (as the other notes do)
     refuted, unknown = overall.get("test_suite_refuted", 0), overall.get("test_suite_unknown", 0)
     text = (f"test suite: gold and prediction also ran on {overall.get('test_suite')} "
             f"neighbour database(s) per case (seed {overall.get('test_suite_seed')}); "
-            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there, or "
+            f"{refuted:g} case(s) refuted, {unknown:g} unknown (a query failed or timed out there, or "
             "the system call failed; not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
             "gives the reason and, for a refutation, the distinguishing rows.")
     return Note(text, "warning" if refuted or unknown else "info")
