@@ -10,8 +10,8 @@ from openpyxl import Workbook
 
 from queryeval.report.xlsx import (
     FIGURE,
-    RepeatColumn,
     TITLE_FONT,
+    RepeatColumn,
     cell_text,
     finish_sheet,
     put,

@@ -10,9 +10,9 @@ from openpyxl import Workbook
 
 from queryeval.report.xlsx import (
     FIGURE,
-    RepeatColumn,
     TITLE_FONT,
     TOP,
+    RepeatColumn,
     cell_text,
     finish_sheet,
     put,
