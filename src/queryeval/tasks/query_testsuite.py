@@ -48,6 +48,12 @@ class TestSuite:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._runners: dict[tuple[str, int | None], Any] = {}
+        self.cache_dir: Path | None = None
+        if n:  # absolute, taken at start: the sandboxed workers are allowed this folder by
+            # path, and the default (./.queryeval-cache) is relative to the current one
+            from queryeval.systems.engines.neighbours import cache_root
+
+            self.cache_dir = cache_root().resolve()
 
     def runners(self, dialect: str, memory_limit_bytes: int | None) -> Any:
         """A queue of :data:`WORKERS` sandboxed workers for this dialect and cap, reused by
@@ -134,7 +140,7 @@ class TestSuite:
                     with self.runner("sparql", memory) as runner:  # the gold: sandboxed
                         built = nb.sparql_neighbours(
                             _paths(source), gold, self.n, seed=self.seed,
-                            prefixes=getattr(engine, "prefixes", None),
+                            cache_dir=self.cache_dir, prefixes=getattr(engine, "prefixes", None),
                             timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                             memory_limit_bytes=memory, runner=runner)
                 elif getattr(task.engine(source), "dialect", "") == "postgres":
@@ -142,7 +148,7 @@ class TestSuite:
                     runner, runner_lock = self._pg_builder(source, memory)
                     with runner_lock:  # on the server: a sandboxed worker's temp tables
                         built = nb.pg_neighbours(
-                            source, gold, self.n, seed=self.seed,
+                            source, gold, self.n, seed=self.seed, cache_dir=self.cache_dir,
                             timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                             memory_limit_bytes=memory, runner=runner)
                 else:
@@ -152,6 +158,7 @@ class TestSuite:
                                           "and DuckDB files and PostgreSQL servers")
                     built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
                         _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                        cache_dir=self.cache_dir,
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                         memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
                                                    None))
