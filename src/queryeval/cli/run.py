@@ -82,7 +82,9 @@ def command(
     responses: Path | None = typer.Option(None, "--responses", "-r", help="Recorded outputs (JSONL)."),
     system: str | None = typer.Option(
         None, "--system", "-s",
-        help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
+        help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND. An "
+        "http(s) URL carries no password: $QUERYEVAL_HTTP_AUTHORIZATION is sent as its "
+        "Authorization header."),
     task: str | None = typer.Option(
         None, "--task",
         help="Task kind: indicator_selection, answers, retrieval, query, fields, or a registered "
