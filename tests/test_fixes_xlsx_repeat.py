@@ -36,9 +36,9 @@ def _args(task: str, tmp_path: Path) -> list[str]:
 def _run(task: str, tmp_path: Path, *more: str) -> tuple[list[tuple], list[dict]]:
     out = tmp_path / "runs"
     assert main(["run", *_args(task, tmp_path), "--out", str(out), "-q", *more]) == 0
-    batch = json.loads(next(out.rglob("batch_*.json")).read_text())
-    bid = batch["batch_id"]
-    book = load_workbook(next(out.rglob(f"report_{bid}.xlsx")), read_only=True)
+    (report,) = out.rglob("report_*.xlsx")  # the run's own (a derived per-k batch has none)
+    bid = report.stem[len("report_"):]
+    book = load_workbook(report, read_only=True)
     rows = list(book.worksheets[0].iter_rows(values_only=True))
     recs = [json.loads(line) for line in
             next(out.rglob(f"results_{bid}.jsonl")).read_text().splitlines()]
