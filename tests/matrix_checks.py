@@ -131,13 +131,14 @@ def per_case_mean(rows) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
 
-def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float], *,
+def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None], *,
                     overall: str | None = None, counted: list[str] | None = None,
                     viewer_root: Path | None = None, csv_column: str | None = None,
                     csv_file: bool = True) -> float:
     """Assert that the run model, ``to_pandas``, the metrics JSON, the results CSV, the HTML
     report (when written), the gates and the viewer API all give ``per_case`` for ``metric``
-    and its mean over the ``counted`` cases (default: every case) as the overall figure
+    (None: the case has no value, a blank CSV cell) and its mean over the ``counted`` cases
+    (default: every case) as the overall figure
     ``overall`` (default: ``metric``). ``csv_file=False`` for a task whose results CSV keeps a
     seed's own layout (retrieval: one row per retrieved chunk). Returns that mean."""
     counted = list(per_case) if counted is None else counted
@@ -145,7 +146,9 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float], *,
     mean = sum(per_case[c] for c in counted) / len(counted)
     # the run model and pandas
     assert run.results.vector(metric) == pytest.approx({c: per_case[c] for c in counted})
-    assert (run.to_pandas().groupby("id")[metric].mean().to_dict()
+    # a case expected as None has no value on any surface (pandas: NaN)
+    assert ({k: None if v != v else v
+             for k, v in run.to_pandas().groupby("id")[metric].mean().to_dict().items()}
             == pytest.approx(per_case))
     # metrics JSON and the Run's overall figures
     doc = json.loads(run_file(run, "metrics", ".json").read_text())
@@ -154,9 +157,11 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float], *,
     # the results CSV (one row per attempt)
     if csv_file:
         with open(run_file(run, "results", ".csv"), newline="") as fh:
-            rows = [(r["case_id"], r[csv_column or metric] or 0.0)
+            rows = [(r["case_id"], r[csv_column or metric])
                     for r in csv.DictReader(fh) if r["case_id"] in per_case]
-        assert per_case_mean(rows) == pytest.approx(per_case)
+        assert all(v == "" for c, v in rows if per_case[c] is None)  # a blank cell
+        assert per_case_mean([(c, v or 0.0) for c, v in rows if per_case[c] is not None]) \
+            == pytest.approx({c: v for c, v in per_case.items() if v is not None})
     # the HTML report, when the run wrote one
     page = run_file(run, "report", ".html")
     if page.exists():
@@ -178,7 +183,7 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float], *,
         doc = client.get(f"/api/runs/{run.batch_id}").json()
         assert doc["metrics"][overall] == pytest.approx(mean)
         cases = client.get(f"/api/runs/{run.batch_id}/cases?limit=1000").json()["rows"]
-        got = {r["case_id"]: r["metrics"][metric] for r in cases if r["case_id"] in per_case}
+        got = {r["case_id"]: r["metrics"].get(metric) for r in cases if r["case_id"] in per_case}
         assert got == pytest.approx(per_case)
     return mean
 

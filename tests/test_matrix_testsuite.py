@@ -6,6 +6,7 @@ from examples/testsuite (two predictions right by accident on the shipped databa
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import re
@@ -52,7 +53,7 @@ def failing(request):           # the call for sales-staff fails
 PLAIN = {"high-earners": 0.0, "not-at-most-100": 1.0, "staff-and-departments": 1.0,
          "sales-staff": 1.0, "count-at-least-120": 0.0}
 FIXED = dict.fromkeys(PLAIN, 1.0)
-FAILING = {**PLAIN, "sales-staff": 0.0}  # no query: it did not run on the original
+FAILING = {**PLAIN, "sales-staff": None}  # the call failed: no verdict, neither right nor refuted
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +96,22 @@ def built(lab):
                                                 ("fixed", FIXED)])
 def test_every_consumer_reads_test_suite_match(built, lab, kind, expected):
     run = built(kind)
+    known = [c for c, v in expected.items() if v is not None]
     mean = check_consumers(run, "test_suite_match", expected, overall="test_suite_accuracy",
-                           viewer_root=lab / "runs" / kind)
-    assert mean == pytest.approx(sum(expected.values()) / len(expected))
-    assert run.overall["test_suite_refuted"] == sum(v == 0.0 for v in expected.values())
+                           counted=known, viewer_root=lab / "runs" / kind)
+    assert mean == pytest.approx(sum(expected[c] for c in known) / len(known))
+    refuted = sum(v == 0.0 for v in expected.values())
+    unknown = sum(v is None for v in expected.values())
+    assert run.overall["test_suite_refuted"] == refuted
+    assert run.overall["test_suite_unknown"] == unknown
+    # every surface lists as many refuted and unknown cases as the counts say
+    assert f"{refuted} case(s) refuted, {unknown} unknown" in " ".join(str(run).split())
+    page = (run.folder / f"report_{run.batch_id}.html").read_text()
+    assert page.count("<b>test suite (refuted)</b>") == refuted
+    assert page.count("<b>test suite (unknown)</b>") == unknown
+    rows = list(csv.DictReader(open(run.folder / f"results_{run.batch_id}.csv")))
+    assert {r["case_id"]: r["test_suite_match"] for r in rows} == {
+        c: "" if v is None else str(v) for c, v in expected.items()}
     # beside the execution metrics: on the shipped database every plain prediction matches
     if kind in ("plain", "cached", "resumed"):
         assert run.overall["exact_match_f1"] == 1.0

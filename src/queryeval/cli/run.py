@@ -82,7 +82,9 @@ def command(
     responses: Path | None = typer.Option(None, "--responses", "-r", help="Recorded outputs (JSONL)."),
     system: str | None = typer.Option(
         None, "--system", "-s",
-        help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND."),
+        help="System under test: python:MODULE:FUNC, http(s)://URL, or cmd:COMMAND. An "
+        "http(s) URL carries no password: $QUERYEVAL_HTTP_AUTHORIZATION is sent as its "
+        "Authorization header."),
     task: str | None = typer.Option(
         None, "--task",
         help="Task kind: indicator_selection, answers, retrieval, query, fields, or a registered "
@@ -115,7 +117,7 @@ def command(
     rules: Literal["clean", "buildingqa"] | None = typer.Option(
         None, "--rules", help="Query: table metric rules (default: clean)."),
     test_suite: int | None = typer.Option(
-        None, "--test-suite", min=0, help="Query: also compare on N neighbour databases/graphs (test_suite_match; docs/test-suite.md)."),
+        None, "--test-suite", min=0, max=1000, help="Query: also compare on N neighbour databases/graphs (test_suite_match; docs/test-suite.md)."),
     data: Path | None = typer.Option(None, "--data", help="Fields: the data table whose values are retrieved."),
     n: list[str] = typer.Option([], "--n", help="Fields: values retrieved per field: N, or FIELD=N (repeatable)."),
     tuning: Path | None = typer.Option(None, "--tuning", help="Fields: N and model per field from a `queryeval tune` JSON."),

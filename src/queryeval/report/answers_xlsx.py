@@ -10,6 +10,7 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from queryeval.report.xlsx import (
+    RepeatColumn,
     cell_text,
     finish_sheet,
     save,
@@ -37,9 +38,11 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
     ws.title = "Overview"
     headers = ["id", "question", "concepts", "level", "sub-answers", "proportion correct",
                "all correct", "response", "status"]
+    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
     judged = any("judge" in r for r in records)  # a run with a judge records it on every case
     if judged:
         headers += [c.replace("_", " ") for c in CSV_COLUMNS]
+    headers = rep.headers(headers)
     write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         s = r["scores"] or {}
@@ -58,10 +61,11 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
                   cell_text(text or ""), status]
         if judged:
             values += [cell_text(v) for v in judge_cells(r).values()]
-        write_row(ws, i, values, wrap=(2, 5, 8, 12), formats={6: PERCENT, 7: "0"})
+        write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 5, 8, 12)),
+                  formats=rep.formats({6: PERCENT, 7: "0"}))
     finish_sheet(ws, len(headers), len(records) + 1,
-                 {1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18, 10: 12, 11: 10,
-                  12: 60})
+                 rep.widths({1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18, 10: 12,
+                             11: 10, 12: 60}))
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

@@ -10,6 +10,7 @@ from openpyxl import Workbook
 
 from queryeval.metrics.fields import join_ground_truth
 from queryeval.report.xlsx import (
+    RepeatColumn,
     cell_text,
     finish_sheet,
     save,
@@ -31,6 +32,8 @@ def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> P
     headers = ["id", "question", "field", "N", "recall", "MRR", "passed", "depth",
                "ground truth", "found", "missing", "retrieved (top N)", "question passed",
                "status"]
+    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    headers = rep.headers(headers)
     write_header(ws, 1, headers)
     row = 2
     for r in records:
@@ -45,10 +48,12 @@ def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> P
                           cell_text(join_ground_truth(s["missing"])),
                           cell_text(join_ground_truth(ranked[: s["n"]])),
                           "yes" if t["scores"]["passed"] else "no", status]
-                write_row(ws, row, values, wrap=(2, 9, 10, 11, 12), formats={5: RATIO, 6: RATIO})
+                write_row(ws, row, rep.values(values, r), wrap=rep.cols((2, 9, 10, 11, 12)),
+                          formats=rep.formats({5: RATIO, 6: RATIO}))
                 row += 1
-    finish_sheet(ws, 14, row - 1, {1: 8, 2: 50, 3: 16, 4: 6, 5: 9, 6: 9, 7: 8, 8: 7, 9: 30, 10: 30,
-                                   11: 30, 12: 40, 13: 10, 14: 14})
+    finish_sheet(ws, len(headers), row - 1,
+                 rep.widths({1: 8, 2: 50, 3: 16, 4: 6, 5: 9, 6: 9, 7: 8, 8: 7, 9: 30, 10: 30,
+                             11: 30, 12: 40, 13: 10, 14: 14}))
 
     st = wb.create_sheet("Summary")
     o = metrics["overall_metrics"]

@@ -11,6 +11,7 @@ from openpyxl import Workbook
 from queryeval.report.xlsx import (
     FIGURE,
     TITLE_FONT,
+    RepeatColumn,
     cell_text,
     finish_sheet,
     put,
@@ -24,6 +25,9 @@ from queryeval.report.xlsx import (
 
 def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, columns: list[str],
                        rows: Callable[[dict], Iterable[dict]], *, wrap: Iterable[str] = ()) -> Path:
+    if "repeat" not in columns and RepeatColumn(metrics).on:  # which attempt, as in the CSV
+        columns = RepeatColumn(metrics).headers(columns)
+        rows = _with_repeat(rows)
     wb = Workbook()
     ws = wb.active
     ws.title = "Overview"
@@ -63,3 +67,8 @@ def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, col
                         figure_cols=range(2, len(keys) + 2), title=f"By {name}")
     set_widths(st, {1: 30, **{c: 16 for c in range(2, 12)}})
     return save(wb, path)
+
+
+def _with_repeat(rows: Callable[[dict], Iterable[dict]]) -> Callable[[dict], Iterable[dict]]:
+    """``rows`` with each row's ``repeat``: its record's own."""
+    return lambda record: ({**row, "repeat": record.get("repeat")} for row in rows(record))

@@ -12,6 +12,7 @@ from openpyxl import Workbook
 
 from queryeval.report.xlsx import (
     FIGURE,
+    RepeatColumn,
     cell_text,
     finish_sheet,
     save,
@@ -56,6 +57,9 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
     largest = max(ks)
     headers = ["qa_pair_id", "dataset", "question", "expected chunk", "status", "rank",
                *(f"found@{k}" for k in ks), "retrieval ms", f"top {TOP_SHOWN} retrieved"]
+    n = len(headers)  # the columns below are numbered without the repeat column
+    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    headers = rep.headers(headers)
     write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         exp = r.get("expected_chunk") or {}
@@ -66,10 +70,12 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
                   ev.get("rank_if_found"),
                   *("yes" if found_at(r, k) else "no" for k in ks),
                   ev.get("retrieval_time_ms"), cell_text(_top(r, is_relevant))]
-        write_row(ws, i, values, wrap=(3, len(headers)), formats={len(headers) - 1: FIGURE})
+        write_row(ws, i, rep.values(values, r), wrap=rep.cols((3, n)),
+                  formats=rep.formats({n - 1: FIGURE}))
     finish_sheet(ws, len(headers), len(records) + 1,
-                 {1: 38, 2: 18, 3: 60, 4: 28, 5: 12, 6: 7,
-                  **{7 + j: 9 for j in range(len(ks))}, 7 + len(ks): 12, 8 + len(ks): 80})
+                 rep.widths({1: 38, 2: 18, 3: 60, 4: 28, 5: 12, 6: 7,
+                             **{7 + j: 9 for j in range(len(ks))}, 7 + len(ks): 12,
+                             8 + len(ks): 80}))
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

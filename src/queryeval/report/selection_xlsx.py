@@ -12,6 +12,7 @@ from queryeval.report.xlsx import (
     FIGURE,
     TITLE_FONT,
     TOP,
+    RepeatColumn,
     cell_text,
     finish_sheet,
     put,
@@ -73,15 +74,19 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
     ws.title = "Overview"
     headers = ["id", "name", "tags", "macro recall", "macro precision",
                "indicator selection details", "status", "result"]
+    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    headers = rep.headers(headers)
     write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         values = [r["case_id"], r["name"], ", ".join(r["tags"]), r["scores"]["macro_recall"],
                   r["scores"]["macro_precision"], cell_text(details_text(r)),
                   "error: " + ", ".join(r["error_kinds"]) if r["status"] == "error" else "ok",
                   verdict(r)]
-        write_row(ws, i, values, wrap=(2, 6), formats={4: FIGURE, 5: FIGURE})
+        write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 6)),
+                  formats=rep.formats({4: FIGURE, 5: FIGURE}))
     finish_sheet(ws, len(headers), len(records) + 1,
-                 {1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14, 8: 10}, freeze="A2")
+                 rep.widths({1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14, 8: 10}),
+                 freeze="A2")
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]

@@ -63,6 +63,35 @@ def put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
     return c
 
 
+class RepeatColumn:
+    """A run with ``--repeats``: a per-case sheet's second column is ``repeat``, which attempt
+    the row is (the record's own ``repeat``, as the results CSV's second column); without
+    repeats, every method gives its input back unchanged. Column numbers are 1-based, as
+    :func:`write_row` takes them: :meth:`col` moves one written for the sheet without it."""
+
+    def __init__(self, metrics: dict) -> None:
+        self.on = "repeats" in metrics
+
+    def headers(self, headers: Sequence[str]) -> list[str]:
+        return [headers[0], "repeat", *headers[1:]] if self.on else list(headers)
+
+    def values(self, values: Sequence[Any], record: dict) -> list[Any]:
+        return [values[0], record.get("repeat"), *values[1:]] if self.on else list(values)
+
+    def col(self, column: int) -> int:
+        return column + 1 if self.on and column >= 2 else column
+
+    def cols(self, columns: Iterable[int]) -> list[int]:
+        return [self.col(c) for c in columns]
+
+    def formats(self, formats: dict[int, str]) -> dict[int, str]:
+        return {self.col(c): f for c, f in formats.items()}
+
+    def widths(self, widths: dict[int, float]) -> dict[int, float]:
+        moved = {self.col(c): w for c, w in widths.items()}
+        return {**moved, 2: 8} if self.on else moved
+
+
 def _long_int(value: int) -> str:
     try:
         return str(value)

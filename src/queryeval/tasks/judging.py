@@ -115,7 +115,9 @@ def judge_cells(record: dict) -> dict:
 class JudgeTally:
     """Counts, over every record (an error included, whatever ``on_error``), the cases the
     judge decided and those it left without a verdict: ``for r in tally.watch(records)``
-    then :meth:`overall`."""
+    then :meth:`overall`. A record's judge is its ``judge`` (decided when ``decided_by`` is
+    ``judge``) or, for the retrieval task's generated answer, its ``answer_judge`` (asked only
+    when it decides: decided unless it failed)."""
 
     def __init__(self) -> None:
         self.decided = 0
@@ -126,6 +128,11 @@ class JudgeTally:
             self.decided += r.get("decided_by") == "judge"
             judge = r.get("judge")
             self.errors += isinstance(judge, dict) and bool(judge.get("error"))
+            answer = r.get("answer_judge")
+            if isinstance(answer, dict):
+                failed = bool(answer.get("error"))
+                self.decided += not failed
+                self.errors += failed
             yield r
 
     def overall(self, options: JudgeOptions | None) -> dict:

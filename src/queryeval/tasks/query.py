@@ -446,8 +446,8 @@ class QueryTask(QueryEngines, Task):
             keys.append("inexact_mapping_searches")
         out: list[Any] = [Overall(keys)]
         inexact = metrics["overall_metrics"].get("inexact_mapping_searches")
-        if inexact:
-            out.append(Note(f"exact: false for {inexact} case(s): the column-mapping search ran "
+        if inexact:  # a mean per attempt with --repeats: written as a figure
+            out.append(Note(f"exact: false for {inexact:g} case(s): the column-mapping search ran "
                             "out of its budget (search_nodes); their entity and row F1 are those "
                             "of the best mapping found, possibly below the optimum, which "
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))

@@ -7,8 +7,8 @@ Per case, :func:`verdict` gives ``test_suite_match``:
 * **0** -- refuted: it differs on the original, or on a neighbour; the smallest
   distinguishing neighbour (its rows) and both results there are recorded;
 * **None** -- unknown: a query failed or timed out on a neighbour and none refuted it, the
-  prediction timed out on the original, or it matched only a gold given as a table (which
-  no neighbour can recompute).
+  prediction timed out on the original, it matched only a gold given as a table (which
+  no neighbour can recompute), or the system call failed (no prediction to judge).
 
 Golds and prediction run on each neighbour in sandboxed workers (the run's pool of
 multi-file SQL workers or multi-store SPARQL workers, :meth:`TestSuite.runners`), under
@@ -48,6 +48,12 @@ class TestSuite:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._runners: dict[tuple[str, int | None], Any] = {}
+        self.cache_dir: Path | None = None
+        if n:  # absolute, taken at start: the sandboxed workers are allowed this folder by
+            # path, and the default (./.queryeval-cache) is relative to the current one
+            from queryeval.systems.engines.neighbours import cache_root
+
+            self.cache_dir = cache_root().resolve()
 
     def runners(self, dialect: str, memory_limit_bytes: int | None) -> Any:
         """A queue of :data:`WORKERS` sandboxed workers for this dialect and cap, reused by
@@ -134,7 +140,7 @@ class TestSuite:
                     with self.runner("sparql", memory) as runner:  # the gold: sandboxed
                         built = nb.sparql_neighbours(
                             _paths(source), gold, self.n, seed=self.seed,
-                            prefixes=getattr(engine, "prefixes", None),
+                            cache_dir=self.cache_dir, prefixes=getattr(engine, "prefixes", None),
                             timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                             memory_limit_bytes=memory, runner=runner)
                 elif getattr(task.engine(source), "dialect", "") == "postgres":
@@ -142,7 +148,7 @@ class TestSuite:
                     runner, runner_lock = self._pg_builder(source, memory)
                     with runner_lock:  # on the server: a sandboxed worker's temp tables
                         built = nb.pg_neighbours(
-                            source, gold, self.n, seed=self.seed,
+                            source, gold, self.n, seed=self.seed, cache_dir=self.cache_dir,
                             timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                             memory_limit_bytes=memory, runner=runner)
                 else:
@@ -152,6 +158,7 @@ class TestSuite:
                                           "and DuckDB files and PostgreSQL servers")
                     built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
                         _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                        cache_dir=self.cache_dir,
                         timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
                         memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
                                                    None))
@@ -234,6 +241,8 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         out.update({"match": match, "reason": reason})
         return match
 
+    if record.get("error"):  # no prediction to judge: never correct, never a refutation
+        return done(None, "the system call failed: there is no prediction to judge")
     if pred is None:
         if info.get("status") == "timeout":
             return done(None, "the prediction timed out on the original database")
@@ -366,10 +375,11 @@ def summary_note(overall: dict) -> Any:
     """The console's sentence on the test-suite verdicts (from the run's figures)."""
     from queryeval.tasks.content import Note
 
+    # counts: means per attempt with --repeats, written as figures (as the other notes do)
     refuted, unknown = overall.get("test_suite_refuted", 0), overall.get("test_suite_unknown", 0)
     text = (f"test suite: gold and prediction also ran on {overall.get('test_suite')} "
             f"neighbour database(s) per case (seed {overall.get('test_suite_seed')}); "
-            f"{refuted} case(s) refuted, {unknown} unknown (a query failed or timed out there; "
-            "not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
+            f"{refuted:g} case(s) refuted, {unknown:g} unknown (a query failed or timed out there, or "
+            "the system call failed; not counted in test_suite_accuracy). Each case's test_suite field (HTML details) "
             "gives the reason and, for a refutation, the distinguishing rows.")
     return Note(text, "warning" if refuted or unknown else "info")

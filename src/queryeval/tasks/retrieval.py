@@ -18,6 +18,7 @@ from queryeval.errors import ConfigError
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.systems.judge import JudgeOptions
+from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
@@ -96,7 +97,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
         unbounded=("avg_score_incorrect",),  # the retriever's similarity score (BM25: > 1)
         counts=("total_questions", "successful_retrievals", "incorrect_retrievals_count",
-                "sample_size", "errors", "answered_questions"))
+                "sample_size", "errors", "answered_questions", *judging.COUNTS))
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -323,7 +324,8 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         answers: dict[str, Values] = {}
         pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
         several = False
-        for r in tally.counted(records):
+        judge = judging.JudgeTally()  # the answer judge's cases (tasks/judging.py)
+        for r in tally.counted(judge.watch(records)):
             ev = r["evaluation_result"]
             acc = per_ds.get(r["dataset"])
             if acc is None:
@@ -368,6 +370,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
             **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
             **answer_figures(answers),
             **tally.error_summary(),
+            **judge.overall(self.options.judge),
         }
         dataset_metrics = {}
         for ds, a in per_ds.items():
@@ -428,6 +431,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                     title=f"Overall (k={', '.join(map(str, self.options.k))})"),
             Overall(list(self.figures.timings), title="Timings", what="timing"),
             Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
+            *judging.note_for(self.options.judge, overall),
         ]
 
     # --- what the reports show ----------------------------------------------------------------
