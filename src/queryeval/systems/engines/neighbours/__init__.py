@@ -36,9 +36,10 @@ __all__ = ["NeighbourSet", "cache_root", "database_rows", "pg_neighbours", "spar
 
 def cache_root() -> Path:
     """``$QUERYEVAL_CACHE_DIR/testsuite`` when the variable is set, else
-    ``.queryeval-cache/testsuite`` under the current folder (as the other caches)."""
+    ``.queryeval-cache/testsuite`` under the current folder (as the other caches); absolute,
+    since the sandboxed workers that read and write it are told its real path."""
     base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    return (Path(base).expanduser() if base else Path(".queryeval-cache")) / "testsuite"
+    return ((Path(base).expanduser() if base else Path(".queryeval-cache")) / "testsuite").resolve()
 
 
 def plain(value: Any) -> Any:
