@@ -6,15 +6,13 @@ hostile queries run in a child python that must return within a generous bound."
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hang_check import in_child
 from queryeval.metrics.tables.arity import buildingqa_arity
 
-GRACE_S = 60
 OLD_SELECT = re.compile(r"SELECT\s+(.+?)\s+WHERE", re.IGNORECASE | re.DOTALL)
 
 
@@ -35,16 +33,6 @@ def old_arity(query: str) -> int:
     if current:
         tokens.append(current)
     return len([t for t in tokens if t.upper() != "DISTINCT"])
-
-
-def in_child(code: str) -> str:
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=GRACE_S)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"ran past {GRACE_S} s") from None
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.strip()
 
 
 @settings(max_examples=800, deadline=None)
