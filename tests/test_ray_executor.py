@@ -59,6 +59,7 @@ def _files(out: Path) -> tuple[Path, Path, Path]:
 def _comparable(record: dict) -> dict:
     """A record without what legitimately differs between two runs (timings)."""
     rec = json.loads(json.dumps(record))
+    rec.pop("started_at", None)
     for turn in rec.get("turns", []):
         turn.pop("latency_ms", None)
     return rec

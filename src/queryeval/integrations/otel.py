@@ -12,9 +12,15 @@ case's verdict under the task's pass rule: pass, fail, error, flaky),
 ``gen_ai.evaluation.explanation`` (for a case that did not pass: expected vs got, the call's
 error or the pass rate) and ``error.type`` for a failed call.
 
-The export reads the run log after the run (one source of truth): the log records each
-call's duration (``latency_ms``), not its start, so every case span starts at the run's
-start and lasts the sum of its calls, which follow one another inside it.
+The export reads the run log after the run (one source of truth): each record ends with
+``started_at``, the wall clock (epoch seconds, to the microsecond) when its first call
+started, and holds ``latency_ms``, its calls' duration. A call span starts at its record's
+``started_at`` and lasts ``latency_ms``; a case span runs from its first attempt's start to
+its last attempt's end (one attempt per case without ``--repeats``), so concurrent cases
+overlap as they did; the run span covers them all (and the batch's timestamp .. completed_at).
+A record without a usable ``started_at`` (a log written before it was recorded, a damaged
+file) falls back to the old layout: its call starts at the run's start, or right after the
+case's previous attempt.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ def _cut(text: object) -> str:
     return s if len(s) <= TEXT_CHARS else s[:TEXT_CHARS - 1] + "…"
 
 
-def _ns(iso: str | None, default: int) -> int:
+def _ns(iso: str | None, default: Any) -> Any:
     if not iso:
         return default
     try:
@@ -50,12 +56,42 @@ def _ns(iso: str | None, default: int) -> int:
 
 def _latency_ns(record: dict) -> int:
     """A call's ``latency_ms`` in nanoseconds; 0 when the log holds no finite number >= 0
-    there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
+    (below 2**62 ns) there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
     value = record.get("latency_ms")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     ns = float(value) * 1e6
-    return int(ns) if math.isfinite(ns) and ns >= 0 else 0
+    return int(ns) if math.isfinite(ns) and 0 <= ns < _MAX_NS else 0
+
+
+_MAX_NS = 2**62
+"""Times past this (year 2116) are damage: an OTLP time is a 64-bit count of nanoseconds."""
+
+
+def _started_ns(record: dict) -> int | None:
+    """A record's ``started_at`` in nanoseconds since the epoch, exact to the microsecond it
+    was rounded to (``round(v * 1e6)`` is exact below 2**53 µs; ``v * 1e9`` is not), or None
+    when the log holds no finite number in range there (an old log, a damaged file)."""
+    value = record.get("started_at")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or not 0 <= value * 1e9 < _MAX_NS:
+        return None
+    return round(value * 1e6) * 1000
+
+
+def _timeline(records: Any, attempts: Sequence[Any], origin: int) -> list[tuple[int, int]]:
+    """(start, end) in nanoseconds of each attempt's calls: from its record's ``started_at``
+    for its ``latency_ms``; without a usable ``started_at``, right after the previous attempt
+    (the first at ``origin``, the run's start)."""
+    out, at = [], origin
+    for a in attempts:
+        record = records[a.index]
+        start = _started_ns(record)
+        start = at if start is None else start
+        at = start + _latency_ns(record)
+        out.append((start, at))
+    return out
 
 
 BATCH = 512
@@ -109,7 +145,11 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
     provider.add_span_processor(SimpleSpanProcessor(finished))
     tracer = provider.get_tracer("queryeval")
     records = results.records
-    start = _ns(results.batch.get("timestamp"), 0)
+    stamp = _ns(results.batch.get("timestamp"), None)
+    origin = stamp if stamp is not None else 0
+    timelines = [_timeline(records, case.attempts, origin) for case in results.cases]
+    firsts = [min(t[0] for t in line) for line in timelines if line]
+    start = min(firsts + ([stamp] if stamp is not None else []), default=origin)
     task = results.task_name or ""
     spans = 0
     root = tracer.start_span("queryeval.run", start_time=start, attributes={
@@ -117,20 +157,19 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
         "queryeval.label": _cut(results.label), "queryeval.cases": len(results.cases),
         "queryeval.repeats": results.repeats})
     end_all = start
-    for case in results.cases:
-        latencies = [_latency_ns(records[a.index]) for a in case.attempts]
-        end = start + sum(latencies)
+    for case, line in zip(results.cases, timelines, strict=True):
+        case_start = min((t[0] for t in line), default=origin)
+        end = max((t[1] for t in line), default=case_start)
         verdict, message, _ = case_outcome(records, case)
         span = tracer.start_span("queryeval.case", context=set_span_in_context(root),
-                                 start_time=start, attributes={
+                                 start_time=case_start, attributes={
                                      "queryeval.case.id": _cut(case.case_id),
                                      "queryeval.case.name": _cut(case.name or ""),
                                      "queryeval.case.verdict": verdict,
                                      "queryeval.case.attempts": len(case.attempts),
                                      "queryeval.case.passes": case.passes,
                                      "queryeval.case.pass_rate": case.pass_rate})
-        at = start
-        for a, ns in zip(case.attempts, latencies, strict=True):
+        for a, (at, call_end) in zip(case.attempts, line, strict=True):
             rec = records[a.index]
             call = tracer.start_span("queryeval.call", context=set_span_in_context(span),
                                      start_time=at, attributes={
@@ -141,8 +180,7 @@ def export_run(run: RunResults | Any, *, exporter: Any = None, endpoint: str | N
                 kinds = rec.get("error_kinds") or ["error"]
                 call.set_attribute("error.type", str(kinds[0]))
                 call.set_status(Status(StatusCode.ERROR, error_text(rec)))
-            at += ns
-            call.end(end_time=at)
+            call.end(end_time=call_end)
             spans += 1
         for metric, value in case.means.items():
             attrs: dict[str, Any] = {"gen_ai.evaluation.name": metric,

@@ -126,18 +126,33 @@ def with_repeat(record: dict, repeat: int) -> dict:
     return out
 
 
+def started_now() -> float:
+    """The wall clock (epoch seconds, to the microsecond) when a case's first call starts:
+    the record's last field, ``started_at``, which places its calls on a timeline
+    (integrations/otel.py; ``latency_ms`` gives their lengths)."""
+    return round(time.time(), 6)
+
+
+def with_start(record: dict, started_at: float) -> dict:
+    """``record`` with ``started_at`` as its last key."""
+    record.pop("started_at", None)
+    record["started_at"] = started_at
+    return record
+
+
 def evaluate_case(case: Case | Attempt, system: System, task: Task, *, timeout: float | None,
                   policy: RetryPolicy) -> dict:
     """Call the system for each scored turn of ``case`` (or of one :class:`Attempt`) and score
-    the outcomes: the case's result record."""
+    the outcomes: the case's result record, ending with ``started_at`` (:func:`started_now`)."""
+    started = started_now()
     if isinstance(case, Attempt):
         requests = [{**req, "repeat": case.repeat} for req in task.requests(case.case)]
         outcomes = [call_turn(system, task, req, timeout=timeout, policy=policy)
                     for req in requests]
-        return with_repeat(task.score_case(case.case, outcomes), case.repeat)
+        return with_start(with_repeat(task.score_case(case.case, outcomes), case.repeat), started)
     outcomes = [call_turn(system, task, req, timeout=timeout, policy=policy)
                 for req in task.requests(case)]
-    return task.score_case(case, outcomes)
+    return with_start(task.score_case(case, outcomes), started)
 
 
 async def aevaluate_case(case: Case | Attempt, system: Any, task: Task, *,
@@ -146,12 +161,14 @@ async def aevaluate_case(case: Case | Attempt, system: Any, task: Task, *,
     attempt = case if isinstance(case, Attempt) else None
     the_case = attempt.case if attempt is not None else case
     outcomes = []
+    started = started_now()
     for req in task.requests(the_case):
         if attempt is not None:
             req = {**req, "repeat": attempt.repeat}
         outcomes.append(await acall_turn(system, task, req, timeout=timeout, policy=policy))
     record = task.score_case(the_case, outcomes)
-    return with_repeat(record, attempt.repeat) if attempt is not None else record
+    record = with_repeat(record, attempt.repeat) if attempt is not None else record
+    return with_start(record, started)
 
 
 def uses_event_loop(system: System) -> bool:
