@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from queryeval.errors import ConfigError
-from queryeval.run.results import RunResults
+from queryeval.run.results import RunResults, record_latency_ms
 
 EVENT = "gen_ai.evaluation.result"
 TEXT_CHARS = 1024
@@ -57,7 +57,7 @@ def _ns(iso: str | None, default: Any) -> Any:
 def _latency_ns(record: dict) -> int:
     """A call's ``latency_ms`` in nanoseconds; 0 when the log holds no finite number >= 0
     (below 2**62 ns) there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
-    value = record.get("latency_ms")
+    value = record_latency_ms(record)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     ns = float(value) * 1e6

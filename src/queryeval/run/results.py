@@ -355,3 +355,25 @@ class RunResults:
             "task_options": self.task_options, "cases": len(self.cases),
             "attempts": len(self.records), "repeats": self.repeats,
         }
+
+
+def record_latency_ms(record: dict) -> Any:
+    """The time a case's calls took, in ms, as its record holds it (one place for every
+    reader: JUnit's case time, OTel's span length): ``latency_ms`` on the record (one-turn
+    tasks), else the sum of its turns' ``latency_ms`` (selection, fields), else
+    ``evaluation_result.retrieval_time_ms`` (retrieval). Returned as stored (a damaged log
+    may hold anything: the caller checks it); None when the record holds none."""
+    if "latency_ms" in record:
+        return record["latency_ms"]
+    turns = record.get("turns")
+    if isinstance(turns, list) and turns:
+        values = [t.get("latency_ms") for t in turns if isinstance(t, dict)]
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if numbers and len(numbers) == len(values):
+            return sum(numbers)
+        return next((v for v in values if v is not None), None)
+    ev = record.get("evaluation_result")
+    if isinstance(ev, dict):
+        return ev.get("retrieval_time_ms")
+    return None
+
