@@ -8,20 +8,9 @@ import random
 import sqlite3
 
 from queryeval.cli.app import main
-from test_testsuite_sql import build_example
+from test_testsuite_sql import EXAMPLE_ANSWERS, build_example
 
-ACCIDENT_THEN_RIGHT = '''
-import json
-from pathlib import Path
-
-ANSWERS = {json.loads(l)["case_id"]: json.loads(l)["query"]
-           for l in (Path(__file__).parent / "predictions.jsonl").read_text().splitlines()}
-QUESTIONS = {"Who earns more than 100?": "high-earners",
-             "Which employees do not earn 100 or less?": "not-at-most-100",
-             "Which department does each employee work in?": "staff-and-departments",
-             "Who works in department 1?": "sales-staff",
-             "How many employees earn at least 120?": "count-at-least-120"}
-
+ACCIDENT_THEN_RIGHT = EXAMPLE_ANSWERS + '''
 def bot(request):  # high-earners: the accident on the first attempt only
     cid = QUESTIONS[request["question"]]
     if cid == "high-earners" and request["repeat"] > 0:

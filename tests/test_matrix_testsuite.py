@@ -19,21 +19,10 @@ from typer.testing import CliRunner
 import queryeval as qe
 from matrix_checks import build_kind, check_compare, check_consumers
 from queryeval.cli.app import app
-from test_testsuite_sql import build_example
+from test_testsuite_sql import EXAMPLE_ANSWERS, build_example
 
 N = 5
-BOTS = '''
-import json
-from pathlib import Path
-
-ANSWERS = {json.loads(l)["case_id"]: json.loads(l)["query"]
-           for l in (Path(__file__).parent / "predictions.jsonl").read_text().splitlines()}
-QUESTIONS = {"Who earns more than 100?": "high-earners",
-             "Which employees do not earn 100 or less?": "not-at-most-100",
-             "Which department does each employee work in?": "staff-and-departments",
-             "Who works in department 1?": "sales-staff",
-             "How many employees earn at least 120?": "count-at-least-120"}
-
+BOTS = EXAMPLE_ANSWERS + '''
 def right(request):             # the shipped predictions
     return {"query": ANSWERS[QUESTIONS[request["question"]]]}
 

@@ -20,6 +20,22 @@ import queryeval as qe
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "testsuite"
 
 
+
+#: The head of a ``python:`` bot module over the example: the predicted query of each case
+#: (predictions.jsonl beside it) and the case each question belongs to.
+EXAMPLE_ANSWERS = '''
+import json
+from pathlib import Path
+
+ANSWERS = {json.loads(l)["case_id"]: json.loads(l)["query"]
+           for l in (Path(__file__).parent / "predictions.jsonl").read_text().splitlines()}
+QUESTIONS = {"Who earns more than 100?": "high-earners",
+             "Which employees do not earn 100 or less?": "not-at-most-100",
+             "Which department does each employee work in?": "staff-and-departments",
+             "Who works in department 1?": "sales-staff",
+             "How many employees earn at least 120?": "count-at-least-120"}
+'''
+
 def build_example(folder: Path) -> Path:
     """examples/testsuite copied into ``folder`` with its emp.sqlite built."""
     for name in ("suite.yaml", "predictions.jsonl", "emp.sql", "build_db.py"):
