@@ -48,4 +48,9 @@ def test_a_plain_value_is_still_sent(server, monkeypatch):  # noqa: F811 - the f
         system.call({"question": "Capital of France?"}, 5.0)
     finally:
         system.close()
-    assert seen == [f"Basic {SECRET}=="]
+    system = HttpSystem(f"http://{host}?to=a@b")  # an @ outside the host part is no user
+    try:
+        system.call({"question": "Capital of France?"}, 5.0)
+    finally:
+        system.close()
+    assert seen == [f"Basic {SECRET}=="] * 2

@@ -67,6 +67,7 @@ def _headers(url: str, headers: dict[str, str] | None) -> dict[str, str] | None:
     """The headers of every call: ``headers``, plus :data:`AUTH_ENV` as ``Authorization``
     unless they give one. Refuses a URL carrying a password (ConfigError)."""
     import os
+    from urllib.parse import urlsplit
 
     from queryeval.io.urls import has_password
 
@@ -85,7 +86,11 @@ def _headers(url: str, headers: dict[str, str] | None) -> dict[str, str] | None:
             or not auth.isascii():
         raise ConfigError(f"{AUTH_ENV}: not a value an HTTP header can carry (a line break, "
                           "a control or non-ASCII character); its value is not shown")
-    if "@" in url.partition("://")[2].partition("/")[0]:
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:  # a malformed URL: httpx says so on the first call
+        netloc = ""
+    if "@" in netloc:
         raise ConfigError(f"--system: a user name in the URL would replace {AUTH_ENV} (sent "
                           "as Basic auth in its place); leave it out of the URL")
     return {**(headers or {}), "Authorization": auth}
