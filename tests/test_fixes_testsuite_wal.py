@@ -50,9 +50,10 @@ def test_test_suite_on_a_wal_database_gives_the_verdicts(tmp_path, monkeypatch):
     con = wal_database(build_example(tmp_path))
     try:
         monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
         code = main(["run", "suite.yaml", "--task", "query", "--responses",
                      "predictions.jsonl", "--test-suite", "5", "--out", "runs", "-q",
-                     "--no-report", "--cache-dir", str(tmp_path / "cache")])
+                     "--no-report"])
     finally:
         con.close()
     assert code == 0
