@@ -67,6 +67,7 @@ def _headers(url: str, headers: dict[str, str] | None) -> dict[str, str] | None:
     """The headers of every call: ``headers``, plus :data:`AUTH_ENV` as ``Authorization``
     unless they give one. Refuses a URL carrying a password (ConfigError)."""
     import os
+    from urllib.parse import urlsplit
 
     from queryeval.io.urls import has_password
 
@@ -79,6 +80,19 @@ def _headers(url: str, headers: dict[str, str] | None) -> dict[str, str] | None:
     auth = os.environ.get(AUTH_ENV)
     if not auth or any(k.lower() == "authorization" for k in (headers or {})):
         return headers
+    # Checked here, never printed: httpx's own refusal quotes the value into every failed
+    # case of the run log; and a user in the URL makes httpx send Basic auth in its place.
+    if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in auth) \
+            or not auth.isascii():
+        raise ConfigError(f"{AUTH_ENV}: not a value an HTTP header can carry (a line break, "
+                          "a control or non-ASCII character); its value is not shown")
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:  # a malformed URL: httpx says so on the first call
+        netloc = ""
+    if "@" in netloc:
+        raise ConfigError(f"--system: a user name in the URL would replace {AUTH_ENV} (sent "
+                          "as Basic auth in its place); leave it out of the URL")
     return {**(headers or {}), "Authorization": auth}
 
 

@@ -155,14 +155,15 @@ class FileSessions:
 def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
     """What the worker may read besides Python and the libraries (:func:`.sandbox.apply`):
     its database file (and the write-ahead log beside it, which an engine replays when one
-    was left), or in the multi-file mode the folders the settings frame allows (``roots``);
+    was left), or in the multi-file mode the folders and files the settings frame allows
+    (``roots``; a file's logs with it: sqlite opens a WAL database only with its ``-shm``);
     nothing for PostgreSQL (the server reads, not the worker)."""
     if dialect == "postgres":
         return []
-    if path == MULTI_FILE:
-        return [str(r) for r in settings.get("roots") or ()]
     logs = (".wal",) if dialect == "duckdb" else ("-wal", "-shm", "-journal")
-    return [path, *(path + suffix for suffix in logs if os.path.exists(path + suffix))]
+    files = [str(r) for r in settings.get("roots") or ()] if path == MULTI_FILE else [path]
+    return [*files, *(f + suffix for f in files for suffix in logs
+                      if os.path.isfile(f) and os.path.exists(f + suffix))]
 
 
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:

@@ -85,6 +85,24 @@ class NeighbourSet:
         return doc
 
 
+def cached_set(folder: Path, dialect: str) -> NeighbourSet | None:
+    """The set built before in ``folder`` (its ``manifest.json``), or None to build it: none
+    there, a neighbour file missing, or no neighbour at all -- a set whose every candidate
+    failed may say more about the machine it was built on (a worker that could not open the
+    candidates, as with 4491f97's relative cache folder; a gold timed out on a loaded box)
+    than about the gold, and reused it would leave every later run's verdict unknown."""
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return None
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    out = NeighbourSet(**{**doc, "folder": folder, "dialect": dialect,
+                          "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
+    if not out.neighbours or not all(p.is_file() for p in out.paths()):
+        return None
+    out.cached = True
+    return out
+
+
 def _canon(value: Any) -> Any:
     if isinstance(value, bool):
         return value
@@ -146,14 +164,9 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
         check_sql(gold, dialect)  # type: ignore[arg-type]
     source = Path(source).resolve()
     folder = (cache_dir or cache_root()) / set_key(source, dialect, gold, n, seed)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-        out = NeighbourSet(**{**doc, "folder": folder, "dialect": dialect,
-                              "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
-        if all(p.is_file() for p in out.paths()):
-            out.cached = True
-            return out
+    cached = cached_set(folder, dialect)
+    if cached is not None:
+        return cached
     started = time.perf_counter()
     ordered = bool(query_is_ordered(gold, "sql"))
     schema = _schema(source, dialect)

@@ -32,7 +32,12 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from queryeval.systems.engines.neighbours.distill import GENERATOR_VERSION, Neighbour, NeighbourSet
+from queryeval.systems.engines.neighbours.distill import (
+    GENERATOR_VERSION,
+    Neighbour,
+    NeighbourSet,
+    cached_set,
+)
 from queryeval.systems.engines.neighbours.runner import SparqlRunner
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES
 
@@ -175,14 +180,9 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     key = hashlib.sha256(json.dumps([GENERATOR_VERSION, "sparql", [_digest(p) for p in paths],
                                      gold, n, seed, sorted((prefixes or {}).items())]).encode())
     folder = (cache_dir or cache_root()) / key.hexdigest()[:24]
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-        out = NeighbourSet(**{**doc, "folder": folder, "dialect": "sparql",
-                              "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
-        if all(p.is_file() for p in out.paths()):
-            out.cached = True
-            return out
+    cached = cached_set(folder, "sparql")
+    if cached is not None:
+        return cached
     started = time.perf_counter()
     graph = _load(paths)
     ns = {**{p: str(u) for p, u in graph.namespaces() if p}, **dict(prefixes or {})}

@@ -331,7 +331,7 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
     from queryeval.metrics.tables import query_is_ordered
     from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root, fuzz
-    from queryeval.systems.engines.neighbours.distill import Neighbour, NeighbourSet, _build
+    from queryeval.systems.engines.neighbours.distill import _build, cached_set
     from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
     from queryeval.systems.engines.neighbours.pg_schema import to_schema
     from queryeval.systems.engines.postgres import check_postgres
@@ -357,14 +357,9 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
         gold = unqualify(gold, schema.visible)  # type: ignore[attr-defined]
         query_names(gold)  # a schema-qualified name left: refused, with the reason
         _probe(runner, schema, gold, folder.parent, timeout_s)
-        manifest = folder / "manifest.json"
-        if manifest.is_file():
-            saved = json.loads(manifest.read_text(encoding="utf-8"))
-            out = NeighbourSet(**{**saved, "folder": folder, "dialect": "postgres",
-                                  "neighbours": [Neighbour(**x) for x in saved["neighbours"]]})
-            if all(p.is_file() for p in out.paths()):
-                out.cached = True
-                return out
+        cached = cached_set(folder, "postgres")
+        if cached is not None:
+            return cached
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
         try:
             out = _build(runner, ORIGINAL, work, folder, "postgres", gold, n, seed, schema,
