@@ -21,8 +21,10 @@ def test_record_latency_ms_reads_each_task_shape():
     assert record_latency_ms({"latency_ms": 12.5}) == 12.5
     assert record_latency_ms({"turns": [{"latency_ms": 250.0}, {"latency_ms": 500.0}]}) == 750.0
     assert record_latency_ms({"evaluation_result": {"retrieval_time_ms": 40.0}}) == 40.0
-    assert record_latency_ms({"turns": [{"latency_ms": "x"}]}) == "x"  # the caller checks it
-    assert record_latency_ms({"case_id": "c"}) is None
+    assert record_latency_ms({"turns": [{"latency_ms": "x"}]}) == 0.0  # a damaged log
+    assert record_latency_ms({"latency_ms": float("nan")}) == 0.0
+    assert record_latency_ms({"latency_ms": -5}) == 0.0
+    assert record_latency_ms({"case_id": "c"}) == 0.0
 
 
 def _run(tmp_path: Path, args: list) -> tuple[Path, Path]:

@@ -24,7 +24,6 @@ passes; its figures are the ``<system-out>`` JSON.
 from __future__ import annotations
 
 import json
-import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -38,16 +37,6 @@ REASON_CHARS = 400
 # characters XML 1.0 cannot hold (escaping cannot help): dropped
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
-
-
-def _ms(record: dict) -> float:
-    """A case attempt's call time in ms for its testcase's ``time`` (0 when the log holds no
-    finite number >= 0: a damaged or hand-edited file)."""
-    value = record_latency_ms(record)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    value = float(value)
-    return value if math.isfinite(value) and value >= 0 else 0.0
 
 def xml_text(value: Any) -> str:
     return _NOT_XML.sub("", str(value))
@@ -184,7 +173,7 @@ def run_junit(run: RunResults) -> ET.Element:
     total = 0.0
     records = run.records
     for case in run.cases:
-        seconds = sum(_ms(records[a.index]) for a in case.attempts) / 1000
+        seconds = sum(record_latency_ms(records[a.index]) for a in case.attempts) / 1000
         total += seconds
         name = case.case_id + (f" {case.name}" if case.name else "")
         tc = ET.SubElement(suite, "testcase", classname=xml_text(classname), name=xml_text(name),

@@ -357,12 +357,20 @@ class RunResults:
         }
 
 
-def record_latency_ms(record: dict) -> Any:
+def record_latency_ms(record: dict) -> float:
     """The time a case's calls took, in ms, as its record holds it (one place for every
     reader: JUnit's case time, OTel's span length): ``latency_ms`` on the record (one-turn
     tasks), else the sum of its turns' ``latency_ms`` (selection, fields), else
-    ``evaluation_result.retrieval_time_ms`` (retrieval). Returned as stored (a damaged log
-    may hold anything: the caller checks it); None when the record holds none."""
+    ``evaluation_result.retrieval_time_ms`` (retrieval). 0.0 when the record holds none, or
+    no finite number >= 0 there (a damaged or hand-edited run file: ``"x"``, ``1e999``)."""
+    value = _stored_latency_ms(record)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else 0.0
+
+
+def _stored_latency_ms(record: dict) -> Any:
     if "latency_ms" in record:
         return record["latency_ms"]
     turns = record.get("turns")
@@ -376,4 +384,3 @@ def record_latency_ms(record: dict) -> Any:
     if isinstance(ev, dict):
         return ev.get("retrieval_time_ms")
     return None
-
