@@ -192,7 +192,9 @@ def test_tolerance_with_buildingqa_rules_is_a_config_error(tmp_path, capsys):
     assert rec["scores"]["row_matching_f1"] == pytest.approx(5 / 6)
 
 
-def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):
+def wide_table_suite(tmp_path: Path) -> tuple[Path, Path]:
+    """A 300-row table of six 3-valued columns (seeded) and a one-case suite whose gold
+    selects every column: a column mapping the search cannot settle exactly."""
     import random
 
     rng = random.Random(7)
@@ -206,6 +208,11 @@ def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):
     suite = tmp_path / "s.yaml"
     suite.write_text("id: wide\nconversation:\n- role: user\n  content: q\n  target:\n"
                      "    query:\n      gold: SELECT a, b, c, d, e, f FROM w\n", encoding="utf-8")
+    return db, suite
+
+
+def test_exact_false_is_shown_in_console_html_and_csv(tmp_path, capsys):
+    db, suite = wide_table_suite(tmp_path)
     preds = tmp_path / "p.jsonl"
     preds.write_text('{"case_id": "wide", "query": "SELECT f, e, d, c, b, a FROM w WHERE a < 2"}\n',
                      encoding="utf-8")

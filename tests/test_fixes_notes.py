@@ -4,10 +4,9 @@ freeform and judge notes do), never a raw float such as 3.3333333333333335."""
 from __future__ import annotations
 
 import json
-import random
-import sqlite3
 
 from queryeval.cli.app import main
+from test_audit import wide_table_suite
 from test_testsuite_sql import EXAMPLE_ANSWERS, build_example
 
 ACCIDENT_THEN_RIGHT = EXAMPLE_ANSWERS + '''
@@ -35,17 +34,7 @@ def test_test_suite_note_under_repeats_writes_the_mean_count_as_a_figure(tmp_pat
 
 
 def test_inexact_note_under_repeats_writes_the_mean_count_as_a_figure(tmp_path, capsys):
-    rng = random.Random(7)
-    db = tmp_path / "w.sqlite"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE w(a, b, c, d, e, f)")
-    con.executemany("INSERT INTO w VALUES (?, ?, ?, ?, ?, ?)",
-                    [tuple(rng.randrange(3) for _ in range(6)) for _ in range(300)])
-    con.commit()
-    con.close()
-    suite = tmp_path / "s.yaml"
-    suite.write_text("id: wide\nconversation:\n- role: user\n  content: q\n  target:\n"
-                     "    query:\n      gold: SELECT a, b, c, d, e, f FROM w\n", encoding="utf-8")
+    db, suite = wide_table_suite(tmp_path)
     (tmp_path / "bot.py").write_text(  # an inexact search on the first attempt only
         "def bot(request):\n"
         "    if request['repeat'] == 0:\n"
