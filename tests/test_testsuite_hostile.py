@@ -271,6 +271,18 @@ def test_a_balloon_gold_stops_at_the_memory_cap(company, tmp_path, checks, diale
     assert len(built.neighbours) == 2
 
 
+def _suite_predicting_the_gold(tmp_path, database, golds: dict) -> tuple:
+    """A query suite of ``golds`` (case id -> gold) on ``database`` and recorded predictions
+    equal to each gold, so that the test suite's neighbours are asked for."""
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("".join(json.dumps(case(k, str(database), q)) + "\n"
+                             for k, q in golds.items()), encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"case_id": k, "query": q}) + "\n"
+                             for k, q in golds.items()), encoding="utf-8")
+    return suite, preds
+
+
 def test_hostile_gold_through_the_run_and_the_audit(company, tmp_path, monkeypatch,  # noqa: F811
                                                     checks):
     """Through ``queryeval run --test-suite`` (prediction = the gold, so the neighbours are
@@ -280,12 +292,7 @@ def test_hostile_gold_through_the_run_and_the_audit(company, tmp_path, monkeypat
     out.mkdir()
     golds = {"attach": f"ATTACH '{out / 'x.db'}' AS x", "vacuum": f"VACUUM INTO '{out / 'v.db'}'",
              "pragma": "PRAGMA journal_mode = WAL"}
-    suite = tmp_path / "s.jsonl"
-    suite.write_text("".join(json.dumps(case(k, str(company), q)) + "\n"
-                             for k, q in golds.items()), encoding="utf-8")
-    preds = tmp_path / "p.jsonl"
-    preds.write_text("".join(json.dumps({"case_id": k, "query": q}) + "\n"
-                             for k, q in golds.items()), encoding="utf-8")
+    suite, preds = _suite_predicting_the_gold(tmp_path, company, golds)
     before = _snapshot(company.parent)
     assert main(["run", str(suite), "--task", "query", "--responses", str(preds), "--out",
                  str(tmp_path / "runs"), "--test-suite", "3"]) in (0, 1)
@@ -329,12 +336,7 @@ def test_the_verdict_reuses_a_pool_of_workers_across_cases(company, tmp_path, mo
     monkeypatch.setattr(WorkerProcess, "start",
                         lambda self: (starts.append(self.args[1]), original(self))[1])
     golds = {"a": "SELECT name FROM emp WHERE salary > 100", "b": "SELECT id FROM emp"}
-    suite = tmp_path / "s.jsonl"
-    suite.write_text("".join(json.dumps(case(k, str(company), q)) + "\n"
-                             for k, q in golds.items()), encoding="utf-8")
-    preds = tmp_path / "p.jsonl"
-    preds.write_text("".join(json.dumps({"case_id": k, "query": q}) + "\n"
-                             for k, q in golds.items()), encoding="utf-8")
+    suite, preds = _suite_predicting_the_gold(tmp_path, company, golds)
     run = qe.evaluate(suite, responses=preds, task="query", out=tmp_path / "runs",
                       test_suite=8)
     recs = records(run)
