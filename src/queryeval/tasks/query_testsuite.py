@@ -37,6 +37,26 @@ WORKERS = 4
 CPU count, so a case's recorded ``executions`` is the same on every machine)."""
 
 
+def _worker(dialect: str, memory_limit_bytes: int | None, url: str | None) -> Any:
+    """One sandboxed worker of a :meth:`TestSuite.runners` pool."""
+    from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
+
+    if dialect == "sparql":
+        from queryeval.systems.engines.neighbours.runner import SparqlRunner
+
+        return SparqlRunner(memory_limit_bytes=memory_limit_bytes)
+    if dialect == "postgres":
+        from queryeval.systems.engines.neighbours.pg import PgRunner
+
+        runner: Any = PgRunner(url, memory_limit_bytes=memory_limit_bytes)
+    else:
+        from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+
+        runner = NeighbourRunner(dialect, [], memory_limit_bytes=memory_limit_bytes)
+    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
+    return runner
+
+
 class TestSuite:
     """The neighbour sets of one run's golds, built once per (source, gold)."""
 
@@ -53,37 +73,31 @@ class TestSuite:
             # path, and the default (./.queryeval-cache) is relative to the current one
             from queryeval.systems.engines.neighbours import cache_root
 
-            self.cache_dir = cache_root().resolve()
+            self.cache_dir = cache_root()
 
-    def runners(self, dialect: str, memory_limit_bytes: int | None) -> Any:
+    def runners(self, dialect: str, memory_limit_bytes: int | None,
+                url: str | None = None) -> Any:
         """A queue of :data:`WORKERS` sandboxed workers for this dialect and cap, reused by
         every case of the run (one worker start per thread, not per neighbour): SQL,
         multi-file workers; SPARQL (``"sparql"``), multi-store workers, which also build
-        the neighbour graphs."""
+        the neighbour graphs; PostgreSQL (``"postgres"``, the server's ``url``), workers
+        with a connection each, in which a neighbour is loaded as temporary tables."""
         import queue
 
-        from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
-        from queryeval.systems.engines.neighbours.runner import NeighbourRunner, SparqlRunner
-
-        key = (dialect, memory_limit_bytes)
+        key = (dialect if url is None else f"{dialect}:{url}", memory_limit_bytes)
         with self._lock:
             if key not in self._runners:
                 pool: queue.Queue = queue.Queue()
                 for _ in range(WORKERS):
-                    if dialect == "sparql":
-                        runner: Any = SparqlRunner(memory_limit_bytes=memory_limit_bytes)
-                    else:
-                        runner = NeighbourRunner(dialect, [],
-                                                 memory_limit_bytes=memory_limit_bytes)
-                        runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
-                    pool.put(runner)
+                    pool.put(_worker(dialect, memory_limit_bytes, url))
                 self._runners[key] = pool
             return self._runners[key]
 
     @contextmanager
-    def runner(self, dialect: str, memory_limit_bytes: int | None) -> Iterator[Any]:
+    def runner(self, dialect: str, memory_limit_bytes: int | None,
+               url: str | None = None) -> Iterator[Any]:
         """One worker of :meth:`runners`, lent for the block."""
-        pool = self.runners(dialect, memory_limit_bytes)
+        pool = self.runners(dialect, memory_limit_bytes, url)
         runner = pool.get()
         try:
             yield runner
@@ -100,25 +114,6 @@ class TestSuite:
             if key not in self._runners:
                 self._runners[key] = (PgRunner(url, memory_limit_bytes=memory_limit_bytes),
                                       threading.Lock())
-            return self._runners[key]
-
-    def pg_runners(self, url: str, memory_limit_bytes: int | None) -> Any:
-        """As :meth:`runners`, for a PostgreSQL server: :data:`WORKERS` sandboxed workers,
-        each with its own connection, in which a neighbour is loaded as temporary tables."""
-        import queue
-
-        from queryeval.systems.engines.base import DEFAULT_MAX_RESULT_BYTES
-        from queryeval.systems.engines.neighbours.pg import PgRunner
-
-        key = ("postgres:" + url, memory_limit_bytes)
-        with self._lock:
-            if key not in self._runners:
-                pool: queue.Queue = queue.Queue()
-                for _ in range(WORKERS):
-                    runner = PgRunner(url, memory_limit_bytes=memory_limit_bytes)
-                    runner.max_result_bytes = DEFAULT_MAX_RESULT_BYTES
-                    pool.put(runner)
-                self._runners[key] = pool
             return self._runners[key]
 
     def neighbours(self, task: Any, source: str, gold: str, language: str):
@@ -194,17 +189,14 @@ def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
     if getattr(original, "dialect", "") == "postgres":
         from queryeval.systems.engines.neighbours.pg import PgFileEngine
 
-        pool = task.test_suite.pg_runners(original.url,
-                                          getattr(original, "memory_limit_bytes", None))
-        runner = pool.get()
-        try:
-            yield PgFileEngine(runner, path)
-        finally:
-            try:  # no temporary table outlives the check of its neighbour
-                runner.release()
-            except Exception:  # noqa: BLE001 - a worker that died took its tables with it
-                pass
-            pool.put(runner)
+        with task.test_suite.runner("postgres", memory, original.url) as runner:
+            try:
+                yield PgFileEngine(runner, path)
+            finally:
+                try:  # no temporary table outlives the check of its neighbour
+                    runner.release()
+                except Exception:  # noqa: BLE001 - a worker that died took its tables with it
+                    pass
         return
     dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
     with task.test_suite.runner(dialect, memory) as runner:
