@@ -38,6 +38,7 @@ class ChunkIndex:
         for chunk in chunks:
             self.by_text.setdefault(normalise(chunk.content), chunk)
             self.by_id.setdefault(chunk.chunk_id, chunk)
+        self._with: dict[str, list[tuple[str, Chunk]]] = {}
 
     @classmethod
     def load(cls, corpus: str | Path | None) -> ChunkIndex | None:
@@ -49,6 +50,19 @@ class ChunkIndex:
 
     def find(self, text: str) -> Chunk | None:
         return self.by_text.get(normalise(text))
+
+    def holding(self, joined: str, text: str) -> Chunk | None:
+        """The first chunk (corpus order) whose normalised content holds ``joined`` and lies
+        within ``text`` (normalised): proof that a ``joined``-joined list in ``text`` may
+        have an item holding the delimiter, so splitting it at ``joined`` may cut a
+        chunk in two."""
+        if joined not in self._with:
+            self._with[joined] = [(t, c) for t, c in self.by_text.items() if joined in t]
+        candidates = self._with[joined]
+        if not candidates:
+            return None
+        whole = normalise(text)
+        return next((c for t, c in candidates if t in whole), None)
 
 
 def relevant_from_texts(texts: Sequence[str], index: ChunkIndex | None, *, path: Path,
