@@ -240,3 +240,25 @@ def test_list_cell_refuses_a_numpy_print_cut_short():
     cell = str(np.array([str(i) for i in range(1001)]))
     with pytest.raises(ValueError, match=r"cut short with '\.\.\.'"):
         list_cell(cell)
+
+
+def test_samples_without_reference_contexts_still_answer_both_tasks(tmp_path):
+    """A ragas file after a run with no reference contexts (the suite is another file):
+    its samples hold retrieved contexts and a response, so both tasks read every one."""
+    rows = [json.loads(line) for line in (HERE / "ragas_mixed.jsonl").read_text().splitlines()]
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "reference_contexts"})
+                               + "\n" for r in rows[:4]))
+    run = qe.evaluate(str(HERE / "ragas_testset.jsonl"), responses=str(outputs),
+                      corpus=str(CORPUS), k=3, out=tmp_path / "runs", progress=False)
+    assert run.results.vector("recall@3") == pytest.approx(RECALL3)
+    assert run.warnings == []
+    suite = tmp_path / "answers.jsonl"
+    suite.write_text("".join(json.dumps({"user_input": q, "reference": a}) + "\n"
+                             for q, a in QUESTIONS))
+    run = qe.evaluate(str(suite), responses=str(outputs), task="freeform",
+                      out=tmp_path / "runs2", progress=False)
+    # responses Paris, Berlin and Madrid, Vienna, I do not know
+    assert run.case_table()["verdict"].to_dict() == dict(zip(IDS, ["pass", "pass", "fail", "fail"],
+                                                             strict=True))
+    assert run.warnings == []

@@ -162,8 +162,8 @@ def recorded_records(path: Path, chunks=None, task: str | None = None,
 
     ``task``: the run's task name. A mixed file (retrieval samples and answer-only samples)
     answers a retrieval run with its retrieval samples and a free-form run with its
-    answer-only ones; the samples of the other kind are left out, counted and named by
-    line in one line appended to ``notes``."""
+    answer-only ones (:func:`~.ragas.sample_kind`); the samples of the other kind are left
+    out, counted and named by line in one line appended to ``notes``."""
     folder = is_hf_folder(path)
     if path.suffix.lower() not in (".jsonl", ".json", ".csv", ".parquet") and not folder:
         return None
@@ -194,7 +194,7 @@ def recorded_records(path: Path, chunks=None, task: str | None = None,
     for n, rec in enumerate(read_records(path) if records is None else records):
         line = int(rec.where.get("line", n + 1))
         if keep is not None:
-            kind = ragas.sample_kind(rec, path, roles)
+            kind = ragas.sample_kind(rec, path, roles, keep)
             if kind != keep:
                 left.setdefault(kind, []).append(
                     f"line {line}" if "line" in rec.where else f"record {rec.where['record']}")

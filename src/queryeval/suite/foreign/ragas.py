@@ -70,16 +70,23 @@ def contexts_of(rec: Record, field: str, path: Path, index: ChunkIndex | None,
     return contexts
 
 
-def sample_kind(rec: Record, path: Path, roles: Roles) -> str:
-    """``retrieval`` or ``answer``: a sample with reference contexts is a retrieval question
-    (as a suite reads it), one with only a reference an answer-only sample; one with
-    neither (recorded outputs alone) is told by its outputs (retrieved contexts:
-    retrieval)."""
-    if roles.reference_contexts and contexts_of(rec, roles.reference_contexts, path, None, roles):
+def sample_kind(rec: Record, path: Path, roles: Roles, task_kind: str) -> str:
+    """The kind of a recorded sample for a run of ``task_kind`` (``retrieval`` or
+    ``answer``): ``task_kind`` itself when the sample serves that run, else the other.
+
+    A retrieval run is not served by an answer-only sample: one with no reference contexts
+    and no retrieved contexts (absent, null, or an empty table cell: DeepEval's CSV writes
+    an empty list and none alike). A free-form run is not served by a retrieval question
+    (reference contexts: the suite reads it as one) nor by a sample with no response."""
+    has_reference_contexts = bool(roles.reference_contexts and contexts_of(
+        rec, roles.reference_contexts, path, None, roles))
+    if task_kind == "retrieval":
+        raw = rec.data.get(roles.retrieved_contexts)
+        no_retrieval = raw is None or (rec.table and isinstance(raw, str) and not raw.strip())
+        return "answer" if not has_reference_contexts and no_retrieval else "retrieval"
+    if has_reference_contexts or rec.data.get(roles.response) is None:
         return "retrieval"
-    if text(rec, roles.reference, path, required=False):
-        return "answer"
-    return "retrieval" if rec.data.get(roles.retrieved_contexts) is not None else "answer"
+    return "answer"
 
 
 def to_case(rec: Record, path: Path, index: ChunkIndex | None,
