@@ -264,6 +264,7 @@ def list_cell(cell: str) -> list[Any]:
         pass
     import io
     import tokenize
+    from itertools import pairwise
 
     skip = (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT,
             tokenize.INDENT, tokenize.DEDENT)
@@ -281,7 +282,7 @@ def list_cell(cell: str) -> list[Any]:
                          "out are not in the file; save it with to_json or to_parquet")
     items = [t for t in inner if t.string != ","]
     commas = len(inner) - len(items)
-    if commas and any(a.string != "," and b.string != "," for a, b in zip(inner, inner[1:])):
+    if commas and any(a.string != "," and b.string != "," for a, b in pairwise(inner)):
         raise ValueError("a list whose items are separated by commas in places and by white "
                          "space alone in others (a Python list or numpy's print?): cannot be "
                          "read unambiguously; write a JSON array of texts")
