@@ -264,3 +264,23 @@ def test_samples_without_reference_contexts_still_answer_both_tasks(tmp_path):
     assert run.case_table()["verdict"].to_dict() == dict(zip(IDS, ["pass", "pass", "fail", "fail"],
                                                              strict=True))
     assert run.warnings == []
+
+
+PIECES = st.text(alphabet="ab |\u00a0", max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, min_size=1, max_size=8), st.lists(PIECES, max_size=6))
+def test_the_chunk_found_within_a_joined_text_is_the_brute_force_one(contents, parts):
+    """Oracle: the first chunk in corpus order whose normalised text holds '|' and is a
+    substring of the normalised text (tested chunk by chunk)."""
+    from queryeval.suite.foreign.contexts import ChunkIndex, normalise
+    from queryeval.suite.retrieval import Chunk
+
+    chunks = [Chunk(chunk_id=f"c{i}", content=c) for i, c in enumerate(contents)]
+    index = ChunkIndex(chunks)
+    text = "|".join(parts)
+    firsts = list(index.by_text.values())  # the first chunk of each normalised text
+    expected = next((c for c in firsts if "|" in normalise(c.content)
+                     and normalise(c.content) in normalise(text)), None)
+    assert index.holding("|", text) == expected
