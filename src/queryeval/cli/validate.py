@@ -25,12 +25,16 @@ def command(
     suite: Path = typer.Argument(..., help="Suite file or folder (see the formats above)."),
     labels: Path | None = typer.Option(
         None, "--labels", help="DABench labels JSONL, with a DABench questions JSONL suite."),
+    corpus: Path | None = typer.Option(
+        None, "--corpus", help="The corpus (JSONL of chunks) a ragas/DeepEval suite's contexts "
+        "are matched to, as the run matches them: a context no chunk matches, or a "
+        "'|'-joined list a chunk holding '|' makes ambiguous, is an error (docs/formats.md)."),
 ) -> None:
     """Check a suite without running anything: schema, line-numbered errors, duplicate case
     ids; print one line with the counts."""
     from queryeval.suite import load_suite
 
-    loaded = load_suite(suite, labels=labels)
+    loaded = load_suite(suite, labels=labels, corpus=corpus)
     kinds = ", ".join(sorted(loaded.task_kinds())) or "none"
     turns = sum(len(c.scored_turns()) for c in loaded.cases)
     console.print(

@@ -168,6 +168,8 @@ class RecordedSystem:
         self.name = f"responses:{path}"
         self.entries = entries
         self.lines = lines
+        self.notes: list[str] = []
+        """Warnings the reading left (the samples of a mixed file the task does not read)."""
 
     @classmethod
     def load(cls, path: str | Path, task: Task) -> RecordedSystem:
@@ -175,9 +177,13 @@ class RecordedSystem:
         from queryeval.suite.foreign import recorded_records
 
         corpus = getattr(task, "corpus", None)
-        foreign = recorded_records(path, corpus if callable(corpus) else None)
-        if foreign is not None:  # ragas / DeepEval outputs (docs/formats.md)
-            return cls._load_in_memory(path, task, foreign)
+        notes: list[str] = []
+        foreign = recorded_records(path, corpus if callable(corpus) else None,
+                                   getattr(task, "name", None), notes)
+        if foreign is not None:  # ragas / DeepEval outputs, a saved dataset (docs/formats.md)
+            system = cls._load_in_memory(path, task, foreign)
+            system.notes = notes
+            return system
         if path.suffix.lower() == ".csv":
             return cls._load_in_memory(path, task)
         return IndexedRecordedSystem.build(path, task)
@@ -232,7 +238,7 @@ class RecordedSystem:
                     raise _duplicate(case_id, resolved, first, self.path, again)
                 self.entries[(case_id, resolved)] = self.entries.pop((case_id, turn))
                 self.lines[(case_id, resolved)] = self.lines.pop((case_id, turn))
-        return self._unknown_warning(unknown)
+        return [*self.notes, *self._unknown_warning(unknown)]
 
     def _check_turn(self, case_id: str, turn: int | None, turns: list[int], lineno: int) -> int:
         """The scored turn a line answers; an InputError naming the line if none."""

@@ -146,18 +146,40 @@ def _peek_fields(path: Path) -> set[str]:
     return {k for k, v in obj.items() if v is not None} if isinstance(obj, dict) else set()
 
 
-def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:
-    """A ragas / DeepEval file given as recorded outputs, as ``(line, queryeval line)``
-    pairs (``case_id``, ``retrieved_chunks``, ``response``); None when the file's first
-    record is not one of theirs (it is read as queryeval's own lines). ``chunks()``: the
-    run's corpus (or None), to match retrieved contexts to chunks."""
-    if path.suffix.lower() not in (".jsonl", ".json", ".csv", ".parquet") or path.is_dir():
+TASK_KINDS = {"retrieval": "retrieval", "freeform": "answer", "answers": "answer"}
+"""The kind of sample (:func:`~.ragas.sample_kind`) each task reads from a mixed file."""
+KIND_NAMES = {"retrieval": "retrieval sample", "answer": "answer-only sample"}
+SHOWN_LINES = 10
+
+
+def recorded_records(path: Path, chunks=None, task: str | None = None,
+                     notes: list[str] | None = None) -> list[tuple[int, dict]] | None:
+    """A ragas / DeepEval file (or a folder ``datasets``' ``save_to_disk`` wrote) given as
+    recorded outputs, as ``(line, queryeval line)`` pairs (``case_id``, ``retrieved_chunks``,
+    ``response``); None when the file's first record is not one of theirs (it is read as
+    queryeval's own lines). ``chunks()``: the run's corpus (or None), to match retrieved
+    contexts to chunks. A saved folder of queryeval's own lines is read as they are.
+
+    ``task``: the run's task name. A mixed file (retrieval samples and answer-only samples)
+    answers a retrieval run with its retrieval samples and a free-form run with its
+    answer-only ones (:func:`~.ragas.sample_kind`); the samples of the other kind are left
+    out, counted and named by line in one line appended to ``notes``."""
+    folder = is_hf_folder(path)
+    if path.suffix.lower() not in (".jsonl", ".json", ".csv", ".parquet") and not folder:
         return None
-    have = _peek_fields(path)
+    if path.is_dir() and not folder:
+        return None
+    records = read_records(path) if folder else None
+    have = first_fields(records) if records is not None else _peek_fields(path)
+    if records is not None and ("case_id" in have or "qa_pair_id" in have):
+        return [(n + 1, dict(rec.data)) for n, rec in enumerate(records)]  # own lines
     if "case_id" in have or "qa_pair_id" in have:
         return None
     found = [f for f in RECORDED_FORMATS if f.matches(have)]
     if len(found) != 1:
+        if records is not None:  # a folder is never one of queryeval's own JSONL files
+            fmt.detect(have, path=path, where=records[0].where if records else None,
+                       formats=RECORDED_FORMATS, what="responses")
         return None
     from queryeval.suite.foreign import ragas  # imported for their files only
     from queryeval.suite.foreign.deepeval import DEEPEVAL_ROLES
@@ -166,8 +188,21 @@ def recorded_records(path: Path, chunks=None) -> list[tuple[int, dict]] | None:
         found[0], DEEPEVAL_ROLES)
     corpus = chunks() if chunks is not None else None
     index = ChunkIndex(corpus) if corpus else None
+    keep = TASK_KINDS.get(task or "")
     out = []
-    for n, rec in enumerate(read_records(path)):
-        line = rec.where.get("line", n + 1)
-        out.append((int(line), ragas.recorded_line(rec, path, index, roles)))
+    left: dict[str, list[str]] = {}
+    for n, rec in enumerate(read_records(path) if records is None else records):
+        line = int(rec.where.get("line", n + 1))
+        if keep is not None:
+            kind = ragas.sample_kind(rec, path, roles, keep)
+            if kind != keep:
+                left.setdefault(kind, []).append(
+                    f"line {line}" if "line" in rec.where else f"record {rec.where['record']}")
+                continue
+        out.append((line, ragas.recorded_line(rec, path, index, roles)))
+    for kind, where in left.items():
+        shown = ", ".join(where[:SHOWN_LINES]) + (", ..." if len(where) > SHOWN_LINES else "")
+        if notes is not None:
+            notes.append(f"{path}: {len(where)} {KIND_NAMES[kind]}(s) left out ({shown}): the "
+                         f"run's task is {task}, which reads the {KIND_NAMES[keep]}s")
     return out

@@ -38,6 +38,7 @@ class ChunkIndex:
         for chunk in chunks:
             self.by_text.setdefault(normalise(chunk.content), chunk)
             self.by_id.setdefault(chunk.chunk_id, chunk)
+        self._holding: dict[str, _Holding] = {}
 
     @classmethod
     def load(cls, corpus: str | Path | None) -> ChunkIndex | None:
@@ -49,6 +50,49 @@ class ChunkIndex:
 
     def find(self, text: str) -> Chunk | None:
         return self.by_text.get(normalise(text))
+
+    def holding(self, joined: str, text: str) -> Chunk | None:
+        """The first chunk (corpus order) whose normalised content holds ``joined`` and lies
+        within ``text`` (normalised): proof that a ``joined``-joined list in ``text`` may
+        have an item holding the delimiter, so splitting it at ``joined`` may cut a
+        chunk in two."""
+        if joined not in self._holding:
+            self._holding[joined] = _Holding(joined, self.by_text)
+        return self._holding[joined].within(normalise(text))
+
+
+class _Holding:
+    """The chunks holding a delimiter, found within a text without testing each: a chunk
+    ``q0|q1|...`` lying within ``t0|t1|...`` has its first delimiter on one of the text's,
+    so ``q1`` is the text's next piece (a chunk of three pieces or more) or a prefix of it
+    (two pieces): looked up by that piece, or by its first :data:`KEY` characters."""
+
+    KEY = 8
+
+    def __init__(self, joined: str, by_text: dict[str, Chunk]) -> None:
+        self.joined = joined
+        self.whole: dict[str, list[tuple[int, str, Chunk]]] = {}
+        self.prefix: dict[str, list[tuple[int, str, Chunk]]] = {}
+        for order, (norm, chunk) in enumerate(by_text.items()):
+            pieces = norm.split(joined)
+            if len(pieces) > 2:
+                self.whole.setdefault(pieces[1], []).append((order, norm, chunk))
+            elif len(pieces) == 2:
+                self.prefix.setdefault(pieces[1][:self.KEY], []).append((order, norm, chunk))
+        self.lengths = sorted({len(k) for k in self.prefix})
+
+    def within(self, text: str) -> Chunk | None:
+        if not self.whole and not self.prefix:
+            return None
+        best: tuple[int, Chunk] | None = None
+        for piece in text.split(self.joined)[1:]:
+            found = list(self.whole.get(piece, ()))
+            for n in self.lengths:
+                found += self.prefix.get(piece[:n], ())
+            for order, norm, chunk in found:
+                if (best is None or order < best[0]) and norm in text:
+                    best = (order, chunk)
+        return None if best is None else best[1]
 
 
 def relevant_from_texts(texts: Sequence[str], index: ChunkIndex | None, *, path: Path,

@@ -31,6 +31,9 @@ class Roles:
     reference: str
     retrieved_contexts: str
     response: str
+    joined: str = ""
+    """The delimiter the writer joins a list of contexts with in a text (DeepEval's ``|`` in
+    JSONL and CSV), "" when it writes lists as lists."""
 
 
 RAGAS_ROLES = Roles("user_input", "reference_contexts", "reference", "retrieved_contexts",
@@ -47,11 +50,51 @@ def _question(rec: Record, path: Path, roles: Roles) -> str:
     return value
 
 
+def contexts_of(rec: Record, field: str, path: Path, index: ChunkIndex | None,
+                roles: Roles) -> list[str] | None:
+    """A contexts field as a list of texts (:func:`~.records.text_list`), or None. A list
+    joined into one text with ``roles.joined`` is refused when the corpus proves it may
+    not split back: a chunk holding the delimiter lies within the text."""
+    contexts = text_list(rec, field, path, joined=roles.joined)
+    raw = rec.data.get(field)
+    if roles.joined and index is not None and isinstance(raw, str) and roles.joined in raw \
+            and not (rec.table and raw.strip().startswith("[")):
+        chunk = index.holding(roles.joined, raw)
+        if chunk is not None:
+            raise InputError(
+                f"a {roles.joined!r}-joined list that cannot be read unambiguously: the "
+                f"corpus's chunk {chunk.chunk_id!r} holds {roles.joined!r} and lies within it, "
+                f"so splitting at each {roles.joined!r} would cut it in two; save the file as "
+                "JSON (save_as(file_type=\"json\") keeps lists)",
+                path=path, field=field, **rec.where)
+    return contexts
+
+
+def sample_kind(rec: Record, path: Path, roles: Roles, task_kind: str) -> str:
+    """The kind of a recorded sample for a run of ``task_kind`` (``retrieval`` or
+    ``answer``): ``task_kind`` itself when the sample serves that run, else the other.
+
+    A retrieval run is not served by an answer-only sample: one with no reference contexts
+    and no retrieved contexts (absent, null, or an empty table cell: DeepEval's CSV writes
+    an empty list and none alike). A free-form run is not served by a retrieval question
+    (reference contexts: the suite reads it as one) nor by a sample with no response."""
+    has_reference_contexts = bool(roles.reference_contexts and contexts_of(
+        rec, roles.reference_contexts, path, None, roles))
+    if task_kind == "retrieval":
+        raw = rec.data.get(roles.retrieved_contexts)
+        no_retrieval = raw is None or (rec.table and isinstance(raw, str) and not raw.strip())
+        return "answer" if not has_reference_contexts and no_retrieval else "retrieval"
+    if has_reference_contexts or rec.data.get(roles.response) is None:
+        return "retrieval"
+    return "answer"
+
+
 def to_case(rec: Record, path: Path, index: ChunkIndex | None,
             roles: Roles = RAGAS_ROLES) -> Case:
     question = _question(rec, path, roles)
     reference = text(rec, roles.reference, path, required=False)
-    contexts = text_list(rec, roles.reference_contexts, path) if roles.reference_contexts else None
+    contexts = contexts_of(rec, roles.reference_contexts, path, index, roles) \
+        if roles.reference_contexts else None
     if contexts:
         relevant = relevant_from_texts(contexts, index, path=path, where=rec.where,
                                        field=roles.reference_contexts)
@@ -82,7 +125,7 @@ def recorded_line(rec: Record, path: Path, index: ChunkIndex | None,
     question = _question(rec, path, roles)
     reference = text(rec, roles.reference, path, required=False)
     line: dict = {"case_id": build.case_id(rec.data.get("id"), question, reference)}
-    retrieved = text_list(rec, roles.retrieved_contexts, path)
+    retrieved = contexts_of(rec, roles.retrieved_contexts, path, index, roles)
     if retrieved is not None:
         line["retrieved_chunks"] = retrieved_from_texts(retrieved, index)
     if rec.data.get(roles.response) is not None:

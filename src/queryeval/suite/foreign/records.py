@@ -242,26 +242,85 @@ def text(rec: Record, name: str, path: Path, *, required: bool = True) -> str:
     return str(value)
 
 
-def text_list(rec: Record, name: str, path: Path) -> list[str] | None:
-    """A list of texts, or None when absent or null. A table cell holds it as a JSON array,
-    a Python list literal (what pandas writes for a list column: ragas' ``to_csv``), or one
-    text (a list of one)."""
+NUMPY_ELLIPSIS = "..."
+
+
+def list_cell(cell: str) -> list[Any]:
+    """A table cell holding a list, read by the rule of docs/formats.md "List cells":
+
+    * a JSON array;
+    * a Python list literal, items separated by commas (what pandas' ``to_csv`` writes for
+      a list column: ragas' ``to_csv``);
+    * numpy's print of an array of texts, items separated by white space alone, lines
+      wrapped (what ``datasets.Dataset.to_csv`` writes: ``['a' 'b']``), each item its own
+      text (Python would join adjacent literals into one).
+
+    ValueError (its text the reason) for anything else: a print cut short with ``...``
+    (numpy leaves out the middle of an array of more than 1,000 items), items separated
+    by commas in places and by white space in others, an item that is not a literal."""
+    try:
+        return json.loads(cell)
+    except ValueError:
+        pass
+    import io
+    import tokenize
+    from itertools import pairwise
+
+    skip = (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT,
+            tokenize.INDENT, tokenize.DEDENT)
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(cell).readline)
+                  if t.type not in skip]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        raise ValueError("not a list: write a JSON array of texts") from None
+    if len(tokens) < 2 or tokens[0].string != "[" or tokens[-1].string != "]":
+        raise ValueError("not a list: write a JSON array of texts")
+    inner = tokens[1:-1]
+    if any(t.string == NUMPY_ELLIPSIS for t in inner):
+        raise ValueError("a list printed cut short with '...' (numpy prints only the first "
+                         "and last 3 items of an array of more than 1,000): the items left "
+                         "out are not in the file; save it with to_json or to_parquet")
+    items = [t for t in inner if t.string != ","]
+    commas = len(inner) - len(items)
+    if commas and any(a.string != "," and b.string != "," for a, b in pairwise(inner)):
+        raise ValueError("a list whose items are separated by commas in places and by white "
+                         "space alone in others (a Python list or numpy's print?): cannot be "
+                         "read unambiguously; write a JSON array of texts")
+    try:
+        if commas or len(items) < 2:  # a Python literal (pandas' repr)
+            return ast.literal_eval(cell)
+        if not all(t.type == tokenize.STRING for t in items):
+            raise ValueError
+        return [ast.literal_eval(t.string) for t in items]  # numpy's print: one item a literal
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("not a list: write a JSON array of texts") from None
+
+
+def text_list(rec: Record, name: str, path: Path, *, joined: str = "") -> list[str] | None:
+    """A list of texts, or None when absent or null. A table cell holds it by
+    :func:`list_cell`'s rule, or as one text (a list of one). ``joined``: the field's
+    writer joins a list into one text with it (DeepEval's ``|`` in JSONL and CSV): a text
+    is split at it, ``""`` is the empty list, and an empty item (``a||b``, a ``|`` at an
+    end: an item holding the delimiter?) is refused as ambiguous."""
     value = rec.data.get(name)
     if value is None:
         return None
     if isinstance(value, str):
         stripped = value.strip()
-        if not stripped:
-            return None
         if rec.table and stripped.startswith("["):
             try:
-                value = json.loads(stripped)
-            except ValueError:
-                try:
-                    value = ast.literal_eval(stripped)
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    raise InputError("not a list: write a JSON array of texts",
-                                     path=path, field=name, **rec.where) from None
+                value = list_cell(stripped)
+            except ValueError as exc:
+                raise InputError(str(exc), path=path, field=name, **rec.where) from None
+        elif joined:
+            value = value.split(joined) if stripped else []
+            if len(value) > 1 and any(not item.strip() for item in value):
+                raise InputError(
+                    f"an empty item in a {joined!r}-joined list: the list cannot be read "
+                    f"unambiguously (an item holding {joined!r}?); save it as JSON (a list)",
+                    path=path, field=name, **rec.where)
+        elif not stripped:
+            return None
         else:
             value = [value]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
