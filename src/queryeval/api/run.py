@@ -125,11 +125,15 @@ class Run:
     def check_calls(self, max_error_rate: float | None = None) -> None:
         """Raise :class:`~queryeval.run.evaluate.CallsFailed` (``queryeval run``'s exit code 3)
         when every call failed, or more than ``max_error_rate`` of them (default: the run's
-        own ``max_error_rate``, 1.0 unless set)."""
+        own ``max_error_rate``, 1.0 unless set); calls to the system and calls to the judge
+        (``metrics["judge_calls"]``) are each held to it."""
         from queryeval.run.evaluate import check_error_rate
 
         limit = self.config.get("max_error_rate", 1.0) if max_error_rate is None else max_error_rate
         check_error_rate(self.calls["total"], self.calls["failed"], float(limit))
+        judge = self.metrics.get("judge_calls") or {}  # judge calls count the same way
+        check_error_rate(int(judge.get("total", 0)), int(judge.get("failed", 0)), float(limit),
+                         to="the judge")
 
     def check_gates(self, fail_under: Any = None) -> list:
         """Raise :class:`~queryeval.errors.GateFailure` naming every missed threshold of
