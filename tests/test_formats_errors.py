@@ -6,6 +6,7 @@ CSV headers read as a fields table)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,6 +126,26 @@ def test_title_case_retrieval_header_is_not_a_fields_table(tmp_path, capsys):
     assert "did you mean 'Question' for 'question'" in line
 
 
+@pytest.mark.parametrize("header", [
+    "Question,Answer,Document_Name,Dataset,Chunk_Id",          # content_hash is optional
+    "QUESTION,ANSWER,DOCUMENT_NAME,DATASET,CHUNK_ID,CONTENT_HASH",
+    "question,Answer,document_name,Dataset,chunk_id",
+])
+def test_retrieval_header_in_any_letter_case_is_not_a_fields_table(tmp_path, capsys, header):
+    """Old: without Content_Hash these were read as a fields table (fields Answer, ...)."""
+    path = tmp_path / "q.csv"
+    path.write_text(header + "\n" + ",".join("x" * len(header.split(","))) + "\n")
+    line = one_line(capsys, "validate", str(path))
+    assert "a retrieval questions CSV" in line
+    assert "missing columns" in line and "did you mean" in line
+
+
+def test_a_fields_table_with_an_answer_field_stays_a_fields_table(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("Question,Answer,Country\nq,a,c\n")
+    assert load_suite(path).cases  # two of the retrieval columns are no retrieval header
+
+
 def test_ragas_csv_loads(tmp_path):
     path = tmp_path / "ragas.csv"
     path.write_text('user_input,reference_contexts,reference\n"q","[""ctx""]",a\n')
@@ -144,3 +165,14 @@ def test_bad_list_cell_names_line_and_field(tmp_path):
     with pytest.raises(InputError) as err:
         load_suite(path)
     assert (err.value.line, err.value.field) == (2, "reference_contexts")
+
+
+@pytest.mark.parametrize("suite", ["questions.csv", "multi_questions.csv"])
+def test_labels_with_a_suite_that_takes_none_names_the_option(capsys, suite):
+    """Old: a retrieval CSV with --labels was read as DABench questions ('invalid JSON')."""
+    repo = Path(__file__).resolve().parents[1] / "examples" / "retrieval"
+    line = one_line(capsys, "validate", str(repo / suite), "--labels",
+                    str(repo.parent / "answers" / "labels.jsonl"))
+    assert f"{repo / suite}: --labels: given with a .csv suite, which carries its own" in line
+    assert "--labels goes with a DABench questions .jsonl" in line
+    assert "JSON" not in line.replace(".jsonl", "")

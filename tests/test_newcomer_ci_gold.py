@@ -29,7 +29,10 @@ def test_a_failed_gold_is_not_called_a_failed_call(tmp_path):
     res = cli(["run", tmp_path / "s.yaml", "--responses", tmp_path / "p.jsonl", "-q",
                "--out", tmp_path / "runs", "--junit", tmp_path / "j.xml"],
               env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "false"})
-    assert res.exit_code == 0, res.output
+    # a suite whose every gold fails scores nothing: exit 2 naming the gold's error, after the
+    # run log and the CI outputs are written (tests/test_gold_failures_exit.py)
+    assert res.exit_code == 2, res.output
+    assert "every gold query failed (1 of 1 cases)" in " ".join(res.output.split())
     (case,) = [c for s in junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s]
     (err,) = case.result
     assert type(err).__name__ == "Error"

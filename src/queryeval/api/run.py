@@ -125,11 +125,38 @@ class Run:
     def check_calls(self, max_error_rate: float | None = None) -> None:
         """Raise :class:`~queryeval.run.evaluate.CallsFailed` (``queryeval run``'s exit code 3)
         when every call failed, or more than ``max_error_rate`` of them (default: the run's
-        own ``max_error_rate``, 1.0 unless set)."""
+        own ``max_error_rate``, 1.0 unless set); calls to the system and calls to the judge
+        (``metrics["judge_calls"]``) are each held to it."""
         from queryeval.run.evaluate import check_error_rate
 
         limit = self.config.get("max_error_rate", 1.0) if max_error_rate is None else max_error_rate
         check_error_rate(self.calls["total"], self.calls["failed"], float(limit))
+        judge = self.metrics.get("judge_calls") or {}  # judge calls count the same way
+        check_error_rate(int(judge.get("total", 0)), int(judge.get("failed", 0)), float(limit),
+                         to="the judge")
+
+    def check_golds(self) -> None:
+        """Raise :class:`~queryeval.errors.InputError` (exit code 2) when the suite's golds
+        all failed, so that no case could be scored: the line names how many and the first
+        case's gold error (a query task whose every gold query is refused or does not run).
+        A run with some scored cases passes; its failed golds are counted in the metrics
+        (``gold_failures``)."""
+        from queryeval.errors import InputError
+
+        overall = self.overall
+        failures = overall.get("gold_failures")
+        if not isinstance(failures, int) or failures <= 0 or overall.get("cases"):
+            return
+        first = next((r for r in self.records if "gold_query" in (r.get("error_kinds") or [])),
+                     None)
+        if first is None:
+            return
+        info = first.get("gold_execution")
+        reason = (info.get("reason") or info.get("status")) if isinstance(info, dict) else None
+        suite = (self.batch.get("suite_info") or {}).get("path")
+        raise InputError(f"every gold query failed ({failures} of {failures} cases), so no "
+                         f"case was scored; the first: {reason or 'it did not run'}",
+                         path=suite, record=str(first.get("case_id")), field="gold")
 
     def check_gates(self, fail_under: Any = None) -> list:
         """Raise :class:`~queryeval.errors.GateFailure` naming every missed threshold of

@@ -384,11 +384,16 @@ def command(
 
     run_outputs(result, thresholds, junit=junit, github=github, otel=otel, mlflow=mlflow,
                 mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment)
+    judge_calls = result.metrics.get("judge_calls") or {}
     if result.calls["failed"]:
         say(f"{result.calls['failed']} of {result.calls['total']} calls failed:")
+    if judge_calls.get("failed"):
+        say(f"{judge_calls['failed']} of {judge_calls['total']} calls to the judge failed:")
+    if result.calls["failed"] or judge_calls.get("failed"):
         for line in format_error_summary(result.error_summary):
             say(line)
     result.check_calls()
+    result.check_golds()
     if thresholds:
         check_thresholds(result.metrics, thresholds)
         console.print("gates passed: " + ", ".join(f"{k} >= {v:g}" for k, v in thresholds.items()),

@@ -50,12 +50,9 @@ def default_dir() -> Path:
     judge's, the test suite's, embeddings, ... each in its subfolder), so the call cache
     takes a subfolder too: in the root itself, it refused the root once another cache had
     written there (not empty, no marker)."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env).expanduser() / "calls"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "queryeval" / "calls"
+    from queryeval.systems.chat import default_cache_root
+
+    return default_cache_root() / "calls"
 
 
 def canonical(obj: Any) -> bytes:

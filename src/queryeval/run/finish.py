@@ -22,15 +22,17 @@ class CallsFailed(QueryevalError):
     exit_code = 3
 
 
-def check_error_rate(calls: int, failed: int, limit: float = 1.0) -> None:
-    """Raise :class:`CallsFailed` when all ``calls`` failed, or more than ``limit`` of them."""
+def check_error_rate(calls: int, failed: int, limit: float = 1.0, *,
+                     to: str = "the system") -> None:
+    """Raise :class:`CallsFailed` when all ``calls`` failed, or more than ``limit`` of them
+    (``to``: whom the calls went to, the system or the judge; both count the same way)."""
     if not calls or not failed:
         return
     rate = failed / calls
     if failed == calls:
-        raise CallsFailed(f"all {calls} calls to the system failed")
+        raise CallsFailed(f"all {calls} calls to {to} failed")
     if rate > limit:
-        raise CallsFailed(f"{failed} of {calls} calls to the system failed "
+        raise CallsFailed(f"{failed} of {calls} calls to {to} failed "
                           f"({rate:.1%}), more than --max-error-rate {limit:g}")
 
 
@@ -47,6 +49,8 @@ class ErrorTally:
     def __init__(self) -> None:
         self.calls = 0
         self.failed = 0
+        self.judge_calls = 0   # calls to the LLM judge (a record's judge / answer_judge)
+        self.judge_failed = 0
         self.kinds: dict[str, dict] = {}
 
     def add(self, record: dict) -> dict:
@@ -56,10 +60,20 @@ class ErrorTally:
         else:
             errors = [record.get("error")]
         self.calls += len(errors)
-        for err in errors:
+        # a failed judge call (kind judge_*) fails its case too, but the call that failed went
+        # to the judge: counted once, as a judge call, never as a failed call to the system
+        errors = [e for e in errors
+                  if not (isinstance(e, dict) and str(e.get("kind", "")).startswith("judge_"))]
+        judged = [record.get(key) for key in ("judge", "answer_judge")]
+        judge_errors = [j.get("error") for j in judged if isinstance(j, dict)]
+        self.judge_calls += len(judge_errors)
+        for err, of_judge in [*((e, False) for e in errors), *((e, True) for e in judge_errors)]:
             if not isinstance(err, dict):
                 continue
-            self.failed += 1
+            if of_judge:
+                self.judge_failed += 1
+            else:
+                self.failed += 1
             kind = str(err.get("kind", "error"))
             entry = self.kinds.get(kind)
             if entry is None:
@@ -153,6 +167,8 @@ def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict
         rows = (row for r in records for row in task.csv_rows(errors.add(r)))
     log.write_csv(columns, rows)
     metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
+    if errors.judge_calls:  # judge calls count toward --max-error-rate too (docs/judge.md)
+        metrics["judge_calls"] = {"total": errors.judge_calls, "failed": errors.judge_failed}
     metrics["error_summary"] = errors.summary()
     metrics.update(extra or {})
     log.write_metrics(metrics)

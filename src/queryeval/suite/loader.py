@@ -168,11 +168,12 @@ def _csv_header(path: Path) -> list[str]:
 
 
 def _title_case_retrieval(path: Path, header: list[str]) -> None:
-    """A header naming the retrieval questions' columns in another letter case (``Question,
-    Answer, ..., Content_Hash``) is refused with the did-you-mean, not read as a fields table."""
+    """A header naming three or more of the retrieval questions' columns in another letter
+    case (``Question, Answer, Document_Name, ...``, with or without ``content_hash``) is
+    refused with the did-you-mean, not read as a fields table."""
     folded = {h.lower() for h in header}
-    if "content_hash" not in header and "content_hash" in folded and sum(
-            c in folded for c in RETRIEVAL_COLUMNS) >= 3:
+    exact = all(c in header for c in RETRIEVAL_COLUMNS)
+    if not exact and sum(c in folded for c in (*RETRIEVAL_COLUMNS, "content_hash")) >= 3:
         raise missing_columns_error(path, header, "a retrieval questions CSV", RETRIEVAL_COLUMNS)
 
 
@@ -236,6 +237,11 @@ def _starts_a_json_record(path: Path) -> bool:
     return not head or head.startswith((b"{", b"\xef\xbb\xbf{"))
 
 
+UNLABELLED_SUFFIXES = (".csv", ".xlsx", ".json", ".parquet")
+"""Suites that carry their own ground truth, so ``--labels`` is refused with them (it goes
+with DABench questions JSONL and TREC/BEIR queries files; YAML suites are refused above)."""
+
+
 def load_suite(path: str | Path, *, labels: str | Path | None = None,
                corpus: str | Path | None = None) -> Suite:
     """Load a suite from a path, choosing the reader from the path's form.
@@ -267,6 +273,10 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
         if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
             raise InputError("--labels goes with a DABench questions .jsonl file, not a YAML suite",
                              path=path)
+        if path.suffix.lower() in UNLABELLED_SUFFIXES:
+            raise InputError(f"given with a {path.suffix} suite, which carries its own ground "
+                             "truth; --labels goes with a DABench questions .jsonl or a TREC "
+                             "queries file (.tsv/.jsonl)", path=path, field="--labels")
         if not Path(labels).exists():
             raise InputError("no such file", path=labels)
         from queryeval.suite.foreign.trecqrels import looks_like_qrels

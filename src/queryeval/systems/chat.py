@@ -45,9 +45,16 @@ def digest(payload: Any) -> str:
 
 
 def default_cache_root() -> Path:
-    """``$QUERYEVAL_CACHE_DIR`` if the variable is set, else ``./.queryeval-cache``."""
+    """The root of the judge's caches, absolute and the same from every folder:
+    ``$QUERYEVAL_CACHE_DIR`` if the variable is set, else ``$XDG_CACHE_HOME/queryeval``, else
+    ``~/.cache/queryeval`` — the call cache's root (``run/cache.py``), so a ``judge-check``
+    recorded from one folder is found by a run started from another (it was
+    ``./.queryeval-cache``, relative to the folder each command ran from)."""
     base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    return Path(base).expanduser() if base else Path(".queryeval-cache")
+    if base:
+        return Path(base).expanduser().absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache").absolute() / "queryeval"
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,9 @@ class RecordedSystem:
         by_case: dict[str, list[Key]] = {}
         for key in self.lines:
             by_case.setdefault(key[0], []).append(key)
+        suite_id = None
         for case_id, turns in pairs:
+            suite_id = case_id if suite_id is None else suite_id
             if case_id in by_case:
                 known[case_id] = turns
         unknown = 0
@@ -238,7 +240,8 @@ class RecordedSystem:
                     raise _duplicate(case_id, resolved, first, self.path, again)
                 self.entries[(case_id, resolved)] = self.entries.pop((case_id, turn))
                 self.lines[(case_id, resolved)] = self.lines.pop((case_id, turn))
-        return [*self.notes, *self._unknown_warning(unknown)]
+        file_id = min(self.lines.items(), key=lambda kv: kv[1])[0][0] if self.lines else None
+        return [*self.notes, *self._unknown_warning(unknown, len(self.lines), suite_id, file_id)]
 
     def _check_turn(self, case_id: str, turn: int | None, turns: list[int], lineno: int) -> int:
         """The scored turn a line answers; an InputError naming the line if none."""
@@ -257,9 +260,15 @@ class RecordedSystem:
             )
         return turn
 
-    def _unknown_warning(self, unknown: int) -> list[str]:
+    def _unknown_warning(self, unknown: int, total: int = 0, suite_id: str | None = None,
+                         file_id: str | None = None) -> list[str]:
+        """The warning for response lines whose case ids the suite lacks; when no line
+        matches, one line saying so with an id of each side (a wrong file or id column)."""
         if not unknown:
             return []
+        if unknown == total and suite_id is not None and file_id is not None:
+            return [f"{self.path}: 0 of {total} response ids match the suite's case ids, "
+                    f"e.g. {file_id!r} in the file vs {suite_id!r} in the suite"]
         return [f"{self.path}: {unknown} response(s) for case ids not in the suite were ignored"]
 
     def call(self, request: dict, timeout: float | None) -> Any:
@@ -372,7 +381,9 @@ class IndexedRecordedSystem(RecordedSystem):
     def bind(self, scored: Mapping[str, list[int]] | Iterable[tuple[str, list[int]]]) -> list[str]:
         pairs = scored.items() if isinstance(scored, Mapping) else scored
         used = np.zeros(len(self.turns), dtype=bool)
+        suite_id = None
         for case_id, turns in pairs:
+            suite_id = case_id if suite_id is None else suite_id
             resolved: dict[tuple[int, int], int] = {}
             for row in self.index.get_all(case_id):
                 used[row] = True
@@ -387,7 +398,14 @@ class IndexedRecordedSystem(RecordedSystem):
                     raise _duplicate(case_id, turn, first, self.path, again, key[1])
                 resolved[key] = line
                 self.turns[row] = turn
-        return self._unknown_warning(int(len(used) - used.sum()))
+        unknown = int(len(used) - used.sum())
+        file_id = None
+        if unknown and unknown == len(used):  # no line matched: name one id of the file
+            first = int(np.argmin(self.linenos))
+            obj = read_json_span(self._descriptor(), int(self.offsets[first]),
+                                 int(self.sizes[first]))
+            file_id = _read_line(self.task, obj, self.path, int(self.linenos[first]))[0]
+        return self._unknown_warning(unknown, len(used), suite_id, file_id)
 
     def _descriptor(self) -> int:
         with self._lock:

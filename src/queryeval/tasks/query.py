@@ -250,7 +250,13 @@ class QueryTask(QueryEngines, Task):
             record["scores"] = None
             return record
         pred_query = record["predicted_query"]
-        if pred_query is None:
+        call_error = record.get("error")
+        if pred_query is None and isinstance(call_error, dict):  # a timeout, an exception, ...
+            kind = str(call_error.get("kind") or "error")
+            message = str(call_error.get("message") or "").strip()
+            pred, info = None, {"status": "no_query", "reason": (
+                f"the call to the system failed ({kind})" + (f": {message}" if message else ""))}
+        elif pred_query is None:
             pred, info = None, {"status": "no_query", "reason": "the system returned no query"}
         else:
             pred, info = self._execute(record["source"], pred_query)
