@@ -96,9 +96,24 @@ def error_line(record: dict) -> str:
     return f"call failed: {error_text(record)}"
 
 
+def _refutation(suite: dict) -> str:
+    """A test-suite refutation in one line: the reason (which neighbour, its size) and how
+    many rows gold and prediction gave on that neighbour."""
+    why = str(suite.get("reason"))
+    sample = (suite.get("refuted_by") or {}).get("result_sample") or {}
+    gold, pred = sample.get("gold") or {}, sample.get("predicted") or {}
+    if isinstance(gold.get("total"), int) and isinstance(pred.get("total"), int):
+        why += f"; there the gold gives {gold['total']} row(s), the prediction {pred['total']}"
+    return why if len(why) <= 2 * REASON_CHARS else why[:2 * REASON_CHARS - 1] + "…"
+
+
 def decision_reason(record: dict) -> str:
     """`` (RULE: WHY)`` for a record that says which rule decided it and why (the free-form
-    ladder's ``decided_by`` and ``detail``, or the judge's reason); else empty."""
+    ladder's ``decided_by`` and ``detail``, or the judge's reason); for a prediction the test
+    suite refuted, `` (test suite: refuted by neighbour N (R rows): ...)``; else empty."""
+    suite = record.get("test_suite")
+    if isinstance(suite, dict) and suite.get("match") == 0.0 and suite.get("reason"):
+        return f" (test suite: {_refutation(suite)})"
     by = record.get("decided_by")
     if not isinstance(by, str):
         return ""

@@ -1,0 +1,56 @@
+"""A prediction the test suite refutes names its refuting neighbour in JUnit and in
+``qe.testing.check_case`` (both said only ``test_suite_match = 0`` / expected vs got): which
+neighbour, its size, and the row counts gold and prediction gave there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_testsuite_sql import build_example
+
+junitparser = pytest.importorskip("junitparser")
+
+
+def _predictions(folder) -> dict[str, str]:
+    rows = map(json.loads, (folder / "predictions.jsonl").read_text().splitlines())
+    return {r["case_id"]: r["query"] for r in rows}
+
+
+def test_junit_names_the_refuting_neighbour(tmp_path):
+    from queryeval.cli.app import main
+
+    folder = tmp_path / "emp"
+    folder.mkdir()
+    build_example(folder)
+    assert main(["run", str(folder / "suite.yaml"), "--responses",
+                 str(folder / "predictions.jsonl"), "--test-suite", "5", "--out",
+                 str(tmp_path / "runs"), "-q", "--no-report", "--junit",
+                 str(tmp_path / "j.xml")]) == 0
+    [results] = (tmp_path / "runs").rglob("results_*.jsonl")
+    record = next(r for r in map(json.loads, results.read_text().splitlines())
+                  if r["case_id"] == "high-earners")
+    refuted = record["test_suite"]["refuted_by"]
+    sample = refuted["result_sample"]
+    cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s}
+    [failure] = next(c for name, c in cases.items() if "high-earners" in name).result
+    assert (f"(test suite: refuted by neighbour {refuted['neighbour']} ({refuted['rows']} rows): "
+            "gold and prediction give different results there; there the gold gives "
+            f"{sample['gold']['total']} row(s), the prediction {sample['predicted']['total']})"
+            ) in failure.message
+
+
+def test_check_case_names_the_refuting_neighbour(tmp_path):
+    import queryeval as qe
+    from queryeval.testing import check_case
+
+    folder = tmp_path / "emp"
+    folder.mkdir()
+    build_example(folder)
+    [case] = [p.values[0] for p in qe.testing.cases(folder / "suite.yaml")
+              if p.id == "high-earners"]
+    answer = _predictions(folder)["high-earners"]
+    with pytest.raises(AssertionError) as err:
+        check_case(case, lambda request: {"query": answer}, test_suite=5)
+    assert "test suite: refuted by neighbour" in str(err.value)
