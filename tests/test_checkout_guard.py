@@ -57,10 +57,11 @@ def test_a_session_that_writes_under_tmp_path_only_passes(tmp_path):
 def test_the_embedded_sparql_stores_default_under_queryeval_cache_dir(tmp_path, monkeypatch):
     """The default store folder follows $QUERYEVAL_CACHE_DIR like the embedding cache (the
     test session sets it, so no query test caches into the checkout), else the current
-    directory's .queryeval-cache."""
+    user's cache root (the same from every folder)."""
     from queryeval.tasks.query import _store_root
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "c"))
     assert _store_root() == tmp_path / "c" / "oxigraph"
     monkeypatch.delenv("QUERYEVAL_CACHE_DIR")
-    assert _store_root() == Path(".queryeval-cache") / "oxigraph"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _store_root() == tmp_path / "xdg" / "queryeval" / "oxigraph"

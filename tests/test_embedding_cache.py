@@ -34,10 +34,12 @@ def test_text_hash_is_sha256_of_utf8() -> None:
     assert text_hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def test_default_dir_follows_env_or_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_dir_follows_env_or_user_cache(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("QUERYEVAL_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)
-    assert default_cache_dir() == tmp_path / ".queryeval-cache" / "embeddings"
+    assert default_cache_dir() == tmp_path / "xdg" / "queryeval" / "embeddings"
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert default_cache_dir() == tmp_path / "elsewhere" / "embeddings"
     assert EmbeddingCache().root == tmp_path / "elsewhere" / "embeddings"

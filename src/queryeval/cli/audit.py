@@ -128,8 +128,8 @@ def command(
     max_rows: int = typer.Option(100_000, "--max-rows", min=1,
                                  help="Row limit of each execution."),
     store_dir: Path | None = typer.Option(
-        None, "--store-dir", help="Where embedded SPARQL stores persist (default "
-        ".queryeval-cache/oxigraph)."),
+        None, "--store-dir", help="Where embedded SPARQL stores persist (default $QUERYEVAL_CACHE_DIR/oxigraph, else "
+        "~/.cache/queryeval/oxigraph)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the findings here."),
     fail_on_broken: bool = typer.Option(False, "--fail-on-broken",
                                         help="Exit 1 when a gold is broken."),

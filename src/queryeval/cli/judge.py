@@ -25,7 +25,7 @@ def command(
     repeats: int = typer.Option(1, "--repeats", min=1, help="Judge each case N times, cache bypassed, and report self-consistency."),
     out: Path = typer.Option(Path("judge_check.json"), "--out", "-o", help="The report as JSON."),
     checks_dir: Path | None = typer.Option(
-        None, "--checks-dir", help="Where the check is recorded for runs to find (default $QUERYEVAL_CACHE_DIR/judge-checks or .queryeval-cache/judge-checks)."),
+        None, "--checks-dir", help="Where the check is recorded for runs to find (default $QUERYEVAL_CACHE_DIR/judge-checks or ~/.cache/queryeval/judge-checks)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="The judge's reply cache (default $QUERYEVAL_CACHE_DIR/judge)."),
     no_record: bool = typer.Option(False, "--no-record", help="Do not record the check."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Requests in flight."),

@@ -59,7 +59,7 @@ def command(
                                       "(cpu, cuda; default: sentence-transformers' choice)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder "
                                           "(default $QUERYEVAL_CACHE_DIR/embeddings or "
-                                          "./.queryeval-cache/embeddings)."),
+                                          "~/.cache/queryeval/embeddings)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the "
                                   "embedding cache."),
     description: list[str] | None = typer.Option(None, "--description",

@@ -50,9 +50,9 @@ def default_dir() -> Path:
     judge's, the test suite's, embeddings, ... each in its subfolder), so the call cache
     takes a subfolder too: in the root itself, it refused the root once another cache had
     written there (not empty, no marker)."""
-    from queryeval.systems.chat import default_cache_root
+    from queryeval.io.caches import cache_dir
 
-    return default_cache_root() / "calls"
+    return cache_dir("calls")
 
 
 def canonical(obj: Any) -> bytes:

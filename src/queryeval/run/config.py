@@ -146,17 +146,18 @@ def resolve_config(config: RunConfig) -> RunConfig:
                 raise ConfigError(f"task option {key}: {opts[key]} is a file, not a folder")
     reformat = opts.get("reformat")
     if isinstance(reformat, dict):
-        cache = reformat.get("cache_dir", ".queryeval-cache/reformat")
+        from queryeval.io.caches import cache_dir
+
+        cache = reformat.get("cache_dir") or str(cache_dir("reformat"))
         opts["reformat"] = {**reformat, "cache_dir": absolute(cache)}
     judge = opts.get("judge")
     if isinstance(judge, dict):  # the judge's folders, fixed at start (as the reformat cache)
-        from queryeval.systems.chat import default_cache_root
+        from queryeval.io.caches import cache_dir
 
-        root = default_cache_root()
         opts["judge"] = {**judge,
-                         "cache_dir": absolute(judge.get("cache_dir") or str(root / "judge")),
+                         "cache_dir": absolute(judge.get("cache_dir") or str(cache_dir("judge"))),
                          "checks_dir": absolute(judge.get("checks_dir")
-                                                or str(root / "judge-checks"))}
+                                                or str(cache_dir("judge-checks")))}
     out = Path(str(absolute(config.out)))
     for folder in (out, *out.parents):
         if folder.exists():

@@ -44,19 +44,6 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def default_cache_root() -> Path:
-    """The root of the judge's caches, absolute and the same from every folder:
-    ``$QUERYEVAL_CACHE_DIR`` if the variable is set, else ``$XDG_CACHE_HOME/queryeval``, else
-    ``~/.cache/queryeval`` — the call cache's root (``run/cache.py``), so a ``judge-check``
-    recorded from one folder is found by a run started from another (it was
-    ``./.queryeval-cache``, relative to the folder each command ran from)."""
-    base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    if base:
-        return Path(base).expanduser().absolute()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache").absolute() / "queryeval"
-
-
 @dataclass(frozen=True)
 class ChatConfig:
     """Where and how to call the endpoint.

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from queryeval.errors import ConfigError
+from queryeval.io.caches import cache_dir
 from queryeval.metrics.answers import (
     ClosedFormAccumulator,
     QuestionScore,
@@ -43,7 +44,8 @@ class ReformatOptions(BaseModel):
     model: str
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = 0.0
-    cache_dir: str = ".queryeval-cache/reformat"
+    cache_dir: str | None = None
+    """The reply cache; default ``reformat`` under the root of every queryeval cache."""
 
 
 class AnswersOptions(TaskOptions):
@@ -167,7 +169,8 @@ class AnswersTask(Task):
             if self._reformatter is None:
                 self._reformatter = Reformatter(ReformatConfig(
                     base_url=opts.base_url, model=opts.model, api_key_env=opts.api_key_env,
-                    temperature=opts.temperature, cache_dir=Path(opts.cache_dir),
+                    temperature=opts.temperature,
+                    cache_dir=Path(opts.cache_dir) if opts.cache_dir else cache_dir("reformat"),
                 ))
         result = self._reformatter.reformat(ReformatItem(
             id=case.id, question=case.conversation[-1].content if case.conversation else "",

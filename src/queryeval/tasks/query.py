@@ -92,8 +92,7 @@ class QueryOptions(TaskOptions):
     max_rows: int = 100_000
     store_dir: str | None = None
     """Where embedded SPARQL stores persist between runs (default
-    ``$QUERYEVAL_CACHE_DIR/oxigraph`` if the variable is set, else ``.queryeval-cache/oxigraph``,
-    as the embedding cache)."""
+    ``oxigraph`` under :func:`queryeval.io.caches.cache_root`, as the embedding cache)."""
     search_nodes: int = Field(default=200_000, ge=1)
     """Node budget of the column-mapping search (results say whether the search was exact)."""
     order: Literal["auto", "ignore"] = "auto"

@@ -8,7 +8,6 @@ See docs/execution.md.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,11 +21,11 @@ SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 
 
 def _store_root() -> Path:
-    """The default folder of the embedded SPARQL stores: ``$QUERYEVAL_CACHE_DIR/oxigraph`` if
-    the variable is set (the root of every queryeval cache), else ``.queryeval-cache/oxigraph``
-    under the current directory."""
-    base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    return (Path(base).expanduser() if base else Path(".queryeval-cache")) / "oxigraph"
+    """The default folder of the embedded SPARQL stores: ``oxigraph`` under the root of every
+    queryeval cache (:func:`queryeval.io.caches.cache_root`)."""
+    from queryeval.io.caches import cache_dir
+
+    return cache_dir("oxigraph")
 
 
 def _lang_of(source: str) -> str:

@@ -70,7 +70,7 @@ class TestSuite:
         self._runners: dict[tuple[str, int | None], Any] = {}
         self.cache_dir: Path | None = None
         if n:  # absolute, taken at start: the sandboxed workers are allowed this folder by
-            # path, and the default (./.queryeval-cache) is relative to the current one
+            # path
             from queryeval.systems.engines.neighbours import cache_root
 
             self.cache_dir = cache_root()

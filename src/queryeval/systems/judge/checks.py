@@ -2,8 +2,8 @@
 (model, prompt version), so a run with that judge can say how far it is trusted
 (:func:`queryeval.systems.judge.recorded_agreement`).
 
-Folder: the ``checks_dir`` given, else ``$QUERYEVAL_CACHE_DIR/judge-checks`` (or
-``.queryeval-cache/judge-checks``). The file name is readable (the model with unsafe
+Folder: the ``checks_dir`` given, else ``judge-checks`` under the root of every queryeval
+cache (:func:`queryeval.io.caches.cache_root`). The file name is readable (the model with unsafe
 characters replaced) plus a hash of the exact (model, version) pair, so two models whose
 names differ only in such characters never share a file.
 """
@@ -15,11 +15,12 @@ import re
 from pathlib import Path
 
 from queryeval.io.atomic import write_text_atomic
-from queryeval.systems.chat import default_cache_root, digest
+from queryeval.io.caches import cache_dir
+from queryeval.systems.chat import digest
 
 
 def checks_root(checks_dir: str | Path | None) -> Path:
-    return Path(checks_dir).expanduser() if checks_dir else default_cache_root() / "judge-checks"
+    return Path(checks_dir).expanduser() if checks_dir else cache_dir("judge-checks")
 
 
 def check_path(root: Path, model: str, prompt_version: str) -> Path:

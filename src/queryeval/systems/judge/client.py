@@ -20,15 +20,16 @@ from pathlib import Path
 
 import httpx
 
-from queryeval.systems.chat import ChatClient, ChatConfig, DiskCache, default_cache_root, digest
+from queryeval.io.caches import cache_dir
+from queryeval.systems.chat import ChatClient, ChatConfig, DiskCache, digest
 from queryeval.systems.judge.prompt import PROMPT_VERSION, RESPONSE_FORMAT, messages, parse_verdict
 from queryeval.systems.judge.types import JudgeItem, JudgeOptions, JudgeVerdict
 
 
 def cache_root(options: JudgeOptions) -> Path:
-    """``options.cache_dir``, else ``$QUERYEVAL_CACHE_DIR/judge`` (or ``.queryeval-cache/judge``)."""
+    """``options.cache_dir``, else ``judge`` under :func:`queryeval.io.caches.cache_root`."""
     return Path(options.cache_dir).expanduser() if options.cache_dir \
-        else default_cache_root() / "judge"
+        else cache_dir("judge")
 
 
 def judge_key(model: str, msgs: Sequence[dict], temperature: float) -> str:

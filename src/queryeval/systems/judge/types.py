@@ -31,11 +31,10 @@ class JudgeOptions(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     timeout_s: float = Field(default=60.0, gt=0)
     cache_dir: str | None = None
-    """Replies cached on disk (default: ``$QUERYEVAL_CACHE_DIR/judge`` or
-    ``.queryeval-cache/judge``)."""
+    """Replies cached on disk (default: ``judge`` under :func:`queryeval.io.caches.cache_root`)."""
     checks_dir: str | None = None
     """Where ``judge-check`` records its agreement figures, read back for a run's report
-    (default: ``$QUERYEVAL_CACHE_DIR/judge-checks`` or ``.queryeval-cache/judge-checks``)."""
+    (default: ``judge-checks`` under :func:`queryeval.io.caches.cache_root`)."""
 
     @field_validator("base_url")
     @classmethod

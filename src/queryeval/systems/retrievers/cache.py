@@ -1,7 +1,7 @@
 """On-disk cache of text embeddings, keyed by model, prefix, normalisation and content.
 
-Layout (under the cache root, by default ``$QUERYEVAL_CACHE_DIR/embeddings`` or
-``./.queryeval-cache/embeddings``)::
+Layout (under the cache root, by default ``embeddings`` under
+:func:`queryeval.io.caches.cache_root`)::
 
     <root>/<space>/space.json                    the key of this space, human-readable
     <root>/<space>/<shard>.vectors.npy           float32 (rows, dim)
@@ -55,10 +55,11 @@ _VECTORS = ".vectors.npy"
 
 
 def default_cache_dir() -> Path:
-    """``$QUERYEVAL_CACHE_DIR/embeddings`` if the variable is set, else ``./.queryeval-cache/embeddings``."""
-    base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    root = Path(base).expanduser() if base else Path.cwd() / ".queryeval-cache"
-    return root / "embeddings"
+    """``embeddings`` under the root of every queryeval cache
+    (:func:`queryeval.io.caches.cache_root`)."""
+    from queryeval.io.caches import cache_dir
+
+    return cache_dir("embeddings")
 
 
 def text_hash(text: str) -> str:

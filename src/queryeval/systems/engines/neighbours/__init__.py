@@ -15,14 +15,13 @@ near-misses of the gold apart. This package builds those databases from the suit
   patterns touch perturbed (dropped, duplicated onto fresh IRIs, retyped, rewired).
 
 Both are deterministic from a seed and cached per gold under the queryeval cache folder
-(``$QUERYEVAL_CACHE_DIR/testsuite``, else ``.queryeval-cache/testsuite``).
+(``testsuite`` under :func:`queryeval.io.caches.cache_root`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-import os
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,12 @@ __all__ = ["NeighbourSet", "cache_root", "database_rows", "pg_neighbours", "spar
 
 
 def cache_root() -> Path:
-    """``$QUERYEVAL_CACHE_DIR/testsuite`` when the variable is set, else
-    ``.queryeval-cache/testsuite`` under the current folder (as the other caches); absolute,
-    since the sandboxed workers that read and write it are told its real path."""
-    base = os.environ.get("QUERYEVAL_CACHE_DIR")
-    return ((Path(base).expanduser() if base else Path(".queryeval-cache")) / "testsuite").resolve()
+    """``testsuite`` under the root of every queryeval cache
+    (:func:`queryeval.io.caches.cache_root`), resolved: the sandboxed workers that read and
+    write it are told its real path."""
+    from queryeval.io.caches import cache_dir
+
+    return cache_dir("testsuite").resolve()
 
 
 def plain(value: Any) -> Any:
