@@ -92,12 +92,16 @@ class RankingResult(Mapping[str, float]):
         qids: evaluated query ids, sorted (Python ``str`` order).
         n_missing: judged queries absent from the run (scored 0 or left out, per
             ``missing_query``).
+        n_without_relevant: evaluated queries with no relevant judgement (relevance >= the
+            level): each scores 0 on every metric and counts in the means, in both
+            ``missing_query`` modes (trec_eval and pytrec_eval count them).
     """
 
     means: dict[str, float]
     qids: list[str]
     per_query: dict[str, np.ndarray] = field(default_factory=dict)
     n_missing: int = 0
+    n_without_relevant: int = 0
 
     def __getitem__(self, name: str) -> float:
         return self.means[name]
@@ -154,6 +158,7 @@ def evaluate_arrays(
         qids=list(arrays.qids),
         per_query=values if per_query else {},
         n_missing=arrays.n_missing,
+        n_without_relevant=int(np.count_nonzero(hits.num_rel == 0)),
     )
 
 
