@@ -17,7 +17,8 @@ def command(
     metric: list[str] = typer.Option(
         ..., "-m", "--metric",
         help="Metric, repeatable: ndcg@10, recall@100, mrr@10, map, precision@5, hit_rate@10 "
-        "(trec_eval names such as ndcg_cut.10 or P.5 work too).",
+        "(trec_eval names such as ndcg_cut.10 or P.5 work too, and ir_measures' such as "
+        "AP, 'P(rel=2)@5', RR@10, Judged@10).",
     ),
     per_query: bool = typer.Option(False, "--per-query", help="Also print every query."),
     missing_query: Literal["zero", "skip"] = typer.Option(
