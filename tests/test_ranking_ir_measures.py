@@ -138,7 +138,11 @@ def test_call_options_apply_where_the_string_sets_none():
     ("NumRel(rel=2)", "NumRel takes rel=1 only"),
     ("RR(judged_only=True)@10", "RR@k takes no judged_only"),
     ("AP(rel=__import__('os'))", "parameter values must be literals"),
-    ("AP(rel=-1)", "rel must be an integer >= 0"),
+    ("AP(rel=-1)", "rel must be an integer from 0"),
+    ("P@99999999999999999999", "cutoff must be an integer from 1"),
+    ("AP(rel=" + "(" * 250 + "1" + ")" * 250 + ")", "bad metric"),  # too deep for ast
+    ("P(rel=2)@5; import os", "expected Name, Name@x"),
+    ("nDCG(gains={1:-3})@5", "gains must map integer levels to integer gains >= 0"),
     ("SetP@5", "SetP takes no @ parameter"),
     ("judged@5", "ambiguous: ir_measures' Judged@k"),
     ("err@10", "ambiguous: ir_measures' ERR@k"),

@@ -55,7 +55,8 @@ def run_metrics(tmp, *args):
         "run", str(tmp / "beir"), "--responses", str(tmp / "out.jsonl"), "--corpus",
         str(tmp / "beir" / "corpus.jsonl"), "--k", "10", "--out", str(out), *args])
     (metrics,) = out.glob("*/metrics_*.json")
-    return res, json.loads(metrics.read_text())["overall_metrics"]
+    (html,) = out.glob("*/report_*.html")
+    return res, {**json.loads(metrics.read_text())["overall_metrics"], "html": html.read_text()}
 
 
 def trec_json(tmp, *args):
@@ -89,6 +90,8 @@ def test_run_and_trec_give_trec_eval_c_figures_by_default(files):
             trec["missing_query"]) == (1, 1, "zero")
     assert overall["total_questions"] == trec["queries"] == 4
     assert "1 judged query has no response: each scores 0 and counts" in res.output
+    assert all(key in overall["html"] for key in
+               ("missing_queries", "missing_query", "queries_without_relevant"))
     assert "1 query is judged only non-relevant" in res.output
 
 

@@ -120,9 +120,14 @@ def _split(text: str) -> tuple[str, dict[str, object], object]:
     return node.id, args, at
 
 
+_MAX_INT = 2**31 - 1  # trec_eval's range for relevance levels and cutoffs
+
+
 def _int(text: str, key: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _refuse(text, f"{key} must be an integer >= {minimum}, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            or value > _MAX_INT):
+        raise _refuse(text, f"{key} must be an integer from {minimum} to {_MAX_INT}, "
+                            f"got {value!r}")
     return value
 
 
