@@ -34,6 +34,7 @@ from queryeval.tasks.retrieval_outputs import RetrievalOutputs
 from queryeval.tasks.retrieval_scoring import (
     Cut,
     Matcher,
+    has_relevant,
     record_identity,
     relevant_chunks,
     score_cuts,
@@ -85,15 +86,6 @@ class RetrievalOptions(TaskOptions):
         if v is None or v == "all" or v == ["all"]:
             return []
         return [v] if isinstance(v, str) else v
-
-
-def has_relevant(record: dict) -> bool:
-    """Whether the record's question has a relevant chunk (relevance > 0); a question judged
-    only non-relevant (a BEIR or TREC query whose judgements are all 0) has none."""
-    several = record.get("expected_chunks")
-    if not several:
-        return True  # the seed's one expected chunk, relevance 1
-    return any(int(c.get("relevance", 1)) > 0 for c in several)
 
 
 def missing_rule(missing: int, no_relevant: int, on_error: str) -> dict:
