@@ -249,6 +249,8 @@ def test_trec_qrels_with_queries(tmp_path, corpus, with_corpus):
         retrieval_case("7", "Capital of France?", [rel("c1", PARIS, 1)], chunk_id="c1",
                        **({"content_hash": md5(PARIS)} if with_corpus else {})),
         retrieval_case("8", "Capital of Germany?", [rel("c2", BERLIN, 2), rel("c1", PARIS, 1)]),
+        # judged only non-relevant: a question with nothing relevant (trec_eval counts it)
+        retrieval_case("9", "none", [rel("c3", "Madrid is the capital of Spain.", 0)]),
     ]
 
 

@@ -33,7 +33,7 @@ _run = st.dictionaries(st.sampled_from(["q1", "q2", "q3", "q6"]),
 
 #: Every measure that reads num_rel, num_nonrel, max_rel or the ideal order.
 MEASURES = ["ndcg", "ndcg@1", "ndcg@3", "ndcg_cut.20", "ndcg.1=3,2=9", "Rndcg", "ndcg_rel",
-            "G", "binG", "rbp", "rbp.p=0.5,2=3", "err@5", "bpref", "infAP", "gm_bpref",
+            "G", "binG", "rbp", "rbp.p=0.5,2=3", "err_qmax@5", "bpref", "infAP", "gm_bpref",
             "num_rel", "num_rel_ret", "Rprec", "recall", "map", "map@3", "set_recall",
             "set_F", "iprec_at_recall_0.50", "11pt_avg", "Rprec_mult_0.5", "relative_P@2",
             "set_relative_P", "set_map", "utility", "mrr", "precision@2"]

@@ -145,8 +145,8 @@ ORACLE_METRICS = (
     + [("iprec_at_recall_0.25", "iprec", 0.25), ("iprec_at_recall_0.05", "iprec", 0.05)]
     + [("rbp", "rbp", 0.9), ("rbp.p=0.5", "rbp", 0.5), ("rbp@0.95", "rbp", 0.95)]
     + [("unj@5", "unj", 5), ("unj_10", "unj", 10), ("unj.50", "unj", 50)]
-    + [("judged@5", "judged", 5), ("judged@50", "judged", 50)]
-    + [("err", "err", None), ("err@3", "err", 3), ("ERR@10", "err", 10)]
+    + [("judged_share@5", "judged", 5), ("judged_share@50", "judged", 50)]
+    + [("err_qmax", "err", None), ("err_qmax@3", "err", 3), ("ERR_QMAX@10", "err", 10)]
 )
 
 
@@ -202,12 +202,12 @@ RUN = {"q1": {"a": 1.0, "b": 1.0, "c": 2.0, "d": 3.0, "e": 1.0}}
                    + 0.2 + 0.8 * 0.75 * ((1 + 1e-5) / (2 + 2e-5))) / 3),
         ("gm_map", (1 / 4 + 2 / 5) / 3),  # one query: exp(log(AP)) = AP
         ("unj@2", 1 / 2), ("unj@3", 2 / 3), ("unj@10", 2 / 10),  # d (-1) and e are unjudged
-        ("judged@3", 1 / 3), ("judged@10", 3 / 10),
+        ("judged_share@3", 1 / 3), ("judged_share@10", 3 / 10),
         # rbp, gains normalised by the top level 2: b = 1 at i=3, a = 1/2 at i=4
         ("rbp.p=0.5", 0.5 * (0.5**3 + 0.5 * 0.5**4)),
         # err, gmax = 2: R(b) = 3/4 at rank 4, R(a) = 1/4 at rank 5
-        ("err", (3 / 4) / 4 + (1 / 4) * (1 / 4) / 5),
-        ("err@4", (3 / 4) / 4),
+        ("err_qmax", (3 / 4) / 4 + (1 / 4) * (1 / 4) / 5),
+        ("err_qmax@4", (3 / 4) / 4),
     ],
 )
 def test_hand_computed(metric: str, expected: float) -> None:
@@ -251,7 +251,7 @@ def test_summaries_sum_counts_and_take_the_geometric_mean() -> None:
         ("set_F.0.5", "set_f", None, 0.5), ("rbp", "rbp", None, 0.9),
         ("rbp.p=0.8", "rbp", None, 0.8), ("num_rel_ret", "num_rel_ret", None, None),
         ("Rprec", "rprec", None, None), ("infAP", "infap", None, None),
-        ("unj.5", "unj", 5, None), ("judged@10", "judged", 10, None),
+        ("unj.5", "unj", 5, None), ("judged_share@10", "judged_share", 10, None),
         ("recall_100", "recall", 100, None), ("map_cut_5", "map", 5, None),
     ],
 )
@@ -353,9 +353,9 @@ def test_equal_to_trec_eval_test_outputs(qrels: str, results: str, expected: str
 
 def test_err_with_huge_levels_stays_finite() -> None:
     """(2^g - 1) / 2^gmax is computed without forming 2^g: levels of 2000 do not overflow."""
-    res = evaluate({"q": {"a": 2000, "b": 1999}}, {"q": {"a": 2.0, "b": 1.0}}, ["err"])
+    res = evaluate({"q": {"a": 2000, "b": 1999}}, {"q": {"a": 2.0, "b": 1.0}}, ["err_qmax"])
     # R(a) = 1 - 2^-2000 = 1.0 in floating point, so b adds nothing: ERR = 1
-    assert res["err"] == 1.0
+    assert res["err_qmax"] == 1.0
 
 
 

@@ -17,7 +17,8 @@ def command(
     metric: list[str] = typer.Option(
         ..., "-m", "--metric",
         help="Metric, repeatable: ndcg@10, recall@100, mrr@10, map, precision@5, hit_rate@10 "
-        "(trec_eval names such as ndcg_cut.10 or P.5 work too).",
+        "(trec_eval names such as ndcg_cut.10 or P.5 work too, and ir_measures' such as "
+        "AP, 'P(rel=2)@5', RR@10, Judged@10).",
     ),
     per_query: bool = typer.Option(False, "--per-query", help="Also print every query."),
     missing_query: Literal["zero", "skip"] = typer.Option(
@@ -65,7 +66,9 @@ def command(
         return
     if as_json:
         out: dict = {"queries": len(result.qids), "missing_queries": result.n_missing,
-                     "missing_query": missing_query, "means": result.means}
+                     "missing_query": missing_query,
+                     "queries_without_relevant": result.n_without_relevant,
+                     "means": result.means}
         if per_query:
             out["per_query"] = {
                 q: {m: float(v[i]) for m, v in result.per_query.items()}
@@ -78,7 +81,8 @@ def command(
     from queryeval.io.safetext import console_plain, console_text
 
     console.print(console_plain(heading(run.name, qrels.name, len(result.qids), result.n_missing,
-                                        missing_query)), markup=False, highlight=False)
+                                        missing_query, result.n_without_relevant)),
+                  markup=False, highlight=False)
     table = Table()
     table.add_column("query")
     for name in result.means:
@@ -90,12 +94,18 @@ def command(
     console.print(table)
 
 
-def heading(run: str, qrels: str, queries: int, missing: int, missing_query: str) -> str:
-    """The line above the table: what was scored, and what became of judged queries the run
-    does not answer."""
+def heading(run: str, qrels: str, queries: int, missing: int, missing_query: str,
+            without_relevant: int = 0) -> str:
+    """The line above the table: what was scored, what became of judged queries the run
+    does not answer, and how many queries have no relevant judgement."""
     line = f"{run} scored against {qrels}: {queries} {'query' if queries == 1 else 'queries'}"
     if not missing:
-        return line + "; every judged query is in the run"
-    fate = "each scores 0" if missing_query == "zero" else "left out"
-    return (line + f"; {missing} judged {'query is' if missing == 1 else 'queries are'} absent "
-            f"from the run ({fate}, --missing-query {missing_query})")
+        line += "; every judged query is in the run"
+    else:
+        fate = "each scores 0" if missing_query == "zero" else "left out"
+        line += (f"; {missing} judged {'query is' if missing == 1 else 'queries are'} absent "
+                 f"from the run ({fate}, --missing-query {missing_query})")
+    if without_relevant:
+        line += (f"; {without_relevant} {'query has' if without_relevant == 1 else 'queries have'}"
+                 " no relevant judgement (0 on every measure, counted)")
+    return line

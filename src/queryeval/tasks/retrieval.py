@@ -34,6 +34,7 @@ from queryeval.tasks.retrieval_outputs import RetrievalOutputs
 from queryeval.tasks.retrieval_scoring import (
     Cut,
     Matcher,
+    has_relevant,
     record_identity,
     relevant_chunks,
     score_cuts,
@@ -87,6 +88,41 @@ class RetrievalOptions(TaskOptions):
         return [v] if isinstance(v, str) else v
 
 
+def missing_rule(missing: int, no_relevant: int, on_error: str) -> dict:
+    """The overall figures that say how the means treat judged queries the run lacks and
+    queries judged only non-relevant (docs/retrieval.md, "Missing queries").
+
+    ``missing_queries``: attempts without a response (error kind ``missing``, failed calls);
+    ``missing_query``: ``zero`` (they score 0 and count, as failed calls under
+    ``on_error=score``: trec_eval -c, ``queryeval trec --missing-query zero``) or ``skip``
+    (left out under ``on_error=skip``: pytrec_eval, ``--missing-query skip``);
+    ``queries_without_relevant``: counted questions with no relevant chunk, each 0 on every
+    ranking figure and counted in both rules (trec_eval and pytrec_eval count them)."""
+    return {"missing_queries": missing, "missing_query": "zero" if on_error == "score" else "skip",
+            "queries_without_relevant": no_relevant}
+
+
+def missing_note(overall: dict) -> list:
+    """The summary line naming missing queries and queries judged only non-relevant, with the
+    rule the means followed (none when there are neither)."""
+    from queryeval.tasks.content import Note
+
+    missing, none = overall.get("missing_queries") or 0, overall.get("queries_without_relevant") or 0
+    if not missing and not none:
+        return []
+    parts = []
+    if missing:
+        fate = ("each scores 0 and counts (--on-error score; trec --missing-query zero)"
+                if overall.get("missing_query") == "zero" else
+                "left out of the means (--on-error skip; trec --missing-query skip)")
+        parts.append(f"{missing} judged {'query has' if missing == 1 else 'queries have'} "
+                     f"no response: {fate}")
+    if none:
+        parts.append(f"{none} {'query is' if none == 1 else 'queries are'} judged only "
+                     "non-relevant: 0 on every ranking figure, counted")
+    return [Note("; ".join(parts) + ".", "warning" if missing else "info")]
+
+
 class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
     name = "retrieval"
     figures = Figures(
@@ -97,7 +133,8 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
         unbounded=("avg_score_incorrect",),  # the retriever's similarity score (BM25: > 1)
         counts=("total_questions", "successful_retrievals", "incorrect_retrievals_count",
-                "sample_size", "errors", "answered_questions", *judging.COUNTS))
+                "sample_size", "errors", "answered_questions", "missing_queries",
+                "queries_without_relevant", *judging.COUNTS))
     Options = RetrievalOptions
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
@@ -325,8 +362,10 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
         several = False
         judge = judging.JudgeTally()  # the answer judge's cases (tasks/judging.py)
+        no_relevant = 0  # counted questions judged only non-relevant (they score 0)
         for r in tally.counted(judge.watch(records)):
             ev = r["evaluation_result"]
+            no_relevant += not has_relevant(r)
             acc = per_ds.get(r["dataset"])
             if acc is None:
                 acc = per_ds[r["dataset"]] = DatasetAcc(len(keys))
@@ -370,6 +409,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
             **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
             **answer_figures(answers),
             **tally.error_summary(),
+            **missing_rule(tally.kinds.get("missing", 0), no_relevant, self.options.on_error),
             **judge.overall(self.options.judge),
         }
         dataset_metrics = {}
@@ -431,6 +471,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                     title=f"Overall (k={', '.join(map(str, self.options.k))})"),
             Overall(list(self.figures.timings), title="Timings", what="timing"),
             Groups(groups, "dataset", ["sample_size", *every_k, f"mrr@{k}", "avg_score_incorrect"]),
+            *missing_note(overall),
             *judging.note_for(self.options.judge, overall),
         ]
 

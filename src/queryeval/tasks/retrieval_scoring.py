@@ -44,6 +44,14 @@ def relevant_chunks(record: dict) -> list[dict]:
              "relevance": 1}]
 
 
+def has_relevant(record: dict) -> bool:
+    """Whether any of the record's :func:`relevant_chunks` has relevance > 0; a question
+    judged only non-relevant (a BEIR or TREC query whose judgements are all 0) has none. The
+    seed's one ``expected_chunk`` is relevance 1 (read without building the list)."""
+    several = record.get("expected_chunks")
+    return not several or any(int(c.get("relevance", 1)) > 0 for c in several)
+
+
 def _identity(chunk_id: str, digest: str, exact: bool) -> tuple[str, str]:
     if digest:
         return ("hash", digest if exact else digest.lower())

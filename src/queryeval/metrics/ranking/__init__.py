@@ -4,7 +4,8 @@
 take and returns the same numbers as trec_eval 10.0 (pytrec_eval). One metric family per
 module (``_recall``, ``_precision``, ``_ndcg``, ``_map``, ``_mrr``, ``_hit_rate``, ``_counts``,
 ``_judged``, ``_iprec``, ``_rbp``, ``_g``; trec_eval's gain tables in ``_gains``), all reading
-one shared sparse structure: the trec_eval rank
+one shared sparse structure (ir_measures' measure strings, ``AP``, ``P(rel=2)@5``,
+``RR@10``, ``Judged@10``, are read by ``_irm`` into the same measures): the trec_eval rank
 of every relevant retrieved document, and of every judged one when a measure needs it (see
 ``_hits`` and ``_ranks``).
 Conventions and design: docs/ranking.md.

@@ -33,7 +33,7 @@ _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "recall": _cut(_recall.compute),
     "precision": _cut(_precision.compute),
     "ndcg": lambda hits, spec: (_ndcg.compute(hits, spec.k) if spec.gains is None
-                                else _ndcg.with_gains(hits, spec.gains)),
+                                else _ndcg.with_gains(hits, spec.gains, spec.k)),
     "map": _cut(_map.compute),
     "mrr": _cut(_mrr.compute),
     "hit_rate": _cut(_hit_rate.compute),
@@ -49,12 +49,15 @@ _KERNELS: dict[str, Callable[[Hits, MetricSpec], np.ndarray]] = {
     "bpref": _judged.bpref,
     "infap": _judged.infap,
     "unj": _judged.unj,
-    "judged": _judged.judged,
+    "judged_share": _judged.judged,
+    "ir_judged": _judged.ir_judged,
     "iprec_at_recall": _iprec.compute,
+    "iprec_v9": _iprec.compute_v9,
     "11pt_avg": _iprec.eleven_point,
     "rndcg": _ndcg.rndcg,
     "rbp": _rbp.rbp,
-    "err": _rbp.err,
+    "err_qmax": _rbp.err,
+    "gdeval_err": _rbp.gdeval_err,
     "ndcg_rel": _ndcg.ndcg_rel,
     "g": _g.g_measure,
     "bing": _g.bin_g,
@@ -92,12 +95,16 @@ class RankingResult(Mapping[str, float]):
         qids: evaluated query ids, sorted (Python ``str`` order).
         n_missing: judged queries absent from the run (scored 0 or left out, per
             ``missing_query``).
+        n_without_relevant: evaluated queries with no relevant judgement (relevance >= the
+            level): each scores 0 on every metric and counts in the means, in both
+            ``missing_query`` modes (trec_eval and pytrec_eval count them).
     """
 
     means: dict[str, float]
     qids: list[str]
     per_query: dict[str, np.ndarray] = field(default_factory=dict)
     n_missing: int = 0
+    n_without_relevant: int = 0
 
     def __getitem__(self, name: str) -> float:
         return self.means[name]
@@ -142,18 +149,34 @@ def evaluate_arrays(
         )
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
-    hits = build_hits(
-        arrays, strategy, level=int(relevance_level), judged_only=bool(judged_only),
-        need_judged=any(s.needs_judged for s in specs),
-        max_docs=None if max_docs is None else int(max_docs),
-    )
-    values = {s.name: _KERNELS[s.measure](hits, s) for s in specs}
+    # one sparse structure per (relevance level, judged-only, tie rule) the measures ask for:
+    # the call's, or an ir_measures string's own rel= / judged_only= / provider's ties
+    groups: dict[tuple[int, bool, bool], list[MetricSpec]] = {}
+    for s in specs:
+        key = (int(relevance_level) if s.level is None else s.level,
+               bool(judged_only) if s.judged_only is None else s.judged_only, s.ties == "asc")
+        groups.setdefault(key, []).append(s)
+    values: dict[str, np.ndarray] = {}
+    absent = arrays.seg_len == 0  # judged queries the run lacks (scored, under "zero")
+    for (level, only, ascending), group in groups.items():
+        hits = build_hits(
+            arrays, strategy, level=level, judged_only=only,
+            need_judged=any(s.needs_judged for s in group),
+            max_docs=None if max_docs is None else int(max_docs), ascending_ties=ascending,
+        )
+        for s in group:
+            v = _KERNELS[s.measure](hits, s)
+            if s.ir and s.measure in ("num_q", "num_rel") and absent.any():
+                v = np.where(absent, 0.0, v)  # ir_measures: 0, the default, for those
+            values[s.name] = v
+    values = {s.name: values[s.name] for s in specs}
     means = {s.name: summarise(s, values[s.name]) for s in specs}
     return RankingResult(
         means=means,
         qids=list(arrays.qids),
         per_query=values if per_query else {},
         n_missing=arrays.n_missing,
+        n_without_relevant=int(np.count_nonzero(hits.num_rel == 0)),
     )
 
 

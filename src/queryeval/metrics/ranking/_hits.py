@@ -235,6 +235,7 @@ def build_hits(
     judged_only: bool = False,
     need_judged: bool = False,
     max_docs: int | None = None,
+    ascending_ties: bool = False,
 ) -> Hits:
     """Rank what the measures need: relevant and positive-gain documents; every judged
     document only when ``need_judged`` or ``judged_only`` asks for them. ``max_docs`` keeps
@@ -245,7 +246,7 @@ def build_hits(
     rel_all = arrays.judged_gain
     need_all = need_judged or judged_only
     select = None if need_all else rel_all >= min(level, 1)
-    q, rank, rel = hit_ranks(arrays, strategy, select)
+    q, rank, rel = hit_ranks(arrays, strategy, select, ascending_ties=ascending_ties)
     num_ret = arrays.seg_len.copy()
     if max_docs is not None:  # trec_eval -M: the top max_docs of each ranking, before -J
         if max_docs < 1:

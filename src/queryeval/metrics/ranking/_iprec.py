@@ -32,19 +32,26 @@ def _suffix_max(q: np.ndarray, values: np.ndarray) -> np.ndarray:
     return order_vals[rev + q.astype(np.int64) * (order_vals.size + 1)]
 
 
-def compute(hits: Hits, spec) -> np.ndarray:
+def compute(hits: Hits, spec, v9: bool = False) -> np.ndarray:
     level = float(spec.param)
     nq = hits.n_queries
     prec = (hits.nth + 1.0) / (hits.rank + 1.0)
     best = _suffix_max(hits.q, prec)
     nrr = hits.num_rel_ret
     first = np.cumsum(nrr) - nrr
-    cut = _lround(level * hits.num_rel.astype(np.float64))
+    scaled = level * hits.num_rel.astype(np.float64)
+    # trec_eval 9.x (pytrec_eval, so ir_measures' IPrec): (long)(x * num_rel + 0.9)
+    cut = np.floor(scaled + 0.9).astype(np.int64) if v9 else _lround(scaled)
     out = np.zeros(nq)
     n = np.maximum(cut, 1)
     ok = (cut <= nrr) & (nrr > 0)
     out[ok] = best[first[ok] + n[ok] - 1]
     return out
+
+
+def compute_v9(hits: Hits, spec) -> np.ndarray:
+    """ir_measures' ``IPrec@x``: pytrec_eval's trec_eval 9.x rounding of the level."""
+    return compute(hits, spec, v9=True)
 
 
 #: trec_eval's default levels (``double_cutoff_array`` in m_11pt_avg.c).

@@ -1,5 +1,5 @@
 """Measures that read judged non-relevant and unjudged documents: ``bpref``, ``infAP``,
-``unj@k`` and ``judged@k`` (trec_eval 10.0 ``m_bpref.c``, ``m_infap.c``, ``m_unjudged.c``).
+``unj@k``, ``judged_share@k`` and ir_measures' ``Judged@k`` (trec_eval 10.0 ``m_bpref.c``, ``m_infap.c``, ``m_unjudged.c``).
 
 Over the ranking (0-based rank j), for each relevant retrieved document, with ``n`` the judged
 non-relevant (0 <= rel < L), ``r`` the relevant and ``u`` the pooled-but-unjudged (rel < 0)
@@ -9,8 +9,11 @@ documents ranked above it, N the query's non-relevant judgements and R = num_rel
 * infAP = (1/R) * sum of (1 if j = 0 else 1/(j+1) + j/(j+1) * (r+n+u)/j * (r+e)/(r+n+2e)),
   e = 0.00001;
 * unj@k (trec_eval ``unj``) = documents in the top k without a judgement >= 0, / k;
-* judged@k = documents in the top k with a judgement >= 0, / k (ir_measures' ``Judged@k``).
-  When fewer than k are retrieved the denominator is still k.
+* judged_share@k = documents in the top k with a judgement >= 0, / k; when fewer than k
+  are retrieved the denominator is still k. (Formerly ``judged@k``; it is not ir_measures'
+  ``Judged@k``, which is :func:`ir_judged`.)
+* ir_measures' ``Judged@k`` (its ``judged`` provider) = documents in the top k, ties by docid
+  ascending, that appear in the qrels at any relevance (-1 included), / min(k, retrieved).
 * gm_bpref: per query log(max(bpref, 0.00001)); the summary is exp of their mean;
 * num_nonrel_judged_ret: retrieved documents judged non-relevant (0 <= rel < L); summed.
 
@@ -96,6 +99,17 @@ def unj(hits: Hits, spec) -> np.ndarray:
 
 def judged(hits: Hits, spec) -> np.ndarray:
     return _judged_in_top(hits, spec.k) / float(spec.k)
+
+
+def ir_judged(hits: Hits, spec) -> np.ndarray:
+    """ir_measures' ``Judged@k``; ``hits`` ranked with docid-ascending ties. 0 for a query
+    with nothing retrieved (ir_measures' default for a query the run lacks)."""
+    q, rank, _ = _rows(hits)
+    top = np.bincount(q[rank < spec.k], minlength=hits.n_queries).astype(np.float64)
+    shown = np.minimum(hits.num_ret, spec.k).astype(np.float64)
+    out = np.zeros(hits.n_queries)
+    np.divide(top, shown, out=out, where=shown > 0)
+    return out
 
 
 def gm_bpref(hits: Hits, spec) -> np.ndarray:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from queryeval.metrics.ranking._irm import ir_name, parse_ir
+
 
 @dataclass(frozen=True)
 class _Measure:
@@ -49,9 +51,13 @@ _MEASURES: dict[str, _Measure] = {
     "11pt_avg": _Measure("none"),
     "rndcg": _Measure("none"),
     "rbp": _Measure("real", default=0.9),
-    "err": _Measure("cutoff"),
+    "err_qmax": _Measure("cutoff"),
     "unj": _Measure("cutoff!", judged=True),
-    "judged": _Measure("cutoff!", judged=True),
+    "judged_share": _Measure("cutoff!", judged=True),
+    # ir_measures' definitions (``Judged@k``, ``ERR@k``), reached through _irm only
+    "ir_judged": _Measure("cutoff!", judged=True),
+    "iprec_v9": _Measure("real!"),
+    "gdeval_err": _Measure("cutoff!"),
     "ndcg_rel": _Measure("none"),
     "g": _Measure("none"),
     "bing": _Measure("none"),
@@ -98,10 +104,10 @@ _ALIASES: dict[str, str] = {
     "11pt_avg": "11pt_avg",
     "rndcg": "rndcg",
     "rbp": "rbp",
-    "err": "err",
+    "err_qmax": "err_qmax",
     "unj": "unj",
     "unjudged": "unj",
-    "judged": "judged",
+    "judged_share": "judged_share",
     "ndcg_rel": "ndcg_rel",
     "g": "g",
     "bing": "bing",
@@ -119,12 +125,23 @@ KNOWN_METRICS: tuple[str, ...] = (
     "hit_rate@k", "ndcg.L=G,L=G (gains)", "num_q", "num_ret", "num_rel", "num_rel_ret", "Rprec",
     "gm_map", "bpref", "infAP", "set_P", "set_recall", "set_F", "set_F.beta",
     "iprec_at_recall_X (0<=X<=1)", "11pt_avg", "11pt_avg.X,Y,...", "Rndcg",
-    "rbp", "rbp.p=X", "err", "err@k", "unj@k", "judged@k", "recip_rank", "P.k", "P_k",
+    "rbp", "rbp.p=X", "err_qmax", "err_qmax@k", "unj@k", "judged_share@k", "recip_rank", "P.k", "P_k",
     "recall.k", "ndcg_cut.k", "ndcg_cut_k", "map_cut.k", "success.k",
     "Rndcg.L=G,L=G", "rbp.p=X,L=G", "ndcg_rel", "ndcg_rel.L=G", "G", "G.L=G", "binG",
     "Rprec_mult_X (X>=0)", "relative_P@k", "set_relative_P", "set_map", "gm_bpref",
     "num_nonrel_judged_ret", "utility", "utility.A,B,C,D",
+    "ir_measures' names (AP, P(rel=2)@5, RR@10, nDCG@10, Judged@10, ERR@10, ...; "
+    "docs/ranking.md)",
 )
+
+#: our former names that ir_measures spells (case aside) for another definition.
+_RENAMED = {
+    "judged": "ambiguous: ir_measures' Judged@k (spelled so: every qrels entry counts, -1 "
+              "included, over min(k, retrieved), ties by docid ascending) or queryeval's "
+              "judged_share@k (judgements >= 0 in the top k, over k), formerly judged@k",
+    "err": "ambiguous: ir_measures' ERR@k (spelled so: gdeval, maximum grade 4) or queryeval's "
+           "err_qmax@k (normalised by the query's top grade), formerly err@k",
+}
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)"
 _PAIR = rf"(?:p|\d+)={_NUMBER}"
@@ -155,6 +172,16 @@ class MetricSpec:
     #: not retrieved, non-relevant not retrieved), or ``11pt_avg``'s recall levels
     #: (``11pt_avg.0.2,0.5,0.8``; None: the 11 levels 0.0, 0.1, ..., 1.0); else None.
     coeffs: tuple[float, ...] | None = None
+    #: the measure's own relevance level and judged-only flag (ir_measures' ``rel=`` and
+    #: ``judged_only=``); None: the call's ``relevance_level`` / ``judged_only``.
+    level: int | None = None
+    judged_only: bool | None = None
+    #: score ties: ``desc`` (docid descending: trec_eval, pytrec_eval, gdeval) or ``asc``
+    #: (docid ascending: ir_measures' msmarco and judged providers).
+    ties: str = "desc"
+    #: an ir_measures string: a judged query the run lacks scores 0 on every measure (its
+    #: default), ``NumQ`` and ``NumRel`` included.
+    ir: bool = False
 
     @property
     def aggregate(self) -> str:
@@ -230,10 +257,14 @@ def parse_metric(name: str) -> MetricSpec:
     if not isinstance(name, str):
         raise _unknown(repr(name), "not a string")
     text = name.strip()
+    if ir_name(text) is not None:  # ir_measures' spelling (case-sensitive): its definition
+        return MetricSpec(**parse_ir(text))
     match = _GRAMMAR.match(text)
     if match is None:
         raise _unknown(name, "expected NAME, NAME@K, NAME.K or NAME_K")
     measure = _ALIASES.get(match["name"].lower())
+    if match["name"].lower() in _RENAMED:
+        raise _bad(name, _RENAMED[match["name"].lower()])
     if measure is None:
         raise _unknown(name, f"no measure called {match['name']!r}")
     kind = _MEASURES[measure]

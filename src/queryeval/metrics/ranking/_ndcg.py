@@ -88,13 +88,19 @@ def rndcg(hits: Hits, spec) -> np.ndarray:
     return out
 
 
-def with_gains(hits: Hits, gains: tuple[tuple[int, float], ...]) -> np.ndarray:
+def with_gains(hits: Hits, gains: tuple[tuple[int, float], ...], k: int | None = None) -> np.ndarray:
     """trec_eval ``ndcg.L=G,...``: nDCG over the whole ranking with the gains of ``_gains``:
     DCG sums the gain of every retrieved document (negative gains too); IDCG is the DCG of the
-    ideal ranking (positive gains, descending). A zero ideal DCG scores 0."""
+    ideal ranking (positive gains, descending). A zero ideal DCG scores 0. With ``k`` (only
+    ir_measures' ``nDCG(gains=...)@k``, which maps the qrels' levels to the gains and asks
+    pytrec_eval for ``ndcg_cut_k``): both sums stop at rank k."""
     q, rank, g = ranked(hits, gains)
-    dcg = np.bincount(q, weights=g / np.log2(rank + 2.0), minlength=hits.n_queries)
     iq, ipos, ig = ideal(hits, gains)
+    if k is not None:
+        top, itop = rank < k, ipos < k
+        q, rank, g = q[top], rank[top], g[top]
+        iq, ipos, ig = iq[itop], ipos[itop], ig[itop]
+    dcg = np.bincount(q, weights=g / np.log2(rank + 2.0), minlength=hits.n_queries)
     idcg = np.bincount(iq, weights=ig / np.log2(ipos + 2.0), minlength=hits.n_queries)
     out = np.zeros(hits.n_queries)
     np.divide(dcg, idcg, out=out, where=idcg > 0)

@@ -161,7 +161,7 @@ def _by_rows(rows, hq, hs) -> tuple[np.ndarray, np.ndarray]:
 
 def hit_ranks(
     arrays: RankingArrays, strategy: str = "auto", select: np.ndarray | None = None,
-    ties: str = "auto",
+    ties: str = "auto", ascending_ties: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """0-based trec_eval ranks of the retrieved judged documents under ``select``.
 
@@ -170,6 +170,8 @@ def hit_ranks(
     Returns ``(query_index, rank, relevance)`` sorted by (query, rank). ``strategy`` is
     ``"auto"``, ``"count"``, ``"rows"`` or ``"sort"``; ``ties`` is the tie-breaking method (``"auto"``,
     ``"pairs"``, ``"rank"``; see ``_ties``); all give identical ranks (tests hold them to it).
+    ``ascending_ties``: documents of equal score ranked by docid ascending instead (what
+    ir_measures' ``judged`` and ``msmarco`` providers sort by: ``(-score, docid)``).
     """
     keep = ~np.isnan(arrays.judged_score)
     if select is not None:
@@ -204,7 +206,8 @@ def hit_ranks(
     rank = gt
     tied = np.flatnonzero(eq > 1)
     if tied.size:
-        rank[tied] += ties_above(arrays, starts[tied], lens[tied], hs[tied], retrieved[tied],
-                                 ties)
+        above = ties_above(arrays, starts[tied], lens[tied], hs[tied], retrieved[tied], ties)
+        # docids are unique in a query: the tied documents below in docid order are above
+        rank[tied] += (eq[tied] - 1 - above) if ascending_ties else above
     order = np.lexsort((rank, hq))
     return hq[order], rank[order], gain[order]

@@ -9,10 +9,12 @@
   judged level, plus the named ones) has a gain below 0 or above 1, every judged document's
   gain g becomes (g - lo) / (hi - lo), lo and hi the table's least and greatest gain taken
   together with 0 (so a judged level 0 can gain > 0); unjudged documents keep 0.
-* ``err@k`` (not in trec_eval; Chapelle et al., 2009): sum over ranks r = 1..k of
-  (1/r) * R_r * prod_{i<r} (1 - R_i), with R = (2^g - 1) / 2^gmax, g the relevance level
-  (0 for non-positive and unjudged documents) and gmax the query's highest judged level.
-  Without k: every rank. A query with no positive judgement scores 0.
+* ``err_qmax@k`` (formerly ``err@k``; not in trec_eval; Chapelle et al., 2009): sum over
+  ranks r = 1..k of (1/r) * R_r * prod_{i<r} (1 - R_i), with R = (2^g - 1) / 2^gmax, g the
+  relevance level (0 for non-positive and unjudged documents) and gmax the query's highest
+  judged level. Without k: every rank. A query with no positive judgement scores 0.
+* ir_measures' ``ERR@k`` (gdeval): the same sum with gmax = 4, gdeval's maximum grade, for
+  every query (grades above 4 are refused, as gdeval refuses them).
 """
 
 from __future__ import annotations
@@ -47,11 +49,26 @@ def _rbp_with_gains(hits: Hits, p: float, gains) -> np.ndarray:
     return (1.0 - p) * total
 
 
-def err(hits: Hits, spec) -> np.ndarray:
+GDEVAL_MAX_GRADE = 4
+"""gdeval.pl's ``$MAX_JUDGMENT``: the grade its ERR divides by (2^4), and the largest it reads."""
+
+
+def gdeval_err(hits: Hits, spec) -> np.ndarray:
+    if hits.ggain.size and hits.ggain.max() > GDEVAL_MAX_GRADE:
+        raise ValueError(f"{spec.name}: ir_measures' ERR (gdeval) reads grades up to "
+                         f"{GDEVAL_MAX_GRADE}; a retrieved document is judged "
+                         f"{int(hits.ggain.max())} (queryeval's err_qmax@k takes any grade)")
+    return err(hits, spec, GDEVAL_MAX_GRADE)
+
+
+def err(hits: Hits, spec, top: int | None = None) -> np.ndarray:
     k = spec.k
     mask = hits.grank < k if k is not None else np.ones(hits.grank.size, dtype=bool)
     q, rank, g = hits.gq[mask], hits.grank[mask], hits.ggain[mask]
-    gmax = np.maximum(hits.max_rel, 0).astype(np.float64)[q]
+    if top is None:
+        gmax = np.maximum(hits.max_rel, 0).astype(np.float64)[q]
+    else:
+        gmax = np.full(q.size, float(top))
     r = np.exp2(g - gmax) - np.exp2(-gmax)  # (2^g - 1) / 2^gmax without overflow (g <= gmax)
     # stay[i] = prod of (1 - r) over the earlier hits of the same query, exactly (no logs: r
     # may be 1.0): one vectorised step per position within a query.

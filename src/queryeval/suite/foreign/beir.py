@@ -2,10 +2,12 @@
 text}``) and ``qrels/<split>.tsv`` (a ``query-id  corpus-id  score`` header, then one
 tab-separated judgement a line; the score is the graded relevance, 0 = not relevant).
 
-Every query judged in the qrels (with a score above 0) becomes a retrieval question, in
-``queries.jsonl`` order; its relevant chunks are the judged documents with their scores as
+Every query judged in the qrels becomes a retrieval question, in ``queries.jsonl`` order;
+its relevant chunks are the judged documents with a score above 0, their scores as
 relevance, each identified by its id and the MD5 of its ``text`` (the chunk's content; the
-title is its document name). The split: ``qrels/test.tsv``, else the folder's only qrels
+title is its document name). A query judged only 0 is a question too, its judgements kept
+with relevance 0: nothing in it is relevant, so it scores 0 on every ranking figure and
+counts in the means, as trec_eval, pytrec_eval and BEIR count it (``queryeval trec`` too). The split: ``qrels/test.tsv``, else the folder's only qrels
 file; a suite path naming a qrels file (``FOLDER/qrels/dev.tsv``) picks that one.
 """
 
@@ -50,10 +52,13 @@ def is_beir_qrels(path: Path) -> bool:
 
 
 def read_qrels_tsv(path: Path) -> dict[str, list[tuple[str, int, int]]]:
-    """query id -> [(corpus id, score, line)], in file order; scores of 0 are dropped."""
+    """query id -> [(corpus id, score, line)], in file order: the scores above 0, or a
+    query's scores of 0 when it has no score above 0 (judged only non-relevant); negative
+    scores are dropped."""
     from queryeval.io.files import open_text
 
     out: dict[str, list[tuple[str, int, int]]] = {}
+    zeros: dict[str, list[tuple[str, int, int]]] = {}
     seen: dict[tuple[str, str], int] = {}
     with open_text(path, "suite-lines") as fh:
         for line, raw in enumerate(fh, start=1):
@@ -77,7 +82,9 @@ def read_qrels_tsv(path: Path) -> dict[str, list[tuple[str, int, int]]]:
             seen[qid, doc] = line
             if grade > 0:
                 out.setdefault(qid, []).append((doc, grade, line))
-    return out
+            elif grade == 0:
+                zeros.setdefault(qid, []).append((doc, grade, line))
+    return {q: out.get(q) or zeros[q] for q in dict.fromkeys([*out, *zeros])}
 
 
 def read_corpus(path: Path) -> list[Chunk]:

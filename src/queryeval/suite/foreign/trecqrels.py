@@ -3,8 +3,10 @@
 
 The queries file is the suite, the qrels its ``--labels``: a TSV of ``qid<TAB>text`` (MS
 MARCO's ``queries.tsv``, TREC topics as ir_datasets writes them), or JSONL of ``{_id | id |
-query_id, text}``. Every judged query with a relevance above 0 becomes a question, in the
-queries file's order; its relevant chunks are the judged documents, graded. With a corpus
+query_id, text}``. Every judged query becomes a question, in the queries file's order; its
+relevant chunks are the judged documents with a relevance above 0, graded. A query judged
+only 0 is a question too, its judgements kept with relevance 0: it scores 0 on every ranking
+figure and counts in the means, as trec_eval and ``queryeval trec`` count it. With a corpus
 (``--corpus``), each document id must name a chunk and its content hash is filled in;
 without one, the ids alone identify the chunks.
 """
@@ -69,13 +71,15 @@ def cases(queries_path: Path, qrels_path: Path, index: ChunkIndex | None) -> lis
     qrels = read_qrels(qrels_path)
     queries = read_queries(queries_path)
     known = {q for q, _, _ in queries}
-    missing = sorted(q for q, docs in qrels.items() if q not in known and any(r > 0 for r in docs.values()))
+    missing = sorted(q for q, docs in qrels.items() if q not in known and any(r >= 0 for r in docs.values()))
     if missing:
         raise InputError(f"judged query {missing[0]!r} is not in {queries_path.name}",
                          path=qrels_path)
     out = []
     for qid, question, line in queries:
-        graded = [(d, r) for d, r in qrels.get(qid, {}).items() if r > 0]
+        judged = qrels.get(qid, {})
+        graded = ([(d, r) for d, r in judged.items() if r > 0]
+                  or [(d, r) for d, r in judged.items() if r == 0])
         if not graded:
             continue
         where = {"line": line}
