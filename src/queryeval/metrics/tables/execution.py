@@ -1,0 +1,160 @@
+"""Execution accuracy as the published text-to-SQL benchmarks compute it (``--compat``).
+
+Each mode reproduces one reference's verdict on a gold and a predicted result: the rows as
+the database driver returned them (Python values: ``1`` is not ``'1'``, ``inf`` is not
+``'inf'``, ``'007'`` is not ``7``), with no canonicalisation of ours. The queries run in the
+sandboxed workers (:mod:`queryeval.tasks.query_exec`); this module only compares rows.
+
+* ``spider`` -- test-suite-sql-eval's ``eval_exec_match`` as its ``evaluation.py`` calls it
+  by default (``plug_value`` and ``keep_distinct`` off): the prediction's ``value`` becomes
+  ``1``, ``> =``/``< =``/``! =`` are closed up, every ``DISTINCT`` token is removed from
+  both queries (:func:`spider_queries`), ``YEAR(CURDATE())`` becomes ``2020``; then
+  ``result_eq``: row order counts iff ``'order by'`` is a substring of the lower-cased gold
+  query (a subquery's ORDER BY too); columns may come in any order (some permutation of the
+  predicted columns makes the tables equal); rows compare as multisets (duplicates count);
+  two empty results are equal whatever their columns (:func:`spider_equal`).
+* ``bird`` -- BIRD's ``evaluation.py``: ``set(predicted) == set(gold)``: columns in order,
+  duplicates and row order ignored (:func:`bird_equal`).
+
+A prediction that fails to run scores 0 in both (the references' ``except``). Values no
+``set`` can hold (DuckDB lists, PostgreSQL arrays and JSON) are compared frozen (a list as a
+tuple, a dict as its sorted items); the references, sqlite-only, never meet them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+ExecMode = Literal["spider", "bird"]
+MODES: tuple[str, ...] = ("spider", "bird")
+
+Row = tuple[Any, ...]
+
+_CUR_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)
+
+MAX_PERMUTATIONS = 100_000
+"""Column permutations :func:`spider_equal` tries before it gives up (``None``: unknown)."""
+
+
+class Undecided(Exception):
+    """The comparison could not be carried out to a proof (its budget ran out)."""
+
+
+def _closed_up(query: str) -> str:
+    """test-suite-sql-eval's ``postprocess``: no space inside ``>=``, ``<=``, ``!=``."""
+    return query.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
+
+
+def _without_distinct(query: str) -> str:
+    """test-suite-sql-eval's ``remove_distinct``: the first statement's sqlparse tokens
+    joined back, every token that reads ``distinct`` (any case) left out."""
+    import sqlparse
+
+    statements = sqlparse.parse(query)
+    if not statements:
+        return ""
+    return "".join(t.value for t in statements[0].flatten() if t.value.lower() != "distinct")
+
+
+def spider_queries(pred: str, gold: str) -> tuple[str, str, bool]:
+    """``(predicted query, gold query, order matters)`` as test-suite-sql-eval runs them
+    (see the module docstring)."""
+    pred = _closed_up(pred.replace("value", "1"))
+    gold = _closed_up(gold)
+    pred, gold = _without_distinct(pred), _without_distinct(gold)
+    order_matters = "order by" in gold.lower()
+    return _CUR_YEAR.sub("2020", pred), _CUR_YEAR.sub("2020", gold), order_matters
+
+
+def frozen(value: Any) -> Any:
+    """A hashable stand-in for a value no set can hold (a list, a dict, a set)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted(((frozen(k), frozen(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, (set, frozenset)):
+        return frozenset(frozen(v) for v in value)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def frozen_rows(rows: Sequence[Sequence[Any]]) -> list[Row]:
+    return [tuple(frozen(v) for v in row) for row in rows]
+
+
+def bird_equal(gold: Sequence[Row], pred: Sequence[Row]) -> bool:
+    """BIRD's execution accuracy: the two results hold the same set of rows."""
+    return set(frozen_rows(pred)) == set(frozen_rows(gold))
+
+
+def _sorted_row(row: Row) -> Row:
+    """A row's values in test-suite-sql-eval's ``unorder_row`` order (by text and type)."""
+    return tuple(sorted(row, key=lambda x: str(x) + str(type(x))))
+
+
+def _permutations(gold: list[Row], pred: list[Row], n: int) -> Iterator[tuple[int, ...]]:
+    """Each assignment of a distinct predicted column to every gold column under which every
+    column holds the same set of values as the gold column (a necessary condition
+    of equal multisets of rows), depth first."""
+    gold_values = [{row[i] for row in gold} for i in range(n)]
+    pred_values = [{row[j] for row in pred} for j in range(n)]
+    allowed = [[j for j in range(n) if pred_values[j] == gold_values[i]] for i in range(n)]
+    chosen: list[int] = []
+    used = [False] * n
+
+    def walk(i: int) -> Iterator[tuple[int, ...]]:
+        if i == n:
+            yield tuple(chosen)
+            return
+        for j in allowed[i]:
+            if not used[j]:
+                used[j] = True
+                chosen.append(j)
+                yield from walk(i + 1)
+                chosen.pop()
+                used[j] = False
+
+    return walk(0)
+
+
+def spider_equal(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool, *,
+                 max_permutations: int = MAX_PERMUTATIONS) -> bool:
+    """test-suite-sql-eval's ``result_eq(gold, pred, order_matters)``: whether some order
+    of the predicted columns makes the results equal -- as lists when order matters, as
+    multisets of rows otherwise. Raises :class:`Undecided` past ``max_permutations``."""
+    g, p = frozen_rows(gold), frozen_rows(pred)
+    if not g and not p:
+        return True
+    if len(g) != len(p):
+        return False
+    n = len(g[0])
+    if len(p[0]) != n:
+        return False
+    g_sorted, p_sorted = [_sorted_row(r) for r in g], [_sorted_row(r) for r in p]
+    if order_matters and g_sorted != p_sorted:
+        return False
+    if not order_matters and set(g_sorted) != set(p_sorted):
+        return False
+    g_bag = None if order_matters else Counter(g)
+    for tried, perm in enumerate(_permutations(g, p, n)):
+        if tried >= max_permutations:
+            raise Undecided(f"more than {max_permutations:,} column orders to try")
+        permuted = p if n == 1 else [tuple(row[j] for j in perm) for row in p]
+        if order_matters:
+            if permuted == g:
+                return True
+        elif Counter(permuted) == g_bag:
+            return True
+    return False
+
+
+def rows_equal(mode: ExecMode, gold: Sequence[Row], pred: Sequence[Row],
+               order_matters: bool = False) -> bool:
+    """The mode's verdict on two results (``order_matters``: spider only)."""
+    if mode == "bird":
+        return bird_equal(gold, pred)
+    return spider_equal(gold, pred, order_matters)

@@ -1,0 +1,122 @@
+"""``--compat spider|bird`` for the query task: each case's ``execution_accuracy`` (1 or 0)
+as test-suite-sql-eval or BIRD computes it (:mod:`queryeval.metrics.tables.execution`), and
+the run's mean of it. Kept out of ``tasks/query.py``; the queries run on the case's engine,
+in its sandboxed worker, never in this process.
+
+The verdict is ``None`` (unknown, counted in ``execution_unknown`` and left out of the mean)
+when it cannot be proven: the gold query failed or timed out under the mode's rewriting, a
+result was cut at ``max_rows``, the source is not a SQL database, or the column-order search
+ran past its budget. A prediction that fails, times out or is refused by the statement
+policy scores 0, as a failed execution does in both references.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from queryeval.metrics.tables.execution import Undecided, frozen_rows, rows_equal, spider_queries
+
+KEY = "execution_accuracy"
+UNKNOWN = "execution_unknown"
+
+
+def _run(task: Any, source: str, query: str, text_errors: str) -> tuple[list | None, dict]:
+    """(rows as the driver returned them, or None; what happened) for one query."""
+    from queryeval.systems.engines import QueryExecutionError
+
+    engine = task.engine(source)
+    try:
+        res = engine.execute(query, timeout_s=task.options.timeout_s,
+                             max_rows=task.options.max_rows, text_errors=text_errors)
+    except QueryExecutionError as err:
+        return None, {"status": type(err).__name__.removeprefix("Query").lower(),
+                      "reason": err.reason}
+    if res.truncated:
+        return None, {"status": "truncated",
+                      "reason": f"the result was cut at max_rows={task.options.max_rows}"}
+    return frozen_rows(res.rows), {"status": "ok", "rows": len(res.rows)}
+
+
+_GOLD_LOCK = threading.Lock()
+
+
+def _gold_rows(task: Any, source: str, query: str, text_errors: str) -> tuple[list | None, dict]:
+    """The gold query's rows, run once per (source, query, decoding) for the task."""
+    cache = task._exec_gold
+    key = (source, query, text_errors)
+    with _GOLD_LOCK:
+        hit = cache.get(key)
+    if hit is None:
+        hit = _run(task, source, query, text_errors)
+        with _GOLD_LOCK:
+            cache[key] = hit
+    return hit
+
+
+def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
+    """``(execution_accuracy, what the record keeps of it)`` for one case under the task's
+    ``compat`` mode: 1.0, 0.0 or None (unknown, see the module docstring)."""
+    mode = task.options.compat
+    info: dict[str, Any] = {"mode": mode}
+    if record.get("language") != "sql":
+        return None, {**info, "status": "unknown",
+                      "reason": "execution accuracy is defined on SQL databases only"}
+    source, gold, pred = record["source"], record["gold_query"], record.get("predicted_query")
+    text_errors = "ignore" if mode == "spider" else "strict"
+    order_matters = False
+    if mode == "spider":
+        try:
+            pred_run, gold_run, order_matters = spider_queries(pred or "", gold)
+        except Exception as exc:  # noqa: BLE001 - sqlparse on odd text: the case says so
+            return None, {**info, "status": "unknown",
+                          "reason": f"the queries could not be rewritten: {type(exc).__name__}"}
+        info.update({"order_matters": order_matters, "gold_query_run": gold_run,
+                     "predicted_query_run": pred_run})
+    else:
+        pred_run, gold_run = pred or "", gold
+    gold_rows, gold_info = _gold_rows(task, source, gold_run, text_errors)
+    if gold_rows is None:
+        return None, {**info, "status": "unknown", "reason": f"gold query: {gold_info['reason']}"}
+    if pred is None or not pred_run.strip():
+        return 0.0, {**info, "status": "no_query", "reason": "no predicted query"}
+    pred_rows, pred_info = _run(task, source, pred_run, text_errors)
+    if pred_rows is None:
+        if pred_info["status"] == "truncated":
+            return None, {**info, "status": "unknown", "reason": pred_info["reason"]}
+        return 0.0, {**info, "status": pred_info["status"],
+                     "reason": f"predicted query: {pred_info['reason']}"}
+    try:
+        same = rows_equal(mode, gold_rows, pred_rows, order_matters)
+    except Undecided as exc:
+        return None, {**info, "status": "unknown", "reason": str(exc)}
+    return (1.0 if same else 0.0), {**info, "status": "ok", "gold_rows": len(gold_rows),
+                                    "predicted_rows": len(pred_rows)}
+
+
+class ExecTally:
+    """The run's ``execution_accuracy`` (mean of the known verdicts) and ``execution_unknown``."""
+
+    def __init__(self) -> None:
+        from queryeval.tasks.accum import Values
+
+        self.mean = Values()
+        self.unknown = 0
+
+    def add(self, record: dict) -> None:
+        scores = record.get("scores") or {}
+        if KEY not in scores:
+            return
+        if scores[KEY] is None:
+            self.unknown += 1
+        else:
+            self.mean.add(float(scores[KEY]))
+
+    def figures(self) -> dict:
+        return {KEY: self.mean.mean(), UNKNOWN: self.unknown}
+
+
+def summary_keys(overall: dict) -> Iterable[str]:
+    """The console's and HTML's overall rows of the mode (none without ``--compat``)."""
+    return [k for k in (KEY, UNKNOWN) if k in overall]
