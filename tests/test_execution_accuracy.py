@@ -8,7 +8,10 @@ faithful transcriptions, kept here, of
   ``postprocess``, ``eval_exec_match`` with ``plug_value=False, keep_distinct=False``),
   ``parse.py`` (``remove_distinct``) and ``evaluation.py`` (``p_str.replace("value", "1")``);
 * BIRD (github.com/AlibabaResearch/DAMO-ConvAI, ``bird/llm/src/evaluation.py``:
-  ``execute_sql``, ``execute_model``'s ``except``).
+  ``execute_sql``, ``execute_model``'s ``except``);
+* BIRD mini_dev's Soft F1 (github.com/bird-bench/mini_dev, ``evaluation/evaluation_f1.py``:
+  ``calculate_row_match``, ``calculate_f1_score``, ``execute_model``; ``evaluation_utils.py``:
+  ``execute_sql``).
 
 The pairs hold the causes the issue lists: permuted columns, '1' vs 1, '007', '+5', ' 5 ',
 NFC, NBSP, ORDER BY in a subquery, duplicates against a set, inf against 'inf', invalid
@@ -28,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from queryeval.cli.app import main
-from queryeval.metrics.tables.execution import Undecided, bird_equal, spider_equal
+from queryeval.metrics.tables.execution import Undecided, bird_equal, bird_soft_f1, spider_equal
 
 # --- the oracles ------------------------------------------------------------------------------
 
@@ -168,6 +171,70 @@ def bird_execute_model(db_path, predicted_sql, ground_truth):
         return 0
 
 
+def _mini_calculate_row_match(predicted_row, ground_truth_row):
+    total_columns = len(ground_truth_row)
+    matches = 0
+    element_in_pred_only = 0
+    element_in_truth_only = 0
+    for pred_val in predicted_row:
+        if pred_val in ground_truth_row:
+            matches += 1
+        else:
+            element_in_pred_only += 1
+    for truth_val in ground_truth_row:
+        if truth_val not in predicted_row:
+            element_in_truth_only += 1
+    match_percentage = matches / total_columns
+    pred_only_percentage = element_in_pred_only / total_columns
+    truth_only_percentage = element_in_truth_only / total_columns
+    return match_percentage, pred_only_percentage, truth_only_percentage
+
+
+def mini_calculate_f1_score(predicted, ground_truth):
+    if not predicted and not ground_truth:
+        return 1.0
+    predicted = list(dict.fromkeys(predicted))
+    ground_truth = list(dict.fromkeys(ground_truth))
+    match_scores = []
+    pred_only_scores = []
+    truth_only_scores = []
+    for i, gt_row in enumerate(ground_truth):
+        if i >= len(predicted):
+            match_scores.append(0)
+            truth_only_scores.append(1)
+            continue
+        pred_row = predicted[i]
+        match_score, pred_only_score, truth_only_score = _mini_calculate_row_match(
+            pred_row, gt_row)
+        match_scores.append(match_score)
+        pred_only_scores.append(pred_only_score)
+        truth_only_scores.append(truth_only_score)
+    for i in range(len(predicted) - len(ground_truth)):
+        match_scores.append(0)
+        pred_only_scores.append(1)
+        truth_only_scores.append(0)
+    tp = sum(match_scores)
+    fp = sum(pred_only_scores)
+    fn = sum(truth_only_scores)
+    precision = tp / (tp + fp) if tp + fp > 0 else 0
+    recall = tp / (tp + fn) if tp + fn > 0 else 0
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0
+
+
+def mini_execute_model(db_path, predicted_sql, ground_truth):
+    try:
+        conn = sqlite3.connect(db_path)
+        cursor = conn.cursor()
+        cursor.execute(predicted_sql)
+        predicted_res = cursor.fetchall()
+        cursor.execute(ground_truth)
+        ground_truth_res = cursor.fetchall()
+        conn.close()
+        return mini_calculate_f1_score(predicted_res, ground_truth_res)
+    except Exception:  # noqa: BLE001 - the reference's
+        return 0
+
+
 # --- the table and the pairs ------------------------------------------------------------------
 
 ROWS = [
@@ -211,6 +278,8 @@ PAIRS = {
     "syntax-error": ("SELECT id FROM t", "SELEC id FROM t"),
     "same": ("SELECT a, c FROM t WHERE b = 5", "SELECT a, c FROM t WHERE b = 5"),
     "dup-rows": ("SELECT c FROM t", "SELECT c FROM t UNION ALL SELECT c FROM t"),
+    "half-row": ("SELECT id, c FROM t WHERE id <= 2", "SELECT id, a FROM t WHERE id <= 3"),
+    "shifted": ("SELECT id, c FROM t WHERE id <= 3", "SELECT id, c FROM t WHERE id >= 2"),
 }
 
 
@@ -251,7 +320,7 @@ def _metrics(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def runs(lab) -> dict[str, Path]:
     outs = {}
-    for mode in ("spider", "bird", None):
+    for mode in ("spider", "bird", "bird-soft-f1", None):
         out = lab / f"out-{mode}"
         extra = ["--compat", mode] if mode else []
         assert main(["run", str(lab / "cases.jsonl"), "--responses", str(lab / "preds.jsonl"),
@@ -265,17 +334,22 @@ def _oracle(lab: Path, mode: str) -> dict[str, float]:
     db = str(lab / "t.sqlite")
     if mode == "spider":
         return {cid: float(ts_eval_exec_match(db, p, g)) for cid, (g, p) in PAIRS.items()}
+    if mode == "bird-soft-f1":
+        return {cid: float(mini_execute_model(db, p, g)) for cid, (g, p) in PAIRS.items()}
     return {cid: float(bird_execute_model(db, p, g)) for cid, (g, p) in PAIRS.items()}
 
 
-@pytest.mark.parametrize("mode", ["spider", "bird"])
+FIGURE = {"spider": "execution_accuracy", "bird": "execution_accuracy", "bird-soft-f1": "soft_f1"}
+
+
+@pytest.mark.parametrize("mode", ["spider", "bird", "bird-soft-f1"])
 def test_each_verdict_equals_the_reference(lab, runs, mode):
     want = _oracle(lab, mode)
     recs = _records(runs[mode])
-    got = {cid: r["scores"]["execution_accuracy"] for cid, r in recs.items()}
-    assert got == want
+    got = {cid: r["scores"][FIGURE[mode]] for cid, r in recs.items()}
+    assert got == want  # exactly: the same float operations in the same order
     overall = _metrics(runs[mode])["overall_metrics"]
-    assert overall["execution_accuracy"] == pytest.approx(sum(want.values()) / len(want))
+    assert overall[FIGURE[mode]] == pytest.approx(sum(want.values()) / len(want))
     assert overall["execution_unknown"] == 0 and overall["compat"] == mode
 
 
@@ -288,6 +362,12 @@ def test_the_pairs_separate_the_modes_and_our_exact_match(lab, runs):
     assert {c for c in PAIRS if spider[c] != bird[c]} == {
         "permuted", "permuted4", "subquery-order", "reversed", "bag-vs-set", "distinct-gold",
         "count-distinct", "bad-utf8", "value-word", "value-in-text", "spaced-ge", "dup-rows"}
+    soft = _oracle(lab, "bird-soft-f1")
+    assert 0 < soft["half-row"] < 1  # partial credit
+    # rows are paired by position: two shared rows one place apart score nothing, where our
+    # row-matching F1 counts them (2 * 2 / (3 + 7))
+    rows_f1 = _records(runs["None"])["shifted"]["scores"]["row_matching_f1"]
+    assert soft["shifted"] == 0.0 and rows_f1 == pytest.approx(0.4)
     # our exact match canonicalises text: '1' = 1, '007' = 7, '+5' = 5, ' 5 ' = 5, NFC, NBSP
     for cid in ("text-1-vs-1", "007-vs-7", "plus5-vs-5", "spaced5-vs-5", "nfc-vs-nfd", "nbsp"):
         assert ours[cid] and not spider[cid] and not bird[cid], cid
@@ -334,6 +414,8 @@ def test_spider_equal_against_the_reference_on_random_tables(seed):
         random.seed(seed)
         assert spider_equal(gold, pred, order) == ts_result_eq(gold, pred, order)
     assert bird_equal(gold, pred) == (set(pred) == set(gold))
+    if not any(len(r) == 0 for r in gold):
+        assert bird_soft_f1(gold, pred) == mini_calculate_f1_score(pred, gold)
 
 
 def test_spider_equal_gives_up_rather_than_guess():

@@ -109,10 +109,11 @@ class QueryOptions(TaskOptions):
     """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
     test_suite_seed: int = 0
     """Seed of the neighbour generation (same seed, same neighbours)."""
-    compat: Literal["none", "spider", "bird"] = "none"
+    compat: Literal["none", "spider", "bird", "bird-soft-f1"] = "none"
     """spider / bird: each case also gets ``execution_accuracy`` (1 or 0) as
-    test-suite-sql-eval's ``eval_exec_match`` or BIRD's ``evaluation.py`` decides it, and
-    the run its mean (:mod:`queryeval.tasks.query_exec`, docs/tables.md)."""
+    test-suite-sql-eval's ``eval_exec_match`` or BIRD's ``evaluation.py`` decides it;
+    bird-soft-f1: ``soft_f1`` as BIRD mini_dev's ``evaluation_f1.py`` computes it; the run
+    gets the mean (:mod:`queryeval.tasks.query_exec`, docs/tables.md)."""
 
 
 class QueryTask(QueryEngines, Task):
@@ -136,7 +137,9 @@ class QueryTask(QueryEngines, Task):
         self._exec_gold: dict = {}  # --compat: each gold query's rows (tasks/query_exec.py)
         if self.options.compat != "none":
             at = self.csv_columns.index("test_suite_match") + 1
-            self.csv_columns = [*self.csv_columns[:at], "execution_accuracy",
+            from queryeval.tasks.query_exec import figure
+
+            self.csv_columns = [*self.csv_columns[:at], figure(self.options.compat),
                                 *self.csv_columns[at:]]
 
     def close(self) -> None:
@@ -314,7 +317,8 @@ class QueryTask(QueryEngines, Task):
         if self.options.compat != "none":  # the benchmark's own verdict (tasks/query_exec.py)
             from queryeval.tasks import query_exec
 
-            scores["execution_accuracy"], record["execution"] = query_exec.verdict(self, record)
+            key = query_exec.figure(self.options.compat)
+            scores[key], record["execution"] = query_exec.verdict(self, record)
         else:
             record.pop("execution", None)
         from queryeval.tasks import query_explain as qx  # why it differs, what it touched
@@ -381,14 +385,15 @@ class QueryTask(QueryEngines, Task):
         suite = TestSuiteTally()
         from queryeval.tasks.query_exec import ExecTally
 
-        execution = ExecTally()
+        execution = ExecTally(self.options.compat) if self.options.compat != "none" else None
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
             diagnosis.add(r)
             suite.add(r)
-            execution.add(r)
+            if execution is not None:
+                execution.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -417,7 +422,7 @@ class QueryTask(QueryEngines, Task):
         if self.options.test_suite:
             overall.update({**suite.figures(), "test_suite": self.options.test_suite,
                             "test_suite_seed": self.options.test_suite_seed})
-        if self.options.compat != "none":
+        if execution is not None:
             overall.update({**execution.figures(), "compat": self.options.compat})
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])

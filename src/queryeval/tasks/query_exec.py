@@ -1,6 +1,6 @@
-"""``--compat spider|bird`` for the query task: each case's ``execution_accuracy`` (1 or 0)
-as test-suite-sql-eval or BIRD computes it (:mod:`queryeval.metrics.tables.execution`), and
-the run's mean of it. Kept out of ``tasks/query.py``; the queries run on the case's engine,
+"""``--compat spider|bird|bird-soft-f1`` for the query task: each case's
+``execution_accuracy`` (1 or 0) as test-suite-sql-eval or BIRD computes it, or BIRD
+mini_dev's ``soft_f1`` (:mod:`queryeval.metrics.tables.execution`), and the run's mean of it. Kept out of ``tasks/query.py``; the queries run on the case's engine,
 in its sandboxed worker, never in this process.
 
 The verdict is ``None`` (unknown, counted in ``execution_unknown`` and left out of the mean)
@@ -16,9 +16,14 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from queryeval.metrics.tables.execution import Undecided, frozen_rows, rows_equal, spider_queries
+from queryeval.metrics.tables.execution import (
+    FIGURE,
+    Undecided,
+    frozen_rows,
+    mode_score,
+    spider_queries,
+)
 
-KEY = "execution_accuracy"
 UNKNOWN = "execution_unknown"
 
 
@@ -56,8 +61,8 @@ def _gold_rows(task: Any, source: str, query: str, text_errors: str) -> tuple[li
 
 
 def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
-    """``(execution_accuracy, what the record keeps of it)`` for one case under the task's
-    ``compat`` mode: 1.0, 0.0 or None (unknown, see the module docstring)."""
+    """``(figure, what the record keeps of it)`` for one case under the task's ``compat``
+    mode: 1.0, 0.0 (or the Soft F1) or None (unknown, see the module docstring)."""
     mode = task.options.compat
     info: dict[str, Any] = {"mode": mode}
     if record.get("language") != "sql":
@@ -88,35 +93,41 @@ def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
         return 0.0, {**info, "status": pred_info["status"],
                      "reason": f"predicted query: {pred_info['reason']}"}
     try:
-        same = rows_equal(mode, gold_rows, pred_rows, order_matters)
+        value = mode_score(mode, gold_rows, pred_rows, order_matters)
     except Undecided as exc:
         return None, {**info, "status": "unknown", "reason": str(exc)}
-    return (1.0 if same else 0.0), {**info, "status": "ok", "gold_rows": len(gold_rows),
-                                    "predicted_rows": len(pred_rows)}
+    return value, {**info, "status": "ok", "gold_rows": len(gold_rows),
+                   "predicted_rows": len(pred_rows)}
+
+
+def figure(mode: str) -> str:
+    """The score a mode gives each case (and the run, as its mean)."""
+    return FIGURE[mode]
 
 
 class ExecTally:
-    """The run's ``execution_accuracy`` (mean of the known verdicts) and ``execution_unknown``."""
+    """The run's figure of the mode (mean of the known values) and ``execution_unknown``."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str) -> None:
         from queryeval.tasks.accum import Values
 
+        self.key = figure(mode)
         self.mean = Values()
         self.unknown = 0
 
     def add(self, record: dict) -> None:
         scores = record.get("scores") or {}
-        if KEY not in scores:
+        if self.key not in scores:
             return
-        if scores[KEY] is None:
+        if scores[self.key] is None:
             self.unknown += 1
         else:
-            self.mean.add(float(scores[KEY]))
+            self.mean.add(float(scores[self.key]))
 
     def figures(self) -> dict:
-        return {KEY: self.mean.mean(), UNKNOWN: self.unknown}
+        return {self.key: self.mean.mean(), UNKNOWN: self.unknown}
 
 
 def summary_keys(overall: dict) -> Iterable[str]:
     """The console's and HTML's overall rows of the mode (none without ``--compat``)."""
-    return [k for k in (KEY, UNKNOWN) if k in overall]
+    return [k for k in (*dict.fromkeys(FIGURE.values()), UNKNOWN) if k in overall]

@@ -15,6 +15,10 @@ sandboxed workers (:mod:`queryeval.tasks.query_exec`); this module only compares
   two empty results are equal whatever their columns (:func:`spider_equal`).
 * ``bird`` -- BIRD's ``evaluation.py``: ``set(predicted) == set(gold)``: columns in order,
   duplicates and row order ignored (:func:`bird_equal`).
+* ``bird-soft-f1`` -- BIRD mini_dev's Soft F1 (``evaluation_f1.py``, figure ``soft_f1``):
+  duplicate rows dropped (first kept), the i-th gold row paired with the i-th predicted row,
+  each pair scored by which values of one occur anywhere in the other, over the gold row's
+  width (:func:`bird_soft_f1`).
 
 A prediction that fails to run scores 0 in both (the references' ``except``). Values no
 ``set`` can hold (DuckDB lists, PostgreSQL arrays and JSON) are compared frozen (a list as a
@@ -28,8 +32,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-ExecMode = Literal["spider", "bird"]
-MODES: tuple[str, ...] = ("spider", "bird")
+ExecMode = Literal["spider", "bird", "bird-soft-f1"]
+MODES: tuple[str, ...] = ("spider", "bird", "bird-soft-f1")
+FIGURE = {"spider": "execution_accuracy", "bird": "execution_accuracy",
+          "bird-soft-f1": "soft_f1"}
+"""The per-case (and overall) figure each mode gives."""
 
 Row = tuple[Any, ...]
 
@@ -152,9 +159,43 @@ def spider_equal(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool, 
     return False
 
 
-def rows_equal(mode: ExecMode, gold: Sequence[Row], pred: Sequence[Row],
-               order_matters: bool = False) -> bool:
-    """The mode's verdict on two results (``order_matters``: spider only)."""
+def bird_soft_f1(gold: Sequence[Row], pred: Sequence[Row]) -> float:
+    """BIRD mini_dev's ``calculate_f1_score(predicted, ground_truth)``: 1.0 for two empty
+    results; else, duplicates dropped, row ``i`` of the gold is paired with row ``i`` of the
+    prediction: true positives are the predicted values found in the gold row, false
+    positives the others, false negatives the gold values not in the predicted row, each
+    over the gold row's width; an unpaired gold row is one false negative, an unpaired
+    predicted row one false positive. A zero-width gold row paired with a predicted one is
+    the reference's division by zero: 0.0. Sums run in the reference's order."""
+    if not pred and not gold:
+        return 1.0
+    p = list(dict.fromkeys(frozen_rows(pred)))
+    g = list(dict.fromkeys(frozen_rows(gold)))
+    tp = fp = fn = 0
+    for i, g_row in enumerate(g):
+        if i >= len(p):
+            fn += 1
+            continue
+        p_row, width = p[i], len(g_row)
+        if not width:
+            return 0.0
+        matches = sum(1 for v in p_row if v in g_row)
+        tp += matches / width
+        fp += (len(p_row) - matches) / width
+        fn += sum(1 for v in g_row if v not in p_row) / width
+    for _ in range(len(p) - len(g)):
+        fp += 1
+    precision = tp / (tp + fp) if tp + fp > 0 else 0
+    recall = tp / (tp + fn) if tp + fn > 0 else 0
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def mode_score(mode: ExecMode, gold: Sequence[Row], pred: Sequence[Row],
+               order_matters: bool = False) -> float:
+    """The mode's figure for two results (``order_matters``: spider only): 1.0 or 0.0,
+    or the Soft F1."""
+    if mode == "bird-soft-f1":
+        return float(bird_soft_f1(gold, pred))
     if mode == "bird":
-        return bird_equal(gold, pred)
-    return spider_equal(gold, pred, order_matters)
+        return 1.0 if bird_equal(gold, pred) else 0.0
+    return 1.0 if spider_equal(gold, pred, order_matters) else 0.0
