@@ -11,7 +11,10 @@ faithful transcriptions, kept here, of
   ``execute_sql``, ``execute_model``'s ``except``);
 * BIRD mini_dev's Soft F1 (github.com/bird-bench/mini_dev, ``evaluation/evaluation_f1.py``:
   ``calculate_row_match``, ``calculate_f1_score``, ``execute_model``; ``evaluation_utils.py``:
-  ``execute_sql``).
+  ``execute_sql``);
+* Spider 2.0 (github.com/xlang-ai/Spider2, ``spider2-lite/evaluation_suite/evaluate.py``:
+  ``compare_pandas_table``, ``compare_multi_pandas_table``, ``get_sqlite_result`` saving the
+  result as CSV, and the CSV read back with ``pd.read_csv``).
 
 The pairs hold the causes the issue lists: permuted columns, '1' vs 1, '007', '+5', ' 5 ',
 NFC, NBSP, ORDER BY in a subquery, duplicates against a set, inf against 'inf', invalid
@@ -235,6 +238,78 @@ def mini_execute_model(db_path, predicted_sql, ground_truth):
         return 0
 
 
+def spider2_compare_pandas_table(pred, gold, condition_cols=None, ignore_order=False):
+    import math
+
+    import pandas as pd
+
+    tolerance = 1e-2
+
+    def normalize(value):
+        if pd.isna(value):
+            return 0
+        return value
+
+    def vectors_match(v1, v2, tol=tolerance, ignore_order_=False):
+        v1 = [normalize(x) for x in v1]
+        v2 = [normalize(x) for x in v2]
+        if ignore_order_:
+            v1 = sorted(v1, key=lambda x: (x is None, str(x), isinstance(x, (int, float))))
+            v2 = sorted(v2, key=lambda x: (x is None, str(x), isinstance(x, (int, float))))
+        if len(v1) != len(v2):
+            return False
+        for a, b in zip(v1, v2):
+            if pd.isna(a) and pd.isna(b):
+                continue
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                if not math.isclose(float(a), float(b), abs_tol=tol):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    if condition_cols:
+        if not isinstance(condition_cols, (list, tuple)):
+            condition_cols = [condition_cols]
+        gold_cols = gold.iloc[:, condition_cols]
+    else:
+        gold_cols = gold
+    pred_cols = pred
+    t_gold_list = gold_cols.transpose().values.tolist()
+    t_pred_list = pred_cols.transpose().values.tolist()
+    score = 1
+    for gold_vector in t_gold_list:
+        if not any(vectors_match(gold_vector, pred_vector, ignore_order_=ignore_order)
+                   for pred_vector in t_pred_list):
+            score = 0
+            break
+    return score
+
+
+def spider2_sqlite_csv(db_path, query, save_dir, file_name, chunksize=500):
+    """get_sqlite_result with save_dir, then pd.read_csv of the file (None: it failed)."""
+    import os
+
+    import pandas as pd
+
+    try:
+        conn = sqlite3.connect(db_path)
+        memory_conn = sqlite3.connect(":memory:")
+        conn.backup(memory_conn)
+        try:
+            os.makedirs(save_dir, exist_ok=True)
+            for i, chunk in enumerate(pd.read_sql_query(query, memory_conn, chunksize=chunksize)):
+                mode = "a" if i > 0 else "w"
+                chunk.to_csv(os.path.join(save_dir, file_name), mode=mode, header=i == 0,
+                             index=False)
+        finally:
+            memory_conn.close()
+            conn.close()
+    except Exception:  # noqa: BLE001 - the reference's
+        return None
+    return pd.read_csv(os.path.join(save_dir, file_name))
+
+
 # --- the table and the pairs ------------------------------------------------------------------
 
 ROWS = [
@@ -280,6 +355,9 @@ PAIRS = {
     "dup-rows": ("SELECT c FROM t", "SELECT c FROM t UNION ALL SELECT c FROM t"),
     "half-row": ("SELECT id, c FROM t WHERE id <= 2", "SELECT id, a FROM t WHERE id <= 3"),
     "shifted": ("SELECT id, c FROM t WHERE id <= 3", "SELECT id, c FROM t WHERE id >= 2"),
+    "within-1e-2": ("SELECT b FROM t WHERE id = 2", "SELECT 7.004"),
+    "beyond-1e-2": ("SELECT b FROM t WHERE id = 2", "SELECT 7.02"),
+    "extra-column": ("SELECT c FROM t WHERE id <= 3", "SELECT id, c FROM t WHERE id <= 3"),
 }
 
 
@@ -320,7 +398,7 @@ def _metrics(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def runs(lab) -> dict[str, Path]:
     outs = {}
-    for mode in ("spider", "bird", "bird-soft-f1", None):
+    for mode in ("spider", "bird", "bird-soft-f1", "spider2", None):
         out = lab / f"out-{mode}"
         extra = ["--compat", mode] if mode else []
         assert main(["run", str(lab / "cases.jsonl"), "--responses", str(lab / "preds.jsonl"),
@@ -336,13 +414,23 @@ def _oracle(lab: Path, mode: str) -> dict[str, float]:
         return {cid: float(ts_eval_exec_match(db, p, g)) for cid, (g, p) in PAIRS.items()}
     if mode == "bird-soft-f1":
         return {cid: float(mini_execute_model(db, p, g)) for cid, (g, p) in PAIRS.items()}
+    if mode == "spider2":  # ignore_order unless the gold sorts at the top level
+        out = {}
+        for cid, (g, p) in PAIRS.items():
+            gold = spider2_sqlite_csv(db, g, lab / "s2" / cid, "gold.csv")
+            pred = spider2_sqlite_csv(db, p, lab / "s2" / cid, "pred.csv")
+            ordered = re.search(r"\)\s*$", g) is None and re.search(r"ORDER\s+BY", g) is not None
+            out[cid] = 0.0 if pred is None else float(spider2_compare_pandas_table(
+                pred, gold, None, ignore_order=not ordered))
+        return out
     return {cid: float(bird_execute_model(db, p, g)) for cid, (g, p) in PAIRS.items()}
 
 
-FIGURE = {"spider": "execution_accuracy", "bird": "execution_accuracy", "bird-soft-f1": "soft_f1"}
+FIGURE = {"spider": "execution_accuracy", "bird": "execution_accuracy", "bird-soft-f1": "soft_f1",
+          "spider2": "execution_accuracy"}
 
 
-@pytest.mark.parametrize("mode", ["spider", "bird", "bird-soft-f1"])
+@pytest.mark.parametrize("mode", ["spider", "bird", "bird-soft-f1", "spider2"])
 def test_each_verdict_equals_the_reference(lab, runs, mode):
     want = _oracle(lab, mode)
     recs = _records(runs[mode])
@@ -445,6 +533,12 @@ def _engine_oracle(fetch, mode: str) -> dict[str, float]:
     their sqlite cursor: BIRD's set comparison, test-suite-sql-eval's rewriting and result_eq."""
     out = {}
     for cid, (g, p) in ENGINE_PAIRS.items():
+        if mode == "bird-soft-f1":
+            try:
+                out[cid] = float(mini_calculate_f1_score(fetch(p), fetch(g)))
+            except Exception:  # noqa: BLE001 - the reference's
+                out[cid] = 0.0
+            continue
         if mode == "bird":
             try:
                 out[cid] = float(set(fetch(p)) == set(fetch(g)))
@@ -476,10 +570,10 @@ def _engine_run(tmp_path: Path, source: str, mode: str) -> dict[str, float]:
     assert main(["run", str(cases), "--responses", str(preds), "--task", "query",
                  "--database", source, "--out", str(out), "-q", "--no-report",
                  "--compat", mode]) == 0
-    return {c: r["scores"]["execution_accuracy"] for c, r in _records(out).items()}
+    return {c: r["scores"][FIGURE[mode]] for c, r in _records(out).items()}
 
 
-@pytest.mark.parametrize("mode", ["spider", "bird"])
+@pytest.mark.parametrize("mode", ["spider", "bird", "bird-soft-f1"])
 def test_duckdb_verdicts_equal_the_references_comparisons(tmp_path, mode):
     duckdb = pytest.importorskip("duckdb")
     path = tmp_path / "t.duckdb"
@@ -513,7 +607,7 @@ def _pg_float(x: float) -> str:
     return "'Infinity'::float8" if x == float("inf") else repr(x)
 
 
-@pytest.mark.parametrize("mode", ["spider", "bird"])
+@pytest.mark.parametrize("mode", ["spider", "bird", "bird-soft-f1"])
 def test_postgresql_verdicts_equal_the_references_comparisons(tmp_path, pg_t, mode):
     import psycopg
 
@@ -524,3 +618,43 @@ def test_postgresql_verdicts_equal_the_references_comparisons(tmp_path, pg_t, mo
         want = _engine_oracle(fetch, mode)
     assert 0 < sum(want.values()) < len(want)
     assert _engine_run(tmp_path, pg_t["reader"], mode) == want
+
+
+def test_spider2_condition_columns_and_several_golds(lab, tmp_path):
+    """A case's ``columns`` are Spider 2.0's condition columns (found by name in the gold),
+    its alternatives further golds (compare_multi_pandas_table: any one matches)."""
+    import queryeval as qe
+
+    db = str(lab / "t.sqlite")
+    cases = [
+        ("cond", {"gold": "SELECT id, c FROM t WHERE id <= 3", "columns": ["c"]},
+         "SELECT c FROM t WHERE id <= 3"),
+        ("no-cond", {"gold": "SELECT id, c FROM t WHERE id <= 3"}, "SELECT c FROM t WHERE id <= 3"),
+        ("alt", {"gold": "SELECT 1", "alternatives": ["SELECT 2"]}, "SELECT 2.001"),
+        ("ordered", {"gold": "SELECT id FROM t WHERE id <= 3", "ordered": True},
+         "SELECT id FROM t WHERE id <= 3 ORDER BY id DESC"),
+    ]
+    run = qe.evaluate([{"id": cid, "conversation": [{"role": "user", "content": cid,
+                                                     "target": {"query": q}}]}
+                       for cid, q, _p in cases],
+                      responses=[{"case_id": cid, "query": p} for cid, _q, p in cases],
+                      task="query", source=db, out=tmp_path / "runs",
+                      options={"compat": "spider2"})
+    got = {r["case_id"]: r["scores"]["execution_accuracy"] for r in run.records}
+
+    def csv(q, name):
+        return spider2_sqlite_csv(db, q, tmp_path / "ref", name)
+
+    want = {
+        "cond": spider2_compare_pandas_table(csv(cases[0][2], "p0"), csv(cases[0][1]["gold"], "g0"),
+                                             [1], True),
+        "no-cond": spider2_compare_pandas_table(csv(cases[1][2], "p1"),
+                                                csv(cases[1][1]["gold"], "g1"), None, True),
+        "alt": max(spider2_compare_pandas_table(csv(cases[2][2], "p2"), csv(g, f"g2{i}"), None, True)
+                   for i, g in enumerate(["SELECT 1", "SELECT 2"])),
+        "ordered": spider2_compare_pandas_table(csv(cases[3][2], "p3"),
+                                                csv(cases[3][1]["gold"], "g3"), None, False),
+    }
+    assert want == {"cond": 1, "no-cond": 0, "alt": 1, "ordered": 0}
+    assert got == {k: float(v) for k, v in want.items()}
+    assert [r["execution"]["ignore_order"] for r in run.records] == [True, True, True, False]

@@ -12,7 +12,16 @@ import json
 import pytest
 
 from matrix_checks import build_kind, check_compare, check_consumers, write_lab
-from test_execution_accuracy import PAIRS, bird_execute_model, build_db, ts_eval_exec_match
+from test_execution_accuracy import (
+    FIGURE,
+    PAIRS,
+    bird_execute_model,
+    build_db,
+    mini_execute_model,
+    spider2_compare_pandas_table,
+    spider2_sqlite_csv,
+    ts_eval_exec_match,
+)
 
 CHOSEN = ("permuted", "text-1-vs-1", "subquery-order", "bag-vs-set", "distinct-gold",
           "bad-utf8", "same")
@@ -55,6 +64,16 @@ def _expected(lab, mode: str) -> dict[str, float]:
     db = str(lab / "t.sqlite")
     if mode == "spider":
         return {c: float(ts_eval_exec_match(db, PAIRS[c][1], PAIRS[c][0])) for c in CHOSEN}
+    if mode == "bird-soft-f1":
+        return {c: float(mini_execute_model(db, PAIRS[c][1], PAIRS[c][0])) for c in CHOSEN}
+    if mode == "spider2":  # no chosen gold sorts at the top level: order ignored
+        out = {}
+        for c in CHOSEN:
+            gold = spider2_sqlite_csv(db, PAIRS[c][0], lab / "s2" / c, "gold.csv")
+            pred = spider2_sqlite_csv(db, PAIRS[c][1], lab / "s2" / c, "pred.csv")
+            out[c] = 0.0 if pred is None else float(
+                spider2_compare_pandas_table(pred, gold, None, True))
+        return out
     return {c: float(bird_execute_model(db, PAIRS[c][1], PAIRS[c][0])) for c in CHOSEN}
 
 
@@ -83,8 +102,18 @@ def test_every_consumer_reads_execution_accuracy(lab, built, kind, mode):
         want = {c: (v + 1.0) / 2 for c, v in want.items()}
     if kind == "errors":  # a failed call scores 0, as every execution figure
         want = {**want, "same": 0.0}
-    check_consumers(built(kind, mode), "execution_accuracy", want,
+    check_consumers(built(kind, mode), FIGURE[mode], want,
                     viewer_root=lab / f"runs-{mode}" / kind)
+
+
+@pytest.mark.parametrize("mode", ["bird-soft-f1", "spider2"])
+@pytest.mark.parametrize("kind", ["plain", "errors"])
+def test_every_consumer_reads_the_further_modes(lab, built, kind, mode):
+    want = _expected(lab, mode)
+    assert 0 < sum(want.values()) < len(want)
+    if kind == "errors":
+        want = {**want, "same": 0.0}
+    check_consumers(built(kind, mode), FIGURE[mode], want, viewer_root=lab / f"runs-{mode}" / kind)
 
 
 def test_compare_spider_against_bird(lab, built, tmp_path):

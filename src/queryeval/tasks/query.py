@@ -109,11 +109,12 @@ class QueryOptions(TaskOptions):
     """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
     test_suite_seed: int = 0
     """Seed of the neighbour generation (same seed, same neighbours)."""
-    compat: Literal["none", "spider", "bird", "bird-soft-f1"] = "none"
+    compat: Literal["none", "spider", "bird", "bird-soft-f1", "spider2"] = "none"
     """spider / bird: each case also gets ``execution_accuracy`` (1 or 0) as
     test-suite-sql-eval's ``eval_exec_match`` or BIRD's ``evaluation.py`` decides it;
-    bird-soft-f1: ``soft_f1`` as BIRD mini_dev's ``evaluation_f1.py`` computes it; the run
-    gets the mean (:mod:`queryeval.tasks.query_exec`, docs/tables.md)."""
+    bird-soft-f1: ``soft_f1`` as BIRD mini_dev's ``evaluation_f1.py`` computes it; spider2:
+    ``execution_accuracy`` by Spider 2.0's ``compare_multi_pandas_table``; the run gets the
+    mean (:mod:`queryeval.tasks.query_exec`, docs/tables.md)."""
 
 
 class QueryTask(QueryEngines, Task):

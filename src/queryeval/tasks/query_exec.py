@@ -27,8 +27,9 @@ from queryeval.metrics.tables.execution import (
 UNKNOWN = "execution_unknown"
 
 
-def _run(task: Any, source: str, query: str, text_errors: str) -> tuple[list | None, dict]:
-    """(rows as the driver returned them, or None; what happened) for one query."""
+def _run(task: Any, source: str, query: str, text_errors: str) -> tuple[Any, dict]:
+    """(rows as the driver returned them, or None; what happened) for one query; the rows
+    carry the result's column names as ``.columns``."""
     from queryeval.systems.engines import QueryExecutionError
 
     engine = task.engine(source)
@@ -41,7 +42,15 @@ def _run(task: Any, source: str, query: str, text_errors: str) -> tuple[list | N
     if res.truncated:
         return None, {"status": "truncated",
                       "reason": f"the result was cut at max_rows={task.options.max_rows}"}
-    return frozen_rows(res.rows), {"status": "ok", "rows": len(res.rows)}
+    return Rows(frozen_rows(res.rows), res.columns), {"status": "ok", "rows": len(res.rows)}
+
+
+class Rows(list):
+    """A result's rows (a list of tuples) with its column names."""
+
+    def __init__(self, rows: list, columns: list[str]) -> None:
+        super().__init__(rows)
+        self.columns = list(columns)
 
 
 _GOLD_LOCK = threading.Lock()
@@ -69,6 +78,8 @@ def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
         return None, {**info, "status": "unknown",
                       "reason": "execution accuracy is defined on SQL databases only"}
     source, gold, pred = record["source"], record["gold_query"], record.get("predicted_query")
+    if mode == "spider2":
+        return _spider2(task, record, info)
     text_errors = "ignore" if mode == "spider" else "strict"
     order_matters = False
     if mode == "spider":
@@ -98,6 +109,57 @@ def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
         return None, {**info, "status": "unknown", "reason": str(exc)}
     return value, {**info, "status": "ok", "gold_rows": len(gold_rows),
                    "predicted_rows": len(pred_rows)}
+
+
+def _spider2(task: Any, record: dict, info: dict) -> tuple[float | None, dict]:
+    """Spider 2.0's verdict: the case's gold queries (and gold tables) are its golds, its
+    ``columns`` (names) its condition columns, found by name in each gold's columns, and
+    order is ignored unless the case is ordered (its ``ordered``, else a top-level ORDER BY
+    in the gold query, as the exact match decides)."""
+    from queryeval.metrics.tables.execution import spider2_frame, spider2_match
+
+    source, pred = record["source"], record.get("predicted_query")
+    ignore_order = not task._ordered(record, record["gold_query"])
+    wanted = (record.get("modes") or {}).get("columns")
+    info = {**info, "ignore_order": ignore_order}
+    golds, conditions = [], []
+    tables = [(q, None) for q in [record["gold_query"], *record.get("gold_alternatives", [])]]
+    tables += [(None, t) for t in record.get("gold_tables", [])]
+    for query, table in tables:
+        if query is not None:
+            rows, gold_info = _gold_rows(task, source, query, "strict")
+            if rows is None:
+                return None, {**info, "status": "unknown",
+                              "reason": f"gold query: {gold_info['reason']}"}
+            columns = rows.columns
+        else:
+            rows, columns = [tuple(r) for r in table["rows"]], list(table["columns"])
+        if wanted:
+            missing = [c for c in wanted if c not in columns]
+            if missing:
+                return None, {**info, "status": "unknown",
+                              "reason": f"condition column(s) {missing} not in a gold result"}
+            conditions.append([columns.index(c) for c in wanted])
+        try:
+            golds.append(spider2_frame(columns, rows))
+        except Exception as exc:  # noqa: BLE001 - pandas could not read the gold back
+            return None, {**info, "status": "unknown",
+                          "reason": f"gold result: {type(exc).__name__}: {exc}"}
+    if pred is None or not pred.strip():
+        return 0.0, {**info, "status": "no_query", "reason": "no predicted query"}
+    rows, pred_info = _run(task, source, pred, "strict")
+    if rows is None:
+        if pred_info["status"] == "truncated":
+            return None, {**info, "status": "unknown", "reason": pred_info["reason"]}
+        return 0.0, {**info, "status": pred_info["status"],
+                     "reason": f"predicted query: {pred_info['reason']}"}
+    try:
+        frame = spider2_frame(rows.columns, rows)
+        same = any(spider2_match([g], frame, conditions[i] if conditions else None, ignore_order)
+                   for i, g in enumerate(golds))
+    except Exception as exc:  # noqa: BLE001 - the reference's except: a failed comparison
+        return 0.0, {**info, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+    return (1.0 if same else 0.0), {**info, "status": "ok", "predicted_rows": len(rows)}
 
 
 def figure(mode: str) -> str:

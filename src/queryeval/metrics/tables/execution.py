@@ -19,6 +19,13 @@ sandboxed workers (:mod:`queryeval.tasks.query_exec`); this module only compares
   duplicate rows dropped (first kept), the i-th gold row paired with the i-th predicted row,
   each pair scored by which values of one occur anywhere in the other, over the gold row's
   width (:func:`bird_soft_f1`).
+* ``spider2`` -- Spider 2.0's ``compare_multi_pandas_table`` (spider2-lite
+  ``evaluation_suite/evaluate.py``, figure ``execution_accuracy``): each result goes the way
+  the reference's goes, rows -> DataFrame -> CSV -> ``pandas.read_csv`` (so ``'007'`` in a
+  column of numbers reads back as ``7``); then every gold column (or only the condition
+  columns) must equal some predicted column as a vector -- numbers within an absolute
+  ``1e-2``, missing values read as ``0``, both vectors sorted first when order is ignored --
+  extra predicted columns allowed; with several golds, any one (:func:`spider2_match`).
 
 A prediction that fails to run scores 0 in both (the references' ``except``). Values no
 ``set`` can hold (DuckDB lists, PostgreSQL arrays and JSON) are compared frozen (a list as a
@@ -32,10 +39,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-ExecMode = Literal["spider", "bird", "bird-soft-f1"]
-MODES: tuple[str, ...] = ("spider", "bird", "bird-soft-f1")
+ExecMode = Literal["spider", "bird", "bird-soft-f1", "spider2"]
+MODES: tuple[str, ...] = ("spider", "bird", "bird-soft-f1", "spider2")
 FIGURE = {"spider": "execution_accuracy", "bird": "execution_accuracy",
-          "bird-soft-f1": "soft_f1"}
+          "bird-soft-f1": "soft_f1", "spider2": "execution_accuracy"}
 """The per-case (and overall) figure each mode gives."""
 
 Row = tuple[Any, ...]
@@ -199,3 +206,64 @@ def mode_score(mode: ExecMode, gold: Sequence[Row], pred: Sequence[Row],
     if mode == "bird":
         return 1.0 if bird_equal(gold, pred) else 0.0
     return 1.0 if spider_equal(gold, pred, order_matters) else 0.0
+
+
+SPIDER2_ABS_TOL = 1e-2
+
+
+def spider2_frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Any:
+    """A result as Spider 2.0 compares it: the rows as ``pandas.read_sql_query`` makes them
+    a DataFrame (``coerce_float``), written with ``to_csv(index=False)`` and read back with
+    ``pandas.read_csv`` (the reference saves every result as CSV and reads the CSV)."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.DataFrame.from_records([tuple(r) for r in rows], columns=list(columns),
+                                      coerce_float=True)
+    text = io.StringIO()
+    frame.to_csv(text, index=False)
+    text.seek(0)
+    return pd.read_csv(text)
+
+
+def _spider2_vectors_equal(gold: list, pred: list, ignore_order: bool) -> bool:
+    import math
+
+    import pandas as pd
+
+    g = [0 if pd.isna(x) else x for x in gold]
+    p = [0 if pd.isna(x) else x for x in pred]
+    if ignore_order:
+        def key(x: Any) -> tuple:
+            return (x is None, str(x), isinstance(x, (int, float)))
+
+        g, p = sorted(g, key=key), sorted(p, key=key)
+    if len(g) != len(p):
+        return False
+    for a, b in zip(g, p, strict=True):
+        if pd.isna(a) and pd.isna(b):
+            continue
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if not math.isclose(float(a), float(b), abs_tol=SPIDER2_ABS_TOL):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def spider2_table_match(gold: Any, pred: Any, condition_cols: Sequence[int] | None,
+                        ignore_order: bool) -> bool:
+    """One gold DataFrame against the predicted one (``spider2_frame``): each gold column
+    (``condition_cols``: only those, by position) equals some predicted column."""
+    chosen = gold.iloc[:, list(condition_cols)] if condition_cols else gold
+    gold_vectors = chosen.transpose().values.tolist()
+    pred_vectors = pred.transpose().values.tolist()
+    return all(any(_spider2_vectors_equal(g, p, ignore_order) for p in pred_vectors)
+               for g in gold_vectors)
+
+
+def spider2_match(golds: Sequence[Any], pred: Any, condition_cols: Sequence[int] | None,
+                  ignore_order: bool) -> bool:
+    """Spider 2.0's verdict: the prediction matches any one of the golds."""
+    return any(spider2_table_match(g, pred, condition_cols, ignore_order) for g in golds)
