@@ -258,7 +258,7 @@ def spider2_compare_pandas_table(pred, gold, condition_cols=None, ignore_order=F
             v2 = sorted(v2, key=lambda x: (x is None, str(x), isinstance(x, (int, float))))
         if len(v1) != len(v2):
             return False
-        for a, b in zip(v1, v2):
+        for a, b in zip(v1, v2, strict=False):
             if pd.isna(a) and pd.isna(b):
                 continue
             if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -358,6 +358,7 @@ PAIRS = {
     "within-1e-2": ("SELECT b FROM t WHERE id = 2", "SELECT 7.004"),
     "beyond-1e-2": ("SELECT b FROM t WHERE id = 2", "SELECT 7.02"),
     "extra-column": ("SELECT c FROM t WHERE id <= 3", "SELECT id, c FROM t WHERE id <= 3"),
+    "two-statements": ("SELECT 1", "SELECT 1; SELECT 2"),  # spider keeps the first statement
 }
 
 
@@ -449,7 +450,8 @@ def test_the_pairs_separate_the_modes_and_our_exact_match(lab, runs):
     assert 0 < sum(spider.values()) < len(PAIRS) and 0 < sum(bird.values()) < len(PAIRS)
     assert {c for c in PAIRS if spider[c] != bird[c]} == {
         "permuted", "permuted4", "subquery-order", "reversed", "bag-vs-set", "distinct-gold",
-        "count-distinct", "bad-utf8", "value-word", "value-in-text", "spaced-ge", "dup-rows"}
+        "count-distinct", "bad-utf8", "value-word", "value-in-text", "spaced-ge", "dup-rows",
+        "two-statements"}
     soft = _oracle(lab, "bird-soft-f1")
     assert 0 < soft["half-row"] < 1  # partial credit
     # rows are paired by position: two shared rows one place apart score nothing, where our
@@ -658,3 +660,13 @@ def test_spider2_condition_columns_and_several_golds(lab, tmp_path):
     assert want == {"cond": 1, "no-cond": 0, "alt": 1, "ordered": 0}
     assert got == {k: float(v) for k, v in want.items()}
     assert [r["execution"]["ignore_order"] for r in run.records] == [True, True, True, False]
+
+
+def test_a_mode_of_another_task_is_one_clear_error(lab, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["run", str(lab / "cases.jsonl"), "--responses", str(lab / "preds.jsonl"),
+                 "--task", "query", "--database", str(lab / "t.sqlite"), "--compat", "infiagent",
+                 "--out", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "compat" in err and "Traceback" not in err
+    assert not list((tmp_path / "o").rglob("results_*.jsonl"))
