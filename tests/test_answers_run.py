@@ -380,8 +380,16 @@ def test_compat_infiagent_scores_nothing_when_every_id_is_a_string(tmp_path, sha
     r.write_text("".join(json.dumps(x) + "\n" for x in rows))
     args = [str(d / "da-dev-questions.jsonl"), "--labels", str(d / "da-dev-labels.jsonl"),
             "--responses", str(r), "--no-report", "-q"]
-    assert main(["run", *args, "--compat", "infiagent", "--out", str(tmp_path / "a")]) == 0
+    args.remove("--no-report")
+    assert main(["run", *args, "--compat", "infiagent", "--export", "dabench",
+                 "--out", str(tmp_path / "a")]) == 0
     o = overall(files(tmp_path / "a"))
     assert o["answered"] == 0 and o["missing"] == len(labels)
+    assert o["psaq"] is None  # our figures: no question scored, no value
+    doc = json.loads(files(tmp_path / "a")["dabench"].read_text())  # the reference's file
+    assert doc["main_results"] == {"Accuracy by Question": 0,
+                                   "Accuracy Proportional by Sub-Question": 0,
+                                   "Accuracy by Sub-Question": 0}
+    args.append("--no-report")
     assert main(["run", *args, "--out", str(tmp_path / "b")]) == 0  # our default: "5" is 5
     assert overall(files(tmp_path / "b"))["abq"] == 1.0
