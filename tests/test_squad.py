@@ -159,5 +159,7 @@ def test_retrieval_answers_follow_the_squad_option():
     assert answer_scores("The", "a")["answer_f1"] == 1.0
     assert answer_scores("The", "a", "v1.1")["answer_f1"] == 0.0
     assert RetrievalOptions().squad == "v2.0" and RetrievalOptions(squad="v1.1").squad == "v1.1"
-    with pytest.raises(ValidationError):
-        RetrievalOptions(squad="v3")
+    assert RetrievalOptions(squad=1.1).squad == "v1.1" and RetrievalOptions(squad="2.0").squad == "v2.0"
+    for bad in ("v3", 1, True, None):
+        with pytest.raises(ValidationError):
+            RetrievalOptions(squad=bad)

@@ -25,10 +25,25 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
 
 SquadVersion = Literal["v1.1", "v2.0"]
 DEFAULT_VERSION: SquadVersion = "v2.0"
+
+
+def _version_name(value: Any) -> Any:
+    """``1.1``, ``"1.1"``, ``2``, ``"2.0"`` (``--option squad=1.1`` reads a number) name the
+    versions too; anything else is left for the validation to refuse."""
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        text = str(value).strip().lower().removeprefix("v")
+        return {"1.1": "v1.1", "2": "v2.0", "2.0": "v2.0"}.get(text, value)
+    return value
+
+
+SquadOption = Annotated[SquadVersion, BeforeValidator(_version_name)]
+"""A task option naming the SQuAD version (``v1.1`` or ``v2.0``; ``1.1``, ``2.0`` too)."""
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)

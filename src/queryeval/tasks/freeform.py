@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from queryeval.errors import ConfigError
 from queryeval.metrics.freeform import RULES, decide
-from queryeval.metrics.squad import DEFAULT_VERSION, SquadVersion
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadOption
 from queryeval.suite.models import Case
 from queryeval.systems.judge import JudgeItem, JudgeOptions
 from queryeval.tasks import judging
@@ -35,7 +35,7 @@ class FreeformOptions(TaskOptions):
     """The LLM judge for what the ladder leaves inconclusive (docs/judge.md); None: none."""
     dayfirst: bool = False
     """Read an ambiguous numeric date (``01/02/2024``) day first (default: month first)."""
-    squad: SquadVersion = DEFAULT_VERSION
+    squad: SquadOption = DEFAULT_VERSION
     """The SQuAD script whose ``exact_match``/``token_f1`` rules are used (``v2.0``, the
     default, or ``v1.1``; :mod:`queryeval.metrics.squad`)."""
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from queryeval.errors import ConfigError
-from queryeval.metrics.squad import DEFAULT_VERSION, SquadVersion
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadOption
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.systems.judge import JudgeOptions
@@ -65,7 +65,7 @@ class RetrievalOptions(TaskOptions):
     judge: JudgeOptions | None = None
     """Send generated answers the exact match did not decide to this LLM judge (see
     :mod:`queryeval.tasks.retrieval_answer`)."""
-    squad: SquadVersion = DEFAULT_VERSION
+    squad: SquadOption = DEFAULT_VERSION
     """The SQuAD script whose rules score a generated answer (``answer_exact_match``,
     ``answer_f1``): ``v2.0`` (the default) or ``v1.1`` (:mod:`queryeval.metrics.squad`)."""
 
