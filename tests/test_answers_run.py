@@ -288,3 +288,108 @@ def test_a_tables_folder_that_is_not_there_is_refused_before_any_call(tmp_path, 
     assert err.count("error:") == 1 and "Traceback" not in err
     assert "--tables" in err and "no-such-tables" in err and "not a folder" in err
     assert not list(out.rglob("batch_*.json"))
+
+
+def _infiagent_figures(labels: list[dict], responses: list[dict]) -> tuple[float, float, float]:
+    """The oracle: InfiAgent's examples/DA-Agent/eval_closed_form.py transcribed
+    (evaluate_responses, then evaluate_accuracy_by_question, ..._proportional_by_sub_question_
+    adjusted and ..._by_sub_question), returned as (PSAQ, ABQ, UASQ)."""
+    import re
+
+    def is_equal(response, label):
+        if response == label:
+            return True
+        try:
+            return abs(float(response) - float(label)) < 1e-6
+        except Exception:  # noqa: BLE001 - the reference's bare except
+            return False
+
+    results = []
+    for label in labels:
+        answers = {a[0]: a[1] for a in label["common_answers"]}
+        resp = next((r for r in responses if "id" in r and r["response"] and r["id"] == label["id"]),
+                    None)
+        if resp:
+            got = dict(re.findall(r"@(\w+)\[(.*?)\]", resp["response"]))
+            results.append({n: is_equal(got.get(n), answers[n]) for n in answers})
+    if not results:
+        return 0.0, 0.0, 0.0
+    abq = round(sum(all(r.values()) for r in results) / len(results), 4)
+    uasq = round(sum(sum(r.values()) for r in results) / sum(len(r) for r in results), 4)
+    psaq = round(sum(sum(r.values()) / len(r) for r in results) / len(results), 4)
+    return psaq, abq, uasq
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_compat_infiagent_counts_string_ids_missing_as_infiagent_does(tmp_path, shared_data,
+                                                                      fmt, capsys):
+    """InfiAgent matches ``resp["id"] == label_id`` with the labels' integer ids, so a response
+    whose id is the string "5" is never used (the reference scores a file of string ids
+    0.00% on all three figures). queryeval used to key both as "5" and score them."""
+    import csv as csvmod
+
+    d = shared_data / "dabench" / "current"
+    labels = [json.loads(x) for x in (d / "da-dev-labels.jsonl").read_text().splitlines() if x]
+    rows = []
+    for i, lab in enumerate(labels):
+        pairs = lab["common_answers"]
+        right = " ".join(f"@{n}[{v}]" for n, v in pairs)
+        wrong = " ".join(f"@{n}[{v}x]" if j == 0 else f"@{n}[{v}]" for j, (n, v) in enumerate(pairs))
+        if i % 4 == 0:  # a string id only: missing for InfiAgent
+            rows.append({"id": str(lab["id"]), "response": right})
+        elif i % 4 == 1:  # a string id first, then the integer id with a wrong answer
+            rows += [{"id": str(lab["id"]), "response": right}, {"id": lab["id"], "response": wrong}]
+        else:
+            rows.append({"id": lab["id"], "response": right if i % 4 == 2 else wrong})
+    want = _infiagent_figures(labels, rows)
+    assert 0 < want[1] < 1  # the pairs leave both kinds of verdict
+    r = tmp_path / f"responses.{fmt}"
+    if fmt == "jsonl":
+        r.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    else:  # a CSV cell is text: an integer's digits are read as the integer id
+        with r.open("w", newline="") as fh:
+            w = csvmod.DictWriter(fh, ["id", "response"])
+            w.writeheader()
+            w.writerows(rows)
+    out = tmp_path / "o"
+    capsys.readouterr()
+    assert main(["run", str(d / "da-dev-questions.jsonl"), "--labels", str(d / "da-dev-labels.jsonl"),
+                 "--responses", str(r), "--compat", "infiagent", "--out", str(out),
+                 "--no-report"]) == 0
+    o = overall(files(out))
+    if fmt == "csv":  # every id cell is an integer's text: all are read as integer ids
+        strings_only = [{**x, "id": int(x["id"])} for x in rows]
+        want = _infiagent_figures(labels, strings_only)
+    assert (round(o["psaq"], 4), round(o["abq"], 4), round(o["uasq"], 4)) == want
+    err = capsys.readouterr().err
+    n_string = sum(isinstance(x["id"], str) for x in rows)
+    if fmt == "jsonl":
+        assert f"{n_string} response(s) have a string id" in " ".join(err.split())
+    else:
+        assert "string id" not in err
+
+
+def test_compat_infiagent_scores_nothing_when_every_id_is_a_string(tmp_path, shared_data):
+    """The issue's file: every id a string -> InfiAgent's 0.00% on all three figures."""
+    d = shared_data / "dabench" / "current"
+    labels = [json.loads(x) for x in (d / "da-dev-labels.jsonl").read_text().splitlines() if x]
+    rows = [{"id": str(lab["id"]), "response": " ".join(f"@{n}[{v}]" for n, v in lab["common_answers"])}
+            for lab in labels]
+    assert _infiagent_figures(labels, rows) == (0.0, 0.0, 0.0)
+    r = tmp_path / "r.jsonl"
+    r.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    args = [str(d / "da-dev-questions.jsonl"), "--labels", str(d / "da-dev-labels.jsonl"),
+            "--responses", str(r), "--no-report", "-q"]
+    args.remove("--no-report")
+    assert main(["run", *args, "--compat", "infiagent", "--export", "dabench",
+                 "--out", str(tmp_path / "a")]) == 0
+    o = overall(files(tmp_path / "a"))
+    assert o["answered"] == 0 and o["missing"] == len(labels)
+    assert o["psaq"] is None  # our figures: no question scored, no value
+    doc = json.loads(files(tmp_path / "a")["dabench"].read_text())  # the reference's file
+    assert doc["main_results"] == {"Accuracy by Question": 0,
+                                   "Accuracy Proportional by Sub-Question": 0,
+                                   "Accuracy by Sub-Question": 0}
+    args.append("--no-report")
+    assert main(["run", *args, "--out", str(tmp_path / "b")]) == 0  # our default: "5" is 5
+    assert overall(files(tmp_path / "b"))["abq"] == 1.0

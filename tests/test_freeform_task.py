@@ -268,3 +268,23 @@ def test_yaml_suite_with_a_date_and_a_number_answer(tmp_path):
     assert recs["d1"]["reference"]["answer"] == "2024-02-01"
     assert (recs["d1"]["decided_by"], recs["n1"]["decided_by"]) == ("date", "unit")
     assert run.overall["pass_rate"] == 1.0
+
+
+def test_squad_option_picks_the_scripts_token_f1(tmp_path):
+    """``--option squad=v1.1``: the freeform figures follow SQuAD v1.1's script (the reference
+    'The' and the response 'a' share no token: F1 0.0); v2.0, the default, scores 1.0."""
+    cases = [{"id": "c", "conversation": [{"role": "user", "content": "which?",
+                                           "target": {"reference": {"answer": "The"}}}]},
+             {"id": "d", "conversation": [{"role": "user", "content": "which?",
+                                           "target": {"reference": {"answer": "The cat",
+                                                                    "aliases": ["an"]}}}]}]
+    responses = [{"id": "c", "response": "a"}, {"id": "d", "response": "a cat"}]
+    f1 = {}
+    for version in ("v1.1", "v2.0", None):
+        run = qe.evaluate(cases, responses=responses, out=tmp_path / str(version),
+                          options={"squad": version} if version else None)
+        f1[version] = {r["case_id"]: r["scores"]["token_f1"] for r in run.records}
+        assert run.overall["token_f1"] == pytest.approx(sum(f1[version].values()) / 2)
+    # d: v1.1 keeps the alias 'an' (empty: F1 0 there), 'The cat' gives 1.0 either way
+    assert f1["v1.1"] == {"c": 0.0, "d": 1.0}
+    assert f1["v2.0"] == f1[None] == {"c": 1.0, "d": 1.0}

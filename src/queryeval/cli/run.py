@@ -95,10 +95,12 @@ def command(
         None, "--match", help="Answers: numeric (equal within 1e-6, the default) or strict (equal text)."),
     missing: Literal["wrong", "skip"] | None = typer.Option(
         None, "--missing", help="Answers: a missing response scores wrong (the default) or is skipped."),
-    compat: Literal["infiagent"] | None = typer.Option(
+    compat: Literal["infiagent", "spider", "bird", "bird-soft-f1", "spider2"] | None = typer.Option(
         None, "--compat",
         help="Answers: infiagent reproduces InfiAgent's evaluator (first non-empty response per "
-        "id, missing answers skipped, unknown ids ignored)."),
+        "id, missing answers skipped, unknown ids ignored, string ids missing). Query: spider "
+        "or bird adds execution_accuracy as test-suite-sql-eval or BIRD computes it; "
+        "bird-soft-f1 adds BIRD mini_dev's soft_f1; spider2 Spider 2.0's matching."),
     export: list[str] = typer.Option(
         [], "--export", metavar="<dabench>", callback=lambda v: _choices("--export", v, EXPORTS),
         help="Answers: extra output (repeatable): dabench writes the DABench analysis JSON."),

@@ -112,6 +112,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
     try:  # the first pass over the cases: count, rank, bind recorded answers, task checks
         if recorded is not None:
             warnings += recorded.bind(cases.scan(task))
+            warnings += task.recorded_warnings()
         else:
             for _ in cases.scan(task):
                 pass

@@ -96,6 +96,17 @@ def _read_line(task: Task, obj: Any, path: Path, lineno: int) -> tuple[str, int 
     return case_id, _turn(turn, path, lineno), output
 
 
+def _csv_integer_id(obj: dict) -> dict:
+    """A CSV cell is text: an ``id`` cell holding an integer (``5``) is read as the integer,
+    as a JSONL line writes DABench's ids, so readers that tell ``5`` from ``"5"``
+    (``compat=infiagent``) read a CSV file's ids as integers."""
+    from queryeval.tasks.responses import string_integer_id
+
+    if "id" in obj and string_integer_id({"id": obj["id"]}):
+        return {**obj, "id": int(obj["id"])}
+    return obj
+
+
 def _refused(exc: Exception, path: Path, lineno: int) -> NoReturn:
     """The line's error as the task (or its pydantic model) gave it."""
     if isinstance(exc, ValidationError):
@@ -194,7 +205,10 @@ class RecordedSystem:
         entries: dict[Key, Any] = {}
         lines: dict[Key, int] = {}
         first_non_empty = _first_non_empty(task)
+        csv_cells = records is None and path.suffix.lower() == ".csv"
         for lineno, obj in (iter_records(path) if records is None else records):
+            if csv_cells:
+                obj = _csv_integer_id(obj)
             if isinstance(obj, dict) and obj.get("repeat") not in (None, ""):
                 raise InputError("several answers per case (repeat) are read from JSONL "
                                  "responses only", path=path, line=lineno, field="repeat")

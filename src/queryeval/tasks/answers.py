@@ -34,7 +34,7 @@ from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
-from queryeval.tasks.responses import parse_response, read_response_line
+from queryeval.tasks.responses import parse_response, read_response_line, string_integer_id
 
 
 class ReformatOptions(BaseModel):
@@ -62,8 +62,11 @@ class AnswersOptions(TaskOptions):
     case); see docs/judge.md."""
     compat: Literal["none", "infiagent"] = "none"
     """infiagent: reproduce InfiAgent's ``eval_closed_form.py``: missing answers are skipped
-    (``missing=skip``), responses for unknown ids are ignored, and of several responses with
-    one id the first non-empty one is used (default: a duplicate id is refused)."""
+    (``missing=skip``), responses for unknown ids are ignored, of several responses with
+    one id the first non-empty one is used (default: a duplicate id is refused), and a JSON
+    string id holding an integer (``"5"``) is not the integer id ``5`` (InfiAgent compares
+    ``resp["id"] == label_id`` with the labels' integer ids): such a line counts as missing
+    and the run warns how many there were."""
 
     @model_validator(mode="after")
     def _compat_implies(self) -> AnswersOptions:
@@ -109,6 +112,7 @@ class AnswersTask(Task):
         super().__init__(options)
         self._reformatter = None
         self._lock = threading.Lock()
+        self._string_ids: set[tuple[str, int | None]] = set()
         self.case_judge = judging.CaseJudge(self.options.judge)
         if self.options.judge is not None:
             self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
@@ -157,8 +161,22 @@ class AnswersTask(Task):
         return parse_response(raw)
 
     def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
-        """DABench's ``{"id", "response"}`` (or ``case_id`` for id)."""
-        return read_response_line(obj)
+        """DABench's ``{"id", "response"}`` (or ``case_id`` for id). Under ``compat=infiagent``
+        a line whose id is a string holding an integer is read as a missing answer: InfiAgent
+        never matches it to the integer id (see :attr:`AnswersOptions.compat`)."""
+        case_id, turn, response = read_response_line(obj)
+        if self.options.compat == "infiagent" and string_integer_id(obj):
+            with self._lock:
+                self._string_ids.add((case_id, turn))
+            return case_id, turn, None
+        return case_id, turn, response
+
+    def recorded_warnings(self) -> list[str]:
+        n = len(self._string_ids)
+        if not n:
+            return []
+        return [f"compat=infiagent: {n} response(s) have a string id holding an integer "
+                "(e.g. \"5\"); InfiAgent compares ids as integers, so they count as missing"]
 
     # --- reformat ------------------------------------------------------------------------------
     def _reformat(self, case: Case, response: str) -> tuple[str | None, dict | None]:

@@ -129,6 +129,11 @@ class Task(ABC):
     def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
         """One line of a recorded-responses file -> ``(case_id, turn or None, output)``."""
 
+    def recorded_warnings(self) -> list[str]:
+        """What the run should say about the recorded-responses lines read so far (called
+        once the file is bound to the suite), e.g. lines a compat mode counts as missing."""
+        return []
+
     # --- scoring ------------------------------------------------------------------------
     @abstractmethod
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from queryeval.errors import ConfigError
 from queryeval.metrics.freeform import RULES, decide
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadOption
 from queryeval.suite.models import Case
 from queryeval.systems.judge import JudgeItem, JudgeOptions
 from queryeval.tasks import judging
@@ -34,6 +35,9 @@ class FreeformOptions(TaskOptions):
     """The LLM judge for what the ladder leaves inconclusive (docs/judge.md); None: none."""
     dayfirst: bool = False
     """Read an ambiguous numeric date (``01/02/2024``) day first (default: month first)."""
+    squad: SquadOption = DEFAULT_VERSION
+    """The SQuAD script whose ``exact_match``/``token_f1`` rules are used (``v2.0``, the
+    default, or ``v1.1``; :mod:`queryeval.metrics.squad`)."""
 
 
 class FreeformTask(Task):
@@ -119,7 +123,7 @@ class FreeformTask(Task):
         d = decide(ref["answer"], record.get("response"), aliases=ref.get("aliases") or (),
                    abs_tol=ref.get("abs_tol"), rel_tol=ref.get("rel_tol"),
                    unit=ref.get("unit"), dayfirst=self.options.dayfirst,
-                   question=record.get("question") or "")
+                   question=record.get("question") or "", squad=self.options.squad)
         passed, decided_by, error = _judged(d.verdict, d.rule, record.get("judge"),
                                             self.options.judge)
         record.update({"rule": d.rule, "rule_verdict": d.verdict, "detail": d.detail,

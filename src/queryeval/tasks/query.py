@@ -108,13 +108,19 @@ class QueryOptions(TaskOptions):
     """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
     test_suite_seed: int = 0
     """Seed of the neighbour generation (same seed, same neighbours)."""
+    compat: Literal["none", "spider", "bird", "bird-soft-f1", "spider2"] = "none"
+    """spider / bird: each case also gets ``execution_accuracy`` (1 or 0) as
+    test-suite-sql-eval's ``eval_exec_match`` or BIRD's ``evaluation.py`` decides it;
+    bird-soft-f1: ``soft_f1`` as BIRD mini_dev's ``evaluation_f1.py`` computes it; spider2:
+    ``execution_accuracy`` by Spider 2.0's ``compare_multi_pandas_table``; the run gets the
+    mean (:mod:`queryeval.tasks.query_exec`, docs/tables.md)."""
 
 
 class QueryTask(QueryEngines, Task):
     name = "query"
-    figures = Figures(settings=("rules", "test_suite", "test_suite_seed"), counts=(
+    figures = Figures(settings=("rules", "test_suite", "test_suite_seed", "compat"), counts=(
         "cases", "total_cases", "gold_failures", "inexact_mapping_searches", "errors",
-        "test_suite_refuted", "test_suite_unknown", *judging.COUNTS),
+        "test_suite_refuted", "test_suite_unknown", "execution_unknown", *judging.COUNTS),
         unbounded=judging.UNBOUNDED)
     Options = QueryOptions
 
@@ -128,6 +134,13 @@ class QueryTask(QueryEngines, Task):
         if self.options.judge is not None:  # the judge's verdict and reason per case
             self.csv_columns = [*type(self).csv_columns, *judging.CSV_COLUMNS]
         self.test_suite = TestSuite(self.options.test_suite, self.options.test_suite_seed)
+        self._exec_gold: dict = {}  # --compat: each gold query's rows (tasks/query_exec.py)
+        if self.options.compat != "none":
+            at = self.csv_columns.index("test_suite_match") + 1
+            from queryeval.tasks.query_exec import figure
+
+            self.csv_columns = [*self.csv_columns[:at], figure(self.options.compat),
+                                *self.csv_columns[at:]]
 
     def close(self) -> None:
         self.case_judge.close()
@@ -307,6 +320,13 @@ class QueryTask(QueryEngines, Task):
             scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
         else:  # re-scored without --test-suite: no verdict of an earlier scoring stays
             record.pop("test_suite", None)
+        if self.options.compat != "none":  # the benchmark's own verdict (tasks/query_exec.py)
+            from queryeval.tasks import query_exec
+
+            key = query_exec.figure(self.options.compat)
+            scores[key], record["execution"] = query_exec.verdict(self, record)
+        else:
+            record.pop("execution", None)
         from queryeval.tasks import query_explain as qx  # why it differs, what it touched
 
         record["explanation"] = qx.explanation(record, pred, gold, record.get("comparison", {}),
@@ -369,12 +389,17 @@ class QueryTask(QueryEngines, Task):
 
         diagnosis = DiagnosisTally()  # schema_* means, cases per kind of difference
         suite = TestSuiteTally()
+        from queryeval.tasks.query_exec import ExecTally
+
+        execution = ExecTally(self.options.compat) if self.options.compat != "none" else None
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if scores is None:
                 continue
             diagnosis.add(r)
             suite.add(r)
+            if execution is not None:
+                execution.add(r)
             values = [scores[key] for key in keys]
             for col, v in zip(cols, values, strict=True):
                 col.add(v)
@@ -403,6 +428,8 @@ class QueryTask(QueryEngines, Task):
         if self.options.test_suite:
             overall.update({**suite.figures(), "test_suite": self.options.test_suite,
                             "test_suite_seed": self.options.test_suite_seed})
+        if execution is not None:
+            overall.update({**execution.figures(), "compat": self.options.compat})
         group_metrics = {
             name: {value: self._means(len(gcols[0]), [c.mean() for c in gcols])
                    for value, gcols in sorted(groups.items())}
@@ -446,6 +473,10 @@ class QueryTask(QueryEngines, Task):
         if "test_suite_accuracy" in metrics["overall_metrics"]:
             at = len(F1_KEYS) + len(RATE_KEYS)
             keys[at:at] = ["test_suite_accuracy", "test_suite_refuted", "test_suite_unknown"]
+        from queryeval.tasks.query_exec import summary_keys
+
+        at = len(F1_KEYS) + len(RATE_KEYS)
+        keys[at:at] = summary_keys(metrics["overall_metrics"])
         if metrics["overall_metrics"].get("inexact_mapping_searches"):
             # exact: false — the search budget ran out; the figures are lower bounds
             keys.append("inexact_mapping_searches")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from queryeval.errors import ConfigError
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadOption
 from queryeval.suite.models import Case
 from queryeval.suite.retrieval import content_hash
 from queryeval.systems.judge import JudgeOptions
@@ -65,6 +66,9 @@ class RetrievalOptions(TaskOptions):
     judge: JudgeOptions | None = None
     """Send generated answers the exact match did not decide to this LLM judge (see
     :mod:`queryeval.tasks.retrieval_answer`)."""
+    squad: SquadOption = DEFAULT_VERSION
+    """The SQuAD script whose rules score a generated answer (``answer_exact_match``,
+    ``answer_f1``): ``v2.0`` (the default) or ``v1.1`` (:mod:`queryeval.metrics.squad`)."""
 
     @field_validator("k", mode="before")
     @classmethod
@@ -320,7 +324,8 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
                 "chunk_id": "|".join(r["chunk_id"] for r in several),
                 "content_hash": ("|".join(r["content_hash"] for r in several)
                                  if any(r["content_hash"] for r in several) else "")})
-        score_answer(record, t.answer, (o.output or {}).get(ANSWER_KEY), self._judge)
+        score_answer(record, t.answer, (o.output or {}).get(ANSWER_KEY), self._judge,
+                     self.options.squad)
         return self._evaluate(record)
 
     def rescore_record(self, record: dict) -> dict:

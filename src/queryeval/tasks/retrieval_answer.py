@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from queryeval.metrics.squad import exact_match, token_f1
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadVersion, exact_match, token_f1
 
 ANSWER_KEY = "answer"
 """The key of the generated answer in a system's output (and in a recorded retrieval line)."""
@@ -32,12 +32,14 @@ def parse_answer(raw: Any) -> str | None:
     return value
 
 
-def answer_scores(reference: str, generated: str | None) -> dict[str, float]:
-    """``answer_exact_match`` and ``answer_f1``; empty when either side is missing."""
+def answer_scores(reference: str, generated: str | None,
+                  squad: SquadVersion = DEFAULT_VERSION) -> dict[str, float]:
+    """``answer_exact_match`` and ``answer_f1`` under SQuAD ``squad`` (v2.0 or v1.1:
+    :mod:`queryeval.metrics.squad`); empty when either side is missing."""
     if generated is None or not reference:
         return {}
     return {"answer_exact_match": exact_match(generated, reference),
-            "answer_f1": token_f1(generated, reference)}
+            "answer_f1": token_f1(generated, reference, squad)}
 
 
 class AnswerJudge:
@@ -74,9 +76,9 @@ class AnswerJudge:
 
 
 def score_answer(record: dict, reference: str, generated: str | None,
-                 judge: AnswerJudge | None) -> None:
+                 judge: AnswerJudge | None, squad: SquadVersion = DEFAULT_VERSION) -> None:
     """Add the answer's fields and scores to ``record`` (nothing without both answers)."""
-    scores = answer_scores(reference, generated)
+    scores = answer_scores(reference, generated, squad)
     if not scores or generated is None:
         return
     record["generated_answer"] = generated

@@ -46,7 +46,7 @@ from queryeval.metrics.freeform.units import (
     unit_after,
     unit_text,
 )
-from queryeval.metrics.squad import best_over, exact_match, normalize_answer, token_f1
+from queryeval.metrics.squad import DEFAULT_VERSION, SquadVersion, normalize_answer, squad_scores
 
 MAX_FOUND = 1000
 """At most this many numbers (or dates) of a response are compared; a response holding more
@@ -246,15 +246,16 @@ def _decide_date(response: str, iso: str, dayfirst: bool, question: str,
 
 def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
            abs_tol: float | None = None, rel_tol: float | None = None,
-           unit: str | None = None, dayfirst: bool = False, question: str = "") -> Decision:
+           unit: str | None = None, dayfirst: bool = False, question: str = "",
+           squad: SquadVersion = DEFAULT_VERSION) -> Decision:
     """Run the ladder on one response against its reference (the module's rules);
     ``question`` (the user's turn) names the numbers and dates that are context, not an
-    answer."""
+    answer; ``squad``: the SQuAD version of the exact match and token F1 figures
+    (:mod:`queryeval.metrics.squad`; the answer and its aliases are its references)."""
     references = [answer, *aliases]
     if response is None or not response.strip():
         return Decision("fail", "missing", "no response", 0.0, 0.0)
-    em = best_over(exact_match, response, references)
-    f1 = best_over(token_f1, response, references)
+    em, f1 = squad_scores(response, references, squad)
     if _same_text(response, answer):
         return Decision("pass", "exact", "same text as the answer", em, f1)
     for alias in aliases:

@@ -176,14 +176,18 @@ class _SqlEngine(WorkerHandle):
         return {**self._settings, "checks": base.QUERY_CHECKS}
 
     def execute(self, query: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
-        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed."""
+                max_rows: int = DEFAULT_MAX_ROWS, text_errors: str = "strict") -> QueryResult:
+        """Check and run one SELECT; raises QueryRefused, QueryTimeout or QueryFailed.
+        ``text_errors="ignore"``: sqlite text that is not valid UTF-8 is decoded dropping the
+        bad bytes (test-suite-sql-eval's ``text_factory``) instead of failing the query; the
+        other dialects hold valid UTF-8 only."""
         check_limits(timeout_s, max_rows)
         check_sql_length(query)
         table_functions = self.check(query) if base.QUERY_CHECKS else frozenset()
         request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
                    "table_functions": sorted(table_functions or ()),
-                   "max_result_bytes": self.max_result_bytes}
+                   "max_result_bytes": self.max_result_bytes,
+                   "text_errors": "ignore" if text_errors == "ignore" else "strict"}
         with self._lock:
             if self._closed:
                 raise QueryFailed("engine is closed")
@@ -266,6 +270,9 @@ class SqliteSession(ConnectionEngine):
 
     max_result_bytes = 0
     """The byte budget of the next result (0: none); the worker sets it per request."""
+    text_errors = "strict"
+    """How the next result's text is decoded: ``strict`` UTF-8 (sqlite3's default: bad bytes
+    fail the query) or ``ignore`` (bad bytes dropped); the worker sets it per request."""
 
     def __init__(self, path: Path, *, checks: bool = True) -> None:
         self.path = path
@@ -327,6 +334,8 @@ class SqliteSession(ConnectionEngine):
         timer = threading.Timer(timeout_s, interrupt)
         timer.daemon = True
         conn.set_progress_handler(progress, _PROGRESS_STEPS)
+        if self.text_errors == "ignore":
+            conn.text_factory = _decode_ignoring
         cur = conn.cursor()
         timer.start()
         try:
@@ -344,9 +353,15 @@ class SqliteSession(ConnectionEngine):
             timer.cancel()
             cur.close()
             conn.set_progress_handler(None, 0)
+            conn.text_factory = str
         if timed_out or time.monotonic() > deadline:
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
         return columns, rows, truncated
+
+
+def _decode_ignoring(data: bytes) -> str:
+    """sqlite text as test-suite-sql-eval reads it: UTF-8, invalid bytes dropped."""
+    return data.decode(errors="ignore")
 
 
 class DuckDBSession(ConnectionEngine):

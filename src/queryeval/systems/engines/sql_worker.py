@@ -39,6 +39,7 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
 
     start = time.perf_counter()
     session.max_result_bytes = int(request.get("max_result_bytes") or 0)
+    session.text_errors = "ignore" if request.get("text_errors") == "ignore" else "strict"
     try:
         columns, rows, truncated = session.run(
             request["query"], float(request["timeout_s"]), int(request["max_rows"]),
