@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
+from queryeval.report.stats import min_p_value
+
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
 COUNT = "count (not tested)"
 POWER = 0.8
@@ -63,10 +65,8 @@ def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str,
     return twins, counts
 
 
-def min_p(n_nonzero: int) -> float:
-    """The smallest two-sided p-value the exact sign-flip test can give with ``n_nonzero``
-    non-zero paired differences: 2 / 2^n."""
-    return min(1.0, 2.0 ** (1 - n_nonzero)) if n_nonzero > 0 else 1.0
+min_p = min_p_value
+"""The smallest two-sided p the sign-flip test gives with ``n`` non-zero differences."""
 
 
 def cases_needed(diffs: Sequence[float], alpha: float, power: float = POWER) -> int | None:

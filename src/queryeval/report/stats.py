@@ -174,10 +174,13 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
                    seed: int | None = 0, exact_max_n: int = 20) -> TestResult:
     """Two-sided paired randomization (sign-flip) test of ``mean(diffs) == 0``.
 
-    The statistic is the sum of the differences (equivalent to the mean for fixed n).
-    Exact: ``p = #{flips with |T*| >= |T_obs|} / 2**n`` (the identity flip is one of them, so
-    p >= 2**-n). Monte Carlo: ``p = (hits + 1) / (resamples + 1)``. Zero differences carry no
-    sign information but are kept (they do not change T*). ``n == 0`` gives ``p = None``.
+    The statistic is the sum of the differences (equivalent to the mean for fixed n). Zero
+    differences do not change any flipped sum, so the test enumerates the ``2**k`` flips of
+    the ``k`` NON-ZERO differences exactly whenever ``k <= exact_max_n``, however many pairs
+    there are: ``p = #{flips with |T*| >= |T_obs|} / 2**k`` (the identity flip and its
+    mirror are among them, so ``p >= 2 / 2**k``: :func:`min_p_value`). Otherwise seeded Monte
+    Carlo over all n differences, ``p = (hits + 1) / (resamples + 1)``, never reported below
+    the exact floor ``2 / 2**k``. ``n == 0`` gives ``p = None``.
     """
     d = _as_1d(diffs, "diffs")
     n = d.size
@@ -187,15 +190,17 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
     threshold = abs(observed) - _tolerance(d)
     if not np.any(d):
         return TestResult(1.0, 0.0, "exact", 2**n if n <= exact_max_n else None)
-    if n <= exact_max_n:
-        half = n // 2
-        left = _sign_matrix(half) @ d[:half] if half else np.zeros(1)
-        right = _sign_matrix(n - half) @ d[half:]
+    nz = d[d != 0]
+    k = nz.size
+    if k <= exact_max_n:
+        half = k // 2
+        left = _sign_matrix(half) @ nz[:half] if half else np.zeros(1)
+        right = _sign_matrix(k - half) @ nz[half:]
         hits = 0
         for rows in _blocks(left.size, right.size):
             chunk, left = left[:rows], left[rows:]
             hits += int(np.count_nonzero(np.abs(chunk[:, None] + right[None, :]) >= threshold))
-        total = 2**n
+        total = 2**k
         return TestResult(hits / total, observed, "exact", total)
     if resamples < 1:
         raise ValueError("resamples must be >= 1")
@@ -204,7 +209,14 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
     for rows in _blocks(resamples, n):
         signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
         hits += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
-    return TestResult((hits + 1) / (resamples + 1), observed, "monte_carlo", resamples)
+    p = max((hits + 1) / (resamples + 1), min_p_value(k))
+    return TestResult(p, observed, "monte_carlo", resamples)
+
+
+def min_p_value(n_nonzero: int) -> float:
+    """The smallest two-sided p the sign-flip test can give with ``n_nonzero`` non-zero
+    paired differences (or cluster sums): ``2 / 2**n_nonzero`` (1 when none differ)."""
+    return min(1.0, 2.0 ** (1 - n_nonzero)) if n_nonzero > 0 else 1.0
 
 
 def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> TestResult:
