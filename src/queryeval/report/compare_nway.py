@@ -305,7 +305,7 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
         group_tables.setdefault(key, []).append(table)
     warnings = verdicts.same_run_warning(infos) + [
         f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
-        for m in res for note in m.notes]
+        for note in verdicts.cluster_note(res) + [n for m in res for n in m.notes]]
     return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
                           group_tables, pair_results, alpha, confidence, resamples, seed,
                           warnings)

@@ -102,8 +102,11 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
                        corpus=(config.task_options or {}).get("corpus"))
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
 
+    by = config.cluster_by
+
     def make() -> Iterable[Case]:
-        return task.select_cases(c for c in suite.iter_cases() if task.scored_turns(c))
+        return task.select_cases((c.with_cluster_by(by) if by else c)
+                                 for c in suite.iter_cases() if task.scored_turns(c))
 
     cases = Cases(make, config.repeats)
     warnings: list[str] = []
