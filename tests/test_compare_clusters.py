@@ -155,3 +155,51 @@ def test_cluster_stats_hand_computed():
     # one case per cluster: the CR1 t-test is the one-sample (paired) t-test
     assert stats.cluster_t_test(d, np.arange(5)).p_value == \
         pytest.approx(sp.ttest_1samp(d, 0).pvalue)
+
+
+def test_built_in_formats_name_their_clusters(tmp_path):
+    from pathlib import Path
+
+    from queryeval.suite.loader import load_suite
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    questions = [json.loads(x) for x in
+                 (examples / "answers" / "questions.jsonl").read_text().splitlines() if x]
+    dab = load_suite(examples / "answers" / "questions.jsonl",
+                     labels=examples / "answers" / "labels.jsonl")
+    by_id = {str(q["id"]): q["file_name"] for q in questions}
+    assert dab.cases and all(c.cluster == by_id[c.id] for c in dab.cases)
+    (tmp_path / "q.csv").write_text(
+        "question,answer,document_name,dataset,chunk_id\n"
+        "Q1?,a,d.pdf,ds,c1\nQ2?,b,d.pdf,ds,c2\nQ3?,c,e.pdf,ds,c3\n", encoding="utf-8")
+    ret = load_suite(tmp_path / "q.csv")
+    assert [c.cluster for c in ret.iter_cases()] == ["d.pdf", "d.pdf", "e.pdf"]
+    (tmp_path / "tiny.ttl").write_text("@prefix ex: <http://ex.org/> .\nex:a a ex:VAV .\n")
+    qa = [{"building_id": "tiny.ttl", "queries": [
+        {"query_id": "Q_1", "sparql_query": "SELECT ?v WHERE { ?v a ?t }",
+         "questions": [{"question_number": 1, "text": "VAVs?", "source": "human"},
+                       {"question_number": 2, "text": "Which VAV boxes?", "source": "LLM_1"}]}]}]
+    (tmp_path / "tiny_qa.json").write_text(json.dumps(qa))
+    bqa = load_suite(tmp_path / "tiny_qa.json")
+    assert [c.cluster for c in bqa.cases] == ["tiny", "tiny"]
+
+
+def test_repeats_intervals_in_the_metrics_resample_clusters(tmp_path):
+    cases = _cases("shared")
+    import re
+
+    def system(question):  # passes every question about a file of A_PASSES
+        g = int(re.search(r"about file (\d+)", str(question)).group(1))
+        return "Paris" if g in A_PASSES else "Rome"
+
+    run = qe.evaluate(cases, system=system, system_name="per-file", out=tmp_path / "r",
+                      repeats=2)
+    rep = run.metrics["repeats"]
+    fig = rep["overall"]["pass_rate"]
+    assert fig["mean"] == pytest.approx(0.6) and fig["clusters"] == 20
+    assert fig["design_effect"] == pytest.approx(20 / 19 * 199 / 200 * 10)
+    ci = stats.cluster_bootstrap_ci([1.0 if int(c["id"][1:3]) in A_PASSES else 0.0
+                                     for c in sorted(cases, key=lambda c: c["id"])],
+                                    np.repeat(np.arange(20), 10))
+    assert (fig["ci_low"], fig["ci_high"]) == (ci.low, ci.high)
+    assert "clusters" in rep["ci_method"]
