@@ -15,6 +15,7 @@ See docs/compare.md.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
+from queryeval.report.planning import minimum_detectable_effect
 from queryeval.run.repeats import exact_mean
 from queryeval.run.results import (  # noqa: F401 - re-exported
     RunResults,
@@ -100,6 +102,10 @@ class MetricComparison:
     """Cluster-robust over independent-cases variance of mean(B − A) (with clusters)."""
     effective_n: float | None = None
     """n / design effect: as many independent cases as the clusters are worth."""
+    mde: float | None = None
+    """Minimum detectable effect: the |B − A| this comparison detects with 80% power at
+    alpha / (tested metrics), from the standard error of mean(B − A) (CR1 with clusters)."""
+    se: float | None = field(default=None, repr=False)
     diffs: list[float] = field(default_factory=list, repr=False)
     units: list[float] = field(default_factory=list, repr=False)
     """What the randomization test flips: the differences, or the clusters' sums of them."""
@@ -114,6 +120,7 @@ class MetricComparison:
         out = asdict(self)
         out.pop("diffs")
         out.pop("units")
+        out.pop("se")
         if self.clusters is None:  # unclustered: the document as before
             for key in ("clusters", "design_effect", "effective_n"):
                 out.pop(key)
@@ -199,11 +206,13 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
         ci = stats.bootstrap_ci(diffs, confidence=confidence, resamples=resamples, seed=seed)
         units = diffs
         p_t = stats.paired_t_test(xs, ys).p_value
+        var = stats.cluster_variance(diffs, None)
     else:  # whole clusters resampled, their sums flipped, a CR1 standard error
         ci = stats.cluster_bootstrap_ci(diffs, index, confidence=confidence,
                                         resamples=resamples, seed=seed)
         units = [float(s) for s in stats.cluster_totals(diffs, index)[0]]
         p_t = stats.cluster_t_test(diffs, index).p_value
+        var = stats.cluster_variance(diffs, index)
     rand = stats.sign_flip_test(units, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
     improved, regressed = _flips(ids, names, xs, ys, lower)
     return MetricComparison(
@@ -211,7 +220,8 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
         rand.p_value, rand.method, p_t,
         binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
         improved=improved, regressed=regressed, clusters=ci.clusters,
-        design_effect=ci.design_effect, effective_n=ci.effective_n, diffs=diffs, units=units,
+        design_effect=ci.design_effect, effective_n=ci.effective_n,
+        se=math.sqrt(var) if var is not None and var > 0 else None, diffs=diffs, units=units,
     )
 
 
@@ -353,6 +363,7 @@ def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float
             m.same_as = twins[m.metric]
             m.p_holm, m.p_ttest_holm = by_name[m.same_as].p_holm, by_name[m.same_as].p_ttest_holm
         m.verdict = verdicts.verdict(m.diff, m.p_holm, alpha, m.lower_is_better)
+        m.mde = minimum_detectable_effect(m.se, alpha=alpha / max(1, len(family)))
         if m.tested:
             m.notes = verdicts.notes(m.metric, n=m.n, diffs=m.diffs, ci=(m.ci_low, m.ci_high),
                                      confidence=confidence, p_raw=m.p_randomization,

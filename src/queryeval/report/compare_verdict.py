@@ -173,4 +173,12 @@ def headline(metrics: Sequence, alpha: float) -> str:
 
     return (f"B against A over {len(tested)} metric(s), significant after Holm at alpha "
             f"{alpha:g}: {part('worse', worse)}; {part('better', better)}; no detectable "
-            f"difference on {same}")
+            f"difference on {same}{detectable(tested)}")
+
+
+def detectable(metrics: Sequence) -> str:
+    """`` (detectable at 80% power: passed ±0.244, …)``: the minimum detectable effect of
+    each metric with no detectable difference (empty when none has one)."""
+    parts = [f"{m.metric} ±{m.mde:.3g}" for m in metrics
+             if m.verdict == SAME and getattr(m, "mde", None) is not None]
+    return f" (detectable at {POWER:.0%} power: {', '.join(parts)})" if parts else ""
