@@ -214,3 +214,19 @@ def test_viewer_overall_rows_carry_the_clusters(tmp_path):
     row = next(r for r in rows if r.get("low") is not None)
     assert row["clusters"] == 20 and row["effective_n"] == pytest.approx(
         200 / (20 / 19 * 199 / 200 * 10))
+
+
+def test_every_compare_output_carries_the_clusters(tmp_path):
+    from queryeval.api.compare import compare
+
+    a, b = _runs(tmp_path, "shared")
+    comp = compare(a, b, resamples=300)
+    frame = comp.to_pandas()
+    m = _pass_rate(comp.raw)
+    assert frame.loc[m.metric, "clusters"] == 20
+    assert frame.loc[m.metric, "mde"] == pytest.approx(m.mde)
+    html = comp.to_html(tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "20 clusters" in html and "detectable at 80% power" in html
+    doc = json.loads(comp.to_json(tmp_path / "c.json").read_text(encoding="utf-8"))
+    assert doc["metrics"][0]["clusters"] == 20 and "20 clusters" in " ".join(doc["warnings"])
+    comp.to_xlsx(tmp_path / "c.xlsx")  # writes, clusters or not
