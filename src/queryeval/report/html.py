@@ -26,6 +26,7 @@ from queryeval.report.html_figures import (
     _AT_K,
     _is_rate,
     _prefer,
+    figure_interval,
     figure_kinds,
     flatten,
     overall_figures,
@@ -447,6 +448,11 @@ def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
             per_case.setdefault(k, []).append(x)
     cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed,
                      clusters=[c.cluster for c in ordered])
+    overall = metrics.get("overall_metrics", {}) if isinstance(metrics, dict) else {}
+    for key, value in overall.items() if isinstance(overall, dict) else ():
+        bounds = figure_interval(overall, key)  # an interval the task computed (judge-corrected)
+        if bounds is not None and isinstance(value, (int, float)) and key not in cis:
+            cis[key] = stats.MeanCI(float(value), bounds[0], bounds[1], len(counted), 0.95)
     return ReportFigures(metrics, values, verdicts, cis, run.metrics is not None)
 
 
