@@ -230,3 +230,11 @@ def test_every_compare_output_carries_the_clusters(tmp_path):
     doc = json.loads(comp.to_json(tmp_path / "c.json").read_text(encoding="utf-8"))
     assert doc["metrics"][0]["clusters"] == 20 and "20 clusters" in " ".join(doc["warnings"])
     comp.to_xlsx(tmp_path / "c.xlsx")  # writes, clusters or not
+
+
+def test_cluster_by_a_field_no_case_has_is_one_clear_error(tmp_path):
+    from queryeval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--cluster-by file: no case has a metadata field"):
+        qe.evaluate(_cases(None), responses=_responses(A_PASSES), out=tmp_path / "r",
+                    cluster_by="file")
