@@ -77,6 +77,9 @@ def test_the_issue_reproduction_is_not_worse_with_clusters(tmp_path):
 
     assert c.p_ttest == pytest.approx(2 * sp.t.sf(0.15 / math.sqrt(robust), 19))
     assert any("20 clusters" in w for w in clustered.warnings)
+    # the note's floor counts clusters that differ: 2 / 2**5, consistent with p = 12/32
+    assert any("only 5 of 20 cluster(s) differ; the smallest p the test can give is 0.0625"
+               in w for w in clustered.warnings)
     doc = clustered.to_dict()["metrics"]
     assert {"clusters", "design_effect", "effective_n"} <= set(doc[0])
     assert "clusters" not in naive.to_dict()["metrics"][0]
