@@ -86,3 +86,9 @@ def test_judged_run_reports_the_corrected_rate_beside_the_raw_one(tmp_path, monk
     assert rows[KEY]["low"] == pytest.approx(overall[f"{KEY}_ci_low"])
     assert rows[KEY]["high"] == pytest.approx(overall[f"{KEY}_ci_high"])
     assert f"{KEY}_ci_low" not in rows
+    # the console summary says it beside the raw rate
+    from queryeval.tasks.freeform import FreeformTask
+
+    notes = [x.text for x in FreeformTask({}).summary(run.metrics) if hasattr(x, "text")]
+    assert any(f"judge's known errors (Rogan-Gladen, from its judge-check): {want:.4f}" in t
+               and "(raw 0.6000)" in t for t in notes)

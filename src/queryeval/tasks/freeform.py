@@ -236,7 +236,8 @@ class FreeformTask(Task):
             n = overall["inconclusive"]  # a mean per attempt with --repeats
             out.append(Note(f"{n:g} case(s) inconclusive: no rule decided them and no judge "
                             "was asked; they count as not passed", "warning"))
-        return out + judging.note_for(self.options.judge, overall)
+        return out + judging.corrected_note(overall) + judging.note_for(self.options.judge,
+                                                                         overall)
 
 
 def _dict(value: Any) -> dict:

@@ -227,6 +227,20 @@ def rogan_gladen(rate: float, tpr: float, tnr: float) -> float | None:
     return min(1.0, max(0.0, (rate + tnr - 1.0) / denom))
 
 
+def corrected_note(overall: dict) -> list[Note]:
+    """The console's line for the corrected pass rate, beside the raw one (none without it)."""
+    value = overall.get(CORRECTED)
+    if not isinstance(value, (int, float)):
+        return []
+    low, high = overall.get(f"{CORRECTED}_ci_low"), overall.get(f"{CORRECTED}_ci_high")
+    interval = (f" [{low:.4f}, {high:.4f}]" if isinstance(low, (int, float))
+                and isinstance(high, (int, float)) else "")
+    raw = overall.get("pass_rate")
+    return [Note(f"pass rate corrected for the judge's known errors (Rogan-Gladen, from its "
+                 f"judge-check): {value:.4f}{interval}"
+                 + (f" (raw {raw:.4f})" if isinstance(raw, (int, float)) else ""), "info")]
+
+
 def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, judged: int,
                       judged_passes: int) -> dict[str, float]:
     """:func:`corrected_pass_rate` with the confusion matrix ``queryeval judge-check``
