@@ -97,8 +97,9 @@ def test_pairs_means_flips_and_exact_p(runs):
 def test_monte_carlo_default_and_ci(runs):
     comp = compare_runs(runs["a"], runs["b"], resamples=2000, seed=3)
     rec = comp.metric("macro_recall")
-    assert rec.randomization_method == "monte_carlo"
-    assert rec.p_randomization == 1.0  # (hits + 1) / (N + 1) with every resample a hit
+    # differences +1, +1, -1 and 20 zeros: exact over the 2**3 flips of the non-zero ones
+    assert rec.randomization_method == "exact"
+    assert rec.p_randomization == 1.0
     assert rec.ci_low <= rec.diff <= rec.ci_high
     assert comp == compare_runs(runs["a"], runs["b"], resamples=2000, seed=3)
 
@@ -107,15 +108,15 @@ def test_regression_gate(runs):
     comp = compare_runs(runs["a"], runs["c"], resamples=999, seed=0)
     rec = comp.metric("macro_recall")
     assert rec.mean_b == pytest.approx(3 / 23)  # the 3 abstention cases stay perfect
-    # 17 cases regressed (by 1, one by 0.5), none improved: only the identity flip and its
-    # mirror reach |T_obs| (probability 2**-16), so no resample hits: p = 1 / (999 + 1)
-    assert rec.p_randomization == pytest.approx(1 / 1000)
-    assert rec.p_holm == pytest.approx(2 / 1000)
+    # 17 cases regressed (by 1, one by 0.5), none improved: exact over their 2**17 flips,
+    # only the identity flip and its mirror reach |T_obs|: p = 2 / 2**17
+    assert rec.randomization_method == "exact" and rec.p_randomization == 2 / 2**17
+    assert rec.p_holm == pytest.approx(4 / 2**17)
     assert {m.metric for m in comp.regressions()} == {"macro_precision", "macro_recall"}
     with pytest.raises(GateFailure) as info:
         check_regression(comp)
     msg = str(info.value)
-    assert "macro_recall: 0.8478 (A) -> 0.1304 (B)" in msg and "Holm-adjusted p = 0.002" in msg
+    assert "macro_recall: 0.8478 (A) -> 0.1304 (B)" in msg and "Holm-adjusted p = 3.052e-05" in msg
     assert "macro_precision" in msg
     # the same runs the other way round improve: no regression
     assert compare_runs(runs["c"], runs["a"], resamples=999).regressions() == []

@@ -125,7 +125,10 @@ def test_retrieval_html_xlsx_and_system_label(retrieval_run, examples_dir):
     by_id = sorted(records, key=lambda r: str(r["case_id"]))  # the cases' bootstrap order
     for k in (1, 5):
         hits = [1.0 if (r["evaluation_result"]["rank_if_found"] or 99) <= k else 0.0 for r in by_id]
-        ci = stats.bootstrap_ci(hits, resamples=300, seed=0)
+        # the questions of one document form a cluster: whole documents are resampled
+        index = stats.cluster_index([r.get("cluster") for r in by_id])
+        assert index is not None and index.max() + 1 == len({r["cluster"] for r in by_id})
+        ci = stats.cluster_bootstrap_ci(hits, index, resamples=300, seed=0)
         row = re.search(rf"<td>recall@{k}</td>.*?</tr>", text).group(0)
         assert f"[{ci.low:.4f}, {ci.high:.4f}]" in row
     n_pass = sum(r["evaluation_result"]["correct_chunk_retrieved"] for r in records)

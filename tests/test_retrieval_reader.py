@@ -116,6 +116,7 @@ def _oracle(path: Path) -> list[tuple[int, Case]]:
             target["relevant"] = g["relevant"]
         out.append((g["line"], Case(
             id=g["cid"], name=v["question"][:80], tags=[v["dataset"]] if v["dataset"] else [],
+            cluster=target["document_name"],  # questions on one document share a cluster
             metadata={"dataset": v["dataset"]},
             conversation=[{"role": "user", "content": v["question"],
                            "target": {"retrieval": target}}])))

@@ -187,3 +187,22 @@ def test_holm_rejections_match_sequential_procedure(ps):
     adjusted = stats.holm(ps)
     assert {i for i, p in enumerate(adjusted) if p < alpha} == rejected
     assert all(a >= p for a, p in zip(adjusted, ps, strict=True))
+
+
+def test_sign_flip_exact_over_the_nonzero_differences_whatever_the_pairs():
+    # 25 pairs, 6 differ by +1: the 2**6 flips of the non-zero ones decide; |T*| >= 6 only
+    # for all-plus and all-minus, so p = 2/64 = 0.03125, the floor the compare text states
+    diffs = [1.0] * 6 + [0.0] * 19
+    r = stats.sign_flip_test(diffs)
+    assert r.method == "exact" and r.resamples == 64
+    assert r.p_value == 2 / 64 == stats.min_p_value(6)
+    mixed = [1.0, 1.0, 1.0, -1.0, 0.5, 1.0] + [0.0] * 30
+    assert stats.sign_flip_test(mixed).p_value == pytest.approx(_brute_force_p(mixed[:6]),
+                                                                abs=1e-12)
+
+
+def test_sign_flip_monte_carlo_never_below_the_exact_floor():
+    # forced to Monte Carlo with 6 non-zero differences: seed 0's 2,000 flips give
+    # (49 + 1) / 2001 = 0.025, under the exact floor 2/2**6; the reported p is the floor
+    r = stats.sign_flip_test([1.0] * 6 + [0.0] * 19, exact_max_n=3, resamples=2000, seed=0)
+    assert r.method == "monte_carlo" and r.p_value == stats.min_p_value(6) == 0.03125

@@ -61,7 +61,9 @@ class Comparison:
 
     def to_pandas(self) -> Any:
         """One row per metric: n, means, difference B − A with its CI, p-values (raw and
-        Holm-adjusted), counts of improved and regressed cases, and ``regression``."""
+        Holm-adjusted), counts of improved and regressed cases, ``regression``, the minimum
+        detectable effect ``mde`` and, with clusters, ``clusters``, ``design_effect`` and
+        ``effective_n``."""
         import pandas as pd
 
         bad = set(self.regressions)
@@ -71,7 +73,9 @@ class Comparison:
             "p_ttest": m.p_ttest, "p_holm": m.p_holm, "p_ttest_holm": m.p_ttest_holm,
             "improved": len(m.improved), "regressed": len(m.regressed),
             "lower_is_better": m.lower_is_better, "regression": m.metric in bad,
-            "verdict": m.verdict, "tested": m.tested, "same_as": m.same_as,
+            "verdict": m.verdict, "tested": m.tested, "same_as": m.same_as, "mde": m.mde,
+            **({"clusters": m.clusters, "design_effect": m.design_effect,
+                "effective_n": m.effective_n} if m.clusters is not None else {}),
         } for m in self.raw.metrics]
         return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(rows)
 

@@ -133,6 +133,7 @@ def evaluate(
     system_version: str | None = None,
     system_name: str | None = None,
     name: str | None = None,
+    cluster_by: str | None = None,
     judge: Mapping[str, Any] | Any | None = None,
     **kwargs: Any,
 ) -> Run:
@@ -192,6 +193,8 @@ def evaluate(
             object its own name. Without ``name``, it is also the run's label.
         name: the run's label in every report and comparison (``--name``); default: the
             system's qualified name, the responses file's name or the built-in system.
+        cluster_by: each case's cluster from its metadata field or ``FIELD:value`` tag
+            (``--cluster-by``; docs/compare.md).
         judge: the LLM judge for what no rule decides (task option ``judge``; the CLI's
             ``--judge-*``): ``{"model", "base_url", "api_key_env", "when", ...}`` or a
             :class:`~queryeval.systems.judge.JudgeOptions` (docs/judge.md).
@@ -260,7 +263,7 @@ def evaluate(
                 repeats=repeats, pass_k=list(pass_k or []), cache=cache,
                 cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
                 cache_max_mb=cache_max_mb, system_version=system_version,
-                system_name=system_name, name=name,
+                system_name=system_name, name=name, cluster_by=cluster_by,
             )
         except ValidationError as exc:
             raise _config_error(exc) from None

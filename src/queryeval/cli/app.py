@@ -17,6 +17,7 @@ from queryeval.cli import audit as audit_cmd
 from queryeval.cli import cache as cache_cmd
 from queryeval.cli import compare as compare_cmd
 from queryeval.cli import judge as judge_cmd
+from queryeval.cli import plan as plan_cmd
 from queryeval.cli import report as report_cmd
 from queryeval.cli import rescore as rescore_cmd
 from queryeval.cli import run as run_cmd
@@ -49,7 +50,7 @@ for _name, _module in (("run", run_cmd), ("report", report_cmd), ("compare", com
                        ("rescore", rescore_cmd), ("validate", validate_cmd),
                        ("schema", schema_cmd), ("tune", tune_cmd), ("tokens", tokens_cmd),
                        ("trec", trec_cmd), ("view", view_cmd), ("cache", cache_cmd),
-                       ("audit", audit_cmd), ("judge-check", judge_cmd)):
+                       ("audit", audit_cmd), ("judge-check", judge_cmd), ("plan", plan_cmd)):
     app.command(_name, cls=Command)(_module.command)
 
 

@@ -185,6 +185,11 @@ def command(
     name: str | None = typer.Option(
         None, "--name", help="The run's label in reports and comparisons (default: the system's "
         "name, the responses file's name, or the built-in system)."),
+    cluster_by: str | None = typer.Option(
+        None, "--cluster-by", metavar="FIELD",
+        help="Each case's cluster (cases that share a source: intervals and compares resample "
+        "and test whole clusters) from its metadata FIELD or its FIELD:VALUE tag; see "
+        "docs/compare.md."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
@@ -294,7 +299,7 @@ def command(
             repeats=repeats, pass_k=ks, cache=cache,
             cache_dir=str(cache_dir.expanduser().resolve()) if cache_dir else None,
             cache_max_mb=cache_max_mb, system_version=system_version, name=name,
-            suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
+            cluster_by=cluster_by, suite=str(suite), labels=str(labels) if labels else None, task=task, system=system,
             responses=str(responses) if responses else None, out=str(out),
             concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
             task_options=task_options, reports=not no_report,

@@ -15,6 +15,7 @@ See docs/compare.md.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report import stats
+from queryeval.report.planning import minimum_detectable_effect
 from queryeval.run.repeats import exact_mean
 from queryeval.run.results import (  # noqa: F401 - re-exported
     RunResults,
@@ -93,7 +95,20 @@ class MetricComparison:
     same_as: str | None = None
     """The earlier metric whose per-case values this one equals in both runs (its test)."""
     notes: list[str] = field(default_factory=list)
+    clusters: int | None = None
+    """Clusters of the paired cases (None: every case its own): the CI resamples whole
+    clusters, the randomization test flips clusters' sums, the t-test is CR1 (docs/compare.md)."""
+    design_effect: float | None = None
+    """Cluster-robust over independent-cases variance of mean(B − A) (with clusters)."""
+    effective_n: float | None = None
+    """n / design effect: as many independent cases as the clusters are worth."""
+    mde: float | None = None
+    """Minimum detectable effect: the |B − A| this comparison detects with 80% power at
+    alpha / (tested metrics), from the standard error of mean(B − A) (CR1 with clusters)."""
+    se: float | None = field(default=None, repr=False)
     diffs: list[float] = field(default_factory=list, repr=False)
+    units: list[float] = field(default_factory=list, repr=False)
+    """What the randomization test flips: the differences, or the clusters' sums of them."""
 
     def worse(self) -> bool:
         """B is worse than A on this metric (direction-aware)."""
@@ -104,6 +119,11 @@ class MetricComparison:
     def to_dict(self) -> dict:
         out = asdict(self)
         out.pop("diffs")
+        out.pop("units")
+        out.pop("se")
+        if self.clusters is None:  # unclustered: the document as before
+            for key in ("clusters", "design_effect", "effective_n"):
+                out.pop(key)
         for key in ("improved", "regressed"):
             out[key] = [{**asdict(f), "delta": f.delta} for f in getattr(self, key)]
         return out
@@ -175,19 +195,33 @@ def _flips(ids: list[str], names: dict[str, Any], xs: list[float], ys: list[floa
 
 def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], ys: list[float], *,
                     lower: bool, confidence: float, resamples: int, seed: int | None,
-                    exact_max_n: int) -> MetricComparison:
+                    exact_max_n: int, clusters: dict[str, str | None] | None = None
+                    ) -> MetricComparison:
     if not ids:
         return MetricComparison(metric, 0, None, None, None, None, None, None, "none", None,
                                 lower_is_better=lower)
     diffs = [y - x for x, y in zip(xs, ys, strict=True)]
-    ci = stats.bootstrap_ci(diffs, confidence=confidence, resamples=resamples, seed=seed)
-    rand = stats.sign_flip_test(diffs, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
+    index = stats.cluster_index([clusters.get(c) for c in ids]) if clusters else None
+    if index is None:  # every case its own cluster: the independent-cases methods
+        ci = stats.bootstrap_ci(diffs, confidence=confidence, resamples=resamples, seed=seed)
+        units = diffs
+        p_t = stats.paired_t_test(xs, ys).p_value
+        var = stats.cluster_variance(diffs, None)
+    else:  # whole clusters resampled, their sums flipped, a CR1 standard error
+        ci = stats.cluster_bootstrap_ci(diffs, index, confidence=confidence,
+                                        resamples=resamples, seed=seed)
+        units = [float(s) for s in stats.cluster_totals(diffs, index)[0]]
+        p_t = stats.cluster_t_test(diffs, index).p_value
+        var = stats.cluster_variance(diffs, index)
+    rand = stats.sign_flip_test(units, resamples=resamples, seed=seed, exact_max_n=exact_max_n)
     improved, regressed = _flips(ids, names, xs, ys, lower)
     return MetricComparison(
         metric, len(ids), exact_mean(xs), exact_mean(ys), ci.mean, ci.low, ci.high,
-        rand.p_value, rand.method, stats.paired_t_test(xs, ys).p_value,
+        rand.p_value, rand.method, p_t,
         binary=all(v in (0.0, 1.0) for v in (*xs, *ys)), lower_is_better=lower,
-        improved=improved, regressed=regressed, diffs=diffs,
+        improved=improved, regressed=regressed, clusters=ci.clusters,
+        design_effect=ci.design_effect, effective_n=ci.effective_n,
+        se=math.sqrt(var) if var is not None and var > 0 else None, diffs=diffs, units=units,
     )
 
 
@@ -206,6 +240,8 @@ class PairedCases:
     vals_a: dict[str, dict[str, float]]
     vals_b: dict[str, dict[str, float]]
     names: dict[str, str | None] = field(default_factory=dict)
+    clusters: dict[str, str | None] = field(default_factory=dict)
+    """Each paired case's cluster (A's record, else B's); empty when no case names one."""
 
     def available(self) -> list[str]:
         """Per-case metrics present in both runs, in first-seen order."""
@@ -237,10 +273,12 @@ def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
         excluded = [cid for cid in paired if by_a[cid].errored or by_b[cid].errored]
         gone = set(excluded)
         paired = [cid for cid in paired if cid not in gone]
+    clusters = {cid: by_a[cid].cluster or by_b[cid].cluster for cid in paired}
     return PairedCases(a, b, list(by_a), list(by_b), paired, excluded, a.task or b.task,
                        {cid: dict(by_a[cid].means) for cid in paired},
                        {cid: dict(by_b[cid].means) for cid in paired},
-                       {cid: by_a[cid].name for cid in paired})
+                       {cid: by_a[cid].name for cid in paired},
+                       clusters if any(clusters.values()) else {})
 
 
 def choose_metrics(pair: PairedCases, metrics: Sequence[str] | None) -> list[str]:
@@ -267,7 +305,8 @@ def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set
         results.append(_compare_metric(
             metric, ids, names, [pair.vals_a[c][metric] for c in ids],
             [pair.vals_b[c][metric] for c in ids], lower=lower_is_better(pair.task, metric),
-            confidence=confidence, resamples=resamples, seed=seed, exact_max_n=exact_max_n))
+            confidence=confidence, resamples=resamples, seed=seed, exact_max_n=exact_max_n,
+            clusters=pair.clusters))
     return results
 
 
@@ -297,7 +336,7 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
         excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
         warnings=verdicts.same_run_warning([_run_info(a), _run_info(b)])
-        + [n for m in results for n in m.notes],
+        + verdicts.cluster_note(results) + [n for m in results for n in m.notes],
     )
 
 
@@ -324,10 +363,13 @@ def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float
             m.same_as = twins[m.metric]
             m.p_holm, m.p_ttest_holm = by_name[m.same_as].p_holm, by_name[m.same_as].p_ttest_holm
         m.verdict = verdicts.verdict(m.diff, m.p_holm, alpha, m.lower_is_better)
+        m.mde = minimum_detectable_effect(m.se, alpha=alpha / max(1, len(family)))
         if m.tested:
             m.notes = verdicts.notes(m.metric, n=m.n, diffs=m.diffs, ci=(m.ci_low, m.ci_high),
                                      confidence=confidence, p_raw=m.p_randomization,
-                                     p_adjusted=m.p_holm, family=len(family), alpha=alpha)
+                                     p_adjusted=m.p_holm, family=len(family), alpha=alpha,
+                                     units=m.units, design_effect=m.design_effect,
+                                     clusters=m.clusters)
 
 
 def check_regression(comparison: Comparison) -> None:

@@ -167,11 +167,14 @@ class NWayComparison:
             worse = [v["metric"] for v in rows if v["verdict"] == verdicts.WORSE]
             better = [v["metric"] for v in rows if v["verdict"] == verdicts.BETTER]
             # one line per run: a label or metric with a newline must not start another
+            same = [t.result for t in self.overall.tests if (t.i, t.j) == (0, j)
+                    and t.result.metric not in worse and t.result.metric not in better]
             lines.append(f"{letter(j)} ({_one(self.labels[j])}) against a "
                          f"({_one(self.labels[0])}): worse on {len(worse)}"
                          f"{': ' + ', '.join(map(_one, worse)) if worse else ''}; better on {len(better)}"
                          f"{': ' + ', '.join(map(_one, better)) if better else ''}; "
-                         f"no detectable difference on {len(rows) - len(worse) - len(better)}")
+                         f"no detectable difference on {len(rows) - len(worse) - len(better)}"
+                         f"{verdicts.detectable(same)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -305,7 +308,7 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
         group_tables.setdefault(key, []).append(table)
     warnings = verdicts.same_run_warning(infos) + [
         f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
-        for m in res for note in m.notes]
+        for note in verdicts.cluster_note(res) + [n for m in res for n in m.notes]]
     return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
                           group_tables, pair_results, alpha, confidence, resamples, seed,
                           warnings)

@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
+from queryeval.report.stats import min_p_value
+
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
 COUNT = "count (not tested)"
 POWER = 0.8
@@ -63,10 +65,8 @@ def classify(metrics: Sequence[str], columns: Sequence[Mapping[str, Mapping[str,
     return twins, counts
 
 
-def min_p(n_nonzero: int) -> float:
-    """The smallest two-sided p-value the exact sign-flip test can give with ``n_nonzero``
-    non-zero paired differences: 2 / 2^n."""
-    return min(1.0, 2.0 ** (1 - n_nonzero)) if n_nonzero > 0 else 1.0
+min_p = min_p_value
+"""The smallest two-sided p the sign-flip test gives with ``n`` non-zero differences."""
 
 
 def cases_needed(diffs: Sequence[float], alpha: float, power: float = POWER) -> int | None:
@@ -100,9 +100,11 @@ def verdict(diff: float | None, p_adjusted: float | None, alpha: float,
 
 def notes(metric: str, *, n: int, diffs: Sequence[float], ci: tuple[float | None, float | None],
           confidence: float, p_raw: float | None, p_adjusted: float | None, family: int,
-          alpha: float) -> list[str]:
+          alpha: float, units: Sequence[float] | None = None,
+          design_effect: float | None = None, clusters: int | None = None) -> list[str]:
     """Why a metric reads as it does: a CI that excludes 0 beside a Holm p at or above alpha,
-    and an n too small to detect the observed difference."""
+    and an n too small to detect the observed difference. With clusters, ``units`` are the
+    clusters' sums the test flips and the cases needed are scaled by the design effect."""
     out: list[str] = []
     if p_adjusted is None or p_adjusted < alpha:
         return out
@@ -112,18 +114,36 @@ def notes(metric: str, *, n: int, diffs: Sequence[float], ci: tuple[float | None
                    f"excludes 0, yet p = {p_raw:.4g} becomes {p_adjusted:.4g} after Holm's "
                    f"adjustment over {family} tested metric(s): the interval is not adjusted "
                    "for testing several metrics, so the difference is not significant")
-    nonzero = sum(1 for d in diffs if d)
+    nonzero = sum(1 for d in (diffs if units is None else units) if d)
+    what = "case(s)" if clusters is None else f"of {clusters} cluster(s)"
     if nonzero and min_p(nonzero) * max(1, family) >= alpha and min_p(nonzero) < 1:
-        out.append(f"{metric}: only {nonzero} case(s) differ; the smallest p the test can "
+        out.append(f"{metric}: only {nonzero} {what} differ; the smallest p the test can "
                    f"give is {min_p(nonzero):.4g} ({min_p(nonzero) * family:.4g} after Holm "
                    f"over {family}), so no difference can be significant at alpha {alpha:g}")
     else:
         need = cases_needed(diffs, alpha / max(1, family))
+        if need is not None and design_effect is not None and clusters is not None:
+            need = math.ceil(need * max(design_effect, 0.0))
         if need is not None and need > n:
             out.append(f"{metric}: n = {n} is too small to detect the observed difference "
                        f"({math.fsum(diffs) / len(diffs):+.4f}): about {need} paired cases "
                        f"would detect it with {POWER:.0%} power at alpha {alpha:g}/{family}")
     return out
+
+
+def cluster_note(metrics: Sequence) -> list[str]:
+    """One line when the paired cases form clusters: how many, and per tested metric the
+    design effect and the effective n the intervals and tests account for."""
+    clustered = [m for m in metrics if getattr(m, "clusters", None) is not None
+                 and getattr(m, "tested", True)]
+    if not clustered:
+        return []
+    first = clustered[0]
+    parts = [f"{m.metric} {m.design_effect:.2f} (effective n {m.effective_n:.1f})"
+             for m in clustered if m.design_effect is not None and m.effective_n is not None]
+    return [f"clustered cases: {first.n} paired cases in {first.clusters} clusters (cases that "
+            "share a source); intervals resample whole clusters and the tests flip and test "
+            "clusters' sums" + (f"; design effect {', '.join(parts)}" if parts else "")]
 
 
 def same_run_warning(infos: Sequence[Mapping]) -> list[str]:
@@ -153,4 +173,12 @@ def headline(metrics: Sequence, alpha: float) -> str:
 
     return (f"B against A over {len(tested)} metric(s), significant after Holm at alpha "
             f"{alpha:g}: {part('worse', worse)}; {part('better', better)}; no detectable "
-            f"difference on {same}")
+            f"difference on {same}{detectable(tested)}")
+
+
+def detectable(metrics: Sequence) -> str:
+    """`` (detectable at 80% power: passed ±0.244, …)``: the minimum detectable effect of
+    each metric with no detectable difference (empty when none has one)."""
+    parts = [f"{m.metric} ±{m.mde:.3g}" for m in metrics
+             if m.verdict == SAME and getattr(m, "mde", None) is not None]
+    return f" (detectable at {POWER:.0%} power: {', '.join(parts)})" if parts else ""

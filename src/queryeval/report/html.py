@@ -14,6 +14,7 @@ kind from its records and metrics; inline CSS/JS/SVG only, no network.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from queryeval.report.html_figures import (
     _AT_K,
     _is_rate,
     _prefer,
+    figure_interval,
     figure_kinds,
     flatten,
     overall_figures,
@@ -107,11 +109,21 @@ def _meta(run: LoadedRun) -> str:
 
 
 def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[dict[str, float]],
-               *, resamples: int, seed: int) -> dict[str, stats.MeanCI]:
+               *, resamples: int, seed: int, clusters: Sequence[str | None] = ()
+               ) -> dict[str, stats.MeanCI]:
     """Bootstrap CIs of the per-case means, plus those a task maps to its overall figures:
     ``ci_sources = {"psaq": "proportion_correct", "uasq": ("correct", "total")}`` (a mean of a
-    per-case metric under another name, or a ratio of two per-case sums)."""
-    cis = {k: stats.bootstrap_ci(v, resamples=resamples, seed=seed) for k, v in per_case.items()}
+    per-case metric under another name, or a ratio of two per-case sums). ``clusters``: each
+    counted case's cluster; when some cases share one, whole clusters are resampled
+    (:func:`~queryeval.report.stats.cluster_bootstrap_ci`; docs/compare.md)."""
+    def index(metric_keys: tuple[str, ...]):
+        if not any(clusters):
+            return None
+        return stats.cluster_index([c for v, c in zip(counted, clusters, strict=True)
+                                    if all(k in v for k in metric_keys)])
+
+    cis = {k: stats.cluster_bootstrap_ci(v, index((k,)), resamples=resamples, seed=seed)
+           for k, v in per_case.items()}
     sources = getattr(run.task, "ci_sources", None) or {}
     for key, src in sources.items():
         if isinstance(src, str) and src in per_case:
@@ -119,8 +131,8 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
         elif isinstance(src, tuple) and len(src) == 2:
             pairs = [(v[src[0]], v[src[1]]) for v in counted if src[0] in v and src[1] in v]
             if pairs:
-                cis[key] = stats.bootstrap_ratio_ci([a for a, _ in pairs], [b for _, b in pairs],
-                                                    resamples=resamples, seed=seed)
+                cis[key] = stats.cluster_ratio_ci([a for a, _ in pairs], [b for _, b in pairs],
+                                                  index(src), resamples=resamples, seed=seed)
     return cis
 
 
@@ -141,6 +153,18 @@ def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
     return out
 
 
+def _cases_cell(ci: stats.MeanCI | None) -> str:
+    """The cases an interval rests on: ``200``, or with clusters ``200 in 20 clusters
+    (design effect 10.47, effective n 19.1)``."""
+    if ci is None:
+        return ""
+    if ci.clusters is None:
+        return str(ci.n)
+    extra = (f" (design effect {ci.design_effect:.2f}, effective n {ci.effective_n:.1f})"
+             if ci.design_effect is not None and ci.effective_n is not None else "")
+    return f"{ci.n} in {ci.clusters} clusters{extra}"
+
+
 def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
     kinds = figure_kinds(run.task)
@@ -150,7 +174,7 @@ def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
         interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else "—"
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
-                     f'<td class="num">{ci.n if ci is not None else ""}</td>'])
+                     f'<td class="num">{esc(_cases_cell(ci))}</td>'])
         if (_is_rate(value) and kinds.chartable(key)
                 and not lower_is_better(run.task, key.rsplit(".", 1)[-1])):
             chart_rows.append((key, [value]))
@@ -416,12 +440,19 @@ def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
 
     # the counted cases' means, in the order the repeats section resamples them: one
     # interval per figure, n = cases
-    counted = [dict(c.means) for c in in_bootstrap_order(run.counted(), lambda c: c.case_id)]
+    ordered = in_bootstrap_order(run.counted(), lambda c: c.case_id)
+    counted = [dict(c.means) for c in ordered]
     per_case: dict[str, list[float]] = {}
     for v in counted:
         for k, x in v.items():
             per_case.setdefault(k, []).append(x)
-    cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed)
+    cis = _intervals(run, per_case, counted, resamples=resamples, seed=seed,
+                     clusters=[c.cluster for c in ordered])
+    overall = metrics.get("overall_metrics", {}) if isinstance(metrics, dict) else {}
+    for key, value in overall.items() if isinstance(overall, dict) else ():
+        bounds = figure_interval(overall, key)  # an interval the task computed (judge-corrected)
+        if bounds is not None and isinstance(value, (int, float)) and key not in cis:
+            cis[key] = stats.MeanCI(float(value), bounds[0], bounds[1], len(counted), 0.95)
     return ReportFigures(metrics, values, verdicts, cis, run.metrics is not None)
 
 

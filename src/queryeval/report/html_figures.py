@@ -39,9 +39,27 @@ def overall_figures(overall: dict, kinds: Figures | None = None) -> tuple[dict[s
     kinds = kinds or Figures()
     figures = flatten(overall)
     settings = {key: figures.pop(key) for key in list(figures) if kinds.kind(key) == "setting"}
-    figures = {key: v for key, v in figures.items() if kinds.kind(key) != "timing"}
+    figures = {key: v for key, v in figures.items() if kinds.kind(key) != "timing"
+               and not _bound_of(key, figures)}
     figures = own_names(figures, kinds, settings)
     return figures, ", ".join(f"{key} = {value}" for key, value in settings.items())
+
+
+def _bound_of(key: str, figures: dict[str, Any]) -> bool:
+    """``X_ci_low`` / ``X_ci_high`` beside ``X``: the bounds of X's interval (shown as its
+    interval, :func:`figure_interval`), not figures of their own."""
+    for end in ("_ci_low", "_ci_high"):
+        if key.endswith(end) and key[: -len(end)] in figures:
+            return True
+    return False
+
+
+def figure_interval(overall: dict, key: str) -> tuple[float, float] | None:
+    """The interval a task recorded beside an overall figure (``X_ci_low``, ``X_ci_high``)."""
+    low, high = overall.get(f"{key}_ci_low"), overall.get(f"{key}_ci_high")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        return float(low), float(high)
+    return None
 
 
 def overall_timings(overall: dict, kinds: Figures | None = None) -> dict[str, Any]:

@@ -13,6 +13,11 @@
   (scipy.stats imported there, when a t-test is asked for).
 * :func:`holm` — Holm-Bonferroni step-down adjustment across metrics.
 * :func:`paired_bootstrap_ci` — bootstrap CI of the mean of the paired differences.
+* Clusters (:func:`cluster_index`): :func:`cluster_bootstrap_ci` / :func:`cluster_ratio_ci`
+  resample whole clusters, :func:`cluster_t_test` uses the CR1 sandwich standard error,
+  :func:`design_effect` gives the design effect and the effective n; the sign-flip test of
+  clustered differences flips the clusters' sums (:func:`cluster_totals`). With one case per
+  cluster each is exactly its unclustered counterpart.
 
 See docs/reports.md for why these tests and these conventions.
 """
@@ -50,17 +55,26 @@ def _blocks(total: int, per_row: int) -> list[int]:
 
 @dataclass(frozen=True)
 class MeanCI:
-    """A mean with its percentile bootstrap interval (``low``/``high`` None when n == 0)."""
+    """A mean with its percentile bootstrap interval (``low``/``high`` None when n == 0).
+    With clusters (:func:`cluster_bootstrap_ci`): their number, the design effect and the
+    effective n; None when every case is its own cluster."""
 
     mean: float | None
     low: float | None
     high: float | None
     n: int
     confidence: float
+    clusters: int | None = None
+    design_effect: float | None = None
+    effective_n: float | None = None
 
     def to_dict(self) -> dict:
-        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n,
-                "confidence": self.confidence}
+        out = {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n,
+               "confidence": self.confidence}
+        if self.clusters is not None:
+            out.update(clusters=self.clusters, design_effect=self.design_effect,
+                       effective_n=self.effective_n)
+        return out
 
 
 def bootstrap_means(values: Sequence[float] | np.ndarray, *, resamples: int = 10_000,
@@ -132,6 +146,112 @@ def bootstrap_ratio_ci(numerators: Sequence[float] | np.ndarray,
     return MeanCI(ratio, float(low), float(high), n, confidence)
 
 
+# --- clusters: cases that share a source are resampled, flipped and tested together -------------
+def cluster_index(labels: Sequence[str | None]) -> np.ndarray | None:
+    """Each case's cluster as an integer (clusters numbered in order of first appearance; a
+    None or blank label is a cluster of its own), or None when every cluster holds one case:
+    then every method below is exactly the unclustered one."""
+    ids: dict[str, int] = {}
+    out = np.empty(len(labels), dtype=np.int64)
+    for k, label in enumerate(labels):
+        key = f"\x00{k}" if label is None or label == "" else f"c{label}"
+        out[k] = ids.setdefault(key, len(ids))
+    return None if len(ids) == len(labels) else out
+
+
+def cluster_totals(values: Sequence[float] | np.ndarray, index: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(sum of the values, number of cases) of each cluster, in cluster order."""
+    arr = _as_1d(values)
+    if arr.size != index.size:
+        raise ValueError(f"values and clusters differ in length ({arr.size} vs {index.size})")
+    g = int(index.max()) + 1 if index.size else 0
+    return (np.bincount(index, weights=arr, minlength=g),
+            np.bincount(index, minlength=g).astype(float))
+
+
+def cluster_variance(values: Sequence[float] | np.ndarray, index: np.ndarray | None) -> float | None:
+    """The cluster-robust (CR1 sandwich) variance of the mean, ``G/(G-1) · Σ_g (S_g −
+    n_g·mean)² / N²`` over the G clusters' sums ``S_g`` and sizes ``n_g``; with one case per
+    cluster it is ``s²/N`` (the usual variance of a mean). None with fewer than 2 clusters."""
+    arr = _as_1d(values)
+    if index is None:
+        index = np.arange(arr.size)
+    sums, sizes = cluster_totals(arr, index)
+    g, n = sums.size, arr.size
+    if g < 2:
+        return None
+    mean = arr.sum() / n
+    return float(g / (g - 1) * np.sum((sums - sizes * mean) ** 2) / n**2)
+
+
+def design_effect(values: Sequence[float] | np.ndarray, index: np.ndarray | None
+                  ) -> tuple[float | None, float | None]:
+    """(design effect, effective n): the cluster-robust variance of the mean over the
+    independent-cases one ``s²/N``, and ``N / design effect``. (1, N) with one case per
+    cluster; (None, None) when the values do not vary or there are fewer than 2 clusters."""
+    arr = _as_1d(values)
+    n = arr.size
+    robust = cluster_variance(arr, index)
+    if robust is None or n < 2:
+        return None, None
+    iid = float(arr.var(ddof=1)) / n
+    if iid == 0:
+        return None, None
+    deff = robust / iid
+    return deff, (n / deff if deff > 0 else None)
+
+
+def cluster_bootstrap_ci(values: Sequence[float] | np.ndarray, index: np.ndarray | None, *,
+                         confidence: float = 0.95, resamples: int = 10_000,
+                         seed: int | None = 0) -> MeanCI:
+    """Percentile cluster bootstrap CI of the mean: whole clusters are resampled with
+    replacement, each resample's mean is its cases' total over its number of cases.
+    ``index is None`` (one case per cluster): exactly :func:`bootstrap_ci`. The result
+    carries the number of clusters, the design effect and the effective n."""
+    if index is None:
+        return bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
+    return cluster_ratio_ci(values, np.ones(len(index)), index, confidence=confidence,
+                            resamples=resamples, seed=seed, mean_of=values)
+
+
+def cluster_ratio_ci(numerators: Sequence[float] | np.ndarray,
+                     denominators: Sequence[float] | np.ndarray, index: np.ndarray | None, *,
+                     confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
+                     mean_of: Sequence[float] | np.ndarray | None = None) -> MeanCI:
+    """Percentile cluster bootstrap CI of ``sum(num) / sum(den)`` resampling whole clusters
+    (``index is None``: exactly :func:`bootstrap_ratio_ci`). ``mean_of``: the per-case
+    values whose design effect is reported (the numerators when not given)."""
+    if index is None:
+        return bootstrap_ratio_ci(numerators, denominators, confidence=confidence,
+                                  resamples=resamples, seed=seed)
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    num, den = _as_1d(numerators, "numerators"), _as_1d(denominators, "denominators")
+    if num.size != den.size:
+        raise ValueError(f"numerators and denominators differ in length ({num.size} vs {den.size})")
+    n = int(num.size)
+    top, bottom = cluster_totals(num, index)[0], cluster_totals(den, index)[0]
+    g = int(top.size)
+    per_case = num / np.where(den == 0, 1, den) if mean_of is None else _as_1d(mean_of)
+    deff, eff = design_effect(per_case, index)
+    if n == 0 or den.sum() == 0:
+        return MeanCI(None, None, None, n, confidence, g, deff, eff)
+    ratio = float(num.sum() / den.sum())
+    if np.all(num * den[0] == den * num[0]):
+        return MeanCI(ratio, ratio, ratio, n, confidence, g, deff, eff)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for rows in _blocks(resamples, g):
+        idx = rng.integers(0, g, size=(rows, g))
+        t, b = top[idx].sum(axis=1), bottom[idx].sum(axis=1)
+        parts.append(t[b != 0] / b[b != 0])
+    ratios = np.concatenate(parts)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return MeanCI(ratio, float(low), float(high), n, confidence, g, deff, eff)
+
+
 def paired_bootstrap_ci(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                         confidence: float = 0.95, resamples: int = 10_000,
                         seed: int | None = 0) -> MeanCI:
@@ -174,10 +294,13 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
                    seed: int | None = 0, exact_max_n: int = 20) -> TestResult:
     """Two-sided paired randomization (sign-flip) test of ``mean(diffs) == 0``.
 
-    The statistic is the sum of the differences (equivalent to the mean for fixed n).
-    Exact: ``p = #{flips with |T*| >= |T_obs|} / 2**n`` (the identity flip is one of them, so
-    p >= 2**-n). Monte Carlo: ``p = (hits + 1) / (resamples + 1)``. Zero differences carry no
-    sign information but are kept (they do not change T*). ``n == 0`` gives ``p = None``.
+    The statistic is the sum of the differences (equivalent to the mean for fixed n). Zero
+    differences do not change any flipped sum, so the test enumerates the ``2**k`` flips of
+    the ``k`` NON-ZERO differences exactly whenever ``k <= exact_max_n``, however many pairs
+    there are: ``p = #{flips with |T*| >= |T_obs|} / 2**k`` (the identity flip and its
+    mirror are among them, so ``p >= 2 / 2**k``: :func:`min_p_value`). Otherwise seeded Monte
+    Carlo over all n differences, ``p = (hits + 1) / (resamples + 1)``, never reported below
+    the exact floor ``2 / 2**k``. ``n == 0`` gives ``p = None``.
     """
     d = _as_1d(diffs, "diffs")
     n = d.size
@@ -187,15 +310,17 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
     threshold = abs(observed) - _tolerance(d)
     if not np.any(d):
         return TestResult(1.0, 0.0, "exact", 2**n if n <= exact_max_n else None)
-    if n <= exact_max_n:
-        half = n // 2
-        left = _sign_matrix(half) @ d[:half] if half else np.zeros(1)
-        right = _sign_matrix(n - half) @ d[half:]
+    nz = d[d != 0]
+    k = nz.size
+    if k <= exact_max_n:
+        half = k // 2
+        left = _sign_matrix(half) @ nz[:half] if half else np.zeros(1)
+        right = _sign_matrix(k - half) @ nz[half:]
         hits = 0
         for rows in _blocks(left.size, right.size):
             chunk, left = left[:rows], left[rows:]
             hits += int(np.count_nonzero(np.abs(chunk[:, None] + right[None, :]) >= threshold))
-        total = 2**n
+        total = 2**k
         return TestResult(hits / total, observed, "exact", total)
     if resamples < 1:
         raise ValueError("resamples must be >= 1")
@@ -204,7 +329,14 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_0
     for rows in _blocks(resamples, n):
         signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
         hits += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
-    return TestResult((hits + 1) / (resamples + 1), observed, "monte_carlo", resamples)
+    p = max((hits + 1) / (resamples + 1), min_p_value(k))
+    return TestResult(p, observed, "monte_carlo", resamples)
+
+
+def min_p_value(n_nonzero: int) -> float:
+    """The smallest two-sided p the sign-flip test can give with ``n_nonzero`` non-zero
+    paired differences (or cluster sums): ``2 / 2**n_nonzero`` (1 when none differ)."""
+    return min(1.0, 2.0 ** (1 - n_nonzero)) if n_nonzero > 0 else 1.0
 
 
 def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> TestResult:
@@ -228,6 +360,26 @@ def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
 
     res = _sp.ttest_rel(b_arr, a_arr)
     return TestResult(float(res.pvalue), float(res.statistic), "t")
+
+
+def cluster_t_test(diffs: Sequence[float] | np.ndarray, index: np.ndarray) -> TestResult:
+    """Two-sided test of ``mean(diffs) == 0`` with the cluster-robust (CR1) standard error
+    of :func:`cluster_variance` and G − 1 degrees of freedom; with one case per cluster it is
+    the paired t-test. Zero variance is decided as :func:`paired_t_test` does."""
+    d = _as_1d(diffs, "diffs")
+    var = cluster_variance(d, index)
+    if var is None:
+        return TestResult(None, None, "cluster_t")
+    mean = float(d.sum() / d.size)
+    if var <= 0:
+        if mean == 0:
+            return TestResult(1.0, 0.0, "cluster_t")
+        return TestResult(0.0, math.copysign(math.inf, mean), "cluster_t")
+    from scipy import stats as _sp
+
+    t = mean / math.sqrt(var)
+    g = int(index.max()) + 1
+    return TestResult(float(2 * _sp.t.sf(abs(t), g - 1)), t, "cluster_t")
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -53,11 +53,13 @@ class RunConfig(BaseModel):
     """The system's identity for the cache when --system does not name it (a Python object)."""
     name: str | None = Field(None, min_length=1, max_length=200)
     """The run's label (--name); default: run.results.default_label."""
+    cluster_by: str | None = Field(None, min_length=1, max_length=200)
+    """--cluster-by FIELD: each case's cluster from its metadata field or ``FIELD:value`` tag."""
 
 
 REPEAT_FIELDS = {"repeats": 1, "pass_k": [], "cache": False, "cache_dir": None,
                  "cache_max_mb": 1024.0, "system_version": None, "system_name": None,
-                 "name": None}
+                 "name": None, "cluster_by": None}
 """Settings a run without them leaves out of its batch file (so its log is as before)."""
 
 
@@ -73,7 +75,8 @@ OPTION_NAMES = {"concurrency": "--concurrency", "timeout": "--timeout", "retries
                 "max_error_rate": "--max-error-rate", "reports": "--no-report",
                 "isolate": "--isolate", "repeats": "--repeats", "pass_k": "--pass-k",
                 "cache": "--cache", "cache_dir": "--cache-dir", "cache_max_mb": "--cache-max-mb",
-                "system_version": "--system-version", "name": "--name"}
+                "system_version": "--system-version", "name": "--name",
+                "cluster_by": "--cluster-by"}
 
 
 def make_config(**values: Any) -> RunConfig:

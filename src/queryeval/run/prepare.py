@@ -102,8 +102,14 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
                        corpus=(config.task_options or {}).get("corpus"))
     task = get_task(infer_task(suite.task_kinds(), config.task), config.task_options)
 
+    by = config.cluster_by
+    if by and not any(c.with_cluster_by(by) is not c for c in suite.iter_cases()):
+        raise ConfigError(f"--cluster-by {by}: no case has a metadata field {by!r} or a tag "
+                          f"'{by}:VALUE' (a case's cluster comes from one of them)")
+
     def make() -> Iterable[Case]:
-        return task.select_cases(c for c in suite.iter_cases() if task.scored_turns(c))
+        return task.select_cases((c.with_cluster_by(by) if by else c)
+                                 for c in suite.iter_cases() if task.scored_turns(c))
 
     cases = Cases(make, config.repeats)
     warnings: list[str] = []

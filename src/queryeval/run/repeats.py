@@ -86,6 +86,8 @@ class RepeatStats:
             "pass_rate": c / n if n else None, "outcomes": case.outcomes,
             "flaky": case.verdict == "flaky",
         }
+        if getattr(case, "cluster", None):  # not a CSV column: the intervals' clusters
+            row["cluster"] = case.cluster
         for k in self.ks:  # CaseResult.pass_at / pass_hat, with n and c read once
             row[f"pass@{k}"] = pass_at_k(n, c, k) if k <= n else None
             row[f"pass^{k}"] = pass_hat_k(n, c, k) if k <= n else None
@@ -110,9 +112,25 @@ class RepeatStats:
         keys += [f"{name}_mean" for name in self.metric_names]
         canon = in_bootstrap_order(self.rows, lambda r: r["case_id"])
         columns = {key: [r[key] for r in canon if r.get(key) is not None] for key in keys}
-        intervals = case_bootstrap(columns, confidence=confidence, seed=seed)
+        clustered = any(r.get("cluster") for r in canon)
+        intervals = case_bootstrap(columns, confidence=confidence, seed=seed) \
+            if not clustered else {}
         overall: dict[str, dict] = {}
         for key in keys:
+            if clustered:  # whole clusters resampled (report.stats; docs/compare.md)
+                from queryeval.report import stats as _stats
+
+                index = _stats.cluster_index([r.get("cluster") for r in canon
+                                              if r.get(key) is not None])
+                ci = _stats.cluster_bootstrap_ci(columns[key], index, confidence=confidence,
+                                                 seed=seed) if columns[key] else None
+                overall[key] = {"mean": exact_mean(columns[key]),
+                                "ci_low": ci.low if ci else None,
+                                "ci_high": ci.high if ci else None, "n": len(columns[key])}
+                if ci is not None and ci.clusters is not None:
+                    overall[key].update(clusters=ci.clusters, design_effect=ci.design_effect,
+                                        effective_n=ci.effective_n)
+                continue
             low, high = intervals[key]
             overall[key] = {"mean": exact_mean(columns[key]), "ci_low": low, "ci_high": high,
                             "n": len(columns[key])}
@@ -127,7 +145,9 @@ class RepeatStats:
             "cases": n_cases,
             "attempts": sum(r["attempts"] for r in self.rows),
             "confidence": confidence,
-            "ci_method": "percentile bootstrap over cases (clustered: attempts are not resampled)",
+            "ci_method": "percentile bootstrap over cases (clustered: attempts are not resampled)"
+            if not clustered else "percentile bootstrap over the cases' clusters (whole "
+            "clusters resampled; attempts are not resampled)",
             "overall": overall,
             "flaky_cases": len(flaky),
             "flaky_share": len(flaky) / n_cases if n_cases else None,

@@ -91,6 +91,9 @@ class CaseResult:
     attempts: tuple[Attempt, ...]
     means: Mapping[str, float]
     """The exact mean over attempts of each figure: THE per-case value."""
+    cluster: str | None = None
+    """The record's ``cluster`` (cases sharing a file, document, building): None when the
+    case is its own cluster (docs/compare.md)."""
 
     @property
     def passes(self) -> int:
@@ -144,7 +147,7 @@ def reduce_cases(task: Any, records: Iterable[dict]) -> list[CaseResult]:
     from queryeval.run.repeats import exact_mean
 
     grouped: dict[str, list[Attempt]] = {}
-    heads: dict[str, tuple[str | None, dict[str, tuple[str, ...]]]] = {}
+    heads: dict[str, tuple[str | None, dict[str, tuple[str, ...]], str | None]] = {}
     for k, r in enumerate(records):
         rep = r.get("repeat")
         values = case_metrics(task, r)
@@ -153,7 +156,9 @@ def reduce_cases(task: Any, records: Iterable[dict]) -> list[CaseResult]:
         cid = str(r["case_id"])
         if cid not in grouped:
             name = r.get("name")
-            heads[cid] = (name if isinstance(name, str) else None, record_groups(r))
+            cluster = r.get("cluster")
+            heads[cid] = (name if isinstance(name, str) else None, record_groups(r),
+                          cluster if isinstance(cluster, str) and cluster else None)
             grouped[cid] = []
         grouped[cid].append(att)
     out = []
@@ -163,9 +168,10 @@ def reduce_cases(task: Any, records: Iterable[dict]) -> list[CaseResult]:
         for att in attempts:
             for name, value in att.values.items():
                 per.setdefault(name, []).append(value)
-        name, labels = heads[cid]
+        name, labels, cluster = heads[cid]
         out.append(CaseResult(cid, name, labels, tuple(attempts),
-                              {m: exact_mean(v) for m, v in per.items()}))  # type: ignore[misc]
+                              {m: exact_mean(v) for m, v in per.items()},  # type: ignore[misc]
+                              cluster))
     return out
 
 

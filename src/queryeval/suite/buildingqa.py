@@ -78,6 +78,7 @@ def read_buildingqa(path: str | Path) -> Suite:
                 origin[cid] = (str(path), 0)
                 cases.append(Case(
                     id=cid, name=question.text[:80], tags=[question.source] if question.source else [],
+                    cluster=stem,  # questions on one building's graph
                     metadata={"building": stem, "query_id": q.query_id,
                               "question_number": question.question_number,
                               "question_source": question.source},

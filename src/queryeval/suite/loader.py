@@ -109,7 +109,7 @@ def load_dabench_suite(questions: str | Path, labels: str | Path) -> Suite:
     origin: dict[str, tuple[str, int]] = {}
     for q in join_cases(q_records, l_records, labels_path=labels):
         cases.append(Case(
-            id=q.id, name=q.question[:80],
+            id=q.id, name=q.question[:80], cluster=q.file_name,  # questions on one CSV file
             metadata={"concepts": q.concepts, "level": q.level, "constraints": q.constraints,
                       "format": q.format, "file_name": q.file_name, "label_pairs": q.label_pairs},
             conversation=[{"role": "user", "content": q.question,

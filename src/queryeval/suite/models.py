@@ -333,9 +333,14 @@ class Case(BaseModel):
         description="Task context that is not ground truth, e.g. for answers: concepts, "
         "level, constraints, format, file_name.",
     )
+    cluster: str = Field(
+        default="",
+        description="The cluster the case belongs to (cases sharing a source file, document, "
+        "building or conversation): intervals and compares resample and test whole clusters. "
+        "Blank: the case is its own cluster.")
     conversation: list[Turn] = Field(min_length=1)
 
-    @field_validator("name", "comments", mode="before")
+    @field_validator("name", "comments", "cluster", mode="before")
     @classmethod
     def _none_is_blank(cls, v):
         return "" if v is None else v
@@ -355,6 +360,19 @@ class Case(BaseModel):
         if not any(t.role == "user" for t in self.conversation):
             raise ValueError("conversation has no user turn")
         return self
+
+    def with_cluster_by(self, field: str) -> Case:
+        """This case with its cluster read from ``--cluster-by FIELD``: the metadata value
+        ``metadata[FIELD]`` when it is a text or number, else the value of its first tag
+        ``FIELD:VALUE``, else unchanged (its own ``cluster:``, or its own cluster)."""
+        value = self.metadata.get(field)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value == "":
+            prefix = f"{field}:"
+            value = next((t[len(prefix):] for t in self.tags
+                          if t.startswith(prefix) and len(t) > len(prefix)), None)
+        if value is None:
+            return self
+        return self.model_copy(update={"cluster": str(value)})
 
     def scored_turns(self) -> list[int]:
         """Indices (into ``conversation``) of user turns that carry a target."""

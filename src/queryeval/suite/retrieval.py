@@ -241,6 +241,7 @@ def _iter_question_cases(path: Path) -> Iterator[tuple[int, Case]]:
                       "dataset": dataset, "answer": answer, "relevant": q.relevant}
         yield q.line, Case(
             id=q.cid, name=question[:80], tags=[dataset] if dataset else [],
+            cluster=str(target["document_name"]),  # questions on one document
             metadata={"dataset": dataset},
             conversation=[{"role": "user", "content": question, "target": {
                 "retrieval": target}}],

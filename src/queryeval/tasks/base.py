@@ -205,6 +205,7 @@ class Task(ABC):
             "case_id": case.id,
             "name": case.name,
             "tags": list(case.tags),
+            **({"cluster": case.cluster} if case.cluster else {}),  # docs/compare.md
             "status": "error" if errors else "ok",
             "error_kinds": sorted({e["kind"] for e in errors}),
         }

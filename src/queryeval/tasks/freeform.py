@@ -163,6 +163,7 @@ class FreeformTask(Task):
         counts = dict.fromkeys(COUNT_KEYS, 0)
         by_rule: dict[str, list[int]] = {}
         judge = judging.JudgeTally()
+        judged = [0, 0]  # counted cases the judge decided, and of them those it passed
         for r in tally.counted(judge.watch(records)):
             scores = r["scores"]
             for k, v in means.items():
@@ -170,6 +171,9 @@ class FreeformTask(Task):
             counts["cases"] += 1
             counts["passed"] += bool(scores["passed"])
             decided = r.get("decided_by") or "inconclusive"
+            if decided == "judge":
+                judged[0] += 1
+                judged[1] += bool(scores["passed"])
             if r.get("rule") == "inconclusive":
                 counts["inconclusive"] += 1
             if f"decided_{decided}" in counts:
@@ -178,7 +182,10 @@ class FreeformTask(Task):
             tally_rule[0] += 1
             tally_rule[1] += bool(scores["passed"])
         overall: dict[str, Any] = {
-            "pass_rate": means["passed"].mean(), "exact_match": means["exact_match"].mean(),
+            "pass_rate": means["passed"].mean(),
+            **judging.corrected_figures(self.options.judge, counts["cases"], counts["passed"],
+                                        *judged),
+            "exact_match": means["exact_match"].mean(),
             "token_f1": means["token_f1"].mean(), **counts, "total_cases": tally.total,
             "judge_when": self.options.judge.when if self.options.judge else "none",
             "judge_decided": 0, "judge_errors": 0, **judge.overall(self.options.judge),
@@ -233,7 +240,8 @@ class FreeformTask(Task):
             n = overall["inconclusive"]  # a mean per attempt with --repeats
             out.append(Note(f"{n:g} case(s) inconclusive: no rule decided them and no judge "
                             "was asked; they count as not passed", "warning"))
-        return out + judging.note_for(self.options.judge, overall)
+        return out + judging.corrected_note(overall) + judging.note_for(self.options.judge,
+                                                                         overall)
 
 
 def _dict(value: Any) -> dict:

@@ -209,3 +209,89 @@ def note_for(options: JudgeOptions | None, overall: dict) -> list[Note]:
     if options is None:
         return []
     return [judge_note(options, overall.get("judge_decided"), overall.get("judge_errors"))]
+
+
+# --- the pass rate corrected for the judge's known errors (docs/judge.md) ----------------------
+CORRECTED = "pass_rate_judge_corrected"
+"""The corrected pass rate's figure; its interval is ``<CORRECTED>_ci_low`` / ``_ci_high``."""
+
+
+def rogan_gladen(rate: float, tpr: float, tnr: float) -> float | None:
+    """The true pass share behind an observed judge pass share ``rate`` for a judge with
+    sensitivity ``tpr`` and specificity ``tnr``: ``(rate + tnr − 1) / (tpr + tnr − 1)``,
+    clipped to [0, 1]; None when ``tpr + tnr <= 1`` (the judge is no better than chance,
+    so its verdicts say nothing about the truth)."""
+    denom = tpr + tnr - 1.0
+    if denom <= 0:
+        return None
+    return min(1.0, max(0.0, (rate + tnr - 1.0) / denom))
+
+
+def corrected_note(overall: dict) -> list[Note]:
+    """The console's line for the corrected pass rate, beside the raw one (none without it)."""
+    value = overall.get(CORRECTED)
+    if not isinstance(value, (int, float)):
+        return []
+    low, high = overall.get(f"{CORRECTED}_ci_low"), overall.get(f"{CORRECTED}_ci_high")
+    interval = (f" [{low:.4f}, {high:.4f}]" if isinstance(low, (int, float))
+                and isinstance(high, (int, float)) else "")
+    raw = overall.get("pass_rate")
+    return [Note(f"pass rate corrected for the judge's known errors (Rogan-Gladen, from its "
+                 f"judge-check): {value:.4f}{interval}"
+                 + (f" (raw {raw:.4f})" if isinstance(raw, (int, float)) else ""), "info")]
+
+
+def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, judged: int,
+                      judged_passes: int) -> dict[str, float]:
+    """:func:`corrected_pass_rate` with the confusion matrix ``queryeval judge-check``
+    recorded for this judge's model and prompt version (nothing without a judge or a check)."""
+    if options is None or not judged:
+        return {}
+    from queryeval.systems import judge as judge_mod
+
+    agreement = judge_mod.recorded_agreement(options)
+    if not isinstance(agreement, dict) or "confusion" not in agreement:
+        return {}
+    return corrected_pass_rate(cases, passes, judged, judged_passes, agreement["confusion"])
+
+
+def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int,
+                        confusion: Any, *, confidence: float = 0.95, resamples: int = 10_000,
+                        seed: int = 0) -> dict[str, float]:
+    """The run's pass rate with the judge-decided cases' pass share corrected by
+    :func:`rogan_gladen` (the cases a rule decided stay as they are), and a percentile
+    interval that carries both uncertainties: each resample draws the run's cases
+    (multinomial over rule pass / rule fail / judge pass / judge fail) and the judge-check's
+    TPR and TNR (binomial over its human-pass and human-fail cases, ``confusion`` =
+    ``[[TN, FP], [FN, TP]]``). Empty (no figure) when the judge decided no case, the check
+    has no human-pass or no human-fail case, or ``TPR + TNR <= 1``."""
+    import numpy as np
+
+    try:
+        (tn, fp), (fn, tp) = ((int(a), int(b)) for a, b in confusion)
+    except (TypeError, ValueError):
+        return {}
+    pos, neg = fn + tp, tn + fp
+    if cases <= 0 or judged <= 0 or pos <= 0 or neg <= 0 or min(tn, fp, fn, tp) < 0:
+        return {}
+    tpr, tnr = tp / pos, tn / neg
+    fixed = rogan_gladen(judged_passes / judged, tpr, tnr)
+    if fixed is None:
+        return {}
+    value = ((passes - judged_passes) + judged * fixed) / cases
+    rng = np.random.default_rng(seed)
+    shares = np.array([passes - judged_passes, cases - passes - (judged - judged_passes),
+                       judged_passes, judged - judged_passes], dtype=float) / cases
+    draws = rng.multinomial(cases, shares, size=resamples)
+    tpr_s = rng.binomial(pos, tpr, size=resamples) / pos
+    tnr_s = rng.binomial(neg, tnr, size=resamples) / neg
+    j = draws[:, 2] + draws[:, 3]
+    q = np.divide(draws[:, 2], j, out=np.zeros(resamples), where=j > 0)
+    denom = tpr_s + tnr_s - 1.0
+    ok = denom > 0
+    fixed_s = np.clip((q[ok] + tnr_s[ok] - 1.0) / denom[ok], 0.0, 1.0)
+    rates = (draws[ok, 0] + j[ok] * fixed_s) / cases
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(rates, [tail, 1.0 - tail]) if rates.size else (None, None)
+    return {CORRECTED: value, f"{CORRECTED}_ci_low": None if low is None else float(low),
+            f"{CORRECTED}_ci_high": None if high is None else float(high)}

@@ -66,7 +66,10 @@ def run_figures(loaded: Any, *, resamples: int, seed: int = 0) -> dict:
         rows.append({"metric": key, "value": value,
                      "low": ci.low if ci is not None else None,
                      "high": ci.high if ci is not None else None,
-                     "n": ci.n if ci is not None else None})
+                     "n": ci.n if ci is not None else None,
+                     **({"clusters": ci.clusters, "design_effect": ci.design_effect,
+                         "effective_n": ci.effective_n}
+                        if ci is not None and ci.clusters is not None else {})})
     settings = overall_figures(fig.metrics.get("overall_metrics", {}), figure_kinds(loaded.task))[1]
     rep = fig.metrics.get("repeats")
     return {"overall_rows": rows, "settings": settings, "finished": fig.finished,
