@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from queryeval.metrics.freeform.claims import masked, unproven, why
 from queryeval.metrics.freeform.dates import as_date, find_dates
 from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
 from queryeval.metrics.freeform.units import (
@@ -83,6 +84,9 @@ class ReferenceNumber:
     dotted: bool = False
     """Written with a dot and exactly three digits (``3.125``): the response's such dots
     are then read as the reference's is, a decimal point."""
+    per: int = 1
+    """The base of its per-notation (100 for ``12%``, 1000 for ``5‰``, 10000 for ``25 bp``),
+    1 for none."""
 
 
 def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | None:
@@ -99,11 +103,11 @@ def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | 
         return None
     if written is None and unit and not n.percent:
         written = parse_unit(unit)
-    return ReferenceNumber(n.value, n.percent, written, n.grouped is not None)
+    return ReferenceNumber(n.value, n.percent, written, n.grouped is not None, n.per)
 
 
-def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
-    return [(n.value, n.percent) for n in extract_numbers(text)]
+def _numbers_key(text: str) -> list[tuple[Fraction, int]]:
+    return [(n.value, n.per) for n in extract_numbers(text)]
 
 
 def _units_key(text: str) -> list[Any]:
@@ -120,13 +124,38 @@ def _same_text(response: str, reference: str) -> bool:
 
 def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
     """Whether ``value`` (the response's number ``n``, in the reference's unit) is the
-    reference's: a percentage on one side only matches its figure or its fraction."""
+    reference's: a percentage on one side only matches its figure or its fraction; two
+    per-notations of different bases (``50‰`` and ``5%``) are compared in the reference's.
+    (A per mille or basis points on one side only is never compared: :func:`_unscaled`.)"""
     slack = tol.pop("slack", Fraction(0))
-    if n.percent == ref.percent:
+    if n.percent and ref.percent:
+        return within(value * ref.per / n.per, ref.value, slack=slack, **tol)
+    if not n.percent and not ref.percent:
         return within(value, ref.value, slack=slack, **tol)
     if ref.percent:   # reference p%: the response says p, or the fraction p/100
         return within(value, ref.value, **tol) or within(value * 100, ref.value, **tol)
     return within(value, ref.value, **tol) or within(value / 100, ref.value, **tol)
+
+
+def _unscaled(n: Number, ref: ReferenceNumber) -> bool:
+    """Whether ``n`` and the reference have a per-notation on one side only that is not a
+    percentage (``1‰`` against ``1``, ``25`` against ``25 bp``): which scale the plain
+    figure is in, no rule can tell."""
+    return n.percent != ref.percent and (n.per if n.percent else ref.per) != 100
+
+
+def _doubt(response: str, *, date: bool, reference: str = "") -> str | None:
+    """Why a verdict on ``response`` cannot be proven (claims.py: a word or sign that
+    negates, bounds, compares, hedges or re-scales the figure; and, for a number, a figure
+    written in words), or None; the numbers and dates the texts read are masked first."""
+    q = unproven(_masked(response), _masked(reference) if reference else "", date=date)
+    return why(q) if q is not None else None
+
+
+def _masked(text: str) -> str:
+    spans = [(n.start, n.end) for n in extract_numbers(text, limit=MAX_FOUND + 1)]
+    spans += [(d.start, d.end) for d in find_dates(text, limit=MAX_FOUND + 1)]
+    return masked(text, spans)
 
 
 def _listed(items: list[str]) -> str:
@@ -147,6 +176,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     tried: list[str] = []
     other_units: list[str] = []
     dotted: list[tuple[str, bool]] = []  # one reading of the dot agrees, the other not
+    unscaled: list[str] = []  # 1‰ against 1: per mille on one side only
     numbers = extract_numbers(response, limit=MAX_FOUND + 1)
     if len(numbers) > MAX_FOUND:
         return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
@@ -170,6 +200,9 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
                     other_units.append(shown)
                     continue
                 converted = unit != ref.unit
+        if _unscaled(n, ref):
+            unscaled.append(shown)
+            continue
         slack = CONVERSION_SLACK if converted else Fraction(0)
         agrees = _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack)
         if n.grouped is not None and not ref.dotted:  # 1.000: 1, or 1000 (a thousands dot)
@@ -188,11 +221,24 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             f"{shown} is ambiguous: read with a decimal point it "
             f"{'matches' if agrees else 'differs from'} {answer}, with a thousands dot it "
             f"{'differs' if agrees else 'matches'}")
+    if unscaled:
+        return None, "inconclusive", (f"{unscaled[0]} has a per-notation the reference "
+                                      f"{answer} does not have: which scale is it in?")
+    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
+                      for i, ch in enumerate(response)) if in_dates else response
+    unread = ambiguity(undated, scales=ref.unit is None)
     if matched and not tried:
         how = "unit" if converted_any else "number"
         if converted_any:
-            return "pass", how, f"{_listed(matched)} = {answer}"
-        return "pass", how, f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
+            said = f"{_listed(matched)} = {answer}"
+        else:
+            said = f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
+        if unread:
+            return None, "inconclusive", f"{said}, but {unread}"
+        words = _number_words(undated, pass_=True)
+        if words:
+            return None, "inconclusive", f"{said}, but a number is written in words ({words!r})"
+        return "pass", how, said
     if matched:
         return None, "inconclusive", (f"{matched[0]} matches, but {_listed(tried)} "
                                       f"{'differs' if len(tried) == 1 else 'differ'}: which is "
@@ -204,14 +250,21 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         return None, "inconclusive", ("no number in the response" if not numbers else
                                       "only numbers the question states or dates")
     differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
-    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
-                      for i, ch in enumerate(response)) if in_dates else response
-    why = ambiguity(undated, scales=ref.unit is None)
-    if why:
-        return None, "inconclusive", f"{differ}, but {why}"
-    if NUMBER_WORDS.search(response):
+    if unread:
+        return None, "inconclusive", f"{differ}, but {unread}"
+    if _number_words(undated, pass_=False):
         return None, "inconclusive", f"{differ}, but a number is written in words"
     return "fail", rule, differ
+
+
+def _number_words(text: str, *, pass_: bool) -> str | None:
+    """A number written in words in ``text`` outside the numbers it reads (``5 hundred`` is
+    500, not a word), or None. Against a pass ``one`` does not count (``the longest one is
+    3.5 km``); against a fail it does (``41, or one more``)."""
+    for m in NUMBER_WORDS.finditer(_masked(text)):
+        if not (pass_ and m.group(0).lower() == "one"):
+            return m.group(0)
+    return None
 
 
 def _decide_date(response: str, iso: str, dayfirst: bool, question: str,
@@ -255,19 +308,30 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
         return Decision("fail", "missing", "no response", 0.0, 0.0)
     em = best_over(exact_match, response, references)
     f1 = best_over(token_f1, response, references)
-    if _same_text(response, answer):
+    if _same_text(response, answer) and _doubt(response, date=False, reference=answer) is None:
         return Decision("pass", "exact", "same text as the answer", em, f1)
     for alias in aliases:
-        if _same_text(response, alias):
+        if _same_text(response, alias) and _doubt(response, date=False, reference=alias) is None:
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
         verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
                                              ref_date.other)
-        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+        return _proven(verdict, rule, detail, response, em, f1, date=True)
     ref_number = reference_number(answer, unit)
     if ref_number is not None:
         verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol,
                                                question)
-        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+        return _proven(verdict, rule, detail, response, em, f1, date=False)
     return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)
+
+
+def _proven(verdict: str | None, rule: str, detail: str, response: str, em: float, f1: float,
+            *, date: bool) -> Decision:
+    """The date or number rule's decision, unless the response qualifies the figure (it
+    negates, bounds, compares, hedges or re-scales it): then no verdict, pass or fail, is
+    proven, and the case is inconclusive with the reason beside the rule's detail."""
+    doubt = _doubt(response, date=date) if verdict is not None else None
+    if doubt:
+        return Decision(None, "inconclusive", f"{detail}, but {doubt}", em, f1)
+    return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]

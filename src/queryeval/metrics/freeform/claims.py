@@ -1,0 +1,143 @@
+"""What in a response keeps a rule from proving its verdict: the words and signs that
+negate, bound, compare, hedge or re-scale the figure it states (docs/freeform.md, "What a
+rule can prove").
+
+A deterministic rule decides a number or a date only when the response's whole claim is
+that figure: ``It is not 5``, ``fewer than 5``, ``<5``, ``about 5``, ``5?``, ``5 times``,
+``5k`` and ``10²`` all hold a bare ``5`` or ``10`` that is not what they claim. Each such
+*qualifier* is found here by a short pattern; a response that holds one is inconclusive
+(the judge decides, when one is set). The patterns run over the response with the numbers
+and dates it reads masked (so ``5 hundred``'s scale word, ``minus 5``'s sign word and the
+month ``May`` of a date are not qualifiers), and for the ``exact`` and ``alias`` rules
+the reference's own qualifiers are subtracted (``No`` against ``No.``).
+
+A pattern that finds too much only sends a true answer to the judge; one that finds too
+little lets a wrong answer pass: the lists lean wide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b")
+_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u207a\u207b"
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+
+
+def _words(*words: str) -> str:
+    return r"\b(?:" + "|".join(words) + r")\b"
+
+
+# (kind, pattern): the kind names what the qualifier does to the figure, in the detail
+_PATTERNS: list[tuple[str, str]] = [
+    ("negates", _words(
+        "not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "nope", "nah",
+        "cannot", r"\w+n['\u2019]t", "aint", "isnt", "arent", "wasnt", "werent", "dont",
+        "doesnt", "didnt", "cant", "wont", "couldnt", "shouldnt", "wouldnt", "hasnt",
+        "havent", "hadnt", "wrong", "incorrect", "false", "untrue", "mistaken", "inaccurate",
+        "erroneous", "except", "excluding", "instead", "unlike", "deny", "denies", "denied",
+        "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely")),
+    ("negates", r"[\u2260\u2262\u2249\u00ac]|!=|=/=|<>"),
+    ("compares or bounds", _words(
+        "than", "less", "fewer", "more", "most", "least", "greater", "larger", "bigger",
+        "smaller", "higher", "lower", r"exceed(?:s|ed|ing)?", "beyond", "between", "range",
+        "ranging", "maximum", "minimum", "max", "upwards?", "plus", "later", "earlier",
+        "prior", "onwards?", "latest", "earliest", "afterwards", "up to", "down to",
+        r"as (?:many|much|few|little|high|low|long|far|large|small|big|early|late) as",
+        r"(?:or|and) (?:before|after|above|below|over|under|beyond|so)")),
+    ("compares or bounds", r"[<>\u2264\u2265\u2a7d\u2a7e\u2266\u2267\u2272\u2273\u226a\u226b"
+                           r"\uff1c\uff1e]|(?<=\d)\+(?!\d)"),
+    # a preposition that bounds the figure that follows it (two words at most between)
+    ("compares or bounds", _words("over", "under", "above", "below", "beneath", "past",
+                                  "within", "after", "before", "since", "until", "till", "til")
+     + r"(?:\W+[^\W\d]+){0,2}?\W*(?=\d)"),
+    ("hedges", _words(
+        "about", "around", "approx", "approximate", "approximately", "roughly", "nearly",
+        "almost", "circa", r"estimated?", "estimates", "est", "likely", "unlikely",
+        "probably", "probable", "possibly", "possible", "perhaps", "maybe", "might",
+        "could", "would", "should", "think", "believe", "guess", "suppose", "assume",
+        "assuming", r"expect(?:ed)?", "projected", "forecast", "predicted", r"seems?",
+        r"appears?", "apparently", "presumably", "supposedly", "reportedly", "allegedly",
+        "ish", "or so", "or thereabouts", "give or take", "close to", "near", "unsure",
+        "uncertain", "unclear", "unknown", "if", "unless", "whether", "either",
+        "somewhere", "something like", r"rounded?", r"some(?=\W*\d)")),
+    ("hedges", r"\bca?\.(?=\s*\d)"),
+    ("hedges", r"(?-i:\bmay\b)|(?<=\d)[\s\-]*(?:odd|ish)\b|[~\u223c\u2248\u2243\u2245\u00b1\u2213?]"
+               r"|\+\s*/?\s*[-\u2212]|[-\u2212]\s*/\s*\+"),
+    ("re-scales", _words(
+        "times", "fold", "twice", "thrice", r"doubled?", r"tripled?", r"quadrupled?",
+        "half", "halved", "halves", "quarters?", "hundreds", "thousands", "millions",
+        "billions", "trillions", "dozens", "percentage points?", r"per (?=\d)",
+        r"per (?:hundred|thousand|million|billion|capita|head)")),
+    ("re-scales", r"(?<=\d)\s*(?:x\b|\u00d7)|\u00d7|(?<=\d)\s*(?:pp|p\.p\.|ppts?|ppm|ppb|ppt|grand|"
+                  r"score|gross|myriad)\b|'000|\b000s\b"
+                  r"|(?<=\d)[" + _SUPERSCRIPTS + r"]|(?<=\d)\s*(?:\^|\*\*)\s*[-+]?\d"),
+    # a dash not read as a sign: set apart from the number in a line (a minus? a dash?),
+    # doubled, an em dash; at a line's start a hyphen and a space is a markdown bullet
+    ("may be a minus sign", r"(?<=[^\S\n])[" + _DASHES + r"]+\s+(?=\d)"
+                            r"|(?m:^)[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]\s+(?=\d)"
+                            r"|[" + _DASHES + r"]{2,}\s*(?=\d)|[\u2014\u2015]\s*(?=\d)"),
+]
+_DATE_PATTERNS: list[tuple[str, str]] = [
+    # a date is bounded by more prepositions than a number (``by 2020-01-05``), and a date
+    # written with its month first follows the preposition with a month name
+    ("compares or bounds", _words("over", "under", "above", "below", "past", "within",
+                                  "after", "before", "since", "until", "till", "til", "by",
+                                  "from", "through", "thru", "as of", "starting", "beginning",
+                                  "ending", "between")
+     + r"(?:\W+[^\W\d]+){0,2}?\W*(?=\d|" + _MONTH + ")"),
+]
+_COMPILED = [(k, re.compile(p, re.IGNORECASE)) for k, p in _PATTERNS]
+_COMPILED_DATE = [(k, re.compile(p, re.IGNORECASE)) for k, p in _DATE_PATTERNS]
+
+
+@dataclass(frozen=True)
+class Qualifier:
+    """One word or sign that qualifies the figure: what it does (``kind``) and the text."""
+
+    kind: str
+    text: str
+
+    def key(self) -> tuple[str, str]:
+        return self.kind, " ".join(self.text.lower().split())
+
+
+def masked(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each span (a number or a date it reads) replaced by as many ``9``s:
+    the patterns still see a figure there, not the words it was written with."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = "9" * (end - start)
+    return "".join(chars)
+
+
+def qualifiers(text: str, *, date: bool = False) -> list[Qualifier]:
+    """Every qualifier in ``text`` (mask its numbers and dates first, :func:`masked`), in
+    order; ``date``: also the prepositions that bound a date (``by``, ``from`` ...)."""
+    found: dict[tuple[int, int], Qualifier] = {}
+    for kind, pattern in _COMPILED + (_COMPILED_DATE if date else []):
+        for m in pattern.finditer(text):
+            if m.group(0).strip() and (m.start(), m.end()) not in found:
+                found[m.start(), m.end()] = Qualifier(kind, m.group(0).strip())
+    return [found[span] for span in sorted(found)]
+
+
+def unproven(response: str, reference: str = "", *, date: bool = False) -> Qualifier | None:
+    """The first qualifier of ``response`` that ``reference`` does not hold too (both texts
+    already masked), or None: what keeps a rule from proving its verdict."""
+    own = Counter(q.key() for q in qualifiers(reference, date=date)) if reference else Counter()
+    for q in qualifiers(response, date=date):
+        if own[q.key()]:
+            own[q.key()] -= 1
+            continue
+        return q
+    return None
+
+
+def why(q: Qualifier) -> str:
+    """A qualifier in words, for a decision's detail: ``'not' negates it``."""
+    return f"{q.text!r} {q.kind} it"
