@@ -40,13 +40,15 @@ _PATTERNS: list[tuple[str, str]] = [
         "doesnt", "didnt", "cant", "wont", "couldnt", "shouldnt", "wouldnt", "hasnt",
         "havent", "hadnt", "wrong", "incorrect", "false", "untrue", "mistaken", "inaccurate",
         "erroneous", "except", "excluding", "instead", "unlike", "deny", "denies", "denied",
-        "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely")),
+        "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely",
+        r"(?:anything|all|everything) but")),
     ("negates", r"[\u2260\u2262\u2249\u00ac]|!=|=/=|<>"),
     ("compares or bounds", _words(
         "than", "less", "fewer", "more", "most", "least", "greater", "larger", "bigger",
         "smaller", "higher", "lower", r"exceed(?:s|ed|ing)?", "beyond", "between", "range",
         "ranging", "maximum", "minimum", "max", "upwards?", "plus", "later", "earlier",
         "prior", "onwards?", "latest", "earliest", "afterwards", "up to", "down to",
+        "excess", r"(?:north|south|shy|short) of",
         r"as (?:many|much|few|little|high|low|long|far|large|small|big|early|late) as",
         r"(?:or|and) (?:before|after|above|below|over|under|beyond|so)")),
     ("compares or bounds", r"[<>\u2264\u2265\u2a7d\u2a7e\u2266\u2267\u2272\u2273\u226a\u226b"

@@ -38,7 +38,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from queryeval.metrics.freeform.claims import masked, unproven, why
-from queryeval.metrics.freeform.dates import as_date, find_dates
+from queryeval.metrics.freeform.dates import as_date, date_spans, find_dates
 from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
 from queryeval.metrics.freeform.units import (
     CONVERSION_SLACK,
@@ -144,18 +144,18 @@ def _unscaled(n: Number, ref: ReferenceNumber) -> bool:
     return n.percent != ref.percent and (n.per if n.percent else ref.per) != 100
 
 
-def _doubt(response: str, *, date: bool, reference: str = "") -> str | None:
-    """Why a verdict on ``response`` cannot be proven (claims.py: a word or sign that
-    negates, bounds, compares, hedges or re-scales the figure; and, for a number, a figure
-    written in words), or None; the numbers and dates the texts read are masked first."""
-    q = unproven(_masked(response), _masked(reference) if reference else "", date=date)
+def _doubt(plain: str, *, date: bool, reference: str = "") -> str | None:
+    """Why a verdict on a response (``plain``: masked by :func:`_masked`) cannot be proven
+    (claims.py: a word or sign that negates, bounds, compares, hedges or re-scales the
+    figure, less those ``reference`` holds too), or None."""
+    q = unproven(plain, _masked(reference) if reference else "", date=date)
     return why(q) if q is not None else None
 
 
 def _masked(text: str) -> str:
+    """``text`` with the numbers and dates it reads masked (claims.masked)."""
     spans = [(n.start, n.end) for n in extract_numbers(text, limit=MAX_FOUND + 1)]
-    spans += [(d.start, d.end) for d in find_dates(text, limit=MAX_FOUND + 1)]
-    return masked(text, spans)
+    return masked(text, spans + date_spans(text))
 
 
 def _listed(items: list[str]) -> str:
@@ -163,7 +163,8 @@ def _listed(items: list[str]) -> str:
 
 
 def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: float | None,
-                   rel_tol: float | None, question: str) -> tuple[str | None, str, str]:
+                   rel_tol: float | None, question: str,
+                   plain: str) -> tuple[str | None, str, str]:
     """Pass when every candidate number agrees with the reference, fail when none does,
     inconclusive when some do and some do not (which one is the answer?). Candidates: the
     response's numbers less those inside a date, those the question states (context, not an
@@ -235,7 +236,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             said = f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
         if unread:
             return None, "inconclusive", f"{said}, but {unread}"
-        words = _number_words(undated, pass_=True)
+        words = _number_words(plain, pass_=True)
         if words:
             return None, "inconclusive", f"{said}, but a number is written in words ({words!r})"
         return "pass", how, said
@@ -252,16 +253,16 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
     if unread:
         return None, "inconclusive", f"{differ}, but {unread}"
-    if _number_words(undated, pass_=False):
+    if _number_words(plain, pass_=False):
         return None, "inconclusive", f"{differ}, but a number is written in words"
     return "fail", rule, differ
 
 
-def _number_words(text: str, *, pass_: bool) -> str | None:
-    """A number written in words in ``text`` outside the numbers it reads (``5 hundred`` is
-    500, not a word), or None. Against a pass ``one`` does not count (``the longest one is
+def _number_words(plain: str, *, pass_: bool) -> str | None:
+    """A number written in words in a response outside the numbers and dates it reads
+    (``plain``, masked: ``5 hundred`` is 500, not a word), or None. Against a pass ``one`` does not count (``the longest one is
     3.5 km``); against a fail it does (``41, or one more``)."""
-    for m in NUMBER_WORDS.finditer(_masked(text)):
+    for m in NUMBER_WORDS.finditer(plain):
         if not (pass_ and m.group(0).lower() == "one"):
             return m.group(0)
     return None
@@ -308,30 +309,31 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
         return Decision("fail", "missing", "no response", 0.0, 0.0)
     em = best_over(exact_match, response, references)
     f1 = best_over(token_f1, response, references)
-    if _same_text(response, answer) and _doubt(response, date=False, reference=answer) is None:
+    plain = _masked(response)
+    if _same_text(response, answer) and _doubt(plain, date=False, reference=answer) is None:
         return Decision("pass", "exact", "same text as the answer", em, f1)
     for alias in aliases:
-        if _same_text(response, alias) and _doubt(response, date=False, reference=alias) is None:
+        if _same_text(response, alias) and _doubt(plain, date=False, reference=alias) is None:
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
         verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
                                              ref_date.other)
-        return _proven(verdict, rule, detail, response, em, f1, date=True)
+        return _proven(verdict, rule, detail, plain, em, f1, date=True)
     ref_number = reference_number(answer, unit)
     if ref_number is not None:
         verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol,
-                                               question)
-        return _proven(verdict, rule, detail, response, em, f1, date=False)
+                                               question, plain)
+        return _proven(verdict, rule, detail, plain, em, f1, date=False)
     return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)
 
 
-def _proven(verdict: str | None, rule: str, detail: str, response: str, em: float, f1: float,
+def _proven(verdict: str | None, rule: str, detail: str, plain: str, em: float, f1: float,
             *, date: bool) -> Decision:
     """The date or number rule's decision, unless the response qualifies the figure (it
     negates, bounds, compares, hedges or re-scales it): then no verdict, pass or fail, is
     proven, and the case is inconclusive with the reason beside the rule's detail."""
-    doubt = _doubt(response, date=date) if verdict is not None else None
+    doubt = _doubt(plain, date=date) if verdict is not None else None
     if doubt:
         return Decision(None, "inconclusive", f"{detail}, but {doubt}", em, f1)
     return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
