@@ -42,6 +42,7 @@ NEGATION = [
     "Definitely not {r}", "never {r}", "{r} is false", "anything but {r}", "other than {r}",
     "except {r}", "It wasn't {r}", "{r} != the answer", "It cannot be {r}", "nothing like {r}",
     "It isnt {r}", "{r} is untrue", "Nope: {r} is mistaken", "{r}, unlike what you think",
+    "Negative, {r}.", "all but {r}",
 ]
 COMPARISON = [
     "fewer than {r}", "less than {r}", "more than {r}", "over {r}", "under {r}", "above {r}",
@@ -51,7 +52,7 @@ COMPARISON = [
     "since {r}", "until {r}", "{r} or later", "{r} or earlier", "as many as {r}",
     "beyond {r}", "upwards of {r}", "in excess of {r}", "north of {r}", "just shy of {r}",
     "{r} at the latest", "{r} at most", "no later than {r}", "{r} and above", "past {r}",
-    "\uff1c{r}", "\u2a7d{r}",
+    "\uff1c{r}", "\u2a7d{r}", "{r} and up", "up from {r}", "from {r}", "{r} and counting",
 ]
 DATE_BOUNDS = ["by {r}", "from {r}", "as of {r}", "through {r}", "starting {r}",
                "{r} or before", "on or before {r}", "ending {r}"]
@@ -63,7 +64,7 @@ HEDGING = [
     "It could be {r}.", "It may be {r}.", "some {r}", "{r}, give or take", "It seems to be {r}.",
     "I'm unsure: {r}", "{r} (estimate)", "presumably {r}", "close to {r}", "{r}, I believe",
     "If anything, {r}", "{r} \u00b1 a bit", "{r} +/- a bit", "reportedly {r}",
-    "Is it {r}?", "{r}, apparently",
+    "Is it {r}?", "{r}, apparently", "{r} (unverified)", "{r}, tentatively", "a target of {r}",
 ]
 # re-scaling: {n} the number, {u} what follows it in the reference (a unit, '%')
 RESCALING = [
@@ -73,7 +74,8 @@ RESCALING = [
     "{n} bp", "{n} bps", "{n} basis points", "twice {n}{u}", "double {n}{u}",
     "half of {n}{u}", "{n} per thousand", "{n}{u} (in thousands)", "{n} ppm",
     "{n} percentage points", "{n}\u00d710{u}", "{n}{u} per 1000", "{n}\u00bd{u}",
-    "{n}\u207b\u00b3{u}", "{n}{u}, in millions", "{n}\u2031",
+    "{n}\u207b\u00b3{u}", "{n}{u}, in millions", "{n}\u2031", "{n} out of {n}{u}",
+    "{n}:{n}{u}", "{n}{u} per capita",
 ]
 # a minus or dash before the positive number: read as a sign, or inconclusive
 DASHES = ["\u2013", "\u2012", "\u2010", "\u2011", "\uff0d", "\u207b", "\u2212", "\ufe63", "-",

@@ -34,30 +34,31 @@ def _words(*words: str) -> str:
 
 # (kind, pattern): the kind names what the qualifier does to the figure, in the detail
 _PATTERNS: list[tuple[str, str]] = [
-    ("negates", _words(
+    ("negates it", _words(
         "not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "nope", "nah",
         "cannot", r"\w+n['\u2019]t", "aint", "isnt", "arent", "wasnt", "werent", "dont",
         "doesnt", "didnt", "cant", "wont", "couldnt", "shouldnt", "wouldnt", "hasnt",
         "havent", "hadnt", "wrong", "incorrect", "false", "untrue", "mistaken", "inaccurate",
         "erroneous", "except", "excluding", "instead", "unlike", "deny", "denies", "denied",
         "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely",
-        r"(?:anything|all|everything) but")),
-    ("negates", r"[\u2260\u2262\u2249\u00ac]|!=|=/=|<>"),
-    ("compares or bounds", _words(
+        r"(?:anything|all|everything) but", "negative")),
+    ("negates it", r"[\u2260\u2262\u2249\u00ac]|!=|=/=|<>"),
+    ("compares or bounds it", _words(
         "than", "less", "fewer", "more", "most", "least", "greater", "larger", "bigger",
         "smaller", "higher", "lower", r"exceed(?:s|ed|ing)?", "beyond", "between", "range",
         "ranging", "maximum", "minimum", "max", "upwards?", "plus", "later", "earlier",
         "prior", "onwards?", "latest", "earliest", "afterwards", "up to", "down to",
-        "excess", r"(?:north|south|shy|short) of",
+        "excess", r"(?:north|south|shy|short) of", r"(?:and|or) up", r"(?:up|down) from",
+        "and counting", "nearest",
         r"as (?:many|much|few|little|high|low|long|far|large|small|big|early|late) as",
         r"(?:or|and) (?:before|after|above|below|over|under|beyond|so)")),
-    ("compares or bounds", r"[<>\u2264\u2265\u2a7d\u2a7e\u2266\u2267\u2272\u2273\u226a\u226b"
+    ("compares or bounds it", r"[<>\u2264\u2265\u2a7d\u2a7e\u2266\u2267\u2272\u2273\u226a\u226b"
                            r"\uff1c\uff1e]|(?<=\d)\+(?!\d)"),
     # a preposition that bounds the figure that follows it (two words at most between)
-    ("compares or bounds", _words("over", "under", "above", "below", "beneath", "past",
-                                  "within", "after", "before", "since", "until", "till", "til")
-     + r"(?:\W+[^\W\d]+){0,2}?\W*(?=\d)"),
-    ("hedges", _words(
+    ("compares or bounds it", r"(?P<q>" + _words(
+        "over", "under", "above", "below", "beneath", "past", "within", "after", "before",
+        "since", "until", "till", "til", "from") + r")(?:\W+[^\W\d]+){0,2}?\W*(?=\d)"),
+    ("hedges it", _words(
         "about", "around", "approx", "approximate", "approximately", "roughly", "nearly",
         "almost", "circa", r"estimated?", "estimates", "est", "likely", "unlikely",
         "probably", "probable", "possibly", "possible", "perhaps", "maybe", "might",
@@ -66,18 +67,21 @@ _PATTERNS: list[tuple[str, str]] = [
         r"appears?", "apparently", "presumably", "supposedly", "reportedly", "allegedly",
         "ish", "or so", "or thereabouts", "give or take", "close to", "near", "unsure",
         "uncertain", "unclear", "unknown", "if", "unless", "whether", "either",
-        "somewhere", "something like", r"rounded?", r"some(?=\W*\d)")),
-    ("hedges", r"\bca?\.(?=\s*\d)"),
-    ("hedges", r"(?-i:\bmay\b)|(?<=\d)[\s\-]*(?:odd|ish)\b|[~\u223c\u2248\u2243\u2245\u00b1\u2213?]"
+        "somewhere", "something like", r"rounded?", r"some(?=\W*\d)", "unverified",
+        "unconfirmed", r"tentative(?:ly)?", "preliminary", r"targets?", "goal", "planned",
+        "scheduled", "due")),
+    ("hedges it", r"\bca?\.(?=\s*\W?\d)"),
+    ("hedges it", r"(?-i:\bmay\b)|(?<=\d)[\s\-]*(?:odd|ish)\b|[~\u223c\u2248\u2243\u2245\u00b1\u2213?]"
                r"|\+\s*/?\s*[-\u2212]|[-\u2212]\s*/\s*\+"),
-    ("re-scales", _words(
+    ("re-scales it", _words(
         "times", "fold", "twice", "thrice", r"doubled?", r"tripled?", r"quadrupled?",
         "half", "halved", "halves", "quarters?", "hundreds", "thousands", "millions",
-        "billions", "trillions", "dozens", "percentage points?", r"per (?=\d)",
+        "billions", "trillions", "dozens", "percentage points?", r"per (?=\d)", "out of",
         r"per (?:hundred|thousand|million|billion|capita|head)")),
-    ("re-scales", r"(?<=\d)\s*(?:x\b|\u00d7)|\u00d7|(?<=\d)\s*(?:pp|p\.p\.|ppts?|ppm|ppb|ppt|grand|"
+    ("re-scales it", r"(?<=\d)\s*(?:x\b|\u00d7)|\u00d7|(?<=\d)\s*(?:pp|p\.p\.|ppts?|ppm|ppb|ppt|grand|"
                   r"score|gross|myriad)\b|'000|\b000s\b"
-                  r"|(?<=\d)[" + _SUPERSCRIPTS + r"]|(?<=\d)\s*(?:\^|\*\*)\s*[-+]?\d"),
+                  r"|(?<=\d)[" + _SUPERSCRIPTS + r"]|(?<=\d)\s*(?:\^|\*\*)\s*[-+]?\d"
+                  r"|(?<=\d):(?=\W?\d)"),
     # a dash not read as a sign: set apart from the number in a line (a minus? a dash?),
     # doubled, an em dash; at a line's start a hyphen and a space is a markdown bullet
     ("may be a minus sign", r"(?<=[^\S\n])[" + _DASHES + r"]+\s+(?=\d)"
@@ -87,11 +91,10 @@ _PATTERNS: list[tuple[str, str]] = [
 _DATE_PATTERNS: list[tuple[str, str]] = [
     # a date is bounded by more prepositions than a number (``by 2020-01-05``), and a date
     # written with its month first follows the preposition with a month name
-    ("compares or bounds", _words("over", "under", "above", "below", "past", "within",
-                                  "after", "before", "since", "until", "till", "til", "by",
-                                  "from", "through", "thru", "as of", "starting", "beginning",
-                                  "ending", "between")
-     + r"(?:\W+[^\W\d]+){0,2}?\W*(?=\d|" + _MONTH + ")"),
+    ("compares or bounds it", r"(?P<q>" + _words(
+        "over", "under", "above", "below", "past", "within", "after", "before", "since",
+        "until", "till", "til", "by", "from", "through", "thru", "as of", "starting",
+        "beginning", "ending", "between") + r")(?:\W+[^\W\d]+){0,2}?\W*(?=\d|" + _MONTH + ")"),
 ]
 _COMPILED = [(k, re.compile(p, re.IGNORECASE)) for k, p in _PATTERNS]
 _COMPILED_DATE = [(k, re.compile(p, re.IGNORECASE)) for k, p in _DATE_PATTERNS]
@@ -117,22 +120,28 @@ def masked(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def qualifiers(text: str, *, date: bool = False) -> list[Qualifier]:
+def qualifiers(text: str, *, date: bool = False, shown: str | None = None) -> list[Qualifier]:
     """Every qualifier in ``text`` (mask its numbers and dates first, :func:`masked`), in
-    order; ``date``: also the prepositions that bound a date (``by``, ``from`` ...)."""
+    order; ``date``: also the prepositions that bound a date (``by``, ``from`` ...);
+    ``shown``: the text before masking, which the qualifiers quote (same positions)."""
+    shown = text if shown is None else shown
     found: dict[tuple[int, int], Qualifier] = {}
     for kind, pattern in _COMPILED + (_COMPILED_DATE if date else []):
         for m in pattern.finditer(text):
-            if m.group(0).strip() and (m.start(), m.end()) not in found:
-                found[m.start(), m.end()] = Qualifier(kind, m.group(0).strip())
+            span = m.span("q") if "q" in pattern.groupindex else m.span()
+            quoted = shown[span[0]:span[1]].strip()
+            if quoted and span not in found:
+                found[span] = Qualifier(kind, quoted)
     return [found[span] for span in sorted(found)]
 
 
-def unproven(response: str, reference: str = "", *, date: bool = False) -> Qualifier | None:
+def unproven(response: str, reference: str = "", *, date: bool = False,
+             shown: str | None = None) -> Qualifier | None:
     """The first qualifier of ``response`` that ``reference`` does not hold too (both texts
-    already masked), or None: what keeps a rule from proving its verdict."""
+    already masked; ``shown``: the response before masking), or None: what keeps a rule
+    from proving its verdict."""
     own = Counter(q.key() for q in qualifiers(reference, date=date)) if reference else Counter()
-    for q in qualifiers(response, date=date):
+    for q in qualifiers(response, date=date, shown=shown):
         if own[q.key()]:
             own[q.key()] -= 1
             continue
@@ -142,4 +151,4 @@ def unproven(response: str, reference: str = "", *, date: bool = False) -> Quali
 
 def why(q: Qualifier) -> str:
     """A qualifier in words, for a decision's detail: ``'not' negates it``."""
-    return f"{q.text!r} {q.kind} it"
+    return f"{q.text!r} {q.kind}"

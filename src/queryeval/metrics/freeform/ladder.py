@@ -39,7 +39,13 @@ from typing import Any, Literal
 
 from queryeval.metrics.freeform.claims import masked, unproven, why
 from queryeval.metrics.freeform.dates import as_date, date_spans, find_dates
-from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
+from queryeval.metrics.freeform.numbers import (
+    MINUS_SIGNS,
+    Number,
+    ambiguity,
+    extract_numbers,
+    within,
+)
 from queryeval.metrics.freeform.units import (
     CONVERSION_SLACK,
     convert,
@@ -52,6 +58,7 @@ from queryeval.metrics.squad import best_over, exact_match, normalize_answer, to
 MAX_FOUND = 1000
 """At most this many numbers (or dates) of a response are compared; a response holding more
 that match none is inconclusive, not failed (a dump, not an answer a rule should judge)."""
+SIGNS = frozenset(MINUS_SIGNS + "+")
 RULES = ("missing", "exact", "alias", "date", "number", "unit")
 """Every rule's name, in ladder order (a case no rule decides is ``inconclusive``)."""
 
@@ -144,17 +151,19 @@ def _unscaled(n: Number, ref: ReferenceNumber) -> bool:
     return n.percent != ref.percent and (n.per if n.percent else ref.per) != 100
 
 
-def _doubt(plain: str, *, date: bool, reference: str = "") -> str | None:
-    """Why a verdict on a response (``plain``: masked by :func:`_masked`) cannot be proven
+def _doubt(response: str, plain: str, *, date: bool, reference: str = "") -> str | None:
+    """Why a verdict on ``response`` (``plain``: masked by :func:`_masked`) cannot be proven
     (claims.py: a word or sign that negates, bounds, compares, hedges or re-scales the
     figure, less those ``reference`` holds too), or None."""
-    q = unproven(plain, _masked(reference) if reference else "", date=date)
+    q = unproven(plain, _masked(reference) if reference else "", date=date, shown=response)
     return why(q) if q is not None else None
 
 
 def _masked(text: str) -> str:
-    """``text`` with the numbers and dates it reads masked (claims.masked)."""
-    spans = [(n.start, n.end) for n in extract_numbers(text, limit=MAX_FOUND + 1)]
+    """``text`` with the numbers and dates it reads masked (claims.masked); a sign written
+    as a symbol stays (``--5``: a doubled dash is a qualifier), a sign word does not."""
+    spans = [(n.start + (n.text[:1] in SIGNS), n.end)
+             for n in extract_numbers(text, limit=MAX_FOUND + 1)]
     return masked(text, spans + date_spans(text))
 
 
@@ -310,30 +319,30 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
     em = best_over(exact_match, response, references)
     f1 = best_over(token_f1, response, references)
     plain = _masked(response)
-    if _same_text(response, answer) and _doubt(plain, date=False, reference=answer) is None:
+    if _same_text(response, answer) and _doubt(response, plain, date=False, reference=answer) is None:
         return Decision("pass", "exact", "same text as the answer", em, f1)
     for alias in aliases:
-        if _same_text(response, alias) and _doubt(plain, date=False, reference=alias) is None:
+        if _same_text(response, alias) and _doubt(response, plain, date=False, reference=alias) is None:
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
         verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
                                              ref_date.other)
-        return _proven(verdict, rule, detail, plain, em, f1, date=True)
+        return _proven(verdict, rule, detail, response, plain, em, f1, date=True)
     ref_number = reference_number(answer, unit)
     if ref_number is not None:
         verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol,
                                                question, plain)
-        return _proven(verdict, rule, detail, plain, em, f1, date=False)
+        return _proven(verdict, rule, detail, response, plain, em, f1, date=False)
     return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)
 
 
-def _proven(verdict: str | None, rule: str, detail: str, plain: str, em: float, f1: float,
-            *, date: bool) -> Decision:
+def _proven(verdict: str | None, rule: str, detail: str, response: str, plain: str, em: float,
+            f1: float, *, date: bool) -> Decision:
     """The date or number rule's decision, unless the response qualifies the figure (it
     negates, bounds, compares, hedges or re-scales it): then no verdict, pass or fail, is
     proven, and the case is inconclusive with the reason beside the rule's detail."""
-    doubt = _doubt(plain, date=date) if verdict is not None else None
+    doubt = _doubt(response, plain, date=date) if verdict is not None else None
     if doubt:
         return Decision(None, "inconclusive", f"{detail}, but {doubt}", em, f1)
     return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
