@@ -26,6 +26,13 @@ on both rules (``What was the population in 2020?`` -> ``In 2020 it was 1.2 mill
 6. anything else -> inconclusive (verdict None): text never fails deterministically, since
    a synonym or a paraphrase is not a wrong answer.
 
+A rule decides only what it proves: a response that negates, bounds, compares, hedges or
+re-scales the figure (:mod:`queryeval.metrics.freeform.claims`: ``not 5``, ``<5``, ``about
+5``, ``5 times``) is inconclusive on rules 4 and 5, pass or fail, and is no ``exact`` or
+``alias`` pass unless the answer holds the same qualifier (``No`` against ``No.``); a figure
+written in words beside the number (``one`` excepted) and the ambiguous forms above keep a
+pass unproven too.
+
 Pure functions; docs/freeform.md gives each rule's accepted and rejected examples.
 """
 
