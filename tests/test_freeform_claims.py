@@ -35,7 +35,7 @@ FORMS = {
 # sentence around a text answer is a paraphrase, which no rule decides)
 BARE = ["{r}", "{r}.", "  {r}  ", "**{r}**", "{r}!"]
 SENTENCES = ["The answer is {r}.", "It is {r}.", "It's {r}.", "Answer: {r}", "It was {r}.",
-             "- {r}", "That is {r}, as the report says."]
+             "- {r}", "That is {r}, as the report says.", "It is <b>{r}</b>.<br/>"]
 NEGATION = [
     "It is not {r}.", "It isn't {r}", "It isn\u2019t {r}", "No, {r} is wrong.",
     "{r} is incorrect.", "Not {r}.", "\u2260 {r}", "\u00ac{r}", "{r}? No.", "It can't be {r}.",
@@ -65,6 +65,7 @@ HEDGING = [
     "I'm unsure: {r}", "{r} (estimate)", "presumably {r}", "close to {r}", "{r}, I believe",
     "If anything, {r}", "{r} \u00b1 a bit", "{r} +/- a bit", "reportedly {r}",
     "Is it {r}?", "{r}, apparently", "{r} (unverified)", "{r}, tentatively", "a target of {r}",
+    "e.g. {r}", "for example {r}",
 ]
 # re-scaling: {n} the number, {u} what follows it in the reference (a unit, '%')
 RESCALING = [

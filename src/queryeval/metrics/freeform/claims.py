@@ -86,7 +86,8 @@ _PATTERNS: list[tuple[str, str]] = [
         "uncertain", "unclear", "unknown", "if", "unless", "whether", "either",
         "somewhere", "something like", r"rounded?", r"some(?=\W*\d)", "unverified",
         "unconfirmed", r"tentative(?:ly)?", "preliminary", r"targets?", "goal", "planned",
-        "scheduled", "due"),
+        "scheduled", "due", "for example", "for instance", "such as"),
+    ("hedges it", r"\be\.\s?g\."),
     ("hedges it", r"\bca?\.(?=\s*\W?\d)"),
     ("hedges it", r"(?-i:\bmay\b)|(?<=\d)[\s\-]*(?:odd|ish)\b|[~\u223c\u2248\u2243\u2245\u00b1\u2213?]"
                r"|\+\s*/?\s*[-\u2212]|[-\u2212]\s*/\s*\+"),
@@ -115,6 +116,8 @@ _DATE_PATTERNS: list[tuple[str, str]] = [
 ]
 _COMPILED = [(k, re.compile(p, re.IGNORECASE)) for k, p in _PATTERNS]
 _WORD = re.compile(r"\w+")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
+"""An HTML tag (``<b>``, ``</b>``, ``<br/>``): markup, not a comparison."""
 _COMPILED_DATE = [(k, re.compile(p, re.IGNORECASE)) for k, p in _DATE_PATTERNS]
 
 
@@ -143,6 +146,7 @@ def qualifiers(text: str, *, date: bool = False, shown: str | None = None) -> li
     order; ``date``: also the prepositions that bound a date (``by``, ``from`` ...);
     ``shown``: the text before masking, which the qualifiers quote (same positions)."""
     shown = text if shown is None else shown
+    text = _TAG.sub(lambda m: " " * len(m.group(0)), text)
     found: dict[tuple[int, int], Qualifier] = {}
     for m in _WORD.finditer(text):
         kind = _SIMPLE.get(m.group(0).lower())
