@@ -241,9 +241,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     if unscaled:
         return None, "inconclusive", (f"{unscaled[0]} has a per-notation the reference "
                                       f"{answer} does not have: which scale is it in?")
-    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
-                      for i, ch in enumerate(response)) if in_dates else response
-    unread = ambiguity(undated, scales=ref.unit is None)
+    unread = ambiguity(plain, scales=ref.unit is None)  # dates masked: their slashes too
     if matched and not tried:
         how = "unit" if converted_any else "number"
         if converted_any:
@@ -276,8 +274,9 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
 
 def _number_words(plain: str, *, pass_: bool) -> str | None:
     """A number written in words in a response outside the numbers and dates it reads
-    (``plain``, masked: ``5 hundred`` is 500, not a word), or None. Against a pass ``one`` does not count (``the longest one is
-    3.5 km``); against a fail it does (``41, or one more``)."""
+    (``plain``, masked: ``5 hundred`` is 500, not a word), or None. Against a pass ``one``
+    does not count (``the longest one is 3.5 km``); against a fail it does (``41, or one
+    more``)."""
     for m in NUMBER_WORDS.finditer(plain):
         if not (pass_ and m.group(0).lower() == "one"):
             return m.group(0)
