@@ -333,3 +333,23 @@ def test_the_judge_decides_what_no_rule_proves(tmp_path, monkeypatch):
     assert {c for c, r in records.items() if r["decided_by"] == "judge"} == {
         "denied", "bounded", "before", "hedged"}
     assert not any(r["passed"] for c, r in records.items() if r["decided_by"] == "judge")
+
+
+@pytest.mark.parametrize(("answer", "response"), [
+    ("42", "Based on the data, there are 42 stations."),
+    ("42", "According to the table, the total is 42."),
+    ("1200000", "Total revenue was $1.2 million."),
+    ("42", "Sure! The answer is **42**."),
+    ("42", "| stations | 42 |"),
+    ("42", "SELECT COUNT(*) returned 42"),
+    ("42", "There are <strong>42</strong> stations.<br/>"),
+    ("2024-02-01", "It was released on 1 Feb 2024 after a delay."),
+    ("2024-05-01", "It launched on May 1, 2024."),
+    ("12%", "Sales grew 12% year over year."),
+    ("3.5 km", "The trail is 3.5 km long and takes an hour."),
+    ("3.5 km", "It is 3.5 km from the station."),
+])
+def test_answers_as_assistants_write_them_still_pass(answer, response):
+    """Words that qualify a figure only where they bound it: 'after a delay', 'from the
+    station', 'over year', 'per the report' and markup leave a plain claim."""
+    assert _verdict(answer, response)[0] == "pass", _verdict(answer, response)
