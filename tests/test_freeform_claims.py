@@ -42,7 +42,9 @@ NEGATION = [
     "Definitely not {r}", "never {r}", "{r} is false", "anything but {r}", "other than {r}",
     "except {r}", "It wasn't {r}", "{r} != the answer", "It cannot be {r}", "nothing like {r}",
     "It isnt {r}", "{r} is untrue", "Nope: {r} is mistaken", "{r}, unlike what you think",
-    "Negative, {r}.", "all but {r}",
+    "Negative, {r}.", "all but {r}", "{r} \u2717", "\u274c {r}", "<s>{r}</s>", "<del>{r}</del>",
+    "~~{r}~~", "{r}. Just kidding.", "It used to be {r}.", "The opposite of {r}",
+    "n\u200bot {r}", "{r} is a myth", "{r} is no longer right", "Some claim {r}",
 ]
 COMPARISON = [
     "fewer than {r}", "less than {r}", "more than {r}", "over {r}", "under {r}", "above {r}",
@@ -76,7 +78,7 @@ RESCALING = [
     "half of {n}{u}", "{n} per thousand", "{n}{u} (in thousands)", "{n} ppm",
     "{n} percentage points", "{n}\u00d710{u}", "{n}{u} per 1000", "{n}\u00bd{u}",
     "{n}\u207b\u00b3{u}", "{n}{u}, in millions", "{n}\u2031", "{n} out of {n}{u}",
-    "{n}:{n}{u}", "{n}{u} per capita",
+    "{n}:{n}{u}", "{n}{u} per capita", "{n}\u0338{u}", "{n}{u} below zero",
 ]
 # a minus or dash before the positive number: read as a sign, or inconclusive
 DASHES = ["\u2013", "\u2012", "\u2010", "\u2011", "\uff0d", "\u207b", "\u2212", "\ufe63", "-",

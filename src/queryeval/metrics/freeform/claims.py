@@ -58,8 +58,12 @@ _PATTERNS: list[tuple[str, str]] = [
         "havent", "hadnt", "wrong", "incorrect", "false", "untrue", "mistaken", "inaccurate",
         "erroneous", "except", "excluding", "instead", "unlike", "deny", "denies", "denied",
         "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely",
-        r"(?:anything|all|everything) but", "negative"),
-    ("negates it", r"[\u2260\u2262\u2249\u00ac]|!=|=/=|<>"),
+        r"(?:anything|all|everything) but", "negative", "kidding", "joking", "opposite",
+        "misconception", "myth", r"claim(?:s|ed)?", r"rumou?red", "previously", "formerly",
+        "used to", "originally", "initially", "no longer", "anymore"),
+    ("negates it", r"[\u2260\u2262\u2249\u00ac\u2717\u2718\u274c\u274e\u26d4]|\U0001f6ab"
+                   r"|!=|=/=|<>|<(?:s|del|strike)\b[^<>]*>"
+                   r"|(?<=\d)[\u0334-\u0338\u20d2\u20e0\u20e5]"),  # struck through: 5̸, <s>5</s>
     _listed("compares or bounds it",
         "than", "less", "fewer", "more", "most", "least", "greater", "larger", "bigger",
         "smaller", "higher", "lower", r"exceed(?:s|ed|ing)?", "beyond", "between", "range",
@@ -102,6 +106,7 @@ _PATTERNS: list[tuple[str, str]] = [
                   r"|(?<=\d):(?=\W?\d)"),
     # a dash not read as a sign: set apart from the number in a line (a minus? a dash?),
     # doubled, an em dash; at a line's start a hyphen and a space is a markdown bullet
+    ("may be a minus sign", r"\b(?:below|under) zero\b|\bsub-?zero\b"),
     ("may be a minus sign", r"(?<=[^\S\n])[" + _DASHES + r"]+\s+(?=\d)"
                             r"|(?m:^)[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]\s+(?=\d)"
                             r"|[" + _DASHES + r"]{2,}\s*(?=\d)|[\u2014\u2015]\s*(?=\d)"),
@@ -116,8 +121,14 @@ _DATE_PATTERNS: list[tuple[str, str]] = [
 ]
 _COMPILED = [(k, re.compile(p, re.IGNORECASE)) for k, p in _PATTERNS]
 _WORD = re.compile(r"\w+")
-_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
-"""An HTML tag (``<b>``, ``</b>``, ``<br/>``): markup, not a comparison."""
+_TAG = re.compile(r"</?(?!(?:s|del|strike)\b)[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>",
+                  re.IGNORECASE)
+"""An HTML tag (``<b>``, ``</b>``, ``<br/>``): markup, not a comparison; a struck-through
+one (``<s>``, ``<del>``, ``<strike>``) negates what it holds."""
+_INVISIBLE = re.compile(r"(?!^\ufeff)[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                        r"\u2066-\u206f\ufeff]")
+"""Format characters that hide inside a word (``n\u200bot 5``): no word list can see
+through them, so they are a qualifier of their own."""
 _COMPILED_DATE = [(k, re.compile(p, re.IGNORECASE)) for k, p in _DATE_PATTERNS]
 
 
@@ -152,13 +163,16 @@ def qualifiers(text: str, *, date: bool = False, shown: str | None = None) -> li
         kind = _SIMPLE.get(m.group(0).lower())
         if kind is not None:
             found[m.span()] = Qualifier(kind, shown[m.start():m.end()])
+    for m in _INVISIBLE.finditer(text):
+        found[m.span()] = Qualifier("hides characters in it",
+                                    f"U+{ord(m.group(0)):04X}")
     for kind, pattern in _COMPILED + (_COMPILED_DATE if date else []):
         for m in pattern.finditer(text):
             span = m.span("q") if "q" in pattern.groupindex else m.span()
             quoted = shown[span[0]:span[1]].strip()
             if quoted and span not in found:
                 found[span] = Qualifier(kind, quoted)
-    return [found[span] for span in sorted(found)]
+    return [found[span] for span in sorted(found, key=lambda span: (span[0], -span[1]))]
 
 
 def unproven(response: str, reference: str = "", *, date: bool = False,
