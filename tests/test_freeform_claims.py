@@ -45,6 +45,8 @@ NEGATION = [
     "Negative, {r}.", "all but {r}", "{r} \u2717", "\u274c {r}", "<s>{r}</s>", "<del>{r}</del>",
     "~~{r}~~", "{r}. Just kidding.", "It used to be {r}.", "The opposite of {r}",
     "n\u200bot {r}", "{r} is a myth", "{r} is no longer right", "Some claim {r}",
+    "n\u043et {r}", "\u043d\u0435\u0442, {r}",  # a Cyrillic o in 'not'; Russian 'no'
+    "Ce n'est pas {r}", "Es ist nicht {r}", "N\u00e3o \u00e9 {r}",
 ]
 COMPARISON = [
     "fewer than {r}", "less than {r}", "more than {r}", "over {r}", "under {r}", "above {r}",
@@ -355,3 +357,10 @@ def test_answers_as_assistants_write_them_still_pass(answer, response):
     """Words that qualify a figure only where they bound it: 'after a delay', 'from the
     station', 'over year', 'per the report' and markup leave a plain claim."""
     assert _verdict(answer, response)[0] == "pass", _verdict(answer, response)
+
+
+def test_unit_letters_of_other_scripts_are_no_foreign_words():
+    assert _verdict("5 um", "5 \u03bcm")[:2] == ("pass", "number")   # Greek mu
+    assert _verdict("3 ohm", "3 \u03a9")[:2] == ("pass", "number")   # Greek Omega
+    assert _verdict("5", "5 caf\u00e9s")[:2] == ("pass", "number")   # Latin with an accent
+    assert _verdict("42", "42\u4e2a\u7ad9")[:2] == (None, "inconclusive")  # Chinese

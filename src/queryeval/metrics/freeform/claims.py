@@ -18,6 +18,7 @@ little lets a wrong answer pass: the lists lean wide.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -60,7 +61,10 @@ _PATTERNS: list[tuple[str, str]] = [
         "disagree", "refuted?", "doubt(?:ful)?", "hardly", "barely", "scarcely",
         r"(?:anything|all|everything) but", "negative", "kidding", "joking", "opposite",
         "misconception", "myth", r"claim(?:s|ed)?", r"rumou?red", "previously", "formerly",
-        "used to", "originally", "initially", "no longer", "anymore"),
+        "used to", "originally", "initially", "no longer", "anymore",
+        # the negations of other languages written in Latin letters
+        "pas", "nicht", "nein", r"kein(?:e|en|er)?", "non", "niet", "geen", "n\u00e3o", "nao",
+        "nunca", "jamais", "nie", "nej", "ikke", "inte", "ei", "nem", "hayir"),
     ("negates it", r"[\u2260\u2262\u2249\u00ac\u2717\u2718\u274c\u274e\u26d4]|\U0001f6ab"
                    r"|!=|=/=|<>|<(?:s|del|strike)\b[^<>]*>"
                    r"|(?<=\d)[\u0334-\u0338\u20d2\u20e0\u20e5]"),  # struck through: 5̸, <s>5</s>
@@ -90,7 +94,8 @@ _PATTERNS: list[tuple[str, str]] = [
         "uncertain", "unclear", "unknown", "if", "unless", "whether", "either",
         "somewhere", "something like", r"rounded?", r"some(?=\W*\d)", "unverified",
         "unconfirmed", r"tentative(?:ly)?", "preliminary", r"targets?", "goal", "planned",
-        "scheduled", "due", "for example", "for instance", "such as"),
+        "scheduled", "due", "for example", "for instance", "such as",
+        "environ", "etwa", "ungef\u00e4hr", "aproximadamente", "cerca", "ongeveer"),
     ("hedges it", r"\be\.\s?g\."),
     ("hedges it", r"\bca?\.(?=\s*\W?\d)"),
     ("hedges it", r"(?-i:\bmay\b)|(?<=\d)[\s\-]*(?:odd|ish)\b|[~\u223c\u2248\u2243\u2245\u00b1\u2213?]"
@@ -127,6 +132,17 @@ _TAG = re.compile(r"</?(?!(?:s|del|strike)\b)[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?
 one (``<s>``, ``<del>``, ``<strike>``) negates what it holds."""
 _INVISIBLE = re.compile(r"(?!^\ufeff)[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
                         r"\u2066-\u206f\ufeff]")
+_UNIT_LETTERS = frozenset("\u00b5\u03bc\u03a9\u2126")  # µ, μ, Ω, Ω: unit letters
+
+
+def _foreign(char: str) -> bool:
+    """Whether ``char`` is a letter of a script other than Latin (a Cyrillic ``о`` in
+    ``nоt``, a word in Russian or Chinese): the word lists are English and Latin-lettered,
+    so such a letter may hide a negation (``нет 5``); µ, μ and Ω are unit letters."""
+    return (char.isalpha() and not char.isascii() and char not in _UNIT_LETTERS
+            and not unicodedata.name(char, "").startswith("LATIN"))
+
+
 """Format characters that hide inside a word (``n\u200bot 5``): no word list can see
 through them, so they are a qualifier of their own."""
 _COMPILED_DATE = [(k, re.compile(p, re.IGNORECASE)) for k, p in _DATE_PATTERNS]
@@ -166,6 +182,11 @@ def qualifiers(text: str, *, date: bool = False, shown: str | None = None) -> li
     for m in _INVISIBLE.finditer(text):
         found[m.span()] = Qualifier("hides characters in it",
                                     f"U+{ord(m.group(0)):04X}")
+    if not text.isascii():
+        for m in _WORD.finditer(text):
+            if not m.group(0).isascii() and any(_foreign(c) for c in m.group(0)):
+                found[m.span()] = Qualifier(
+                    "is in a script the qualifier lists do not read", shown[m.start():m.end()])
     for kind, pattern in _COMPILED + (_COMPILED_DATE if date else []):
         for m in pattern.finditer(text):
             span = m.span("q") if "q" in pattern.groupindex else m.span()

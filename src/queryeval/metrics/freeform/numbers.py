@@ -72,8 +72,9 @@ _FRACTION = re.compile(r"\d\s*[/\u2044\u2215]\s*\d")
 
 @dataclass(frozen=True)
 class Number:
-    """One number found in a text: its exact value, whether it is a percentage, and where
-    it ends (a unit may follow)."""
+    """One number found in a text: its exact value, whether it has a per-notation
+    (``percent``: ``%``, ``‰`` or basis points, whose base is ``per``), and where it ends (a
+    unit may follow)."""
 
     value: Fraction
     percent: bool
