@@ -9,7 +9,9 @@ that figure: ``It is not 5``, ``fewer than 5``, ``<5``, ``about 5``, ``5?``, ``5
 (the judge decides, when one is set). The patterns run over the response with the numbers
 and dates it reads masked (so ``5 hundred``'s scale word, ``minus 5``'s sign word and the
 month ``May`` of a date are not qualifiers), and for the ``exact`` and ``alias`` rules
-the reference's own qualifiers are subtracted (``No`` against ``No.``).
+the reference's own qualifiers are subtracted (``No`` against ``No.``). What the lists
+cannot see through is a qualifier too: an invisible format character inside a word
+(``n\u200bot``) and a word in a script other than Latin (``nоt`` with a Cyrillic ``о``).
 
 A pattern that finds too much only sends a true answer to the judge; one that finds too
 little lets a wrong answer pass: the lists lean wide.
