@@ -45,9 +45,12 @@ LADDER = [
     ("42", "41, or forty-two", {}, None, "inconclusive"),
     ("3.5", "3,5", {}, None, "inconclusive"),
     ("1234567", "1,234,567 people", {}, "pass", "number"),
-    ("1234567", "about 1.2 million", {}, "fail", "number"),
-    ("1234567", "about 1.23 million", {"rel_tol": 0.01}, "pass", "number"),
-    ("1234567", "about 1.2 million", {"rel_tol": 0.01}, "fail", "number"),
+    ("1234567", "1.2 million", {}, "fail", "number"),
+    ("1234567", "1.23 million", {"rel_tol": 0.01}, "pass", "number"),
+    ("1234567", "1.2 million", {"rel_tol": 0.01}, "fail", "number"),
+    # a hedge qualifies the figure: neither verdict is proven, even within the tolerance
+    ("1234567", "about 1.2 million", {}, None, "inconclusive"),
+    ("1234567", "about 1.23 million", {"rel_tol": 0.01}, None, "inconclusive"),
     ("10", "10.4", {"abs_tol": 0.5}, "pass", "number"),
     ("10", "10.6", {"abs_tol": 0.5}, "fail", "number"),
     ("10", "10.5", {"abs_tol": 0.5}, "pass", "number"),  # the bound is inclusive
@@ -65,7 +68,8 @@ LADDER = [
     ("3.5 km", "It is 3500 m away.", {}, "pass", "unit"),
     ("3.5 km", "It is 3,500 metres away.", {}, "pass", "unit"),
     ("3.5 km", "3.5km", {}, "pass", "number"),  # same unit: no conversion
-    ("3.5", "about 3500 m", {"unit": "km"}, "pass", "unit"),
+    ("3.5", "3500 m", {"unit": "km"}, "pass", "unit"),
+    ("3.5", "about 3500 m", {"unit": "km"}, None, "inconclusive"),
     ("3.5 km", "It is 3 km away.", {}, "fail", "unit"),
     ("3.5 km", "It is 3.5 away.", {}, "pass", "number"),  # a bare number is in the reference's unit
     ("3.5 km", "It takes 3 hours.", {}, None, "inconclusive"),  # no comparable number
@@ -93,8 +97,11 @@ LADDER = [
     ("2024-02-13", "On 13/02/2024", {}, "pass", "date"),  # 13 can only be the day
     ("2024-02-01", "On 02/02/2024", {}, "fail", "date"),  # both readings are 2 February
     ("2024-02-01", "from 1 February 2024 to 3 March 2024", {}, None, "inconclusive"),
+    ("2024-02-01", "It was 1 Feb 2024; 2 Feb 2024 was the plan",
+     {"question": "Was it 2 Feb 2024?"}, "pass", "date"),  # the question's date is context
+    # a negation anywhere leaves it to the judge, even one of the question's date
     ("2024-02-01", "Not 2 Feb 2024 but 1 Feb 2024", {"question": "Was it 2 Feb 2024?"},
-     "pass", "date"),
+     None, "inconclusive"),
     ("2024-02-01", "1 Feb 2024 or 2 Feb 2024", {"question": "1 Feb 2024 or 2 Feb 2024?"},
      None, "inconclusive"),
 ]

@@ -232,13 +232,15 @@ def test_cli_run_with_the_example_suite(tmp_path):
     ex = Path(__file__).resolve().parents[1] / "examples" / "freeform"
     res = CliRunner().invoke(app, ["run", str(ex / "cases.jsonl"), "--responses",
                                    str(ex / "responses.jsonl"), "--out", str(tmp_path),
-                                   "--fail-under", "pass_rate=0.7"])
+                                   "--fail-under", "pass_rate=0.6"])
     assert res.exit_code == 0, res.output
     doc = json.loads(next(tmp_path.rglob("metrics_*.json")).read_text())
-    assert doc["overall_metrics"]["pass_rate"] == 6 / 8
+    # 5 of 8: "About 1.23 million" hedges its figure, so population is inconclusive
+    assert doc["overall_metrics"]["pass_rate"] == 5 / 8
+    assert doc["overall_metrics"]["inconclusive"] == 2
     res = CliRunner().invoke(app, ["run", str(ex / "cases.jsonl"), "--responses",
                                    str(ex / "responses.jsonl"), "--out", str(tmp_path),
-                                   "--fail-under", "pass_rate=0.8"])
+                                   "--fail-under", "pass_rate=0.7"])
     assert res.exit_code != 0 and "pass_rate" in res.output
 
 

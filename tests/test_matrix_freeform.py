@@ -40,7 +40,7 @@ def _say(i, right):
     if not right:
         return {"response": "It is 99 km." if i % 2 == 0 else "I could not find it."}
     # c0: exact, c1: unit, c2 and c3: number, c4 and c5: unit
-    form = ["{i}.5 km", "It is {i}500 m.", "About {i}.5", "{i}.5 km, roughly"][min(i, 3)] if i < 4 \\
+    form = ["{i}.5 km", "It is {i}500 m.", "It is {i}.5", "{i}.5 km long"][min(i, 3)] if i < 4 \\
         else "That is {i}500 metres."
     return {"response": form.format(i=i)}
 

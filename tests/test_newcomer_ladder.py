@@ -33,11 +33,9 @@ def test_percentage_is_not_a_candidate_for_a_unit_reference(answer, response, ve
     # thousands grouped by plain spaces (French, SI style): 1, 234 and 567
     ("1234567", "There were 1 234 567 visitors."),
     ("12500", "12 500"),
-    # a fraction: 1 and 2, or 5 and 10
+    # a fraction: 1 and 2, or 5 and 10 (a vulgar fraction, 1½, is read: claims tests)
     ("0.5", "1/2"),
     ("0.5", "5 / 10"),
-    ("1.5", "1½"),
-    ("0.75", "¾ of them"),
 ])
 def test_a_right_figure_written_otherwise_is_never_failed(answer, response):
     """Each response states the reference's figure in a form the number rule does not read:
@@ -140,8 +138,8 @@ def test_degrees_with_a_scale(answer, response, verdict, rule):
     ("3 L", "3 US gallons", None, "inconclusive"),
     ("5 km", "5 statute miles", None, "inconclusive"),
     # what stays: no unit after the number at all, or a unit right after it
-    ("5 km", "about 5 or so", "pass", "number"),
-    ("5 km", "5 km or so", "pass", "number"),
+    ("5 km", "it is 5 in all", "pass", "number"),
+    ("5 km", "5 km in all", "pass", "number"),
 ])
 def test_a_unit_two_words_long_is_not_the_references(answer, response, verdict, rule):
     d = decide(answer, response)

@@ -76,6 +76,12 @@ def find_dates(text: str, *, dayfirst: bool = False, limit: int | None = None) -
     return out
 
 
+def date_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` writes something in a date's form (valid or not), without parsing it:
+    the spans :func:`queryeval.metrics.freeform.claims.masked` hides."""
+    return [m.span() for m in _DATE.finditer(text)]
+
+
 def as_date(text: str, *, dayfirst: bool = False) -> FoundDate | None:
     """The date ``text`` is, when the whole text (trimmed, a final dot dropped) is one."""
     stripped = text.strip().rstrip(".").strip()

@@ -26,6 +26,13 @@ on both rules (``What was the population in 2020?`` -> ``In 2020 it was 1.2 mill
 6. anything else -> inconclusive (verdict None): text never fails deterministically, since
    a synonym or a paraphrase is not a wrong answer.
 
+A rule decides only what it proves: a response that negates, bounds, compares, hedges or
+re-scales the figure (:mod:`queryeval.metrics.freeform.claims`: ``not 5``, ``<5``, ``about
+5``, ``5 times``) is inconclusive on rules 4 and 5, pass or fail, and is no ``exact`` or
+``alias`` pass unless the answer holds the same qualifier (``No`` against ``No.``); a figure
+written in words beside the number (``one`` excepted) and the ambiguous forms above keep a
+pass unproven too.
+
 Pure functions; docs/freeform.md gives each rule's accepted and rejected examples.
 """
 
@@ -37,8 +44,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from queryeval.metrics.freeform.dates import as_date, find_dates
-from queryeval.metrics.freeform.numbers import Number, ambiguity, extract_numbers, within
+from queryeval.metrics.freeform.claims import masked, unproven, why
+from queryeval.metrics.freeform.dates import as_date, date_spans, find_dates
+from queryeval.metrics.freeform.numbers import (
+    MINUS_SIGNS,
+    Number,
+    ambiguity,
+    extract_numbers,
+    within,
+)
 from queryeval.metrics.freeform.units import (
     CONVERSION_SLACK,
     convert,
@@ -51,6 +65,7 @@ from queryeval.metrics.squad import DEFAULT_VERSION, SquadVersion, normalize_ans
 MAX_FOUND = 1000
 """At most this many numbers (or dates) of a response are compared; a response holding more
 that match none is inconclusive, not failed (a dump, not an answer a rule should judge)."""
+SIGNS = frozenset(MINUS_SIGNS + "+")
 RULES = ("missing", "exact", "alias", "date", "number", "unit")
 """Every rule's name, in ladder order (a case no rule decides is ``inconclusive``)."""
 
@@ -83,6 +98,9 @@ class ReferenceNumber:
     dotted: bool = False
     """Written with a dot and exactly three digits (``3.125``): the response's such dots
     are then read as the reference's is, a decimal point."""
+    per: int = 1
+    """The base of its per-notation (100 for ``12%``, 1000 for ``5‰``, 10000 for ``25 bp``),
+    1 for none."""
 
 
 def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | None:
@@ -99,11 +117,11 @@ def reference_number(answer: str, unit: str | None = None) -> ReferenceNumber | 
         return None
     if written is None and unit and not n.percent:
         written = parse_unit(unit)
-    return ReferenceNumber(n.value, n.percent, written, n.grouped is not None)
+    return ReferenceNumber(n.value, n.percent, written, n.grouped is not None, n.per)
 
 
-def _numbers_key(text: str) -> list[tuple[Fraction, bool]]:
-    return [(n.value, n.percent) for n in extract_numbers(text)]
+def _numbers_key(text: str) -> list[tuple[Fraction, int]]:
+    return [(n.value, n.per) for n in extract_numbers(text)]
 
 
 def _units_key(text: str) -> list[Any]:
@@ -120,13 +138,40 @@ def _same_text(response: str, reference: str) -> bool:
 
 def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
     """Whether ``value`` (the response's number ``n``, in the reference's unit) is the
-    reference's: a percentage on one side only matches its figure or its fraction."""
+    reference's: a percentage on one side only matches its figure or its fraction; two
+    per-notations of different bases (``50‰`` and ``5%``) are compared in the reference's.
+    (A per mille or basis points on one side only is never compared: :func:`_unscaled`.)"""
     slack = tol.pop("slack", Fraction(0))
-    if n.percent == ref.percent:
+    if n.percent and ref.percent:
+        return within(value * ref.per / n.per, ref.value, slack=slack, **tol)
+    if not n.percent and not ref.percent:
         return within(value, ref.value, slack=slack, **tol)
     if ref.percent:   # reference p%: the response says p, or the fraction p/100
         return within(value, ref.value, **tol) or within(value * 100, ref.value, **tol)
     return within(value, ref.value, **tol) or within(value / 100, ref.value, **tol)
+
+
+def _unscaled(n: Number, ref: ReferenceNumber) -> bool:
+    """Whether ``n`` and the reference have a per-notation on one side only that is not a
+    percentage (``1‰`` against ``1``, ``25`` against ``25 bp``): which scale the plain
+    figure is in, no rule can tell."""
+    return n.percent != ref.percent and (n.per if n.percent else ref.per) != 100
+
+
+def _doubt(response: str, plain: str, *, date: bool, reference: str = "") -> str | None:
+    """Why a verdict on ``response`` (``plain``: masked by :func:`_masked`) cannot be proven
+    (claims.py: a word or sign that negates, bounds, compares, hedges or re-scales the
+    figure, less those ``reference`` holds too), or None."""
+    q = unproven(plain, _masked(reference) if reference else "", date=date, shown=response)
+    return why(q) if q is not None else None
+
+
+def _masked(text: str) -> str:
+    """``text`` with the numbers and dates it reads masked (claims.masked); a sign written
+    as a symbol stays (``--5``: a doubled dash is a qualifier), a sign word does not."""
+    spans = [(n.start + (n.text[:1] in SIGNS), n.end)
+             for n in extract_numbers(text, limit=MAX_FOUND + 1)]
+    return masked(text, spans + date_spans(text))
 
 
 def _listed(items: list[str]) -> str:
@@ -134,7 +179,8 @@ def _listed(items: list[str]) -> str:
 
 
 def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: float | None,
-                   rel_tol: float | None, question: str) -> tuple[str | None, str, str]:
+                   rel_tol: float | None, question: str,
+                   plain: str) -> tuple[str | None, str, str]:
     """Pass when every candidate number agrees with the reference, fail when none does,
     inconclusive when some do and some do not (which one is the answer?). Candidates: the
     response's numbers less those inside a date, those the question states (context, not an
@@ -147,6 +193,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     tried: list[str] = []
     other_units: list[str] = []
     dotted: list[tuple[str, bool]] = []  # one reading of the dot agrees, the other not
+    unscaled: list[str] = []  # 1‰ against 1: per mille on one side only
     numbers = extract_numbers(response, limit=MAX_FOUND + 1)
     if len(numbers) > MAX_FOUND:
         return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
@@ -170,6 +217,9 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
                     other_units.append(shown)
                     continue
                 converted = unit != ref.unit
+        if _unscaled(n, ref):
+            unscaled.append(shown)
+            continue
         slack = CONVERSION_SLACK if converted else Fraction(0)
         agrees = _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack)
         if n.grouped is not None and not ref.dotted:  # 1.000: 1, or 1000 (a thousands dot)
@@ -188,11 +238,22 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             f"{shown} is ambiguous: read with a decimal point it "
             f"{'matches' if agrees else 'differs from'} {answer}, with a thousands dot it "
             f"{'differs' if agrees else 'matches'}")
+    if unscaled:
+        return None, "inconclusive", (f"{unscaled[0]} has a per-notation the reference "
+                                      f"{answer} does not have: which scale is it in?")
+    unread = ambiguity(plain, scales=ref.unit is None)  # dates masked: their slashes too
     if matched and not tried:
         how = "unit" if converted_any else "number"
         if converted_any:
-            return "pass", how, f"{_listed(matched)} = {answer}"
-        return "pass", how, f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
+            said = f"{_listed(matched)} = {answer}"
+        else:
+            said = f"{_listed(matched)} {'matches' if len(matched) == 1 else 'match'} {answer}"
+        if unread:
+            return None, "inconclusive", f"{said}, but {unread}"
+        words = _number_words(plain, pass_=True)
+        if words:
+            return None, "inconclusive", f"{said}, but a number is written in words ({words!r})"
+        return "pass", how, said
     if matched:
         return None, "inconclusive", (f"{matched[0]} matches, but {_listed(tried)} "
                                       f"{'differs' if len(tried) == 1 else 'differ'}: which is "
@@ -204,14 +265,22 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
         return None, "inconclusive", ("no number in the response" if not numbers else
                                       "only numbers the question states or dates")
     differ = f"{_listed(tried)} {'differs' if len(tried) == 1 else 'differ'} from {answer}"
-    undated = "".join(" " if any(a <= i < b for a, b in in_dates) else ch
-                      for i, ch in enumerate(response)) if in_dates else response
-    why = ambiguity(undated, scales=ref.unit is None)
-    if why:
-        return None, "inconclusive", f"{differ}, but {why}"
-    if NUMBER_WORDS.search(response):
+    if unread:
+        return None, "inconclusive", f"{differ}, but {unread}"
+    if _number_words(plain, pass_=False):
         return None, "inconclusive", f"{differ}, but a number is written in words"
     return "fail", rule, differ
+
+
+def _number_words(plain: str, *, pass_: bool) -> str | None:
+    """A number written in words in a response outside the numbers and dates it reads
+    (``plain``, masked: ``5 hundred`` is 500, not a word), or None. Against a pass ``one``
+    does not count (``the longest one is 3.5 km``); against a fail it does (``41, or one
+    more``)."""
+    for m in NUMBER_WORDS.finditer(plain):
+        if not (pass_ and m.group(0).lower() == "one"):
+            return m.group(0)
+    return None
 
 
 def _decide_date(response: str, iso: str, dayfirst: bool, question: str,
@@ -256,19 +325,31 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
     if response is None or not response.strip():
         return Decision("fail", "missing", "no response", 0.0, 0.0)
     em, f1 = squad_scores(response, references, squad)
-    if _same_text(response, answer):
+    plain = _masked(response)
+    if _same_text(response, answer) and _doubt(response, plain, date=False, reference=answer) is None:
         return Decision("pass", "exact", "same text as the answer", em, f1)
     for alias in aliases:
-        if _same_text(response, alias):
+        if _same_text(response, alias) and _doubt(response, plain, date=False, reference=alias) is None:
             return Decision("pass", "alias", f"same text as the alias {alias!r}", em, f1)
     ref_date = as_date(answer, dayfirst=dayfirst)
     if ref_date is not None:
         verdict, rule, detail = _decide_date(response, ref_date.iso, dayfirst, question,
                                              ref_date.other)
-        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+        return _proven(verdict, rule, detail, response, plain, em, f1, date=True)
     ref_number = reference_number(answer, unit)
     if ref_number is not None:
         verdict, rule, detail = _decide_number(response, ref_number, answer, abs_tol, rel_tol,
-                                               question)
-        return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]
+                                               question, plain)
+        return _proven(verdict, rule, detail, response, plain, em, f1, date=False)
     return Decision(None, "inconclusive", "no rule decides a text answer", em, f1)
+
+
+def _proven(verdict: str | None, rule: str, detail: str, response: str, plain: str, em: float,
+            f1: float, *, date: bool) -> Decision:
+    """The date or number rule's decision, unless the response qualifies the figure (it
+    negates, bounds, compares, hedges or re-scales it): then no verdict, pass or fail, is
+    proven, and the case is inconclusive with the reason beside the rule's detail."""
+    doubt = _doubt(response, plain, date=date) if verdict is not None else None
+    if doubt:
+        return Decision(None, "inconclusive", f"{detail}, but {doubt}", em, f1)
+    return Decision(verdict, rule, detail, em, f1)  # type: ignore[arg-type]

@@ -84,7 +84,8 @@ def _token(text: str, pos: int) -> tuple[str, int] | None:
     m = _UNIT.match(text, pos)
     if not m:
         return None
-    token = (m["unit"] + text[m.end("unit"):m.end()]).rstrip(".,;:")
+    # a final '*' is markdown bold closing the unit (**3.5 km**): a power ends in digits
+    token = (m["unit"] + text[m.end("unit"):m.end()]).rstrip(".,;:*")
     return token, m.start("unit") + len(token)
 
 
