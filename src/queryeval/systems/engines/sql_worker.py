@@ -165,6 +165,8 @@ class FileSessions:
 
         sch.MEMORY_LIMIT_BYTES = self.memory
         op = request["op"]
+        if op != "write" and self.path == str(request.get("path")):
+            self.close()  # DuckDB opens a file once per process with one configuration
         try:
             if op == "schema":
                 doc = sch.read_schema(Path(request["path"]), self.dialect).to_wire()
