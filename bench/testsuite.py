@@ -3,6 +3,7 @@
     python bench/testsuite.py                 # N = 20 on the shipped examples and a 10-table schema
     python bench/testsuite.py --n 10 --cases 6
     python bench/testsuite.py --suites sparql  # examples/sparql only
+    python bench/testsuite.py --suites duckdb  # examples/testsuite as a DuckDB file
 
 For each suite it runs the query task three times on the same recorded predictions, in one
 fresh cache folder:
@@ -36,8 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_EXECUTIONS_PER_CASE = 40_167 / 1_034
-SUITES = ("sql", "testsuite", "sparql", "ten")
-"""``--suites`` names: examples/sql, examples/testsuite, examples/sparql, the 10-table schema."""
+SUITES = ("sql", "testsuite", "duckdb", "sparql", "ten")
+"""``--suites`` names: examples/sql, examples/testsuite, examples/testsuite on DuckDB,
+examples/sparql, the 10-table schema."""
 
 
 def ten_table_schema(folder: Path, cases: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -147,6 +149,33 @@ def main(argv: list[str] | None = None) -> None:
             ns["build"](folder / ("shop.sqlite" if name == "sql" else "emp.sqlite"))
             rows.append(measure(f"examples/{name}", folder / "suite.yaml",
                                 folder / "predictions.jsonl", args.n, work / "runs"))
+        if "duckdb" in chosen:  # examples/testsuite, its emp.sql loaded into DuckDB
+            import duckdb
+
+            folder = work / "duckdb"
+            shutil.copytree(ROOT / "examples" / "testsuite", folder)
+            script = folder / "build_db.py"
+            ns = {"__name__": "bench_build", "__file__": str(script)}
+            exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
+            lite = sqlite3.connect(ns["build"](folder / "emp.sqlite"))
+            con = duckdb.connect(str(folder / "emp.duckdb"))
+            text = "\n".join(x for x in (folder / "emp.sql").read_text(
+                encoding="utf-8").splitlines() if not x.startswith("--"))
+            for body in text.split(";"):
+                if body.strip().upper().startswith("CREATE"):
+                    con.execute(body)
+                    table = body.split()[2]
+                    for row in lite.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+                        # one row at a time: DuckDB checks a self reference per statement
+                        con.execute(f"INSERT INTO {table} VALUES "
+                                    f"({', '.join('?' * len(row))})", list(row))
+            con.close()
+            lite.close()
+            suite = folder / "suite.yaml"
+            suite.write_text(suite.read_text(encoding="utf-8").replace(
+                "source: emp.sqlite", "source: emp.duckdb"), encoding="utf-8")
+            rows.append(measure("testsuite, DuckDB", suite, folder / "predictions.jsonl",
+                                args.n, work / "runs"))
         if "sparql" in chosen:
             folder = work / "sparql"
             shutil.copytree(ROOT / "examples" / "sparql", folder)
