@@ -125,6 +125,14 @@ def _generation_executions() -> int:
     return total
 
 
+def _build_example(folder: Path, name: str) -> Path:
+    """Run the example's own build_db.py (copied into ``folder``): its database ``name``."""
+    script = folder / "build_db.py"
+    ns: dict = {"__name__": "bench_build", "__file__": str(script)}
+    exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
+    return ns["build"](folder / name)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20)
@@ -143,10 +151,7 @@ def main(argv: list[str] | None = None) -> None:
         for name in [x for x in ("sql", "testsuite") if x in chosen]:
             folder = work / name
             shutil.copytree(ROOT / "examples" / name, folder)
-            script = folder / "build_db.py"
-            ns: dict = {"__name__": "bench_build", "__file__": str(script)}
-            exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
-            ns["build"](folder / ("shop.sqlite" if name == "sql" else "emp.sqlite"))
+            _build_example(folder, "shop.sqlite" if name == "sql" else "emp.sqlite")
             rows.append(measure(f"examples/{name}", folder / "suite.yaml",
                                 folder / "predictions.jsonl", args.n, work / "runs"))
         if "duckdb" in chosen:  # examples/testsuite, its emp.sql loaded into DuckDB
@@ -154,10 +159,7 @@ def main(argv: list[str] | None = None) -> None:
 
             folder = work / "duckdb"
             shutil.copytree(ROOT / "examples" / "testsuite", folder)
-            script = folder / "build_db.py"
-            ns = {"__name__": "bench_build", "__file__": str(script)}
-            exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
-            lite = sqlite3.connect(ns["build"](folder / "emp.sqlite"))
+            lite = sqlite3.connect(_build_example(folder, "emp.sqlite"))
             con = duckdb.connect(str(folder / "emp.duckdb"))
             text = "\n".join(x for x in (folder / "emp.sql").read_text(
                 encoding="utf-8").splitlines() if not x.startswith("--"))
