@@ -3,6 +3,7 @@
     python bench/testsuite.py                 # N = 20 on the shipped examples and a 10-table schema
     python bench/testsuite.py --n 10 --cases 6
     python bench/testsuite.py --suites sparql  # examples/sparql only
+    python bench/testsuite.py --suites duckdb  # examples/testsuite as a DuckDB file
 
 For each suite it runs the query task three times on the same recorded predictions, in one
 fresh cache folder:
@@ -36,8 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_EXECUTIONS_PER_CASE = 40_167 / 1_034
-SUITES = ("sql", "testsuite", "sparql", "ten")
-"""``--suites`` names: examples/sql, examples/testsuite, examples/sparql, the 10-table schema."""
+SUITES = ("sql", "testsuite", "duckdb", "sparql", "ten")
+"""``--suites`` names: examples/sql, examples/testsuite, examples/testsuite on DuckDB,
+examples/sparql, the 10-table schema."""
 
 
 def ten_table_schema(folder: Path, cases: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -123,6 +125,14 @@ def _generation_executions() -> int:
     return total
 
 
+def _build_example(folder: Path, name: str) -> Path:
+    """Run the example's own build_db.py (copied into ``folder``): its database ``name``."""
+    script = folder / "build_db.py"
+    ns: dict = {"__name__": "bench_build", "__file__": str(script)}
+    exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
+    return ns["build"](folder / name)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20)
@@ -141,12 +151,33 @@ def main(argv: list[str] | None = None) -> None:
         for name in [x for x in ("sql", "testsuite") if x in chosen]:
             folder = work / name
             shutil.copytree(ROOT / "examples" / name, folder)
-            script = folder / "build_db.py"
-            ns: dict = {"__name__": "bench_build", "__file__": str(script)}
-            exec(compile(script.read_text(), str(script), "exec"), ns)  # noqa: S102 - our own example
-            ns["build"](folder / ("shop.sqlite" if name == "sql" else "emp.sqlite"))
+            _build_example(folder, "shop.sqlite" if name == "sql" else "emp.sqlite")
             rows.append(measure(f"examples/{name}", folder / "suite.yaml",
                                 folder / "predictions.jsonl", args.n, work / "runs"))
+        if "duckdb" in chosen:  # examples/testsuite, its emp.sql loaded into DuckDB
+            import duckdb
+
+            folder = work / "duckdb"
+            shutil.copytree(ROOT / "examples" / "testsuite", folder)
+            lite = sqlite3.connect(_build_example(folder, "emp.sqlite"))
+            con = duckdb.connect(str(folder / "emp.duckdb"))
+            text = "\n".join(x for x in (folder / "emp.sql").read_text(
+                encoding="utf-8").splitlines() if not x.startswith("--"))
+            for body in text.split(";"):
+                if body.strip().upper().startswith("CREATE"):
+                    con.execute(body)
+                    table = body.split()[2]
+                    for row in lite.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+                        # one row at a time: DuckDB checks a self reference per statement
+                        con.execute(f"INSERT INTO {table} VALUES "
+                                    f"({', '.join('?' * len(row))})", list(row))
+            con.close()
+            lite.close()
+            suite = folder / "suite.yaml"
+            suite.write_text(suite.read_text(encoding="utf-8").replace(
+                "source: emp.sqlite", "source: emp.duckdb"), encoding="utf-8")
+            rows.append(measure("testsuite, DuckDB", suite, folder / "predictions.jsonl",
+                                args.n, work / "runs"))
         if "sparql" in chosen:
             folder = work / "sparql"
             shutil.copytree(ROOT / "examples" / "sparql", folder)

@@ -255,8 +255,11 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
     out["neighbours"] = len(built.neighbours)
     if not built.neighbours:  # "equal on all 0 neighbours" would be a verdict without evidence
-        return done(None, "no neighbour database can judge it: the gold failed on every "
-                          "candidate database")
+        return done(None, "no neighbour database can judge it: " + (
+            getattr(built, "reason", "") or "the gold failed on every candidate database"))
+    if not any(nb.rows for nb in built.neighbours):  # all empty: no neighbour set either
+        return done(None, "no neighbour database can judge it: every table of every "
+                          "neighbour is empty")
     if built.dialect == "postgres" and record["predicted_query"]:
         from queryeval.systems.engines.neighbours.pg import neighbour_query
 
@@ -319,6 +322,17 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
                     from queryeval.systems.engines.neighbours.graphs import graph_diff
 
                     rows = graph_diff(_paths(record["source"]), path)
+                elif built.dialect in ("sqlite", "duckdb"):  # read by a sandboxed worker
+                    from queryeval.systems.engines.base import QueryExecutionError
+
+                    with suite.runner(built.dialect, getattr(original, "memory_limit_bytes",
+                                                             None)) as runner:
+                        runner.allow([path.parent.parent])
+                        try:
+                            rows = database_rows(path, built.dialect, runner,
+                                                 task.options.timeout_s)
+                        except QueryExecutionError:  # the verdict stands; rows not shown
+                            rows = {}
                 else:
                     rows = database_rows(path, path.suffix.lstrip("."))
                 out["refuted_by"] = {

@@ -132,10 +132,14 @@ class FileSessions:
         self.session: Any = None
 
     def handle(self, request: dict[str, Any]) -> tuple[str, Any]:
+        if request.get("op") == "write":  # a neighbour, in this worker's own folder
+            return self.build(request)
         path = str(request.get("path") or "")
         if not path or not allowed(path, self.roots):
             return ("error", {"kind": "refused",
                               "reason": "the worker may open only the files its parent allowed"})
+        if request.get("op") in ("schema", "rows"):
+            return self.build(request)
         if path != self.path:
             self.close()
             try:
@@ -151,6 +155,42 @@ class FileSessions:
         if self.session is not None:
             self.session.close()
         self.session, self.path = None, None
+
+    def build(self, request: dict[str, Any]) -> tuple[str, Any]:
+        """The test-suite builder's steps on a database (:mod:`.neighbours.schema`): read
+        the schema and sample of an allowed file (``"schema"``), every table's rows of one
+        (``"rows"``), or write a neighbour into this worker's own folder (``"write"``). The
+        parent's deadline (a kill) and the sandbox hold them as they hold a query."""
+        from queryeval.systems.engines.neighbours import schema as sch
+        from queryeval.systems.engines.sparql_worker import WORKER_TMP_ENV
+
+        sch.MEMORY_LIMIT_BYTES = self.memory
+        op = request["op"]
+        if op != "write" and self.path == str(request.get("path")):
+            self.close()  # DuckDB opens a file once per process with one configuration
+        try:
+            if op == "schema":
+                doc = sch.read_schema(Path(request["path"]), self.dialect).to_wire()
+                for t in doc["tables"]:
+                    t["values"] = {c: [wire_value(v) for v in vs] for c, vs in t["values"].items()}
+                return ("ok", {"schema": doc})
+            if op == "rows":
+                tables = sch.table_rows(Path(request["path"]), self.dialect)
+                return ("ok", {"tables": {n: {"columns": t["columns"],
+                                              "rows": [[wire_value(v) for v in r]
+                                                       for r in t["rows"]]}
+                                          for n, t in tables.items()}})
+            folder = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
+            target = Path(folder) / os.path.basename(str(request["name"]))
+            refused: dict[str, str] = {}
+            kept = sch.write_database(sch.Schema.from_wire(request["schema"]), target,
+                                      request["rows"], refused)
+            return ("ok", {"kept": {t: [tuple(map(wire_value, r)) for r in rs]
+                                    for t, rs in kept.items()}, "refused": refused})
+        except MemoryError:
+            return ("error", {"kind": "failed", "reason": "out of memory (worker cap)"})
+        except Exception as exc:  # noqa: BLE001 - an engine error must become a reply
+            return ("error", {"kind": "failed", "reason": f"{type(exc).__name__}: {exc}"})
 
 
 def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:

@@ -53,10 +53,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
-    """Every table of a (small) neighbour database: ``{table: {"columns", "rows"}}``."""
-    from queryeval.systems.engines.neighbours.schema import _q
-
+def database_rows(path: Path, dialect: str, runner: Any = None,
+                  timeout_s: float = 30.0) -> dict[str, dict[str, list]]:
+    """Every table of a (small) neighbour database: ``{table: {"columns", "rows"}}``. A
+    sqlite or DuckDB file is read by a sandboxed worker (``runner``, a
+    :class:`.runner.NeighbourRunner`, else one started for this call), never here."""
     if dialect == "json":  # a PostgreSQL neighbour: its rows, loaded into temporary tables
         from queryeval.systems.engines.neighbours.pg import neighbour_rows
 
@@ -65,28 +66,21 @@ def database_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
         from queryeval.systems.engines.neighbours.graphs import nt_lines
 
         return {"triples": {"columns": ["triple"], "rows": [[t] for t in sorted(nt_lines([path]))]}}
-    if dialect == "sqlite":
-        import sqlite3
+    from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+    from queryeval.systems.engines.sql_worker import allowed
 
-        conn: Any = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name").fetchall()]
-    else:
-        import duckdb
-
-        conn = duckdb.connect(str(path), read_only=True)
-        names = [r[0] for r in conn.execute(
-            "SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall()]
+    # sqlite, DuckDB: read in a sandboxed worker (the run's own, or one for this call)
+    own = runner is None
+    runner = runner or NeighbourRunner(dialect, [path])
     try:
-        out = {}
-        for name in names:
-            cur = conn.execute(f"SELECT * FROM {_q(name)}")
-            cols = [d[0] for d in cur.description]
-            out[name] = {"columns": cols, "rows": [[plain(v) for v in r] for r in cur.fetchall()]}
-        return out
+        if not own and not allowed(str(path), runner.roots):
+            runner.allow([*runner.roots, path])
+        tables = runner.rows(path, timeout_s)
     finally:
-        conn.close()
+        if own:
+            runner.close()
+    return {name: {"columns": t["columns"], "rows": [[plain(v) for v in r] for r in t["rows"]]}
+            for name, t in tables.items()}
 
 
 def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0, *,

@@ -6,7 +6,15 @@ next candidates whose gold result is not empty. Deterministic from the seed; cac
 The gold and its mutants are untrusted queries (a suite may be downloaded; a mutant is
 derived from its gold): they run, on the original and on every candidate, in one sandboxed
 worker process per build (:mod:`.runner`: the worker of predictions, the operating-system
-sandbox, the deadline held by a kill, the memory cap), never in this process.
+sandbox, the deadline held by a kill, the memory cap), never in this process. So does every
+other step that opens the user's database or writes a neighbour with an engine: reading its
+schema and sampling its values, replaying its DDL, inserting the candidates' rows
+(:meth:`.runner.NeighbourRunner.schema` / ``write``).
+
+A candidate into which no row could be written is no neighbour (a gold and a prediction
+that both return nothing there are not thereby equal): it is dropped, and a set left with
+none names the engine's reason (:attr:`NeighbourSet.reason`). The same holds when no row
+ever went into a table the gold reads: every verdict on it would come from an empty table.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ from typing import Any
 
 from queryeval.systems.engines.neighbours import fuzz
 from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
-from queryeval.systems.engines.neighbours.schema import read_schema, write_database
 
 GENERATOR_VERSION = 2
 """Bumped whenever the same inputs would give other databases (old cache folders are then
@@ -38,13 +45,13 @@ MUTANT_TIME_FACTOR = 4.0
 _SCHEMAS: dict[tuple, Any] = {}
 
 
-def _schema(source: Path, dialect: str):
-    """:func:`.schema.read_schema`, read once per file version in a process (every gold of a
-    suite shares its database)."""
+def _schema(source: Path, dialect: str, runner: Any, timeout_s: float):
+    """:func:`.schema.read_schema` by the sandboxed worker ``runner``, read once per file
+    version in a process (every gold of a suite shares its database)."""
     st = source.stat()
     key = (str(source), dialect, st.st_size, st.st_mtime_ns)
     if key not in _SCHEMAS:
-        _SCHEMAS[key] = read_schema(source, dialect)
+        _SCHEMAS[key] = runner.schema(source, timeout_s)
     return _SCHEMAS[key]
 
 
@@ -74,6 +81,10 @@ class NeighbourSet:
     """Queries run to generate and distil (gold and mutants, every candidate)."""
     seconds: float = 0.0
     cached: bool = False
+    empty_candidates: int = 0
+    """Candidates dropped because no row could be written into any of their tables."""
+    reason: str = ""
+    """Why the set has no neighbour (the engine's words on a refused row), when it has none."""
 
     def paths(self) -> list[Path]:
         return [self.folder / n.file for n in self.neighbours]
@@ -99,6 +110,8 @@ def cached_set(folder: Path, dialect: str) -> NeighbourSet | None:
                           "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
     if not out.neighbours or not all(p.is_file() for p in out.paths()):
         return None
+    if not any(nb.rows for nb in out.neighbours):  # all empty (a builder before the fix of
+        return None  # generated columns wrote none): no neighbour set, build it again
     out.cached = True
     return out
 
@@ -130,6 +143,19 @@ def run_key(runner: Any, path: Path, query: str, ordered: bool, timeout_s: float
     except QueryExecutionError:
         return None
     return result_key(cols, rows, ordered)
+
+
+def _tables_read(gold: str, dialect: str) -> set[str]:
+    """The (lower-case) table names ``gold`` names; none when it does not parse."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(gold, read="postgres" if dialect == "postgres" else dialect)
+    except sqlglot.errors.SqlglotError:
+        return set()
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name} - ctes
 
 
 def _digest(path: Path) -> str:
@@ -169,15 +195,16 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
         return cached
     started = time.perf_counter()
     ordered = bool(query_is_ordered(gold, "sql"))
-    schema = _schema(source, dialect)
     consts = fuzz.gold_constants(gold, dialect)
     muts = make_mutants(gold, dialect)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
     runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
     try:
+        schema = _schema(source, dialect, runner, timeout_s)
         return _build(runner, source, work, folder, dialect, gold, n, seed, schema, consts,
-                      muts, ordered, started, timeout_s, max_rows)
+                      muts, ordered, started, timeout_s, max_rows,
+                      write=lambda sch, path, rows: runner.write(sch, path, rows, timeout_s))
     finally:
         runner.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -186,7 +213,7 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
 def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, gold: str,
            n: int, seed: int, schema: Any, consts: Any, muts: list, ordered: bool,
            started: float, timeout_s: float, max_rows: int, *,
-           write: Any = write_database, suffix: str | None = None) -> NeighbourSet:
+           write: Any, suffix: str | None = None) -> NeighbourSet:
     """Generate and distil (module docstring). ``write(schema, path, rows)`` makes one
     candidate and returns the rows that went in (PostgreSQL: :meth:`.pg.PgRunner.write`,
     which loads them into the runner's temporary tables); ``source`` is what ``runner.run``
@@ -210,6 +237,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     kept: list[Neighbour] = []
     spares: list[Neighbour] = []
     empties: list[Neighbour] = []
+    blank = 0  # candidates with no row in any table
+    filled: set[str] = set()  # tables some candidate got a row into
     budget = max(MIN_CANDIDATES, CANDIDATES_PER_NEIGHBOUR * n)
     k = 0
     # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
@@ -221,6 +250,10 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         name = f"candidate_{k:03d}{suffix}"
         written = write(schema, work / name, fuzz.generate(schema, consts, rng, size))
         k += 1
+        filled.update(t.lower() for t, r in written.items() if r)
+        if not any(written.values()):
+            blank += 1
+            continue  # no row went in: this database judges nothing
         key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows)
         executions += 1
         if key is None:
@@ -240,13 +273,29 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         else:
             empties.append(nb)  # the gold returns nothing here: used only to fill up
     chosen = (kept + spares + empties)[:n]
+    reason = ""
+    unfilled = sorted(_tables_read(gold, dialect) & {t.name.lower() for t in schema.tables}
+                      - filled)
+    if unfilled:  # every neighbour of the gold has these empty: none of them judges it
+        chosen = []
+    if not chosen:
+        refused = getattr(runner, "refused", None) or {}
+        why = "; ".join(f"{t}: {refused[t]}" for t in sorted(refused)
+                        if not unfilled or t.lower() in unfilled)
+        if unfilled:
+            reason = (f"no row could be written into {', '.join(unfilled)} in any candidate "
+                      "database" + (f" ({why})" if why else ""))
+        elif blank:
+            reason = (f"no row could be written into any of {blank} candidate database(s)"
+                      + (f" ({why})" if why else ""))
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
     for i, nb in enumerate(chosen):
         new = f"neighbour_{i:03d}{suffix}"
         os.replace(work / nb.file, final / new)
         nb.file = new
     out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
-                       k, executions, time.perf_counter() - started)
+                       k, executions, time.perf_counter() - started, empty_candidates=blank,
+                       reason=reason)
     (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1),
                                          encoding="utf-8")
     shutil.rmtree(folder, ignore_errors=True)

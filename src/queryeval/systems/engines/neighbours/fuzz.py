@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import random
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -66,15 +67,28 @@ def gold_constants(gold: str, dialect: str) -> dict[str, list[Any]]:
     return out
 
 
-def _kind(col: Column, sample: list[Any]) -> str:
+def _kind(col: Column, sample: list[Any]) -> str:  # noqa: C901 - one branch per kind
     t = col.type
     probe = next((v for v in sample if v is not None), None)
+    if t.startswith(("STRUCT", "MAP(", "UNION")) or t.endswith("]") \
+            or isinstance(probe, (dict, list)):
+        return "nested"
+    if t.startswith("ENUM"):
+        return "enum"
+    if t == "UUID" or isinstance(probe, uuid.UUID):
+        return "uuid"
+    if t.startswith("INTERVAL") or isinstance(probe, dt.timedelta):
+        return "interval"
+    if isinstance(probe, (bytes, bytearray)) or (probe is None and t in ("BLOB", "BYTEA")):
+        return "blob"
     if "BOOL" in t or isinstance(probe, bool):
         return "bool"
     if isinstance(probe, dt.datetime) or "TIMESTAMP" in t or "DATETIME" in t:
         return "datetime"
     if isinstance(probe, dt.date) or t.startswith("DATE"):
         return "date"
+    if isinstance(probe, dt.time) or t == "TIME" or t.startswith("TIME "):
+        return "time"
     if "INT" in t:
         return "int"
     if any(k in t for k in ("REAL", "FLOA", "DOUB", "DEC", "NUMERIC")) \
@@ -102,13 +116,27 @@ def _near(value: Any, kind: str) -> list[Any]:
             return days if not isinstance(value, str) else [x.isoformat() for x in days]
         if kind == "bool":
             return [True, False]
+        if kind == "enum":
+            return [str(value)]  # a label or not: no variants of it
+        if kind in ("nested", "uuid", "interval", "blob", "time"):
+            return []
     except (ValueError, TypeError, OverflowError):
         return []
     s = str(value)
     return [s, s + "x", s.upper() if s != s.upper() else s.lower()]
 
 
-def _fresh(kind: str, rng: random.Random, sample: list[Any]) -> Any:
+def _fresh(kind: str, rng: random.Random, sample: list[Any]) -> Any:  # noqa: C901
+    if kind in ("nested", "enum"):  # the original's values only
+        return rng.choice(sample) if sample else None
+    if kind == "uuid":
+        return uuid.UUID(int=rng.getrandbits(128))
+    if kind == "interval":
+        return dt.timedelta(days=rng.randint(0, 30), seconds=rng.randint(0, 86399))
+    if kind == "blob":
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 4)))
+    if kind == "time":
+        return dt.time(rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59))
     if kind == "int":
         return rng.randint(-3, 200)
     if kind == "real":

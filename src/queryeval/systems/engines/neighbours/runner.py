@@ -47,6 +47,7 @@ class NeighbourRunner(WorkerHandle):
         self.roots = [str(Path(r).resolve()) for r in roots]
         memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)
         self.memory_limit_bytes = memory
+        self.refused: dict[str, str] = {}
         self._hold(sql_worker_process(dialect, MULTI_FILE, memory, threads))
         self._worker.name = f"{dialect} neighbour worker"
 
@@ -80,6 +81,55 @@ class NeighbourRunner(WorkerHandle):
         if status != "ok":
             raise_worker_error(payload)
         return payload["columns"], payload["rows"], payload["truncated"]
+
+    # The builder's steps on a user's database (docs/execution.md): each one a request to
+    # the sandboxed worker under a deadline (a kill past it) and the worker's memory cap.
+
+    def _op(self, request: dict[str, Any], timeout_s: float) -> Any:
+        from queryeval.systems.engines.sql import KILL_GRACE_S, raise_worker_error
+
+        self.start()
+        status, payload = self._worker.request(request, timeout_s + KILL_GRACE_S)
+        if status != "ok":
+            raise_worker_error(payload)
+        return payload
+
+    def schema(self, path: Path, timeout_s: float = 30.0) -> Any:
+        """:func:`.schema.read_schema` of ``path``, read by the worker."""
+        from queryeval.systems.engines.neighbours.schema import Schema
+
+        doc = self._op({"op": "schema", "path": str(path), "timeout_s": timeout_s}, timeout_s)
+        return Schema.from_wire(doc["schema"])
+
+    def rows(self, path: Path, timeout_s: float = 30.0) -> dict[str, dict[str, list]]:
+        """:func:`.schema.table_rows` of ``path``, read by the worker."""
+        return self._op({"op": "rows", "path": str(path), "timeout_s": timeout_s},
+                        timeout_s)["tables"]
+
+    def write(self, schema: Any, path: Path, rows: dict[str, list[tuple]],
+              timeout_s: float = 30.0) -> dict[str, list[tuple]]:
+        """:func:`.schema.write_database` by the worker, in its own temporary folder (the
+        one place it may write), then moved here to ``path``; the rows that went in. The
+        engine's words on the first refused row of each table are kept in
+        :attr:`refused` (table -> reason) for the build's reason."""
+        import os
+        import shutil
+
+        name = "candidate" + Path(path).suffix
+        doc = self._op({"op": "write", "name": name, "schema": schema.to_wire(),
+                        "rows": {t: [tuple(r) for r in rs] for t, rs in rows.items()},
+                        "timeout_s": timeout_s}, timeout_s)
+        for table, why in (doc.get("refused") or {}).items():
+            self.refused.setdefault(str(table), str(why))
+        folder = self._worker._tmpdir
+        made = os.path.join(folder, name)
+        if os.path.islink(made) or not os.path.isfile(made):
+            from queryeval.systems.engines.base import QueryFailed
+
+            raise QueryFailed("the neighbour worker wrote no database file")
+        Path(path).unlink(missing_ok=True)
+        shutil.move(made, path)
+        return {str(t): [tuple(r) for r in rs] for t, rs in doc["kept"].items()}
 
 
 class _LentEngine(WorkerBacked):

@@ -8,6 +8,19 @@ come along as DDL. :func:`write_database` recreates the schema in a new file and
 generated rows one at a time with every declared constraint enforced (sqlite:
 ``PRAGMA foreign_keys=ON``; DuckDB enforces keys always), so a row that would break one --
 a CHECK this module does not read included -- is left out rather than written.
+
+What a schema holds beyond plain tables: generated columns (sqlite's, DuckDB's) are not
+among a table's :attr:`Table.columns` -- the engine computes them in the neighbour as in
+the original, and an insert naming one is refused; DuckDB sequences are recreated before
+the tables (a key ``DEFAULT nextval('s')`` needs its sequence); a sqlite virtual table
+(FTS5 ...) is recreated by its own ``CREATE VIRTUAL TABLE``, which makes its shadow tables,
+so those are neither read nor created again. Triggers and macros are not recreated.
+
+Both functions open a user's database or write one with an engine: they run only in the
+sandboxed neighbour worker (:mod:`..sql_worker`, ``op`` ``"schema"`` / ``"write"``), under
+its deadline, memory cap, Landlock and seccomp, never in the evaluating process
+(docs/execution.md). DuckDB is opened there with external access and extension loading
+off as well, so a view over ``read_csv('<path>')`` or a URL is not bound by the replay.
 """
 
 from __future__ import annotations
@@ -49,6 +62,8 @@ class Table:
     """A sample of the distinct non-null values of each column in the original data."""
     rows: int = 0
     """Rows in the original table."""
+    virtual: bool = False
+    """A sqlite virtual table (``CREATE VIRTUAL TABLE``): no keys are read from it."""
 
     def keys(self) -> list[tuple[str, ...]]:
         """Every column set that must be unique (primary key first)."""
@@ -63,9 +78,29 @@ class Schema:
     (self references and cycles aside)."""
     extra_ddl: list[str] = field(default_factory=list)
     """Views and indexes, created after the tables."""
+    first_ddl: list[str] = field(default_factory=list)
+    """Created before the tables (DuckDB sequences)."""
 
     def table(self, name: str) -> Table:
         return next(t for t in self.tables if t.name.lower() == name.lower())
+
+    def to_wire(self) -> dict:
+        """Plain lists and dicts (what a worker frame may carry, :mod:`..sparql_worker`)."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, doc: dict) -> Schema:
+        tables = []
+        for t in doc["tables"]:
+            tables.append(Table(**{**t, "columns": [Column(**c) for c in t["columns"]],
+                                   "primary_key": tuple(t["primary_key"]),
+                                   "unique": [tuple(u) for u in t["unique"]],
+                                   "foreign_keys": [ForeignKey(tuple(f["columns"]), f["table"],
+                                                               tuple(f["refs"]))
+                                                    for f in t["foreign_keys"]]}))
+        return cls(doc["dialect"], tables, list(doc["extra_ddl"]), list(doc["first_ddl"]))
 
 
 def _q(name: str) -> str:
@@ -96,8 +131,64 @@ def _order(tables: list[Table]) -> list[Table]:
 
 
 def read_schema(path: Path, dialect: str) -> Schema:
-    """Schema, constraints and a sample of the values of a sqlite or DuckDB file (read only)."""
+    """Schema, constraints and a sample of the values of a sqlite or DuckDB file (read only).
+    In the sandboxed worker only (module docstring)."""
     return _read_sqlite(path) if dialect == "sqlite" else _read_duckdb(path)
+
+
+MEMORY_LIMIT_BYTES = 0
+"""DuckDB's ``memory_limit`` here (0: DuckDB's default); the worker sets half its cap."""
+
+
+def duckdb_connect(path: Path, *, read_only: bool) -> Any:
+    """A DuckDB connection that reaches no file but ``path`` (external access off), loads
+    and installs no extension, spills to the worker's temporary folder."""
+    import os
+
+    import duckdb
+
+    config: dict[str, Any] = {"enable_external_access": False, "threads": 1,
+                              "autoload_known_extensions": False,
+                              "autoinstall_known_extensions": False}
+    if os.environ.get("TMPDIR"):
+        config["temp_directory"] = os.environ["TMPDIR"]
+    if MEMORY_LIMIT_BYTES:
+        config["memory_limit"] = f"{max(MEMORY_LIMIT_BYTES // 2 // 1024**2, 64)}MB"
+    return duckdb.connect(str(path), read_only=read_only, config=config)
+
+
+def table_rows(path: Path, dialect: str) -> dict[str, dict[str, list]]:
+    """Every table of a (small) neighbour database, ``{table: {"columns", "rows"}}``, the
+    values as the engine gives them. In the sandboxed worker only (module docstring)."""
+    if dialect == "sqlite":
+        conn: Any = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        kinds = _sqlite_kinds(conn)
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name").fetchall() if kinds.get(r[0]) != "shadow"]
+    else:
+        conn = duckdb_connect(path, read_only=True)
+        names = [r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall()]
+    try:
+        out = {}
+        for name in names:
+            cur = conn.execute(f"SELECT * FROM {_q(name)}")
+            out[name] = {"columns": [d[0] for d in cur.description],
+                         "rows": [list(r) for r in cur.fetchall()]}
+        return out
+    finally:
+        conn.close()
+
+
+def _sqlite_kinds(conn: Any) -> dict[str, str]:
+    """Table name -> ``table`` / ``virtual`` / ``shadow`` (``PRAGMA table_list``, sqlite
+    3.37+; an older sqlite tells none apart, and a virtual table's shadow tables then fail
+    the replay: the case is unknown with the engine's reason)."""
+    try:
+        return {r[1]: r[2] for r in conn.execute("PRAGMA main.table_list").fetchall()}
+    except sqlite3.Error:
+        return {}
 
 
 def _sample(conn: Any, table: str, column: str) -> list[Any]:
@@ -111,6 +202,7 @@ def _read_sqlite(path: Path) -> Schema:
     try:
         tables: list[Table] = []
         extra: list[str] = []
+        kinds = _sqlite_kinds(conn)
         for kind, name, sql in conn.execute(
                 "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall():
@@ -118,6 +210,18 @@ def _read_sqlite(path: Path) -> Schema:
                 if kind in ("view", "index"):
                     extra.append(sql)
                 continue
+            if kinds.get(name) == "shadow":  # made by its virtual table's CREATE
+                continue
+            if kinds.get(name) == "virtual":
+                info = conn.execute(f"PRAGMA table_info({_q(name)})").fetchall()
+                t = Table(name, [Column(r[1], (r[2] or "").upper(), bool(r[3])) for r in info],
+                          sql, virtual=True)
+                t.values = {c.name: _sample(conn, name, c.name) for c in t.columns}
+                t.rows = conn.execute(f"SELECT count(*) FROM {_q(name)}").fetchone()[0]
+                tables.append(t)
+                continue
+            # table_info leaves out generated columns (table_xinfo shows them): they are
+            # computed by the engine, never inserted
             info = conn.execute(f"PRAGMA table_info({_q(name)})").fetchall()
             cols = [Column(r[1], (r[2] or "").upper(), bool(r[3])) for r in info]
             pk = tuple(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5]))
@@ -148,19 +252,22 @@ def _read_sqlite(path: Path) -> Schema:
 
 
 def _read_duckdb(path: Path) -> Schema:
-    import duckdb
-
-    conn = duckdb.connect(str(path), read_only=True)
+    conn = duckdb_connect(path, read_only=True)
     try:
         db = conn.execute("SELECT current_database(), current_schema()").fetchone()
         tables: list[Table] = []
+        generated = {(t, c) for t, c in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_catalog = ? AND table_schema = ? AND is_generated = 'ALWAYS'",
+            [db[0], db[1]]).fetchall()}
         for name, sql in conn.execute(
                 "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = ? "
                 "AND schema_name = ? ORDER BY table_oid", [db[0], db[1]]).fetchall():
             cols = [Column(c, (t or "").upper(), not nullable) for c, t, nullable in conn.execute(
                 "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
                 "WHERE database_name = ? AND schema_name = ? AND table_name = ? "
-                "ORDER BY column_index", [db[0], db[1], name]).fetchall()]
+                "ORDER BY column_index", [db[0], db[1], name]).fetchall()
+                if (name, c) not in generated]  # computed by the engine, never inserted
             t = Table(name, cols, sql)
             for kind, names, parent, refs in conn.execute(
                     "SELECT constraint_type, constraint_column_names, referenced_table, "
@@ -186,15 +293,20 @@ def _read_duckdb(path: Path) -> Schema:
         extra += [r[0] for r in conn.execute(
             "SELECT sql FROM duckdb_indexes() WHERE database_name = ? AND schema_name = ?",
             [db[0], db[1]]).fetchall() if r[0]]
+        first = [r[0] for r in conn.execute(
+            "SELECT sql FROM duckdb_sequences() WHERE database_name = ? AND schema_name = ? "
+            "AND NOT temporary", [db[0], db[1]]).fetchall() if r[0]]
     finally:
         conn.close()
-    return Schema("duckdb", _order(tables), extra)
+    return Schema("duckdb", _order(tables), extra, first)
 
 
-def write_database(schema: Schema, path: Path,
-                   rows: dict[str, Iterable[tuple]]) -> dict[str, list[tuple]]:
+def write_database(schema: Schema, path: Path, rows: dict[str, Iterable[tuple]],
+                   refused: dict[str, str] | None = None) -> dict[str, list[tuple]]:
     """Create ``path`` with ``schema`` and insert ``rows`` (table -> value tuples in column
-    order), one at a time with the constraints enforced; the rows that went in, per table."""
+    order), one at a time with the constraints enforced; the rows that went in, per table.
+    ``refused`` (when given) gets, per table, the engine's words on the first row it
+    refused. In the sandboxed worker only (module docstring)."""
     path.unlink(missing_ok=True)
     if schema.dialect == "sqlite":
         conn: Any = sqlite3.connect(path, isolation_level=None)
@@ -203,10 +315,12 @@ def write_database(schema: Schema, path: Path,
     else:
         import duckdb
 
-        conn = duckdb.connect(str(path))
+        conn = duckdb_connect(path, read_only=False)
         error = duckdb.Error
     kept: dict[str, list[tuple]] = {}
     try:
+        for ddl in schema.first_ddl:
+            conn.execute(ddl)
         for t in schema.tables:
             conn.execute(t.ddl)
         for t in schema.tables:
@@ -216,8 +330,10 @@ def write_database(schema: Schema, path: Path,
             for row in rows.get(t.name, ()):
                 try:
                     conn.execute(sql, list(row))
-                except error:
-                    continue  # a constraint refused it (a CHECK, a key the fuzzer missed)
+                except error as exc:  # a constraint refused it (a CHECK, a key, a type)
+                    if refused is not None:
+                        refused.setdefault(t.name, f"{type(exc).__name__}: {exc}"[:300])
+                    continue
                 kept[t.name].append(tuple(row))
         for ddl in schema.extra_ddl:
             try:
