@@ -212,7 +212,7 @@ def mini_calculate_f1_score(predicted, ground_truth):
         match_scores.append(match_score)
         pred_only_scores.append(pred_only_score)
         truth_only_scores.append(truth_only_score)
-    for i in range(len(predicted) - len(ground_truth)):
+    for _ in range(len(predicted) - len(ground_truth)):
         match_scores.append(0)
         pred_only_scores.append(1)
         truth_only_scores.append(0)

@@ -9,9 +9,8 @@ import socket
 
 import pytest
 
-from test_judge_fake import FakeJudgeServer, verdict_reply
-
 from test_freeform_judge_e2e import EXAMPLE
+from test_judge_fake import FakeJudgeServer, verdict_reply
 
 
 def _closed_port_url() -> str:

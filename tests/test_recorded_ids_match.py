@@ -33,8 +33,8 @@ def test_no_matching_id_is_one_warning_naming_an_id_of_each_side(tmp_path, capsy
 
 
 def test_in_memory_reader_says_the_same(tmp_path):
-    from queryeval.systems.recorded import RecordedSystem
     from queryeval.suite.loader import load_suite
+    from queryeval.systems.recorded import RecordedSystem
     from queryeval.tasks.base import get_task
 
     path, n = _shifted_responses(tmp_path)
@@ -49,8 +49,8 @@ def test_in_memory_reader_says_the_same(tmp_path):
 
 
 def test_some_matching_ids_keep_the_count_warning(tmp_path):
-    from queryeval.systems.recorded import RecordedSystem
     from queryeval.suite.loader import load_suite
+    from queryeval.systems.recorded import RecordedSystem
     from queryeval.tasks.base import get_task
 
     lines = (EXAMPLE / "responses.jsonl").read_text().splitlines()
