@@ -65,7 +65,15 @@ def distinguishing(record: dict) -> list[dict]:
     if not isinstance(found, dict):
         return []
     tables = found.get("database") if isinstance(found.get("database"), dict) else {}
-    text = json.dumps({name: part.get("rows") for name, part in tables.items()
+    from queryeval.io.typedjson import display
+
+    def cells(rows: Any) -> Any:  # typed values (UUID, interval, ...) as their own text
+        if not isinstance(rows, list):
+            return rows
+        return [[display(v) if isinstance(v, dict) else v for v in row]
+                if isinstance(row, list) else row for row in rows]
+
+    text = json.dumps({name: cells(part.get("rows")) for name, part in tables.items()
                        if isinstance(part, dict)}, ensure_ascii=False, default=str)
     if len(text) > 600:
         text = text[:599] + "…"
