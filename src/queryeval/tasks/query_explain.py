@@ -32,6 +32,7 @@ SHOWN_CASES = 10
 def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mapping[str, Any],
                 mapping: list[str] | None, rules: str) -> list[dict]:
     """The ``explanation`` of one scored record (module docstring)."""
+    from queryeval.metrics.deadline import ScoringOverrun
     from queryeval.metrics.tables.explain import explain_tables
 
     info = record.get("predicted_execution") or {}
@@ -50,6 +51,8 @@ def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mappi
             items = explain_tables(pred, gold, rules=rules, mapping=mapping,
                                    **{k: modes[k] for k in ("ordered", "abs_tol", "rel_tol",
                                                             "columns") if k in modes})
+        except ScoringOverrun:
+            raise
         except Exception as exc:  # noqa: BLE001 - the scores stand; say what failed
             items = [{"kind": "unexplained", "message": f"no explanation: {type(exc).__name__}",
                       "detail": {}}]
