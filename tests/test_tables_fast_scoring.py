@@ -123,9 +123,10 @@ def old_clean_normalize(value):
     st.integers(min_value=0, max_value=10**70).map(lambda i: "0" * (i % 3) + str(i)),
     st.floats().map(repr), st.text(max_size=6)))
 def test_the_normalisation_is_the_per_cell_one(text):
-    from queryeval.metrics.tables.model import clean_normalize
+    from queryeval.metrics.tables.model import clean_normalize, clean_normalize_all
 
     assert clean_normalize(text) == old_clean_normalize(text)
+    assert clean_normalize_all([text, None]) == [old_clean_normalize(text), None]
 
 
 # --- random tables -----------------------------------------------------------------------------
@@ -158,6 +159,20 @@ def test_sql_rows_become_the_same_terms(table):
     got = QueryResult(list(names), list(rows), kind="sql").to_sparql_json()
     assert json.dumps(got, sort_keys=True) == json.dumps(old_to_sparql_json(names, rows),
                                                          sort_keys=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(sql_values, min_size=1, max_size=50), st.integers(0, 2))
+def test_long_columns_become_the_same_terms(extra, kind):
+    """Columns past the first 4,096 cells, mostly distinct (terms built one by one) or
+    repeating (one term per distinct text and integer)."""
+    from queryeval.systems.engines.base import sql_terms
+
+    base = ([*range(5000), *map(str, range(5000))] if kind == 0 else
+            [i % 7 for i in range(5000)] + ["a", "b"] * 100 if kind == 1 else
+            [float(i) for i in range(4200)])
+    values = [*extra, *base, *extra]
+    assert sql_terms(values) == [None if v is None else sql_value_to_term(v) for v in values]
 
 
 @SETTINGS
@@ -325,3 +340,16 @@ def test_scoring_a_case_reads_each_cell_once(tmp_path, monkeypatch):
     # case "all": gold 300 x 3, predicted 300 x 4; case "few": gold 5 x 1, predicted 7 x 1
     assert sum(seen) == 300 * 3 + 300 * 4 + 5 + 7
     assert len(encodings) == 2  # one encoding per case
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 40), max_size=30), st.lists(st.integers(-5, 40), max_size=30))
+def test_common_values_are_those_numpy_finds(a, b):
+    import numpy as np
+
+    from queryeval.metrics.tables.encode import _common
+
+    a, b = np.unique(np.array(a, dtype=np.int64)), np.unique(np.array(b, dtype=np.int64))
+    _, want_a, want_b = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+    got_a, got_b = _common(a, b)
+    assert got_a.tolist() == want_a.tolist() and got_b.tolist() == want_b.tolist()

@@ -312,10 +312,14 @@ class QueryTask(QueryEngines, Task):
         cell budget (:mod:`queryeval.metrics.deadline`) makes the case an error instead."""
         from queryeval.metrics.deadline import Deadline, ScoringOverrun
 
+        from queryeval.metrics.tables.encode import forget_encoding
+
         try:
             return self._score_tables(record, Deadline(self.options.score_timeout_s))
         except ScoringOverrun as exc:
             return _unscored(record, exc)
+        finally:
+            forget_encoding()  # the case's tables are not held past its scoring
 
     def _score_tables(self, record: dict, deadline: Any) -> dict:
         from queryeval.metrics.deadline import ScoringOverrun

@@ -10,6 +10,7 @@ one hash pass plus a normalisation call per distinct value.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from queryeval.metrics.tables.model import (
     buildingqa_entity,
     buildingqa_normalize,
     clean_normalize,
+    clean_normalize_all,
 )
 
 _SMALL = 2048
@@ -95,11 +97,17 @@ def _map_uniques(raw_codes: np.ndarray, uniques: list[str],
     """Ids after applying ``func`` to each distinct raw value (then ``post`` to the list of
     results): ``0`` stands for a ``None`` cell when ``none_id`` is ``None``; otherwise
     ``None`` cells take ``none_id``'s value."""
-    values = [func(u) for u in uniques]
+    values = clean_normalize_all(uniques) if func is clean_normalize else [func(u) for u in uniques]
     if post is not None:
         values = post(values)
-    mapped = np.array([*values, None], dtype=object)
-    codes, count = factorize(mapped)
+    if func is clean_normalize and post is None and all(map(operator.is_, values, uniques)):
+        # nothing changed: the values are the raw distinct ones, so factorising them again
+        # would give 0..k-1 in order (and -1 for the trailing None slot)
+        count = len(values)
+        codes = np.append(np.arange(count, dtype=np.int64), -1)
+    else:
+        mapped = np.array([*values, None], dtype=object)
+        codes, count = factorize(mapped)
     ids = codes + 1  # 0 is reserved for unbound
     if none_id is not None:
         ids[-1] = ids[none_id]
@@ -124,6 +132,12 @@ def encode(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
     enc = encode_tables(gold, pred, rules, abs_tol, rel_tol)
     _LAST.pair = (gold, pred, key, enc)
     return enc
+
+
+def forget_encoding() -> None:
+    """Drop this thread's remembered pair (:func:`encode`), so a case's tables are not held
+    after it is scored."""
+    _LAST.pair = None
 
 
 def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
@@ -181,9 +195,9 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
     for j, (gu, gc) in enumerate(g_counts):
         check()
         for c, (pu, pc) in enumerate(p_counts):
-            _, gi, pi = np.intersect1d(gu, pu, assume_unique=True, return_indices=True)
+            gi, pi = _common(gu, pu)
             overlap[j, c] = int(np.minimum(gc[gi], pc[pi]).sum())
-            ent_tp[j, c] = len(np.intersect1d(g_sets[j], p_sets[c], assume_unique=True))
+            ent_tp[j, c] = len(_common(g_sets[j], p_sets[c])[0])
     g_sizes = np.array([len(s) for s in g_sets], dtype=np.int64)
     p_sizes = np.array([len(s) for s in p_sets], dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -191,6 +205,19 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
         recall = np.where(g_sizes[:, None] > 0, ent_tp / g_sizes[:, None], 1.0)
     return Encoded(gold_cols, pred_cols, int(n_values), overlap, ent_tp, g_sizes, p_sizes,
                    precision.reshape(shape), recall.reshape(shape), gold_ent, pred_ent)
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the values two sorted arrays of distinct values share lie in each (as
+    ``numpy.intersect1d(..., assume_unique=True, return_indices=True)``, by binary search of
+    ``b`` in ``a`` instead of sorting both again)."""
+    if not len(a) or not len(b):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    at = np.searchsorted(a, b)
+    hit = at < len(a)
+    hit[hit] = a[at[hit]] == b[hit]
+    return at[hit], np.flatnonzero(hit)
 
 
 def _entity_set(col: np.ndarray, exclude: int) -> np.ndarray:

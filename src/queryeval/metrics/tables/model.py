@@ -162,6 +162,23 @@ def clean_normalize(value: Cell) -> Cell:
     return text if number is None else number
 
 
+def clean_normalize_all(values: list[Cell]) -> list[Cell]:
+    """:func:`clean_normalize` of each value (the same results, one call for a list)."""
+    limit = min(_PLAIN_DIGITS, getcontext().prec)
+    start = _NUMBER_START
+    out: list[Cell] = []
+    append = out.append
+    for value in values:
+        if value is not None and value.isascii():
+            text = value.strip()
+            if not text or text[0] not in start or (
+                    text.isdigit() and (text[0] != "0" or len(text) == 1) and len(text) <= limit):
+                append(text)
+                continue
+        append(clean_normalize(value))
+    return out
+
+
 _BQA_DATATYPE = re.compile(r"\^\^.*$")
 _BQA_LANG = re.compile(r"@[a-z]{2}(-[a-z]{2})?$")
 
