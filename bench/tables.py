@@ -7,7 +7,8 @@ comparison, measured in the same run.
 Cases: the seed's bldg11 q1 (377 gold x 4268 predicted rows; skipped when ../shared is
 absent) and random tables of 4, 6 and 8 columns. A reference run that its first mapping
 predicts to exceed --max-ref-seconds is skipped and says so. Our search alone is then timed
-on 8, 10 and 12 columns x 10k rows.
+on 8, 10 and 12 columns x 10k rows. Last, scoring one case of a wide result (30,000 x 40,
+15,000 x 80, 1,000,000 cells) as the query task does (``--wide-only``: that section alone).
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="planted grid: run each cell this many times, report the fastest")
     parser.add_argument("--seed", type=int, default=1, help="seed of --stall-sweep")
+    parser.add_argument("--wide-only", action="store_true",
+                        help="only the wide-table scoring section (issue 34)")
     parser.add_argument("--stall-sweep", type=int, metavar="N", default=0,
                         help="only: N random planted tables searched with and without the "
                              "early stop (does it ever stop a search that would finish?)")
@@ -146,6 +149,9 @@ def main() -> None:
         return
     if args.planted_only:
         planted_grid(args.budget_seconds, args.repeat)
+        return
+    if args.wide_only:
+        wide_scoring()
         return
     ours([{"a": {"value": "x"}}], [{"b": {"value": "x"}}])  # warm the imports
 
@@ -195,6 +201,74 @@ def main() -> None:
             print(f"  {n_cols:2} cols, {cardinality:4} values/col: {took:7.3f} s  "
                   f"exact={got.exact} nodes={got.nodes} row={got.row_matching_f1:.4f}")
     planted_grid(args.budget_seconds, args.repeat)
+    wide_scoring()
+
+
+WIDE_CASES = (
+    ("30,000 x 40 predicted, gold 2 of its columns", 30_000, 40, "c0, c1", 1000),
+    ("15,000 x 80 predicted, gold 2 of its columns", 15_000, 80, "c0, c1", 1000),
+    ("100,000 x 10 (1M cells), 1,000 values a column, gold reordered", 100_000, 10,
+     "c9, c8, c7, c6, c5, c4, c3, c2, c1, c0", 1000),
+    ("100,000 x 10 (1M cells), values all distinct, gold reordered", 100_000, 10,
+     "c9, c8, c7, c6, c5, c4, c3, c2, c1, c0", 100_000_000),
+)
+
+
+def wide_scoring() -> None:
+    """Scoring one case of a wide result, as the query task does it once the engine's rows
+    are at hand (issue 34, item 6): rows to terms, terms to text, the mapping search, the
+    result sample and the explanation (``QueryTask.score_case``, the engine's answer served
+    from memory so only scoring is timed). Wall and CPU seconds (the CPU figure is what a
+    loaded machine cannot inflate) and the figures."""
+    import json
+    import sqlite3
+    import tempfile
+
+    from queryeval.suite.models import Case
+    from queryeval.tasks.base import TurnOutcome
+    from queryeval.tasks.query import QueryTask
+
+    print("\nwide results: scoring one case (engine rows at hand; rows to terms to text, mapping "
+          "search, sample, explanation):")
+    for name, n_rows, n_cols, gold_cols, values in WIDE_CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "w.sqlite"
+            conn = sqlite3.connect(db)
+            cols = [f"c{k}" for k in range(n_cols)]
+            conn.execute(f"CREATE TABLE w({', '.join(c + ' INTEGER' for c in cols)})")
+            rng = random.Random(n_rows * n_cols)
+            conn.executemany(f"INSERT INTO w VALUES ({', '.join('?' * n_cols)})",
+                             ([rng.randrange(values) for _ in range(n_cols)]
+                              for _ in range(n_rows)))
+            conn.commit()
+            conn.close()
+            gold_q, pred_q = f"SELECT {gold_cols} FROM w", "SELECT * FROM w"
+            case = Case.model_validate({"id": "wide", "conversation": [{
+                "role": "user", "content": "q", "target": {"query": {
+                    "source": str(db), "gold": gold_q}}}]})
+            task = QueryTask({"max_rows": 200_000})
+            engine = task.engine(str(db))
+            answers = {q: engine.execute(q, timeout_s=300, max_rows=200_000)
+                       for q in (gold_q, pred_q)}
+
+            class Answered:  # the engine's rows, served from memory
+                def execute(self, query: str, **_: object) -> object:
+                    return answers[query]
+
+                def __getattr__(self, key: str) -> object:
+                    return getattr(engine, key)
+
+            task._engines[str(db)] = Answered()
+            start, cpu0 = time.perf_counter(), time.process_time()
+            record = task.score_case(case, [TurnOutcome(turn=0, output=pred_q)])
+            took, cpu = time.perf_counter() - start, time.process_time() - cpu0
+            task.close()
+            scores = record["scores"] or {}
+            print(f"  {name:64} {took:6.2f} s (cpu {cpu:5.2f} s)  "
+                  f"row={scores.get('row_matching_f1')} exact={scores.get('exact_match_f1')} "
+                  f"mapping_exact={record.get('mapping_exact')} "
+                  f"explanation={json.dumps([i['kind'] for i in record.get('explanation', [])])}",
+                  flush=True)
 
 
 def planted_case(n_cols: int, n_rows: int, cardinality: int, noise: float, seed: int,

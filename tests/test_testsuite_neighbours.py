@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from queryeval.io.typedjson import from_json
 from queryeval.systems.engines.neighbours import (
     database_rows,
     sql_neighbours,
@@ -113,8 +114,9 @@ def test_duckdb_neighbours_keep_the_constraints(tmp_path):
         fresh.execute("CREATE TABLE emp (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
                       "salary INTEGER, dept_id INTEGER REFERENCES dept(id), hired DATE)")
         for table in ("dept", "emp"):  # duckdb enforces keys always: this raises on a break
-            for row in rows[table]["rows"]:
-                fresh.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", row)
+            for row in rows[table]["rows"]:  # dates in the run log's typed form: read back
+                fresh.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})",
+                              [from_json(v) for v in row])
         fresh.close()
 
 

@@ -30,7 +30,12 @@ def figure(value: object, digits: int = DIGITS) -> str:
 
 def value_text(value: object) -> str:
     """A value from the data as text: floats to :data:`VALUE_DIGITS` significant digits
-    (``12.78``), everything else as ``str``."""
+    (``12.78``), an engine value in the run log's typed form as its own text
+    (:func:`queryeval.io.typedjson.display`), everything else as ``str``."""
+    if isinstance(value, dict):
+        from queryeval.io.typedjson import display
+
+        return display(value)
     if isinstance(value, float) and math.isfinite(value):
         text = f"{value:.{VALUE_DIGITS}g}"
         return text if ("e" in text or "." in text or "inf" in text) else text + ".0"

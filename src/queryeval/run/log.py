@@ -33,6 +33,7 @@ from typing import Any
 
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.io.atomic import atomic_open, write_text_atomic
+from queryeval.io.typedjson import TYPED, record_json, to_json
 from queryeval.io.writing import release_quietly, writing  # noqa: F401 - re-exported
 from queryeval.run.records import RecordStream, scan_records
 
@@ -41,6 +42,11 @@ FSYNC_EVERY = 64
 
 
 def _json_default(obj: Any) -> Any:
+    """What ``json`` cannot write: engine values in their typed form
+    (:mod:`queryeval.io.typedjson`: UUID, interval, decimal, bytes, dates and times, IP
+    addresses), numpy scalars and arrays, sets (sorted), paths."""
+    if isinstance(obj, TYPED):
+        return to_json(obj)
     if hasattr(obj, "item"):  # numpy scalars
         return obj.item()
     if hasattr(obj, "tolist"):
@@ -212,7 +218,8 @@ class RunLog:
 
         If the write fails, the file is cut back to its last whole line and
         :class:`OutputError` is raised: the lines already written stay valid."""
-        data = (dumps(record) + "\n").encode("utf-8")
+        text, _ = record_json(record, dumps)  # a value with no JSON form: an error on its case
+        data = (text + "\n").encode("utf-8")
         path = self.paths.results_jsonl
         try:
             if self._fh is None:

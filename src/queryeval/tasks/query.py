@@ -40,18 +40,56 @@ SAMPLE_ROWS = 10
 SAMPLE_CELL_CHARS = 200
 
 
-def _plain_rows(table: dict) -> tuple[list[str], list[list[str | None]]]:
-    """Column names and rows (cell text, None when unbound) of a result table, in either
-    form the engines give (SPARQL JSON, or ``{"columns", "rows"}``)."""
+def _plain_columns(table: dict) -> list[str]:
+    """The column names :func:`_plain_rows` gives."""
     if "boolean" in table:
-        return ["boolean"], [[str(bool(table["boolean"])).lower()]]
+        return ["boolean"]
     if "head" in table:
-        cols = list(table["head"].get("vars") or [])
-        rows = [[None if (b.get(c) or {}).get("value") is None else str(b[c]["value"])
-                 for c in cols] for b in (table.get("results") or {}).get("bindings") or []]
-        return cols, rows
-    cols = [str(c) for c in table.get("columns") or []]
-    return cols, [[None if v is None else str(v) for v in row] for row in table.get("rows") or []]
+        return list(table["head"].get("vars") or [])
+    return [str(c) for c in table.get("columns") or []]
+
+
+def _row_count(table: dict) -> int:
+    if "boolean" in table:
+        return 1
+    if "head" in table:
+        return len((table.get("results") or {}).get("bindings") or [])
+    return len(table.get("rows") or [])
+
+
+def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = None
+                ) -> tuple[list[str], list[list[str | None]]]:
+    """Column names and rows (cell text, None when unbound) of a result table, in either
+    form the engines give (SPARQL JSON, or ``{"columns", "rows"}``); ``first``: only the
+    first rows; ``only``: as columns (one list per named column), not rows."""
+    if "boolean" in table:
+        rows = [[str(bool(table["boolean"])).lower()]]
+        return ["boolean"], ([[r[0] for r in rows]] if only is not None else rows)
+    cols = _plain_columns(table)
+    if "head" in table:
+        bindings = (table.get("results") or {}).get("bindings") or []
+        if first is not None:
+            bindings = bindings[:first]
+
+        def column(c: str) -> list[str | None]:  # a cell's text; None when unbound
+            out: list[str | None] = []
+            for term in [b.get(c) for b in bindings]:
+                value = (term or {}).get("value")
+                out.append(None if value is None else value if type(value) is str
+                           else str(value))
+            return out
+
+        by_column = [column(c) for c in (only if only is not None else cols)]
+        if only is not None:
+            return cols, by_column
+        return cols, [list(r) for r in zip(*by_column)] if cols else [[] for _ in bindings]
+    rows = table.get("rows") or []
+    if first is not None:
+        rows = rows[:first]
+    if only is not None:
+        at = {c: i for i, c in enumerate(cols)}
+        return cols, [[None if r[at[c]] is None else str(r[at[c]]) for r in rows] for c in only]
+    return cols, [[None if v is None else str(v) for v in row] for row in rows]
 
 
 def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
@@ -63,10 +101,15 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     g_cols, g_rows = _plain_rows(gold)
     out: dict[str, Any] = {"limit": limit, "mapping": mapping,
                            "gold": {"columns": g_cols, "total": len(g_rows)}}
-    p_cols, p_rows = _plain_rows(pred) if pred is not None else ([], [])
+    p_cols = _plain_columns(pred) if pred is not None else []
     index = {c: i for i, c in enumerate(p_cols)}
     usable = mapping is not None and len(mapping) == len(g_cols) and all(c in index for c in mapping)
-    projected = [tuple(r[index[c]] for c in mapping) for r in p_rows] if usable else []
+    # every predicted row is needed only in the mapped columns; whole, only the first `limit`
+    projected = (list(zip(*_plain_rows(pred, only=list(mapping))[1]))
+                 if usable and pred is not None else [])
+    if usable and not g_cols:
+        projected = [()] * _row_count(pred)
+    p_rows = _plain_rows(pred, first=limit)[1] if pred is not None else []
     g_set, p_set = {tuple(r) for r in g_rows}, set(projected)
 
     def cut(row: list[str | None]) -> list[str | None]:
@@ -76,11 +119,28 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     out["gold"]["rows"] = [cut(r) for r in g_rows[:limit]]
     out["gold"]["matched"] = [usable and tuple(r) in p_set for r in g_rows[:limit]]
     if pred is not None:
-        out["predicted"] = {"columns": p_cols, "total": len(p_rows),
+        out["predicted"] = {"columns": p_cols, "total": _row_count(pred),
                             "rows": [cut(r) for r in p_rows[:limit]],
                             "matched": [usable and projected[i] in g_set
                                         for i in range(min(limit, len(p_rows)))]}
     return out
+
+
+def _unscored(record: dict, exc: Exception) -> dict:
+    """``record`` as an error on its case: its scoring overran (``exc``: a
+    :class:`~queryeval.metrics.deadline.ScoringOverrun`). No scores (no figure from a
+    comparison that did not finish); what was partly computed is dropped."""
+    for key in ("mapping", "mapping_exact", "row_f1_bound", "order_score", "result_sample",
+                "test_suite", "gold_matched"):
+        record.pop(key, None)
+    kind = getattr(exc, "kind", "deadline")
+    record["status"] = "error"
+    record["error_kinds"] = sorted({*record.get("error_kinds", []), "scoring"})
+    record["scores"] = None
+    record["scoring_error"] = {"kind": kind, "message": str(exc)}
+    record["explanation"] = [{"kind": "unscored", "message": f"not scored: {exc}",
+                              "detail": {"reason": kind}}]
+    return record
 
 
 class QueryOptions(TaskOptions):
@@ -95,6 +155,14 @@ class QueryOptions(TaskOptions):
     ``oxigraph`` under :func:`queryeval.io.caches.cache_root`, as the embedding cache)."""
     search_nodes: int = Field(default=200_000, ge=1)
     """Node budget of the column-mapping search (results say whether the search was exact)."""
+    score_timeout_s: float | None = Field(default=120.0, gt=0, allow_inf_nan=False)
+    """Deadline of one case's scoring (the comparison of its result tables, the result sample
+    and the explanation; not the engines' execution): past it the case is an error (kind
+    ``scoring``) and the run goes on. ``None``: no deadline (docs/execution.md)."""
+    score_max_cells: int | None = Field(default=4_000_000, ge=1)
+    """Memory cap of one case's scoring, as a cell budget: a gold or predicted result of more
+    cells (rows × columns) is not converted or compared; the case is an error (kind
+    ``scoring``). ``None``: no budget."""
     order: Literal["auto", "ignore"] = "auto"
     """auto: row order counts for exact match when the gold query has a top-level ORDER BY
     (a case's ``ordered: true|false`` wins); ignore: never (always so under buildingqa rules)."""
@@ -252,10 +320,27 @@ class QueryTask(QueryEngines, Task):
         return bool(query_is_ordered(query, record["language"]))
 
     def _fill_scores(self, record: dict) -> dict:
-        from queryeval.metrics.tables import Budget, best_of_golds
+        """The case's scores and what explains them; a scoring that overruns its deadline or
+        cell budget (:mod:`queryeval.metrics.deadline`) makes the case an error instead."""
+        from queryeval.metrics.deadline import Deadline, ScoringOverrun
+
+        from queryeval.metrics.tables.encode import forget_encoding
+
+        try:
+            return self._score_tables(record, Deadline(self.options.score_timeout_s))
+        except ScoringOverrun as exc:
+            return _unscored(record, exc)
+        finally:
+            forget_encoding()  # the case's tables are not held past its scoring
+
+    def _score_tables(self, record: dict, deadline: Any) -> dict:
+        from queryeval.metrics.deadline import ScoringOverrun
+        from queryeval.metrics.tables import Budget, as_table, best_of_golds
 
         golds, gold_info, failure = self._golds(record)
         record["gold_execution"] = gold_info
+        if gold_info.get("status") == "too_large":
+            raise ScoringOverrun("cells", f"gold: {gold_info.get('reason')}")
         if failure is not None:
             record["status"] = "error"
             record["error_kinds"] = sorted({*record.get("error_kinds", []), failure})
@@ -273,8 +358,11 @@ class QueryTask(QueryEngines, Task):
         else:
             pred, info = self._execute(record["source"], pred_query)
         record["predicted_execution"] = info
+        if info.get("status") == "too_large":
+            raise ScoringOverrun("cells", f"prediction: {info.get('reason')}")
         scores = {k: 0.0 for k in (*F1_KEYS, *RATE_KEYS)}
         gold, index = golds[0][0], 0
+        compared: tuple[Any, Any] | None = None  # (predicted, gold) tables, read once
         if pred is not None:
             engine = self.engine(record["source"])
             # Arity: the reference's regular expression reads the query text (buildingqa
@@ -285,14 +373,21 @@ class QueryTask(QueryEngines, Task):
                 per_gold = [self._ordered(record, q) for _, q in golds]  # golds[0]: the gold
                 modes = self._modes(record, ordered=per_gold[0])
                 record["comparison"] = modes
-                index, ts = best_of_golds(
-                    pred, [g for g, _ in golds],
-                    gold_queries=[q if by_text else None for _, q in golds],
-                    rules=self.options.rules,
-                    budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
-                    pred_query=pred_query if by_text else None,
-                    prefixes=getattr(engine, "prefixes", None), **{**modes, "ordered": per_gold})
-                record["comparison"] = {**modes, "ordered": per_gold[index]}
+                with deadline.active():  # the case's scoring deadline
+                    # each table read once (cells to text), for the scores and the explanation
+                    p_table = as_table(pred, rules=self.options.rules)
+                    g_tables = [as_table(g, rules=self.options.rules) for g, _ in golds]
+                    index, ts = best_of_golds(
+                        p_table, g_tables,
+                        gold_queries=[q if by_text else None for _, q in golds],
+                        rules=self.options.rules,
+                        budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),
+                        pred_query=pred_query if by_text else None,
+                        prefixes=getattr(engine, "prefixes", None), **{**modes, "ordered": per_gold})
+                    record["comparison"] = {**modes, "ordered": per_gold[index]}
+                    compared = (p_table, g_tables[index])
+            except ScoringOverrun:
+                raise
             except Exception as exc:  # noqa: BLE001 - an unscorable result scores 0, recorded
                 record["predicted_execution"] = {**info, "status": "unscorable",
                                                  "reason": f"{type(exc).__name__}: {exc}"}
@@ -312,7 +407,8 @@ class QueryTask(QueryEngines, Task):
                 record["row_f1_bound"] = ts.row_f1_bound
             if ts.order_score is not None:
                 record["order_score"] = ts.order_score
-            record["result_sample"] = result_sample(gold, pred, record["mapping"])
+            with deadline.active():
+                record["result_sample"] = result_sample(gold, pred, record["mapping"])
         elif record["predicted_execution"].get("status") != "unscorable":
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
@@ -329,8 +425,11 @@ class QueryTask(QueryEngines, Task):
             record.pop("execution", None)
         from queryeval.tasks import query_explain as qx  # why it differs, what it touched
 
-        record["explanation"] = qx.explanation(record, pred, gold, record.get("comparison", {}),
-                                               record.get("mapping"), self.options.rules)
+        e_pred, e_gold = compared if compared is not None and pred is not None else (pred, gold)
+        with deadline.active():
+            record["explanation"] = qx.explanation(record, e_pred, e_gold,
+                                                   record.get("comparison", {}),
+                                                   record.get("mapping"), self.options.rules)
         scores.update(qx.touched_fields(self, record, golds[index][1] or golds[0][1]))
         record["scores"] = scores
         return record
@@ -348,7 +447,9 @@ class QueryTask(QueryEngines, Task):
 
     def rescore_record(self, record: dict) -> dict:
         out = dict(record)
-        out["error_kinds"] = [k for k in record.get("error_kinds", []) if k != "gold_query"]
+        out["error_kinds"] = [k for k in record.get("error_kinds", [])
+                              if k not in ("gold_query", "scoring")]  # both decided again
+        out.pop("scoring_error", None)
         out["status"] = "error" if out["error_kinds"] else "ok"
         return query_judge.settle(self, self._fill_scores(out), ask=False)
 
@@ -377,8 +478,8 @@ class QueryTask(QueryEngines, Task):
         def watch(rs: Iterable[dict]) -> Iterator[dict]:
             nonlocal gold_failures
             for r in judge.watch(rs):
-                if r["scores"] is None:
-                    gold_failures += 1
+                if r["scores"] is None and "gold_query" in (r.get("error_kinds") or []):
+                    gold_failures += 1  # (an overrun of scoring has no scores either)
                 yield r
 
         cols = [Values() for _ in keys]
@@ -460,7 +561,9 @@ class QueryTask(QueryEngines, Task):
             "predicted_rows": p.get("rows"), "predicted_columns": p.get("columns"),
             "predicted_status": p.get("status"), "predicted_reason": p.get("reason"),
             "gold_query": record["gold_query"], "predicted_query": record["predicted_query"],
-            "error": f"{record['error']['kind']}: {record['error']['message']}" if record.get("error") else "",
+            "error": (f"{record['error']['kind']}: {record['error']['message']}" if record.get("error")
+                      else f"scoring: {record['scoring_error']['message']}"
+                      if record.get("scoring_error") else ""),
             **(judging.judge_cells(record) if self.options.judge is not None else {}),
         }
 

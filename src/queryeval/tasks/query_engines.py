@@ -116,6 +116,12 @@ class QueryEngines:
             info["sandbox_unavailable"] = {k: report[k] for k in unavailable_layers(report)}
         if res is None:
             return None, info
+        limit = getattr(self.options, "score_max_cells", None)
+        cells = res.row_count * max(len(res.columns), 1)
+        if limit is not None and cells > limit:  # the memory cap of scoring: not converted
+            return None, {**info, "status": "too_large",
+                          "reason": f"the result has {cells:,} cells, more than the scoring "
+                                    f"budget of {limit:,} (score_max_cells)"}
         table = res.to_table_json() if res.kind in ("ask", "graph") else res.to_sparql_json()
         return table, info
 

@@ -32,6 +32,7 @@ SHOWN_CASES = 10
 def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mapping[str, Any],
                 mapping: list[str] | None, rules: str) -> list[dict]:
     """The ``explanation`` of one scored record (module docstring)."""
+    from queryeval.metrics.deadline import ScoringOverrun
     from queryeval.metrics.tables.explain import explain_tables
 
     info = record.get("predicted_execution") or {}
@@ -50,6 +51,8 @@ def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mappi
             items = explain_tables(pred, gold, rules=rules, mapping=mapping,
                                    **{k: modes[k] for k in ("ordered", "abs_tol", "rel_tol",
                                                             "columns") if k in modes})
+        except ScoringOverrun:
+            raise
         except Exception as exc:  # noqa: BLE001 - the scores stand; say what failed
             items = [{"kind": "unexplained", "message": f"no explanation: {type(exc).__name__}",
                       "detail": {}}]
@@ -65,7 +68,15 @@ def distinguishing(record: dict) -> list[dict]:
     if not isinstance(found, dict):
         return []
     tables = found.get("database") if isinstance(found.get("database"), dict) else {}
-    text = json.dumps({name: part.get("rows") for name, part in tables.items()
+    from queryeval.io.typedjson import display
+
+    def cells(rows: Any) -> Any:  # typed values (UUID, interval, ...) as their own text
+        if not isinstance(rows, list):
+            return rows
+        return [[display(v) if isinstance(v, dict) else v for v in row]
+                if isinstance(row, list) else row for row in rows]
+
+    text = json.dumps({name: cells(part.get("rows")) for name, part in tables.items()
                        if isinstance(part, dict)}, ensure_ascii=False, default=str)
     if len(text) > 600:
         text = text[:599] + "…"

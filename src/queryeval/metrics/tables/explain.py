@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from queryeval.errors import NAME_CHARS, one_line
+from queryeval.metrics.deadline import check
 from queryeval.metrics.tables.encode import encode
 from queryeval.metrics.tables.model import Cell, Table, as_table, canonical_number, check_rules
 from queryeval.metrics.tables.modes import check_tolerance, lcs_length
@@ -200,6 +201,7 @@ def explain_tables(pred: Any, gold: Any, *, rules: str = "clean", ordered: bool 
                 f"columns in another order: the rows match when paired gold ← predicted as "
                 f"{moved}; exact match pairs columns by position, so it sees different rows",
                 mapping=pairs))
+    check()  # the case's scoring deadline (metrics/deadline.py)
     g_rows = [tuple(g_scored.rows[i]) for i in range(n_g)]
     p_rows = [tuple(p_table.rows[i][c] for c in idx) for i in range(n_p)]
     if ordered and lcs_length(g_seq, p_seq) < tp:
@@ -261,6 +263,7 @@ def _values(g_seq: list[int], p_seq: list[int], g_rows: list, p_rows: list,
             p_ids: Any) -> list[dict]:
     missing = _unmatched(g_seq, g_count - p_count)
     extra = _unmatched(p_seq, p_count - g_count)
+    check()
     loose_equal = (Counter(tuple(loose_key(v) for v in g_rows[i]) for i in missing)
                    == Counter(tuple(loose_key(v) for v in p_rows[i]) for i in extra))
     cells: list[dict] = []

@@ -241,6 +241,7 @@ def best_of_golds(pred: Any, golds: Sequence[Any], *,
     if len(queries) != len(golds):
         raise ValueError("gold_queries must have one entry per gold")
     ordered = options.pop("ordered", False)
+    pred = as_table(pred, rules=options.get("rules", "clean"))  # read once, not per gold
     flags = list(ordered) if isinstance(ordered, (list, tuple)) else [ordered] * len(golds)
     if len(flags) != len(golds):
         raise ValueError("ordered must be one flag or one flag per gold")

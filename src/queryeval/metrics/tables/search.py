@@ -88,6 +88,7 @@ from typing import Any
 
 import numpy as np
 
+from queryeval.metrics.deadline import check
 from queryeval.metrics.tables.encode import Encoded
 
 # Budget, SearchResult and f1_from_sums stay importable from here (this module's API)
@@ -185,6 +186,7 @@ class _Search(RowGroups, Incumbents):
     # -- primitives ----------------------------------------------------------------------------
 
     def _tick(self) -> None:
+        check()  # the case's scoring deadline (metrics/deadline.py), in and out of the budget
         if not self.counting:
             return
         self.nodes += 1

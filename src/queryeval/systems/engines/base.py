@@ -134,14 +134,20 @@ class QueryResult:
         if self.kind == "ask":
             return {"head": {}, "boolean": bool(self.boolean)}
         names = unique_names(self.columns)
-        bindings: list[dict[str, Any]] = []
+        width = len(names)
         for row in self.rows:
-            binding: dict[str, Any] = {}
-            for name, cell in zip(names, row, strict=True):
-                if cell is None:
-                    continue
-                binding[name] = cell if self.kind != "sql" else sql_value_to_term(cell)
-            bindings.append(binding)
+            if len(row) != width:  # as zip(..., strict=True) said it
+                raise ValueError(f"a row has {len(row)} cells for {width} columns")
+        # column by column: one type test per cell, no call (sql_terms), then one dict per row
+        cols = ([sql_terms([row[k] for row in self.rows]) for k in range(width)]
+                if self.kind == "sql" else [[row[k] for row in self.rows] for k in range(width)])
+        bindings: list[dict[str, Any]] = []
+        append = bindings.append
+        for cells in zip(*cols) if width else [()] * len(self.rows):
+            if None in cells:
+                append({n: c for n, c in zip(names, cells) if c is not None})
+            else:
+                append(dict(zip(names, cells)))
         return {"head": {"vars": names}, "results": {"bindings": bindings}}
 
     def to_table_json(self) -> dict[str, Any]:
@@ -235,6 +241,69 @@ def sql_value_to_term(value: Any) -> dict[str, Any]:
         return {"type": "literal", "value": bytes(value).hex().upper(),
                 "datatype": XSD + "hexBinary"}
     return {"type": "literal", "value": str(value)}
+
+
+_INTEGER, _DOUBLE = XSD + "integer", XSD + "double"
+
+
+def sql_terms(values: list[Any]) -> list[dict[str, Any] | None]:
+    """:func:`sql_value_to_term` of each value (``None`` stays ``None``), with the common
+    types (text, int, float) built inline, and -- on a column that repeats its values (at
+    most half of its first 4,096 cells distinct) -- one term shared by the equal texts and
+    the equal integers (terms are never changed): the same terms, a fraction of the time
+    and memory."""
+    from queryeval.metrics.deadline import check
+
+    check()  # the case's scoring deadline, once a column (metrics/deadline.py)
+    head = values[:_PROBE]
+    if len(head) < _PROBE or len(set(v for v in head if type(v) in (str, int))) * 2 <= _PROBE:
+        return _shared_terms(values)
+    out: list[dict[str, Any] | None] = []
+    append = out.append
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            append({"type": "literal", "value": value})
+        elif kind is int:  # exactly int: True is a bool and takes sql_value_to_term
+            append({"type": "literal", "value": str(value), "datatype": _INTEGER})
+        elif value is None:
+            append(None)
+        elif kind is float:
+            append({"type": "literal", "value": repr(value), "datatype": _DOUBLE})
+        else:
+            append(sql_value_to_term(value))
+    return out
+
+
+_PROBE = 4096
+
+
+def _shared_terms(values: list[Any]) -> list[dict[str, Any] | None]:
+    """:func:`sql_terms` with one term per distinct text and per distinct integer."""
+    out: list[dict[str, Any] | None] = []
+    append = out.append
+    texts: dict[str, dict[str, Any]] = {}
+    ints: dict[int, dict[str, Any]] = {}  # True (== 1) is a bool: it never meets this table
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            term = texts.get(value)
+            if term is None:
+                term = texts[value] = {"type": "literal", "value": value}
+            append(term)
+        elif kind is int:
+            term = ints.get(value)
+            if term is None:
+                term = ints[value] = {"type": "literal", "value": str(value),
+                                      "datatype": _INTEGER}
+            append(term)
+        elif value is None:
+            append(None)
+        elif kind is float:
+            append({"type": "literal", "value": repr(value), "datatype": _DOUBLE})
+        else:
+            append(sql_value_to_term(value))
+    return out
 
 
 def sql_value_to_json(value: Any) -> Any:

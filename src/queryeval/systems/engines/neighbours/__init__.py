@@ -20,8 +20,6 @@ Both are deterministic from a seed and cached per gold under the queryeval cache
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +41,16 @@ def cache_root() -> Path:
 
 
 def plain(value: Any) -> Any:
-    """A cell as JSON can hold it (dates as ISO text, decimals as numbers, bytes as hex)."""
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    return value
+    """A cell as the run log holds it, losslessly: JSON's own values as they are, the rest
+    (UUID, interval, decimal, bytes, dates and times, NaN/±inf) in the typed form of
+    :mod:`queryeval.io.typedjson` (``from_json`` reads it back equal). A value with no
+    typed form is left as it is: the run log makes its case an error naming the field."""
+    from queryeval.io.typedjson import UnwritableValue, to_json
+
+    try:
+        return to_json(value)
+    except UnwritableValue:
+        return value
 
 
 def database_rows(path: Path, dialect: str, runner: Any = None,
