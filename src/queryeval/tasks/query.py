@@ -82,7 +82,7 @@ def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = 
         by_column = [column(c) for c in (only if only is not None else cols)]
         if only is not None:
             return cols, by_column
-        return cols, [list(r) for r in zip(*by_column)] if cols else [[] for _ in bindings]
+        return cols, [list(r) for r in zip(*by_column, strict=True)] if cols else [[] for _ in bindings]
     rows = table.get("rows") or []
     if first is not None:
         rows = rows[:first]
@@ -105,7 +105,7 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     index = {c: i for i, c in enumerate(p_cols)}
     usable = mapping is not None and len(mapping) == len(g_cols) and all(c in index for c in mapping)
     # every predicted row is needed only in the mapped columns; whole, only the first `limit`
-    projected = (list(zip(*_plain_rows(pred, only=list(mapping))[1]))
+    projected = (list(zip(*_plain_rows(pred, only=list(mapping))[1], strict=True))
                  if usable and pred is not None else [])
     if usable and not g_cols:
         projected = [()] * _row_count(pred)
@@ -323,7 +323,6 @@ class QueryTask(QueryEngines, Task):
         """The case's scores and what explains them; a scoring that overruns its deadline or
         cell budget (:mod:`queryeval.metrics.deadline`) makes the case an error instead."""
         from queryeval.metrics.deadline import Deadline, ScoringOverrun
-
         from queryeval.metrics.tables.encode import forget_encoding
 
         try:

@@ -143,11 +143,11 @@ class QueryResult:
                 if self.kind == "sql" else [[row[k] for row in self.rows] for k in range(width)])
         bindings: list[dict[str, Any]] = []
         append = bindings.append
-        for cells in zip(*cols) if width else [()] * len(self.rows):
+        for cells in zip(*cols, strict=True) if width else [()] * len(self.rows):
             if None in cells:
-                append({n: c for n, c in zip(names, cells) if c is not None})
+                append({n: c for n, c in zip(names, cells, strict=True) if c is not None})
             else:
-                append(dict(zip(names, cells)))
+                append(dict(zip(names, cells, strict=True)))
         return {"head": {"vars": names}, "results": {"bindings": bindings}}
 
     def to_table_json(self) -> dict[str, Any]:
