@@ -45,6 +45,11 @@ def failing(request):
         raise RuntimeError("backend down: 100% <gone>\\nsecond line")
     return _say(_i(request), _i(request) < 4)
 
+def repeated_failing(request):
+    if request.get("repeat", 0) == 1 and _i(request) % 2:
+        raise RuntimeError("second attempt down")
+    return repeated(request)
+
 def right(request):
     return _say(_i(request), True)
 
