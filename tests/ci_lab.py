@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-from click.testing import CliRunner
+from typer.testing import CliRunner
 
 from queryeval.cli.app import main
 
@@ -94,7 +94,8 @@ def cli(args: list, env: dict | None = None) -> Result:
         code = main([str(a) for a in args])
         sys.stdout.flush()
         sys.stderr.flush()
-    return Result(code, *(s.getvalue().decode("utf-8", "replace") for s in (out, err, both)))
+        texts = [s.getvalue().decode("utf-8", "replace") for s in (out, err, both)]
+    return Result(code, *texts)
 
 
 def run_cli(lab: Path, bot: str, out: Path, *extra, env: dict | None = None):

@@ -1,0 +1,103 @@
+"""Every third-party module the package, its tests and its benchmarks import is declared in
+pyproject.toml: in the core dependencies, or in an extra (the ``test`` extra for the tests).
+A module that only arrives as another package's dependency (click came with older typer;
+typer 0.29 no longer needs it) breaks the day that package drops it.
+
+Imports inside a ``try`` that handles ImportError are optional by construction (PyStemmer,
+transformers' logging) and not counted; a module not installed here cannot be mapped to its
+distribution and is not judged (no verdict from missing evidence)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+REPO = Path(__file__).resolve().parents[1]
+SCANNED = ("src/queryeval", "tests", "bench")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared() -> set[str]:
+    """Normalised names of every distribution pyproject.toml declares (core and extras)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    specs = list(project.get("dependencies", []))
+    for extra in project.get("optional-dependencies", {}).values():
+        specs += extra
+    return {_norm(re.match(r"[A-Za-z0-9_.-]+", s.strip())[0]) for s in specs}
+
+
+def _guarded(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Inside a ``try`` whose handlers catch ImportError (or a parent of it)."""
+    while node in parents:
+        child, node = node, parents[node]
+        if isinstance(node, ast.Try) and child in node.body:
+            for h in node.handlers:
+                names = [h.type] if not isinstance(h.type, ast.Tuple) else list(h.type.elts)
+                if h.type is None or any(isinstance(n, ast.Name) and n.id in (
+                        "ImportError", "ModuleNotFoundError", "Exception") for n in names):
+                    return True
+    return False
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        if not _guarded(node, parents):
+            roots.update(n.split(".")[0] for n in names)
+    return roots
+
+
+def local_names() -> set[str]:
+    """Modules of the checkout itself (test helpers, example and benchmark modules)."""
+    out = {"queryeval"}
+    for p in REPO.rglob("*.py"):
+        if ".git" not in p.parts:
+            out.add(p.stem)
+            out.add(p.parent.name)
+    return out
+
+
+def undeclared(files: list[Path]) -> dict[str, list[str]]:
+    """``{module: [files]}`` for imports of installed distributions not declared."""
+    dists = md.packages_distributions()
+    have, local = declared(), local_names()
+    out: dict[str, list[str]] = {}
+    for path in files:
+        for root in imported_roots(path):
+            if root in sys.stdlib_module_names or root in local or root not in dists:
+                continue
+            if not any(_norm(d) in have for d in dists[root]):
+                out.setdefault(root, []).append(str(path.relative_to(REPO)))
+    return out
+
+
+def test_every_imported_distribution_is_declared():
+    files = [p for d in SCANNED for p in sorted((REPO / d).rglob("*.py"))]
+    assert len(files) > 100
+    assert undeclared(files) == {}
+
+
+def test_an_undeclared_import_is_found(tmp_path, monkeypatch):
+    """The check itself: a module importing an installed but undeclared distribution is
+    named (pytest is declared only in the test extra; a pyproject without it must flag it)."""
+    monkeypatch.setattr(sys.modules[__name__], "declared", lambda: {"pydantic"})
+    probe = REPO / "tests" / "test_declared_dependencies.py"
+    assert "pytest" in undeclared([probe])
