@@ -219,14 +219,14 @@ def aggregate_attempts(task: Any, records: Iterable[dict], repeats: int) -> dict
     suite: one record per case), and every figure is the mean of its N values
     (:func:`combine_aggregates`). Every repeat counts the same cases: under ``on_error=skip``
     a case with a failed attempt is left out of the means in every repeat
-    (:func:`queryeval.run.results.skipped_cases`, the per-case population's rule too), so a
+    (:func:`queryeval.tasks.accum.skipped_cases`, the per-case population's rule too), so a
     mean over cases is the mean over the counted cases of each case's mean over its N
     attempts; a count (cases, tag sizes, ``in_target``) is a count of cases; a deterministic
     system gives exactly the figures of a plain run. ``records`` is read once for the
     grouping (a :class:`RecordStream` is split by offsets into one stream per repeat; other
     iterables are grouped in memory)."""
     from queryeval.run.records import RecordStream
-    from queryeval.run.results import skipped_cases
+    from queryeval.tasks.accum import skipped_cases
 
     statuses: list[tuple[str, str]] = []  # (case id, status) of the failed attempts only
 

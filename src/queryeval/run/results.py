@@ -7,7 +7,8 @@ reduction of attempts). A run without ``--repeats`` has one attempt per case, so
 are its records' values unchanged. ``on_error=skip`` has one rule, :func:`skipped_cases`: a
 case with any failed attempt is left out of every mean (all its attempts), which the metrics
 file (:func:`queryeval.run.repeats.aggregate_attempts`), ``RunResults.counted()`` and so the
-intervals, both compares and the viewer read. The run's label (``--name``, else
+intervals, both compares and the viewer read (it lives beside the task's record filter,
+:mod:`queryeval.tasks.accum`). The run's label (``--name``, else
 a default stable for the same system, :func:`default_label`) is stored once in the batch
 record (``label``) and read from there. See docs/compare.md.
 """
@@ -22,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 
 from queryeval.errors import ConfigError
 from queryeval.run.log import BATCH_FILE, RunLog, batch_beside
+from queryeval.tasks.accum import skipped_cases
 
 #: Record fields (besides ``tags``) whose text value makes a group.
 GROUP_FIELDS = ("dataset", "dimension", "category", "group")
@@ -29,16 +31,6 @@ Verdict = Literal["pass", "fail", "error", "flaky"]
 
 
 # --- one attempt, one case --------------------------------------------------------------------
-def skipped_cases(on_error: str, attempts: Iterable[tuple[str, str]]) -> frozenset[str]:
-    """The cases ``on_error`` leaves out of every mean, from each attempt's ``(case_id,
-    status)``: under ``skip`` every case with a failed attempt (all of its attempts are left
-    out, so each counted case is the mean of all its N attempts); else none. THE rule of
-    ``on_error=skip`` (docs/repeats.md): the metrics file and the per-case population read it."""
-    if on_error != "skip":
-        return frozenset()
-    return frozenset(cid for cid, status in attempts if status == "error")
-
-
 def counted_cases(on_error: str, cases: list[CaseResult]) -> list[CaseResult]:
     """``cases`` less the :func:`skipped_cases` (the list itself when none is skipped)."""
     skipped = skipped_cases(on_error, ((c.case_id, a.status) for c in cases for a in c.attempts))

@@ -27,10 +27,22 @@ class Values(ExactMean):
     __slots__ = ()
 
 
+def skipped_cases(on_error: str, attempts: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The cases ``on_error`` leaves out of every mean, from each attempt's ``(case_id,
+    status)``: under ``skip`` every case with a failed attempt (all of its attempts are left
+    out, so each counted case is the mean of all its N attempts); else none. THE rule of
+    ``on_error=skip`` (docs/repeats.md): the metrics file
+    (:func:`queryeval.run.repeats.aggregate_attempts`) and the per-case population
+    (``RunResults.counted()``) read it."""
+    if on_error != "skip":
+        return frozenset()
+    return frozenset(cid for cid, status in attempts if status == "error")
+
+
 SKIPPED_CASE = "_skipped_case"
 """Set (True) on an in-memory copy of an attempt that did not fail but whose case is left out
 of the means (``on_error=skip`` and another attempt of the case failed:
-:func:`queryeval.run.results.skipped_cases`); never written to a run log."""
+:func:`skipped_cases`); never written to a run log."""
 
 
 def enters_means(record: dict, skip_errors: bool) -> bool:
