@@ -36,33 +36,42 @@ def declared() -> set[str]:
     return {_norm(re.match(r"[A-Za-z0-9_.-]+", s.strip())[0]) for s in specs}
 
 
-def _guarded(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Inside a ``try`` whose handlers catch ImportError (or a parent of it)."""
-    while node in parents:
-        child, node = node, parents[node]
-        if isinstance(node, ast.Try) and child in node.body:
-            for h in node.handlers:
-                names = [h.type] if not isinstance(h.type, ast.Tuple) else list(h.type.elts)
-                if h.type is None or any(isinstance(n, ast.Name) and n.id in (
-                        "ImportError", "ModuleNotFoundError", "Exception") for n in names):
-                    return True
+def _catches_import_error(node: ast.Try) -> bool:
+    for h in node.handlers:
+        names = list(h.type.elts) if isinstance(h.type, ast.Tuple) else [h.type]
+        if h.type is None or any(isinstance(n, ast.Name) and n.id in (
+                "ImportError", "ModuleNotFoundError", "Exception") for n in names):
+            return True
     return False
 
 
+def _roots(node: ast.AST, guarded: bool, out: set[str]) -> None:
+    """Import roots under ``node``, leaving out those in the body of a ``try`` that handles
+    ImportError."""
+    if isinstance(node, ast.Import):
+        if not guarded:
+            out.update(a.name.split(".")[0] for a in node.names)
+        return
+    if isinstance(node, ast.ImportFrom):
+        if not guarded and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+        return
+    if isinstance(node, ast.Try):
+        inner = guarded or _catches_import_error(node)
+        for child in node.body:
+            _roots(child, inner, out)
+        for child in [*node.handlers, *node.orelse, *node.finalbody]:
+            _roots(child, guarded, out)
+        return
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt) or hasattr(child, "body"):
+            _roots(child, guarded, out)
+
+
 def imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        if not _guarded(node, parents):
-            roots.update(n.split(".")[0] for n in names)
-    return roots
+    out: set[str] = set()
+    _roots(ast.parse(path.read_text(encoding="utf-8")), False, out)
+    return out
 
 
 def local_names() -> set[str]:
@@ -75,16 +84,27 @@ def local_names() -> set[str]:
     return out
 
 
+IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
 def undeclared(files: list[Path]) -> dict[str, list[str]]:
-    """``{module: [files]}`` for imports of installed distributions not declared."""
+    """``{module: [files]}`` for imports of installed distributions not declared. The import
+    lines are found by a pattern first; only a file with a suspect one is parsed (to leave
+    out guarded and docstring imports)."""
     dists = md.packages_distributions()
     have, local = declared(), local_names()
+
+    def suspect(root: str) -> bool:
+        return (root not in sys.stdlib_module_names and root not in local and root in dists
+                and not any(_norm(d) in have for d in dists[root]))
+
     out: dict[str, list[str]] = {}
     for path in files:
-        for root in imported_roots(path):
-            if root in sys.stdlib_module_names or root in local or root not in dists:
-                continue
-            if not any(_norm(d) in have for d in dists[root]):
+        text = path.read_text(encoding="utf-8")
+        if not any(suspect(m) for m in IMPORT_LINE.findall(text)):
+            continue
+        for root in sorted(imported_roots(path)):
+            if suspect(root):
                 out.setdefault(root, []).append(str(path.relative_to(REPO)))
     return out
 
