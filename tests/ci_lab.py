@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-from click.testing import CliRunner
+from typer.testing import CliRunner
 
 from queryeval.cli.app import main
 
@@ -44,6 +44,11 @@ def failing(request):
     if _i(request) == 4:
         raise RuntimeError("backend down: 100% <gone>\\nsecond line")
     return _say(_i(request), _i(request) < 4)
+
+def repeated_failing(request):
+    if request.get("repeat", 0) == 1 and _i(request) % 2:
+        raise RuntimeError("second attempt down")
+    return repeated(request)
 
 def right(request):
     return _say(_i(request), True)
@@ -89,7 +94,8 @@ def cli(args: list, env: dict | None = None) -> Result:
         code = main([str(a) for a in args])
         sys.stdout.flush()
         sys.stderr.flush()
-    return Result(code, *(s.getvalue().decode("utf-8", "replace") for s in (out, err, both)))
+        texts = [s.getvalue().decode("utf-8", "replace") for s in (out, err, both)]
+    return Result(code, *texts)
 
 
 def run_cli(lab: Path, bot: str, out: Path, *extra, env: dict | None = None):

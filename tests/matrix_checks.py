@@ -30,7 +30,7 @@ import queryeval as qe
 from queryeval.cli.app import app
 from queryeval.errors import GateFailure
 
-KINDS_BUILT = ("plain", "repeats", "cached", "resumed", "errors", "skip_errors")
+KINDS_BUILT = ("plain", "repeats", "cached", "resumed", "errors", "skip_errors", "repeats_skip")
 
 
 def run_file(run: qe.Run, prefix: str, suffix: str) -> Path:
@@ -90,7 +90,8 @@ def build_kind(kind: str, cases: Any, bots: Path, runs: Path, *, n: int, keep: i
 
     The system is a function of the Python file ``bots``: ``plain`` (default name) for plain,
     cached and resumed, ``repeated`` for repeats (``repeats`` attempts), ``failing`` for
-    errors and skip_errors. ``n`` is the number of results lines of a plain run: the cached
+    errors and skip_errors, ``repeated_failing`` for repeats_skip (``repeats`` attempts under
+    ``on_error=skip``, some of them failing: their cases are left out of every mean). ``n`` is the number of results lines of a plain run: the cached
     run must take all ``n`` calls from the cache (warmed by a run into ``runs/warm``; then
     ``on_warm()`` is called), the resumed run (cut to ``keep`` lines) must end with ``n``.
     ``options`` go to every ``qe.evaluate`` call (a judge, ``test_suite``, ...)."""
@@ -120,6 +121,9 @@ def build_kind(kind: str, cases: Any, bots: Path, runs: Path, *, n: int, keep: i
         return qe.evaluate(cases, system=spec("failing"), **common)
     if kind == "skip_errors":
         return qe.evaluate(cases, system=spec("failing"), on_error="skip", **common)
+    if kind == "repeats_skip":
+        return qe.evaluate(cases, system=spec("repeated_failing"), repeats=repeats,
+                           on_error="skip", **common)
     raise AssertionError(kind)
 
 
@@ -185,6 +189,35 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         cases = client.get(f"/api/runs/{run.batch_id}/cases?limit=1000").json()["rows"]
         got = {r["case_id"]: r["metrics"].get(metric) for r in cases if r["case_id"] in per_case}
         assert got == pytest.approx(per_case)
+    return mean
+
+
+def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None) -> float:
+    """The run's counted per-case values of ``metric`` (the run model's population: every case
+    but those ``on_error=skip`` leaves out) are the population of every surface: the metrics
+    JSON's overall figure (``overall``, default ``metric``) is their mean, the HTML report's
+    Overall row shows that mean WITH its interval over as many cases, and a run with repeats
+    has its ``<metric>_mean`` over the same cases. Returns the mean."""
+    values = run.results.vector(metric)
+    assert values, f"no counted case has {metric}"
+    mean = sum(values.values()) / len(values)
+    overall = overall or metric
+    doc = json.loads(run_file(run, "metrics", ".json").read_text())
+    assert doc["overall_metrics"][overall] == pytest.approx(mean)
+    rep = doc.get("repeats")
+    if rep is not None:
+        assert rep["cases"] == len(run.results.counted())
+        assert rep["overall"][f"{metric}_mean"]["mean"] == pytest.approx(mean)
+        assert rep["overall"][f"{metric}_mean"]["n"] == len(values)
+    page = run_file(run, "report", ".html")
+    if page.exists():
+        m = re.search(rf'<td>{re.escape(overall)}</td><td class="num" data-v="([^"]+)">[^<]*</td>'
+                      r'<td class="num">([^<]*)</td><td class="num">(\d*)</td>', page.read_text())
+        assert m, f"no {overall} row in the HTML"
+        assert float(m[1]) == pytest.approx(mean)
+        if len(set(values.values())) > 1:  # a constant column's interval is its value
+            low, high = (float(x) for x in m[2].strip("[]").split(", "))
+            assert low <= mean <= high and int(m[3]) == len(values)
     return mean
 
 

@@ -613,3 +613,61 @@ def test_html_confidence_intervals_resample_cases_not_attempts(tmp_path):
         return re.findall(r"\[\d\.\d+, \d\.\d+\]", overall)
 
     assert ci_cells(plain) and ci_cells(rep) == ci_cells(plain)
+
+
+FLAKY_SDMX = '''
+import sys, zlib
+sys.path.insert(0, {folder!r})
+from system import select
+
+def down(request):
+    """1 when this case's attempts after the first fail (about half the cases)."""
+    return zlib.crc32(request["messages"][0]["content"].encode()) % 2
+
+def answer(request):
+    if request.get("repeat", 0) >= 1 and down(request):
+        raise RuntimeError("second attempt down")
+    return select(request)
+'''
+
+
+def test_skip_with_failing_second_attempts_counts_one_population_everywhere(tmp_path):
+    """``--repeats 2 --on-error skip`` over the SDMX example, the second attempt of about half
+    the cases failing: a case with a failed attempt is left out of every mean (docs/repeats.md),
+    so the metrics file's macro recall is the mean over the remaining cases of their per-case
+    macro recall, which (the example system being deterministic) is that of a plain run. The
+    HTML report shows that figure with its interval over the same cases. Before, the metrics
+    file averaged each repeat's own population (0.8406 here) while the per-case population
+    gave 0.8333 over 12 cases, and the report dropped the interval."""
+    import re
+
+    (tmp_path / "flaky.py").write_text(FLAKY_SDMX.format(folder=str(REPO / "examples" / "sdmx")))
+    suite = str(REPO / "examples" / "sdmx" / "suite")
+    plain = qe.evaluate(suite, system=f"python:{REPO / 'examples/sdmx/system.py'}:select",
+                        out=tmp_path / "plain")
+    run = qe.evaluate(suite, system=f"python:{tmp_path / 'flaky.py'}:answer", repeats=2,
+                      on_error="skip", retries=0, backoff=0.0, out=tmp_path / "runs",
+                      reports=True)
+    by_case = {r["case_id"]: r for r in plain.records}
+    failed = {r["case_id"] for r in run.records if r["status"] == "error"}
+    assert {r["repeat"] for r in run.records if r["status"] == "error"} == {1}
+    kept = [c for c in by_case if c not in failed]
+    assert (len(by_case), len(kept)) == (23, 12)
+    want = math.fsum(by_case[c]["scores"]["macro_recall"] for c in kept) / len(kept)
+    assert want == pytest.approx(0.8333333333333334)
+    assert run.overall["macro_recall"] == pytest.approx(want)
+    assert run.overall["total_cases"] == 23 and run.overall["scored_cases"] == 12
+    assert run.overall["errors"] == len(failed)
+    assert run.results.vector("macro_recall") == pytest.approx(
+        {c: by_case[c]["scores"]["macro_recall"] for c in kept})
+    # the HTML Overall row: the value, its interval and n = 12 counted cases
+    page = next(run.folder.glob("report_*.html")).read_text()
+    m = re.search(r'<td>macro_recall</td><td class="num" data-v="([^"]+)">[^<]*</td>'
+                  r'<td class="num">\[([0-9.]+), ([0-9.]+)\]</td><td class="num">(\d+)</td>', page)
+    assert m, "no macro_recall row with an interval in the HTML"
+    assert float(m[1]) == pytest.approx(want) and int(m[4]) == 12
+    assert float(m[2]) <= want <= float(m[3])
+    # the repeats section covers the same cases
+    rep = run.metrics["repeats"]
+    assert rep["cases"] == 12
+    assert rep["overall"]["macro_recall_mean"]["mean"] == pytest.approx(want)

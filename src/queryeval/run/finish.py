@@ -137,11 +137,13 @@ def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
     if repeats <= 1:
         return {}
     from queryeval.run.repeats import pass_ks, repeat_stats, write_cases_csv
-    from queryeval.run.results import reduce_cases
+    from queryeval.run.results import counted_cases, reduce_cases
 
     ks = pass_ks(repeats, (log.batch.get("evaluation_config") or {}).get("pass_k"))
     # the run model's one reduction, from the record stream (no file reopened)
-    stats = repeat_stats(reduce_cases(task, records), repeats, ks)
+    # under on_error=skip, the counted cases only: the population of the task's figures
+    cases = counted_cases(task.options.on_error, reduce_cases(task, records))
+    stats = repeat_stats(cases, repeats, ks)
     write_cases_csv(log.paths.repeats_csv, stats)
     return {"repeats": stats.result()}
 

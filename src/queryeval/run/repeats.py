@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
@@ -237,28 +237,64 @@ def aggregate_attempts(task: Any, records: Iterable[dict], repeats: int) -> dict
 
     The task aggregates the records of each repeat r apart (each is a plain run over the
     suite: one record per case), and every figure is the mean of its N values
-    (:func:`combine_aggregates`). For a mean over cases this is the mean over cases of each
-    case's mean over its attempts (every case has the same N attempts); a count (cases, tag
-    sizes, ``in_target``) is a count of cases; a deterministic system gives exactly the
-    figures of a plain run. ``records`` is read once (a :class:`RecordStream` is split by
-    offsets into one stream per repeat; other iterables are grouped in memory)."""
+    (:func:`combine_aggregates`). Every repeat counts the same cases: under ``on_error=skip``
+    a case with a failed attempt is left out of the means in every repeat
+    (:func:`queryeval.tasks.accum.skipped_cases`, the per-case population's rule too), so a
+    mean over cases is the mean over the counted cases of each case's mean over its N
+    attempts; a count (cases, tag sizes, ``in_target``) is a count of cases; a deterministic
+    system gives exactly the figures of a plain run. ``records`` is read once for the
+    grouping (a :class:`RecordStream` is split by offsets into one stream per repeat; other
+    iterables are grouped in memory)."""
     from queryeval.run.records import RecordStream
+    from queryeval.tasks.accum import skipped_cases
+
+    statuses: list[tuple[str, str]] = []  # (case id, status) of the failed attempts only
+
+    def repeat_of(r: dict) -> int:
+        if r.get("status") == "error":
+            statuses.append((str(r.get("case_id")), "error"))
+        return _repeat(r)
 
     if isinstance(records, RecordStream):
         import numpy as np
 
-        reps = np.fromiter((_repeat(r) for r in records), dtype=np.int64, count=len(records))
+        reps = np.fromiter((repeat_of(r) for r in records), dtype=np.int64, count=len(records))
         parts: list[Iterable[dict]] = [
             RecordStream(records.path, records.offsets[reps == k], records.sizes[reps == k], None)
             for k in sorted(set(reps.tolist()))]
     else:
         groups: dict[int, list[dict]] = {}
         for r in records:
-            groups.setdefault(_repeat(r), []).append(r)
+            groups.setdefault(repeat_of(r), []).append(r)
         parts = [groups[k] for k in sorted(groups)]
     if not parts:
         return task.aggregate([])
+    skipped = skipped_cases(task.options.on_error, statuses)
+    if skipped:
+        parts = [_SkippingCases(p, skipped) for p in parts]
     return combine_aggregates([task.aggregate(p) for p in parts])
+
+
+class _SkippingCases:
+    """One repeat's records with each attempt of a skipped case that did not fail marked
+    :data:`~queryeval.tasks.accum.SKIPPED_CASE` (a copy: counted in the case totals, left out
+    of the means). Re-iterable, with a length, like the records it wraps."""
+
+    def __init__(self, records: Iterable[dict], skipped: frozenset[str]) -> None:
+        self.records = records
+        self.skipped = skipped
+
+    def __len__(self) -> int:
+        return len(self.records)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[dict]:
+        from queryeval.tasks.accum import SKIPPED_CASE
+
+        for r in self.records:
+            if r.get("status") != "error" and str(r.get("case_id")) in self.skipped:
+                yield {**r, SKIPPED_CASE: True}
+            else:
+                yield r
 
 
 def _repeat(record: dict) -> int:

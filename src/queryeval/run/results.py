@@ -4,8 +4,11 @@ the viewer, the HTML report): cases × attempts → per-case means, pass verdict
 An *attempt* is one line of ``results_<id>.jsonl`` (a case and a repeat); a case's *figure*
 is the exact mean of its attempts' values (:func:`reduce_cases`, the one grouping and
 reduction of attempts). A run without ``--repeats`` has one attempt per case, so its figures
-are its records' values unchanged. ``RunResults.counted()`` applies ``on_error=skip`` once,
-per case (a case errored when any attempt's call failed). The run's label (``--name``, else
+are its records' values unchanged. ``on_error=skip`` has one rule, :func:`skipped_cases`: a
+case with any failed attempt is left out of every mean (all its attempts), which the metrics
+file (:func:`queryeval.run.repeats.aggregate_attempts`), ``RunResults.counted()`` and so the
+intervals, both compares and the viewer read (it lives beside the task's record filter,
+:mod:`queryeval.tasks.accum`). The run's label (``--name``, else
 a default stable for the same system, :func:`default_label`) is stored once in the batch
 record (``label``) and read from there. See docs/compare.md.
 """
@@ -20,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 
 from queryeval.errors import ConfigError
 from queryeval.run.log import BATCH_FILE, RunLog, batch_beside
+from queryeval.tasks.accum import skipped_cases
 
 #: Record fields (besides ``tags``) whose text value makes a group.
 GROUP_FIELDS = ("dataset", "dimension", "category", "group")
@@ -27,6 +31,12 @@ Verdict = Literal["pass", "fail", "error", "flaky"]
 
 
 # --- one attempt, one case --------------------------------------------------------------------
+def counted_cases(on_error: str, cases: list[CaseResult]) -> list[CaseResult]:
+    """``cases`` less the :func:`skipped_cases` (the list itself when none is skipped)."""
+    skipped = skipped_cases(on_error, ((c.case_id, a.status) for c in cases for a in c.attempts))
+    return [c for c in cases if c.case_id not in skipped] if skipped else cases
+
+
 def default_case_metrics(record: dict) -> dict[str, float]:
     """Every finite number (not bool) directly in ``record["scores"]``."""
     scores = record.get("scores") or {}
@@ -326,11 +336,9 @@ class RunResults:
         return default_label(self.config, self.task)
 
     def counted(self) -> list[CaseResult]:
-        """The cases that enter the means: all, or with ``on_error=skip`` those without a
-        failed call."""
-        if self.on_error == "skip":
-            return [c for c in self.cases if not c.errored]
-        return self.cases
+        """The cases that enter the means: all but the :func:`skipped_cases` (with
+        ``on_error=skip``, those with a failed attempt)."""
+        return counted_cases(self.on_error, self.cases)
 
     def vector(self, figure: str, cases: Iterable[str] | None = None) -> dict[str, float]:
         """``{case_id: mean}`` of one figure over the counted cases (those in ``cases``)."""

@@ -27,10 +27,36 @@ class Values(ExactMean):
     __slots__ = ()
 
 
+def skipped_cases(on_error: str, attempts: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The cases ``on_error`` leaves out of every mean, from each attempt's ``(case_id,
+    status)``: under ``skip`` every case with a failed attempt (all of its attempts are left
+    out, so each counted case is the mean of all its N attempts); else none. THE rule of
+    ``on_error=skip`` (docs/repeats.md): the metrics file
+    (:func:`queryeval.run.repeats.aggregate_attempts`) and the per-case population
+    (``RunResults.counted()``) read it."""
+    if on_error != "skip":
+        return frozenset()
+    return frozenset(cid for cid, status in attempts if status == "error")
+
+
+SKIPPED_CASE = "_skipped_case"
+"""Set (True) on an in-memory copy of an attempt that did not fail but whose case is left out
+of the means (``on_error=skip`` and another attempt of the case failed:
+:func:`skipped_cases`); never written to a run log."""
+
+
+def enters_means(record: dict, skip_errors: bool) -> bool:
+    """Whether a record enters the task's means: not when ``skip_errors`` and its call failed,
+    nor when its case is skipped (:data:`SKIPPED_CASE`)."""
+    if record.get(SKIPPED_CASE) is True:
+        return False
+    return not (skip_errors and record.get("status") == "error")
+
+
 class Tally:
     """Counts every record and its errors while passing on the records that enter the means
-    (the task's ``on_error`` option): ``for r in tally.counted(records): ...`` then
-    :meth:`error_summary` and :attr:`total` once the loop is done."""
+    (the task's ``on_error`` option, :func:`enters_means`): ``for r in tally.counted(records):
+    ...`` then :meth:`error_summary` and :attr:`total` once the loop is done."""
 
     def __init__(self, task: Task) -> None:
         self.skip_errors = task.options.on_error == "skip"
@@ -46,7 +72,7 @@ class Tally:
             if error:
                 self.errors += 1
             self.kinds.update(r.get("error_kinds", []))
-            if error and self.skip_errors:
+            if not enters_means(r, self.skip_errors):
                 continue
             self.counted_n += 1
             yield r

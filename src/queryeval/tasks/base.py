@@ -211,10 +211,12 @@ class Task(ABC):
         }
 
     def counted(self, records: list[dict]) -> list[dict]:
-        """Records that enter the means under the ``on_error`` option."""
-        if self.options.on_error == "skip":
-            return [r for r in records if r.get("status") != "error"]
-        return records
+        """Records that enter the means under the ``on_error`` option (the rule of
+        :class:`~queryeval.tasks.accum.Tally`)."""
+        from queryeval.tasks.accum import enters_means
+
+        skip = self.options.on_error == "skip"
+        return [r for r in records if enters_means(r, skip)]
 
     @staticmethod
     def error_summary(records: list[dict]) -> dict:

@@ -1,0 +1,190 @@
+"""The four recipes of CONTRIBUTING.md, followed as written: add a task, a suite format, a
+system and a metric, each a tiny one, and check it reaches every surface (the run model, the
+metrics JSON, the results CSV, the HTML report, gates: ``matrix_checks.check_consumers``).
+A recipe that no longer works as written fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import queryeval as qe
+from ci_lab import cli
+from matrix_checks import check_consumers
+from queryeval.suite.models import Case
+from queryeval.tasks import base
+from queryeval.tasks.accum import Tally, Values
+from queryeval.tasks.base import Task, TurnOutcome
+
+
+# --- recipe "add a metric": a function, ground truth first --------------------------------
+def keyword_recall(keywords: list[str], response: str | None) -> float:
+    """Share of ``keywords`` that ``response`` names as words (case-insensitive); no response
+    (a failed call) scores 0; no keywords: 1 (nothing to find)."""
+    if not keywords:
+        return 1.0
+    if not response:
+        return 0.0
+    found = sum(1 for k in keywords
+                if re.search(rf"\b{re.escape(k.lower())}\b", response.lower()) is not None)
+    return found / len(keywords)
+
+
+# --- recipe "add a task": a Task subclass, registered -------------------------------------
+class KeywordTask(Task):
+    """Scores a free-text reply by the recall of the case's ``metadata.keywords``."""
+
+    name = "keyword_recall"
+    csv_columns = ["case_id", "name", "status", "response", "keyword_recall", "error"]
+
+    def parse_output(self, raw: Any) -> str:
+        text = raw.get("response") if isinstance(raw, dict) else raw
+        if not isinstance(text, str):
+            raise ValueError("expected {'response': TEXT}")
+        return text
+
+    def read_recorded_line(self, obj: dict) -> tuple[str, int | None, Any]:
+        return str(obj["case_id"]), obj.get("turn"), self.parse_output(obj)
+
+    def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
+        outcome = outcomes[0]
+        record = self.base_record(case, outcomes)
+        record.update(keywords=[str(k) for k in case.metadata.get("keywords", [])],
+                      response=outcome.output, error=outcome.error)
+        return self.rescore_record(record)
+
+    def rescore_record(self, record: dict) -> dict:
+        return {**record, "scores": {
+            "keyword_recall": keyword_recall(record["keywords"], record["response"])}}
+
+    def aggregate(self, records: Iterable[dict]) -> dict:
+        tally, recall = Tally(self), Values()
+        for r in tally.counted(records):
+            recall.add(r["scores"]["keyword_recall"])
+        return {"overall_metrics": {"cases": tally.total, "scored_cases": tally.counted_n,
+                                    "keyword_recall": recall.mean(), **tally.error_summary()},
+                "group_metrics": {}}
+
+    def csv_rows(self, record: dict) -> Iterable[dict]:
+        error = record.get("error")
+        yield {"case_id": record["case_id"], "name": record.get("name"),
+               "status": record["status"], "response": record.get("response"),
+               "keyword_recall": record["scores"]["keyword_recall"],
+               "error": f"{error['kind']}: {error['message']}" if error else None}
+
+
+# --- recipe "add a system": a Python function -----------------------------------------------
+SYSTEM = '''
+def answer(request):
+    """The system under test: the request's messages in, {"response": TEXT} out."""
+    question = request["messages"][-1]["content"]
+    if "fail" in question:
+        raise RuntimeError("backend down")
+    return {"response": "France: Paris" if "France" in question else "I do not know"}
+'''
+
+CASES = [  # id -> question, keywords; the system's answer and the hand-computed recall
+    ("fr", "Capital of France?", ["France", "Paris"]),      # both named: 1
+    ("de", "Capital of Germany?", ["Germany", "Berlin"]),   # neither: 0
+    ("fr2", "France and Lyon?", ["Paris", "Lyon"]),          # Paris only: 0.5
+    ("down", "please fail", ["x"]),                          # the call fails: 0
+]
+RECALL = {"fr": 1.0, "de": 0.0, "fr2": 0.5, "down": 0.0}
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A private copy of the task registry."""
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(base, "_entry_points_loaded", False)
+    return base._REGISTRY
+
+
+def write_keyword_lab(root: Path) -> Path:
+    (root / "system.py").write_text(SYSTEM, encoding="utf-8")
+    with open(root / "cases.jsonl", "w", encoding="utf-8") as fh:
+        for cid, question, keywords in CASES:
+            fh.write(json.dumps({"id": cid, "metadata": {"keywords": keywords}, "conversation": [
+                {"role": "user", "content": question, "target": {}}]}) + "\n")
+    return root
+
+
+def test_metric_recipe_bounds_perfect_and_empty():
+    assert keyword_recall(["a", "b"], "A and b") == 1.0            # perfect
+    assert keyword_recall(["a", "b"], "ab") == 0.0                  # words, not substrings
+    assert keyword_recall(["a", "b"], "only a") == 0.5
+    assert keyword_recall([], "anything") == 1.0 and keyword_recall(["a"], None) == 0.0
+    assert keyword_recall(["b", "a"], "only a") == keyword_recall(["a", "b"], "only a")
+
+
+def test_task_system_and_metric_recipes_reach_every_surface(registry, tmp_path):
+    lab = write_keyword_lab(tmp_path)
+    qe.register_task(KeywordTask)
+    run = qe.evaluate(str(lab / "cases.jsonl"), system=f"python:{lab / 'system.py'}:answer",
+                      task="keyword_recall", out=tmp_path / "runs", reports=True, retries=0,
+                      backoff=0.0)
+    assert run.overall["errors"] == 1 and run.overall["cases"] == 4
+    assert check_consumers(run, "keyword_recall", RECALL) == pytest.approx(1.5 / 4)
+    # on_error=skip leaves the failed case out of the mean
+    skip = qe.evaluate(str(lab / "cases.jsonl"), system=f"python:{lab / 'system.py'}:answer",
+                       task="keyword_recall", out=tmp_path / "skip", reports=True, retries=0,
+                       backoff=0.0, on_error="skip")
+    assert check_consumers(skip, "keyword_recall", RECALL,
+                           counted=["fr", "de", "fr2"]) == pytest.approx(0.5)
+
+
+def test_system_recipe_from_the_command_line(registry, tmp_path):
+    """The same Python system through ``queryeval run --system python:FILE:FUNCTION``
+    (the task registered in this process, as an entry point would)."""
+    lab = write_keyword_lab(tmp_path)
+    qe.register_task(KeywordTask)
+    res = cli(["run", lab / "cases.jsonl", "--task", "keyword_recall", "--system",
+               f"python:{lab / 'system.py'}:answer", "--out", tmp_path / "runs", "--retries",
+               "0", "-q"])
+    assert res.exit_code == 0, res.output
+    run = qe.load(next((tmp_path / "runs").rglob("batch_*.json")))
+    assert run.results.vector("keyword_recall") == pytest.approx(RECALL)
+
+
+# --- recipe "add a suite format": a Format and its conversion -------------------------------
+def test_format_recipe_prompt_completion_pairs(monkeypatch, tmp_path):
+    """A new record format (``{"prompt", "completion"}`` pairs) added as the recipe says: a
+    ``Format`` in ``suite/foreign/detect.py``'s FORMATS and its branch in
+    ``suite/foreign/__init__.py``'s ``convert``; the file is then a suite for the
+    ``--task``-less run, its cases read as answer-only cases."""
+    from queryeval.suite import foreign
+    from queryeval.suite.foreign import build
+    from queryeval.suite.foreign import detect as fmt
+
+    pairs = fmt.Format("prompt_completion", "prompt/completion pairs", ("prompt", "completion"))
+    monkeypatch.setitem(fmt.detect.__kwdefaults__, "formats", (*fmt.FORMATS, pairs))
+    original = foreign.convert
+
+    def convert(records, path, corpus, found):
+        if found is pairs:
+            return [(build.make_case(build.case_id(r.data.get("id"), r.data["prompt"],
+                                                   r.data["completion"]),
+                                     [{"role": "user", "content": r.data["prompt"]}],
+                                     build.reference_target([r.data["completion"]]),
+                                     path=path, where=r.where), r.where) for r in records]
+        return original(records, path, corpus, found)
+
+    monkeypatch.setattr(foreign, "convert", convert)
+    suite = tmp_path / "pairs.jsonl"
+    suite.write_text("".join(json.dumps({"id": i, "prompt": q, "completion": a}) + "\n" for i, q, a in [
+        ("one", "What is 2+2?", "4"), ("two", "Capital of France?", "Paris")]), encoding="utf-8")
+    (tmp_path / "bot.py").write_text(
+        "def answer(request):\n    return {'response': '4' if '2+2' in "
+        "request['messages'][-1]['content'] else 'Lyon'}\n", encoding="utf-8")
+    from queryeval.suite.loader import load_suite
+
+    loaded = load_suite(suite)
+    assert [c.id for c in loaded.cases] == ["one", "two"]
+    run = qe.evaluate(str(suite), system=f"python:{tmp_path / 'bot.py'}:answer",
+                      out=tmp_path / "runs")
+    assert {c.case_id: c.verdict for c in run.results.cases} == {"one": "pass", "two": "fail"}
