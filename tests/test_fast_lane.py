@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from conftest import SLOW_USES, TESTS, is_slow, missing_module, module_imports
 
 

@@ -125,7 +125,7 @@ def test_run_model_and_to_pandas(built, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_figure_is_the_mean_of_the_per_case_population(built, kind):
-    run, (values, counted) = built(kind), EXPECTED[kind]
+    run, (_, counted) = built(kind), EXPECTED[kind]
     assert check_one_population(run, "all_correct", overall="psaq") == pytest.approx(AGG[kind])
     assert sorted(run.results.vector("all_correct")) == sorted(counted)
 
