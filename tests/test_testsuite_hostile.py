@@ -294,8 +294,9 @@ def test_hostile_gold_through_the_run_and_the_audit(company, tmp_path, monkeypat
              "pragma": "PRAGMA journal_mode = WAL"}
     suite, preds = _suite_predicting_the_gold(tmp_path, company, golds)
     before = _snapshot(company.parent)
+    # every hostile gold is refused or fails, so no case is scored: exit 2 naming the first
     assert main(["run", str(suite), "--task", "query", "--responses", str(preds), "--out",
-                 str(tmp_path / "runs"), "--test-suite", "3"]) in (0, 1)
+                 str(tmp_path / "runs"), "--test-suite", "3"]) == 2
     assert main(["audit", str(suite), "--database", str(company), "--json",
                  str(tmp_path / "a.json"), "--test-suite", "3", "--query-timeout", "2"]) in (0, 1)
     assert list(out.iterdir()) == []
