@@ -168,8 +168,11 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     # A and B tie (B fixes one case and breaks another); against the baseline only, A is
     # marked significantly better than C ("c"), B is not tested against C
     assert best == [["0.8333c", "0.8333"], ["0.8478c", "0.8478"]]
-    assert driver.run("return document.getElementById('verdict').textContent").startswith(
-        "significant regression against the baseline: c macro_precision")
+    # the headline, per run against the baseline, from the compare model's verdicts
+    verdict = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                         "'#verdict li'), function (li) { return li.textContent; })")
+    assert verdict[1].startswith("c (silent.jsonl) against a (responses.jsonl): significantly "
+                                 "worse on ") and "macro_precision" in verdict[1]
     flips = driver.run("return document.querySelectorAll('#flips tbody tr').length")
     assert flips > 20
     _shot(driver, "view-compare", tmp_path)

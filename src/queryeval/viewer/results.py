@@ -23,13 +23,26 @@ some attempts passed and some did not."""
 def case_rows(loaded: Any) -> list[dict]:
     """One row per case (suite order): case_id, name, tags, status (the call status: ``error``
     when any attempt's call failed), verdict, metrics, attempts; all read from
-    ``loaded.cases`` (:func:`queryeval.run.results.reduce_cases`)."""
+    ``loaded.cases`` (:func:`queryeval.run.results.reduce_cases`). ``decided``: what decided
+    the case (:func:`queryeval.report.junit.deciding`: ``test_suite_match`` under
+    --test-suite, the judge's verdict or ``decided_by``; None when the scores decide), of
+    the first attempt that did not pass (else the first); ``reason``: why, in words — for a
+    pass or fail the deciding rule's reason, else for a case that did not pass the JUnit
+    report's line (:func:`queryeval.report.junit.case_outcome`: expected vs got, the failed
+    call, a flaky case's pass rate)."""
+    from queryeval.report.junit import case_outcome, deciding
+
     records = loaded.records
     repeated = any("repeat" in r for r in records)
     rows = []
     for case in loaded.cases:
         tries = [_attempt(a.index, records[a.index], a.verdict) for a in case.attempts]
         row = _row(records[case.attempts[0].index], dict(case.means), case.verdict, tries)
+        shown = next((a for a in case.attempts if not a.passed), case.attempts[0])
+        decided = deciding(records[shown.index])
+        message = case_outcome(records, case)[1]
+        why = (decided or {}).get("reason") if case.verdict in ("pass", "fail") else None
+        row.update(decided=decided, reason=why or message or None)
         if repeated:
             row.update(status="error" if case.errored else row["status"],
                        outcomes=case.outcomes, pass_rate=case.pass_rate)

@@ -435,6 +435,13 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
               for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
+    # the figure that decides the cases (test_suite_match, decided_by), the cases table's
+    # column beside the verdict: the one most rows name (None when the scores decide)
+    decides: dict[str, int] = {}
+    for r in rows:
+        fig_name = (r.get("decided") or {}).get("figure")
+        if fig_name:
+            decides[fig_name] = decides.get(fig_name, 0) + 1
     for r in rows:
         statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
@@ -444,6 +451,7 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     return {**head, "overall": overall if isinstance(overall, dict) else {},
             **figs, "metric_names": names, "groups": groups, "statuses": statuses,
             "verdicts": verdicts, "attempts": sum(len(r["attempts"]) for r in rows),
+            "decided_by": max(decides, key=decides.__getitem__) if decides else None,
             "derived": sorted(derived),
             "withheld": withheld.options if withheld else [],
             "task_error": withheld.task_error if withheld else None,
