@@ -91,7 +91,11 @@ def _meta(run: LoadedRun) -> str:
     b = run.batch
     cfg = b.get("evaluation_config", {})
     suite = b.get("suite_info", {})
+    from queryeval.report.html_figures import batch_to_compare
+
+    which = batch_to_compare(run.batch_id, b.get("derived_batches"), b.get("derived_from"))
     rows = [("run", run.label), ("task", b.get("task")), ("batch", run.batch_id),
+            *([("to compare", which)] if which else []),
             ("status", b.get("status")),
             ("started", b.get("timestamp")), ("completed", b.get("completed_at")),
             ("suite", f"{suite.get('path', cfg.get('suite'))} ({suite.get('hash', '')[:19]}…)"),

@@ -427,6 +427,7 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     # an empty group kind (no case has a concept) is not shown, and an older figure name
     # (recall_at_k) is shown as its own (recall@10), as in the HTML report and Run.groups
     from queryeval.report.html import figure_kinds, own_names
+    from queryeval.report.html_figures import batch_to_compare
 
     kinds = figure_kinds(getattr(loaded, "task", None))
     run_k = {"k": overall.get("k") if isinstance(overall, dict) else None}
@@ -452,6 +453,8 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
             **figs, "metric_names": names, "groups": groups, "statuses": statuses,
             "verdicts": verdicts, "attempts": sum(len(r["attempts"]) for r in rows),
             "decided_by": max(decides, key=decides.__getitem__) if decides else None,
+            "to_compare": batch_to_compare(entry.batch_id, loaded.batch.get("derived_batches"),
+                                           loaded.batch.get("derived_from")),
             "derived": sorted(derived),
             "withheld": withheld.options if withheld else [],
             "task_error": withheld.task_error if withheld else None,

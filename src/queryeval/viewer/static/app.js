@@ -107,7 +107,7 @@
           num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
             /* the server says which figures are counts (ints in the metrics JSON), never the
                value: 1.0 is a figure */
-            function (k) { return (r.metric_kinds || {})[k] === 'figure'; }).slice(0, 3).map(function (k) {
+            function (k) { return (r.metric_kinds || {})[k] === 'figure'; }).slice(0, 4).map(function (k) {
               return el('span', {'class': 'metric', 'data-metric': k}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
             })));
       });
@@ -283,7 +283,8 @@
         'status ' + doc.status + ': ' + doc.done + (doc.cases ? ' of ' + doc.cases : '') + ' cases done');
       show([el('h1', {id: 'run-title'}, (doc.label ? doc.label + ' · ' : '') + (doc.task || '') + ' · ' + doc.system),
             el('p', {'class': 'note'}, doc.path + ' · ' + (doc.date || '') + ' · suite ' + doc.suite),
-            progress, notes, derived, el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
+            progress, notes, derived, doc.to_compare ? el('p', {'class': 'note', id: 'to-compare'}, doc.to_compare) : null,
+            el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
             overall, ciNote, repeats, el('details', {}, el('summary', {},
               'all figures'), figures), groups.length ? el('h2', {}, 'Groups') : null, groups,
             el('h2', {}, 'Cases'), el('p', {'class': 'note'}, 'verdict: the HTML report\'s pass/fail' +
