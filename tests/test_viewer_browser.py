@@ -130,11 +130,14 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     _ready(driver)
     assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
     # the Overall table is the HTML report's (same rows, same CI text; 300 resamples both)
-    from queryeval.report.html import overall_rows, report_figures
+    from queryeval.report.html import figure_kinds, no_interval, overall_rows, report_figures
 
     fig = report_figures(server["paths"][0], resamples=300)
-    want = [[k, "—" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
-            for k, _, ci in overall_rows(load_run(server["paths"][0]), fig.metrics, fig.cis)]
+    loaded = load_run(server["paths"][0])
+    kinds = figure_kinds(loaded.task)
+    want = [[k, ("—" + (f" {why}" if (why := no_interval(k, v, fig.cis, kinds)) else ""))
+             if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
+            for k, v, ci in overall_rows(loaded, fig.metrics, fig.cis)]
     assert driver.run("return Array.prototype.map.call(document.querySelectorAll("
                       "'#overall tbody tr'), function (r) { return [r.cells[0].textContent,"
                       " r.cells[2].textContent]; })") == want

@@ -156,7 +156,8 @@
         el('th', {'class': 'num'}, 'cases'))), el('tbody', {}, doc.overall_rows.map(function (m) {
           return el('tr', {'data-metric': m.metric}, el('td', {}, m.metric),
             num(m.value, null, (doc.metric_kinds || {})[m.metric] !== 'count'),
-            el('td', {'class': 'num ci'}, m.low === null ? '—' : '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'),
+            el('td', {'class': 'num ci'}, m.low === null ? ['—', m.why ? el('span', {'class': 'note why'}, ' ' + m.why) : null] :
+              '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'),
             el('td', {'class': 'num'}, m.n === null ? '' : String(m.n)));
         })));
       var ciNote = el('p', {'class': 'note'}, 'Intervals: percentile bootstrap over cases (' +
