@@ -236,8 +236,10 @@ def _look(driver: WebDriver, page: Path, name: str, tmp: Path) -> dict:
     state = driver.run("return {ok: document.body.getAttribute('data-ok'), "
                        "error: document.body.getAttribute('data-error'), "
                        "charts: document.querySelectorAll('svg.chart').length, "
-                       "height: document.body.scrollHeight, title: document.title}")
+                       "height: document.body.scrollHeight, title: document.title, "
+                       "width: document.documentElement.scrollWidth}")
     assert state["ok"] == "1", state
+    assert state["width"] <= 1280, state  # nothing cut at 1280 px: the page never scrolls sideways
     assert driver.console() == []
     png = driver.screenshot(min(state["height"] + 40, 8000))
     assert png[:8] == PNG_MAGIC and len(png) > 20_000
