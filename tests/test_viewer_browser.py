@@ -255,8 +255,8 @@ def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
         _ready(driver)
         assert driver.run("return document.getElementById('error')") is None
         cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
-                           "'#runs tbody tr'), function (r) { return [r.cells[2].textContent,"
-                           " r.cells[4].textContent, r.cells[6].textContent]; })")
+                           "'#runs tbody tr'), function (r) { return [r.cells[3].textContent,"
+                           " r.cells[5].textContent, r.cells[7].textContent]; })")
         by_task = sorted(cells)
         assert ['{"x": 1}', "responses.jsonl", "complete"] in by_task
         assert sorted(c[1] for c in cells if c[0] == "retrieval") == [
@@ -345,7 +345,7 @@ def test_verdicts_attempts_derived_k_headline_and_expected_text(driver, tmp_path
         _wait(driver, "return document.body.getAttribute('data-cases')", "15")
         cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
                            "'#cases tbody tr'), function (r) { return [r.cells[2].textContent,"
-                           " r.cells[3].textContent]; })")
+                           " r.cells[4].textContent]; })")  # verdict, (reason,) status
         assert cells == [["fail", "ok"]] * 15
         driver.run("document.querySelector('#cases tbody a.caselink').click()")
         _ready(driver)

@@ -143,6 +143,12 @@ def test_cases_show_test_suite_match_and_the_reason(testsuite_run, tmp_path):
     assert page["ids"]["run-title"].startswith("ts12 · query · ")
     # the column is not repeated among the metric columns
     assert head.count("test_suite_match") == 1
+    # ids up to 12 characters are shown whole; a longer one as its first 8 and "…", in full
+    # on hover
+    links = {a["href"]: (a.get("title"), text) for tag, a, text in page["attrs"]
+             if tag == "a" and a.get("class") == "caselink"}
+    shown = dict(links.values())
+    assert shown["count-at-least-120"] == "count-at…" and shown["sales-staff"] == "sales-staff"
 
 
 def test_a_failed_case_without_a_deciding_rule_says_expected_and_got(sdmx):

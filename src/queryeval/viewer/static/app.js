@@ -32,6 +32,12 @@
     if (typeof v === 'number') { return Number.isInteger(v) && !dec ? String(v) : v.toFixed(4); }
     return String(v);
   }
+  /* a long id (a CSV question's UUID) shortened to its first 8 characters; the full id is
+     the element's title (hover) */
+  function shortId(v) {
+    var t = String(v);
+    return t.length > 12 ? t.slice(0, 8) + '…' : t;
+  }
   function api(path) {
     return fetch(path, {headers: {'Accept': 'application/json'}}).then(function (r) {
       return r.json().then(function (d) {
@@ -246,8 +252,8 @@
           tbody.textContent = '';
           page.rows.forEach(function (r) {
             add(tbody, el('tr', {'data-case': r.case_id},
-              el('td', {}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
-                                    'class': 'caselink'}, r.case_id)),
+              el('td', {'class': 'caseid'}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
+                                    'class': 'caselink', title: r.case_id}, shortId(r.case_id))),
               el('td', {}, r.name), el('td', {'class': 'verdict ' + (r.verdict === 'pass' ? 'better' : 'worse')}, r.verdict),
               decides ? decided(r.decided) : null,
               el('td', {'class': 'reason', title: r.reason || ''}, r.reason || ''),
