@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe
-from queryeval.report.html import overall_rows, report_figures, render_report
+from queryeval.report.html import overall_rows, render_report, report_figures
 from queryeval.report.html_figures import batch_to_compare, own_names
 from queryeval.run.results import RunResults
 from queryeval.tasks.content import Figures, bare_name
@@ -123,3 +123,31 @@ def test_derived_batches_say_which_batch_to_compare(tmp_path, multi):
 
     client = TestClient(create_app(multi.folder, resamples=100), base_url="http://127.0.0.1")
     assert client.get(f"/api/runs/{multi.batch_id}").json()["to_compare"] == which
+
+
+def test_group_count_columns_under_repeats_are_one_column_named_a_mean(tmp_path):
+    """Free-form cases decided by different rules in different attempts: the decided_by
+    group's ``cases`` are means over the 3 repeats (exact 4/3, inconclusive 2/3, number 1):
+    one column ``cases (mean over repeats)`` on every surface, ``number``'s 1 included."""
+    cases = [("capital", "Paris", ["paris."] * 3),
+             ("reason", "a supply shortage", ["parts were short", "a supply shortage",
+                                              "parts were short"]),
+             ("count", "42", ["There are 41 stations."] * 3)]
+    suite = [{"id": cid, "conversation": [{"role": "user", "content": f"{cid}?",
+              "target": {"reference": {"answer": ref}}}]} for cid, ref, _ in cases]
+    answers = {cid: resp for cid, _, resp in cases}
+    run = qe.evaluate(suite, system=lambda r: {"response": answers[r["case_id"]][r["repeat"]]},
+                      repeats=3, out=tmp_path / "runs", reports=False)
+    stored = run.metrics["group_metrics"]["decided_by"]
+    assert stored["exact"]["cases"] == pytest.approx(4 / 3)  # the metrics file as it is
+    frame = run.groups["decided_by"]
+    assert "cases" not in frame.columns
+    col = frame["cases (mean over repeats)"]
+    assert col.to_dict() == pytest.approx({"exact": 4 / 3, "inconclusive": 2 / 3, "number": 1.0})
+    page = render_report(RunResults.open(run.path), resamples=100)
+    table = page.split("table by decided_by")[1].split("</table>")[0]
+    assert table.count("cases (mean over repeats)") == 1 and "<th>cases</th>" not in table
+    text = str(run)  # the console summary (a fixed width: render_text)
+    rule_table = text.split("By deciding rule")[1].split("\n\n")[0]
+    assert "cases (mean over repeats)" in rule_table and "passed (mean over repeats)" in rule_table
+    assert re.search(r"│ number +│ +1 │", rule_table)  # a whole value in a mean column

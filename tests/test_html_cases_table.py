@@ -70,7 +70,7 @@ def test_failures_come_first_farthest_from_the_gold_first(sdmx_page):
     rank = {"error": 0, "fail": 1, "pass": 2}
     assert [rank[v] for v in verdicts] == sorted(rank[v] for v in verdicts)
     assert verdicts[0] == "fail" and verdicts[-1] == "pass"
-    fails = [distance(dict(by_id[c].values)) for c, v in zip(shown, verdicts) if v == "fail"]
+    fails = [distance(dict(by_id[c].values)) for c, v in zip(shown, verdicts, strict=True) if v == "fail"]
     assert fails == sorted(fails, reverse=True) and len(fails) >= 12
     # the first column: the case's name, linked to its details
     first = loaded.records[by_id[shown[0]].index]

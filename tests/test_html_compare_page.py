@@ -51,7 +51,7 @@ def test_two_run_flips_one_row_per_case(runs):
     rows = _flip_rows(page)
     assert [r[0] for r in rows] == list(want)  # each case once
     assert len(rows) == len(want) == 4 < flips  # USA, FRANCE, GERMANY, CANADA, on 2 metrics
-    for case_id, name, change, improved, regressed in rows:
+    for case_id, _name, change, improved, regressed in rows:
         assert set(filter(None, improved.split("\n"))) == want[case_id]["improved"]
         assert set(filter(None, regressed.split("\n"))) == want[case_id]["regressed"]
         assert change == ("regressed" if case_id == USA else "improved")

@@ -42,7 +42,7 @@ def curves(draw):
 @given(curves())
 def test_value_labels_never_overlap(drawn):
     ks, series = drawn
-    svg = line_chart(ks, dict(zip(NAMES, series)), title="recall@k over k")
+    svg = line_chart(ks, dict(zip(NAMES, series, strict=False)), title="recall@k over k")
     vals, width = _boxes(svg, "val"), float(re.search(r'width="(\d+)"', svg)[1])
     others = _boxes(svg, "tick") + _boxes(svg, "lg")
     for i, a in enumerate(vals):

@@ -266,6 +266,7 @@ class Run:
                     and isinstance(value, dict):
                 sources.setdefault(key[: -len("_metrics")], value)
         from queryeval.report.html import figure_kinds, own_names
+        from queryeval.report.html_figures import count_columns
 
         # an older name (recall_at_k) under the figure's own name (recall@10), as the task
         # declares it (Task.figures) and the HTML report shows it
@@ -276,9 +277,9 @@ class Run:
             if not isinstance(members, dict) or not any(isinstance(v, dict)
                                                         for v in members.values()):
                 continue  # an empty group kind (no case has a concept) is not shown
-            frame = pd.DataFrame.from_dict(
-                {str(m): own_names(_flat(v), kinds, run_k) for m, v in members.items()
-                 if isinstance(v, dict)}, orient="index")
+            frame = pd.DataFrame.from_dict(count_columns(
+                {str(m): own_names(_flat(v), kinds, run_k, counts=False)
+                 for m, v in members.items() if isinstance(v, dict)}, kinds), orient="index")
             frame.index.name = key
             out[key] = frame
         return out
@@ -325,7 +326,10 @@ class Run:
         from queryeval.io.safetext import console_line
 
         out = [console_line(f"run: {self.label}", "bold")]  # a label's newline ends here
-        out += (render_summary(task.summary(self.metrics), self.metrics) if task is not None
+        from queryeval.report.html_figures import figure_kinds
+
+        out += (render_summary(task.summary(self.metrics), self.metrics, figure_kinds(task))
+                if task is not None
                 else [overall_table(self.metrics)])
         if "repeats" in self.metrics:
             from queryeval.report.console import repeats_tables

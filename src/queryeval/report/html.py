@@ -25,6 +25,7 @@ from queryeval.report.html_figures import (
     _AT_K,
     _is_rate,
     _prefer,
+    count_columns,
     figure_kinds,
     flatten,
     overall_figures,
@@ -244,8 +245,9 @@ def _groups(metrics: dict, kinds: Figures | None = None) -> str:
         sizes: dict[str, int | None] = {}
         run_k = {"k": (metrics.get("overall_metrics") or {}).get("k")}
         for name, figures in members.items():
-            flat[str(name)] = own_names(flatten(figures), kinds or Figures(), run_k)
+            flat[str(name)] = own_names(flatten(figures), kinds or Figures(), run_k, counts=False)
             sizes[str(name)] = group_size(figures) if isinstance(figures, dict) else None
+        flat = count_columns(flat, kinds or Figures())
         keys = _prefer(rate_keys(flat, kinds))
         out.append(f"<h3>by {esc(kind)} ({len(flat)})</h3>")
         charts = []

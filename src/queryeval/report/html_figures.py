@@ -50,7 +50,30 @@ def overall_timings(overall: dict, kinds: Figures | None = None) -> dict[str, An
     return {key: v for key, v in flatten(overall).items() if kinds.kind(key) == "timing"}
 
 
-def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any]) -> dict[str, Any]:
+def count_columns(members: dict[str, dict[str, Any]], kinds: Figures) -> dict[str, dict[str, Any]]:
+    """A table's rows (member -> figures) with each count column (``Figures.counts``) shown
+    as a count: whole numbers when every value is one (``11``, not ``11.0000``), else — a
+    count ``--repeats`` averaged (a group's ``cases`` 4/3) — the column named ``KEY (mean
+    over repeats)`` in every row, so it stays one column. Display only."""
+    means = {key for figures in members.values() for key, v in figures.items()
+             if kinds.kind(key) == "count" and isinstance(v, float) and math.isfinite(v)
+             and not v.is_integer()}
+    out = {}
+    for member, figures in members.items():
+        row = {}
+        for key, v in figures.items():
+            if key in means:
+                key = f"{key} (mean over repeats)"
+            elif (kinds.kind(key) == "count" and isinstance(v, float) and math.isfinite(v)
+                  and v.is_integer()):
+                v = int(v)
+            row[key] = v
+        out[member] = row
+    return out
+
+
+def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any], *,
+              counts: bool = True) -> dict[str, Any]:
     """``figures`` under the names every page shows:
 
     * each older name (``recall_at_k``) under the figure's own name (``recall@5``, ``{k}``
@@ -61,7 +84,8 @@ def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any])
       hit_rate@k, MRR, nDCG);
     * a count (``Figures.counts``) as a whole number; one that is a fraction (with
       ``--repeats`` a count in the metrics is the mean over the repeats: 32.6667) named
-      ``KEY (mean over repeats)``.
+      ``KEY (mean over repeats)`` (:func:`count_columns`; ``counts=False`` leaves that to a
+      table of several rows).
 
     Display only: the metrics file keeps its names and values (:func:`bare_name` reads a
     shown name back)."""
@@ -82,15 +106,9 @@ def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any])
     lead = [h for h in lead if h in out]
     out = {**{h: out[h] for h in lead}, **{n: v for n, v in out.items() if n not in lead},
            **labelled}
-    shown: dict[str, Any] = {}
-    for key, value in out.items():
-        if kinds.kind(key) == "count" and isinstance(value, float) and math.isfinite(value):
-            if value.is_integer():
-                value = int(value)
-            else:
-                key = f"{key} (mean over repeats)"
-        shown[key] = value
-    return shown
+    # one row (the Overall figures); a table of group rows names its count columns once,
+    # over every row (counts=False here, then count_columns)
+    return count_columns({"": out}, kinds)[""] if counts else out
 
 
 # --- figures ----------------------------------------------------------------------------------

@@ -427,12 +427,12 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     # an empty group kind (no case has a concept) is not shown, and an older figure name
     # (recall_at_k) is shown as its own (recall@10), as in the HTML report and Run.groups
     from queryeval.report.html import figure_kinds, own_names
-    from queryeval.report.html_figures import batch_to_compare
+    from queryeval.report.html_figures import batch_to_compare, count_columns
 
     kinds = figure_kinds(getattr(loaded, "task", None))
     run_k = {"k": overall.get("k") if isinstance(overall, dict) else None}
-    groups = {k: {str(m): own_names(f, kinds, run_k) if isinstance(f, dict) else f
-                  for m, f in v.items()}
+    groups = {k: count_columns({str(m): own_names(f, kinds, run_k, counts=False)
+                                for m, f in v.items() if isinstance(f, dict)}, kinds)
               for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
