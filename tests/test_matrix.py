@@ -160,7 +160,7 @@ def test_csv_and_xlsx(built, kind):
 def test_html_report(built, kind):
     run, (_, counted) = built(kind), EXPECTED[kind]
     page = _file(run, "report", ".html").read_text()
-    m = re.search(r'<td>psaq</td><td class="num" data-v="([^"]+)">[^<]*</td><td class="num">'
+    m = re.search(r'<td>psaq</td><td class="num" data-v="([^"]+)">[^<]*</td><td class="num ci">'
                   r'\[([0-9.]+), ([0-9.]+)\]</td><td class="num">(\d+)</td>', page)
     assert m, "no psaq row with its interval"
     assert float(m[1]) == pytest.approx(AGG[kind]) and int(m[4]) == len(counted)

@@ -349,7 +349,8 @@ def test_answers_cis_and_integer_counts(answers_run):
     assert f"[{ci.low:.4f}, {ci.high:.4f}]" in row and '<td class="num">12</td>' in row
     # per-case counts are integers: "2", not "2.0000"; proportions keep their decimals
     cases = text[text.index('<table id="cases">'):]
-    q0 = re.search(r'<tr data-status="fail"><td><a href="#case-0">q0</a>.*?</tr>', cases).group(0)
+    q0 = re.search(r'<tr data-status="fail" data-case="q0"><td class="case"><a href="#case-0">'
+                   r'.*?</tr>', cases).group(0)
     assert '<td class="num" data-v="2.0">2</td>' in q0 and '<td class="num" data-v="3.0">3</td>' in q0
     assert '<td class="num" data-v="0.6666666666666666">0.6667</td>' in q0
 
@@ -402,7 +403,7 @@ def test_selection_xlsx_result_column(tmp_path, examples_dir):
         if r[7] == "pass":
             assert r[3] == r[4] == 1.0 and r[6] == "ok"
     html = _report_text(result.log.paths.batch)
-    statuses = re.findall(r'<tr data-status="(\w+)"><td>(?:<a href="#case-\d+">)?([^<]+)<', html)
+    statuses = re.findall(r'<tr data-status="(\w+)" data-case="([^"]+)">', html)
     assert {cid: s for s, cid in statuses} == {cid: r[7] for cid, r in rows.items()}
 
 

@@ -130,11 +130,14 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     _ready(driver)
     assert driver.run("return document.querySelectorAll('#cases tbody tr').length") == 23
     # the Overall table is the HTML report's (same rows, same CI text; 300 resamples both)
-    from queryeval.report.html import overall_rows, report_figures
+    from queryeval.report.html import figure_kinds, no_interval, overall_rows, report_figures
 
     fig = report_figures(server["paths"][0], resamples=300)
-    want = [[k, "—" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
-            for k, _, ci in overall_rows(load_run(server["paths"][0]), fig.metrics, fig.cis)]
+    loaded = load_run(server["paths"][0])
+    kinds = figure_kinds(loaded.task)
+    want = [[k, ("—" + (f" {why}" if (why := no_interval(k, v, fig.cis, kinds)) else ""))
+             if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]
+            for k, v, ci in overall_rows(loaded, fig.metrics, fig.cis)]
     assert driver.run("return Array.prototype.map.call(document.querySelectorAll("
                       "'#overall tbody tr'), function (r) { return [r.cells[0].textContent,"
                       " r.cells[2].textContent]; })") == want
@@ -168,8 +171,11 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     # A and B tie (B fixes one case and breaks another); against the baseline only, A is
     # marked significantly better than C ("c"), B is not tested against C
     assert best == [["0.8333c", "0.8333"], ["0.8478c", "0.8478"]]
-    assert driver.run("return document.getElementById('verdict').textContent").startswith(
-        "significant regression against the baseline: c macro_precision")
+    # the headline, per run against the baseline, from the compare model's verdicts
+    verdict = driver.run("return Array.prototype.map.call(document.querySelectorAll("
+                         "'#verdict li'), function (li) { return li.textContent; })")
+    assert verdict[1].startswith("c (silent.jsonl) against a (responses.jsonl): significantly "
+                                 "worse on ") and "macro_precision" in verdict[1]
     flips = driver.run("return document.querySelectorAll('#flips tbody tr').length")
     assert flips > 20
     _shot(driver, "view-compare", tmp_path)
@@ -249,8 +255,8 @@ def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
         _ready(driver)
         assert driver.run("return document.getElementById('error')") is None
         cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
-                           "'#runs tbody tr'), function (r) { return [r.cells[2].textContent,"
-                           " r.cells[4].textContent, r.cells[6].textContent]; })")
+                           "'#runs tbody tr'), function (r) { return [r.cells[3].textContent,"
+                           " r.cells[5].textContent, r.cells[7].textContent]; })")
         by_task = sorted(cells)
         assert ['{"x": 1}', "responses.jsonl", "complete"] in by_task
         assert sorted(c[1] for c in cells if c[0] == "retrieval") == [
@@ -339,7 +345,7 @@ def test_verdicts_attempts_derived_k_headline_and_expected_text(driver, tmp_path
         _wait(driver, "return document.body.getAttribute('data-cases')", "15")
         cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
                            "'#cases tbody tr'), function (r) { return [r.cells[2].textContent,"
-                           " r.cells[3].textContent]; })")
+                           " r.cells[4].textContent]; })")  # verdict, (reason,) status
         assert cells == [["fail", "ok"]] * 15
         driver.run("document.querySelector('#cases tbody a.caselink').click()")
         _ready(driver)

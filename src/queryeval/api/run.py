@@ -33,6 +33,10 @@ def _error_text(error: Any) -> str | None:
     return str(error)
 
 
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _fmt(value: Any) -> str:
     from queryeval.report.numbers import figure
 
@@ -58,6 +62,7 @@ class Run:
         :meth:`check_gates`."""
         self._keep = keep  # a TemporaryDirectory: removed once no Run refers to it
         self._loaded: Any = None
+        self._figs: Any = None
 
     # --- the log --------------------------------------------------------------------------
     def _load(self) -> Any:
@@ -261,6 +266,7 @@ class Run:
                     and isinstance(value, dict):
                 sources.setdefault(key[: -len("_metrics")], value)
         from queryeval.report.html import figure_kinds, own_names
+        from queryeval.report.html_figures import count_columns
 
         # an older name (recall_at_k) under the figure's own name (recall@10), as the task
         # declares it (Task.figures) and the HTML report shows it
@@ -271,9 +277,9 @@ class Run:
             if not isinstance(members, dict) or not any(isinstance(v, dict)
                                                         for v in members.values()):
                 continue  # an empty group kind (no case has a concept) is not shown
-            frame = pd.DataFrame.from_dict(
-                {str(m): own_names(_flat(v), kinds, run_k) for m, v in members.items()
-                 if isinstance(v, dict)}, orient="index")
+            frame = pd.DataFrame.from_dict(count_columns(
+                {str(m): own_names(_flat(v), kinds, run_k, counts=False)
+                 for m, v in members.items() if isinstance(v, dict)}, kinds), orient="index")
             frame.index.name = key
             out[key] = frame
         return out
@@ -320,7 +326,10 @@ class Run:
         from queryeval.io.safetext import console_line
 
         out = [console_line(f"run: {self.label}", "bold")]  # a label's newline ends here
-        out += (render_summary(task.summary(self.metrics), self.metrics) if task is not None
+        from queryeval.report.html_figures import figure_kinds
+
+        out += (render_summary(task.summary(self.metrics), self.metrics, figure_kinds(task))
+                if task is not None
                 else [overall_table(self.metrics)])
         if "repeats" in self.metrics:
             from queryeval.report.console import repeats_tables
@@ -336,7 +345,23 @@ class Run:
     def __repr__(self) -> str:
         return f"<queryeval.Run {self.label} {self.task_name} {self.path}>"
 
+    WORST_CASES = 5
+    """Cases the notebook view lists under "worst cases"."""
+
+    def _report_figures(self) -> Any:
+        """The HTML report's figures (:func:`queryeval.report.html.report_figures`, its
+        default 10,000 resamples, seed 0: the same intervals), computed once per Run."""
+        if getattr(self, "_figs", None) is None:
+            from queryeval.report.html import report_figures
+
+            self._figs = report_figures(self._load())
+        return self._figs
+
     def _repr_html_(self) -> str:
+        """The notebook view: the pass/fail counts, the headline figures with their 95%
+        intervals (or the reason there is none), the worst cases (the HTML report's order:
+        errors, fails, flaky, then the farthest from the gold, each with the JUnit report's
+        reason), then every figure (folded), the groups and the repeats section."""
         e = html.escape
         head = (f"<b>queryeval run</b> <b>{e(self.label)}</b> · task "
                 f"<code>{e(str(self.task_name))}</code> · batch "
@@ -344,17 +369,50 @@ class Run:
         if self._load().metrics is None:
             return f"<div class='queryeval-run'>{head}</div>"
         from queryeval.report.html import (
+            case_order,
             figure_kinds,
+            no_interval,
             overall_figures,
+            overall_rows,
             overall_timings,
             repeats_section,
         )
+        from queryeval.report.junit import case_outcome
 
         # the HTML report's split: settings in the heading, older names under their own
         kinds = figure_kinds(self.task)
         figures, settings = overall_figures(self.overall, kinds)
         timings = overall_timings(self.overall, kinds)
         head += f" · {e(settings)}" if settings else ""
+        loaded = self._load()
+        cases = loaded.cases
+        counts = {v: sum(1 for c in cases if c.verdict == v)
+                  for v in ("pass", "fail", "error", "flaky")}
+        tally = (f"<p class='counts'><b>{len(cases)} cases</b>: "
+                 + ", ".join(f"<b>{n}</b> {v}" for v, n in counts.items() if n or v != "flaky")
+                 + "</p>")
+        fig = self._report_figures()
+        lead = []
+        for key, value, ci in overall_rows(loaded, fig.metrics, fig.cis):
+            if kinds.kind(key) != "metric" or isinstance(value, (bool, str)) or \
+                    isinstance(value, int) or len(lead) >= 6:
+                continue
+            interval = (f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else
+                        f"— ({no_interval(key, value, fig.cis, kinds) or 'no interval'})")
+            lead.append(f"<tr><td>{e(str(key))}</td><td style='text-align:right'>"
+                        f"{e(_fmt(value))}</td><td style='text-align:right'>{e(interval)}</td></tr>")
+        headline = (f"<table class='headline'><tr><th>headline</th><th>value</th><th>95% CI "
+                    f"of the case mean</th></tr>{''.join(lead)}</table>" if lead else "")
+        order = case_order([dict(c.means) for c in cases], [c.verdict for c in cases])
+        worst = [cases[i] for i in order if cases[i].verdict != "pass"][:self.WORST_CASES]
+        bad = "".join(
+            f"<tr><td>{e(str(c.name or c.case_id))}</td><td><code>{e(c.case_id)}</code></td>"
+            f"<td>{e(c.verdict)}</td><td>{e(_cut(case_outcome(loaded.records, c)[1]))}</td></tr>"
+            for c in worst)
+        worst_html = (f"<p><b>worst cases</b> ({len(worst)} of "
+                      f"{sum(1 for c in cases if c.verdict != 'pass')} that did not pass)</p>"
+                      f"<table class='worst'><tr><th>case</th><th>id</th><th>verdict</th>"
+                      f"<th>why</th></tr>{bad}</table>" if worst else "<p>every case passed</p>")
         rows = "".join(
             f"<tr><td>{e(str(k))}</td><td style='text-align:right'>{e(_fmt(v))}</td></tr>"
             for k, v in {**figures, **timings}.items())
@@ -363,9 +421,10 @@ class Run:
         # --repeats: the metrics' own repeats section (pass rate, pass@k, pass^k, flaky
         # cases), rendered as the HTML report renders it, never recomputed here
         more += repeats_section(self.metrics.get("repeats"))
-        return (f"<div class='queryeval-run'><p>{head}</p><table><tr><th>metric</th>"
-                f"<th>value</th></tr>{rows}</table>{more}<p><code>{e(str(self.path))}</code>"
-                "</p></div>")
+        return (f"<div class='queryeval-run'><p>{head}</p>{tally}{headline}{worst_html}"
+                f"<details><summary>every figure</summary><table><tr><th>metric</th>"
+                f"<th>value</th></tr>{rows}</table></details>{more}<p><code>{e(str(self.path))}"
+                "</code></p></div>")
 
     def to_json(self) -> str:
         """The metrics document as JSON text."""

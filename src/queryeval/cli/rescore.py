@@ -27,8 +27,10 @@ def command(
     result = rescore_run(run, _parse_options(option), out=out, reports=not no_report)
     if not quiet:
         from queryeval.report.console import render_summary
+        from queryeval.report.html_figures import figure_kinds
 
-        for renderable in render_summary(result.task.summary(result.metrics), result.metrics):
+        for renderable in render_summary(result.task.summary(result.metrics), result.metrics,
+                                         figure_kinds(result.task)):
             console.print(renderable)
         if "repeats" in result.metrics:  # as queryeval run prints it (Run.summary)
             from queryeval.report.console import repeats_tables

@@ -387,6 +387,11 @@ def command(
     for opts, batch_id in result.batch.get("derived_batches", {}).items():
         console.print(f"derived batch {opts}: {paths.folder / f'batch_{batch_id}.json'}",
                       markup=False, highlight=False)
+    from queryeval.report.html_figures import batch_to_compare
+
+    which = batch_to_compare(result.batch_id, result.batch.get("derived_batches"))
+    if which:
+        console.print(which, markup=False, highlight=False)
     from queryeval.cli.ci import run_outputs
 
     run_outputs(result, thresholds, junit=junit, github=github, otel=otel, mlflow=mlflow,

@@ -17,7 +17,9 @@ fmt = figure  # one formatter for every surface (report.numbers)
 
 
 def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Overall",
-                  what: str = "metric") -> Table:
+                  what: str = "metric", kinds: Any = None) -> Table:
+    """The Overall table; with the task's ``kinds`` a count is a whole number or named
+    ``KEY (mean over repeats)`` (as the HTML report)."""
     overall = metrics["overall_metrics"]
     table = Table(title=console_line(title), title_justify="left")
     table.add_column(console_line(what))
@@ -26,21 +28,40 @@ def overall_table(metrics: dict, keys: list[str] | None = None, title: str = "Ov
         value = overall.get(key)
         if isinstance(value, (dict, list)):
             continue
-        table.add_row(console_line(key), console_line(fmt(value)))
+        name = key
+        if kinds is not None:
+            from queryeval.report.html_figures import count_columns
+
+            ((name, value),) = count_columns({"": {key: value}}, kinds)[""].items()
+        table.add_row(console_line(name), console_line(fmt(value)))
     return table
 
 
-def group_table(groups: dict, group_name: str, keys: list[str]) -> Table:
+def group_table(groups: dict, group_name: str, keys: list[str], kinds: Any = None) -> Table:
+    """A group table; with the task's ``kinds`` (``Figures``) a count column is whole
+    numbers, or named ``KEY (mean over repeats)`` when ``--repeats`` averaged it
+    (:func:`queryeval.report.html_figures.count_columns`, as the HTML report)."""
+    shown = {k: k for k in keys}
+    if kinds is not None:
+        from queryeval.report.html_figures import count_columns
+
+        rows = {str(n): {k: f.get(k) for k in keys} for n, f in groups.items()
+                if isinstance(f, dict)}
+        named = count_columns(rows, kinds)
+        for k in keys:
+            if any(f"{k} (mean over repeats)" in r for r in named.values()):
+                shown[k] = f"{k} (mean over repeats)"
+        groups = {n: {k: r.get(shown[k]) for k in keys} for n, r in named.items()}
     table = Table(title=console_line(f"By {group_name}"), title_justify="left")
     table.add_column(console_line(group_name))
     for key in keys:
-        table.add_column(console_line(key), justify="right")
+        table.add_column(console_line(shown[key]), justify="right")
     for name, figures in groups.items():
         table.add_row(console_line(name), *(console_line(fmt(figures.get(k))) for k in keys))
     return table
 
 
-def render_summary(content: Any, metrics: dict) -> list[Any]:
+def render_summary(content: Any, metrics: dict, kinds: Any = None) -> list[Any]:
     """A task's summary (:meth:`Task.summary`: :mod:`queryeval.tasks.content` sections) as
     rich renderables; anything else (a custom task's own rich table) passes through."""
     from queryeval.tasks.content import Groups, Note, Overall
@@ -49,10 +70,10 @@ def render_summary(content: Any, metrics: dict) -> list[Any]:
     for item in content if isinstance(content, (list, tuple)) else [content]:
         if isinstance(item, Overall):
             out.append(overall_table(metrics, keys=list(item.keys) if item.keys is not None
-                                     else None, title=item.title, what=item.what))
+                                     else None, title=item.title, what=item.what, kinds=kinds))
         elif isinstance(item, Groups):
             if item.groups:  # an empty group kind is not shown (as in the HTML report)
-                out.append(group_table(item.groups, item.label, list(item.columns)))
+                out.append(group_table(item.groups, item.label, list(item.columns), kinds))
         elif isinstance(item, Note):
             text = console_line(item.text)  # a sentence: a case id's newline ends here
             if item.level == "warning":

@@ -27,6 +27,7 @@ from queryeval.report.html_figures import (
     _is_rate,
     _prefer,
     figure_interval,
+    count_columns,
     figure_kinds,
     flatten,
     overall_figures,
@@ -93,7 +94,11 @@ def _meta(run: LoadedRun) -> str:
     b = run.batch
     cfg = b.get("evaluation_config", {})
     suite = b.get("suite_info", {})
+    from queryeval.report.html_figures import batch_to_compare
+
+    which = batch_to_compare(run.batch_id, b.get("derived_batches"), b.get("derived_from"))
     rows = [("run", run.label), ("task", b.get("task")), ("batch", run.batch_id),
+            *([("to compare", which)] if which else []),
             ("status", b.get("status")),
             ("started", b.get("timestamp")), ("completed", b.get("completed_at")),
             ("suite", f"{suite.get('path', cfg.get('suite'))} ({suite.get('hash', '')[:19]}…)"),
@@ -165,15 +170,40 @@ def _cases_cell(ci: stats.MeanCI | None) -> str:
     return f"{ci.n} in {ci.clusters} clusters{extra}"
 
 
+def no_interval(key: str, value: Any, cis: dict[str, stats.MeanCI], kinds: Figures) -> str | None:
+    """Why a figure of the Overall table has no interval, in words (None when it has one or
+    is not a number): a count; a figure that is not the mean of a per-case figure (a ratio
+    or a figure of the whole run, e.g. mrr@1 of a multi-k retrieval run, whose per-case
+    values are in the k=1 derived batch); a per-case figure whose mean is not this value;
+    too few cases. The HTML report and the viewer say the same."""
+    from queryeval.tasks.content import bare_name
+
+    ci = cis.get(bare_name(key))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if kinds.kind(key) == "count" or isinstance(value, int):
+        return "a count"
+    if ci is not None and ci.mean is not None and abs(ci.mean - value) <= 1e-9:
+        return None if ci.low is not None else "too few cases for an interval"
+    if ci is not None:
+        return "not the mean of the per-case values"
+    m = _AT_K.match(key)
+    if m and kinds.headline:
+        return f"no per-case values at k={m['k']} in this batch (see its k={m['k']} batch)"
+    return "no per-case values: a figure of the whole run"
+
+
 def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
     kinds = figure_kinds(run.task)
     timings = overall_timings(metrics.get("overall_metrics", {}), kinds)
     rows, chart_rows, chart_ci = [], [], []
     for key, value, ci in overall_rows(run, metrics, cis):
-        interval = f"[{ci.low:.4f}, {ci.high:.4f}]" if ci is not None else "—"
+        interval = (esc(f"[{ci.low:.4f}, {ci.high:.4f}]") if ci is not None else
+                    f'— <span class="why">{esc(why)}</span>'
+                    if (why := no_interval(key, value, cis, kinds)) else "—")
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
-                     else f"<td>{esc(value)}</td>", f'<td class="num">{esc(interval)}</td>',
+                     else f"<td>{esc(value)}</td>", f'<td class="num ci">{interval}</td>',
                      f'<td class="num">{esc(_cases_cell(ci))}</td>'])
         if (_is_rate(value) and kinds.chartable(key)
                 and not lower_is_better(run.task, key.rsplit(".", 1)[-1])):
@@ -239,8 +269,9 @@ def _groups(metrics: dict, kinds: Figures | None = None) -> str:
         sizes: dict[str, int | None] = {}
         run_k = {"k": (metrics.get("overall_metrics") or {}).get("k")}
         for name, figures in members.items():
-            flat[str(name)] = own_names(flatten(figures), kinds or Figures(), run_k)
+            flat[str(name)] = own_names(flatten(figures), kinds or Figures(), run_k, counts=False)
             sizes[str(name)] = group_size(figures) if isinstance(figures, dict) else None
+        flat = count_columns(flat, kinds or Figures())
         keys = _prefer(rate_keys(flat, kinds))
         out.append(f"<h3>by {esc(kind)} ({len(flat)})</h3>")
         charts = []
@@ -301,24 +332,86 @@ def _unit(run: LoadedRun, n: int) -> str:
     return f"{n} attempts ({len(run.cases)} cases × {run.repeats})"
 
 
+SEVERITY = {"error": 0, "fail": 1, "flaky": 2, "pass": 3}
+"""The cases table's order: failures first (a failed call, then a miss), passes last."""
+CASE_COLUMNS = 8
+"""At most this many per-case figures in the cases table (the task's headline first), so
+the table fits a 1280 px page; every figure is in ``results_<id>.csv``."""
+ID_CHARS = 12
+"""A longer case id is shortened in the table (its first 8 characters and …), the full id
+on hover."""
+CASE_NAME_CHARS = 70
+"""A case's name (often the question itself) is cut to this in the table's first column."""
+
+
+def distance(values: dict[str, float], lower: set[str] | frozenset = frozenset()) -> float:
+    """How far a case is from the gold, from its per-case figures: 1 minus the mean of its
+    rates on [0, 1] (a better-lower figure counted as 1 - value); 1.0 with none."""
+    rates = [(1.0 - x if k in lower else x) for k, x in values.items()
+             if isinstance(x, (int, float)) and not isinstance(x, bool) and 0.0 <= x <= 1.0]
+    return 1.0 - sum(rates) / len(rates) if rates else 1.0
+
+
+def case_order(values: list[dict[str, float]], verdicts: list[str],
+               lower: set[str] | frozenset = frozenset()) -> list[int]:
+    """The cases table's order: by severity (:data:`SEVERITY`: errors, fails, passes), then
+    the farthest from the gold first (:func:`distance`), then the suite's order."""
+    return sorted(range(len(verdicts)), key=lambda i: (
+        SEVERITY.get(verdicts[i], 1), -distance(values[i], lower), i))
+
+
+def _lower(run: LoadedRun, values: list[dict[str, float]]) -> set[str]:
+    """The per-case figures better lower (the task's direction)."""
+    return {c for v in values for c in v if lower_is_better(run.task, c.rsplit(".", 1)[-1])}
+
+
+def _short_id(case_id: object) -> str:
+    text = "" if case_id is None else str(case_id)
+    if len(text) <= ID_CHARS:
+        return esc(text)
+    return f'<span title="{esc(text)}">{esc(text[:8])}…</span>'
+
+
+def _case_columns(cols: list[str], kinds: Figures, k: Any) -> tuple[list[str], list[str]]:
+    """(the per-case figures the table shows: the task's headline first, at most
+    :data:`CASE_COLUMNS`; those left to the results CSV)."""
+    lead = [h.format(k=k) for h in kinds.headline if "{k}" not in h or k is not None]
+    ordered = [c for c in lead if c in cols] + [c for c in cols if c not in lead]
+    return ordered[:CASE_COLUMNS], ordered[CASE_COLUMNS:]
+
+
 def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
     cols: list[str] = []
     for v in values:
         cols += [k for k in v if k not in cols]
     counts_cols = _count_columns(run.records, cols)
+    kinds = figure_kinds(run.task)
+    shown, left = _case_columns(cols, kinds, (run.metrics or {}).get("overall_metrics", {}).get("k")
+                                if isinstance(run.metrics, dict) else None)
+    lower = _lower(run, values)
     rows = []
-    for i, (rec, v, verd) in enumerate(zip(run.records, values, verdicts, strict=True)):
-        cid = esc(rec.get("case_id")) + (f' <span class="note">#{esc(rec["repeat"])}</span>'
-                                          if "repeat" in rec else "")
-        link = f'<a href="#case-{i}">{cid}</a>' if verd != "pass" else cid
+    for i in case_order(values, verdicts, lower):
+        rec, v, verd = run.records[i], values[i], verdicts[i]
+        cid = rec.get("case_id")
+        name = rec.get("name")
+        label = _cut(name, CASE_NAME_CHARS) if name else None
+        text = esc(label) if label else _short_id(cid)
+        if label and label != str(name):
+            text = f'<span title="{esc(name)}">{text}</span>'
+        rep = f' <span class="note">#{esc(rec["repeat"])}</span>' if "repeat" in rec else ""
+        link = f'<a href="#case-{i}">{text}</a>{rep}' if verd != "pass" else f"{text}{rep}"
         tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in rec.get("tags") or [])
         cells = "".join(num_cell(int(v[k]) if k in counts_cols and k in v else v.get(k))
-                        for k in cols)
-        rows.append(f'<tr data-status="{esc(verd)}"><td>{link}</td>{_short_name(rec.get("name"))}'
-                    f'<td>{tags}</td><td class="{esc(verd)}">{esc(verd)}</td>{cells}'
+                        for k in shown)
+        rows.append(f'<tr data-status="{esc(verd)}" data-case="{esc(cid)}"><td class="case">'
+                    f'{link}</td><td class="{esc(verd)}">{esc(verd)}</td>{cells}'
+                    f'<td class="id">{_short_id(cid)}</td><td>{tags}</td>'
                     f'<td>{esc(", ".join(rec.get("error_kinds") or []))}</td></tr>')
-    heads = "".join(f"<th>{esc(h)}</th>" for h in ("case", "name", "tags", "status"))
-    heads += "".join(f'<th class="num">{esc(k)}</th>' for k in cols) + "<th>errors</th>"
+    heads = "".join(f"<th>{esc(h)}</th>" for h in ("case", "status"))
+    heads += "".join(f'<th class="num">{esc(k)}</th>' for k in shown)
+    heads += "".join(f"<th>{esc(h)}</th>" for h in ("id", "tags", "errors"))
+    more = (f'<p class="note">{len(left)} more per-case figure(s) in results_&lt;id&gt;.csv: '
+            f'{esc(", ".join(left))}</p>' if left else "")
     counts = {s: verdicts.count(s) for s in ("pass", "fail", "error")}
     options = "".join(f'<option value="{s}">{s} ({n})</option>' for s, n in counts.items())
     folded = "" if len(verdicts) <= OPEN_CASES else " (folded: click to open)"
@@ -330,8 +423,11 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
         'aria-label="filter cases"><select id="filter-status" aria-label="status">'
         f'<option value="">all ({len(verdicts)})</option>{options}</select>'
         '<span id="filter-count" class="note"></span></div>'
+        '<p class="note">failures first: errors, then fails, then passes; within each, the '
+        'farthest from the gold first (the lowest mean of the per-case rates); click a '
+        'heading to sort</p>'
         f'<div class="scroll"><table id="cases"><thead><tr>{heads}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div></details>'
+        f'<tbody>{"".join(rows)}</tbody></table></div>{more}</details>'
     )
 
 

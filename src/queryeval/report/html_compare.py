@@ -1,6 +1,10 @@
-"""The HTML output of ``queryeval compare``: a self-contained page with the per-metric
-summary (means, difference with its bootstrap CI, p-values), a chart of the means of A and B,
-and the flipped cases of each metric in a filterable, sortable table."""
+"""The HTML output of ``queryeval compare``: a self-contained page with the verdict, the
+warnings folded into one note (each in full on demand), the per-metric summary (means, the
+difference B − A with its paired bootstrap CI, p-values), a chart of the means of A and B,
+and the flipped cases grouped by case (one row per case, the metrics that moved each way) in
+a filterable, sortable table. N runs: the tables, each run's Δ against the baseline with its
+paired CI, the flipped cases of every pair grouped by case. Every figure is the compare
+model's (:mod:`queryeval.report.compare`, :mod:`queryeval.report.compare_nway`)."""
 
 from __future__ import annotations
 
@@ -38,8 +42,68 @@ def _run_rows(comp: Comparison) -> str:
 def _verdict(headline: str, worse: bool, warnings: list[str]) -> str:
     """The verdict first (red when a metric is significantly worse), then the warnings."""
     cls = "worse" if worse else "note"
-    return (f'<p class="{cls}"><b>{esc(headline)}</b></p>'
-            + "".join(f'<p class="warning">warning: {esc(w)}</p>' for w in warnings))
+    return f'<p class="{cls}"><b>{esc(headline)}</b></p>' + _warnings(warnings)
+
+
+def _warnings(warnings: list[str]) -> str:
+    """The warnings folded into one short note, each in full on demand (``<details>``)."""
+    if not warnings:
+        return ""
+    metrics = sorted({w.split(": ", 1)[0] for w in warnings if ": " in w})
+    about = f" (on {', '.join(metrics[:6])}{', …' if len(metrics) > 6 else ''})" if metrics else ""
+    items = "".join(f'<li class="warning">{esc(w)}</li>' for w in warnings)
+    return (f'<details class="warnings" id="warnings"><summary class="note">{len(warnings)} '
+            f"warning(s){esc(about)}: read before concluding — click for details</summary>"
+            f"<ul>{items}</ul></details>")
+
+
+def flipped_by_case(results, pair: str | None = None) -> list[dict]:
+    """The flipped cases of one pair grouped by case (the compare model's ``improved`` /
+    ``regressed`` lists of each metric, as they are): one entry per case, in order of first
+    appearance, with the metrics that moved each way and their (A, B) values."""
+    cases: dict[str, dict] = {}
+    for m in results:
+        for kind, items in (("improved", m.improved), ("regressed", m.regressed)):
+            for f in items:
+                row = cases.setdefault(f.case_id, {"case_id": f.case_id, "name": f.name,
+                                                   "pair": pair, "improved": [],
+                                                   "regressed": []})
+                row[kind].append((m.metric, f.a, f.b))
+    return list(cases.values())
+
+
+def _moved(items: list[tuple[str, float, float]]) -> str:
+    return "<br>".join(f"{esc(metric)} {esc(fmt(a))} → {esc(fmt(b))}" for metric, a, b in items)
+
+
+def _flip_rows(rows: list[dict]) -> tuple[list[str], dict[str, int]]:
+    out, counts = [], {"improved": 0, "regressed": 0, "mixed": 0}
+    for r in rows:
+        kind = "mixed" if r["improved"] and r["regressed"] else \
+            "improved" if r["improved"] else "regressed"
+        counts[kind] += 1
+        cls = {"improved": "better", "regressed": "worse"}.get(kind, "")
+        pair = f"<td>{esc(r['pair'])}</td>" if r["pair"] is not None else ""
+        out.append(f'<tr data-status="{kind}">{pair}<td>{esc(r["case_id"])}</td>'
+                   f'<td>{esc(r["name"])}</td><td class="{cls}">{kind}</td>'
+                   f'<td class="better">{_moved(r["improved"])}</td>'
+                   f'<td class="worse">{_moved(r["regressed"])}</td></tr>')
+    return out, counts
+
+
+def _flip_table(rows: list[dict], paired: bool) -> str:
+    body, counts = _flip_rows(rows)
+    options = "".join(f'<option value="{k}">{k} ({n})</option>' for k, n in counts.items())
+    pair = "<th>pair</th>" if paired else ""
+    return (
+        '<p class="note">one row per case that changed: the metrics that moved each way, '
+        'with the value in the first run → the second</p>'
+        '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
+        'aria-label="filter cases"><select id="filter-status" aria-label="change">'
+        f'<option value="">all ({len(body)})</option>{options}</select>'
+        '<span id="filter-count" class="note"></span></div><table id="cases"><thead><tr>'
+        f"{pair}<th>case</th><th>name</th><th>change</th><th>improved</th><th>regressed</th>"
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
 def render_comparison(comp: Comparison) -> str:
@@ -63,26 +127,7 @@ def render_comparison(comp: Comparison) -> str:
             and m.mean_b is not None and 0 <= m.mean_b <= 1]
     chart = bar_chart([(m.metric, [m.mean_a, m.mean_b]) for m in rate], ["A", "B"],
                       title="Means of A and B") if rate else ""
-    flips = []
-    for m in comp.metrics:
-        for kind, items in (("improved", m.improved), ("regressed", m.regressed)):
-            for f in items:
-                cls = "better" if kind == "improved" else "worse"
-                flips.append(f'<tr data-status="{kind}"><td>{esc(m.metric)}</td>'
-                             f'<td class="{cls}">{kind}</td><td>{esc(f.case_id)}</td>'
-                             f"<td>{esc(f.name)}</td>{num_cell(f.a)}{num_cell(f.b)}{num_cell(f.delta)}</tr>")
-    n_imp = sum(len(m.improved) for m in comp.metrics)
-    n_reg = sum(len(m.regressed) for m in comp.metrics)
-    flip_table = (
-        '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
-        'aria-label="filter cases"><select id="filter-status" aria-label="change">'
-        f'<option value="">all ({len(flips)})</option><option value="improved">improved ({n_imp})'
-        f'</option><option value="regressed">regressed ({n_reg})</option></select>'
-        '<span id="filter-count" class="note"></span></div><table id="cases"><thead><tr>'
-        "<th>metric</th><th>change</th><th>case</th><th>name</th><th class=\"num\">A</th>"
-        "<th class=\"num\">B</th><th class=\"num\">B − A</th></tr></thead>"
-        f"<tbody>{''.join(flips)}</tbody></table>"
-    )
+    flip_table = _flip_table(flipped_by_case(comp.metrics), paired=False)
     verdict = _verdict(comp.headline(), bool(regress), comp.warnings)
     unpaired = (f"<p class=\"note\">{comp.paired} paired cases; only in A: {len(comp.only_a)}; "
                 f"only in B: {len(comp.only_b)}; excluded (failed calls, on_error=skip): "
@@ -138,33 +183,44 @@ def nway_tables(comp, *, groups: bool = True) -> str:
     return "".join(out)
 
 
+def _deltas(comp) -> str:
+    """Each run against the baseline (a): Δ = mean(run − a) over the paired cases with its
+    paired interval, the Holm p and the verdict, as the compare model holds them
+    (``pair_results``; significance read from ``verdicts``), never recomputed."""
+    from queryeval.report.nway_cells import letter
+
+    verdicts = {(v["run_b"], v["metric"]): v for v in comp.verdicts() if v["run_a"] == 0}
+    rows = []
+    for (i, j), results in comp.pair_results.items():
+        if i != 0:
+            continue
+        for m in results:
+            v = verdicts.get((j, m.metric))
+            word = v["verdict"] if v else "not tested"
+            cls = {"worse": "worse", "better": "better"}.get(word, "")
+            ci = f"[{fmt(m.ci_low)}, {fmt(m.ci_high)}]"
+            rows.append(f"<tr><td>{letter(j)} − a</td><td>{esc(m.metric)}</td>{num_cell(m.n)}"
+                        f'{num_cell(m.diff)}<td class="num">{esc(ci)}</td>'
+                        f"{num_cell(v['p_adjusted'] if v else None)}"
+                        f'<td class="{cls}">{esc(word)}</td></tr>')
+    if not rows:
+        return ""
+    return (f"<h2>Δ against the baseline</h2><table class=\"deltas\"><thead><tr><th>pair</th>"
+            f"<th>metric</th><th class=\"num\">n</th><th class=\"num\">Δ</th><th class=\"num\">"
+            f"{comp.confidence:.0%} paired CI of Δ</th><th class=\"num\">p Holm</th>"
+            f"<th>verdict</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
 def render_nway(comp) -> str:
     """A self-contained page: the N-way tables and every pair's flipped cases."""
     from queryeval.report.nway_cells import letter
 
-    flips = []
-    for (i, j), results in comp.pair_results.items():
-        for m in results:
-            for kind, items in (("improved", m.improved), ("regressed", m.regressed)):
-                cls = "better" if kind == "improved" else "worse"
-                for f in items:
-                    flips.append(f'<tr data-status="{kind}"><td>{letter(i)} → {letter(j)}</td>'
-                                 f'<td>{esc(m.metric)}</td><td class="{cls}">{kind}</td>'
-                                 f"<td>{esc(f.case_id)}</td><td>{esc(f.name)}</td>"
-                                 f"{num_cell(f.a)}{num_cell(f.b)}{num_cell(f.delta)}</tr>")
-    n_imp = sum(1 for r in flips if 'data-status="improved"' in r)
-    flip_table = (
-        '<div class="filters"><input type="search" id="filter-text" placeholder="filter cases…" '
-        'aria-label="filter cases"><select id="filter-status" aria-label="change">'
-        f'<option value="">all ({len(flips)})</option><option value="improved">improved ({n_imp})'
-        f'</option><option value="regressed">regressed ({len(flips) - n_imp})</option></select>'
-        '<span id="filter-count" class="note"></span></div><table id="cases"><thead><tr>'
-        "<th>pair</th><th>metric</th><th>change</th><th>case</th><th>name</th>"
-        '<th class="num">first</th><th class="num">second</th><th class="num">Δ</th></tr></thead>'
-        f"<tbody>{''.join(flips)}</tbody></table>")
+    rows = [r for (i, j), results in comp.pair_results.items()
+            for r in flipped_by_case(results, f"{letter(i)} → {letter(j)}")]
+    flip_table = _flip_table(rows, paired=True)
     verdict = "".join(_verdict(line, ": worse on 0" not in line, [])
                       for line in comp.headline().splitlines())
-    verdict += "".join(f'<p class="warning">warning: {esc(w)}</p>' for w in comp.warnings)
+    verdict += _warnings(comp.warnings)
     body = (f"<h1>Comparison of {len(comp.runs)} runs · {esc(comp.task)}</h1>{verdict}"
-            f"{nway_tables(comp)}<h2>Flipped cases</h2>{flip_table}")
+            f"{nway_tables(comp)}{_deltas(comp)}<h2>Flipped cases</h2>{flip_table}")
     return page(f"queryeval compare · {comp.task}", body)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from queryeval.report.compare import lower_is_better
-from queryeval.tasks.content import Figures
+from queryeval.tasks.content import Figures, bare_name  # noqa: F401 - bare_name re-exported
 
 _AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
 
@@ -68,11 +68,47 @@ def overall_timings(overall: dict, kinds: Figures | None = None) -> dict[str, An
     return {key: v for key, v in flatten(overall).items() if kinds.kind(key) == "timing"}
 
 
-def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any]) -> dict[str, Any]:
-    """``figures`` with each older name (``recall_at_k``) under the figure's own name
-    (``recall@5``, ``{k}`` from ``settings``): dropped when that name is there with the same
-    value, renamed when it is not; kept when the two differ (then they are two figures)."""
+def count_columns(members: dict[str, dict[str, Any]], kinds: Figures) -> dict[str, dict[str, Any]]:
+    """A table's rows (member -> figures) with each count column (``Figures.counts``) shown
+    as a count: whole numbers when every value is one (``11``, not ``11.0000``), else — a
+    count ``--repeats`` averaged (a group's ``cases`` 4/3) — the column named ``KEY (mean
+    over repeats)`` in every row, so it stays one column. Display only."""
+    means = {key for figures in members.values() for key, v in figures.items()
+             if kinds.kind(key) == "count" and isinstance(v, float) and math.isfinite(v)
+             and not v.is_integer()}
+    out = {}
+    for member, figures in members.items():
+        row = {}
+        for key, v in figures.items():
+            if key in means:
+                key = f"{key} (mean over repeats)"
+            elif (kinds.kind(key) == "count" and isinstance(v, float) and math.isfinite(v)
+                  and v.is_integer()):
+                v = int(v)
+            row[key] = v
+        out[member] = row
+    return out
+
+
+def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any], *,
+              counts: bool = True) -> dict[str, Any]:
+    """``figures`` under the names every page shows:
+
+    * each older name (``recall_at_k``) under the figure's own name (``recall@5``, ``{k}``
+      from ``settings``): dropped when that name is there with the same value, renamed when
+      it is not; kept when the two differ (then they are two figures), with the label the
+      task gives it (``recall_at_k (hit rate)``) and listed last;
+    * the task's headline figures first, in the task's order (retrieval: recall@k,
+      hit_rate@k, MRR, nDCG);
+    * a count (``Figures.counts``) as a whole number; one that is a fraction (with
+      ``--repeats`` a count in the metrics is the mean over the repeats: 32.6667) named
+      ``KEY (mean over repeats)`` (:func:`count_columns`; ``counts=False`` leaves that to a
+      table of several rows).
+
+    Display only: the metrics file keeps its names and values (:func:`bare_name` reads a
+    shown name back)."""
     out = dict(figures)
+    labelled: dict[str, Any] = {}
     for alias, target in kinds.aliases.items():
         if alias not in out or "{k}" in target and settings.get("k") is None:
             continue
@@ -81,7 +117,16 @@ def own_names(figures: dict[str, Any], kinds: Figures, settings: dict[str, Any])
             out = {name if key == alias else key: value for key, value in out.items()}
         elif out[alias] == out[name]:
             del out[alias]
-    return out
+        elif alias in kinds.labels:
+            labelled[f"{alias} ({kinds.labels[alias]})"] = out.pop(alias)
+    k = settings.get("k")
+    lead = [h.format(k=k) for h in kinds.headline if "{k}" not in h or k is not None]
+    lead = [h for h in lead if h in out]
+    out = {**{h: out[h] for h in lead}, **{n: v for n, v in out.items() if n not in lead},
+           **labelled}
+    # one row (the Overall figures); a table of group rows names its count columns once,
+    # over every row (counts=False here, then count_columns)
+    return count_columns({"": out}, kinds)[""] if counts else out
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -125,3 +170,20 @@ def _prefer(keys: list[str]) -> list[str]:
             return (0, 0)
         return (1, int(m["k"])) if m and m["name"] == "recall" else (2, 0)
     return sorted(keys, key=rank)
+
+
+def batch_to_compare(batch_id: str, derived: Any, derived_from: Any = None) -> str | None:
+    """Which batch of a run's family to give ``queryeval compare``, as one sentence (the
+    console's derived-batch lines, the HTML report, the viewer): a run with derived batches
+    (retrieval's smaller k) is compared through its own batch, which holds every k's
+    figures; a derived batch is the run scored at one k alone, for a comparison with a run
+    scored at that k only. None for a batch without a family."""
+    if isinstance(derived_from, str) and derived_from:
+        return (f"this batch is derived from run {derived_from}: to compare the run, give "
+                f"queryeval compare batch_{derived_from}.json (every k); this one only to "
+                "compare with a run scored at this k alone")
+    if not isinstance(derived, dict) or not derived:
+        return None
+    return (f"to compare this run, give queryeval compare batch_{batch_id}.json: it holds "
+            f"the figures at every k; its {len(derived)} derived batch(es) are the run scored "
+            "at one smaller k alone, to compare with a run scored at that k only")

@@ -20,7 +20,7 @@ h1{font-size:22px;margin:4px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bo
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#5a6275;font-size:12.5px}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d9dce5;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f7}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-#cases th{cursor:pointer;user-select:none}#cases th[data-sort=asc]:after{content:" \\25B2"}#cases th[data-sort=desc]:after{content:" \\25BC"}
+#cases{width:100%}#cases td.case{max-width:340px;overflow-wrap:anywhere}#cases th.num{overflow-wrap:anywhere;max-width:84px;font-size:12px}#cases td.id{white-space:nowrap}#cases th{cursor:pointer;user-select:none}td.ci .why{color:#5a6275;font-size:11.5px}#cases th[data-sort=asc]:after{content:" \\25B2"}#cases th[data-sort=desc]:after{content:" \\25BC"}
 .pass{color:#1f7a3f}.fail{color:#b45f06}.error{color:#b3261e;font-weight:600}.worse{color:#b3261e;font-weight:600}.better{color:#1f7a3f}
 .charts{display:flex;flex-wrap:wrap;gap:14px 28px;align-items:flex-start}
 svg.chart text{font:11.5px system-ui,sans-serif;fill:#333}svg.chart .lab{text-anchor:end}svg.chart .tick{text-anchor:middle;fill:#777;font-size:10px}
@@ -54,7 +54,7 @@ SCRIPT = r"""
       var apply = function () {
         var q = text.value.toLowerCase(), s = status.value, shown = 0;
         rows.forEach(function (r) {
-          var ok = (!q || r.textContent.toLowerCase().indexOf(q) >= 0) &&
+          var ok = (!q || (r.textContent + ' ' + (r.getAttribute('data-case') || '')).toLowerCase().indexOf(q) >= 0) &&
                    (!s || r.getAttribute('data-status') === s);
           r.hidden = !ok;
           if (ok) { shown += 1; }

@@ -171,7 +171,7 @@ def line_chart(xs: Sequence[int | float], series: dict[str, Sequence[float | Non
                      f"{escape(str(x))}</text>")
     parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{height - 6}" class="tick">'
                  f"{escape(x_label)}</text>")
-    placed: dict[float, list[tuple[float, str]]] = {}  # value labels drawn at each x
+    placed: list[tuple[float, float, float, str]] = []  # value labels drawn: their boxes
     for s, (name, values) in enumerate(series.items()):
         if len(values) != len(xs):
             raise ValueError(f"series {name!r} has {len(values)} values for {len(xs)} xs")
@@ -187,7 +187,8 @@ def line_chart(xs: Sequence[int | float], series: dict[str, Sequence[float | Non
             parts.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="3.5" fill="{color}">'
                          f'<title>{escape(name)} at {escape(x_label)}={escape(str(xv))}: '
                          f'{v:.4f}</title></circle>')
-            label_y = _free_label_y(placed.setdefault(x, []), y, f"{v:.3f}")
+            label_y = _free_label_y(placed, x + 5, y, f"{v:.3f}", top - 4,
+                                    top + plot_h + 4)
             if label_y is not None:
                 parts.append(f'<text x="{_num(x + 5)}" y="{_num(label_y)}" class="val">'
                              f"{v:.3f}</text>")
@@ -198,13 +199,28 @@ def line_chart(xs: Sequence[int | float], series: dict[str, Sequence[float | Non
 LABEL_GAP = 12  # the vertical room a value label needs (its font is about 11 px)
 
 
-def _free_label_y(placed: list[tuple[float, str]], y: float, text: str) -> float | None:
-    """Where a point's value label goes so that it overlaps no label already drawn at the
-    same x: above the point, else below, else further out; None (the point's tooltip still
-    has the value) when the same text is already there or no room is left."""
-    for other_y, other in placed:
-        if other == text and abs(other_y - (y - 6)) < 2 * LABEL_GAP:
+LABEL_CHAR_W = 6.5  # the width a value label's character needs (10.5 px font)
+
+
+def _free_label_y(placed: list[tuple[float, float, float, str]], x: float, y: float,
+                  text: str, low: float, high: float) -> float | None:
+    """Where a point's value label (drawn from ``x``) goes so that its box overlaps no label
+    already drawn, at this x or a neighbouring one (``placed``: each label's left, right,
+    baseline and text): above the point, else below, else further out, its box kept within
+    ``low``..``high`` (below the legend, above the axis ticks); None (the point's tooltip
+    still has the value) when the same text is already there or no room is left."""
+    width = LABEL_CHAR_W * len(text)
+    for left, _, other_y, other in placed:
+        if other == text and left == x and abs(other_y - (y - 6)) < 2 * LABEL_GAP:
             return None
+    for candidate in (y - 6, y + 14, y - 6 - LABEL_GAP, y + 14 + LABEL_GAP):
+        if candidate - LABEL_GAP + 1 < low or candidate > high:
+            continue
+        if all(x + width <= left or right <= x or abs(candidate - other_y) >= LABEL_GAP
+               for left, right, other_y, _ in placed):
+            placed.append((x, x + width, candidate, text))
+            return candidate
+    return None
     for candidate in (y - 6, y + 14, y - 6 - LABEL_GAP, y + 14 + LABEL_GAP):
         if all(abs(candidate - other_y) >= LABEL_GAP for other_y, _ in placed):
             placed.append((candidate, text))

@@ -126,6 +126,36 @@ def decision_reason(record: dict) -> str:
     return f" ({by}: {why})"
 
 
+def deciding(record: dict) -> dict | None:
+    """What decided a case, for the surfaces that show it beside the verdict (the viewer's
+    cases table): ``{"figure", "value", "reason"}`` from the record's own fields, never
+    re-derived: a judged or laddered case's ``decided_by`` (``judge: pass`` when the judge
+    decided) and its reason; a query case under ``--test-suite`` its
+    ``test_suite_match`` (None: inconclusive) and the test suite's reason; else None (the
+    task's scores decide)."""
+    by = record.get("decided_by")
+    if isinstance(by, str):
+        judge = record.get("judge") if isinstance(record.get("judge"), dict) else {}
+        why = judge.get("reason") if by == "judge" else record.get("detail")
+        value = f"judge: {judge.get('verdict') or 'no verdict'}" if by == "judge" else by
+        return {"figure": "decided_by", "value": value[:200], "reason": _cut(why)}
+    ts = record.get("test_suite")
+    if isinstance(ts, dict):
+        match = (record.get("scores") or {}).get("test_suite_match", ts.get("match"))
+        return {"figure": "test_suite_match",
+                "value": match if isinstance(match, (int, float))
+                and not isinstance(match, bool) else None,
+                "reason": _cut(ts.get("reason"))}
+    return None
+
+
+def _cut(why: Any) -> str | None:
+    if why is None or why == "":
+        return None
+    why = str(why)
+    return why if len(why) <= REASON_CHARS else why[:REASON_CHARS - 1] + "…"
+
+
 def suite_name(run: RunResults) -> str:
     """The suite's file (or folder) name without its extension, else ``suite``."""
     path = (run.batch.get("suite_info") or {}).get("path") or run.config.get("suite")

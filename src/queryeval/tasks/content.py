@@ -15,6 +15,7 @@ the imports flow one way: tasks -> run -> report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +70,15 @@ class Export:
     data: Any
 
 
+_LABEL = re.compile(r" \((?:hit rate|mean over repeats)\)$")
+
+
+def bare_name(shown: str) -> str:
+    """A figure's key from the name a page shows (``recall_at_k (hit rate)`` ->
+    ``recall_at_k``, ``successful_retrievals (mean over repeats)`` -> ``successful_retrievals``)."""
+    return _LABEL.sub("", shown)
+
+
 @dataclass(frozen=True)
 class Figures:
     """What a task's figures are (keys of ``overall_metrics`` and of each group's figures; a
@@ -85,6 +95,12 @@ class Figures:
       mean over the attempts in a run with repeats (``successful_retrievals`` 43.6), so
       their JSON type does not tell them from a rate; never drawn on a [0, 1] chart nor
       taken for a headline rate.
+    * ``labels``: an older name -> what it is, shown beside it wherever the older name is
+      listed (``recall_at_k`` -> ``hit rate``: ``recall_at_k (hit rate)``, beside
+      ``recall@10`` when the two differ); the metrics file keeps the name.
+    * ``headline``: the figures that lead the Overall lists, in this order (``recall@{k}``,
+      ``hit_rate@{k}``, ``mrr@{k}``, ``ndcg@{k}``; ``{k}`` the run's k); the others follow
+      in their order.
     """
 
     settings: tuple[str, ...] = ()
@@ -92,11 +108,14 @@ class Figures:
     aliases: Mapping[str, str] = field(default_factory=dict)
     unbounded: tuple[str, ...] = ()
     counts: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    headline: tuple[str, ...] = ()
 
     def kind(self, key: str) -> str:
         """``setting``, ``timing``, ``alias``, ``unbounded``, ``count`` or ``metric`` for a
-        figure's key (a dotted key is judged by its last part)."""
-        last = str(key).rsplit(".", 1)[-1]
+        figure's key (a dotted key is judged by its last part; a shown name's label in
+        parentheses, ``recall_at_k (hit rate)``, is not part of it)."""
+        last = bare_name(str(key)).rsplit(".", 1)[-1]
         for kind, names in (("setting", self.settings), ("timing", self.timings),
                             ("alias", self.aliases), ("unbounded", self.unbounded),
                             ("count", self.counts)):

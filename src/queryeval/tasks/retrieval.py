@@ -135,6 +135,8 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         # (recall_at_k is the hit rate; with several relevant chunks per question it differs
         # from recall@k, and the reports then list both)
         aliases={"recall_at_k": "recall@{k}", "mrr_at_k": "mrr@{k}", "ndcg_at_k": "ndcg@{k}"},
+        labels={"recall_at_k": "hit rate"},  # the seed's name of the hit rate, so labelled
+        headline=("recall@{k}", "hit_rate@{k}", "mrr@{k}", "ndcg@{k}"),
         unbounded=("avg_score_incorrect",),  # the retriever's similarity score (BM25: > 1)
         counts=("total_questions", "successful_retrievals", "incorrect_retrievals_count",
                 "sample_size", "errors", "answered_questions", "missing_queries",

@@ -427,14 +427,22 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     # an empty group kind (no case has a concept) is not shown, and an older figure name
     # (recall_at_k) is shown as its own (recall@10), as in the HTML report and Run.groups
     from queryeval.report.html import figure_kinds, own_names
+    from queryeval.report.html_figures import batch_to_compare, count_columns
 
     kinds = figure_kinds(getattr(loaded, "task", None))
     run_k = {"k": overall.get("k") if isinstance(overall, dict) else None}
-    groups = {k: {str(m): own_names(f, kinds, run_k) if isinstance(f, dict) else f
-                  for m, f in v.items()}
+    groups = {k: count_columns({str(m): own_names(f, kinds, run_k, counts=False)
+                                for m, f in v.items() if isinstance(f, dict)}, kinds)
               for k, v in groups.items() if any(isinstance(m, dict) for m in v.values())}
     statuses: dict[str, int] = {}
     verdicts: dict[str, int] = {}
+    # the figure that decides the cases (test_suite_match, decided_by), the cases table's
+    # column beside the verdict: the one most rows name (None when the scores decide)
+    decides: dict[str, int] = {}
+    for r in rows:
+        fig_name = (r.get("decided") or {}).get("figure")
+        if fig_name:
+            decides[fig_name] = decides.get(fig_name, 0) + 1
     for r in rows:
         statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
@@ -444,6 +452,9 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
     return {**head, "overall": overall if isinstance(overall, dict) else {},
             **figs, "metric_names": names, "groups": groups, "statuses": statuses,
             "verdicts": verdicts, "attempts": sum(len(r["attempts"]) for r in rows),
+            "decided_by": max(decides, key=decides.__getitem__) if decides else None,
+            "to_compare": batch_to_compare(entry.batch_id, loaded.batch.get("derived_batches"),
+                                           loaded.batch.get("derived_from")),
             "derived": sorted(derived),
             "withheld": withheld.options if withheld else [],
             "task_error": withheld.task_error if withheld else None,

@@ -32,6 +32,12 @@
     if (typeof v === 'number') { return Number.isInteger(v) && !dec ? String(v) : v.toFixed(4); }
     return String(v);
   }
+  /* a long id (a CSV question's UUID) shortened to its first 8 characters; the full id is
+     the element's title (hover) */
+  function shortId(v) {
+    var t = String(v);
+    return t.length > 12 ? t.slice(0, 8) + '…' : t;
+  }
   function api(path) {
     return fetch(path, {headers: {'Accept': 'application/json'}}).then(function (r) {
       return r.json().then(function (d) {
@@ -101,17 +107,18 @@
         return el('tr', {'data-run': r.id, 'class': r.parent ? 'derived' : null}, el('td', {}, box),
           el('td', {}, r.parent ? el('span', {'class': 'note', title: 'derived from ' + r.parent}, '↳ ') : null,
             el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, String(r.id).slice(0, 8))),
+          el('td', {'class': 'label', title: String(r.label || '')}, r.label),
           el('td', {}, r.task), el('td', {}, r.suite), el('td', {}, r.system),
           el('td', {}, String(r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
           num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
             /* the server says which figures are counts (ints in the metrics JSON), never the
                value: 1.0 is a figure */
-            function (k) { return (r.metric_kinds || {})[k] === 'figure'; }).slice(0, 3).map(function (k) {
+            function (k) { return (r.metric_kinds || {})[k] === 'figure'; }).slice(0, 4).map(function (k) {
               return el('span', {'class': 'metric', 'data-metric': k}, k + ' ', el('b', {}, fmt(r.metrics[k], true)));
             })));
       });
       var table = sortable(el('table', {id: 'runs'}, el('thead', {}, el('tr', {},
-        el('th', {}, ''), el('th', {}, 'run'), el('th', {}, 'task'), el('th', {}, 'suite'),
+        el('th', {}, ''), el('th', {}, 'run'), el('th', {}, 'name'), el('th', {}, 'task'), el('th', {}, 'suite'),
         el('th', {}, 'system'), el('th', {}, 'date'), el('th', {}, 'status'),
         el('th', {'class': 'num'}, 'cases'), el('th', {}, 'headline metrics'))),
         el('tbody', {}, rows)));
@@ -139,6 +146,14 @@
   }
 
   /* ---- one run ---- */
+  /* the cell of what decided a case: test_suite_match (— inconclusive), the judge's verdict,
+     or the rule that decided (the record's own fields, read by the server) */
+  function decided(d) {
+    if (!d) { return el('td', {'class': 'decided note'}, ''); }
+    var v = d.value === null || d.value === undefined ? (d.figure === 'test_suite_match' ?
+      'inconclusive' : 'no verdict') : typeof d.value === 'number' ? fmt(d.value, true) : String(d.value);
+    return el('td', {'class': 'decided' + (typeof d.value === 'number' ? ' num' : '')}, v);
+  }
   function run(id) {
     api('/api/runs/' + enc(id)).then(function (doc) {
       /* the HTML report's Overall table, as the server read it from the report's functions */
@@ -147,7 +162,8 @@
         el('th', {'class': 'num'}, 'cases'))), el('tbody', {}, doc.overall_rows.map(function (m) {
           return el('tr', {'data-metric': m.metric}, el('td', {}, m.metric),
             num(m.value, null, (doc.metric_kinds || {})[m.metric] !== 'count'),
-            el('td', {'class': 'num ci'}, m.low === null ? '—' : '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'),
+            el('td', {'class': 'num ci'}, m.low === null ? ['—', m.why ? el('span', {'class': 'note why'}, ' ' + m.why) : null] :
+              '[' + fmt(m.low, true) + ', ' + fmt(m.high, true) + ']'),
             el('td', {'class': 'num'}, m.n === null ? '' : String(m.n)));
         })));
       var ciNote = el('p', {'class': 'note'}, 'Intervals: percentile bootstrap over cases (' +
@@ -209,8 +225,12 @@
       var metricCols = doc.metric_names.slice(0, 6);
       var tbody = el('tbody', {});
       var info = el('span', {'class': 'note', id: 'case-count'});
-      var heads = ['case_id', 'name', 'verdict', 'status'].concat(doc.repeats ? ['outcomes'] : [], metricCols);
+      var decides = doc.decided_by || null;  /* the figure that decides the cases, if any */
+      var heads = ['case_id', 'name', 'verdict'].concat(decides ? [decides] : [], ['reason', 'status'],
+        doc.repeats ? ['outcomes'] : [], metricCols.filter(function (m) { return m !== decides; }));
+      var unsortable = ['reason', decides];
       var headRow = el('tr', {}, heads.map(function (h) {
+        if (unsortable.indexOf(h) >= 0) { return el('th', {'class': h === decides ? 'num decides' : null}, h); }
         return el('th', {'class': 'sort' + (metricCols.indexOf(h) >= 0 ? ' num' : ''),
           'data-key': h, onclick: function (ev) {
             state.desc = state.sort === h ? !state.desc : false;
@@ -232,15 +252,18 @@
           tbody.textContent = '';
           page.rows.forEach(function (r) {
             add(tbody, el('tr', {'data-case': r.case_id},
-              el('td', {}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
-                                    'class': 'caselink'}, r.case_id)),
+              el('td', {'class': 'caseid'}, el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id),
+                                    'class': 'caselink', title: r.case_id}, shortId(r.case_id))),
               el('td', {}, r.name), el('td', {'class': 'verdict ' + (r.verdict === 'pass' ? 'better' : 'worse')}, r.verdict),
+              decides ? decided(r.decided) : null,
+              el('td', {'class': 'reason', title: r.reason || ''}, r.reason || ''),
               el('td', {'class': r.status === 'ok' ? '' : 'worse'}, r.status),
               doc.repeats ? el('td', {}, r.attempts.map(function (a, i) {
                 return el('a', {href: '#/case/' + enc(id) + '/' + enc(r.case_id) + '?repeat=' + a.repeat,
                   'class': 'attempt ' + (a.verdict === 'pass' ? 'better' : 'worse'),
                   title: 'repeat ' + a.repeat + ': ' + a.verdict}, (r.outcomes || '')[i] || '?'); })) : null,
-              metricCols.map(function (m) { return num(r.metrics[m], null, true); }),
+              metricCols.filter(function (m) { return m !== decides; }).map(function (m) {
+                return num(r.metrics[m], null, true); }),
               el('td', {}, r.tags.map(function (t) { return el('span', {'class': 'tag'}, t); }))));
           });
           var end = Math.min(page.offset + page.rows.length, page.matched);
@@ -265,9 +288,10 @@
           return el('option', {value: s}, s + ' (' + doc.statuses[s] + ')'); }));
       var progress = doc.status === 'complete' ? null : el('p', {id: 'progress'},
         'status ' + doc.status + ': ' + doc.done + (doc.cases ? ' of ' + doc.cases : '') + ' cases done');
-      show([el('h1', {}, (doc.task || '') + ' · ' + doc.system),
+      show([el('h1', {id: 'run-title'}, (doc.label ? doc.label + ' · ' : '') + (doc.task || '') + ' · ' + doc.system),
             el('p', {'class': 'note'}, doc.path + ' · ' + (doc.date || '') + ' · suite ' + doc.suite),
-            progress, notes, derived, el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
+            progress, notes, derived, doc.to_compare ? el('p', {'class': 'note', id: 'to-compare'}, doc.to_compare) : null,
+            el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
             overall, ciNote, repeats, el('details', {}, el('summary', {},
               'all figures'), figures), groups.length ? el('h2', {}, 'Groups') : null, groups,
             el('h2', {}, 'Cases'), el('p', {'class': 'note'}, 'verdict: the HTML report\'s pass/fail' +
@@ -428,11 +452,29 @@
             return [el('h3', {}, key + ' = ' + t.member + also), table(t)];
           }));
       });
-      var bad = doc.regressions.map(function (r) { return L[r.run] + ' ' + r.metric; });
+      /* the headline: per run against the baseline, the compare model's verdicts as they are
+         (better / worse / no detectable difference after Holm), never recomputed here */
+      var lines = doc.runs.slice(1).map(function (r, j) {
+        var mine = (doc.verdicts || []).filter(function (v) { return v.run_a === 0 && v.run_b === j + 1; });
+        var pick = function (w) { return mine.filter(function (v) { return v.verdict === w; })
+          .map(function (v) { return v.metric; }); };
+        var worse = pick('worse'), better = pick('better');
+        var same = mine.length - worse.length - better.length;
+        var parts = [];
+        if (worse.length) { parts.push('significantly worse on ' + worse.length + ': ' + worse.join(', ')); }
+        if (better.length) { parts.push('significantly better on ' + better.length + ': ' + better.join(', ')); }
+        if (same) { parts.push('no detectable difference on ' + same); }
+        if (!parts.length) { parts.push('no metric tested'); }
+        var kind = worse.length ? (better.length ? 'mixed' : 'worse') : better.length ? 'better' : 'same';
+        return el('li', {'class': 'verdict-' + kind + (kind === 'worse' ? ' worse' : kind === 'better' ? ' better' : ''),
+          'data-run': String(j + 1), 'data-verdict': kind},
+          el('b', {}, r.letter + ' (' + r.label + ')'), ' against ' + doc.runs[0].letter + ' (' + doc.runs[0].label + '): ' +
+          parts.join('; '));
+      });
       show([el('h1', {}, 'Comparison of ' + doc.runs.length + ' runs · ' + doc.task),
-            el('p', {'class': bad.length ? 'worse' : 'better', id: 'verdict'}, bad.length ?
-              'significant regression against the baseline: ' + bad.join('; ') :
-              'no significant regression against the baseline'),
+            el('ul', {id: 'verdict', 'class': 'verdicts'}, lines),
+            el('p', {'class': 'note'}, 'Against the baseline a: significant after Holm\'s adjustment over the ' +
+              'tested metrics (alpha ' + doc.alpha + ').'),
             el('ul', {}, doc.runs.map(function (r, k) {
               return el('li', {}, el('b', {}, r.letter), ': ', el('a', {href: '#/run/' + enc(ids[k])}, r.label),
                 ' (' + r.batch_id + ')'); })),
