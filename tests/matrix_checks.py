@@ -212,7 +212,7 @@ def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None
     page = run_file(run, "report", ".html")
     if page.exists():
         m = re.search(rf'<td>{re.escape(overall)}</td><td class="num" data-v="([^"]+)">[^<]*</td>'
-                      r'<td class="num">([^<]*)</td><td class="num">(\d*)</td>', page.read_text())
+                      r'<td class="num ci">([^<]*)</td><td class="num">(\d*)</td>', page.read_text())
         assert m, f"no {overall} row in the HTML"
         assert float(m[1]) == pytest.approx(mean)
         if len(set(values.values())) > 1:  # a constant column's interval is its value

@@ -6,7 +6,7 @@ Each simulated pair has G clusters of M cases; the paired difference of case j i
 is ``sqrt(ICC)·u_g + sqrt(1 − ICC)·e_gj`` (u, e standard normal): A and B exchangeable,
 differences shared within a cluster in proportion ICC. Vectorised with numpy: the
 independent-cases t-test and the CR1 t-test over all pairs at once, the randomization
-test through :func:`queryeval.report.stats.sign_flip_test` itself (2**G exact patterns)."""
+test through :func:`queryeval.metrics.stats.sign_flip_test` itself (2**G exact patterns)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 
 ALPHA = 0.05
 G, M, SIMS = 10, 10, 4000

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 
 
 def test_negative_intra_cluster_correlation_keeps_the_independent_width():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import queryeval as qe
-from queryeval.report import stats
+from queryeval.metrics import stats
 from queryeval.report.compare import compare_runs
 from queryeval.report.compare_nway import compare_many
 from queryeval.report.html import render_report, report_figures

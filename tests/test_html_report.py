@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 from queryeval.report.compare import load_run, resolve_batch
 from queryeval.report.html import flatten, rate_keys, render_report, write_html_report
 from queryeval.report.html_details import generic_details, render_details, selection_details

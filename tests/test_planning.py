@@ -94,7 +94,7 @@ def test_plan_command_prints_cases_and_json(tmp_path):
 
 
 def test_plan_from_pilot_runs_and_mde_in_the_compare(tmp_path):
-    from queryeval.report import stats
+    from queryeval.metrics import stats
     from queryeval.report.compare import compare_runs
 
     a, b = _runs(tmp_path, "shared")

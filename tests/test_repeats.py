@@ -663,7 +663,7 @@ def test_skip_with_failing_second_attempts_counts_one_population_everywhere(tmp_
     # the HTML Overall row: the value, its interval and n = 12 counted cases
     page = next(run.folder.glob("report_*.html")).read_text()
     m = re.search(r'<td>macro_recall</td><td class="num" data-v="([^"]+)">[^<]*</td>'
-                  r'<td class="num">\[([0-9.]+), ([0-9.]+)\]</td><td class="num">(\d+)</td>', page)
+                  r'<td class="num ci">\[([0-9.]+), ([0-9.]+)\]</td><td class="num">(\d+)</td>', page)
     assert m, "no macro_recall row with an interval in the HTML"
     assert float(m[1]) == pytest.approx(want) and int(m[4]) == 12
     assert float(m[2]) <= want <= float(m[3])

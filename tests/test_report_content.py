@@ -16,7 +16,7 @@ import openpyxl
 import pytest
 from rich.console import Console
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 from queryeval.report.compare import load_run
 from queryeval.report.console import render_summary
 from queryeval.report.html import error_banner, render_report

@@ -2,7 +2,7 @@
 
 The statistics module imports scipy only inside ``paired_t_test``; a run, with or without its
 report, reads its batch back (``qe.Run.batch_id`` loads ``report/compare.py`` and
-``report/stats.py``) but tests nothing. Checked in a fresh interpreter, since the test
+``metrics/stats.py``) but tests nothing. Checked in a fresh interpreter, since the test
 process itself has imported scipy long before.
 """
 
@@ -46,7 +46,7 @@ def test_the_t_test_still_uses_scipy():
     2.75, sd 1.70783, t = 2.75 / (1.70783 / 2) = 3.22047 on 3 df; Student's t with 3 df has
     the closed form F(t) = 1/2 + (a / (1 + a^2) + atan(a)) / pi, a = t / sqrt(3), so the
     two-sided p = 2 (1 - F(t)) = 0.048567."""
-    from queryeval.report.stats import paired_t_test
+    from queryeval.metrics.stats import paired_t_test
 
     res = paired_t_test([0, 0, 0, 0], [1, 2, 3, 5])
     assert res.statistic == pytest.approx(3.22047, abs=1e-5)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 
 
 # --- bootstrap ----------------------------------------------------------------------------

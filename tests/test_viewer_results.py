@@ -91,7 +91,7 @@ def test_repeated_run_overall_cis_are_the_reports_over_cases(rclient, repeated):
     # the interval resamples the 12 case means (an independent computation)
     from fractions import Fraction
 
-    from queryeval.report import stats
+    from queryeval.metrics import stats
 
     run = load_run(batch)
     per: dict[str, list[Fraction]] = {}

@@ -14,7 +14,7 @@ Pure functions, no I/O:
 * :func:`self_consistency` — how a judge agrees with itself over N verdicts per case:
   unanimous cases, mean pairwise agreement and Fleiss' kappa.
 
-The bootstrap is here, not :func:`queryeval.report.stats.bootstrap_ci` (a mean of one
+The bootstrap is here, not :func:`queryeval.metrics.stats.bootstrap_ci` (a mean of one
 column, and in a layer above metrics): kappa is not a mean of per-case values, so each
 resample's four counts are recomputed.
 """

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, GateFailure
+from queryeval.metrics import stats
 from queryeval.report import compare_verdict as verdicts
-from queryeval.report import stats
 from queryeval.report.planning import minimum_detectable_effect
 from queryeval.run.repeats import exact_mean
 from queryeval.run.results import (  # noqa: F401 - re-exported

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from queryeval.errors import ConfigError, GateFailure
 from queryeval.io.safetext import one_line
+from queryeval.metrics import stats
 from queryeval.report import compare_verdict as verdicts
-from queryeval.report import stats
 from queryeval.report.compare import (
     LoadedRun,
     MetricComparison,

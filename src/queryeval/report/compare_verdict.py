@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
-from queryeval.report.stats import min_p_value
+from queryeval.metrics.stats import min_p_value
 
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
 COUNT = "count (not tested)"

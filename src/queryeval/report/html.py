@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from queryeval.report import stats
+from queryeval.metrics import stats
 from queryeval.report.compare import LoadedRun, load_run, lower_is_better
 from queryeval.report.html_details import render_details
 from queryeval.report.html_figures import (
     _AT_K,
     _is_rate,
     _prefer,
-    figure_interval,
     count_columns,
+    figure_interval,
     figure_kinds,
     flatten,
     overall_figures,
@@ -120,7 +120,7 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
     ``ci_sources = {"psaq": "proportion_correct", "uasq": ("correct", "total")}`` (a mean of a
     per-case metric under another name, or a ratio of two per-case sums). ``clusters``: each
     counted case's cluster; when some cases share one, whole clusters are resampled
-    (:func:`~queryeval.report.stats.cluster_bootstrap_ci`; docs/compare.md)."""
+    (:func:`~queryeval.metrics.stats.cluster_bootstrap_ci`; docs/compare.md)."""
     def index(metric_keys: tuple[str, ...]):
         if not any(clusters):
             return None

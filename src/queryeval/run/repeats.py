@@ -117,8 +117,8 @@ class RepeatStats:
             if not clustered else {}
         overall: dict[str, dict] = {}
         for key in keys:
-            if clustered:  # whole clusters resampled (report.stats; docs/compare.md)
-                from queryeval.report import stats as _stats
+            if clustered:  # whole clusters resampled (metrics.stats; docs/compare.md)
+                from queryeval.metrics import stats as _stats
 
                 index = _stats.cluster_index([r.get("cluster") for r in canon
                                               if r.get(key) is not None])

@@ -281,3 +281,16 @@ def responses_by_id(
             continue
         got[r.id] = r.response
     return {cid: got.get(cid) for cid in wanted}
+
+
+def string_integer_id(obj: dict) -> bool:
+    """Whether a recorded line's id (``id``, else ``case_id``) is a string holding an integer
+    as Python writes one (``"5"``, ``"-3"``; not ``"05"``): not equal to the integer id in a
+    reader that compares the JSON values (InfiAgent's ``resp["id"] == label_id``)."""
+    cid = obj.get("id" if "id" in obj else "case_id")
+    if not isinstance(cid, str):
+        return False
+    try:
+        return str(int(cid)) == cid and cid.isascii()
+    except ValueError:
+        return False

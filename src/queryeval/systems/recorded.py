@@ -100,7 +100,7 @@ def _csv_integer_id(obj: dict) -> dict:
     """A CSV cell is text: an ``id`` cell holding an integer (``5``) is read as the integer,
     as a JSONL line writes DABench's ids, so readers that tell ``5`` from ``"5"``
     (``compat=infiagent``) read a CSV file's ids as integers."""
-    from queryeval.tasks.responses import string_integer_id
+    from queryeval.suite.dabench import string_integer_id
 
     if "id" in obj and string_integer_id({"id": obj["id"]}):
         return {**obj, "id": int(obj["id"])}

@@ -28,13 +28,14 @@ from queryeval.metrics.answers import (
     extract_answers,
     score_question,
 )
+from queryeval.suite.dabench import string_integer_id
 from queryeval.suite.models import Case
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
-from queryeval.tasks.responses import parse_response, read_response_line, string_integer_id
+from queryeval.tasks.responses import parse_response, read_response_line
 
 
 class ReformatOptions(BaseModel):

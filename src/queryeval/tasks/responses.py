@@ -35,16 +35,3 @@ def read_response_line(obj: dict) -> tuple[str, int | None, Any]:
     if response is not None and not isinstance(response, str):
         raise ValueError("response: must be a string or null")
     return str(cid), obj.get("turn"), response
-
-
-def string_integer_id(obj: dict) -> bool:
-    """Whether a recorded line's id (``id``, else ``case_id``) is a string holding an integer
-    as Python writes one (``"5"``, ``"-3"``; not ``"05"``): not equal to the integer id in a
-    reader that compares the JSON values (InfiAgent's ``resp["id"] == label_id``)."""
-    cid = obj.get("id" if "id" in obj else "case_id")
-    if not isinstance(cid, str):
-        return False
-    try:
-        return str(int(cid)) == cid and cid.isascii()
-    except ValueError:
-        return False

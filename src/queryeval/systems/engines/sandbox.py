@@ -353,3 +353,14 @@ def unavailable_layers(report: dict[str, str] | None) -> list[str]:
         return ["network", "filesystem", "memory"]
     return [k for k in ("network", "filesystem", "memory")
             if str(report.get(k, "unavailable")).startswith("unavailable")]
+
+
+def allowed(path: str, roots: list[str]) -> bool:
+    """Whether ``path`` (resolved) is one of ``roots`` or lies under one of them: the folders
+    a sandboxed worker may open (the SQL worker's multi-file mode, the neighbour runner)."""
+    real = os.path.realpath(path)
+    for root in roots:
+        root = os.path.realpath(root)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False

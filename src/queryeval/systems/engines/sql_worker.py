@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from queryeval.systems.engines.sandbox import allowed
+
 
 def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any]:
     """Run one request; never raises (errors become replies)."""
@@ -109,16 +111,6 @@ def open_session(dialect: str, path: str, memory: int, threads: int,
 
 
 MULTI_FILE = "*"
-
-
-def allowed(path: str, roots: list[str]) -> bool:
-    """Whether ``path`` (resolved) is one of ``roots`` or lies under one of them."""
-    real = os.path.realpath(path)
-    for root in roots:
-        root = os.path.realpath(root)
-        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-            return True
-    return False
 
 
 class FileSessions:

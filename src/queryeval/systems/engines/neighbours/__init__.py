@@ -67,7 +67,7 @@ def database_rows(path: Path, dialect: str, runner: Any = None,
 
         return {"triples": {"columns": ["triple"], "rows": [[t] for t in sorted(nt_lines([path]))]}}
     from queryeval.systems.engines.neighbours.runner import NeighbourRunner
-    from queryeval.systems.engines.sql_worker import allowed
+    from queryeval.systems.engines.sandbox import allowed
 
     # sqlite, DuckDB: read in a sandboxed worker (the run's own, or one for this call)
     own = runner is None
