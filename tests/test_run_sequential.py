@@ -142,6 +142,24 @@ def test_compare_shows_the_anytime_valid_interval(lab, tmp_path, capsys):
     assert comp["sequential"] == files(tmp_path / "o")["metrics"]["sequential"]
 
 
+def test_the_viewer_api_carries_the_sequential_section(lab, tmp_path):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from queryeval.viewer.server import create_app
+
+    assert seq_run(lab, tmp_path / "o", "bad", "-q", "--no-report") == 0
+    got = files(tmp_path / "o")
+    client = TestClient(create_app(tmp_path / "o", resamples=200), base_url="http://127.0.0.1")
+    doc = client.get(f"/api/runs/{got['batch']['batch_id']}").json()
+    assert doc["sequential"] == got["metrics"]["sequential"]
+    assert doc["sequential"]["decision"] == "worse"
+    plain = TestClient(create_app(lab["base"], resamples=200), base_url="http://127.0.0.1").get(
+        f"/api/runs/{files(lab['base'])['batch']['batch_id']}")
+    assert plain.status_code == 200 and "overall" in plain.json()
+    assert "sequential" not in plain.json()
+
+
 def test_an_identical_system_with_a_margin_decides_no_direction(lab, tmp_path):
     assert seq_run(lab, tmp_path / "o", "same", "--margin", "0.25", "-q", "--no-report") == 0
     seq = files(tmp_path / "o")["batch"]["sequential"]
