@@ -160,6 +160,26 @@ def test_the_viewer_api_carries_the_sequential_section(lab, tmp_path):
     assert "sequential" not in plain.json()
 
 
+def test_the_python_api_decides_as_the_command_line_does(lab, tmp_path):
+    import queryeval as qe
+
+    def good(req):
+        n = int(req["messages"][-1]["content"].split()[-1].rstrip("?"))
+        return {"response": str(1000 + n) if n % 20 else str(7000 + n)}
+
+    run = qe.evaluate(str(lab["suite"]), good, out=tmp_path / "api", concurrency=1,
+                      progress=False, sequential={"baseline": lab["base"]})
+    assert seq_run(lab, tmp_path / "cli", "good", "-q", "--no-report") == 0
+    want = files(tmp_path / "cli")["metrics"]["sequential"]
+    got = run.metrics["sequential"]
+    assert {k: got[k] for k in ("decision", "cases_used", "interval", "decided_at")} == \
+        {k: want[k] for k in ("decision", "cases_used", "interval", "decided_at")}
+    assert "sequential: better vs baseline" in str(run)
+    with pytest.raises(qe.ConfigError, match="sequential.margin"):
+        qe.evaluate(str(lab["suite"]), good, out=tmp_path / "bad", progress=False,
+                    sequential={"baseline": lab["base"], "margin": 2})
+
+
 def test_an_identical_system_with_a_margin_decides_no_direction(lab, tmp_path):
     assert seq_run(lab, tmp_path / "o", "same", "--margin", "0.25", "-q", "--no-report") == 0
     seq = files(tmp_path / "o")["batch"]["sequential"]
