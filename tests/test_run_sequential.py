@@ -180,6 +180,19 @@ def test_the_python_api_decides_as_the_command_line_does(lab, tmp_path):
                     sequential={"baseline": lab["base"], "margin": 2})
 
 
+def test_every_surface_counts_exactly_the_cases_called(lab, tmp_path):
+    """The run model, pandas, metrics JSON, results CSV, HTML report, gates and viewer API
+    of a stopped run hold the cases it called, and only those (tests/matrix_checks.py)."""
+    import queryeval as qe
+    from matrix_checks import check_consumers
+
+    assert seq_run(lab, tmp_path / "o", "good", "-q") == 0
+    got = files(tmp_path / "o")
+    per_case = {r["case_id"]: r["scores"]["exact_match"] for r in got["records"]}
+    assert len(per_case) == got["metrics"]["sequential"]["cases_used"] < N
+    check_consumers(qe.load(got["path"]), "exact_match", per_case, viewer_root=tmp_path / "o")
+
+
 def test_an_identical_system_with_a_margin_decides_no_direction(lab, tmp_path):
     assert seq_run(lab, tmp_path / "o", "same", "--margin", "0.25", "-q", "--no-report") == 0
     seq = files(tmp_path / "o")["batch"]["sequential"]
