@@ -11,7 +11,9 @@ simulated ``--runs`` times up to 6 × n; its cap N is the smallest suite size at
 the runs have decided "better" (the same power), a run still undecided at N uses N cases.
 Printed per effect: n, N, the median cases a sequential run calls, and the median share of
 calls saved against n (1 − cases / n; negative: more calls than the fixed run), with the
-share of runs that decided "worse" (wrong; at most alpha).
+share of runs that decided "worse" (wrong; at most alpha); then the same runs on a suite of
+just n cases: the share that decide "better" within n (power@n) and the median share of
+the n calls they save (saved@n).
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def one_effect(p: float, d: float, *, runs: int, alpha: float, seed: int, points
     return {"effect": d, "discordance": psi, "fixed_n": n_fixed, "cap": cap,
             "median_cases": float(np.median(calls)),
             "median_saved": float(np.median(1 - calls / n_fixed)),
-            "wrong": float((decision == 1).mean()), "decided_better": float((decision == 0).mean())}
+            "wrong": float((decision == 1).mean()), "decided_better": float((decision == 0).mean()),
+            # the same sequences on a suite of just n cases: its power and what it saves
+            "power_at_n": float((better_at <= n_fixed).mean()),
+            "saved_at_n": float(np.median(1 - np.minimum(used, n_fixed) / n_fixed))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,13 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline pass rate {args.baseline:g}, alpha {args.alpha:g}, power 0.8, "
           f"{args.runs} simulated runs per effect, grid {args.points}")
     print(f"{'effect':>7} {'fixed n':>8} {'seq. cap':>8} {'median cases':>13} "
-          f"{'median saved':>13} {'wrong':>6}  seconds")
+          f"{'median saved':>13} {'wrong':>6} {'power@n':>8} {'saved@n':>8}  seconds")
     for d in (0.05, 0.10, 0.20):
         t0 = time.perf_counter()
         r = one_effect(args.baseline, d, runs=args.runs, alpha=args.alpha, seed=args.seed,
                        points=args.points)
         print(f"{d:>+7.2f} {r['fixed_n']:>8} {r['cap']:>8} {r['median_cases']:>13.0f} "
-              f"{r['median_saved']:>13.1%} {r['wrong']:>6.3f}  {time.perf_counter() - t0:.1f}")
+              f"{r['median_saved']:>13.1%} {r['wrong']:>6.3f} {r['power_at_n']:>8.0%} "
+              f"{r['saved_at_n']:>8.1%}  {time.perf_counter() - t0:.1f}")
     return 0
 
 

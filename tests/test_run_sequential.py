@@ -273,3 +273,22 @@ def test_bad_options_are_one_line_and_exit_2(lab, tmp_path, capsys, args, says):
     err = capsys.readouterr().err
     assert code == 2 and says in err and "Traceback" not in err
     assert not list((tmp_path / "o").rglob("results_*.jsonl"))
+
+
+def test_a_lower_is_better_figure_turns_the_difference_round(lab):
+    """B scoring 0 where the baseline scored 1 is worse on exact_match, and better on a
+    figure whose task declares it lower-is-better (the compare's direction rule)."""
+    from types import SimpleNamespace
+
+    from queryeval.run.sequential import SequentialConfig, Sequencer
+    from queryeval.tasks.base import get_task
+
+    base = [r for r in files(lab["base"])["records"] if r["scores"]["exact_match"] == 1.0]
+    config = SequentialConfig(baseline=str(lab["base"]), metric="exact_match")
+    lower = SimpleNamespace(name="freeform", lower_is_better_metrics={"exact_match"})
+    for task, decision in ((get_task("freeform"), "worse"), (lower, "better")):
+        seq = Sequencer(config, task)
+        for r in base[:40]:
+            seq.feed({"case_id": r["case_id"], "status": "ok", "scores": {"exact_match": 0.0}})
+        assert seq.decision == decision
+        assert seq.section(N)["cases_used"] == 40
