@@ -134,6 +134,7 @@ def evaluate(
     system_name: str | None = None,
     name: str | None = None,
     cluster_by: str | None = None,
+    sequential: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | Any | None = None,
     **kwargs: Any,
 ) -> Run:
@@ -195,6 +196,11 @@ def evaluate(
             system's qualified name, the responses file's name or the built-in system.
         cluster_by: each case's cluster from its metadata field or ``FIELD:value`` tag
             (``--cluster-by``; docs/compare.md).
+        sequential: stop once decided against a baseline run (``--stop-when-decided``):
+            ``{"baseline": RUN, "alpha": 0.05, "margin": None, "metric": "pass",
+            "seed": 0}``; cases are called in a seeded random order until an anytime-valid
+            confidence sequence for the paired difference decides better, worse or
+            equivalent (docs/compare.md, "Sequential decisions"). No repeats.
         judge: the LLM judge for what no rule decides (task option ``judge``; the CLI's
             ``--judge-*``): ``{"model", "base_url", "api_key_env", "when", ...}`` or a
             :class:`~queryeval.systems.judge.JudgeOptions` (docs/judge.md).
@@ -264,6 +270,7 @@ def evaluate(
                 cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
                 cache_max_mb=cache_max_mb, system_version=system_version,
                 system_name=system_name, name=name, cluster_by=cluster_by,
+                sequential=_sequential(sequential),
             )
         except ValidationError as exc:
             raise _config_error(exc) from None
@@ -287,6 +294,21 @@ def evaluate(
              "give out=FOLDER to keep it)")
     return Run(result.log.paths.batch, warnings=result.warnings, keep=keep,
                fail_under=fail_under)
+
+
+def _sequential(value: Mapping[str, Any] | None) -> dict | None:
+    """``sequential=`` as the run's settings: the baseline's path absolute (None: off)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"sequential: a mapping (baseline, alpha, margin, metric, seed), got "
+                          f"{type(value).__name__}")
+    out = {k: v for k, v in value.items() if v is not None}
+    if isinstance(out.get("baseline"), os.PathLike):
+        out["baseline"] = str(out["baseline"])
+    if isinstance(out.get("baseline"), str):
+        out["baseline"] = _abs(out["baseline"])
+    return out
 
 
 def _gate_names(fail_under: Mapping[str, float] | None, repeats: int,

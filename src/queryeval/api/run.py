@@ -335,6 +335,10 @@ class Run:
             from queryeval.report.console import repeats_tables
 
             out = [*out, *repeats_tables(self.metrics["repeats"])]
+        if isinstance(self.metrics.get("sequential"), dict):  # --stop-when-decided
+            from queryeval.run.sequential import summary_line
+
+            out.append(console_line(summary_line(self.metrics["sequential"])))
         return out
 
     def __str__(self) -> str:

@@ -190,6 +190,23 @@ def command(
         help="Each case's cluster (cases that share a source: intervals and compares resample "
         "and test whole clusters) from its metadata FIELD or its FIELD:VALUE tag; see "
         "docs/compare.md."),
+    # sequential decisions (docs/compare.md, "Sequential decisions")
+    stop_when_decided: bool = typer.Option(
+        False, "--stop-when-decided", help="With --baseline RUN: call cases in a seeded random "
+        "order and stop once an anytime-valid confidence sequence for the paired difference "
+        "decides better, worse or (with --margin) equivalent."),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", metavar="RUN", help="The run to compare against (its batch file or "
+        "folder), with --stop-when-decided."),
+    alpha: float | None = typer.Option(
+        None, "--alpha", help="With --stop-when-decided: the chance of a wrong decision "
+        "(default 0.05)."),
+    margin: float | None = typer.Option(
+        None, "--margin", help="With --stop-when-decided: decide 'equivalent' once the interval "
+        "lies within ±M."),
+    metric: str | None = typer.Option(
+        None, "--metric", help="With --stop-when-decided: the per-case figure in [0, 1] to "
+        "pair (default: pass, the case's pass verdict)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="Gate: METRIC=MIN on overall_metrics, e.g. macro_recall=0.8 (exit 1 if missed)."),
@@ -294,8 +311,21 @@ def command(
                 except ValueError:
                     raise ConfigError(f"--pass-k: expected comma-separated integers, got "
                                       f"{pass_k!r}") from None
+        sequential = None
+        seq_given = [flag for flag, v in (("--baseline", baseline), ("--alpha", alpha),
+                                          ("--margin", margin), ("--metric", metric))
+                     if v is not None]
+        if stop_when_decided:
+            if baseline is None:
+                raise ConfigError("--stop-when-decided needs --baseline RUN (the run to decide "
+                                  "against)")
+            sequential = {k: v for k, v in (("baseline", str(baseline.expanduser().resolve())),
+                                            ("alpha", alpha), ("margin", margin),
+                                            ("metric", metric)) if v is not None}
+        elif seq_given:
+            raise ConfigError(f"{seq_given[0]} goes with --stop-when-decided")
         # paths are made absolute by the run itself (resolve_config), once, at start
-        return make_config(
+        return make_config(sequential=sequential,
             repeats=repeats, pass_k=ks, cache=cache,
             cache_dir=str(cache_dir.expanduser().resolve()) if cache_dir else None,
             cache_max_mb=cache_max_mb, system_version=system_version, name=name,
@@ -358,6 +388,8 @@ def command(
                 isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
                 cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
                 system_version=config.system_version, name=config.name,
+                sequential=(config.sequential.model_dump()
+                            if config.sequential is not None else None),
                 fail_under=thresholds or None,
                 progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:

@@ -16,7 +16,6 @@ See docs/compare.md.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,27 +30,18 @@ from queryeval.run.results import (  # noqa: F401 - re-exported
     RunResults,
     case_metrics,
     default_case_metrics,
+    lower_is_better,
     resolve_batch,
 )
 
 #: Changes smaller than this are float noise, not flips.
 FLIP_EPS = 1e-12
-_LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|errors?)$|_ms$")
 
 
 # --- reading runs (run/results.py: one model of a run's per-case results) -------------------
 LoadedRun = RunResults
 """The run model (kept under its former name)."""
 load_run = RunResults.open
-
-
-def lower_is_better(task: Any, metric: str) -> bool:
-    """Direction of a metric: the task's ``lower_is_better_metrics`` when set, else by name
-    (ranks, latencies, costs, token and error counts are better lower)."""
-    declared = getattr(task, "lower_is_better_metrics", None)
-    if declared is not None:
-        return metric in declared
-    return bool(_LOWER_IS_BETTER.search(metric))
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -147,6 +137,9 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     """A run compared with itself; per metric: a CI excluding 0 beside a Holm p >= alpha,
     an n too small to detect the observed difference."""
+    sequential: dict | None = None
+    """B's ``--stop-when-decided`` section (its decision and anytime-valid interval) when
+    B was decided against a baseline; None otherwise."""
 
     def metric(self, name: str) -> MetricComparison:
         for m in self.metrics:
@@ -174,6 +167,7 @@ class Comparison:
             "verdicts": {m.metric: m.verdict for m in self.metrics},
             "metrics": [m.to_dict() for m in self.metrics],
             "regressions": [m.metric for m in self.regressions()],
+            **({"sequential": self.sequential} if self.sequential is not None else {}),
         }
 
 
@@ -329,6 +323,7 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
     results = compare_pair_metrics(pair, chosen, confidence=confidence, resamples=resamples,
                                    seed=seed, exact_max_n=exact_max_n)
     conclude(results, pair, alpha=alpha, confidence=confidence)
+    seq = sequential_of(b)
     return Comparison(
         task=a.task_name, run_a=_run_info(a), run_b=_run_info(b), paired=len(pair.paired),
         only_a=[c for c in pair.ids_a if c not in set(pair.ids_b)],
@@ -336,8 +331,30 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
         excluded=pair.excluded, metrics=results, alpha=alpha, confidence=confidence,
         resamples=resamples, seed=seed,
         warnings=verdicts.same_run_warning([_run_info(a), _run_info(b)])
-        + verdicts.cluster_note(results) + [n for m in results for n in m.notes],
+        + verdicts.cluster_note(results) + [n for m in results for n in m.notes]
+        + _sequential_note(seq, a),
+        sequential=seq,
     )
+
+
+def sequential_of(run: RunResults) -> dict | None:
+    """The run's ``sequential`` section (``--stop-when-decided``), from its metrics."""
+    seq = (run.metrics or {}).get("sequential")
+    return seq if isinstance(seq, dict) and isinstance(seq.get("interval"), list) else None
+
+
+def _sequential_note(seq: dict | None, a: RunResults) -> list[str]:
+    """B stopped once decided: the fixed-n intervals and p-values of this table do not
+    allow for that stopping, the anytime-valid interval does."""
+    if seq is None:
+        return []
+    from queryeval.run.sequential import summary_line
+
+    against = "" if seq.get("baseline_batch_id") == a.batch_id else (
+        f" (its baseline was {seq.get('baseline')}, not A)")
+    return [f"B stopped when decided{against}: {summary_line(seq)}; the CIs and p-values "
+            "below assume a fixed number of cases, the anytime-valid interval allows for "
+            "the stopping"]
 
 
 def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float,

@@ -499,6 +499,25 @@ def repeats_section(rep: dict | None) -> str:
     return out
 
 
+def sequential_section(seq: dict | None) -> str:
+    """A run with ``--stop-when-decided``: the decision against the baseline and the
+    anytime-valid interval for B − A, as the metrics' ``sequential`` section holds them."""
+    if not isinstance(seq, dict) or not isinstance(seq.get("interval"), list):
+        return ""
+    from queryeval.run.sequential import summary_line
+
+    low, high = seq["interval"]
+    rows = [[f"<td>{esc(seq.get('metric'))}</td>", f"<td>{esc(seq.get('decision'))}</td>",
+             num_cell(low), num_cell(high), f"<td>{esc(seq.get('cases_used'))}</td>",
+             f"<td>{esc(seq.get('calls_saved'))}</td>"]]
+    return (f'<h2>Sequential decision</h2><p class="note">{esc(summary_line(seq))}. '
+            f'Baseline: {esc(seq.get("baseline"))}; {esc(seq.get("method"))}: the interval is '
+            'valid at every number of cases, so stopping when it decides keeps the error '
+            'rate at alpha.</p>'
+            + table(["figure", "decision", "interval low", "interval high", "cases called",
+                     "calls saved"], rows, attrs=' id="sequential"'))
+
+
 # --- the page ---------------------------------------------------------------------------------
 @dataclass
 class ReportFigures:
@@ -566,6 +585,7 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
         f"<h1>{esc(run.task_name)} report</h1><p class=\"meta\">batch {esc(run.batch_id)}</p>{note}"
         f"{error_banner(metrics)}"
         f"{_meta(run)}<h2>{esc(overall_h)}</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
+        f"{sequential_section(metrics.get('sequential'))}"
         f"{by_k(metrics)}{repeats_section(metrics.get('repeats'))}"
         f"<h2>By group</h2>{_groups(metrics, figure_kinds(run.task))}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queryeval.errors import ConfigError
 from queryeval.run import inputs as run_inputs
+from queryeval.run.sequential import SequentialConfig
 
 MAX_SECONDS = 7 * 24 * 3600.0
 """Upper bound of --timeout and --backoff (a week): a larger value is a typo, and ``inf``
@@ -55,11 +56,14 @@ class RunConfig(BaseModel):
     """The run's label (--name); default: run.results.default_label."""
     cluster_by: str | None = Field(None, min_length=1, max_length=200)
     """--cluster-by FIELD: each case's cluster from its metadata field or ``FIELD:value`` tag."""
+    sequential: SequentialConfig | None = None
+    """--stop-when-decided against --baseline RUN (run/sequential.py): cases in a seeded
+    random order until an anytime-valid confidence sequence decides."""
 
 
 REPEAT_FIELDS = {"repeats": 1, "pass_k": [], "cache": False, "cache_dir": None,
                  "cache_max_mb": 1024.0, "system_version": None, "system_name": None,
-                 "name": None, "cluster_by": None}
+                 "name": None, "cluster_by": None, "sequential": None}
 """Settings a run without them leaves out of its batch file (so its log is as before)."""
 
 
@@ -76,7 +80,7 @@ OPTION_NAMES = {"concurrency": "--concurrency", "timeout": "--timeout", "retries
                 "isolate": "--isolate", "repeats": "--repeats", "pass_k": "--pass-k",
                 "cache": "--cache", "cache_dir": "--cache-dir", "cache_max_mb": "--cache-max-mb",
                 "system_version": "--system-version", "name": "--name",
-                "cluster_by": "--cluster-by"}
+                "cluster_by": "--cluster-by", "sequential": "--stop-when-decided"}
 
 
 def make_config(**values: Any) -> RunConfig:
@@ -88,6 +92,8 @@ def make_config(**values: Any) -> RunConfig:
         err = exc.errors(include_url=False)[0]
         loc = err["loc"]
         name = OPTION_NAMES.get(str(loc[0]), str(loc[0])) if loc else "option"
+        if loc and loc[0] == "sequential" and len(loc) > 1:
+            name = "--" + str(loc[1])
         if loc and loc[0] == "task_options" and len(loc) > 1:
             name = "task option " + ".".join(str(x) for x in loc[1:])
         msg = err["msg"]
@@ -125,6 +131,12 @@ def check_repeats(config: RunConfig) -> None:
                               "and its version; see docs/repeats.md)")
         if config.executor == "ray":
             raise ConfigError("--cache works with --executor local only")
+    if config.sequential is not None:
+        if config.repeats > 1:
+            raise ConfigError("--stop-when-decided with --repeats: a sequential decision pairs "
+                              "one attempt per case; drop --repeats")
+        if config.executor == "ray":
+            raise ConfigError("--stop-when-decided works with --executor local only")
 
 
 def resolve_config(config: RunConfig) -> RunConfig:
@@ -167,7 +179,10 @@ def resolve_config(config: RunConfig) -> RunConfig:
             if not folder.is_dir():
                 raise ConfigError(f"--out {config.out}: {folder} is a file, not a folder")
             break
+    seq = config.sequential
+    if seq is not None:
+        seq = seq.model_copy(update={"baseline": absolute(seq.baseline)})
     return config.model_copy(update={
-        "suite": absolute(config.suite), "labels": absolute(config.labels),
+        "sequential": seq, "suite": absolute(config.suite), "labels": absolute(config.labels),
         "responses": absolute(config.responses), "out": str(out), "task_options": opts,
     })

@@ -56,6 +56,7 @@ from queryeval.run.prepare import (  # noqa: F401 - re-exported
 )
 from queryeval.run.records import RecordStream
 from queryeval.run.runner import RetryPolicy, run_cases
+from queryeval.run.sequential import Sequencer
 from queryeval.suite.models import Case
 from queryeval.systems.base import System
 from queryeval.tasks.base import Task
@@ -92,14 +93,17 @@ Progress = Callable[[int, int], Any]  # (advance, total) callbacks are wired by 
 
 
 def _execute(log: RunLog, task: Task, system: System, todo: Iterable[Case], config: RunConfig,
-             progress: Progress | None, counter: list[int] | None = None) -> int:
+             progress: Progress | None, counter: list[int] | None = None,
+             observe: Callable[[dict], Any] | None = None) -> int:
     """Call the system for ``todo``; ``counter[0]`` counts the records appended (read when
-    Ctrl-C stops the run part-way)."""
+    Ctrl-C stops the run part-way); ``observe(record)`` sees each record once written."""
     counter = counter if counter is not None else [0]
 
     def on_record(record: dict) -> None:
         log.append(record)
         counter[0] += 1
+        if observe is not None:
+            observe(record)
         if progress:
             progress(1, 0)
 
@@ -137,13 +141,16 @@ def _mark_interrupted(log: RunLog) -> None:
 
 def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[Case] | None,
          config: RunConfig, progress: Progress | None, warnings: list[str],
-         already: int, reporter: Reporter | None) -> RunResult:
+         already: int, reporter: Reporter | None, seq: Sequencer | None = None) -> RunResult:
     """Call the system for ``todo`` (None: nothing to do), then finish. Ctrl-C marks the
-    batch ``interrupted`` and raises :class:`RunInterrupted` with the count of cases done."""
+    batch ``interrupted`` and raises :class:`RunInterrupted` with the count of cases done.
+    ``seq`` (``--stop-when-decided``): sees every record written; its section goes into the
+    batch file and the metrics."""
     counter = [0]
     try:
         if todo is not None:
-            done = _execute(log, task, system, todo, config, progress, counter)
+            done = _execute(log, task, system, todo, config, progress, counter,
+                            observe=seq.feed if seq is not None else None)
         else:
             done = 0
             system.close()
@@ -154,6 +161,10 @@ def _run(log: RunLog, task: Task, system: System, cases: Cases, todo: Iterable[C
         if cache is not None:
             extra = {"cache": {"hits": cache.hits, "calls": cache.misses, "stored": cache.stored,
                                "folder": str(cache.folder)}}
+        if seq is not None:
+            section = seq.section(cases.units)
+            log.batch["sequential"] = section
+            extra = {**(extra or {}), "sequential": section}
         metrics, records = finish(log, task, cases.order, warnings=warnings, extra=extra,
                                   reporter=reporter if config.reports else None)
     except KeyboardInterrupt:
@@ -178,6 +189,7 @@ def start_run(config: RunConfig, *, progress: Progress | None = None,
     try:
         if before is not None:
             before(task)
+        seq = _sequencer(config, task)
         fields = _batch_fields(config, suite, task, len(cases))
         fields["inputs"] = {"pinned_at": now_iso(),
                             "files": run_inputs.pin(_input_paths(config, suite, task))}
@@ -191,8 +203,9 @@ def start_run(config: RunConfig, *, progress: Progress | None = None,
     try:
         if progress:
             progress(0, cases.units)
-        return _run(log, task, system, cases, cases.todo(), config, progress, warnings, already=0,
-                    reporter=reporter)
+        todo = cases.todo() if seq is None else seq.order(list(cases))
+        return _run(log, task, system, cases, todo, config, progress, warnings, already=0,
+                    reporter=reporter, seq=seq)
     finally:
         lock.release()
 
@@ -299,9 +312,28 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
     if progress:
         progress(0, units)
         progress(already, 0)
-    todo = cases.todo(done_ids) if already < units else None
+    seq = None
+    try:
+        seq = _sequencer(config, task)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            system.close()
+        task.close()
+        raise
+    if seq is not None:  # the sequence so far, in the order its records were written
+        seq.replay(log.scan_records())
+    todo = None
+    if already < units:
+        todo = cases.todo(done_ids) if seq is None else seq.order(list(cases), done_ids)
     return _run(log, task, system, cases, todo, config, progress, warnings, already=already,
-                reporter=reporter)
+                reporter=reporter, seq=seq)
+
+
+def _sequencer(config: RunConfig, task: Task) -> Sequencer | None:
+    """``--stop-when-decided``: the sequence against the baseline run (None without it)."""
+    if config.sequential is None:
+        return None
+    return Sequencer(config.sequential, task, on_error=task.options.on_error)
 
 
 def _changed_inputs(log: RunLog) -> list[tuple[str, str, str | None]]:

@@ -16,6 +16,7 @@ record (``label``) and read from there. See docs/compare.md.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,18 @@ from typing import Any, Literal, NamedTuple
 from queryeval.errors import ConfigError
 from queryeval.run.log import BATCH_FILE, RunLog, batch_beside
 from queryeval.tasks.accum import skipped_cases
+
+_LOWER_IS_BETTER = re.compile(r"(?:^|_)(?:rank|latency|latency_ms|cost|tokens|errors?)$|_ms$")
+
+
+def lower_is_better(task: Any, metric: str) -> bool:
+    """Direction of a metric: the task's ``lower_is_better_metrics`` when set, else by name
+    (ranks, latencies, costs, token and error counts are better lower)."""
+    declared = getattr(task, "lower_is_better_metrics", None)
+    if declared is not None:
+        return metric in declared
+    return bool(_LOWER_IS_BETTER.search(metric))
+
 
 #: Record fields (besides ``tags``) whose text value makes a group.
 GROUP_FIELDS = ("dataset", "dimension", "category", "group")

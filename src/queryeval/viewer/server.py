@@ -458,5 +458,9 @@ def _run_doc(viewer: Viewer, entry: Entry, loaded: Any, rows: list[dict]) -> dic
             "derived": sorted(derived),
             "withheld": withheld.options if withheld else [],
             "task_error": withheld.task_error if withheld else None,
-            "config": loaded.batch.get("evaluation_config") or {}}
+            "config": loaded.batch.get("evaluation_config") or {},
+            # --stop-when-decided: the decision and the anytime-valid interval, as the run
+            # log holds them (absent for any other run)
+            **({"sequential": metrics["sequential"]}
+               if isinstance(metrics.get("sequential"), dict) else {})}
 
