@@ -55,6 +55,13 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
                    rows=None, ceiling=None)
         return out
     out["rows"] = info1.get("rows")
+    from queryeval.tasks.audit import fingerprint, volatile_functions
+    from queryeval.tasks.query_explain import _dialect
+
+    out["fingerprint"] = fingerprint(first)
+    volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
+    if volatile:
+        out["volatile"] = volatile
     sparql = language == "sparql"
     scores = table_scores(second, first, rules=task.options.rules,
                           budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
@@ -118,11 +125,16 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
 
 
 def command(
-    suite: Path = typer.Argument(..., help="Suite with text-to-query cases."),
+    suite: Path = typer.Argument(..., help="Suite to audit (any task kind)."),
     graph: list[Path] = typer.Option([], "--graph", help="RDF file(s) to run queries on."),
     database: str | None = typer.Option(
         None, "--database", help="A sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="A SPARQL 1.1 endpoint URL."),
+    labels: Path | None = typer.Option(None, "--labels",
+                                       help="DABench labels for a questions .jsonl suite."),
+    corpus: Path | None = typer.Option(
+        None, "--corpus", help="The retrieval corpus: relevant chunks it lacks, and relevant "
+        "chunks equal or nearly equal to chunks not marked relevant."),
     timeout_s: float = typer.Option(30.0, "--query-timeout", min=0.001,
                                     help="Seconds each execution may take."),
     max_rows: int = typer.Option(100_000, "--max-rows", min=1,
@@ -130,20 +142,27 @@ def command(
     store_dir: Path | None = typer.Option(
         None, "--store-dir", help="Where embedded SPARQL stores persist (default $QUERYEVAL_CACHE_DIR/oxigraph, else "
         "~/.cache/queryeval/oxigraph)."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the findings here."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help='Write {"findings": [...], "summary": {...}, "golds": [...]} here.'),
+    runs: list[Path] = typer.Option(
+        [], "--runs", help="Runs of this suite (two or more; repeat the option): cases every "
+        "run gets wrong the same way, and cases every run gets right."),
+    pin: bool = typer.Option(False, "--pin", help="Write each query gold's result fingerprint "
+                             "to <suite>.pins.json; later audits report gold_drift."),
+    platinum: Path | None = typer.Option(
+        None, "--write-platinum", help="Write the cases with no finding here as a suite "
+        "(.jsonl: cases JSONL, else YAML)."),
     fail_on_broken: bool = typer.Option(False, "--fail-on-broken",
-                                        help="Exit 1 when a gold is broken."),
+                                        help="Exit 1 when a case has a defect."),
     test_suite: int = typer.Option(
         0, "--test-suite", min=0, max=1000,
         help="Also build N neighbour databases per SQL gold (sqlite/DuckDB) and warn about "
         "golds no database tells apart from a near-miss mutant (e.g. 20)."),
 ) -> int:
-    """Run every gold query twice as if it were a prediction; report golds that fail, time
-    out, return no rows, differ between the two runs, reach the row limit or keep tied rows
-    at an ORDER BY … LIMIT cut, golds close to the deadline, the ceiling each metric could
-    reach, and timings."""
-    from queryeval.suite import load_suite
-    from queryeval.tasks.query import QueryTask
+    """Check a suite's health: golds that fail, time out, return nothing or are not perfect
+    against themselves, results drifted from their pins, duplicated and conflicting cases,
+    ambiguous relevance, consensus failures of several runs; a summary by kind."""
+    from queryeval.tasks.audit import audit_suite
 
     if sum(bool(x) for x in (graph, database, endpoint)) > 1:
         raise ConfigError("give one of --graph, --database or --endpoint")
@@ -154,25 +173,52 @@ def command(
         options["source"] = ",".join(sources)
     if store_dir is not None:
         options["store_dir"] = str(store_dir)
-    loaded = load_suite(suite)
-    cases = [c for c in loaded.cases if any(t.target is not None and t.target.query is not None
-                                            for t in c.conversation)]
-    if not cases:
-        raise ConfigError(f"{suite}: no case has a target.query (nothing to audit)")
-    task = QueryTask(options)
-    try:
-        results = audit_cases(task, cases, test_suite)
-    finally:
-        task.close()
-    _print(results)
+    report = audit_suite(suite, labels=labels, corpus=corpus, query_options=options,
+                         neighbours=test_suite, runs=[str(r) for r in runs], pin=pin,
+                         platinum=platinum)
+    if report.summary["cases"] == 0:
+        raise ConfigError(f"{suite}: no case to audit")
+    if report.golds:
+        _print(report.golds)
+    print_summary(report)
     if json_out is not None:
         try:
-            json_out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
+            json_out.write_text(json.dumps(report.to_dict(), indent=1, ensure_ascii=False)
+                                + "\n", encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"{json_out}: cannot write ({exc.strerror})") from exc
-    broken = sum(r["status"] in BROKEN for r in results)
-    return 1 if fail_on_broken and broken else 0
+    return 1 if fail_on_broken and report.summary["cases_with_defect"] else 0
+
+
+def print_summary(report: Any) -> None:
+    """The suite health summary: the share of cases with a finding, by kind, then each
+    finding (case, kind, fix)."""
+    from rich.table import Table
+
+    from queryeval.tasks.audit_model import KINDS
+
+    s = report.summary
+    console.print(f"Suite health: {s['cases_with_finding']} of {s['cases']} cases "
+                  f"({s['share']:.1%}) have a finding, {s['cases_with_defect']} a defect",
+                  markup=False, highlight=False)
+    if s["by_kind"] or s["notes"]:
+        table = Table(title="Findings by kind", title_justify="left")
+        for name in ("kind", "severity", "cases", "share", "meaning"):
+            table.add_column(name)
+        for kind, v in s["by_kind"].items():
+            table.add_row(kind, v["severity"], str(v["cases"]), f"{v['share']:.1%}",
+                          KINDS.get(kind, ("", ""))[1])
+        for kind, n in s["notes"].items():
+            table.add_row(kind, "note", str(n), f"{n / s['cases']:.1%}" if s["cases"] else "-",
+                          KINDS.get(kind, ("", ""))[1])
+        console.print(table)
+    if "platinum" in s:
+        console.print(f"platinum: {s['platinum']['cases']} case(s) with no finding written "
+                      f"to {console_line(s['platinum']['path'])}", markup=False,
+                      highlight=False)
+    if "pinned" in s:
+        console.print(f"pinned result fingerprints to {console_line(s['pinned'])}",
+                      markup=False, highlight=False)
 
 
 def _print(results: list[dict]) -> None:
