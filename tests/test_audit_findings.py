@@ -166,6 +166,8 @@ def test_answers_labels_read_back_as_a_response(tmp_path):
     kinds = {(f.case_id, f.kind) for f in report.findings}
     assert kinds == {("1", "gold_fails"), ("2", "empty_gold"), ("0", "duplicates"),
                      ("3", "duplicates")}
+    assert report.by_kind("empty_gold")[0].severity == "warning"  # @blank[] scores as itself
+    assert report.summary["cases_with_defect"] == 1
     fails = report.by_kind("gold_fails")[0]
     assert fails.evidence["read_back"] == {"pair": "a"}
 

@@ -54,9 +54,12 @@ class Finding(BaseModel):
     fix: str = ""
 
     @classmethod
-    def of(cls, case_id: str, kind: str, evidence: dict[str, Any], fix: str) -> Finding:
-        return cls(case_id=case_id, kind=kind, severity=KINDS[kind][0], evidence=evidence,
-                   fix=fix)
+    def of(cls, case_id: str, kind: str, evidence: dict[str, Any], fix: str,
+           severity: Severity | None = None) -> Finding:
+        """A finding with its kind's severity (or ``severity``, where the case shows the
+        kind is milder here)."""
+        return cls(case_id=case_id, kind=kind, severity=severity or KINDS[kind][0],
+                   evidence=evidence, fix=fix)
 
 
 class AuditReport(BaseModel):
