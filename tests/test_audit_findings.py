@@ -168,6 +168,7 @@ def test_answers_labels_read_back_as_a_response(tmp_path):
                      ("3", "duplicates")}
     assert report.by_kind("empty_gold")[0].severity == "warning"  # @blank[] scores as itself
     assert report.summary["cases_with_defect"] == 1
+    assert report.summary["by_kind"]["empty_gold"]["severity"] == "warning"
     fails = report.by_kind("gold_fails")[0]
     assert fails.evidence["read_back"] == {"pair": "a"}
 

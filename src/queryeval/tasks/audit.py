@@ -67,9 +67,18 @@ def normalise_text(text: str) -> str:
     return text.strip(" .?!;:,")
 
 
+PROMPT_METADATA = ("constraints", "format")
+"""Metadata sent to the system with the question (DABench's constraints and answer format):
+part of what is asked, so two cases that differ there ask different things."""
+
+
 def question_of(case: Case) -> str:
-    """The case's user turns, normalised (a multi-turn case is its whole conversation)."""
-    return " || ".join(normalise_text(t.content) for t in case.conversation if t.role == "user")
+    """The case's user turns, normalised (a multi-turn case is its whole conversation), and
+    the :data:`PROMPT_METADATA` sent with them."""
+    meta = case.metadata or {}
+    return " || ".join([*(normalise_text(t.content) for t in case.conversation
+                          if t.role == "user"),
+                        *(normalise_text(str(meta[k])) for k in PROMPT_METADATA if meta.get(k))])
 
 
 def target_of(case: Case) -> Any:

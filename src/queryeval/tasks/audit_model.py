@@ -90,13 +90,17 @@ def summarise(case_ids: list[str], findings: list[Finding], **extra: Any) -> dic
     n = len(case_ids)
     known = set(case_ids)
     per_kind: dict[str, set[str]] = {}
+    worst: dict[str, str] = {}  # a kind's severity here: the most severe of its findings
+    rank = {"defect": 0, "warning": 1, "note": 2}
     for f in findings:
         per_kind.setdefault(f.kind, set()).add(f.case_id)
+        if f.kind not in worst or rank[f.severity] < rank[worst[f.kind]]:
+            worst[f.kind] = f.severity
     flagged = {f.case_id for f in findings if f.severity != "note"} & known
     defects = {f.case_id for f in findings if f.severity == "defect"} & known
     order = list(KINDS)
     by_kind = {k: {"cases": len(ids), "share": len(ids) / n if n else 0.0,
-                   "severity": KINDS.get(k, ("defect", ""))[0]}
+                   "severity": worst[k]}
                for k, ids in sorted(per_kind.items(),
                                     key=lambda kv: order.index(kv[0]) if kv[0] in order else 99)}
     counts = Counter(f.kind for f in findings)
