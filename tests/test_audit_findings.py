@@ -239,3 +239,27 @@ def test_near_chunks_match_a_brute_force_jaccard():
         brute = {j for j in range(len(texts)) if j != i and sets[i]
                  and jaccard(sets[i], sets[j]) >= 0.9}
         assert {j for j, _ in view.near(i)} == brute
+
+
+def test_a_gold_several_cases_share_runs_once(tmp_path, monkeypatch):
+    from queryeval.tasks.query import QueryTask
+
+    db = _db(tmp_path / "t.sqlite", [(1, "a"), (2, "b")])
+    suite = _query_suite(tmp_path / "s.yaml", [
+        ("p1", "Which x?", "SELECT x FROM t ORDER BY x"),
+        ("p2", "List the x values", "SELECT x FROM t ORDER BY x"),
+        ("p3", "Name them", "SELECT name FROM t ORDER BY name")])
+    calls: list[str] = []
+    real = QueryTask._execute
+
+    def counting(self, source, query, engine=None):
+        calls.append(query)
+        return real(self, source, query, engine)
+
+    monkeypatch.setattr(QueryTask, "_execute", counting)
+    report = qe.audit(suite, source=db)
+    # two distinct golds, each run twice (no LIMIT: no tie check)
+    assert len(calls) == 4
+    assert [g["case_id"] for g in report.golds] == ["p1", "p2", "p3"]
+    assert report.golds[0]["fingerprint"] == report.golds[1]["fingerprint"]
+    assert report.findings == []

@@ -106,10 +106,14 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
 
 def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
     """One entry per gold query of every case (a case's ``gold`` is number 0, its
-    ``alternatives`` 1, 2, ...)."""
+    ``alternatives`` 1, 2, ...). A gold that several cases share (same source, comparison
+    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
+    import copy
+
     from queryeval.tasks.query import _lang_of
 
     results = []
+    done: dict[str, dict] = {}  # the same gold on the same source, modes and checks: run once
     for case in task.select_cases(cases):
         target = task._target(case)
         source = task._source(target)
@@ -119,7 +123,10 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
                             if getattr(target, k) is not None}}
         for number, query in enumerate([target.gold, *target.alternatives]):
             entry = {"case_id": case.id, "gold": number}
-            entry.update(_audit_gold(task, record, query, neighbours))
+            key = json.dumps([record, query, neighbours], sort_keys=True, default=str)
+            if key not in done:
+                done[key] = _audit_gold(task, record, query, neighbours)
+            entry.update(copy.deepcopy(done[key]))
             results.append(entry)
     return results
 
