@@ -263,3 +263,11 @@ def test_a_gold_several_cases_share_runs_once(tmp_path, monkeypatch):
     assert [g["case_id"] for g in report.golds] == ["p1", "p2", "p3"]
     assert report.golds[0]["fingerprint"] == report.golds[1]["fingerprint"]
     assert report.findings == []
+
+
+def test_a_bad_pins_file_is_one_line_naming_it(query_suite, tmp_path, capsys):
+    suite, db = query_suite
+    (tmp_path / "s.yaml.pins.json").write_text('{"pins": {"fine": "abc"}}', encoding="utf-8")
+    assert main(["audit", str(suite), "--database", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "s.yaml.pins.json" in err and "pins" in err
