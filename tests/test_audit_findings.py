@@ -124,13 +124,15 @@ def test_platinum_is_the_cases_with_no_finding_and_loads_as_a_suite(query_suite,
 def test_consensus_failure_and_not_discriminating_from_runs(query_suite, tmp_path):
     suite, db = query_suite
     suite = _query_suite(tmp_path / "s2.yaml", [QUERY_CASES[0], QUERY_CASES[6],
-                                                ("third", "Smallest x?", "SELECT min(x) FROM t")])
+                                                ("third", "Smallest x?", "SELECT min(x) FROM t"),
+                                                ("fourth", "Last name?", "SELECT max(name) FROM t")])
+    nothing = "SELECT x FROM t WHERE x > 99"  # both runs find nothing: no shared answer
     runs = []
     for i, preds in enumerate([
             {"fine": "SELECT x FROM t ORDER BY x", "clash-a": "SELECT 2",
-             "third": "SELECT 7"},
+             "third": "SELECT 7", "fourth": nothing},
             {"fine": "SELECT x FROM t ORDER BY 1", "clash-a": "SELECT 1 + 1",  # same result
-             "third": "SELECT 8"}]):
+             "third": "SELECT 8", "fourth": nothing}]):
         responses = tmp_path / f"r{i}.jsonl"
         responses.write_text("".join(json.dumps({"case_id": k, "query": v}) + "\n"
                                      for k, v in preds.items()), encoding="utf-8")
@@ -143,7 +145,8 @@ def test_consensus_failure_and_not_discriminating_from_runs(query_suite, tmp_pat
                  *[a for r in runs for a in ("--runs", str(r))]]) == 0
     doc = json.loads(out.read_text(encoding="utf-8"))
     kinds = {(f["case_id"], f["kind"], f["severity"]) for f in doc["findings"]}
-    # clash-a: both runs return 2 (max is 3): consensus; third: 7 and 8, wrong differently
+    # clash-a: both runs return 2 (max is 3): consensus; third: 7 and 8, wrong differently;
+    # fourth: both return no rows, which is no answer to agree on
     assert kinds == {("fine", "not_discriminating", "note"),
                      ("clash-a", "consensus_failure", "warning")}
     assert doc["summary"]["notes"] == {"not_discriminating": 1}

@@ -605,8 +605,10 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
                 task = query_task
 
                 def result_of(record: dict) -> str | None:
-                    table, _info = task._execute(record["source"], record["predicted_query"])
-                    return None if table is None else fingerprint(table)
+                    """The fingerprint of the prediction's result; None when it did not run
+                    or returned no rows (runs that all find nothing agree on no answer)."""
+                    table, info = task._execute(record["source"], record["predicted_query"])
+                    return None if table is None or not info.get("rows") else fingerprint(table)
             findings += consensus_findings(loaded_runs, [c.id for c in cases], result_of)
     finally:
         if query_task is not None:
