@@ -274,3 +274,15 @@ def test_a_bad_pins_file_is_one_line_naming_it(query_suite, tmp_path, capsys):
     assert main(["audit", str(suite), "--database", str(db)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "s.yaml.pins.json" in err and "pins" in err
+
+
+def test_the_health_page_escapes_and_counts(tmp_path):
+    db = _db(tmp_path / "t.sqlite", [(1, "a")])
+    suite = _query_suite(tmp_path / "s.yaml", [
+        ("<b>x</b>", "Which?", "SELECT x FROM t WHERE x > 9"), ("ok", "Other?", "SELECT x FROM t")])
+    page = tmp_path / "h.html"
+    assert main(["audit", str(suite), "--database", str(db), "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "&lt;b&gt;x&lt;/b&gt;" in text and "<b>x</b>" not in text
+    assert "1 of 2 cases (50.0%) have a finding, 1 a defect" in text
+    assert "<td>empty_gold</td>" in text

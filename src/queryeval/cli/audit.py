@@ -151,6 +151,8 @@ def command(
         "~/.cache/queryeval/oxigraph)."),
     json_out: Path | None = typer.Option(
         None, "--json", help='Write {"findings": [...], "summary": {...}, "golds": [...]} here.'),
+    html_out: Path | None = typer.Option(
+        None, "--html", help="Write the suite health summary and every finding as a page."),
     runs: list[Path] = typer.Option(
         [], "--runs", help="Runs of this suite (two or more; repeat the option): cases every "
         "run gets wrong the same way, and cases every run gets right."),
@@ -194,6 +196,14 @@ def command(
                                 + "\n", encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"{json_out}: cannot write ({exc.strerror})") from exc
+    if html_out is not None:
+        from queryeval.io.atomic import write_text_atomic
+        from queryeval.report.audit_html import audit_page
+
+        try:
+            write_text_atomic(html_out, audit_page(report, str(suite)))
+        except OSError as exc:
+            raise OutputError(f"{html_out}: cannot write ({exc.strerror})") from exc
     return 1 if fail_on_broken and report.summary["cases_with_defect"] else 0
 
 
