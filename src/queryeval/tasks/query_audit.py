@@ -200,7 +200,81 @@ def under_constrained_finding(query: str, source: str, language: str, n: int,
     from queryeval.systems.engines.neighbours import under_constrained
 
     survivors = under_constrained(query, source, n, seed)
-    return {"mutants": survivors, "neighbours": n} if survivors else None
+    dialect = "duckdb" if source.lower().endswith(".duckdb") else (
+        "postgres" if source.startswith(("postgresql://", "postgres://")) else "sqlite")
+    dropped = {m: why for m in survivors
+               if (why := equivalent_mutant(query, m, dialect)) is not None}
+    kept = [m for m in survivors if m not in dropped]
+    if not kept:
+        return None
+    out: dict[str, Any] = {"mutants": kept, "neighbours": n}
+    if dropped:
+        out["equivalent_dropped"] = dropped
+    return out
+
+
+def _redundant_distinct(select: Any) -> str | None:
+    """Why DISTINCT on this SELECT cannot change its result, or None: a single row (every
+    projection an aggregate, no GROUP BY; or LIMIT 1), or its rows feed something that
+    deduplicates or only tests membership (IN / NOT IN, EXISTS, UNION/INTERSECT/EXCEPT
+    without ALL)."""
+    from sqlglot import exp
+
+    if select.args.get("group") is None and select.expressions and all(
+            isinstance(e.unalias() if isinstance(e, exp.Alias) else e, exp.AggFunc)
+            for e in select.expressions):
+        return "a single-row aggregate"
+    limit = select.args.get("limit")
+    if limit is not None:
+        value = limit.expression if isinstance(limit, exp.Limit) else limit
+        order = select.args.get("order")
+        projected = {(e.unalias() if isinstance(e, exp.Alias) else e).sql()
+                     for e in select.expressions} | {e.alias_or_name for e in select.expressions}
+        # sorted by what it returns (or not sorted): the first row is the first distinct row;
+        # a sort key outside the select list may rank the deduplicated rows otherwise
+        if isinstance(value, exp.Literal) and value.name == "1" and (
+                order is None or all(o.this.sql() in projected for o in order.expressions)):
+            return "LIMIT 1"
+    parent = select.parent
+    while isinstance(parent, (exp.Subquery, exp.Paren)):
+        parent = parent.parent
+    if isinstance(parent, exp.In):
+        return "inside IN / NOT IN"
+    if isinstance(parent, exp.Exists):
+        return "inside EXISTS"
+    if isinstance(parent, exp.SetOperation) and parent.args.get("distinct") is not False:
+        return "under a set operator without ALL"
+    return None
+
+
+def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str | None:
+    """Why ``mutant`` is provably equivalent to ``gold``, or None: the two differ only by
+    DISTINCT where it cannot change the result (:func:`_redundant_distinct`). Such a mutant
+    survives every database, so its surviving is no evidence about the gold."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    reasons: list[str] = []
+
+    def stripped(text: str) -> str | None:
+        try:
+            tree = sqlglot.parse_one(text, read=dialect)
+        except (SqlglotError, ValueError, RecursionError):
+            return None
+        for select in list(tree.find_all(exp.Select)):
+            if select.args.get("distinct") is not None and select.args["distinct"].args.get(
+                    "on") is None:
+                why = _redundant_distinct(select)
+                if why is not None:
+                    select.set("distinct", None)
+                    reasons.append(why)
+        return tree.sql(dialect=dialect)
+
+    a, b = stripped(gold), stripped(mutant)
+    if a is None or b is None or not reasons or a != b:
+        return None
+    return f"DISTINCT {reasons[0]}"
 
 
 def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
