@@ -23,6 +23,8 @@ def audit(suite: str | os.PathLike, *, source: str | os.PathLike | None = None,
     executions). ``source``: the database, graph or endpoint of query cases that name none;
     ``runs``: runs of the suite (``qe.Run`` or paths) for ``consensus_failure``; ``pin``:
     write ``<suite>.pins.json``; ``write_platinum``: a file for the cases with no finding."""
+    from queryeval.api.evaluate import load
+    from queryeval.api.run import Run
     from queryeval.tasks.audit import audit_suite
 
     options: dict[str, Any] = {"timeout_s": timeout_s, "max_rows": max_rows}
@@ -31,5 +33,6 @@ def audit(suite: str | os.PathLike, *, source: str | os.PathLike | None = None,
     if store_dir is not None:
         options["store_dir"] = str(store_dir)
     return audit_suite(Path(suite), labels=labels, corpus=corpus, query_options=options,
-                       neighbours=test_suite, runs=list(runs or []), pin=pin,
+                       neighbours=test_suite,
+                       runs=[r if isinstance(r, Run) else load(r) for r in runs or []], pin=pin,
                        platinum=write_platinum)

@@ -30,105 +30,7 @@ from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_line
 
-BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
-CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
-
-
-def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
-    from queryeval.metrics.tables import Budget, table_scores
-    from queryeval.metrics.tables.modes import query_has_limit
-
-    source, language = record["source"], record["language"]
-    first, info1 = task._execute(source, query)
-    second, info2 = task._execute(source, query)
-    out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
-                                                          info2.get("elapsed_ms")]}
-    warnings = []
-    ordered = task._modes({**record, "gold_query": query})
-    if query_has_limit(query, language) and not ordered["ordered"]:
-        warnings.append("LIMIT/OFFSET without ORDER BY")
-    out["warnings"] = warnings
-    if first is None or second is None:
-        bad = info1 if first is None else info2
-        status = bad.get("status", "failed")
-        out.update(status=status if status in BROKEN else "failed", reason=bad.get("reason"),
-                   rows=None, ceiling=None)
-        return out
-    out["rows"] = info1.get("rows")
-    from queryeval.tasks.audit import fingerprint, volatile_functions
-    from queryeval.tasks.query_explain import _dialect
-
-    out["fingerprint"] = fingerprint(first)
-    volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
-    if volatile:
-        out["volatile"] = volatile
-    sparql = language == "sparql"
-    scores = table_scores(second, first, rules=task.options.rules,
-                          budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
-                          pred_query=query if sparql else None,
-                          gold_query=query if sparql else None,
-                          prefixes=getattr(task.engine(source), "prefixes", None), **ordered)
-    out["ceiling"] = {k: getattr(scores, k) for k in CEILING_KEYS}
-    out["ceiling"]["mapping_exact"] = scores.exact
-    if info1.get("truncated") or info2.get("truncated"):
-        out.update(status="row_limit", reason=f"reached the row limit ({task.options.max_rows})")
-    elif not info1.get("rows"):
-        out.update(status="empty", reason="no rows")
-    elif (scores.row_matching_f1 < 1.0 or scores.exact_match_f1 < 1.0
-          or info1.get("rows") != info2.get("rows")):
-        out.update(status="nondeterministic", reason="the two executions returned different rows")
-    else:
-        out.update(status="ok", reason=None)
-    from queryeval.tasks.query_audit import audit_findings
-
-    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
-    out.update(found)
-    if "near_deadline" in found:
-        slow = found["near_deadline"]
-        warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
-                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
-    if "under_constrained" in found:
-        loose = found["under_constrained"]
-        warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
-                        f"apart from {len(loose['mutants'])} near-miss mutant(s), e.g. "
-                        f"{loose['mutants'][0]}: an under-constrained question or a redundant "
-                        "clause")
-    if "tie_order" in found:
-        tie = found["tie_order"]
-        reason = (f"rows {tie['rows'][0]} and {tie['rows'][1]} of the uncut result tie on the "
-                  f"sort key {tie['key']}: the rows kept by LIMIT depend on tie order")
-        if out["status"] == "ok":
-            out.update(status="tie_order", reason=reason)
-        else:
-            warnings.append(reason)
-    return out
-
-
-def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
-    """One entry per gold query of every case (a case's ``gold`` is number 0, its
-    ``alternatives`` 1, 2, ...). A gold that several cases share (same source, comparison
-    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
-    import copy
-
-    from queryeval.tasks.query import _lang_of
-
-    results = []
-    done: dict[str, dict] = {}  # the same gold on the same source, modes and checks: run once
-    for case in task.select_cases(cases):
-        target = task._target(case)
-        source = task._source(target)
-        record = {"source": source, "language": target.language or _lang_of(source),
-                  "modes": {k: getattr(target, k) for k in ("ordered", "abs_tol", "rel_tol",
-                                                            "columns")
-                            if getattr(target, k) is not None}}
-        for number, query in enumerate([target.gold, *target.alternatives]):
-            entry = {"case_id": case.id, "gold": number}
-            key = json.dumps([record, query, neighbours], sort_keys=True, default=str)
-            if key not in done:
-                done[key] = _audit_gold(task, record, query, neighbours)
-            entry.update(copy.deepcopy(done[key]))
-            results.append(entry)
-    return results
+from queryeval.tasks.query_audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
 
 
 def command(
@@ -171,6 +73,7 @@ def command(
     """Check a suite's health: golds that fail, time out, return nothing or are not perfect
     against themselves, results drifted from their pins, duplicated and conflicting cases,
     ambiguous relevance, consensus failures of several runs; a summary by kind."""
+    from queryeval.api.evaluate import load
     from queryeval.tasks.audit import audit_suite
 
     if sum(bool(x) for x in (graph, database, endpoint)) > 1:
@@ -183,7 +86,7 @@ def command(
     if store_dir is not None:
         options["store_dir"] = str(store_dir)
     report = audit_suite(suite, labels=labels, corpus=corpus, query_options=options,
-                         neighbours=test_suite, runs=[str(r) for r in runs], pin=pin,
+                         neighbours=test_suite, runs=[load(r) for r in runs], pin=pin,
                          platinum=platinum)
     if report.summary["cases"] == 0:
         raise ConfigError(f"{suite}: no case to audit")

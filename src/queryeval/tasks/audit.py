@@ -3,7 +3,7 @@
 Each check decides only what it can prove and says what it rests on (docs/audit.md):
 
 * query cases: every gold runs twice in the sandboxed query workers, as a prediction is
-  scored (:mod:`queryeval.cli.audit`, :mod:`queryeval.tasks.query_audit`): ``gold_fails``,
+  scored (:mod:`queryeval.tasks.query_audit`): ``gold_fails``,
   ``gold_timeout``, ``empty_gold``, ``row_limit``, ``gold_not_perfect`` (the second run scored
   against the first is not perfect, or the gold reads the clock or a random number),
   ``tie_order``, ``unordered_limit``, ``near_deadline``, ``under_constrained``;
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.suite.models import Case
 from queryeval.tasks.audit_model import AuditReport, Finding, summarise
+from queryeval.tasks.query_audit import fingerprint, volatile_functions  # noqa: F401 - re-exported
 
 NEAR_JACCARD = 0.9
 """Two chunk texts whose word 3-shingle sets have a Jaccard index at least this are near-equal."""
@@ -92,70 +92,14 @@ def kind_of(case: Case) -> str | None:
     return kinds[0] if len(kinds) == 1 else (",".join(kinds) or None)
 
 
-def fingerprint(table: Any) -> str:
-    """sha256 of the canonical sorted result: its rows (cells as text, NULL as null, each
-    row written as JSON) sorted. Column names are left out, as scoring leaves them out."""
-    from queryeval.metrics.tables.model import as_table
-
-    t = as_table(table)
-    rows = sorted(json.dumps([None if c is None else str(c) for c in row], ensure_ascii=False)
-                  for row in t.rows)
-    text = json.dumps(rows, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 # --- query ----------------------------------------------------------------------------------
 
-_SPARQL_VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.IGNORECASE)
-_SQL_NOW_ARG = {"now", "localtime"}
-
-
-def volatile_functions(query: str, language: str, dialect: str | None = None) -> list[str]:
-    """The functions of a gold that read the clock or a random source (its result changes
-    between runs however the data stays): SQL through sqlglot (CURRENT_DATE/TIME/TIMESTAMP,
-    NOW(), RANDOM(), sqlite's ``date('now')``), SPARQL's NOW(), RAND(), UUID(), STRUUID(),
-    BNODE(). Empty when none, or when the query cannot be parsed."""
-    if language != "sql":
-        # strings and comments are not calls: drop them before looking
-        text = re.sub(r"\"[^\"\n]*\"|'[^'\n]*'|#[^\n]*", " ", query)
-        return sorted({m.group(1).upper() for m in _SPARQL_VOLATILE.finditer(text)})
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import SqlglotError
-
-    try:
-        tree = sqlglot.parse_one(query, read=dialect)
-    except (SqlglotError, ValueError, RecursionError):
-        return []
-    found: set[str] = set()
-    clock = tuple(getattr(exp, n) for n in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
-                                            "CurrentDatetime") if hasattr(exp, n))
-    random = tuple(getattr(exp, n) for n in ("Rand", "Random") if hasattr(exp, n))
-    for node in tree.walk():
-        if clock and isinstance(node, clock):
-            found.add(node.key.upper())
-        elif random and isinstance(node, random):
-            found.add("RANDOM")
-        elif isinstance(node, exp.Anonymous) and node.name.lower() in ("now", "random",
-                                                                       "uuid", "newid"):
-            found.add(node.name.upper())
-        elif isinstance(node, exp.Func) and any(
-                isinstance(a, exp.Literal) and a.is_string and a.name.lower() in _SQL_NOW_ARG
-                for a in node.args.values() if isinstance(a, exp.Expression)):
-            found.add(f"{node.sql_name() if hasattr(node, 'sql_name') else node.key}('now')")
-        elif isinstance(node, exp.Func) and any(
-                isinstance(a, exp.Literal) and a.is_string and a.name.lower() in _SQL_NOW_ARG
-                for a in node.expressions):
-            found.add(f"{node.name or node.key}('now')")
-    return sorted(found)
-
-
 def query_findings(golds: list[dict]) -> list[Finding]:
-    """The findings of the per-gold audit entries (:func:`queryeval.cli.audit.audit_cases`)."""
+    """The findings of the per-gold audit entries (:func:`queryeval.tasks.query_audit.audit_cases`)."""
     out: list[Finding] = []
     for g in golds:
         cid, number = g["case_id"], g["gold"]
@@ -570,8 +514,8 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
                 corpus: str | Path | None = None, query_options: dict | None = None,
                 neighbours: int = 0, runs: list[Any] | None = None, pin: bool = False,
                 platinum: str | Path | None = None) -> AuditReport:
-    """Audit every case of ``suite`` (see the module's docstring); ``runs``: loaded runs (or
-    their paths) for the consensus check; ``pin``: write the query golds' result
+    """Audit every case of ``suite`` (see the module's docstring); ``runs``: loaded runs
+    (``qe.Run``: ``.task`` and ``.records``) for the consensus check; ``pin``: write the query golds' result
     fingerprints to ``<suite>.pins.json`` (else compare with it when it exists);
     ``platinum``: write the cases with no finding there."""
     import time
@@ -599,7 +543,7 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
         elif pins_file.is_file():
             findings += drift_findings(read_pins(pins_file), results)
         if runs:
-            loaded_runs = [_load_run(r) for r in runs]
+            loaded_runs = list(runs)
             result_of = None
             if query_task is not None:
                 task = query_task
@@ -629,7 +573,7 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
 
 
 def _audit_golds(task: Any, cases: list[Case], neighbours: int) -> list[dict]:
-    from queryeval.cli.audit import audit_cases
+    from queryeval.tasks.query_audit import audit_cases
 
     return audit_cases(task, [c for c in cases if (t := target_of(c)) is not None
                               and t.query is not None], neighbours)
@@ -667,13 +611,3 @@ def _case_findings(cases: list[Case], corpus: str | Path | None, query_options: 
         if target.retrieval is not None:
             findings += retrieval_findings(case, target.retrieval, view)
     return findings, [], {}
-
-
-def _load_run(run: Any) -> Any:
-    from queryeval.api.run import Run
-
-    if isinstance(run, Run):
-        return run
-    from queryeval.api.evaluate import load
-
-    return load(run)
