@@ -84,7 +84,7 @@ def test_audit_of_the_shipped_examples_finds_every_gold_sound(tmp_path):
     suite = _sql_example(tmp_path)
     report = tmp_path / "sql.json"
     assert main(["audit", str(suite), "--json", str(report), "--fail-on-broken"]) == 0
-    found = json.loads(report.read_text(encoding="utf-8"))
+    found = json.loads(report.read_text(encoding="utf-8"))["golds"]
     assert [(r["case_id"], r["gold"]) for r in found] == [
         ("cheap-by-name", 0), ("gross-prices", 0), ("spices", 0), ("spices", 1),
         ("sold-on-jan-3", 0), ("top-seller", 0)]
@@ -93,7 +93,7 @@ def test_audit_of_the_shipped_examples_finds_every_gold_sound(tmp_path):
     report = tmp_path / "sparql.json"
     assert main(["audit", str(SPARQL_EXAMPLE / "suite.yaml"), "--json", str(report),
                  "--store-dir", str(tmp_path / "stores"), "--fail-on-broken"]) == 0
-    found = json.loads(report.read_text(encoding="utf-8"))
+    found = json.loads(report.read_text(encoding="utf-8"))["golds"]
     assert len(found) == 8 and {r["status"] for r in found} == {"ok"}
     assert found[0]["case_id"] == "ahus" and found[0]["rows"] == 2
 
@@ -116,13 +116,13 @@ def test_audit_reports_each_kind_of_broken_gold(tmp_path, capsys):
     }
     suite = tmp_path / "s.yaml"
     suite.write_text("".join(
-        f"---\nid: {cid}\nconversation:\n- role: user\n  content: q\n  target:\n    query:\n"
+        f"---\nid: {cid}\nconversation:\n- role: user\n  content: question {cid}\n  target:\n    query:\n"
         f"      gold: \"{q}\"\n" for cid, q in golds.items()), encoding="utf-8")
     report = tmp_path / "a.json"
     args = ["audit", str(suite), "--database", str(db), "--max-rows", "5",
             "--query-timeout", "0.5", "--json", str(report)]
     assert main(args) == 0  # findings alone do not fail the command
-    status = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    status = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     assert {cid: r["status"] for cid, r in status.items()} == {
         "fine": "ok", "syntax": "refused", "empty": "empty", "too-many": "row_limit",
         "random": "nondeterministic", "slow": "timeout", "first-row": "ok"}

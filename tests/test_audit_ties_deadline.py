@@ -28,7 +28,7 @@ def _db(tmp_path):
 def _suite(tmp_path, golds):
     suite = tmp_path / "s.yaml"
     suite.write_text("".join(
-        f"---\nid: {cid}\nconversation:\n- role: user\n  content: q\n  target:\n    query:\n"
+        f"---\nid: {cid}\nconversation:\n- role: user\n  content: question {cid}\n  target:\n    query:\n"
         f"      gold: \"{q}\"\n" for cid, q in golds.items()), encoding="utf-8")
     return suite
 
@@ -49,7 +49,7 @@ def test_a_limit_through_tied_rows_is_found(tmp_path, capsys):
     report = tmp_path / "a.json"
     args = ["audit", str(suite), "--database", str(db), "--json", str(report)]
     assert main(args) == 0
-    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     assert {c: r["status"] for c, r in found.items()} == {
         "tie": "tie_order", "no-tie": "ok", "tie-broken": "ok", "offset-tie": "tie_order",
         "alias-key": "tie_order", "distinct": "tie_order", "union": "tie_order",
@@ -120,7 +120,7 @@ def test_a_gold_near_a_tiny_deadline_is_reported(tmp_path, monkeypatch):
     report = tmp_path / "a.json"
     assert main(["audit", str(suite), "--database", str(db), "--query-timeout", "0.05",
                  "--json", str(report), "--fail-on-broken"]) == 0  # a warning, not broken
-    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     assert found["slow"]["near_deadline"] == {"elapsed_ms": 40.0, "deadline_ms": 50.0,
                                               "share": pytest.approx(0.8)}
     assert found["slow"]["warnings"] == ["close to the deadline: 40 ms of 50 ms (80%)"]

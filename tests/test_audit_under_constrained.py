@@ -20,7 +20,7 @@ def test_audit_reports_golds_no_neighbour_tells_from_a_mutant(company, tmp_path,
     report = tmp_path / "a.json"
     args = ["audit", str(suite), "--database", str(company), "--json", str(report)]
     assert main([*args, "--test-suite", "10"]) == 0
-    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     # the same survivors as the test suite's function finds for that gold, N and seed
     expected = under_constrained("SELECT DISTINCT id FROM emp", company, 10, 0,
                                  cache_dir=tmp_path / "direct")
@@ -33,5 +33,5 @@ def test_audit_reports_golds_no_neighbour_tells_from_a_mutant(company, tmp_path,
     assert "1 with warnings" in out
     # without --test-suite no neighbour is built and no finding is made
     assert main(args) == 0
-    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     assert all("under_constrained" not in r for r in found.values())

@@ -23,6 +23,9 @@ _LAZY = {
     "resume": "queryeval.api.evaluate",
     "load": "queryeval.api.evaluate",
     "compare": "queryeval.api.compare",
+    "audit": "queryeval.api.audit",
+    "AuditReport": "queryeval.api.audit",
+    "Finding": "queryeval.api.audit",
     "judge_agreement": "queryeval.api.judge",
     "Run": "queryeval.api.run",
     "Comparison": "queryeval.api.compare",
@@ -41,12 +44,13 @@ _LAZY = {
 _SUBMODULES = ("api", "metrics", "testing", "errors", "tasks", "systems", "suite", "report", "run")
 
 __all__ = [  # noqa: RUF022 - the API first, then the types it uses
-    "__version__", "evaluate", "resume", "load", "compare", "judge_agreement", "Run", "Comparison", "register_task",
+    "__version__", "evaluate", "resume", "load", "compare", "audit", "judge_agreement", "Run", "Comparison", "register_task",
     "Task", "TaskOptions", "TurnOutcome", "Case", "InputError", "ConfigError", "OutputError",
-    "SystemCallError", "QueryevalError", "GateFailure",
+    "SystemCallError", "QueryevalError", "GateFailure", "AuditReport", "Finding",
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time these load on first use
+    from queryeval.api.audit import AuditReport, Finding, audit
     from queryeval.api.compare import Comparison, compare
     from queryeval.api.evaluate import evaluate, load, resume
     from queryeval.api.judge import judge_agreement

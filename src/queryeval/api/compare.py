@@ -281,8 +281,11 @@ class MultiComparison:
 
 def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None = None,
             groups: bool = True, alpha: float = 0.05, confidence: float = 0.95,
-            resamples: int = 10_000, seed: int | None = 0) -> Any:
+            resamples: int = 10_000, seed: int | None = 0,
+            cases: str | os.PathLike | Sequence[str] | None = None) -> Any:
     """Compare runs (Runs or run-log paths), pairing cases by id; the first is the baseline.
+    ``cases``: compare on these cases only (a suite file, e.g. the platinum suite of
+    ``qe.audit(..., write_platinum=...)``, or case ids).
 
     Two runs (and no ``pairs``): a :class:`Comparison` of B against A, the statistics of
     ``queryeval compare A B``. Three or more, or ``pairs`` given (``"baseline"``: each run
@@ -293,17 +296,22 @@ def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None 
     runs_list = list(runs)
     if len(runs_list) == 3 and isinstance(runs_list[2], (list, tuple)):
         metrics = runs_list.pop()
+    keep = None
+    if cases is not None:
+        from queryeval.report.platinum import case_ids
+
+        keep = case_ids(cases)
     if len(runs_list) == 2 and pairs is None:
         from queryeval.report.compare import compare_runs
 
         a, b = runs_list
         return Comparison(compare_runs(_loaded(a), _loaded(b), list(metrics) if metrics else None,
                                        alpha=alpha, confidence=confidence, resamples=resamples,
-                                       seed=seed))
+                                       seed=seed, cases=keep))
     from queryeval.report.compare_nway import compare_many
 
     return MultiComparison(compare_many([_loaded(r) for r in runs_list],
                                         list(metrics) if metrics else None,
                                         pairs=pairs or "baseline",  # type: ignore[arg-type]
                                         groups=groups, alpha=alpha, confidence=confidence,
-                                        resamples=resamples, seed=seed))
+                                        resamples=resamples, seed=seed, cases=keep))

@@ -30,99 +30,20 @@ from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_line
 
-BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
-CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
-
-
-def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
-    from queryeval.metrics.tables import Budget, table_scores
-    from queryeval.metrics.tables.modes import query_has_limit
-
-    source, language = record["source"], record["language"]
-    first, info1 = task._execute(source, query)
-    second, info2 = task._execute(source, query)
-    out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
-                                                          info2.get("elapsed_ms")]}
-    warnings = []
-    ordered = task._modes({**record, "gold_query": query})
-    if query_has_limit(query, language) and not ordered["ordered"]:
-        warnings.append("LIMIT/OFFSET without ORDER BY")
-    out["warnings"] = warnings
-    if first is None or second is None:
-        bad = info1 if first is None else info2
-        status = bad.get("status", "failed")
-        out.update(status=status if status in BROKEN else "failed", reason=bad.get("reason"),
-                   rows=None, ceiling=None)
-        return out
-    out["rows"] = info1.get("rows")
-    sparql = language == "sparql"
-    scores = table_scores(second, first, rules=task.options.rules,
-                          budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
-                          pred_query=query if sparql else None,
-                          gold_query=query if sparql else None,
-                          prefixes=getattr(task.engine(source), "prefixes", None), **ordered)
-    out["ceiling"] = {k: getattr(scores, k) for k in CEILING_KEYS}
-    out["ceiling"]["mapping_exact"] = scores.exact
-    if info1.get("truncated") or info2.get("truncated"):
-        out.update(status="row_limit", reason=f"reached the row limit ({task.options.max_rows})")
-    elif not info1.get("rows"):
-        out.update(status="empty", reason="no rows")
-    elif (scores.row_matching_f1 < 1.0 or scores.exact_match_f1 < 1.0
-          or info1.get("rows") != info2.get("rows")):
-        out.update(status="nondeterministic", reason="the two executions returned different rows")
-    else:
-        out.update(status="ok", reason=None)
-    from queryeval.tasks.query_audit import audit_findings
-
-    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
-    out.update(found)
-    if "near_deadline" in found:
-        slow = found["near_deadline"]
-        warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
-                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
-    if "under_constrained" in found:
-        loose = found["under_constrained"]
-        warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
-                        f"apart from {len(loose['mutants'])} near-miss mutant(s), e.g. "
-                        f"{loose['mutants'][0]}: an under-constrained question or a redundant "
-                        "clause")
-    if "tie_order" in found:
-        tie = found["tie_order"]
-        reason = (f"rows {tie['rows'][0]} and {tie['rows'][1]} of the uncut result tie on the "
-                  f"sort key {tie['key']}: the rows kept by LIMIT depend on tie order")
-        if out["status"] == "ok":
-            out.update(status="tie_order", reason=reason)
-        else:
-            warnings.append(reason)
-    return out
-
-
-def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
-    """One entry per gold query of every case (a case's ``gold`` is number 0, its
-    ``alternatives`` 1, 2, ...)."""
-    from queryeval.tasks.query import _lang_of
-
-    results = []
-    for case in task.select_cases(cases):
-        target = task._target(case)
-        source = task._source(target)
-        record = {"source": source, "language": target.language or _lang_of(source),
-                  "modes": {k: getattr(target, k) for k in ("ordered", "abs_tol", "rel_tol",
-                                                            "columns")
-                            if getattr(target, k) is not None}}
-        for number, query in enumerate([target.gold, *target.alternatives]):
-            entry = {"case_id": case.id, "gold": number}
-            entry.update(_audit_gold(task, record, query, neighbours))
-            results.append(entry)
-    return results
+from queryeval.tasks.query_audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
 
 
 def command(
-    suite: Path = typer.Argument(..., help="Suite with text-to-query cases."),
+    suite: Path = typer.Argument(..., help="Suite to audit (any task kind)."),
     graph: list[Path] = typer.Option([], "--graph", help="RDF file(s) to run queries on."),
     database: str | None = typer.Option(
         None, "--database", help="A sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
     endpoint: str | None = typer.Option(None, "--endpoint", help="A SPARQL 1.1 endpoint URL."),
+    labels: Path | None = typer.Option(None, "--labels",
+                                       help="DABench labels for a questions .jsonl suite."),
+    corpus: Path | None = typer.Option(
+        None, "--corpus", help="The retrieval corpus: relevant chunks it lacks, and relevant "
+        "chunks equal or nearly equal to chunks not marked relevant."),
     timeout_s: float = typer.Option(30.0, "--query-timeout", min=0.001,
                                     help="Seconds each execution may take."),
     max_rows: int = typer.Option(100_000, "--max-rows", min=1,
@@ -130,20 +51,30 @@ def command(
     store_dir: Path | None = typer.Option(
         None, "--store-dir", help="Where embedded SPARQL stores persist (default $QUERYEVAL_CACHE_DIR/oxigraph, else "
         "~/.cache/queryeval/oxigraph)."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the findings here."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help='Write {"findings": [...], "summary": {...}, "golds": [...]} here.'),
+    html_out: Path | None = typer.Option(
+        None, "--html", help="Write the suite health summary and every finding as a page."),
+    runs: list[Path] = typer.Option(
+        [], "--runs", help="Runs of this suite (two or more; repeat the option): cases every "
+        "run gets wrong the same way, and cases every run gets right."),
+    pin: bool = typer.Option(False, "--pin", help="Write each query gold's result fingerprint "
+                             "to <suite>.pins.json; later audits report gold_drift."),
+    platinum: Path | None = typer.Option(
+        None, "--write-platinum", help="Write the cases with no finding here as a suite "
+        "(.jsonl: cases JSONL, else YAML)."),
     fail_on_broken: bool = typer.Option(False, "--fail-on-broken",
-                                        help="Exit 1 when a gold is broken."),
+                                        help="Exit 1 when a case has a defect."),
     test_suite: int = typer.Option(
         0, "--test-suite", min=0, max=1000,
         help="Also build N neighbour databases per SQL gold (sqlite/DuckDB) and warn about "
         "golds no database tells apart from a near-miss mutant (e.g. 20)."),
 ) -> int:
-    """Run every gold query twice as if it were a prediction; report golds that fail, time
-    out, return no rows, differ between the two runs, reach the row limit or keep tied rows
-    at an ORDER BY … LIMIT cut, golds close to the deadline, the ceiling each metric could
-    reach, and timings."""
-    from queryeval.suite import load_suite
-    from queryeval.tasks.query import QueryTask
+    """Check a suite's health: golds that fail, time out, return nothing or are not perfect
+    against themselves, results drifted from their pins, duplicated and conflicting cases,
+    ambiguous relevance, consensus failures of several runs; a summary by kind."""
+    from queryeval.api.evaluate import load
+    from queryeval.tasks.audit import audit_suite
 
     if sum(bool(x) for x in (graph, database, endpoint)) > 1:
         raise ConfigError("give one of --graph, --database or --endpoint")
@@ -154,25 +85,60 @@ def command(
         options["source"] = ",".join(sources)
     if store_dir is not None:
         options["store_dir"] = str(store_dir)
-    loaded = load_suite(suite)
-    cases = [c for c in loaded.cases if any(t.target is not None and t.target.query is not None
-                                            for t in c.conversation)]
-    if not cases:
-        raise ConfigError(f"{suite}: no case has a target.query (nothing to audit)")
-    task = QueryTask(options)
-    try:
-        results = audit_cases(task, cases, test_suite)
-    finally:
-        task.close()
-    _print(results)
+    report = audit_suite(suite, labels=labels, corpus=corpus, query_options=options,
+                         neighbours=test_suite, runs=[load(r) for r in runs], pin=pin,
+                         platinum=platinum)
+    if report.summary["cases"] == 0:
+        raise ConfigError(f"{suite}: no case to audit")
+    if report.golds:
+        _print(report.golds)
+    print_summary(report)
     if json_out is not None:
         try:
-            json_out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
+            json_out.write_text(json.dumps(report.to_dict(), indent=1, ensure_ascii=False)
+                                + "\n", encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"{json_out}: cannot write ({exc.strerror})") from exc
-    broken = sum(r["status"] in BROKEN for r in results)
-    return 1 if fail_on_broken and broken else 0
+    if html_out is not None:
+        from queryeval.io.atomic import write_text_atomic
+        from queryeval.report.audit_html import audit_page
+
+        try:
+            write_text_atomic(html_out, audit_page(report, str(suite)))
+        except OSError as exc:
+            raise OutputError(f"{html_out}: cannot write ({exc.strerror})") from exc
+    return 1 if fail_on_broken and report.summary["cases_with_defect"] else 0
+
+
+def print_summary(report: Any) -> None:
+    """The suite health summary: the share of cases with a finding, by kind, then each
+    finding (case, kind, fix)."""
+    from rich.table import Table
+
+    from queryeval.tasks.audit_model import KINDS
+
+    s = report.summary
+    console.print(f"Suite health: {s['cases_with_finding']} of {s['cases']} cases "
+                  f"({s['share']:.1%}) have a finding, {s['cases_with_defect']} a defect",
+                  markup=False, highlight=False)
+    if s["by_kind"] or s["notes"]:
+        table = Table(title="Findings by kind", title_justify="left")
+        for name in ("kind", "severity", "cases", "share", "meaning"):
+            table.add_column(name)
+        for kind, v in s["by_kind"].items():
+            table.add_row(kind, v["severity"], str(v["cases"]), f"{v['share']:.1%}",
+                          KINDS.get(kind, ("", ""))[1])
+        for kind, n in s["notes"].items():
+            table.add_row(kind, "note", str(n), f"{n / s['cases']:.1%}" if s["cases"] else "-",
+                          KINDS.get(kind, ("", ""))[1])
+        console.print(table)
+    if "platinum" in s:
+        console.print(f"platinum: {s['platinum']['cases']} case(s) with no finding written "
+                      f"to {console_line(s['platinum']['path'])}", markup=False,
+                      highlight=False)
+    if "pinned" in s:
+        console.print(f"pinned result fingerprints to {console_line(s['pinned'])}",
+                      markup=False, highlight=False)
 
 
 def _print(results: list[dict]) -> None:

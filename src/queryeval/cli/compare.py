@@ -5,7 +5,7 @@ files with ``--qrels``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 
@@ -42,6 +42,10 @@ def command(
     github: bool | None = typer.Option(
         None, "--github/--no-github", help="GitHub annotations for significant regressions "
         "(default: on when GITHUB_ACTIONS=true)."),
+    cases: Path | None = typer.Option(
+        None, "--cases", help="Compare on the cases of this suite only (e.g. the platinum "
+        "suite of queryeval audit --write-platinum), and show how each run's mean and rank "
+        "move."),
 ) -> None:
     """Compare runs case by case: differences, significance, flipped cases. The first run is
     the baseline; three or more runs make one table with the runs as columns."""
@@ -51,11 +55,20 @@ def command(
         raise ConfigError(f"compare needs at least two runs, got {len(runs)}")
     if not 0 < alpha < 1:  # checked here so that the message names the option
         raise ConfigError(f"--alpha must be between 0 and 1 (exclusive), got {alpha}")
+    keep = None
+    if cases is not None:
+        if qrels is not None:
+            raise ConfigError("--cases goes with runs of queryeval, not with --qrels")
+        from queryeval.report.platinum import case_ids
+
+        keep = case_ids(cases)
     nway = qrels is not None or len(runs) > 2 or pairs is not None or any(
         p is not None for p in (md_out, tex_out, csv_out))
     if not nway:
-        _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out, html_out,
-             resamples, seed, quiet, details, (junit, github))
+        comp2 = _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out,
+                     html_out, resamples, seed, quiet, details, (junit, github), keep)
+        if keep is not None and not quiet:
+            _print_shift(runs, keep, metric[0] if metric else comp2.metrics[0].metric)
         return
     from queryeval.api.compare import MultiComparison
 
@@ -68,10 +81,12 @@ def command(
         from queryeval.api.compare import compare
 
         comp = compare(*runs, metrics=metric or None, pairs=pairs or "baseline", groups=groups,
-                       alpha=alpha, resamples=resamples, seed=seed)
+                       alpha=alpha, resamples=resamples, seed=seed, cases=keep)
     if not quiet:
         for renderable in comp.renderables(details=details):
             console.print(renderable)
+        if keep is not None:
+            _print_shift(runs, keep, metric[0] if metric else comp.raw.overall.metrics[0])
     written = [comp.write(path, kind) for path, kind in (
         (json_out, "json"), (xlsx_out, "xlsx"), (html_out, "html"), (md_out, "md"),
         (tex_out, "tex"), (csv_out, "csv")) if path is not None]
@@ -87,11 +102,12 @@ def command(
 
 def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regression: bool,
          json_out: Path | None, xlsx_out: Path | None, html_out: Path | None, resamples: int,
-         seed: int, quiet: bool, details: bool, ci: tuple = (None, None)) -> None:
+         seed: int, quiet: bool, details: bool, ci: tuple = (None, None),
+         keep: set[str] | None = None) -> Any:
     from queryeval.api.compare import compare
 
     comp = compare(run_a, run_b, metrics=metric or None, alpha=alpha, resamples=resamples,
-                   seed=seed)
+                   seed=seed, cases=keep)
     if not quiet:
         for renderable in comp.renderables(details=details):
             console.print(renderable)
@@ -109,3 +125,27 @@ def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regr
     compare_outputs(comp.raw, junit=ci[0], github=ci[1], fail_on_regression=fail_on_regression)
     if fail_on_regression:
         comp.check()
+    return comp
+
+
+def _print_shift(runs: list[Path], keep: set[str], metric: str) -> None:
+    """Each run's mean of ``metric`` on every shared case and on the --cases subset, its
+    rank by each, and the Spearman correlation of the two rankings."""
+    from rich.table import Table
+
+    from queryeval.io.safetext import console_line
+    from queryeval.report.platinum import platinum_shift
+
+    shift = platinum_shift(runs, keep, metric)
+    table = Table(title=f"--cases: {metric} on {shift['subset_cases']} of "
+                  f"{shift['full_cases']} cases", title_justify="left")
+    for name in ("run", "all cases", "rank", "--cases", "rank"):
+        table.add_column(name)
+    for r in shift["runs"]:
+        table.add_row(console_line(r["label"]), f"{r['full']:.4f}", f"{r['full_rank']:g}",
+                      f"{r['subset']:.4f}", f"{r['subset_rank']:g}")
+    console.print(table)
+    rho = shift["spearman"]
+    console.print("Spearman between the rankings: " + ("undefined (fewer than 3 runs or "
+                  "equal means)" if rho is None else f"{rho:.3f}"), markup=False,
+                  highlight=False)

@@ -246,10 +246,11 @@ class PairedCases:
         return out
 
 
-def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
+def pair_runs(a: RunResults, b: RunResults, keep: set[str] | None = None) -> PairedCases:
     """Pair the cases of two runs of the same task by ``case_id`` (ConfigError otherwise, and
     when no case id is in both runs). With ``on_error=skip`` in either run, cases whose call
-    failed in either are excluded."""
+    failed in either are excluded. ``keep``: pair only these case ids (``--cases``: a
+    platinum subset); ConfigError when none of them is in both runs."""
     if a.task_name != b.task_name:
         raise ConfigError(f"cannot compare runs of different tasks: {a.task_name!r} "
                           f"({a.log.paths.batch}) vs {b.task_name!r} ({b.log.paths.batch})")
@@ -262,6 +263,11 @@ def pair_runs(a: RunResults, b: RunResults) -> PairedCases:
             f"{len(by_b)} in {b.label} ({b.log.paths.batch.name}), none with the same case id "
             "(a dataset without ids takes its case ids from the question and reference: "
             "give its records the suite's ids)")
+    if keep is not None:
+        paired = [cid for cid in paired if cid in keep]
+        if not paired:
+            raise ConfigError(f"none of the {len(keep)} case(s) of --cases is in both runs "
+                              f"({a.label}, {b.label})")
     excluded: list[str] = []
     if "skip" in (a.on_error, b.on_error):
         excluded = [cid for cid in paired if by_a[cid].errored or by_b[cid].errored]
@@ -307,8 +313,9 @@ def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set
 def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
                  metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
                  confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
-                 exact_max_n: int = 20) -> Comparison:
-    """Pair two runs' cases by id and compare every per-case metric (or those named).
+                 exact_max_n: int = 20, cases: set[str] | None = None) -> Comparison:
+    """Pair two runs' cases by id and compare every per-case metric (or those named);
+    ``cases``: only these case ids (a platinum subset).
 
     Raises ConfigError when the runs are of different task kinds, when a named metric is not
     a per-case metric of both runs, or when ``alpha``/``resamples`` are out of range.
@@ -318,7 +325,7 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
     if resamples < 1:
         raise ConfigError(f"resamples must be >= 1, got {resamples}")
     a, b = load_run(run_a), load_run(run_b)
-    pair = pair_runs(a, b)
+    pair = pair_runs(a, b, cases)
     chosen = choose_metrics(pair, metrics)
     results = compare_pair_metrics(pair, chosen, confidence=confidence, resamples=resamples,
                                    seed=seed, exact_max_n=exact_max_n)

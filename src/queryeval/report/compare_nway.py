@@ -317,22 +317,26 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
 def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
                  pairs: Literal["baseline", "all"] = "baseline", groups: bool = True,
                  alpha: float = 0.05, confidence: float = 0.95, resamples: int = 10_000,
-                 seed: int | None = 0, exact_max_n: int = 20) -> NWayComparison:
-    """Compare two or more runs of one task; the first is the baseline.
+                 seed: int | None = 0, exact_max_n: int = 20,
+                 cases: set[str] | None = None) -> NWayComparison:
+    """Compare two or more runs of one task; the first is the baseline; ``cases``: only
+    these case ids (a platinum subset).
 
     ``pairs="baseline"`` tests every run against the first; ``"all"`` tests every pair.
     Raises ConfigError for fewer than two runs, runs of different tasks, an unknown metric
     (it must be a per-case metric of every run), or out-of-range settings."""
     index = _check(len(runs), pairs, alpha, resamples)
     loaded = [load_run(r) for r in runs]
-    paired = {(i, j): pair_runs(loaded[i], loaded[j]) for i, j in index}
+    keep = cases
+    paired = {(i, j): pair_runs(loaded[i], loaded[j], cases) for i, j in index}
     chosen_sets = [choose_metrics(p, metrics) for p in paired.values()]
     chosen = [m for m in chosen_sets[0] if all(m in s for s in chosen_sets[1:])]
     task = next((r.task for r in loaded if r.task is not None), None)
     # every figure from the run model: each case's mean over its attempts (as the two-run
     # compare pairs on), cases in run A's order, present in every run
     cases = [{c.case_id: c for c in run.cases} for run in loaded]
-    common = [cid for cid in cases[0] if all(cid in cs for cs in cases[1:])]
+    common = [cid for cid in cases[0] if all(cid in cs for cs in cases[1:])
+              and (keep is None or cid in keep)]
     if not common:
         raise ConfigError(f"the runs share no case: no case id is in all {len(loaded)} runs "
                           f"({', '.join(f'{len(cs)} in {r.label}' for cs, r in zip(cases, loaded, strict=True))})")

@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -200,7 +202,81 @@ def under_constrained_finding(query: str, source: str, language: str, n: int,
     from queryeval.systems.engines.neighbours import under_constrained
 
     survivors = under_constrained(query, source, n, seed)
-    return {"mutants": survivors, "neighbours": n} if survivors else None
+    dialect = "duckdb" if source.lower().endswith(".duckdb") else (
+        "postgres" if source.startswith(("postgresql://", "postgres://")) else "sqlite")
+    dropped = {m: why for m in survivors
+               if (why := equivalent_mutant(query, m, dialect)) is not None}
+    kept = [m for m in survivors if m not in dropped]
+    if not kept:
+        return None
+    out: dict[str, Any] = {"mutants": kept, "neighbours": n}
+    if dropped:
+        out["equivalent_dropped"] = dropped
+    return out
+
+
+def _redundant_distinct(select: Any) -> str | None:
+    """Why DISTINCT on this SELECT cannot change its result, or None: a single row (every
+    projection an aggregate, no GROUP BY; or LIMIT 1), or its rows feed something that
+    deduplicates or only tests membership (IN / NOT IN, EXISTS, UNION/INTERSECT/EXCEPT
+    without ALL)."""
+    from sqlglot import exp
+
+    if select.args.get("group") is None and select.expressions and all(
+            isinstance(e.unalias() if isinstance(e, exp.Alias) else e, exp.AggFunc)
+            for e in select.expressions):
+        return "a single-row aggregate"
+    limit = select.args.get("limit")
+    if limit is not None:
+        value = limit.expression if isinstance(limit, exp.Limit) else limit
+        order = select.args.get("order")
+        projected = {(e.unalias() if isinstance(e, exp.Alias) else e).sql()
+                     for e in select.expressions} | {e.alias_or_name for e in select.expressions}
+        # sorted by what it returns (or not sorted): the first row is the first distinct row;
+        # a sort key outside the select list may rank the deduplicated rows otherwise
+        if isinstance(value, exp.Literal) and value.name == "1" and (
+                order is None or all(o.this.sql() in projected for o in order.expressions)):
+            return "LIMIT 1"
+    parent = select.parent
+    while isinstance(parent, (exp.Subquery, exp.Paren)):
+        parent = parent.parent
+    if isinstance(parent, exp.In):
+        return "inside IN / NOT IN"
+    if isinstance(parent, exp.Exists):
+        return "inside EXISTS"
+    if isinstance(parent, exp.SetOperation) and parent.args.get("distinct") is not False:
+        return "under a set operator without ALL"
+    return None
+
+
+def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str | None:
+    """Why ``mutant`` is provably equivalent to ``gold``, or None: the two differ only by
+    DISTINCT where it cannot change the result (:func:`_redundant_distinct`). Such a mutant
+    survives every database, so its surviving is no evidence about the gold."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    reasons: list[str] = []
+
+    def stripped(text: str) -> str | None:
+        try:
+            tree = sqlglot.parse_one(text, read=dialect)
+        except (SqlglotError, ValueError, RecursionError):
+            return None
+        for select in list(tree.find_all(exp.Select)):
+            if select.args.get("distinct") is not None and select.args["distinct"].args.get(
+                    "on") is None:
+                why = _redundant_distinct(select)
+                if why is not None:
+                    select.set("distinct", None)
+                    reasons.append(why)
+        return tree.sql(dialect=dialect)
+
+    a, b = stripped(gold), stripped(mutant)
+    if a is None or b is None or not reasons or a != b:
+        return None
+    return f"DISTINCT {reasons[0]}"
 
 
 def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
@@ -223,3 +299,159 @@ def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float |
     if loose is not None:
         out["under_constrained"] = loose
     return out
+
+
+# --- every gold of a suite, as a prediction (queryeval audit) ------------------------------
+
+def fingerprint(table: Any) -> str:
+    """sha256 of the canonical sorted result: its rows (cells as text, NULL as null, each
+    row written as JSON) sorted. Column names are left out, as scoring leaves them out."""
+    from queryeval.metrics.tables.model import as_table
+
+    t = as_table(table)
+    rows = sorted(json.dumps([None if c is None else str(c) for c in row], ensure_ascii=False)
+                  for row in t.rows)
+    text = json.dumps(rows, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SPARQL_VOLATILE = re.compile(r"\b(NOW|RAND|UUID|STRUUID|BNODE)\s*\(", re.IGNORECASE)
+_SQL_NOW_ARG = {"now", "localtime"}
+
+
+def volatile_functions(query: str, language: str, dialect: str | None = None) -> list[str]:
+    """The functions of a gold that read the clock or a random source (its result changes
+    between runs however the data stays): SQL through sqlglot (CURRENT_DATE/TIME/TIMESTAMP,
+    NOW(), RANDOM(), sqlite's ``date('now')``), SPARQL's NOW(), RAND(), UUID(), STRUUID(),
+    BNODE(). Empty when none, or when the query cannot be parsed."""
+    if language != "sql":
+        # strings and comments are not calls: drop them before looking
+        text = re.sub(r"\"[^\"\n]*\"|'[^'\n]*'|#[^\n]*", " ", query)
+        return sorted({m.group(1).upper() for m in _SPARQL_VOLATILE.finditer(text)})
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except (SqlglotError, ValueError, RecursionError):
+        return []
+    found: set[str] = set()
+    clock = tuple(getattr(exp, n) for n in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
+                                            "CurrentDatetime") if hasattr(exp, n))
+    random = tuple(getattr(exp, n) for n in ("Rand", "Random") if hasattr(exp, n))
+    for node in tree.walk():
+        if clock and isinstance(node, clock):
+            found.add(node.key.upper())
+        elif random and isinstance(node, random):
+            found.add("RANDOM")
+        elif isinstance(node, exp.Anonymous) and node.name.lower() in ("now", "random",
+                                                                       "uuid", "newid"):
+            found.add(node.name.upper())
+        elif isinstance(node, exp.Func) and any(
+                isinstance(a, exp.Literal) and a.is_string and a.name.lower() in _SQL_NOW_ARG
+                for a in node.args.values() if isinstance(a, exp.Expression)):
+            found.add(f"{node.sql_name() if hasattr(node, 'sql_name') else node.key}('now')")
+        elif isinstance(node, exp.Func) and any(
+                isinstance(a, exp.Literal) and a.is_string and a.name.lower() in _SQL_NOW_ARG
+                for a in node.expressions):
+            found.add(f"{node.name or node.key}('now')")
+    return sorted(found)
+
+
+BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
+CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
+
+
+def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
+    from queryeval.metrics.tables import Budget, table_scores
+    from queryeval.metrics.tables.modes import query_has_limit
+
+    source, language = record["source"], record["language"]
+    first, info1 = task._execute(source, query)
+    second, info2 = task._execute(source, query)
+    out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
+                                                          info2.get("elapsed_ms")]}
+    warnings = []
+    ordered = task._modes({**record, "gold_query": query})
+    if query_has_limit(query, language) and not ordered["ordered"]:
+        warnings.append("LIMIT/OFFSET without ORDER BY")
+    out["warnings"] = warnings
+    if first is None or second is None:
+        bad = info1 if first is None else info2
+        status = bad.get("status", "failed")
+        out.update(status=status if status in BROKEN else "failed", reason=bad.get("reason"),
+                   rows=None, ceiling=None)
+        return out
+    out["rows"] = info1.get("rows")
+    from queryeval.tasks.query_explain import _dialect
+
+    out["fingerprint"] = fingerprint(first)
+    volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
+    if volatile:
+        out["volatile"] = volatile
+    sparql = language == "sparql"
+    scores = table_scores(second, first, rules=task.options.rules,
+                          budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
+                          pred_query=query if sparql else None,
+                          gold_query=query if sparql else None,
+                          prefixes=getattr(task.engine(source), "prefixes", None), **ordered)
+    out["ceiling"] = {k: getattr(scores, k) for k in CEILING_KEYS}
+    out["ceiling"]["mapping_exact"] = scores.exact
+    if info1.get("truncated") or info2.get("truncated"):
+        out.update(status="row_limit", reason=f"reached the row limit ({task.options.max_rows})")
+    elif not info1.get("rows"):
+        out.update(status="empty", reason="no rows")
+    elif (scores.row_matching_f1 < 1.0 or scores.exact_match_f1 < 1.0
+          or info1.get("rows") != info2.get("rows")):
+        out.update(status="nondeterministic", reason="the two executions returned different rows")
+    else:
+        out.update(status="ok", reason=None)
+    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
+    out.update(found)
+    if "near_deadline" in found:
+        slow = found["near_deadline"]
+        warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
+                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
+    if "under_constrained" in found:
+        loose = found["under_constrained"]
+        warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
+                        f"apart from {len(loose['mutants'])} near-miss mutant(s), e.g. "
+                        f"{loose['mutants'][0]}: an under-constrained question or a redundant "
+                        "clause")
+    if "tie_order" in found:
+        tie = found["tie_order"]
+        reason = (f"rows {tie['rows'][0]} and {tie['rows'][1]} of the uncut result tie on the "
+                  f"sort key {tie['key']}: the rows kept by LIMIT depend on tie order")
+        if out["status"] == "ok":
+            out.update(status="tie_order", reason=reason)
+        else:
+            warnings.append(reason)
+    return out
+
+
+def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
+    """One entry per gold query of every case (a case's ``gold`` is number 0, its
+    ``alternatives`` 1, 2, ...). A gold that several cases share (same source, comparison
+    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
+    import copy
+
+    from queryeval.tasks.query import _lang_of
+
+    results = []
+    done: dict[str, dict] = {}  # the same gold on the same source, modes and checks: run once
+    for case in task.select_cases(cases):
+        target = task._target(case)
+        source = task._source(target)
+        record = {"source": source, "language": target.language or _lang_of(source),
+                  "modes": {k: getattr(target, k) for k in ("ordered", "abs_tol", "rel_tol",
+                                                            "columns")
+                            if getattr(target, k) is not None}}
+        for number, query in enumerate([target.gold, *target.alternatives]):
+            entry = {"case_id": case.id, "gold": number}
+            key = json.dumps([record, query, neighbours], sort_keys=True, default=str)
+            if key not in done:
+                done[key] = _audit_gold(task, record, query, neighbours)
+            entry.update(copy.deepcopy(done[key]))
+            results.append(entry)
+    return results

@@ -1,0 +1,53 @@
+"""How a comparison moves on a subset of its cases (``compare --cases FILE``: the platinum
+suite ``queryeval audit --write-platinum`` wrote): each run's mean of one metric over the
+cases every run has, and over those of them in the subset; the runs' ranks by each mean; the
+Spearman rank correlation between the two rankings (scipy's, average ranks for ties)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from queryeval.errors import ConfigError
+
+
+def case_ids(cases: str | os.PathLike | Iterable[str]) -> set[str]:
+    """The case ids of ``cases``: a suite file (any format the loader reads) or the ids."""
+    if isinstance(cases, (str, os.PathLike)):
+        from queryeval.suite import load_suite
+
+        return {c.id for c in load_suite(cases).iter_cases()}
+    return {str(c) for c in cases}
+
+
+def platinum_shift(runs: Sequence[Any], keep: set[str], metric: str) -> dict[str, Any]:
+    """``{"metric", "full_cases", "subset_cases", "runs": [{"label", "full", "subset",
+    "full_rank", "subset_rank"}], "spearman"}`` (rank 1 = best; ``spearman`` None for fewer
+    than three runs or a ranking with every mean equal, where it is undefined)."""
+    from scipy.stats import rankdata, spearmanr
+
+    from queryeval.report.compare import lower_is_better
+    from queryeval.run.results import RunResults
+
+    loaded = [RunResults.open(r) if not isinstance(r, RunResults) else r for r in runs]
+    per = [{c.case_id: c.means for c in run.cases} for run in loaded]
+    common = [cid for cid in per[0] if all(cid in p for p in per[1:])
+              and all(metric in p[cid] for p in per)]
+    subset = [cid for cid in common if cid in keep]
+    if not subset:
+        raise ConfigError(f"no case of --cases has {metric!r} in every run")
+    full = [math.fsum(p[c][metric] for c in common) / len(common) for p in per]
+    part = [math.fsum(p[c][metric] for c in subset) / len(subset) for p in per]
+    sign = 1.0 if lower_is_better(loaded[0].task, metric) else -1.0
+    rank_full = rankdata([sign * v for v in full])
+    rank_part = rankdata([sign * v for v in part])
+    rho = None
+    if len(loaded) >= 3 and len(set(full)) > 1 and len(set(part)) > 1:
+        rho = float(spearmanr(full, part).statistic)
+    return {"metric": metric, "full_cases": len(common), "subset_cases": len(subset),
+            "runs": [{"label": run.label, "full": f, "subset": s, "full_rank": float(rf),
+                      "subset_rank": float(rs)}
+                     for run, f, s, rf, rs in zip(loaded, full, part, rank_full, rank_part)],
+            "spearman": rho}
