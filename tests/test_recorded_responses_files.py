@@ -72,3 +72,19 @@ def test_a_partial_file_gives_no_empty_file_warning(tmp_path):
     run = qe.evaluate(str(CASES), responses=str(path), out=tmp_path / "runs", progress=False)
     assert not any("holds no response" in w for w in run.warnings)
     assert run.overall["pass_rate"] == pytest.approx(3 / 8)
+
+
+def test_a_datasetdict_folder_as_responses_names_its_splits_not_a_suite(tmp_path, capsys):
+    """The split list is the same for a suite and for --responses; it said 'give one split's
+    folder as the suite' when the folder was given as --responses."""
+    datasets = pytest.importorskip("datasets")
+    folder = tmp_path / "dd"
+    rows = [{"id": r["id"], "response": r["response"]} for r in LINES]
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(folder))
+    capsys.readouterr()  # datasets' progress bar
+    code = main(["run", str(CASES), "--responses", str(folder), "--out", str(tmp_path / "runs"),
+                 "--no-report", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.splitlines() == [f"error: {folder}: a DatasetDict folder: give one split's "
+                                f"folder ({folder / 'test'})"]

@@ -157,7 +157,7 @@ def is_hf_folder(path: Path) -> bool:
 def read_hf_records(path: Path) -> list[Record]:
     if (path / "dataset_dict.json").is_file():
         splits = sorted(p.name for p in path.iterdir() if is_hf_folder(p))
-        raise InputError("a DatasetDict folder: give one split's folder as the suite ("
+        raise InputError("a DatasetDict folder: give one split's folder ("
                          + ", ".join(str(path / s) for s in splits) + ")", path=path)
     try:
         import datasets
