@@ -44,17 +44,3 @@ def test_the_variable_names_the_root_made_absolute(tmp_path, monkeypatch):
     monkeypatch.delenv("QUERYEVAL_CACHE_DIR")
     assert cache_root() == Path.home().absolute() / ".cache" / "queryeval"
 
-
-
-def test_a_relative_xdg_cache_home_is_ignored(tmp_path, monkeypatch):
-    """XDG Base Directory: 'If an implementation encounters a relative path in any of these
-    variables it should consider the path invalid and ignore it.' Taken from the current
-    folder it named another cache in every folder (a/rel/queryeval, b/rel/queryeval)."""
-    from queryeval.io.caches import cache_root
-
-    monkeypatch.delenv("QUERYEVAL_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", "rel")
-    for folder in (tmp_path / "a", tmp_path / "b"):
-        folder.mkdir()
-        monkeypatch.chdir(folder)
-        assert cache_root() == Path.home().absolute() / ".cache" / "queryeval"

@@ -1,7 +1,6 @@
 """The one root of every queryeval cache on disk.
 
-``$QUERYEVAL_CACHE_DIR`` when it is set, else ``$XDG_CACHE_HOME/queryeval`` (when that is an
-absolute path; a relative one is ignored, as the XDG specification says), else
+``$QUERYEVAL_CACHE_DIR`` when it is set, else ``$XDG_CACHE_HOME/queryeval``, else
 ``~/.cache/queryeval`` — always absolute and the same from every folder, so a cache filled by
 a command run in one folder (a judge-check, embeddings, a SPARQL store, test-suite
 neighbours) is found by a command run in another. Each cache is a subfolder named after
@@ -24,10 +23,8 @@ def cache_root() -> Path:
     base = os.environ.get(ENV_DIR)
     if base:
         return Path(base).expanduser().absolute()
-    xdg = Path(os.environ.get("XDG_CACHE_HOME") or "").expanduser()
-    # a relative XDG_CACHE_HOME is invalid and ignored (XDG Base Directory specification):
-    # taken from the current folder, it would name another cache in every folder
-    return (xdg if xdg.is_absolute() else Path.home() / ".cache").absolute() / "queryeval"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache").absolute() / "queryeval"
 
 
 def cache_dir(name: str) -> Path:
