@@ -174,7 +174,8 @@ def _title_case_retrieval(path: Path, header: list[str]) -> None:
     folded = {h.lower() for h in header}
     exact = all(c in header for c in RETRIEVAL_COLUMNS)
     if not exact and sum(c in folded for c in (*RETRIEVAL_COLUMNS, "content_hash")) >= 3:
-        raise missing_columns_error(path, header, "a retrieval questions CSV", RETRIEVAL_COLUMNS)
+        raise missing_columns_error(path, header, "a retrieval questions CSV", RETRIEVAL_COLUMNS,
+                                    "(content_hash optional)")
 
 
 def _foreign() -> ModuleType:
