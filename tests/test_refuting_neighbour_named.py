@@ -54,3 +54,28 @@ def test_check_case_names_the_refuting_neighbour(tmp_path):
     with pytest.raises(AssertionError) as err:
         check_case(case, lambda request: {"query": answer}, test_suite=5)
     assert "test suite: refuted by neighbour" in str(err.value)
+
+
+def test_junit_names_the_differing_rows_when_the_counts_agree(tmp_path):
+    """COUNT(*) gives one row on both sides: '1 row(s), the prediction 1' said nothing of
+    what differed; the message now names the first row of each side the other lacks."""
+    from queryeval.cli.app import main
+
+    folder = tmp_path / "emp"
+    folder.mkdir()
+    build_example(folder)
+    assert main(["run", str(folder / "suite.yaml"), "--responses",
+                 str(folder / "predictions.jsonl"), "--test-suite", "5", "--out",
+                 str(tmp_path / "runs"), "-q", "--no-report", "--junit",
+                 str(tmp_path / "j.xml")]) == 0
+    [results] = (tmp_path / "runs").rglob("results_*.jsonl")
+    record = next(r for r in map(json.loads, results.read_text().splitlines())
+                  if r["case_id"] == "count-at-least-120")
+    sample = record["test_suite"]["refuted_by"]["result_sample"]
+    assert sample["gold"]["total"] == sample["predicted"]["total"] == 1
+    gold_row, pred_row = sample["gold"]["rows"][0], sample["predicted"]["rows"][0]
+    assert gold_row != pred_row
+    cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s}
+    [failure] = next(c for name, c in cases.items() if "count-at-least-120" in name).result
+    assert (f"there the gold gives 1 row(s), the prediction 1: gold row {json.dumps(gold_row)} "
+            f"vs prediction row {json.dumps(pred_row)})") in failure.message

@@ -46,7 +46,7 @@ class InputError(QueryevalError):
     def format(self) -> str:
         where = ""
         if self.path:
-            where = self.path
+            where = self.path.replace("\n", "\\n")  # a file name's newline: still one line
             if self.line is not None:
                 where += f":{self.line}"
             elif self.record is not None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import typer
 
 from queryeval.cli.console import console, err_console
+from queryeval.io.safetext import console_plain
 
 EXPORTS = ("dabench",)
 
@@ -404,7 +405,8 @@ def command(
             signal.signal(signal.SIGINT, previous)  # at exit: a second Ctrl-C ends that at once
 
     for w in result.warnings:
-        err_console.print(f"warning: {w}", markup=False, highlight=False)
+        line = console_plain(w).replace("\n", "\\n")  # one line each, whatever a name holds
+        err_console.print(f"warning: {line}", markup=False, highlight=False)
     if not quiet:
         summary = result.summary()
         for renderable in summary if isinstance(summary, list) else [summary]:

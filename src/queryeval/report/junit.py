@@ -96,6 +96,15 @@ def error_line(record: dict) -> str:
     return f"call failed: {error_text(record)}"
 
 
+def _first_unmatched(side: dict) -> str | None:
+    """The first sampled row that the other side lacks, as JSON text (escaped, one line)."""
+    rows, matched = side.get("rows"), side.get("matched")
+    if not isinstance(rows, list) or not isinstance(matched, list):
+        return None
+    row = next((r for r, m in zip(rows, matched, strict=False) if m is False), None)
+    return None if row is None else json.dumps(row, default=str)
+
+
 def _refutation(suite: dict) -> str:
     """A test-suite refutation in one line: the reason (which neighbour, its size) and how
     many rows gold and prediction gave on that neighbour."""
@@ -104,6 +113,10 @@ def _refutation(suite: dict) -> str:
     gold, pred = sample.get("gold") or {}, sample.get("predicted") or {}
     if isinstance(gold.get("total"), int) and isinstance(pred.get("total"), int):
         why += f"; there the gold gives {gold['total']} row(s), the prediction {pred['total']}"
+        if gold["total"] == pred["total"]:  # as many rows: which ones differ
+            pair = [_first_unmatched(side) for side in (gold, pred)]
+            if None not in pair:
+                why += f": gold row {pair[0]} vs prediction row {pair[1]}"
     return why if len(why) <= 2 * REASON_CHARS else why[:2 * REASON_CHARS - 1] + "…"
 
 

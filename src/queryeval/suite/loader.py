@@ -240,7 +240,8 @@ def _starts_a_json_record(path: Path) -> bool:
 
 UNLABELLED_SUFFIXES = (".csv", ".xlsx", ".json", ".parquet")
 """Suites that carry their own ground truth, so ``--labels`` is refused with them (it goes
-with DABench questions JSONL and TREC/BEIR queries files; YAML suites are refused above)."""
+with DABench questions JSONL and TREC/BEIR queries files; YAML suites, folders and JSONL
+files of cases are refused too)."""
 
 
 def load_suite(path: str | Path, *, labels: str | Path | None = None,
@@ -271,12 +272,20 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
     if not path.is_dir():
         check_input(path, "suite-lines")  # a FIFO or a device is no suite, whatever its name
     if labels is not None:
-        if path.is_dir() or path.suffix.lower() in YAML_SUFFIXES:
-            raise InputError("--labels goes with a DABench questions .jsonl file, not a YAML suite",
-                             path=path)
-        if path.suffix.lower() in UNLABELLED_SUFFIXES:
-            raise InputError(f"given with a {path.suffix} suite, which carries its own ground "
-                             "truth; --labels goes with a DABench questions .jsonl or a TREC "
+        kind = None
+        if path.is_dir():
+            kind = "folder suite (YAML cases, a BEIR folder or a saved dataset)"
+        elif path.suffix.lower() in YAML_SUFFIXES:
+            kind = "YAML suite"
+        elif path.suffix.lower() in UNLABELLED_SUFFIXES:
+            kind = f"{path.suffix} suite"
+        elif path.suffix.lower() == ".jsonl":
+            from queryeval.suite.jsonl_cases import is_cases_jsonl
+
+            kind = "JSONL suite of cases" if is_cases_jsonl(path) else None
+        if kind is not None:
+            raise InputError(f"given with a {kind}, which carries its own ground truth; "
+                             "--labels goes with a DABench questions .jsonl or a TREC "
                              "queries file (.tsv/.jsonl)", path=path, field="--labels")
         if not Path(labels).exists():
             raise InputError("no such file", path=labels)

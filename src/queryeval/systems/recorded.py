@@ -277,7 +277,11 @@ class RecordedSystem:
     def _unknown_warning(self, unknown: int, total: int = 0, suite_id: str | None = None,
                          file_id: str | None = None) -> list[str]:
         """The warning for response lines whose case ids the suite lacks; when no line
-        matches, one line saying so with an id of each side (a wrong file or id column)."""
+        matches, one line saying so with an id of each side (a wrong file or id column); a
+        file without any response line says so too (every case is then missing), unless its
+        notes already said why (every sample was of the other task's kind)."""
+        if not total and suite_id is not None and not self.notes:
+            return [f"{self.path}: the file holds no response: every case is missing"]
         if not unknown:
             return []
         if unknown == total and suite_id is not None and file_id is not None:

@@ -72,6 +72,9 @@ class AnswersOptions(TaskOptions):
     @model_validator(mode="after")
     def _compat_implies(self) -> AnswersOptions:
         if self.compat == "infiagent":
+            if "missing" in self.model_fields_set and self.missing == "wrong":
+                raise ValueError("compat=infiagent skips missing answers, as InfiAgent does; "
+                                 "missing=wrong contradicts it: give one of the two")
             self.missing = "skip"
         return self
 

@@ -276,7 +276,8 @@ def option_error(task: str, options: type[TaskOptions], exc: ValidationError) ->
         return ConfigError(f"task option {name}: expected {what}, got {value!r}")
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    return ConfigError(f"task option {name}: {msg}")
+    # a rule over several options (a model validator) has no option name of its own
+    return ConfigError(f"task option {name}: {msg}" if name else f"task options: {msg}")
 
 
 def _options_class(name: str) -> type[TaskOptions] | None:

@@ -68,6 +68,27 @@ def deepeval_pipe_file(out: Path) -> None:
     ds.save_as(file_type="jsonl", directory=str(out), file_name="deepeval_pipe")
 
 
+BRACKET_CHUNKS = {"b1": "[1] Paris is the capital of France.",
+                  "b2": "[2] Berlin is the capital of Germany.",
+                  "b3": "[3] Madrid is the capital of Spain."}
+
+
+def deepeval_bracket_file(out: Path) -> None:
+    """Contexts that begin with ``[`` (numbered citations): DeepEval's CSV holds them as
+    ``[1] ...|[2] ...``, a text beginning with ``[`` that is no list."""
+    from deepeval.dataset import EvaluationDataset, Golden
+
+    (out / "corpus_bracket.jsonl").write_text("".join(
+        json.dumps({"chunk_id": k, "content": v}) + "\n" for k, v in BRACKET_CHUNKS.items()))
+    b = BRACKET_CHUNKS
+    ds = EvaluationDataset(goldens=[
+        Golden(input="Capital of France?", context=[b["b1"]], expected_output="Paris",
+               retrieval_context=[b["b3"], b["b1"]], actual_output="Paris"),
+        Golden(input="Capital of Germany?", context=[b["b2"]], expected_output="Berlin",
+               retrieval_context=[b["b3"]], actual_output="Madrid")])
+    ds.save_as(file_type="csv", directory=str(out), file_name="deepeval_bracket")
+
+
 def ragas_files(out: Path) -> None:
     from ragas import EvaluationDataset
     from ragas.dataset_schema import SingleTurnSample
@@ -98,6 +119,7 @@ def main() -> None:
         json.dumps({"chunk_id": k, "content": v}) + "\n" for k, v in CHUNKS.items()))
     deepeval_files(HERE)
     deepeval_pipe_file(HERE)
+    deepeval_bracket_file(HERE)
     ragas_files(HERE)
 
 

@@ -169,15 +169,20 @@ def recorded_records(path: Path, chunks=None, task: str | None = None,
         return None
     if path.is_dir() and not folder:
         return None
-    records = read_records(path) if folder else None
+    # a folder or a Parquet file is read whole here: it is never one of queryeval's own JSONL
+    # files (read line by line), so its own lines are served from its records
+    whole = folder or path.suffix.lower() == ".parquet"
+    records = read_records(path) if whole else None
     have = first_fields(records) if records is not None else _peek_fields(path)
-    if records is not None and ("case_id" in have or "qa_pair_id" in have):
-        return [(n + 1, dict(rec.data)) for n, rec in enumerate(records)]  # own lines
+    own = "case_id" in have or "qa_pair_id" in have or (
+        "id" in have and not any(f.matches(have) for f in RECORDED_FORMATS))
+    if records is not None and (own or not records):  # own lines (or none at all)
+        return [(n + 1, dict(rec.data)) for n, rec in enumerate(records)]
     if "case_id" in have or "qa_pair_id" in have:
         return None
     found = [f for f in RECORDED_FORMATS if f.matches(have)]
     if len(found) != 1:
-        if records is not None:  # a folder is never one of queryeval's own JSONL files
+        if records is not None:  # never one of queryeval's own JSONL files
             fmt.detect(have, path=path, where=records[0].where if records else None,
                        formats=RECORDED_FORMATS, what="responses")
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,7 @@ def is_hf_folder(path: Path) -> bool:
 def read_hf_records(path: Path) -> list[Record]:
     if (path / "dataset_dict.json").is_file():
         splits = sorted(p.name for p in path.iterdir() if is_hf_folder(p))
-        raise InputError("a DatasetDict folder: give one split's folder as the suite ("
+        raise InputError("a DatasetDict folder: give one split's folder ("
                          + ", ".join(str(path / s) for s in splits) + ")", path=path)
     try:
         import datasets
@@ -243,6 +244,10 @@ def text(rec: Record, name: str, path: Path, *, required: bool = True) -> str:
 
 
 NUMPY_ELLIPSIS = "..."
+_LIST_OF_TEXTS_START = re.compile(r"""\[\s*(?:\]|[rRbBuU]{0,2}['"])""")
+"""How a written list of texts begins: ``[]``, ``['``, ``["`` (JSON, Python's and numpy's
+prints). A cell of a joined field (DeepEval's) beginning with ``[`` otherwise that is no list
+is a joined text (``[1] Paris ...|[2] ...``)."""
 
 
 def list_cell(cell: str) -> list[Any]:
@@ -301,17 +306,24 @@ def text_list(rec: Record, name: str, path: Path, *, joined: str = "") -> list[s
     :func:`list_cell`'s rule, or as one text (a list of one). ``joined``: the field's
     writer joins a list into one text with it (DeepEval's ``|`` in JSONL and CSV): a text
     is split at it, ``""`` is the empty list, and an empty item (``a||b``, a ``|`` at an
-    end: an item holding the delimiter?) is refused as ambiguous."""
+    end: an item holding the delimiter?) is refused as ambiguous; a table cell of such a field
+    that begins with ``[`` but not as a list of texts and is no list is such a text."""
     value = rec.data.get(name)
     if value is None:
         return None
     if isinstance(value, str):
         stripped = value.strip()
+        listed = None
         if rec.table and stripped.startswith("["):
             try:
-                value = list_cell(stripped)
+                listed = list_cell(stripped)
             except ValueError as exc:
-                raise InputError(str(exc), path=path, field=name, **rec.where) from None
+                if not joined or _LIST_OF_TEXTS_START.match(stripped):
+                    raise InputError(str(exc), path=path, field=name, **rec.where) from None
+                # a joined text that begins with '[' and is no list ("[1] Paris|[2] ..."):
+                # its writer (DeepEval) writes joined texts only
+        if listed is not None:
+            value = listed
         elif joined:
             value = value.split(joined) if stripped else []
             if len(value) > 1 and any(not item.strip() for item in value):
