@@ -280,7 +280,7 @@ def test_a_lower_is_better_figure_turns_the_difference_round(lab):
     figure whose task declares it lower-is-better (the compare's direction rule)."""
     from types import SimpleNamespace
 
-    from queryeval.run.sequential import SequentialConfig, Sequencer
+    from queryeval.run.sequential import Sequencer, SequentialConfig
     from queryeval.tasks.base import get_task
 
     base = [r for r in files(lab["base"])["records"] if r["scores"]["exact_match"] == 1.0]

@@ -29,7 +29,6 @@ import typer
 from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_line
-
 from queryeval.tasks.query_audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
 
 

@@ -389,6 +389,7 @@ def command(
                 isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
                 cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
                 system_version=config.system_version, name=config.name,
+                cluster_by=config.cluster_by,
                 sequential=(config.sequential.model_dump()
                             if config.sequential is not None else None),
                 fail_under=thresholds or None,

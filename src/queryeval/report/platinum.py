@@ -49,5 +49,5 @@ def platinum_shift(runs: Sequence[Any], keep: set[str], metric: str) -> dict[str
     return {"metric": metric, "full_cases": len(common), "subset_cases": len(subset),
             "runs": [{"label": run.label, "full": f, "subset": s, "full_rank": float(rf),
                       "subset_rank": float(rs)}
-                     for run, f, s, rf, rs in zip(loaded, full, part, rank_full, rank_part)],
+                     for run, f, s, rf, rs in zip(loaded, full, part, rank_full, rank_part, strict=True)],
             "spearman": rho}

@@ -408,7 +408,7 @@ def drift_findings(pins: dict[str, list[str | None]],
         old = pins.get(cid)
         if old is None:
             continue
-        for number, (was, is_) in enumerate(zip(old, now)):
+        for number, (was, is_) in enumerate(zip(old, now, strict=False)):
             if was is not None and is_ is not None and was != is_:
                 out.append(Finding.of(cid, "gold_drift", {"gold": number, "pinned": was,
                                                           "now": is_},
@@ -491,7 +491,7 @@ def write_platinum(path: Path, cases: list[Case], flagged: set[str]) -> int:
 
     kept = [c for c in cases if c.id not in flagged]
     docs = [c.model_dump(mode="json", exclude_defaults=True) for c in kept]
-    for d, c in zip(docs, kept):
+    for d, c in zip(docs, kept, strict=True):
         d["id"], d["conversation"] = c.id, [t.model_dump(mode="json", exclude_defaults=True)
                                             for t in c.conversation]
     if Path(path).suffix.lower() == ".jsonl":
