@@ -18,9 +18,12 @@ def _predictions(folder) -> dict[str, str]:
     return {r["case_id"]: r["query"] for r in rows}
 
 
-def test_junit_names_the_refuting_neighbour(tmp_path):
+@pytest.fixture(scope="module")
+def example_junit(tmp_path_factory):
+    """The test-suite example run once with --junit: (records by case id, testcases)."""
     from queryeval.cli.app import main
 
+    tmp_path = tmp_path_factory.mktemp("junit")
     folder = tmp_path / "emp"
     folder.mkdir()
     build_example(folder)
@@ -29,12 +32,21 @@ def test_junit_names_the_refuting_neighbour(tmp_path):
                  str(tmp_path / "runs"), "-q", "--no-report", "--junit",
                  str(tmp_path / "j.xml")]) == 0
     [results] = (tmp_path / "runs").rglob("results_*.jsonl")
-    record = next(r for r in map(json.loads, results.read_text().splitlines())
-                  if r["case_id"] == "high-earners")
-    refuted = record["test_suite"]["refuted_by"]
-    sample = refuted["result_sample"]
+    records = {r["case_id"]: r for r in map(json.loads, results.read_text().splitlines())}
     cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s}
-    [failure] = next(c for name, c in cases.items() if "high-earners" in name).result
+    return records, cases
+
+
+def _failure(cases: dict, case_id: str):
+    [failure] = next(c for name, c in cases.items() if case_id in name).result
+    return failure
+
+
+def test_junit_names_the_refuting_neighbour(example_junit):
+    records, cases = example_junit
+    refuted = records["high-earners"]["test_suite"]["refuted_by"]
+    sample = refuted["result_sample"]
+    failure = _failure(cases, "high-earners")
     assert (f"(test suite: refuted by neighbour {refuted['neighbour']} ({refuted['rows']} rows): "
             "gold and prediction give different results there; there the gold gives "
             f"{sample['gold']['total']} row(s), the prediction {sample['predicted']['total']})"
@@ -56,26 +68,14 @@ def test_check_case_names_the_refuting_neighbour(tmp_path):
     assert "test suite: refuted by neighbour" in str(err.value)
 
 
-def test_junit_names_the_differing_rows_when_the_counts_agree(tmp_path):
+def test_junit_names_the_differing_rows_when_the_counts_agree(example_junit):
     """COUNT(*) gives one row on both sides: '1 row(s), the prediction 1' said nothing of
     what differed; the message now names the first row of each side the other lacks."""
-    from queryeval.cli.app import main
-
-    folder = tmp_path / "emp"
-    folder.mkdir()
-    build_example(folder)
-    assert main(["run", str(folder / "suite.yaml"), "--responses",
-                 str(folder / "predictions.jsonl"), "--test-suite", "5", "--out",
-                 str(tmp_path / "runs"), "-q", "--no-report", "--junit",
-                 str(tmp_path / "j.xml")]) == 0
-    [results] = (tmp_path / "runs").rglob("results_*.jsonl")
-    record = next(r for r in map(json.loads, results.read_text().splitlines())
-                  if r["case_id"] == "count-at-least-120")
-    sample = record["test_suite"]["refuted_by"]["result_sample"]
+    records, cases = example_junit
+    sample = records["count-at-least-120"]["test_suite"]["refuted_by"]["result_sample"]
     assert sample["gold"]["total"] == sample["predicted"]["total"] == 1
     gold_row, pred_row = sample["gold"]["rows"][0], sample["predicted"]["rows"][0]
     assert gold_row != pred_row
-    cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s}
-    [failure] = next(c for name, c in cases.items() if "count-at-least-120" in name).result
+    failure = _failure(cases, "count-at-least-120")
     assert (f"there the gold gives 1 row(s), the prediction 1: gold row {json.dumps(gold_row)} "
             f"vs prediction row {json.dumps(pred_row)})") in failure.message

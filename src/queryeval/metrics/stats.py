@@ -134,16 +134,26 @@ def bootstrap_ratio_ci(numerators: Sequence[float] | np.ndarray,
     ratio = float(num.sum() / den.sum())
     if np.all(num * den[0] == den * num[0]):  # every case has the same ratio: a point
         return MeanCI(ratio, ratio, ratio, n, confidence)
+    low, high = _resampled_ratio(num, den, confidence=confidence, resamples=resamples, seed=seed)
+    return MeanCI(ratio, low, high, n, confidence)
+
+
+def _resampled_ratio(top: np.ndarray, bottom: np.ndarray, *, confidence: float,
+                     resamples: int, seed: int | None) -> tuple[float, float]:
+    """The percentile interval of ``sum(top) / sum(bottom)`` over resamples (with
+    replacement) of the units: cases, or whole clusters given their sums. A resample whose
+    bottom sums to 0 has no ratio and is left out of the quantiles."""
+    g = int(top.size)
     rng = np.random.default_rng(seed)
     parts = []
-    for rows in _blocks(resamples, n):
-        idx = rng.integers(0, n, size=(rows, n))
-        top, bottom = num[idx].sum(axis=1), den[idx].sum(axis=1)
-        parts.append(top[bottom != 0] / bottom[bottom != 0])
+    for rows in _blocks(resamples, g):
+        idx = rng.integers(0, g, size=(rows, g))
+        t, b = top[idx].sum(axis=1), bottom[idx].sum(axis=1)
+        parts.append(t[b != 0] / b[b != 0])
     ratios = np.concatenate(parts)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(ratios, [tail, 1.0 - tail])
-    return MeanCI(ratio, float(low), float(high), n, confidence)
+    return float(low), float(high)
 
 
 # --- clusters: cases that share a source are resampled, flipped and tested together -------------
@@ -240,23 +250,16 @@ def cluster_ratio_ci(numerators: Sequence[float] | np.ndarray,
     ratio = float(num.sum() / den.sum())
     if np.all(num * den[0] == den * num[0]):
         return MeanCI(ratio, ratio, ratio, n, confidence, g, deff, eff)
-    rng = np.random.default_rng(seed)
-    parts = []
-    for rows in _blocks(resamples, g):
-        idx = rng.integers(0, g, size=(rows, g))
-        t, b = top[idx].sum(axis=1), bottom[idx].sum(axis=1)
-        parts.append(t[b != 0] / b[b != 0])
-    ratios = np.concatenate(parts)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    low, high = _resampled_ratio(top, bottom, confidence=confidence, resamples=resamples,
+                                 seed=seed)
     # never narrower than the independent-cases interval: a design effect below 1 (cases of
     # one cluster less alike than cases of different ones) is rarely real in evaluation data
     # and, with few clusters, mostly the bootstrap's noise; claiming more precision than
     # independent cases give would be a claim the data cannot prove (docs/compare.md)
     iid = bootstrap_ratio_ci(num, den, confidence=confidence, resamples=resamples, seed=seed)
     if iid.low is not None and iid.high is not None:
-        low, high = min(float(low), iid.low), max(float(high), iid.high)
-    return MeanCI(ratio, float(low), float(high), n, confidence, g, deff, eff)
+        low, high = min(low, iid.low), max(high, iid.high)
+    return MeanCI(ratio, low, high, n, confidence, g, deff, eff)
 
 
 def paired_bootstrap_ci(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
