@@ -1,6 +1,6 @@
 """Finishing a run in one pass: the parent's records are read once for its aggregate, its CSV
-and every derived batch (retrieval's smaller k); each derived batch's records are read once
-for its aggregate. The files are byte for byte those of the separate passes (the path a run
+and every derived batch (retrieval's smaller k: its records and CSV); each derived batch's
+records are read once, for its aggregate. The files are byte for byte those of the separate passes (the path a run
 with repeats keeps: ``_write_tables`` then ``_write_variants``)."""
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def test_each_results_file_is_read_once(tmp_path, monkeypatch, extra):
     parent, derived = _batches(out)
     assert len(derived) == 2
     names = [p.stem.removeprefix("batch_") for p in (parent, *derived)]
-    # the parent: one read (aggregate, CSV, both derived batches); each derived batch: one
+    # the parent: one read (aggregate, CSV, both derived batches' records and CSV); each
+    # derived batch: one (its aggregate)
     assert {n: reads.get(f"results_{n}.jsonl", 0) for n in names} == dict.fromkeys(names, 1)
 
 
@@ -86,3 +87,57 @@ def test_files_equal_the_separate_passes(tmp_path, extra):
         bid = p.stem.removeprefix("batch_")
         lines = (p.parent / f"results_{bid}.jsonl").read_text().splitlines()
         assert lines and all(json.loads(line)["k"] == k[0] for line in lines)
+
+
+def _tally_oracle(records):
+    """The error tally's rule written out plainly: every call of a record (one per turn, or
+    the record's own), a failed one when its error is a dict (a judge_* kind counts as a
+    failed judge call), plus one judge call per judge / answer_judge dict."""
+    calls = failed = judge_calls = judge_failed = 0
+    kinds: dict[str, int] = {}
+    for r in records:
+        turns = r.get("turns")
+        errors = [t.get("error") for t in turns] if isinstance(turns, list) else [r.get("error")]
+        calls += len(errors)
+        for e in errors:
+            if isinstance(e, dict) and not str(e.get("kind", "")).startswith("judge_"):
+                failed += 1
+                kinds[str(e.get("kind", "error"))] = kinds.get(str(e.get("kind", "error")), 0) + 1
+        for key in ("judge", "answer_judge"):
+            j = r.get(key)
+            if isinstance(j, dict):
+                judge_calls += 1
+                if isinstance(j.get("error"), dict):
+                    judge_failed += 1
+                    kind = str(j["error"].get("kind", "error"))
+                    kinds[kind] = kinds.get(kind, 0) + 1
+    return calls, failed, judge_calls, judge_failed, kinds
+
+
+def test_error_tally_counts_as_the_rule_says():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from queryeval.run.finish import ErrorTally
+
+    error = st.none() | st.just("text") | st.builds(
+        lambda k, m: {"kind": k, "message": m}, st.sampled_from(["timeout", "http", "judge_http"]), st.text(max_size=3))
+    judged = st.none() | st.just(3) | st.builds(lambda e: {"error": e}, error)
+    record = st.builds(
+        lambda cid, err, turns, judge, answer: {k: v for k, v in {
+            "case_id": cid, "error": err, "turns": turns, "judge": judge, "answer_judge": answer}.items()
+            if v is not None or k == "case_id"},
+        st.text(max_size=3), error, st.none() | st.lists(st.builds(lambda e: {"error": e}, error), max_size=3),
+        judged, judged)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(record, max_size=6))
+    def check(records):
+        tally = ErrorTally()
+        for r in records:
+            assert tally.add(r) is r
+        counts = {e["kind"]: e["count"] for e in tally.summary()}
+        assert (tally.calls, tally.failed, tally.judge_calls, tally.judge_failed, counts) == \
+            _tally_oracle(records)
+
+    check()

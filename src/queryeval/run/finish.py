@@ -56,6 +56,11 @@ class ErrorTally:
 
     def add(self, record: dict) -> dict:
         turns = record.get("turns")
+        if (not isinstance(turns, list) and not isinstance(record.get("error"), dict)
+                and not isinstance(record.get("judge"), dict)
+                and not isinstance(record.get("answer_judge"), dict)):
+            self.calls += 1  # one call, no error, no judge: nothing else to count
+            return record
         if isinstance(turns, list):
             errors = [t.get("error") for t in turns]
         else:

@@ -22,6 +22,7 @@ import contextlib
 import csv
 import datetime as dt
 import json
+import operator
 import os
 import re
 import threading
@@ -327,13 +328,23 @@ class RunLog:
 
         raw = csv_raw_from_env() if raw is None else raw
         path = self.paths.results_csv
+        # a plain dict holding every column: its cells in one C call (what row.get gives)
+        pick = operator.itemgetter(*columns) if len(columns) > 1 else None
         with writing(path), atomic_open(path, "w", newline="") as fh:
             writerow = csv.writer(fh).writerow
             writerow(csv_row(columns, raw=raw))
 
             def add(row: dict) -> None:
+                values = None
+                if pick is not None and type(row) is dict:
+                    try:
+                        values = pick(row)
+                    except KeyError:  # a column the row lacks: empty, as row.get gives
+                        pass
+                if values is None:
+                    values = [row.get(c) for c in columns]
                 try:
-                    writerow(csv_row([row.get(c) for c in columns], raw=raw))
+                    writerow(csv_row(values, raw=raw))
                 except OSError as exc:
                     raise OutputError.from_os(path, exc) from None
 
