@@ -40,10 +40,12 @@ def _files(batch: Path) -> dict[str, bytes]:
     return out
 
 
-def _run(tmp_path: Path, *extra: str) -> Path:
+def _run(tmp_path: Path, *extra: str, multi: bool = False) -> Path:
     out = tmp_path / "run"
-    assert main(["run", str(EXAMPLES / "questions.csv"), "--responses", str(EXAMPLES / "responses.jsonl"),
-                 "--out", str(out), "--no-report", "-q", *extra]) == 0
+    files = ([str(EXAMPLES / "multi_questions.csv"), "--responses", str(EXAMPLES / "multi_responses.jsonl"),
+              "--corpus", str(EXAMPLES / "corpus.jsonl")] if multi else
+             [str(EXAMPLES / "questions.csv"), "--responses", str(EXAMPLES / "responses.jsonl")])
+    assert main(["run", *files, "--out", str(out), "--no-report", "-q", *extra]) == 0
     return out
 
 
@@ -66,9 +68,12 @@ def test_each_results_file_is_read_once(tmp_path, monkeypatch, extra):
     assert {n: reads.get(f"results_{n}.jsonl", 0) for n in names} == dict.fromkeys(names, 1)
 
 
-@pytest.mark.parametrize("extra", [["--k", "1,5,10"], ["--k", "1,2,3", "--min-score", "0.2"]])
-def test_files_equal_the_separate_passes(tmp_path, extra):
-    out = _run(tmp_path, *extra)
+@pytest.mark.parametrize(("extra", "multi"), [
+    (["--k", "1,5,10"], False), (["--k", "1,2,3", "--min-score", "0.2"], False),
+    (["--k", "1,3,5"], True),  # several relevant chunks a question: the ranking engine's figures
+])
+def test_files_equal_the_separate_passes(tmp_path, extra, multi):
+    out = _run(tmp_path, *extra, multi=multi)
     parent, derived = _batches(out)
     one_pass = {p.name: _files(p) for p in (parent, *derived)}
     # the same run finished again by the separate passes, in a copy of its folder
