@@ -4,8 +4,11 @@ Writes a seed 002 questions CSV of N questions over 20 datasets and a recorded-r
 JSONL of N lines (3 chunks each, every other question answered right at a rank from 1 to 3;
 the lines shuffled in blocks so they do not come in suite order), then runs
 ``queryeval run QUESTIONS --responses RESPONSES --k 1,3 --no-report -q`` in a child process
-and prints its wall time and peak RSS (``ru_maxrss``). With several sizes, the last line is
-the ratio of the largest run's peak RSS to the smallest's: flat memory means close to 1.
+and prints its wall time and peak RSS (``ru_maxrss``), and its ratio to an ideal measured
+in the same session on the same inputs: a child process that only reads each responses
+line with ``json.loads`` and writes it back with ``json.dumps`` (the least any runner does
+per case; no suite, no scoring). With several sizes, the last line is the ratio of the
+largest run's peak RSS to the smallest's: flat memory means close to 1.
 
     python bench/stream.py                      # 100,000 and 1,000,000 lines
     python bench/stream.py --sizes 10000,100000
@@ -96,6 +99,23 @@ def write_selection(folder: Path, n: int, seed: int = 7) -> list[str]:
 WRITERS = {"retrieval": write_retrieval, "selection": write_selection}
 
 
+IDEAL = """
+import json, sys, time
+t0 = time.perf_counter()
+with open(sys.argv[1], "rb") as src, open(sys.argv[2], "w", encoding="utf-8") as dst:
+    for line in src:
+        dst.write(json.dumps(json.loads(line), ensure_ascii=False) + "\\n")
+print(f"WALL {time.perf_counter() - t0:.3f}", file=sys.stderr)
+"""
+
+
+def ideal_once(responses: Path, out: Path) -> float:
+    """Wall seconds of the ideal (see the module docstring) on ``responses``."""
+    proc = subprocess.run([sys.executable, "-c", IDEAL, str(responses), str(out)],
+                          capture_output=True, text=True, check=True)
+    return float(next(ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("WALL")))
+
+
 def run_once(args: list[str], out: Path) -> tuple[float, float]:
     cmd = [sys.executable, "-c", RUNNER, "run", *args, "--out", str(out), "--no-report", "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -123,9 +143,11 @@ def main() -> None:
             made = time.perf_counter() - t
             size_mb = Path(args[2]).stat().st_size / 1e6
             wall, rss = run_once(args, folder / f"runs_{n}")
+            ideal = ideal_once(Path(args[2]), folder / f"ideal_{n}.jsonl")
             results.append((n, wall, rss))
             print(f"{a.task} n={n:>9,}: responses {size_mb:7.1f} MB (written in {made:5.1f} s)  "
-                  f"run {wall:7.1f} s  {n / wall:8,.0f} cases/s  peak RSS {rss:7.0f} MiB")
+                  f"run {wall:7.1f} s  {n / wall:8,.0f} cases/s  peak RSS {rss:7.0f} MiB  "
+                  f"ideal {ideal:5.1f} s ({n / ideal:,.0f} cases/s)  ratio {wall / ideal:5.1f}")
         if len(results) > 1:
             (n0, _, r0), (n1, _, r1) = results[0], results[-1]
             print(f"peak RSS ratio {n1:,} / {n0:,} lines: {r1 / r0:.2f} (inputs {n1 / n0:.0f}x)")

@@ -180,9 +180,19 @@ def read_json(data: str | bytes, *, finite: bool = True, huge: str = "error",
     ``json.loads``'s (``ValueError``, ``RecursionError``)."""
     if huge not in ("error", "inf"):
         raise ValueError(f"huge must be 'error' or 'inf', got {huge!r}")
-    text, raw = _text(data)
+    if type(data) is bytes and len(data) >= 4 and data[0] == 0x7B and data[1]:
+        # an object's UTF-8 text (what json.detect_encoding says of a '{' then a non-NUL
+        # byte): decoded here, without the detection or a copy
+        text, raw = data.decode("utf-8", "surrogatepass"), data
+    else:
+        text, raw = _text(data)
     try:
-        return _decoder(finite, object_pairs_hook, _long_digit_run(raw)).decode(text)
+        decoder = _decoder(finite, object_pairs_hook, _long_digit_run(raw))
+        if text[-1:] == "}" and text[:1] == "{":  # no whitespace around: decode()'s raw_decode
+            value, end = decoder.raw_decode(text)
+            if end == len(text):
+                return value
+        return decoder.decode(text)
     except _Refused:
         pass  # parse again, marking every refused number, to name the first one's place
     flagged: list[_Bad] = []

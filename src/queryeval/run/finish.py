@@ -3,9 +3,10 @@ and the error summary), the repeats section, the derived batches, then the repor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from queryeval.errors import QueryevalError, one_line
@@ -55,6 +56,11 @@ class ErrorTally:
 
     def add(self, record: dict) -> dict:
         turns = record.get("turns")
+        if (not isinstance(turns, list) and not isinstance(record.get("error"), dict)
+                and not isinstance(record.get("judge"), dict)
+                and not isinstance(record.get("answer_judge"), dict)):
+            self.calls += 1  # one call, no error, no judge: nothing else to count
+            return record
         if isinstance(turns, list):
             errors = [t.get("error") for t in turns]
         else:
@@ -108,15 +114,21 @@ def finish(log: RunLog, task: Task, order: IdIndex | Sequence[str] | None = None
     batch complete, then call ``reporter`` (None: no reports).
 
     The records are streamed from the results file in ``order`` (case ids, or an IdIndex of
-    ranks): one pass aggregates, one writes the CSV, one per derived batch re-scores.
+    ranks). Without repeats one pass does it all (:func:`_one_pass`): it aggregates, writes
+    the CSV and re-scores each record for every derived batch, writing that batch's records
+    and CSV; each derived batch's aggregate then reads its own (smaller) records once. A run
+    with repeats makes one pass to aggregate, one to write the CSV and one per derived batch.
     ``extra`` goes into the metrics (e.g. the call cache's counts). A run with repeats (its
     batch's ``repeats`` > 1) also gets the ``repeats`` section of the metrics and
     ``repeats_<id>.csv`` (docs/repeats.md)."""
     try:
         records = log.scan_records(order)
-        add = {**(extra or {}), **_repeat_section(log, task, records)}
-        metrics = _write_tables(log, task, records, extra=add, repeat_column=_repeats(log) > 1)
-        _write_variants(log, task, records)
+        if _repeats(log) > 1:
+            add = {**(extra or {}), **_repeat_section(log, task, records)}
+            metrics = _write_tables(log, task, records, extra=add, repeat_column=True)
+            _write_variants(log, task, records)
+        else:
+            metrics = _one_pass(log, task, records, extra)
         log.mark_complete()
         if reporter is not None:
             reporter(log, task, records, metrics, warnings)
@@ -168,26 +180,21 @@ def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict
     else:
         rows = (row for r in records for row in task.csv_rows(errors.add(r)))
     log.write_csv(columns, rows)
-    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
-    if errors.judge_calls:  # judge calls count toward --max-error-rate too (docs/judge.md)
-        metrics["judge_calls"] = {"total": errors.judge_calls, "failed": errors.judge_failed}
-    metrics["error_summary"] = errors.summary()
-    metrics.update(extra or {})
+    _put_calls(metrics, errors, extra)
     log.write_metrics(metrics)
     return metrics
 
 
-def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
-    """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
-    options, each a complete batch of its own. Their ids are derived from the parent's id and
-    the options (and kept in the parent batch), so finishing again, after a resume or after a
-    kill part-way through writing them, rewrites the same batches instead of adding more."""
-    variants = task.variant_options()
-    if not variants:
-        return
+def _derived_logs(log: RunLog, task: Task) -> list[tuple[str, RunLog, Task]]:
+    """The derived batches of a run (e.g. one per smaller k), created (batch file written,
+    status running), each with its key (its options) and its task. Their ids are derived from
+    the parent's id and the options (and kept in the parent batch), so finishing again, after
+    a resume or after a kill part-way through writing them, rewrites the same batches instead
+    of adding more."""
+    out = []
     known = log.batch.get("derived_batches", {})
     base_opts = task.options.model_dump()
-    for opts in variants:
+    for opts in task.variant_options():
         key = json.dumps(opts, sort_keys=True)
         vtask = get_task(task.name, {**base_opts, **opts})
         fields = {k: v for k, v in log.batch.items()
@@ -199,11 +206,81 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
         fields.update({"evaluation_config": config, "derived_from": log.paths.batch_id})
         batch_id = known.get(key) or str(uuid.uuid5(uuid.NAMESPACE_URL,
                                                      f"queryeval:{log.paths.batch_id}:{key}"))
-        vlog = RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False)
+        out.append((key, RunLog.create(log.paths.folder, fields, batch_id=batch_id, dated=False), vtask))
+    return out
+
+
+def _mark_derived(log: RunLog, derived: list[tuple[str, RunLog, Task]]) -> None:
+    known = log.batch.get("derived_batches", {})
+    for key, vlog, _ in derived:
+        known[key] = vlog.paths.batch_id
+    if derived:
+        log.batch["derived_batches"] = known
+
+
+def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
+    """Derived batches (e.g. one per smaller k): the same outputs re-scored with other task
+    options, each a complete batch of its own (:func:`_derived_logs`), each re-scored from
+    a pass of its own over ``records`` (the path of a run with repeats; :func:`_one_pass`
+    writes them during the parent's pass)."""
+    derived = _derived_logs(log, task)
+    for _, vlog, vtask in derived:
         vlog.rewrite_records(vtask.rescore_record(r) for r in records)
         vrecords = vlog.scan_records(in_order=True)  # just written, in the parent's order
         _write_tables(vlog, vtask, vrecords, extra=_repeat_section(vlog, vtask, vrecords),
                       repeat_column=_repeats(vlog) > 1)
         vlog.mark_complete()
-        known[key] = vlog.paths.batch_id
-    log.batch["derived_batches"] = known
+    _mark_derived(log, derived)
+
+
+def _one_pass(log: RunLog, task: Task, records: RecordStream, extra: dict | None) -> dict:
+    """The run's aggregate, its CSV (with the error tally) and every derived batch's records
+    and CSV, from one read of ``records`` (a run without repeats). Each derived batch's
+    aggregate then reads its own records (just written, in the parent's order) once. The
+    files are those of :func:`_write_tables` and :func:`_write_variants`, byte for byte:
+    the same functions compute every cell and figure, only the passes are shared."""
+    derived = _derived_logs(log, task)
+    errors = ErrorTally()
+    columns = list(task.csv_columns)
+    tallies = [ErrorTally() for _ in derived]
+    with contextlib.ExitStack() as stack:
+        add_row = stack.enter_context(log.csv_writer(columns))
+        sinks = [(vtask.rescore_record, stack.enter_context(vlog.records_writer()),
+                  stack.enter_context(vlog.csv_writer(list(vtask.csv_columns))),
+                  vtask.csv_rows, tally.add)
+                 for (_, vlog, vtask), tally in zip(derived, tallies, strict=True)]
+        csv_rows = task.csv_rows
+
+        def through() -> Iterator[dict]:
+            for r in records:
+                yield r  # aggregated first, as in the separate passes (nothing read changes)
+                for row in csv_rows(errors.add(r)):
+                    add_row(row)
+                for rescore, add_record, add_vrow, vrows, vtally in sinks:
+                    rv = rescore(r)
+                    add_record(rv)
+                    for row in vrows(vtally(rv)):
+                        add_vrow(row)
+
+        stream = through()
+        metrics = task.aggregate(stream)
+        for _ in stream:  # an aggregate that stopped early: the files still get every record
+            pass
+    _put_calls(metrics, errors, extra)
+    log.write_metrics(metrics)
+    for (_, vlog, vtask), tally in zip(derived, tallies, strict=True):
+        vmetrics = vtask.aggregate(vlog.scan_records(in_order=True))
+        _put_calls(vmetrics, tally, None)
+        vlog.write_metrics(vmetrics)
+        vlog.mark_complete()
+    _mark_derived(log, derived)
+    return metrics
+
+
+def _put_calls(metrics: dict, errors: ErrorTally, extra: dict | None) -> None:
+    """The figures the CSV pass counted (calls, judge calls, error summary), then ``extra``."""
+    metrics["calls"] = {"total": errors.calls, "failed": errors.failed}
+    if errors.judge_calls:  # judge calls count toward --max-error-rate too (docs/judge.md)
+        metrics["judge_calls"] = {"total": errors.judge_calls, "failed": errors.judge_failed}
+    metrics["error_summary"] = errors.summary()
+    metrics.update(extra or {})

@@ -22,11 +22,12 @@ import contextlib
 import csv
 import datetime as dt
 import json
+import operator
 import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,14 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False).encode
+
+
 def dumps(obj: Any, **kw: Any) -> str:
+    """The run log's JSON text (what ``json.dumps`` with these settings gives); without
+    ``kw`` one encoder built once serves every record (no encoder built per line)."""
+    if not kw:
+        return _ENCODE(obj)
     return json.dumps(obj, ensure_ascii=False, default=_json_default, allow_nan=False, **kw)
 
 
@@ -285,10 +293,28 @@ class RunLog:
 
     def rewrite_records(self, records: Iterable[dict]) -> None:
         """Replace the JSONL atomically (used to drop errored cases before retrying them)."""
-        self.close()
-        with writing(self.paths.results_jsonl), atomic_open(self.paths.results_jsonl) as fh:
+        with self.records_writer() as add:
             for r in records:
-                fh.write(dumps(r) + "\n")
+                add(r)
+
+    @contextlib.contextmanager
+    def records_writer(self) -> Iterator[Callable[[dict], None]]:
+        """:meth:`rewrite_records` one record at a time: yields ``add(record)``; the new JSONL
+        replaces the old one when the block ends without an error (else the old one stays).
+        A failed write raises :class:`OutputError` naming this file (even while other files
+        are open in the same block)."""
+        self.close()
+        path = self.paths.results_jsonl
+        with writing(path), atomic_open(path) as fh:
+            write = fh.write
+
+            def add(record: dict) -> None:
+                try:
+                    write(_ENCODE(record) + "\n")
+                except OSError as exc:
+                    raise OutputError.from_os(path, exc) from None
+
+            yield add
 
     def write_csv(self, columns: list[str], rows: Iterable[dict], *, raw: bool | None = None) -> None:
         """``results_<id>.csv``. A text cell a spreadsheet would run as a formula (``=``, ``+``,
@@ -296,15 +322,40 @@ class RunLog:
         (default: the ``QUERYEVAL_CSV_RAW`` environment variable) writes text as it is. See
         :func:`queryeval.io.safetext.csv_cell`; :func:`queryeval.io.safetext.csv_uncell`
         reads a cell back."""
+        with self.csv_writer(columns, raw=raw) as add:
+            for row in rows:
+                add(row)
+
+    @contextlib.contextmanager
+    def csv_writer(self, columns: list[str], *, raw: bool | None = None) -> Iterator[Callable[[dict], None]]:
+        """:meth:`write_csv` one row at a time: yields ``add(row)``; the file replaces the
+        old one when the block ends without an error. A failed write raises
+        :class:`OutputError` naming this file."""
         from queryeval.io.safetext import csv_raw_from_env, csv_row
 
         raw = csv_raw_from_env() if raw is None else raw
-        with writing(self.paths.results_csv), \
-                atomic_open(self.paths.results_csv, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(csv_row(columns, raw=raw))
-            for row in rows:
-                writer.writerow(csv_row([row.get(c) for c in columns], raw=raw))
+        path = self.paths.results_csv
+        # a plain dict holding every column: its cells in one C call (what row.get gives)
+        pick = operator.itemgetter(*columns) if len(columns) > 1 else None
+        with writing(path), atomic_open(path, "w", newline="") as fh:
+            writerow = csv.writer(fh).writerow
+            writerow(csv_row(columns, raw=raw))
+
+            def add(row: dict) -> None:
+                values = None
+                if pick is not None and type(row) is dict:
+                    try:
+                        values = pick(row)
+                    except KeyError:  # a column the row lacks: empty, as row.get gives
+                        pass
+                if values is None:
+                    values = [row.get(c) for c in columns]
+                try:
+                    writerow(csv_row(values, raw=raw))
+                except OSError as exc:
+                    raise OutputError.from_os(path, exc) from None
+
+            yield add
 
     def write_metrics(self, metrics: dict) -> None:
         doc = {"log_schema": LOG_SCHEMA, "batch_id": self.paths.batch_id,
