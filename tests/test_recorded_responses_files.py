@@ -36,8 +36,9 @@ def test_a_parquet_file_of_own_lines_scores_as_its_jsonl(tmp_path, id_field):
                        out=tmp_path / "a", progress=False)
     got = qe.evaluate(str(CASES), responses=str(path), out=tmp_path / "b", progress=False)
     assert verdicts(got) == verdicts(want)
-    assert len(LINES) == 8 and sum(p for p, _ in verdicts(got).values()) == 6  # 6 of 8 pass
-    assert got.overall["pass_rate"] == want.overall["pass_rate"] == 0.75
+    # 5 of 8 pass (the population's "About 1.23 million" is hedged: undecided, docs/freeform.md)
+    assert len(LINES) == 8 and sum(p for p, _ in verdicts(got).values()) == 5
+    assert got.overall["pass_rate"] == want.overall["pass_rate"] == 0.625
 
 
 def empty_jsonl(tmp_path: Path) -> Path:

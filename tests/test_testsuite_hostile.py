@@ -113,7 +113,7 @@ def test_audit_finds_under_constrained_without_running_a_gold_in_this_process(
     report = tmp_path / "a.json"
     assert main(["audit", str(suite), "--database", str(company), "--json", str(report),
                  "--test-suite", "6"]) == 0
-    found = json.loads(report.read_text(encoding="utf-8"))[0]
+    found = json.loads(report.read_text(encoding="utf-8"))["golds"][0]
     assert "SELECT id FROM emp" in found["under_constrained"]["mutants"]
 
 

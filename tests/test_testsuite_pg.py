@@ -475,7 +475,7 @@ def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkey
     report = tmp_path / "a.json"
     assert main(["audit", str(suite), "--database", emp["reader"], "--json", str(report),
                  "--test-suite", "6"]) == 0
-    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))}
+    found = {r["case_id"]: r for r in json.loads(report.read_text(encoding="utf-8"))["golds"]}
     expected = under_constrained("SELECT DISTINCT id FROM emp", emp["reader"], 6, 0,
                                  cache_dir=tmp_path / "direct")
     assert "SELECT id FROM emp" in expected

@@ -477,8 +477,10 @@ class QueryTask(QueryEngines, Task):
         def watch(rs: Iterable[dict]) -> Iterator[dict]:
             nonlocal gold_failures
             for r in judge.watch(rs):
-                if r["scores"] is None and "gold_query" in (r.get("error_kinds") or []):
-                    gold_failures += 1  # (an overrun of scoring has no scores either)
+                # no scores: its gold failed (a judge may have decided it after all); an
+                # overrun of scoring has no scores either, and is no gold failure
+                if r["scores"] is None and "scoring" not in (r.get("error_kinds") or []):
+                    gold_failures += 1
                 yield r
 
         cols = [Values() for _ in keys]
