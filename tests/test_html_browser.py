@@ -258,7 +258,9 @@ def test_each_task_report_in_chromium(task, driver, tmp_path, examples_dir):
     text = page.read_text(encoding="utf-8")
     state = _look(driver, page, f"report-{task}", tmp_path)
     assert state["charts"] >= 2 and task in state["title"]
-    assert state["height"] <= MAX_HEIGHT * 2  # small runs: details open, still bounded
+    # small runs: details open (failures first: the retrieval example's 8 misses at about
+    # 900 px each, their chunks listed), still bounded
+    assert state["height"] <= MAX_HEIGHT * 2.2
     if task == "answers":
         assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
         # the hostile name did not run: the page is intact and names the case

@@ -257,7 +257,8 @@ def table_of_scores(scores: dict) -> str:
     """A record's scores as one compact row."""
     heads = "".join(f'<th class="num">{esc(k)}</th>' for k in scores)
     cells = "".join(f'<td class="num">{esc(fmt(v))}</td>' for v in scores.values())
-    return f"<table><thead><tr>{heads}</tr></thead><tbody><tr>{cells}</tr></tbody></table>"
+    return (f'<div class="scroll"><table><thead><tr>{heads}</tr></thead><tbody><tr>{cells}'
+            "</tr></tbody></table></div>")
 
 
 # --- closed-form answers (seed 001) -----------------------------------------------------------

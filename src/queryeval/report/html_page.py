@@ -121,11 +121,14 @@ def num_cell(value: object, digits: int = 4, cls: str = "num") -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], *, num_from: int = 1, attrs: str = "") -> str:
-    """A table from already-rendered cell HTML (``<td>`` strings) with escaped headers."""
+    """A table from already-rendered cell HTML (``<td>`` strings) with escaped headers, in a
+    box that scrolls sideways when the table is wider than the page (a group table of the
+    query task has 14 figure columns): the page itself never does."""
     head = "".join(f'<th class="{"num" if j >= num_from else ""}">{esc(h)}</th>'
                    for j, h in enumerate(headers))
     body = "".join(f"<tr>{''.join(r)}</tr>" for r in rows)
-    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<div class="scroll"><table{attrs}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def page(title: str, body: str) -> str:
