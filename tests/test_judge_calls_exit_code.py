@@ -90,3 +90,12 @@ def test_a_run_without_a_judge_writes_no_judge_calls(tmp_path, monkeypatch):
                  "--no-report"]) == 0
     [metrics] = (tmp_path / "bare").rglob("metrics_*.json")
     assert "judge_calls" not in json.loads(metrics.read_text())
+
+
+def test_one_failed_call_is_named_as_one():
+    from queryeval.run.finish import CallsFailed, check_error_rate
+
+    with pytest.raises(CallsFailed, match="^the one call to the judge failed$"):
+        check_error_rate(1, 1, to="the judge")
+    with pytest.raises(CallsFailed, match="^all 2 calls to the system failed$"):
+        check_error_rate(2, 2)

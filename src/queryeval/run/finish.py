@@ -31,7 +31,8 @@ def check_error_rate(calls: int, failed: int, limit: float = 1.0, *,
         return
     rate = failed / calls
     if failed == calls:
-        raise CallsFailed(f"all {calls} calls to {to} failed")
+        raise CallsFailed(f"all {calls} calls to {to} failed" if calls > 1 else
+                          f"the one call to {to} failed")
     if rate > limit:
         raise CallsFailed(f"{failed} of {calls} calls to {to} failed "
                           f"({rate:.1%}), more than --max-error-rate {limit:g}")
