@@ -116,6 +116,19 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
     return MeanCI(mean, float(low), float(high), int(arr.size), confidence)
 
 
+def _ratio_inputs(numerators: Sequence[float] | np.ndarray,
+                  denominators: Sequence[float] | np.ndarray,
+                  confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """A pooled ratio's numerators and denominators as arrays of one length, and the
+    confidence checked (the ratio intervals' common arguments)."""
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    num, den = _as_1d(numerators, "numerators"), _as_1d(denominators, "denominators")
+    if num.size != den.size:
+        raise ValueError(f"numerators and denominators differ in length ({num.size} vs {den.size})")
+    return num, den
+
+
 def bootstrap_ratio_ci(numerators: Sequence[float] | np.ndarray,
                        denominators: Sequence[float] | np.ndarray, *, confidence: float = 0.95,
                        resamples: int = 10_000, seed: int | None = 0) -> MeanCI:
@@ -123,11 +136,7 @@ def bootstrap_ratio_ci(numerators: Sequence[float] | np.ndarray,
     sub-answers over sub-answers): cases are resampled with their numerator and denominator
     together. ``mean`` is the ratio itself; None (and no interval) when ``sum(den) == 0``.
     A resample whose denominators sum to 0 has no ratio and is left out of the quantiles."""
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be between 0 and 1")
-    num, den = _as_1d(numerators, "numerators"), _as_1d(denominators, "denominators")
-    if num.size != den.size:
-        raise ValueError(f"numerators and denominators differ in length ({num.size} vs {den.size})")
+    num, den = _ratio_inputs(numerators, denominators, confidence)
     n = int(num.size)
     if n == 0 or den.sum() == 0:
         return MeanCI(None, None, None, n, confidence)
@@ -235,11 +244,7 @@ def cluster_ratio_ci(numerators: Sequence[float] | np.ndarray,
     if index is None:
         return bootstrap_ratio_ci(numerators, denominators, confidence=confidence,
                                   resamples=resamples, seed=seed)
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be between 0 and 1")
-    num, den = _as_1d(numerators, "numerators"), _as_1d(denominators, "denominators")
-    if num.size != den.size:
-        raise ValueError(f"numerators and denominators differ in length ({num.size} vs {den.size})")
+    num, den = _ratio_inputs(numerators, denominators, confidence)
     n = int(num.size)
     top, bottom = cluster_totals(num, index)[0], cluster_totals(den, index)[0]
     g = int(top.size)
