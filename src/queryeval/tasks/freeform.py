@@ -1,4 +1,4 @@
-"""Free-form answers (issue 27): a response in sentences against a reference answer.
+"""Free-form answers: a response in sentences against a reference answer.
 
 A case's target is ``reference: {answer, aliases?, abs_tol?, rel_tol?, unit?}``; the system
 answers ``{"response": "..."}``. The deterministic ladder
