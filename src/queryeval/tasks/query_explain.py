@@ -1,4 +1,4 @@
-"""The query task's diagnoses (why a result differs, what a query touched), kept out of ``tasks/query.py``.
+"""The query task's diagnoses: why a result differs from its gold, what a query touched.
 
 * :func:`explanation` — why a case's result differs from its gold, in words: the list
   :func:`~queryeval.metrics.tables.explain.explain_tables` gives for the scored table pair,
