@@ -119,7 +119,8 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
         out.append(_chart("pass-rate", f"Per-case pass rate over {tries} attempts",
                           strip_chart([("pass rate", rates)], title="Per-case pass rate",
                                       low=-half, high=1 + half, bins=tries + 1,
-                                      ticks=[0.0, 0.5, 1.0],
+                                      ticks=[i / tries for i in range(tries + 1)]
+                                      if tries <= 10 else [0.0, 0.5, 1.0],
                                       x_label="share of a case's attempts that passed")))
     suite = [r for r in rows if (r.get("decided") or {}).get("figure") == "test_suite_match"]
     if suite:
@@ -134,7 +135,8 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
         out.append(_chart("test-suite", "Test-suite verdicts by reason (share of cases)",
                           bar_chart([(f"{w}: {why} ({n})", [n / len(suite)])
                                      for (w, why), n in ranked], ["share of cases"],
-                                    title="Test-suite verdicts by reason", label_width=330)))
+                                    title="Test-suite verdicts by reason", width=900,
+                                    label_width=420, label_chars=64)))
     return out
 
 
@@ -174,7 +176,8 @@ def _diff_strip(items: Sequence[tuple[str, Any]], title: str) -> str:
     extent = nice_extent([v for _, vs in rows for v, _ in vs])
     return strip_chart(rows, title=title, low=-extent, high=extent, bins=DIFF_BINS,
                        ticks=[-extent, -extent / 2, 0.0, extent / 2, extent],
-                       x_label="per-case difference (second − first); cases unchanged at 0")
+                       x_label="per-case difference (second − first); cases unchanged at 0",
+                       signed=True)
 
 
 def compare_charts(comp: Any) -> list[dict]:

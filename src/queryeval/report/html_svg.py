@@ -60,12 +60,14 @@ def _legend(series: Sequence[str], x: float, y: float) -> tuple[list[str], float
 
 def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[str], *,
               title: str, ci: Sequence[Sequence[tuple[float, float] | None]] | None = None,
-              width: int = 760, label_width: int = 230, legend: bool = False) -> str:
+              width: int = 760, label_width: int = 230, legend: bool = False,
+              label_chars: int = 34) -> str:
     """Horizontal grouped bars on [0, 1]: one group per row, one bar per series.
 
     ``rows``: ``(label, values per series)``; a None value is drawn as "n/a".
     ``ci``: per row, per series, an optional ``(low, high)`` whisker.
     ``legend``: name the series even when there is one (always named when several).
+    ``label_chars``: longer labels are shortened (in full in their tooltip).
     """
     legend = legend or len(series) > 1
     bar_h, gap, top = 13, 9, 34 if legend else 16
@@ -85,7 +87,7 @@ def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequen
     for r, (label, values) in enumerate(rows):
         y0 = top + r * group_h
         parts.append(f'<text x="{plot_x - 8}" y="{_num(y0 + (group_h - gap) / 2 + 4)}" class="lab">'
-                     f'<title>{escape(label)}</title>{escape(_short(label))}</text>')
+                     f'<title>{escape(label)}</title>{escape(_short(label, label_chars))}</text>')
         for s, value in enumerate(values):
             y = y0 + s * bar_h
             color = PALETTE[s % len(PALETTE)]
@@ -252,8 +254,8 @@ def nice_extent(values: Sequence[float | None]) -> float:
     return top
 
 
-def _tick_text(v: float) -> str:
-    text = f"{v:+.4g}" if v else "0"
+def _tick_text(v: float, signed: bool = True) -> str:
+    text = (f"{v:+.4g}" if signed else f"{v:.4g}") if v else "0"
     return text.replace("-", "\u2212")
 
 
@@ -264,16 +266,17 @@ def _open(kind: str, width: int, height: int, title: str) -> str:
 
 
 def _axis(plot_x: float, plot_w: float, top: float, bottom: float, ticks: Sequence[float],
-          lo: float, hi: float, label: str) -> list[str]:
-    """Grid lines and tick labels of a horizontal scale lo..hi, the axis label under them."""
+          lo: float, hi: float, label: str, signed: bool) -> list[str]:
+    """Grid lines and tick labels of a horizontal scale lo..hi, the axis label under them;
+    ``signed``: a scale of differences (ticks with their sign, 0 dashed)."""
     out = []
     for t in ticks:
         x = plot_x + (t - lo) / (hi - lo) * plot_w
-        stroke = '#9aa0ab" stroke-dasharray="4 3' if t == 0 else "#e3e5ea"
+        stroke = '#9aa0ab" stroke-dasharray="4 3' if t == 0 and signed else "#e3e5ea"
         out.append(f'<line x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" y2="{_num(bottom)}" '
                    f'stroke="{stroke}"/>'
                    f'<text x="{_num(x)}" y="{_num(bottom + 14)}" text-anchor="middle" '
-                   f'font-size="10" fill="#666" class="tick">{escape(_tick_text(t))}</text>')
+                   f'font-size="10" fill="#666" class="tick">{escape(_tick_text(t, signed))}</text>')
     out.append(f'<text x="{_num(plot_x + plot_w / 2)}" y="{_num(bottom + 30)}" '
                f'text-anchor="middle" font-size="10.5" fill="#555" class="axis">{escape(label)}</text>')
     return out
@@ -293,7 +296,7 @@ def forest_plot(rows: Sequence[tuple[str, float | None, float | None, float | No
     height = int(bottom + 38)
     parts = [_open("forest", width, height, title)]
     parts += _axis(plot_x, plot_w, top, bottom, [-extent, -extent / 2, 0.0, extent / 2, extent],
-                   -extent, extent, x_label)
+                   -extent, extent, x_label, True)
 
     def px(v: float) -> float:
         return plot_x + (max(-extent, min(extent, v)) + extent) / (2 * extent) * plot_w
@@ -324,12 +327,14 @@ def forest_plot(rows: Sequence[tuple[str, float | None, float | None, float | No
 
 def strip_chart(rows: Sequence[tuple[str, Sequence[tuple[float, str]]]], *, title: str,
                 low: float, high: float, bins: int, ticks: Sequence[float], x_label: str,
-                width: int = 760, label_width: int = 230, names: int = 4) -> str:
+                width: int = 760, label_width: int = 230, names: int = 4,
+                signed: bool = False) -> str:
     """Per row, the cases at each value: ``(label, [(value, case name), …])`` binned into
     ``bins`` equal bins over ``low``..``high`` (a value outside goes to the end bin), each bin
     a bar whose height goes with the square root of its share of the row's largest bin (one
     case among hundreds still shows, 5 px at least), its tooltip the count, the range and
-    the first ``names`` case names; the row's n at the right."""
+    the first ``names`` case names; the row's n at the right. ``signed``: the values are
+    differences (ticks with their sign, 0 dashed)."""
     if not high > low or bins < 1:
         raise ValueError("a strip chart needs low < high and at least one bin")
     row_h, top, bar_max = 30, 10, 24
@@ -338,7 +343,7 @@ def strip_chart(rows: Sequence[tuple[str, Sequence[tuple[float, str]]]], *, titl
     bottom = top + row_h * len(rows) + 4
     height = int(bottom + 38)
     parts = [_open("strip", width, height, title)]
-    parts += _axis(plot_x, plot_w, top, bottom, ticks, low, high, x_label)
+    parts += _axis(plot_x, plot_w, top, bottom, ticks, low, high, x_label, signed)
     for r, (label, items) in enumerate(rows):
         y_base = top + r * row_h + row_h - 2
         counts: list[list[str]] = [[] for _ in range(bins)]
