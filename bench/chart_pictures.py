@@ -1,17 +1,22 @@
-"""The pictures of docs/reports.md: every page and chart kind, rendered from the shipped
-examples and photographed in headless Chromium at 1280 px (PNG, each at most 100 KB).
+"""The pictures of docs/reports.md: one of each page and each chart kind, rendered from the
+shipped examples and photographed in headless Chromium at 1280 px (PNG, each at most 100 KB).
 
     python bench/chart_pictures.py [OUT]      # default docs/img
 
-Runs (in a temporary folder): the sdmx example as recorded (a), with three cases fixed and
-one emptied (b), with every response emptied (c); the retrieval example at k 1, 3, 5 with
-3 documents per cluster... (its clusters: the documents); a run of the sdmx system with 3
-repeats. Pages: a run report, the two-run compare page (forest plot, per-case
-differences), the N-way compare page, the viewer's run page (its charts) and compare page.
-Needs chromium (or chromium-browser) on PATH and the viewer's extras (starlette, uvicorn)."""
+Runs (in a temporary folder, removed after): the sdmx example as recorded (a, ``recorded``),
+with three cases fixed and one emptied (b, ``three fixed``), with every response emptied (c,
+``silent``); the retrieval example at k 1, 3, 5 (built-in bm25); the sdmx system with 3
+repeats; examples/testsuite's predictions under ``--test-suite 5``. Pages (the top 1280 ×
+1000 px): the retrieval run's HTML report, the compare page of a and b, the N-way page of
+a, b, c, the viewer's run page and compare page. Charts (each ``figure`` element): the
+forest plot and the per-case differences (compare page), the N-way forest plot, and from
+the viewer the headline figures, recall@k over k, the per-case distribution, the repeats
+pass-rate strip and the test-suite verdicts by reason. Needs chromium and chromedriver
+(Debian: chromium, chromium-driver), the viewer's extras (starlette, uvicorn) and Pillow."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
@@ -71,19 +76,66 @@ def build(tmp: Path) -> dict[str, Path]:
     return {"a": a, "b": b, "c": c, "ret": ret, "rep": rep}
 
 
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)  # type: ignore[return-value]
-    raise SystemExit("chromium is not installed")
+class Browser:
+    """A minimal W3C WebDriver client for chromedriver (headless, 1280 px wide)."""
 
+    def __init__(self, profile: Path) -> None:
+        import httpx
 
-def shoot(url: str, png: Path, height: int, profile: Path) -> None:
-    """A 1280 px wide screenshot of ``url`` (JavaScript given 4 s of virtual time)."""
-    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-                    "--virtual-time-budget=4000", f"--window-size=1280,{height}",
-                    f"--screenshot={png}", url], check=True, capture_output=True, timeout=120)
+        self.http = httpx
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        self.proc = subprocess.Popen([shutil.which("chromedriver") or "chromedriver",
+                                      f"--port={port}"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                httpx.get(f"{self.base}/status", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        binary = next(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                      if shutil.which(n))
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": binary, "args": ["--headless", "--no-sandbox", "--disable-gpu",
+                                       "--disable-dev-shm-usage", "--hide-scrollbars",
+                                       f"--user-data-dir={profile}", "--window-size=1280,1000"]}}}}
+        self.session = self.call("POST", "/session", caps)["sessionId"]
+
+    def call(self, method: str, path: str, body: dict | None = None):
+        url = self.base + path if path == "/session" else f"{self.base}/session/{self.session}{path}"
+        r = self.http.request(method, url, json=body, timeout=90)
+        if r.status_code != 200:
+            raise RuntimeError(f"webdriver {method} {path}: {r.text[:300]}")
+        return r.json()["value"]
+
+    def open(self, url: str) -> None:
+        self.call("POST", "/window/rect", {"width": 1280, "height": 1000})
+        self.call("POST", "/url", {"url": url})
+        for _ in range(300):
+            if self.call("POST", "/execute/sync", {
+                    "script": "return document.body.getAttribute('data-ok')", "args": []}) == "1":
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{url}: the page did not finish")
+
+    def page(self, png: Path) -> None:
+        png.write_bytes(base64.b64decode(self.call("GET", "/screenshot")))
+
+    def element(self, css: str, png: Path) -> None:
+        found = self.call("POST", "/element", {"using": "css selector", "value": css})
+        eid = next(iter(found.values()))
+        png.write_bytes(base64.b64decode(self.call("GET", f"/element/{eid}/screenshot")))
+
+    def close(self) -> None:
+        try:
+            self.call("DELETE", "")
+        finally:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
 
 
 def small(png: Path, limit: int = 100_000) -> None:
@@ -91,6 +143,9 @@ def small(png: Path, limit: int = 100_000) -> None:
     from PIL import Image
 
     img = Image.open(png).convert("RGB")
+    img.save(png, optimize=True)
+    if png.stat().st_size <= limit:
+        return
     for colors, scale in ((64, 1.0), (32, 1.0), (32, 0.8), (16, 0.7), (16, 0.55)):
         shown = img if scale == 1.0 else img.resize((int(img.width * scale), int(img.height * scale)))
         shown.quantize(colors=colors).save(png, optimize=True)
@@ -102,6 +157,7 @@ def small(png: Path, limit: int = 100_000) -> None:
 def main(out: Path) -> None:
     import uvicorn
 
+    import queryeval as qe
     from queryeval.report.compare import compare_runs
     from queryeval.report.compare_nway import compare_many
     from queryeval.report.html import write_html_report
@@ -112,14 +168,17 @@ def main(out: Path) -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         runs = build(tmp)
-        pages = {"report-run": write_html_report(runs["ret"], tmp / "report.html", resamples=1000),
-                 "compare-page": write_comparison_html(
+        ts = tmp / "ts"
+        shutil.copytree(EXAMPLES / "testsuite", ts)
+        subprocess.run([sys.executable, str(ts / "build_db.py")], check=True, cwd=ts)
+        qe.evaluate(ts / "suite.yaml", responses=ts / "predictions.jsonl",
+                    out=tmp / "runs" / "ts", reports=False, test_suite=5)
+        pages = {"report": write_html_report(runs["ret"], tmp / "report.html", resamples=1000),
+                 "compare": write_comparison_html(
                      compare_runs(runs["a"], runs["b"], resamples=1000), tmp / "compare.html")}
         (tmp / "nway.html").write_text(render_nway(compare_many(
             [runs["a"], runs["b"], runs["c"]], resamples=1000)), encoding="utf-8")
-        pages["compare-nway"] = tmp / "nway.html"
-        for key, page in pages.items():
-            shoot(page.as_uri(), out / f"{key}.png", 1400, tmp / "profile")
+        pages["nway"] = tmp / "nway.html"
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         srv = uvicorn.Server(uvicorn.Config(create_app(tmp / "runs", resamples=1000),
@@ -129,19 +188,38 @@ def main(out: Path) -> None:
         while not srv.started:
             time.sleep(0.05)
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-        ids = {k: p.stem[len("batch_"):] for k, p in runs.items()}
+        ids = {k: p.stem[len("batch_"):] for k, p in runs.items() if k != "ts"}
+        ids["ts"] = next((tmp / "runs" / "ts").rglob("batch_*.json")).stem[len("batch_"):]
+        browser = Browser(tmp / "profile")
         try:
-            shoot(url + "#/run/" + ids["ret"], out / "view-run-charts.png", 1500, tmp / "profile")
-            shoot(url + "#/run/" + ids["rep"], out / "view-run-repeats.png", 1300, tmp / "profile")
-            shoot(url + "#/compare?run=" + "&run=".join(ids[k] for k in "abc"),
-                  out / "view-compare.png", 1300, tmp / "profile")
+            browser.open(pages["report"].as_uri())
+            browser.page(out / "page-run-report.png")
+            browser.open(pages["compare"].as_uri())
+            browser.page(out / "page-compare.png")
+            browser.element('figure[data-chart="forest"]', out / "chart-forest.png")
+            browser.element('figure[data-chart="paired"]', out / "chart-paired.png")
+            browser.open(pages["nway"].as_uri())
+            browser.page(out / "page-compare-nway.png")
+            browser.element('figure[data-chart="forest"]', out / "chart-nway-forest.png")
+            browser.open(url + "#/run/" + ids["ret"])
+            browser.page(out / "page-view-run.png")
+            for chart in ("overall", "by-k", "distribution"):
+                browser.element(f'figure[data-chart="{chart}"]', out / f"chart-{chart}.png")
+            browser.open(url + "#/run/" + ids["rep"])
+            browser.element('figure[data-chart="pass-rate"]', out / "chart-pass-rate.png")
+            browser.open(url + "#/run/" + ids["ts"])
+            browser.element('figure[data-chart="test-suite"]', out / "chart-test-suite.png")
+            browser.open(url + "#/compare?run=" + "&run=".join(ids[k] for k in "abc"))
+            browser.page(out / "page-view-compare.png")
         finally:
+            browser.close()
             srv.should_exit = True
             thread.join(timeout=30)
             sock.close()
     for png in sorted(out.glob("*.png")):
         small(png)
-        print(f"{png}: {png.stat().st_size} bytes")
+        print(f"{png.relative_to(out.parent) if out.parent in png.parents else png}: "
+              f"{png.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

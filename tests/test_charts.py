@@ -36,8 +36,8 @@ def _rows(svg: str) -> list[ET.Element]:
 
 
 def _fig(v: float) -> str:
-    """A figure as the charts write it: signed, 4 significant digits, a true minus sign."""
-    return "0" if v == 0 else f"{v:+.4g}".replace("-", "−")
+    """A figure as the charts write it: signed, 4 decimals, a true minus sign."""
+    return "0.0000" if v == 0 else f"{v:+.4f}".replace("-", "−")
 
 
 def _ci(m) -> str:
@@ -65,10 +65,10 @@ def test_forest_plot_positions_and_figures_by_hand():
     # diff 0.1: 230 + (0.1 + 0.5) / 1.0 * 340 = 434; CI -0.05 -> 383, 0.2 -> 468
     assert point.get("d").startswith("M434 ")
     assert ci.get("d").startswith("M383 ") and "H468" in ci.get("d")
-    assert ci.get("stroke") == "#1f7a3f" and _val(rows[0]) == "+0.1 [−0.05, +0.2]"
+    assert ci.get("stroke") == "#1f7a3f" and _val(rows[0]) == "+0.1000 [−0.0500, +0.2000]"
     ci, point = [p for p in rows[1].iter(f"{SVG}path")]  # -0.3 -> 298, -0.2 -> 332
     assert ci.get("d").startswith("M298 ") and point.get("d").startswith("M332 ")
-    assert ci.get("stroke") == "#b3261e" and _val(rows[1]) == "−0.2 [−0.3, −0.1]"
+    assert ci.get("stroke") == "#b3261e" and _val(rows[1]) == "−0.2000 [−0.3000, −0.1000]"
     assert list(rows[2].iter(f"{SVG}path")) == [] and _val(rows[2]) == "n/a"
     ticks = [t.text for t in _tree(svg).iter(f"{SVG}text") if t.get("class") == "tick"]
     assert ticks == ["−0.5", "−0.25", "0", "+0.25", "+0.5"]

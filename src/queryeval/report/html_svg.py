@@ -259,6 +259,11 @@ def _tick_text(v: float, signed: bool = True) -> str:
     return text.replace("-", "\u2212")
 
 
+def _diff_text(v: float) -> str:
+    """A difference as the tables write it (4 decimals), signed, with a true minus sign."""
+    return "0.0000" if v == 0 else f"{v:+.4f}".replace("-", "\u2212")
+
+
 def _open(kind: str, width: int, height: int, title: str) -> str:
     return (f'<svg class="chart {kind}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}" role="img" {_FONT} '
@@ -304,8 +309,8 @@ def forest_plot(rows: Sequence[tuple[str, float | None, float | None, float | No
     for r, (label, diff, low, high, verdict) in enumerate(rows):
         cy = top + r * row_h + row_h / 2
         color = VERDICT_COLORS.get(verdict, "#555")
-        figures = ("n/a" if diff is None else _tick_text(diff) if low is None or high is None
-                   else f"{_tick_text(diff)} [{_tick_text(low)}, {_tick_text(high)}]")
+        figures = ("n/a" if diff is None else _diff_text(diff) if low is None or high is None
+                   else f"{_diff_text(diff)} [{_diff_text(low)}, {_diff_text(high)}]")
         tip = tips[r] if tips is not None else f"{label}: {figures}"
         parts.append(f'<g class="row" data-verdict="{escape(verdict)}"><title>{escape(tip)}</title>'
                      f'<text x="{plot_x - 8}" y="{_num(cy + 4)}" text-anchor="end" class="lab">'
