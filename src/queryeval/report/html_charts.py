@@ -33,10 +33,15 @@ def _chart(cid: str, title: str, svg: str) -> dict:
 
 
 # --- a run ------------------------------------------------------------------------------------
+def _chartable_key(task: Any, key: str, kinds: Any = None) -> bool:
+    """A figure the task lets a [0, 1] chart show (not a count, setting or timing) and higher
+    is better."""
+    kinds = kinds if kinds is not None else figure_kinds(task)
+    return kinds.chartable(key) and not lower_is_better(task, key.rsplit(".", 1)[-1])
+
+
 def _chartable(task: Any, key: str, value: Any) -> bool:
-    kinds = figure_kinds(task)
-    return (_is_rate(value) and kinds.chartable(key)
-            and not lower_is_better(task, key.rsplit(".", 1)[-1]))
+    return _is_rate(value) and _chartable_key(task, key)
 
 
 def overall_chart(task: Any, rows: Sequence[tuple[str, Any, tuple[float, float] | None]]) -> str:
@@ -101,8 +106,9 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
     for row in rows:
         per_case += [k for k in row["metrics"] if k not in per_case]
     per_case.sort(key=lambda k: order.index(k) if k in order else len(order))
-    picked = [k for k in per_case
-              if all(_chartable(task, k, r["metrics"][k]) for r in rows if k in r["metrics"])]
+    kinds = figure_kinds(task)
+    picked = [k for k in per_case if _chartable_key(task, k, kinds)
+              and all(_is_rate(r["metrics"][k]) for r in rows if k in r["metrics"])]
     if picked:
         strips = [(k, [(r["metrics"][k], _case_label(r)) for r in rows if k in r["metrics"]])
                   for k in picked[:MAX_STRIPS]]
