@@ -212,6 +212,22 @@ def test_viewer_run_pages_show_every_chart_kind(lab, driver, tmp_path):
     assert state["table"] <= state["client"]
 
 
+def test_viewer_index_and_case_pages_fit_1280(lab, driver, tmp_path):
+    """The viewer's other pages (no charts): the index of seven runs, the first case of the
+    retrieval run (its ranked chunks), an answers case and the hostile-named one."""
+    from urllib.parse import quote
+
+    url, ids = lab["url"], lab["ids"]
+    _look(driver, url, "charts-view-index", tmp_path)
+    assert driver.run("return document.querySelectorAll('#runs tbody tr').length") >= 7
+    _look(driver, f"{url}#/run/{ids['ret']}", "charts-view-ret-cases", tmp_path)
+    first = driver.run("return document.querySelector('#cases tbody tr').getAttribute('data-case')")
+    for run, case in (("ret", first), ("ans", "q1"), ("ans", "q0")):
+        _look(driver, f"{url}#/case/{ids[run]}/{quote(case, safe='')}",
+              f"charts-view-case-{run}-{case[:8]}", tmp_path)
+        assert driver.run("return document.getElementById('case-title') !== null") is True
+
+
 def test_viewer_compare_page_charts(lab, driver, tmp_path):
     ids = lab["ids"]
     state = _look(driver, lab["url"] + "#/compare?" + "&".join(

@@ -62,7 +62,8 @@
     if (!list || !list.length || typeof DOMParser === 'undefined') { return null; }
     return el('div', {'class': 'charts', id: 'charts'}, list.map(function (c) {
       var svg = new DOMParser().parseFromString(String(c.svg), 'image/svg+xml').documentElement;
-      if (!svg || svg.namespaceURI !== 'http://www.w3.org/2000/svg' || svg.localName !== 'svg') { return null; }
+      if (!svg || svg.namespaceURI !== 'http://www.w3.org/2000/svg' || svg.localName !== 'svg' ||
+          svg.getElementsByTagName('parsererror').length) { return null; }
       Array.prototype.forEach.call(svg.querySelectorAll('script, foreignObject'), function (n) {
         n.parentNode.removeChild(n); });
       return el('figure', {'class': 'chart', 'data-chart': c.id}, document.importNode(svg, true),
