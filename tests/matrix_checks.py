@@ -17,6 +17,7 @@ after a kill, with errors scored or skipped), so every matrix file builds them o
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 from collections.abc import Callable
@@ -189,7 +190,24 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         cases = client.get(f"/api/runs/{run.batch_id}/cases?limit=1000").json()["rows"]
         got = {r["case_id"]: r["metrics"].get(metric) for r in cases if r["case_id"] in per_case}
         assert got == pytest.approx(per_case)
+        # the viewer's charts: the per-case distribution counts the cases with a value
+        dist = next((c["svg"] for c in doc["charts"] if c["id"] == "distribution"), "")
+        row = chart_row(dist, metric)
+        if row is not None:
+            assert f'class="val">n={sum(v is not None for v in per_case.values())}<' in row
     return mean
+
+
+def chart_row(svg: str, label: str) -> str | None:
+    """The SVG text of the row of a chart (forest plot, strip chart) whose label or tooltip
+    is ``label`` (a tooltip ``label: …`` or ``label (the runs' names): …``); None when the
+    chart has no such row."""
+    want = html.escape(label, quote=True)
+    for row in svg.split('<g class="row"')[1:]:
+        title = re.search(r"<title>([^<]*)</title>", row)
+        if title and (title[1] == want or title[1].startswith((want + ": ", want + " ("))):
+            return row
+    return None
 
 
 def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None) -> float:
@@ -241,6 +259,18 @@ def check_compare(run_a: qe.Run, run_b: qe.Run, metric: str, per_case_a: dict[st
     doc = json.loads(multi.write(tmp_path / "nway.json").read_text())
     row = next(r for r in doc["overall"]["metrics"] if r["metric"] == metric)
     assert row["means"] == pytest.approx([mean_a, mean_b])
+    # the forest plots (compare HTML, N-way page, notebook, viewer) draw these means' B − A
+    from queryeval.report.html_charts import compare_charts, nway_charts
+
+    rates = 0 <= mean_a <= 1 and 0 <= mean_b <= 1  # drawn when tested (not a count or twin)
+    in_nway = next(r for r in multi.pair(0, 1) if r.metric == metric)
+    for charts, label, tested in ((compare_charts(comp.raw), metric, m.tested),
+                                  (nway_charts(multi.raw), f"{metric}: b − a", in_nway.tested)):
+        forest = next((c["svg"] for c in charts if c["id"] == "forest"), "")
+        row = chart_row(forest, label)
+        assert (row is not None) == (tested and rates), (label, forest[:300])
+        if row is not None:
+            assert f"{mean_a:.4f} → {mean_b:.4f}, difference {mean_b - mean_a:+.4f}" in row
 
 
 def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dict[str, str],

@@ -106,7 +106,7 @@ def test_comparison_page_runs_in_chromium(report, tmp_path):
     page = write_comparison_html(compare_runs(run, run, resamples=200), tmp_path / "cmp.html")
     dom = _chromium(tmp_path / "profile", page.as_uri(), "--dump-dom")
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
-    assert 'data-ok="1"' in body and 'data-charts="1"' in body
+    assert 'data-ok="1"' in body and 'data-charts="3"' in body  # forest, per-case strip, means
     assert "0 of 0 cases" in dom.stdout  # identical runs: nothing flipped
 
 

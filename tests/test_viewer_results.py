@@ -143,8 +143,13 @@ def test_compare_page_is_the_cli_comparison(rclient, repeated):
     (the same function, resamples and seed)."""
     a, b = repeated["paths"]
     doc = rclient.get("/api/compare", params=[("run", i) for i in repeated["ids"]]).json()
-    want = qe.compare(a, b, pairs="baseline", resamples=R, seed=0).to_dict()
+    multi = qe.compare(a, b, pairs="baseline", resamples=R, seed=0)
+    want = multi.to_dict()
     doc.pop("run_ids")
+    # the charts: the compare HTML's SVG, drawn from that same comparison
+    from queryeval.report.html_charts import nway_charts
+
+    assert doc.pop("charts") == nway_charts(multi.raw) != []
     assert json.loads(json.dumps(doc)) == json.loads(json.dumps(want, default=str))
 
 

@@ -163,8 +163,13 @@ class Comparison:
             "p Holm", "verdict"))
         style = RED if bad else ""
         warn = "".join(f"<p>warning: {e(w)}</p>" for w in self.raw.warnings)
+        from queryeval.report.html_charts import compare_charts
+
+        # the compare HTML's forest plot (it styles itself: no page stylesheet needed)
+        forest = "".join(c["svg"] for c in compare_charts(self.raw) if c["id"] == "forest")
         return (f"<div class='queryeval-compare'><p>{head}</p><p{style}><b>"
-                f"{e(self.raw.headline())}</b></p>{warn}<table><tr>{cols}</tr>{rows}</table></div>")
+                f"{e(self.raw.headline())}</b></p>{warn}{forest}"
+                f"<table><tr>{cols}</tr>{rows}</table></div>")
 
 
 class MultiComparison:
@@ -274,9 +279,12 @@ class MultiComparison:
                 f"{len(self.regressions)} regression(s)>")
 
     def _repr_html_(self) -> str:
+        from queryeval.report.html_charts import nway_charts
         from queryeval.report.html_compare import nway_tables
 
-        return f"<div class='queryeval-compare'>{nway_tables(self.raw, groups=False)}</div>"
+        forest = "".join(c["svg"] for c in nway_charts(self.raw) if c["id"] == "forest")
+        return (f"<div class='queryeval-compare'>{forest}"
+                f"{nway_tables(self.raw, groups=False)}</div>")
 
 
 def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None = None,

@@ -21,6 +21,7 @@ from typing import Any
 
 from queryeval.metrics import stats
 from queryeval.report.compare import LoadedRun, load_run, lower_is_better
+from queryeval.report.html_charts import at_k, by_k_chart, overall_chart
 from queryeval.report.html_details import render_details
 from queryeval.report.html_figures import (
     _AT_K,
@@ -36,7 +37,7 @@ from queryeval.report.html_figures import (
     rate_keys,
 )
 from queryeval.report.html_page import esc, fmt, num_cell, page, table
-from queryeval.report.html_svg import bar_chart, line_chart, radar_chart
+from queryeval.report.html_svg import bar_chart, radar_chart
 from queryeval.tasks.content import Figures
 
 MAX_BARS = 60
@@ -197,18 +198,14 @@ def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
     kinds = figure_kinds(run.task)
     timings = overall_timings(metrics.get("overall_metrics", {}), kinds)
-    rows, chart_rows, chart_ci = [], [], []
-    for key, value, ci in overall_rows(run, metrics, cis):
+    rows, shown = [], overall_rows(run, metrics, cis)
+    for key, value, ci in shown:
         interval = (esc(f"[{ci.low:.4f}, {ci.high:.4f}]") if ci is not None else
                     f'— <span class="why">{esc(why)}</span>'
                     if (why := no_interval(key, value, cis, kinds)) else "—")
         rows.append([f"<td>{esc(key)}</td>", num_cell(value) if not isinstance(value, str)
                      else f"<td>{esc(value)}</td>", f'<td class="num ci">{interval}</td>',
                      f'<td class="num">{esc(_cases_cell(ci))}</td>'])
-        if (_is_rate(value) and kinds.chartable(key)
-                and not lower_is_better(run.task, key.rsplit(".", 1)[-1])):
-            chart_rows.append((key, [value]))
-            chart_ci.append([(ci.low, ci.high) if ci is not None else None])
     out = [table(["metric", "value", "95% CI of the case mean", "cases"], rows)]
     if timings:
         out.append(table(["timing", "value"], [[f"<td>{esc(k)}</td>", num_cell(v)]
@@ -217,30 +214,21 @@ def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
     out.append('<p class="note">Intervals: percentile bootstrap over cases '
                f"({resamples} resamples, seed {seed}); shown for figures that are means over "
                "cases, or ratios of per-case sums (resampled as such).</p>")
-    if chart_rows:
-        out.append(bar_chart(chart_rows, ["value"], ci=chart_ci, title="Overall figures (95% CI)"))
+    out.append(overall_chart(run.task, [(key, value, (ci.low, ci.high) if ci is not None else None)
+                                        for key, value, ci in shown]))
     return "".join(out)
 
 
 def by_k(metrics: dict) -> str:
     """Figures asked for at several cut-offs (``recall@1``, ``recall@5``, …): a table metric ×
     k and their curves over k. Empty when no figure has two or more k."""
-    overall = metrics.get("overall_metrics") or {}
-    at: dict[str, dict[int, float]] = {}
-    for key, value in overall.items():
-        m = _AT_K.match(str(key))
-        if m and (value is None or _is_rate(value)):
-            at.setdefault(m["name"], {})[int(m["k"])] = value
-    at = {name: ks for name, ks in at.items() if len(ks) >= 2}
+    at = at_k(metrics.get("overall_metrics") or {})
     if not at:
         return ""
     ks = sorted({k for per in at.values() for k in per})
     rows = [[f"<td>{esc(name)}</td>", *(num_cell(per.get(k)) for k in ks)] for name, per in at.items()]
-    names = sorted(at, key=lambda n: 0 if n == "recall" else 1)  # recall@k first
-    chart = line_chart(ks, {f"{n}@k": [at[n].get(k) for k in ks] for n in names},
-                       title=f"{', '.join(f'{n}@k' for n in names)} over k")
     return (f"<h2>By k</h2>{table(['metric', *(f'@{k}' for k in ks)], rows)}"
-            f'<div class="charts">{chart}</div>')
+            f'<div class="charts">{by_k_chart(at)}</div>')
 
 
 def group_size(figures: dict) -> int | None:

@@ -12,6 +12,7 @@ import math
 from html import escape
 
 from queryeval.io.safetext import visible_controls
+from queryeval.report.html_svg import CHART_CSS
 from queryeval.report.numbers import figure, value_text  # noqa: F401 - value_text re-exported
 
 CSS = """
@@ -23,9 +24,7 @@ th{background:#eef1f7}td.num,th.num{text-align:right;font-variant-numeric:tabula
 #cases{width:100%}#cases td.case{max-width:340px;overflow-wrap:anywhere}#cases th.num{overflow-wrap:anywhere;max-width:84px;font-size:12px}#cases td.id{white-space:nowrap}#cases th{cursor:pointer;user-select:none}td.ci .why{color:#5a6275;font-size:11.5px}#cases th[data-sort=asc]:after{content:" \\25B2"}#cases th[data-sort=desc]:after{content:" \\25BC"}
 .pass{color:#1f7a3f}.fail{color:#b45f06}.error{color:#b3261e;font-weight:600}.worse{color:#b3261e;font-weight:600}.better{color:#1f7a3f}
 .charts{display:flex;flex-wrap:wrap;gap:14px 28px;align-items:flex-start}
-svg.chart text{font:11.5px system-ui,sans-serif;fill:#333}svg.chart .lab{text-anchor:end}svg.chart .tick{text-anchor:middle;fill:#777;font-size:10px}
-svg.chart .grid{stroke:#e3e5ea}svg.chart .ring{fill:none;stroke:#d5d8df}svg.chart .ci{stroke:#222;stroke-width:1.3;fill:none}svg.chart .val{font-size:10.5px;fill:#444}
-.filters{display:flex;gap:10px;align-items:center;margin:6px 0}input[type=search]{padding:4px 6px;width:280px}
+""" + CHART_CSS + """.filters{display:flex;gap:10px;align-items:center;margin:6px 0}input[type=search]{padding:4px 6px;width:280px}
 pre{background:#f6f7f9;border:1px solid #e1e4ea;padding:6px 8px;overflow:auto;max-height:320px;font-size:12px;white-space:pre-wrap;word-break:break-word}
 .case{border:1px solid #dfe2ea;border-radius:6px;padding:4px 14px 10px;margin:12px 0}.case:target{outline:3px solid #f0b429}
 ul.terms{margin:2px 0;padding-left:18px}.tag{background:#eef1f7;border-radius:3px;padding:0 4px;margin-right:3px;font-size:12px}

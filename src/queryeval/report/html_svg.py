@@ -1,8 +1,13 @@
 """Inline SVG charts for the HTML reports, drawn in Python (no JavaScript library, no network).
 
-Two charts, both on a fixed [0, 1] scale because every figure they show is a proportion:
-:func:`bar_chart` (horizontal grouped bars, optional confidence whiskers) and
-:func:`radar_chart` (the seed 001 "spider chart": one axis per group member). All text is
+On a fixed [0, 1] scale because every figure they show is a proportion: :func:`bar_chart`
+(horizontal grouped bars, optional confidence whiskers), :func:`radar_chart` (the seed 001
+"spider chart": one axis per group member) and :func:`line_chart` (a figure over k). On a
+scale centred on 0: :func:`forest_plot` (differences with their intervals, one row each).
+On any range: :func:`strip_chart` (per row, how many cases fall at each value: a per-case
+distribution, a per-case pass rate, per-case differences). The last two style themselves
+(presentation attributes, no stylesheet needed: a notebook shows them as they are); the
+others take :data:`CHART_CSS` from the page. All text is
 escaped, its control characters (NUL, ESC, other C0 and C1, bidirectional overrides) shown
 as the console shows them (``\\x1b``, :func:`queryeval.io.safetext.visible_controls`); long
 labels are shortened on screen and given in full in a ``<title>`` tooltip.
@@ -17,6 +22,16 @@ from html import escape as _html_escape
 from queryeval.io.safetext import visible_controls
 
 PALETTE = ["#2f6db5", "#e07b24", "#3a9a5b", "#b23a48", "#7d5ba6", "#8c6d31"]
+VERDICT_COLORS = {"better": "#1f7a3f", "worse": "#b3261e"}
+"""A forest-plot row's colour by its verdict (any other: grey)."""
+CHART_CSS = (
+    "svg.chart text{font:11.5px system-ui,sans-serif;fill:#333}svg.chart .lab{text-anchor:end}"
+    "svg.chart .tick{text-anchor:middle;fill:#777;font-size:10px}\n"
+    "svg.chart .grid{stroke:#e3e5ea}svg.chart .ring{fill:none;stroke:#d5d8df}svg.chart .ci"
+    "{stroke:#222;stroke-width:1.3;fill:none}svg.chart .val{font-size:10.5px;fill:#444}\n"
+    "figure.chart{margin:4px 0}figure.chart figcaption{margin-top:2px}\n")
+"""The stylesheet of the charts drawn with classes (bar, radar, line): the HTML pages' and
+the viewer's (served after its app.css)."""
 
 
 def escape(text: object) -> str:
@@ -45,12 +60,14 @@ def _legend(series: Sequence[str], x: float, y: float) -> tuple[list[str], float
 
 def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[str], *,
               title: str, ci: Sequence[Sequence[tuple[float, float] | None]] | None = None,
-              width: int = 760, label_width: int = 230, legend: bool = False) -> str:
+              width: int = 760, label_width: int = 230, legend: bool = False,
+              label_chars: int = 34) -> str:
     """Horizontal grouped bars on [0, 1]: one group per row, one bar per series.
 
     ``rows``: ``(label, values per series)``; a None value is drawn as "n/a".
     ``ci``: per row, per series, an optional ``(low, high)`` whisker.
     ``legend``: name the series even when there is one (always named when several).
+    ``label_chars``: longer labels are shortened (in full in their tooltip).
     """
     legend = legend or len(series) > 1
     bar_h, gap, top = 13, 9, 34 if legend else 16
@@ -70,7 +87,7 @@ def bar_chart(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequen
     for r, (label, values) in enumerate(rows):
         y0 = top + r * group_h
         parts.append(f'<text x="{plot_x - 8}" y="{_num(y0 + (group_h - gap) / 2 + 4)}" class="lab">'
-                     f'<title>{escape(label)}</title>{escape(_short(label))}</text>')
+                     f'<title>{escape(label)}</title>{escape(_short(label, label_chars))}</text>')
         for s, value in enumerate(values):
             y = y0 + s * bar_h
             color = PALETTE[s % len(PALETTE)]
@@ -221,8 +238,144 @@ def _free_label_y(placed: list[tuple[float, float, float, str]], x: float, y: fl
             placed.append((x, x + width, candidate, text))
             return candidate
     return None
-    for candidate in (y - 6, y + 14, y - 6 - LABEL_GAP, y + 14 + LABEL_GAP):
-        if all(abs(candidate - other_y) >= LABEL_GAP for other_y, _ in placed):
-            placed.append((candidate, text))
-            return candidate
-    return None
+
+
+_FONT = 'font-family="system-ui,sans-serif"'
+
+
+def nice_extent(values: Sequence[float | None]) -> float:
+    """The half-width of a scale centred on 0 that holds every value: the smallest of 1, 2,
+    2.5 or 5 times a power of ten (0.01 at least) that is at least max |v|."""
+    top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+    for e in range(-2, 16):
+        for m in (1.0, 2.0, 2.5, 5.0):
+            if m * 10.0 ** e >= top:
+                return round(m * 10.0 ** e, 2 - e if e < 2 else 0)
+    return top
+
+
+def _tick_text(v: float, signed: bool = True) -> str:
+    text = (f"{v:+.4g}" if signed else f"{v:.4g}") if v else "0"
+    return text.replace("-", "\u2212")
+
+
+def _diff_text(v: float) -> str:
+    """A difference as the tables write it (4 decimals), signed, with a true minus sign."""
+    return "0.0000" if v == 0 else f"{v:+.4f}".replace("-", "\u2212")
+
+
+def _open(kind: str, width: int, height: int, title: str) -> str:
+    return (f'<svg class="chart {kind}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="img" {_FONT} '
+            f'font-size="11.5" aria-label="{escape(title)}"><title>{escape(title)}</title>')
+
+
+def _axis(plot_x: float, plot_w: float, top: float, bottom: float, ticks: Sequence[float],
+          lo: float, hi: float, label: str, signed: bool) -> list[str]:
+    """Grid lines and tick labels of a horizontal scale lo..hi, the axis label under them;
+    ``signed``: a scale of differences (ticks with their sign, 0 dashed)."""
+    out = []
+    for t in ticks:
+        x = plot_x + (t - lo) / (hi - lo) * plot_w
+        stroke = '#9aa0ab" stroke-dasharray="4 3' if t == 0 and signed else "#e3e5ea"
+        out.append(f'<line x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" y2="{_num(bottom)}" '
+                   f'stroke="{stroke}"/>'
+                   f'<text x="{_num(x)}" y="{_num(bottom + 14)}" text-anchor="middle" '
+                   f'font-size="10" fill="#666" class="tick">{escape(_tick_text(t, signed))}</text>')
+    out.append(f'<text x="{_num(plot_x + plot_w / 2)}" y="{_num(bottom + 30)}" '
+               f'text-anchor="middle" font-size="10.5" fill="#555" class="axis">{escape(label)}</text>')
+    return out
+
+
+def forest_plot(rows: Sequence[tuple[str, float | None, float | None, float | None, str]], *,
+                title: str, x_label: str = "difference (B − A)", width: int = 760,
+                label_width: int = 230, tips: Sequence[str] | None = None) -> str:
+    """Differences with their intervals on a scale centred on 0, one row each:
+    ``(label, difference, low, high, verdict)`` (``verdict``: ``better``/``worse`` colour the
+    row; None values: "no interval" or "n/a"). The value and its interval are written at the
+    right of each row; ``tips``: each row's tooltip (default: its label and figures)."""
+    extent = nice_extent([v for r in rows for v in r[1:4]])
+    row_h, top, value_w = 22, 10, 190
+    plot_x, plot_w = label_width, width - label_width - value_w
+    bottom = top + row_h * len(rows) + 4
+    height = int(bottom + 38)
+    parts = [_open("forest", width, height, title)]
+    parts += _axis(plot_x, plot_w, top, bottom, [-extent, -extent / 2, 0.0, extent / 2, extent],
+                   -extent, extent, x_label, True)
+
+    def px(v: float) -> float:
+        return plot_x + (max(-extent, min(extent, v)) + extent) / (2 * extent) * plot_w
+
+    for r, (label, diff, low, high, verdict) in enumerate(rows):
+        cy = top + r * row_h + row_h / 2
+        color = VERDICT_COLORS.get(verdict, "#555")
+        figures = ("n/a" if diff is None else _diff_text(diff) if low is None or high is None
+                   else f"{_diff_text(diff)} [{_diff_text(low)}, {_diff_text(high)}]")
+        tip = tips[r] if tips is not None else f"{label}: {figures}"
+        parts.append(f'<g class="row" data-verdict="{escape(verdict)}"><title>{escape(tip)}</title>'
+                     f'<text x="{plot_x - 8}" y="{_num(cy + 4)}" text-anchor="end" class="lab">'
+                     f'{escape(_short(label))}</text>')
+        if diff is not None and math.isfinite(diff):
+            if low is not None and high is not None:
+                lo, hi = px(low), px(high)
+                parts.append(f'<path d="M{_num(lo)} {_num(cy)}H{_num(hi)}M{_num(lo)} '
+                             f'{_num(cy - 5)}v10M{_num(hi)} {_num(cy - 5)}v10" stroke="{color}" '
+                             'stroke-width="1.6" fill="none" class="ci"/>')
+            x = px(diff)
+            parts.append(f'<path d="M{_num(x)} {_num(cy - 5)}l5 5l-5 5l-5 -5z" fill="{color}" '
+                         'class="point"/>')
+        parts.append(f'<text x="{_num(plot_x + plot_w + 10)}" y="{_num(cy + 4)}" '
+                     f'font-size="10.5" fill="{color}" class="val">{escape(figures)}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def strip_chart(rows: Sequence[tuple[str, Sequence[tuple[float, str]]]], *, title: str,
+                low: float, high: float, bins: int, ticks: Sequence[float], x_label: str,
+                width: int = 760, label_width: int = 230, names: int = 4,
+                signed: bool = False) -> str:
+    """Per row, the cases at each value: ``(label, [(value, case name), …])`` binned into
+    ``bins`` equal bins over ``low``..``high`` (a value outside goes to the end bin), each bin
+    a bar whose height goes with the square root of its share of the row's largest bin (one
+    case among hundreds still shows, 5 px at least), its tooltip the count, the range and
+    the first ``names`` case names; the row's n at the right. ``signed``: the values are
+    differences (ticks with their sign, 0 dashed)."""
+    if not high > low or bins < 1:
+        raise ValueError("a strip chart needs low < high and at least one bin")
+    row_h, top, bar_max = 30, 10, 24
+    plot_x, plot_w = label_width, width - label_width - 70
+    step = (high - low) / bins
+    bottom = top + row_h * len(rows) + 4
+    height = int(bottom + 38)
+    parts = [_open("strip", width, height, title)]
+    parts += _axis(plot_x, plot_w, top, bottom, ticks, low, high, x_label, signed)
+    for r, (label, items) in enumerate(rows):
+        y_base = top + r * row_h + row_h - 2
+        counts: list[list[str]] = [[] for _ in range(bins)]
+        for value, name in items:
+            if value is None or not math.isfinite(value):
+                continue
+            counts[max(0, min(bins - 1, math.floor((value - low) / step)))].append(name)
+        peak = max((len(c) for c in counts), default=0)
+        shown = sum(len(c) for c in counts)
+        parts.append(f'<g class="row"><text x="{plot_x - 8}" y="{_num(y_base - 8)}" '
+                     f'text-anchor="end" class="lab"><title>{escape(label)}</title>'
+                     f'{escape(_short(label))}</text>')
+        parts.append(f'<line x1="{plot_x}" y1="{_num(y_base)}" x2="{_num(plot_x + plot_w)}" '
+                     f'y2="{_num(y_base)}" stroke="#c9ced8"/>')
+        for b, cases in enumerate(counts):
+            if not cases:
+                continue
+            h = max(5.0, bar_max * math.sqrt(len(cases) / peak))  # area-like: 1 case shows
+            a, z = low + b * step, low + (b + 1) * step
+            listed = ", ".join(cases[:names]) + (f", … {len(cases) - names} more"
+                                                 if len(cases) > names else "")
+            parts.append(f'<rect x="{_num(plot_x + b * plot_w / bins + 0.5)}" '
+                         f'y="{_num(y_base - h)}" width="{_num(max(1.0, plot_w / bins - 1))}" '
+                         f'height="{_num(h)}" fill="#2f6db5" class="bin"><title>'
+                         f'{escape(label)}: {len(cases)} case(s) in [{a:.4g}, {z:.4g}'
+                         f'{"]" if b == bins - 1 else ")"}: {escape(listed)}</title></rect>')
+        parts.append(f'<text x="{_num(plot_x + plot_w + 10)}" y="{_num(y_base - 8)}" '
+                     f'font-size="10.5" fill="#444" class="val">n={shown}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)

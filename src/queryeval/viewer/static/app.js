@@ -56,6 +56,20 @@
   function fail(err) {
     show(el('p', {'class': 'worse', id: 'error'}, 'error: ' + err.message));
   }
+  /* the charts the server drew (report/html_charts.py: the HTML pages' SVG, every text in it
+     escaped there), parsed as SVG, never as HTML; a chart that does not parse is left out */
+  function charts(list) {
+    if (!list || !list.length || typeof DOMParser === 'undefined') { return null; }
+    return el('div', {'class': 'charts', id: 'charts'}, list.map(function (c) {
+      var svg = new DOMParser().parseFromString(String(c.svg), 'image/svg+xml').documentElement;
+      if (!svg || svg.namespaceURI !== 'http://www.w3.org/2000/svg' || svg.localName !== 'svg' ||
+          svg.getElementsByTagName('parsererror').length) { return null; }
+      Array.prototype.forEach.call(svg.querySelectorAll('script, foreignObject'), function (n) {
+        n.parentNode.removeChild(n); });
+      return el('figure', {'class': 'chart', 'data-chart': c.id}, document.importNode(svg, true),
+        el('figcaption', {'class': 'note'}, c.title));
+    }));
+  }
   /* a client-side sortable table (small tables: index, groups) */
   function sortable(table) {
     var heads = table.tHead.rows[0].cells;
@@ -292,7 +306,8 @@
             el('p', {'class': 'note'}, doc.path + ' · ' + (doc.date || '') + ' · suite ' + doc.suite),
             progress, notes, derived, doc.to_compare ? el('p', {'class': 'note', id: 'to-compare'}, doc.to_compare) : null,
             el('h2', {}, 'Overall' + (doc.settings ? ' (' + doc.settings + ')' : '')),
-            overall, ciNote, repeats, el('details', {}, el('summary', {},
+            overall, ciNote, (doc.charts || []).length ? el('h2', {}, 'Charts') : null, charts(doc.charts),
+            repeats, el('details', {}, el('summary', {},
               'all figures'), figures), groups.length ? el('h2', {}, 'Groups') : null, groups,
             el('h2', {}, 'Cases'), el('p', {'class': 'note'}, 'verdict: the HTML report\'s pass/fail' +
               (doc.repeats ? ' (flaky: some attempts passed, some did not; ' + doc.attempts + ' attempts)' : '') +
@@ -472,7 +487,7 @@
           parts.join('; '));
       });
       show([el('h1', {}, 'Comparison of ' + doc.runs.length + ' runs · ' + doc.task),
-            el('ul', {id: 'verdict', 'class': 'verdicts'}, lines),
+            el('ul', {id: 'verdict', 'class': 'verdicts'}, lines), charts(doc.charts),
             el('p', {'class': 'note'}, 'Against the baseline a: significant after Holm\'s adjustment over the ' +
               'tested metrics (alpha ' + doc.alpha + ').'),
             el('ul', {}, doc.runs.map(function (r, k) {
