@@ -107,6 +107,19 @@ def test_query_rules_decided_cases_stay_as_they_are(fake, tmp_path, shop):
     assert rg(0.0) == 0.0
 
 
+def test_query_pass_rate_counts_a_case_the_judge_left_without_a_verdict(fake, tmp_path, shop):
+    # a malformed reply: 'goldbad' is an error, counted and not passed (as --repeats and the
+    # report's pass column count it); the judge decided nothing, so nothing is corrected
+    from test_judge_fake import completion
+
+    fake.script = lambda n, body: completion("no idea")
+    run = qe.evaluate(QCASES, responses=QRESP, database=str(shop), out=tmp_path / "runs",
+                      judge=_judge(fake, tmp_path, malformed_retries=0))
+    assert run.overall["pass_rate"] == 0.5 and run.overall["judge_decided"] == 0
+    assert judging.CORRECTED not in run.overall
+    assert sorted(c.verdict for c in run.results.cases) == ["error", "pass"]
+
+
 def test_query_without_a_judge_has_no_pass_rate(tmp_path, shop):
     run = qe.evaluate(QCASES, responses=QRESP, database=str(shop), out=tmp_path / "runs")
     assert "pass_rate" not in run.overall and judging.CORRECTED not in run.overall

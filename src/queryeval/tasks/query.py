@@ -494,15 +494,13 @@ class QueryTask(QueryEngines, Task):
         from queryeval.tasks.query_exec import ExecTally
 
         execution = ExecTally(self.options.compat) if self.options.compat != "none" else None
-        # with a judge, pass_rate: the share of cases that pass (case_passed) among those with
-        # a verdict (scored, or decided by the judge), and its judge-corrected figure
+        # with a judge, pass_rate: the share of the counted cases that pass (case_passed, the
+        # rule of the report's pass column and --repeats), and its judge-corrected figure
         corrected = judging.CorrectedTally() if self.options.judge is not None else None
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if corrected is not None:
-                verdict = query_judge.judge_verdict(r)
-                if scores is not None or verdict is not None:
-                    corrected.add(self.case_passed(r), verdict is not None)
+                corrected.add(self.case_passed(r), query_judge.judge_verdict(r) is not None)
             if scores is None:
                 continue
             diagnosis.add(r)
