@@ -161,12 +161,13 @@ class Sequencer:
         }
 
 
-def summary_line(section: dict) -> str:
-    """One line for the console and the reports: the decision and the interval."""
+def summary_line(section: dict, difference: str = "B − A") -> str:
+    """One line for the console and the reports: the decision and the interval (for
+    ``difference``: the run minus its baseline; a compare names them by its letters)."""
     low, high = section["interval"]
     margin = section.get("margin")
     extra = f", margin ±{margin:g}" if margin else ""
     return (f"sequential: {section['decision']} vs baseline on {section['metric']} — "
-            f"anytime-valid {1 - section['alpha']:.0%} interval for B − A "
+            f"anytime-valid {1 - section['alpha']:.0%} interval for {difference} "
             f"[{low:+.3f}, {high:+.3f}]{extra}; {section['cases_used']} of {section['cases']} "
             f"cases called, {section['calls_saved']} saved")
