@@ -166,6 +166,7 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         assert all(v == "" for c, v in rows if per_case[c] is None)  # a blank cell
         assert per_case_mean([(c, v or 0.0) for c, v in rows if per_case[c] is not None]) \
             == pytest.approx({c: v for c, v in per_case.items() if v is not None})
+        check_cluster_column(run)
     # the HTML report, when the run wrote one
     page = run_file(run, "report", ".html")
     if page.exists():
@@ -190,6 +191,18 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         got = {r["case_id"]: r["metrics"].get(metric) for r in cases if r["case_id"] in per_case}
         assert got == pytest.approx(per_case)
     return mean
+
+
+def check_cluster_column(run: qe.Run) -> None:
+    """The results CSV's last column is ``cluster``: on every row (each attempt, each of a
+    case's rows) the cluster its record carries, blank for a case that is its own."""
+    want = {str(r["case_id"]): r.get("cluster") or "" for r in run.records}
+    with open(run_file(run, "results", ".csv"), newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames and reader.fieldnames[-1] == "cluster", reader.fieldnames
+        rows = [(r["case_id"], r["cluster"]) for r in reader]
+    assert rows and {c for c, _ in rows} == set(want)
+    assert [v for _, v in rows] == [want[c] for c, _ in rows]
 
 
 def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None) -> float:
