@@ -167,6 +167,7 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         assert all(v == "" for c, v in rows if per_case[c] is None)  # a blank cell
         assert per_case_mean([(c, v or 0.0) for c, v in rows if per_case[c] is not None]) \
             == pytest.approx({c: v for c, v in per_case.items() if v is not None})
+        check_cluster_column(run)
     # the HTML report, when the run wrote one
     page = run_file(run, "report", ".html")
     if page.exists():
@@ -210,6 +211,18 @@ def chart_row(svg: str, label: str) -> str | None:
     return None
 
 
+def check_cluster_column(run: qe.Run) -> None:
+    """The results CSV's last column is ``cluster``: on every row (each attempt, each of a
+    case's rows) the cluster its record carries, blank for a case that is its own."""
+    want = {str(r["case_id"]): r.get("cluster") or "" for r in run.records}
+    with open(run_file(run, "results", ".csv"), newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames and reader.fieldnames[-1] == "cluster", reader.fieldnames
+        rows = [(r["case_id"], r["cluster"]) for r in reader]
+    assert rows and {c for c, _ in rows} == set(want)
+    assert [v for _, v in rows] == [want[c] for c, _ in rows]
+
+
 def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None) -> float:
     """The run's counted per-case values of ``metric`` (the run model's population: every case
     but those ``on_error=skip`` leaves out) are the population of every surface: the metrics
@@ -237,6 +250,48 @@ def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None
             low, high = (float(x) for x in m[2].strip("[]").split(", "))
             assert low <= mean <= high and int(m[3]) == len(values)
     return mean
+
+
+def check_corrected(run: qe.Run, figure: str, want: float, *, raw: float,
+                    viewer_root: Path | None = None) -> None:
+    """A judged run's ``figure`` corrected for the judge's known errors (tasks/judging.py:
+    ``<figure>_judge_corrected``) is ``want`` beside the raw ``raw`` on every surface that
+    shows it: the metrics JSON and the Run's overall figures (right after ``figure``, with an
+    interval around it), the HTML report's Overall row with that interval, the viewer's
+    overall rows and API, and the console summary's line."""
+    from queryeval.report.compare import load_run
+    from queryeval.report.html import render_report
+    from queryeval.tasks.judging import corrected_key
+    from queryeval.viewer.results import run_figures
+
+    key = corrected_key(figure)
+    doc = json.loads(run_file(run, "metrics", ".json").read_text())["overall_metrics"]
+    for overall in (doc, run.overall):
+        assert (overall[figure], overall[key]) == (pytest.approx(raw), pytest.approx(want))
+        assert overall[f"{key}_ci_low"] <= overall[key] <= overall[f"{key}_ci_high"]
+        assert list(overall).index(key) == list(overall).index(figure) + 1
+    low, high = doc[f"{key}_ci_low"], doc[f"{key}_ci_high"]
+    m = re.search(rf'<td>{re.escape(key)}</td><td class="num" data-v="([^"]+)">[^<]*</td>'
+                  r'<td class="num ci">([^<]*)</td>', render_report(run.path, resamples=200))
+    assert m and float(m[1]) == pytest.approx(want), f"no {key} row in the HTML"
+    assert m[2] == f"[{low:.4f}, {high:.4f}]"
+    rows = {r["metric"]: r for r in run_figures(load_run(run.path), resamples=200)["overall_rows"]}
+    assert (rows[key]["low"], rows[key]["high"]) == (pytest.approx(low), pytest.approx(high))
+    assert f"{key}_ci_low" not in rows
+    if viewer_root is not None:
+        pytest.importorskip("starlette")
+        from starlette.testclient import TestClient
+
+        from queryeval.viewer.server import create_app
+
+        client = TestClient(create_app(viewer_root, resamples=200), base_url="http://127.0.0.1")
+        assert client.get(f"/api/runs/{run.batch_id}").json()["metrics"][key] \
+            == pytest.approx(want)
+    lines = [getattr(x, "plain", "") for x in run.summary()]
+    what = "pass rate" if figure == "pass_rate" else figure
+    assert any(line.startswith(f"{what} corrected for the judge's known errors (Rogan-Gladen, "
+                               f"from its judge-check): {want:.4f} [{low:.4f}, {high:.4f}] "
+                               f"(raw {raw:.4f})") for line in lines), lines
 
 
 def check_compare(run_a: qe.Run, run_b: qe.Run, metric: str, per_case_a: dict[str, float],

@@ -8,8 +8,17 @@ from __future__ import annotations
 import pytest
 
 import queryeval as qe
-from matrix_checks import build_kind, built_once, check_compare, check_consumers, write_lab
+from matrix_checks import (
+    build_kind,
+    built_once,
+    check_compare,
+    check_consumers,
+    check_corrected,
+    write_lab,
+)
 from queryeval.cli.app import main
+from queryeval.systems.judge.checks import save_check
+from queryeval.systems.judge.prompt import PROMPT_VERSION
 from test_judge_fake import FakeJudgeServer, values_rule
 
 N = 6
@@ -45,6 +54,10 @@ def fake():
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("matrix_judge")
+    # the judge's recorded judge-check: TPR 40/50 = 0.8, TNR 45/50 = 0.9
+    save_check({"model": "judge-test", "prompt_version": PROMPT_VERSION, "n": 100,
+                "tpr": {"value": 0.8}, "tnr": {"value": 0.9},
+                "confusion": [[45, 5], [10, 40]]}, root / "judge-checks")
     return write_lab(root, BOTS, {f"c{i}": {"answers": [{"name": "n", "value": str(i)}]}
                                   for i in range(N)})
 
@@ -93,6 +106,27 @@ def test_every_consumer(built, lab, kind):
             "c5": "rules"}
         assert run.overall["judge_decided"] == JUDGED_PLAIN
         assert recs["c3"][0]["judge"]["reason"] == "value missing"
+
+
+def _rg(q: float) -> float:  # Rogan-Gladen by hand for that check, clipped to [0, 1]
+    return min(1.0, max(0.0, (q + 0.9 - 1) / (0.8 + 0.9 - 1)))
+
+
+# abq corrected for the judge's errors: plain, the rules' 2 passes (c0, c5) and the judge's
+# 3 cases with q = 2/3; repeats, the mean over the 4 repeats of each one's corrected abq
+# (every attempt judged; repeat r passes the cases with i % 4 >= r: 6, 4, 2, 1 of 6)
+_PLAIN_CORRECTED = (2 + 3 * _rg(2 / 3)) / 6
+CORRECTED = {"plain": _PLAIN_CORRECTED, "cached": _PLAIN_CORRECTED,
+             "resumed": _PLAIN_CORRECTED,
+             "repeats": sum(_rg(k / 6) for k in (6, 4, 2, 1)) / 4}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_judge_corrected_abq_on_every_surface(built, lab, kind):
+    assert CORRECTED["plain"] == pytest.approx(31 / 42)
+    assert CORRECTED["repeats"] == pytest.approx(47 / 84)
+    check_corrected(built(kind), "abq", CORRECTED[kind],
+                    raw=sum(EXPECTED[kind].values()) / N, viewer_root=lab / "runs")
 
 
 @pytest.mark.parametrize("kind", ["repeats", "cached", "resumed"])

@@ -339,7 +339,7 @@ def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
         resamples=resamples, seed=seed,
         warnings=verdicts.same_run_warning([_run_info(a), _run_info(b)])
         + verdicts.cluster_note(results) + [n for m in results for n in m.notes]
-        + _sequential_note(seq, a),
+        + sequential_note(seq, "B", {a.batch_id: "A"}),
         sequential=seq,
     )
 
@@ -350,18 +350,23 @@ def sequential_of(run: RunResults) -> dict | None:
     return seq if isinstance(seq, dict) and isinstance(seq.get("interval"), list) else None
 
 
-def _sequential_note(seq: dict | None, a: RunResults) -> list[str]:
-    """B stopped once decided: the fixed-n intervals and p-values of this table do not
-    allow for that stopping, the anytime-valid interval does."""
+def sequential_note(seq: dict | None, who: str, names: dict[str, str],
+                    baseline: str = "A") -> list[str]:
+    """Run ``who`` (B, or an N-way compare's letter) stopped once decided: the fixed-n
+    intervals and p-values of this table do not allow for that stopping, the anytime-valid
+    interval does. ``names``: the compared runs' names by batch id, so its baseline is named
+    ("its baseline was c") unless it is ``baseline``; one not compared is named by its path."""
     if seq is None:
         return []
     from queryeval.run.sequential import summary_line
 
-    against = "" if seq.get("baseline_batch_id") == a.batch_id else (
-        f" (its baseline was {seq.get('baseline')}, not A)")
-    return [f"B stopped when decided{against}: {summary_line(seq)}; the CIs and p-values "
-            "below assume a fixed number of cases, the anytime-valid interval allows for "
-            "the stopping"]
+    named = names.get(str(seq.get("baseline_batch_id")))
+    against = "" if named == baseline else (
+        f" (its baseline was {named or seq.get('baseline')}, not {baseline})")
+    difference = f"{who} − {named or 'its baseline'}"
+    return [f"{who} stopped when decided{against}: {summary_line(seq, difference)}; the CIs "
+            "and p-values below assume a fixed number of cases, the anytime-valid interval "
+            "allows for the stopping"]
 
 
 def conclude(results: list[MetricComparison], pair: PairedCases, *, alpha: float,

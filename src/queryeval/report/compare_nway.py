@@ -33,6 +33,8 @@ from queryeval.report.compare import (
     load_run,
     lower_is_better,
     pair_runs,
+    sequential_note,
+    sequential_of,
 )
 from queryeval.report.nway_cells import (  # noqa: F401 - letter re-exported
     LETTERS,
@@ -137,7 +139,10 @@ class NWayComparison:
     seed: int | None
     warnings: list[str] = field(default_factory=list)
     """A run given twice; per pair and metric: a CI excluding 0 beside a Holm p >= alpha,
-    an n too small to detect the observed difference."""
+    an n too small to detect the observed difference; a run that stopped when decided."""
+    sequential: dict[int, dict] = field(default_factory=dict)
+    """Per run (its index) decided with ``--stop-when-decided``: its ``sequential`` section
+    (decision, anytime-valid interval against its own baseline)."""
 
     def tables(self) -> list[Table]:
         return [self.overall, *(t for ts in self.groups.values() for t in ts)]
@@ -193,6 +198,9 @@ class NWayComparison:
                       for (i, j), ms in self.pair_results.items() for m in ms],
             "regressions": [{"run": t.j, "metric": t.result.metric, "p_adjusted": t.p_adjusted}
                             for t in self.regressions()],
+            **({"sequential": [{"run": k, "letter": letter(k), **seq}
+                               for k, seq in sorted(self.sequential.items())]}
+               if self.sequential else {}),
         }
 
 
@@ -292,7 +300,7 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
               paired: dict[tuple[int, int], PairedCases],
               members: dict[str, dict[str, set[str]]], pairs: str, alpha: float,
               confidence: float, resamples: int, seed: int | None,
-              exact_max_n: int) -> NWayComparison:
+              exact_max_n: int, sequential: dict[int, dict] | None = None) -> NWayComparison:
     kw = {"confidence": confidence, "resamples": resamples, "seed": seed,
           "exact_max_n": exact_max_n}
     overall = _table(None, None, per, common, chosen, task, paired, kw, None)
@@ -309,9 +317,13 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
     warnings = verdicts.same_run_warning(infos) + [
         f"{letter(i)} → {letter(j)}: {note}" for (i, j), res in pair_results.items()
         for note in verdicts.cluster_note(res) + [n for m in res for n in m.notes]]
+    sequential = sequential or {}
+    names = {str(info.get("batch_id")): letter(k) for k, info in enumerate(infos)}
+    for k, seq in sorted(sequential.items()):  # as the two-run compare says of B
+        warnings += sequential_note(seq, letter(k), names, baseline=letter(0))
     return NWayComparison(task_name, infos, [run_label(i) for i in infos], pairs, overall,
                           group_tables, pair_results, alpha, confidence, resamples, seed,
-                          warnings)
+                          warnings, sequential)
 
 
 def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
@@ -349,9 +361,10 @@ def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] 
             for key, values in cases[0][cid].labels.items():
                 for v in values:
                     members.setdefault(key, {}).setdefault(v, set()).add(cid)
+    sequential = {k: seq for k, run in enumerate(loaded) if (seq := sequential_of(run))}
     return _assemble(loaded[0].task_name, [_run_info(r) for r in loaded], per, common, chosen,
                      task, paired, members, pairs, alpha, confidence, resamples, seed,
-                     exact_max_n)
+                     exact_max_n, sequential)
 
 
 DEFAULT_TREC_METRICS = ("ndcg@10", "map", "mrr@10", "recall@100")

@@ -191,6 +191,8 @@ def start_run(config: RunConfig, *, progress: Progress | None = None,
             before(task)
         seq = _sequencer(config, task)
         fields = _batch_fields(config, suite, task, len(cases))
+        if seq is not None:  # a resume decides against this same baseline (run/sequential.py)
+            fields["sequential_baseline"] = seq.pin()
         fields["inputs"] = {"pinned_at": now_iso(),
                             "files": run_inputs.pin(_input_paths(config, suite, task))}
         log = RunLog.create(config.out, fields)
@@ -278,6 +280,9 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
             f"{suite.hash[:19]}…); start a new run instead of resuming"
         )
     try:
+        seq = _sequencer(config, task)
+        if seq is not None:  # the baseline it started with, unchanged (run/sequential.py)
+            seq.check_pin(log.batch.get("sequential_baseline"), log.paths.batch)
         records = log.scan_records(repair=True, with_ids=True)
         if retry_errors and any(r.get("status") == "error" for r in records):
             log.rewrite_records(r for r in records if r.get("status") != "error")
@@ -312,14 +317,6 @@ def _resume_locked(log: RunLog, *, retry_errors: bool, force: bool, overrides: d
     if progress:
         progress(0, units)
         progress(already, 0)
-    seq = None
-    try:
-        seq = _sequencer(config, task)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            system.close()
-        task.close()
-        raise
     if seq is not None:  # the sequence so far, in the order its records were written
         seq.replay(log.scan_records())
     todo = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from queryeval.errors import QueryevalError, one_line
@@ -161,6 +161,29 @@ def _repeat_section(log: RunLog, task: Task, records: RecordStream) -> dict:
     return {"repeats": stats.result()}
 
 
+CLUSTER = "cluster"
+"""The results CSV's last column: the case's cluster (cases sharing a file, a document, a
+building; docs/compare.md), blank when the case is its own."""
+
+
+def csv_layout(task: Task) -> tuple[list[str], Callable[[dict], Iterable[dict]]]:
+    """The results CSV's columns and a record's rows: the task's, then :data:`CLUSTER` (none
+    added when the task has a column of that name)."""
+    columns, rows = list(task.csv_columns), task.csv_rows
+    if CLUSTER in columns:
+        return columns, rows
+
+    def with_cluster(record: dict) -> Iterator[dict]:
+        cluster = record.get(CLUSTER)
+        for row in rows(record):
+            if row is record or type(row) is not dict:
+                row = dict(row)  # never the record itself
+            row[CLUSTER] = cluster  # the task's fresh row: no copy of every row
+            yield row
+
+    return [*columns, CLUSTER], with_cluster
+
+
 def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict | None = None,
                   repeat_column: bool = False) -> dict:
     """Aggregate, write the CSV (counting failed calls on the way) and the metrics, which
@@ -173,13 +196,13 @@ def _write_tables(log: RunLog, task: Task, records: RecordStream, *, extra: dict
     else:
         metrics = task.aggregate(records)
     errors = ErrorTally()
-    columns = list(task.csv_columns)
+    columns, csv_rows = csv_layout(task)
     if repeat_column:
         columns = [*columns[:1], "repeat", *[c for c in columns[1:] if c != "repeat"]]
         rows = ({**row, "repeat": r.get("repeat")}
-                for r in records for row in task.csv_rows(errors.add(r)))
+                for r in records for row in csv_rows(errors.add(r)))
     else:
-        rows = (row for r in records for row in task.csv_rows(errors.add(r)))
+        rows = (row for r in records for row in csv_rows(errors.add(r)))
     log.write_csv(columns, rows)
     _put_calls(metrics, errors, extra)
     log.write_metrics(metrics)
@@ -242,15 +265,14 @@ def _one_pass(log: RunLog, task: Task, records: RecordStream, extra: dict | None
     the same functions compute every cell and figure, only the passes are shared."""
     derived = _derived_logs(log, task)
     errors = ErrorTally()
-    columns = list(task.csv_columns)
+    columns, csv_rows = csv_layout(task)
     tallies = [ErrorTally() for _ in derived]
     with contextlib.ExitStack() as stack:
         add_row = stack.enter_context(log.csv_writer(columns))
         sinks = [(vtask.rescore_record, stack.enter_context(vlog.records_writer()),
-                  stack.enter_context(vlog.csv_writer(list(vtask.csv_columns))),
-                  vtask.csv_rows, tally.add)
-                 for (_, vlog, vtask), tally in zip(derived, tallies, strict=True)]
-        csv_rows = task.csv_rows
+                  stack.enter_context(vlog.csv_writer(layout[0])), layout[1], tally.add)
+                 for (_, vlog, vtask), tally in zip(derived, tallies, strict=True)
+                 for layout in [csv_layout(vtask)]]
 
         def through() -> Iterator[dict]:
             for r in records:

@@ -90,6 +90,7 @@ class Sequencer:
                                   "needs a figure bounded in [0, 1])")
         self.baseline = values
         self.baseline_batch_id = base.batch_id
+        self.baseline_fingerprint = _fingerprint(values)
         self.sign = -1.0 if config.metric != PASS and lower_is_better(task, config.metric) else 1.0
         self.cs = ConfidenceSequence(config.alpha)
         self.recorded = 0
@@ -97,6 +98,33 @@ class Sequencer:
         self.decided_at: int | None = None
         self.decision = "undecided"
         self.low, self.high = -1.0, 1.0
+
+    def pin(self) -> dict:
+        """What the batch file keeps at start (``sequential_baseline``) so that a resume
+        decides against the same baseline: its batch id and a fingerprint of the per-case
+        values the sequence pairs with."""
+        return {"batch_id": self.baseline_batch_id, "path": str(Path(self.config.baseline)),
+                "metric": self.config.metric, "fingerprint": self.baseline_fingerprint}
+
+    def check_pin(self, pinned: Any, batch: Any) -> None:
+        """A resume of ``batch``: the baseline must be the run it started with, unchanged
+        (:meth:`pin`); else one :class:`ConfigError` line. A sequence that changed its
+        baseline part-way would pair its first cases with one run and the rest with another,
+        and its interval would hold for neither. A batch without a pin (started before the
+        pin was kept) is not checked."""
+        if not isinstance(pinned, dict):
+            return
+        was = f"baseline run {pinned.get('batch_id')} ({pinned.get('path')})"
+        if pinned.get("batch_id") != self.baseline_batch_id:
+            raise ConfigError(
+                f"{batch}: the sequence started against {was}; {self.config.baseline} is now "
+                f"run {self.baseline_batch_id}: a resume decides against the baseline it "
+                "started with (start a new run to decide against another)")
+        if pinned.get("fingerprint") != self.baseline_fingerprint:
+            raise ConfigError(
+                f"{batch}: {was} changed since the sequence started (its per-case "
+                f"{self.config.metric} values differ): a resume decides against the baseline "
+                "it started with (start a new run to decide against the changed one)")
 
     @property
     def decided(self) -> bool:
@@ -161,12 +189,22 @@ class Sequencer:
         }
 
 
-def summary_line(section: dict) -> str:
-    """One line for the console and the reports: the decision and the interval."""
+def _fingerprint(values: dict[str, float]) -> str:
+    """SHA-256 of the baseline's per-case values (case id and value, sorted by id)."""
+    import hashlib
+    import json
+
+    text = json.dumps(sorted(values.items()), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def summary_line(section: dict, difference: str = "B − A") -> str:
+    """One line for the console and the reports: the decision and the interval (for
+    ``difference``: the run minus its baseline; a compare names them by its letters)."""
     low, high = section["interval"]
     margin = section.get("margin")
     extra = f", margin ±{margin:g}" if margin else ""
     return (f"sequential: {section['decision']} vs baseline on {section['metric']} — "
-            f"anytime-valid {1 - section['alpha']:.0%} interval for B − A "
+            f"anytime-valid {1 - section['alpha']:.0%} interval for {difference} "
             f"[{low:+.3f}, {high:+.3f}]{extra}; {section['cases_used']} of {section['cases']} "
             f"cases called, {section['calls_saved']} saved")

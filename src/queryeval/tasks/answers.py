@@ -325,14 +325,20 @@ class AnswersTask(Task):
         acc = ClosedFormAccumulator()
         skipped = 0
         judge = judging.JudgeTally()
+        corrected = judging.CorrectedTally()  # abq's questions, the judge's among them
         for r in tally.counted(judge.watch(records)):
             subs = r["subquestions"]
-            acc.add_counts(sum(s["matched"] for s in subs), len(subs), answered=r["answered"],
+            correct = sum(s["matched"] for s in subs)
+            acc.add_counts(correct, len(subs), answered=r["answered"],
                            skipped=r["skipped"], concepts=r["concepts"], level=r["level"])
             skipped += bool(r["skipped"])
+            if not r["skipped"]:
+                corrected.add(correct == len(subs), r.get("decided_by") == "judge")
         m = acc.result()
-        overall = {k: m[k] for k in ("psaq", "abq", "uasq", "questions", "answered", "missing",
-                                     "subquestions", "correct_questions", "correct_subquestions")}
+        overall = {"psaq": m["psaq"], "abq": m["abq"],
+                   **corrected.figures(self.options.judge, "abq"),  # beside the raw abq
+                   **{k: m[k] for k in ("uasq", "questions", "answered", "missing", "subquestions",
+                                        "correct_questions", "correct_subquestions")}}
         overall.update({
             "total_cases": tally.total,
             "skipped_missing": skipped,
@@ -389,4 +395,5 @@ class AnswersTask(Task):
             Groups(metrics["group_metrics"]["concept_group"], "number of concepts",
                    ["questions", "abq", "psaq", "uasq"]),
         ]
-        return out + judging.note_for(self.options.judge, metrics["overall_metrics"])
+        return out + judging.corrected_note(metrics["overall_metrics"], "abq") \
+            + judging.note_for(self.options.judge, metrics["overall_metrics"])

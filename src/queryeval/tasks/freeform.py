@@ -163,7 +163,7 @@ class FreeformTask(Task):
         counts = dict.fromkeys(COUNT_KEYS, 0)
         by_rule: dict[str, list[int]] = {}
         judge = judging.JudgeTally()
-        judged = [0, 0]  # counted cases the judge decided, and of them those it passed
+        corrected = judging.CorrectedTally()  # the pass rate's cases, the judge's among them
         for r in tally.counted(judge.watch(records)):
             scores = r["scores"]
             for k, v in means.items():
@@ -171,9 +171,7 @@ class FreeformTask(Task):
             counts["cases"] += 1
             counts["passed"] += bool(scores["passed"])
             decided = r.get("decided_by") or "inconclusive"
-            if decided == "judge":
-                judged[0] += 1
-                judged[1] += bool(scores["passed"])
+            corrected.add(bool(scores["passed"]), decided == "judge")
             if r.get("rule") == "inconclusive":
                 counts["inconclusive"] += 1
             if f"decided_{decided}" in counts:
@@ -183,8 +181,7 @@ class FreeformTask(Task):
             tally_rule[1] += bool(scores["passed"])
         overall: dict[str, Any] = {
             "pass_rate": means["passed"].mean(),
-            **judging.corrected_figures(self.options.judge, counts["cases"], counts["passed"],
-                                        *judged),
+            **corrected.figures(self.options.judge),
             "exact_match": means["exact_match"].mean(),
             "token_f1": means["token_f1"].mean(), **counts, "total_cases": tally.total,
             "judge_when": self.options.judge.when if self.options.judge else "none",

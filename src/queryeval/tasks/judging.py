@@ -212,8 +212,14 @@ def note_for(options: JudgeOptions | None, overall: dict) -> list[Note]:
 
 
 # --- the pass rate corrected for the judge's known errors (docs/judge.md) ----------------------
-CORRECTED = "pass_rate_judge_corrected"
-"""The corrected pass rate's figure; its interval is ``<CORRECTED>_ci_low`` / ``_ci_high``."""
+def corrected_key(figure: str) -> str:
+    """The name of a rate's judge-corrected figure (``pass_rate`` ->
+    ``pass_rate_judge_corrected``); its interval is ``<name>_ci_low`` / ``_ci_high``."""
+    return f"{figure}_judge_corrected"
+
+
+CORRECTED = corrected_key("pass_rate")
+"""The free-form (and query) task's corrected pass rate; the answers task corrects ``abq``."""
 
 
 def rogan_gladen(rate: float, tpr: float, tnr: float) -> float | None:
@@ -227,24 +233,59 @@ def rogan_gladen(rate: float, tpr: float, tnr: float) -> float | None:
     return min(1.0, max(0.0, (rate + tnr - 1.0) / denom))
 
 
-def corrected_note(overall: dict) -> list[Note]:
-    """The console's line for the corrected pass rate, beside the raw one (none without it)."""
-    value = overall.get(CORRECTED)
+def corrected_note(overall: dict, figure: str = "pass_rate") -> list[Note]:
+    """The console's line for a rate's corrected figure, beside the raw one; a warning that
+    it is undefined when the judge decided cases but its judge-check's TPR + TNR <= 1; none
+    otherwise."""
+    key = corrected_key(figure)
+    value = overall.get(key)
+    what = "pass rate" if figure == "pass_rate" else figure
     if not isinstance(value, (int, float)):
+        tpr, tnr = overall.get("judge_check_tpr"), overall.get("judge_check_tnr")
+        if overall.get("judge_decided") and isinstance(tpr, (int, float)) \
+                and isinstance(tnr, (int, float)) and tpr + tnr <= 1:
+            return [Note(f"no {what} corrected for the judge's known errors: its judge-check's "
+                         f"TPR + TNR = {tpr + tnr:.3f} <= 1, so the judge is no better than "
+                         "chance and its verdicts say nothing about the truth (docs/judge.md)",
+                         "warning")]
         return []
-    low, high = overall.get(f"{CORRECTED}_ci_low"), overall.get(f"{CORRECTED}_ci_high")
+    low, high = overall.get(f"{key}_ci_low"), overall.get(f"{key}_ci_high")
     interval = (f" [{low:.4f}, {high:.4f}]" if isinstance(low, (int, float))
                 and isinstance(high, (int, float)) else "")
-    raw = overall.get("pass_rate")
-    return [Note(f"pass rate corrected for the judge's known errors (Rogan-Gladen, from its "
+    raw = overall.get(figure)
+    return [Note(f"{what} corrected for the judge's known errors (Rogan-Gladen, from its "
                  f"judge-check): {value:.4f}{interval}"
                  + (f" (raw {raw:.4f})" if isinstance(raw, (int, float)) else ""), "info")]
 
 
+class CorrectedTally:
+    """The counts a corrected rate needs, one case at a time: ``add(passed, judged)`` for
+    each case in the rate's denominator (``judged``: the judge's verdict decided it), then
+    :meth:`figures`."""
+
+    __slots__ = ("cases", "passes", "judged", "judged_passes")
+
+    def __init__(self) -> None:
+        self.cases = self.passes = self.judged = self.judged_passes = 0
+
+    def add(self, passed: bool, judged: bool) -> None:
+        self.cases += 1
+        self.passes += passed
+        if judged:
+            self.judged += 1
+            self.judged_passes += passed
+
+    def figures(self, options: JudgeOptions | None, figure: str = "pass_rate") -> dict:
+        """:func:`corrected_figures` for these counts, named after ``figure``."""
+        return corrected_figures(options, self.cases, self.passes, self.judged,
+                                 self.judged_passes, figure=figure)
+
+
 def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, judged: int,
-                      judged_passes: int) -> dict[str, float]:
+                      judged_passes: int, *, figure: str = "pass_rate") -> dict[str, float]:
     """:func:`corrected_pass_rate` with the confusion matrix ``queryeval judge-check``
-    recorded for this judge's model and prompt version (nothing without a judge or a check)."""
+    recorded for this judge's model and prompt version (nothing without a judge or a check),
+    named after ``figure`` (:func:`corrected_key`)."""
     if options is None or not judged:
         return {}
     from queryeval.systems import judge as judge_mod
@@ -252,12 +293,13 @@ def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, jud
     agreement = judge_mod.recorded_agreement(options)
     if not isinstance(agreement, dict) or "confusion" not in agreement:
         return {}
-    return corrected_pass_rate(cases, passes, judged, judged_passes, agreement["confusion"])
+    return corrected_pass_rate(cases, passes, judged, judged_passes, agreement["confusion"],
+                               key=corrected_key(figure))
 
 
 def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int,
                         confusion: Any, *, confidence: float = 0.95, resamples: int = 10_000,
-                        seed: int = 0) -> dict[str, float]:
+                        seed: int = 0, key: str = CORRECTED) -> dict[str, float]:
     """The run's pass rate with the judge-decided cases' pass share corrected by
     :func:`rogan_gladen` (the cases a rule decided stay as they are), and a percentile
     interval that carries both uncertainties: each resample draws the run's cases
@@ -293,5 +335,5 @@ def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int
     rates = (draws[ok, 0] + j[ok] * fixed_s) / cases
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(rates, [tail, 1.0 - tail]) if rates.size else (None, None)
-    return {CORRECTED: value, f"{CORRECTED}_ci_low": None if low is None else float(low),
-            f"{CORRECTED}_ci_high": None if high is None else float(high)}
+    return {key: value, f"{key}_ci_low": None if low is None else float(low),
+            f"{key}_ci_high": None if high is None else float(high)}

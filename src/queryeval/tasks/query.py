@@ -494,8 +494,13 @@ class QueryTask(QueryEngines, Task):
         from queryeval.tasks.query_exec import ExecTally
 
         execution = ExecTally(self.options.compat) if self.options.compat != "none" else None
+        # with a judge, pass_rate: the share of the counted cases that pass (case_passed, the
+        # rule of the report's pass column and --repeats), and its judge-corrected figure
+        corrected = judging.CorrectedTally() if self.options.judge is not None else None
         for r in tally.counted(watch(records)):
             scores = r["scores"]
+            if corrected is not None:
+                corrected.add(self.case_passed(r), query_judge.judge_verdict(r) is not None)
             if scores is None:
                 continue
             diagnosis.add(r)
@@ -518,6 +523,9 @@ class QueryTask(QueryEngines, Task):
                             col.add(v)
 
         overall = self._means(len(cols[0]), [c.mean() for c in cols])
+        if corrected is not None:
+            overall["pass_rate"] = corrected.passes / corrected.cases if corrected.cases else None
+            overall.update(corrected.figures(self.options.judge))
         overall.update({
             "total_cases": tally.total,
             "gold_failures": gold_failures,
@@ -574,6 +582,8 @@ class QueryTask(QueryEngines, Task):
     def summary(self, metrics: dict) -> list[Any]:
         keys = [*F1_KEYS, *RATE_KEYS, *(k for k in SCHEMA_KEYS if k in metrics["overall_metrics"]),
                 "cases", "gold_failures", "errors"]
+        if "pass_rate" in metrics["overall_metrics"]:  # a judged run (tasks/query_judge.py)
+            keys.insert(len(F1_KEYS) + len(RATE_KEYS), "pass_rate")
         if "test_suite_accuracy" in metrics["overall_metrics"]:
             at = len(F1_KEYS) + len(RATE_KEYS)
             keys[at:at] = ["test_suite_accuracy", "test_suite_refuted", "test_suite_unknown"]
@@ -593,6 +603,7 @@ class QueryTask(QueryEngines, Task):
                             "row_f1_bound (CSV, xlsx, HTML) bounds from above.", "warning"))
         if "test_suite_accuracy" in metrics["overall_metrics"]:
             out.append(summary_note(metrics["overall_metrics"]))
+        out += judging.corrected_note(metrics["overall_metrics"])
         out += judging.note_for(self.options.judge, metrics["overall_metrics"])
         for name, groups in metrics["group_metrics"].items():
             out.append(Groups(groups, name, ["cases", *F1_KEYS]))
