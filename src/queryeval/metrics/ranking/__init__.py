@@ -20,6 +20,26 @@ load the engine's two dozen modules.
 """
 
 import importlib as _importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names, for type checkers and the API reference (mkdocstrings)
+    from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
+    from queryeval.metrics.ranking._columns import (
+        Columns,
+        DuplicateEntryError,
+        arrays_from_columns,
+    )
+    from queryeval.metrics.ranking._evaluate import RankingResult, evaluate, evaluate_arrays
+    from queryeval.metrics.ranking._evaluate import evaluate as score
+    from queryeval.metrics.ranking._mrr import mrr_from_ranks, reciprocal_rank
+    from queryeval.metrics.ranking._names import (
+        KNOWN_METRICS,
+        MetricSpec,
+        parse_metric,
+        parse_metrics,
+    )
+    from queryeval.metrics.ranking._recall import NOT_FOUND, recall_from_ranks
+    from queryeval.metrics.ranking._report import trec_eval_lines
 
 _WHERE = {
     "RankingArrays": "_arrays", "arrays_from_dicts": "_arrays",
@@ -35,7 +55,26 @@ _WHERE = {
 """Each public name and the module that defines it (``score`` is ``evaluate`` under the
 name every family uses: ``score(qrels, run, metrics)``)."""
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "KNOWN_METRICS",
+    "NOT_FOUND",
+    "Columns",
+    "DuplicateEntryError",
+    "MetricSpec",
+    "RankingArrays",
+    "RankingResult",
+    "arrays_from_columns",
+    "arrays_from_dicts",
+    "evaluate",
+    "evaluate_arrays",
+    "mrr_from_ranks",
+    "parse_metric",
+    "parse_metrics",
+    "recall_from_ranks",
+    "reciprocal_rank",
+    "score",
+    "trec_eval_lines",
+]
 
 
 def __getattr__(name: str):

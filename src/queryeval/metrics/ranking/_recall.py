@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from queryeval.metrics.protocol import ratio
+
 if TYPE_CHECKING:
     from queryeval.metrics.ranking._hits import Hits
 
@@ -31,7 +33,7 @@ def recall_from_ranks(ranks: np.ndarray, n: int, *, zero_division: float = 1.0) 
         raise ValueError(f"n must be >= 0, got {n}")
     if len(ranks) == 0:
         return zero_division
-    return int(np.count_nonzero(ranks <= n)) / len(ranks)
+    return ratio(int(np.count_nonzero(ranks <= n)), len(ranks), zero_division=zero_division)
 
 
 def compute(hits: Hits, k: int | None) -> np.ndarray:
