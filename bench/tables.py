@@ -196,7 +196,7 @@ def main() -> None:
             pred = Table([f"p{i}" for i in order], [tuple(r[i] for i in order) for r in full])
             gold = Table([f"g{i}" for i in range(n_cols)], rows)
             start = time.perf_counter()
-            got = table_scores(pred, gold, budget=budget)
+            got = table_scores(gold, pred, budget=budget)
             took = time.perf_counter() - start
             print(f"  {n_cols:2} cols, {cardinality:4} values/col: {took:7.3f} s  "
                   f"exact={got.exact} nodes={got.nodes} row={got.row_matching_f1:.4f}")
@@ -310,7 +310,7 @@ def planted_grid(budget_seconds: float, repeat: int = 1) -> None:
                     took = cpu = float("inf")
                     for _ in range(max(repeat, 1)):  # a loaded machine only ever adds time
                         start, cpu0 = time.perf_counter(), time.process_time()
-                        got = table_scores(pred, gold, budget=budget)
+                        got = table_scores(gold, pred, budget=budget)
                         took = min(took, time.perf_counter() - start)
                         cpu = min(cpu, time.process_time() - cpu0)
                     ceiling = "" if got.exact else f" ceiling={got.row_f1_bound:.4f}"
@@ -349,7 +349,7 @@ def stall_sweep(count: int, seed: int = 1) -> None:
 
         search._tick = watched  # type: ignore[method-assign]
         full = search.run()
-        early = table_scores(pred, gold, budget=Budget(100_000, None))
+        early = table_scores(gold, pred, budget=Budget(100_000, None))
         false_stops += full.exact and not early.exact
         over = max(projected) / full.nodes if full.exact and projected else None
         if over is not None:

@@ -91,7 +91,8 @@ def real(models: list[str], repeat: int) -> None:
     import tempfile
     from pathlib import Path
 
-    from queryeval.metrics.fields import recall_from_ranks, recall_matrix
+    from queryeval.metrics.fields import recall_matrix
+    from queryeval.metrics.ranking import recall_from_ranks
     from queryeval.suite.fields import load_data_table, load_evaluation_table
     from queryeval.tune.retrieve import default_factory, rank_fields, ranks_for
 

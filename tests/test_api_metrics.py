@@ -38,7 +38,7 @@ def test_fields_score_recall_mrr_passed():
 def test_tables_score_is_gold_first_and_ranking_score_is_evaluate():
     gold = {"head": ["x"], "rows": [["1"], ["2"]]}
     pred = {"head": ["x"], "rows": [["1"]]}
-    assert qe.metrics.tables.score(gold, pred) == qe.metrics.tables.table_scores(pred, gold)
+    assert qe.metrics.tables.score(gold, pred) == qe.metrics.tables.table_scores(gold, pred)
     assert qe.metrics.tables.score(gold, gold).exact_match_f1 == 1.0
     result = qe.metrics.ranking.score({"q": {"d1": 1}}, {"q": {"d2": 2.0, "d1": 1.0}}, ["mrr@10"])
     assert result.means["mrr@10"] == 0.5

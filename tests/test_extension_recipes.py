@@ -16,23 +16,29 @@ import pytest
 import queryeval as qe
 from ci_lab import cli
 from matrix_checks import check_consumers
+from queryeval.metrics import registry as metric_registry
+from queryeval.metrics.protocol import Metric, ZeroDivision, ratio
 from queryeval.suite.models import Case
 from queryeval.tasks import base
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TurnOutcome
 
 
-# --- recipe "add a metric": a function, ground truth first --------------------------------
+# --- recipe "add a metric": a function, ground truth first, declared and registered -------
 def keyword_recall(keywords: list[str], response: str | None) -> float:
     """Share of ``keywords`` that ``response`` names as words (case-insensitive); no response
     (a failed call) scores 0; no keywords: 1 (nothing to find)."""
-    if not keywords:
-        return 1.0
     if not response:
-        return 0.0
+        return 1.0 if not keywords else 0.0
     found = sum(1 for k in keywords
                 if re.search(rf"\b{re.escape(k.lower())}\b", response.lower()) is not None)
-    return found / len(keywords)
+    return ratio(found, len(keywords), zero_division=1.0)
+
+
+KEYWORD_RECALL = Metric(
+    "keyword_recall", family="recipe", fn=keyword_recall, inputs="keywords", bounds=(0.0, 1.0),
+    higher_is_better=True, zero_division=ZeroDivision(gold=1.0, pred=0.0, both=1.0),
+    order_invariant=False, swap="typed", perfect=lambda keywords: " ".join(keywords))
 
 
 # --- recipe "add a task": a Task subclass, registered -------------------------------------
@@ -115,11 +121,24 @@ def write_keyword_lab(root: Path) -> Path:
 
 
 def test_metric_recipe_bounds_perfect_and_empty():
-    assert keyword_recall(["a", "b"], "A and b") == 1.0            # perfect
-    assert keyword_recall(["a", "b"], "ab") == 0.0                  # words, not substrings
-    assert keyword_recall(["a", "b"], "only a") == 0.5
-    assert keyword_recall([], "anything") == 1.0 and keyword_recall(["a"], None) == 0.0
-    assert keyword_recall(["b", "a"], "only a") == keyword_recall(["a", "b"], "only a")
+    """The recipe's metric registered and held to what it declares: bounds, the perfect
+    prediction, the three empty cases (a missing response is ``None`` or ``""``)."""
+    metric_registry.register(KEYWORD_RECALL)
+    try:
+        metric = metric_registry.get("keyword_recall")
+        assert metric is KEYWORD_RECALL and metric.best == 1.0
+        assert metric(["a", "b"], "ab") == 0.0                  # words, not substrings
+        assert metric(["a", "b"], "only a") == 0.5
+        assert metric(["b", "a"], "only a") == metric(["a", "b"], "only a")
+        for gold in (["a", "b"], ["Paris"], ["x", "y", "z"]):
+            assert metric(gold, metric.perfect(gold)) == metric.best   # perfect
+            assert metric.bounds[0] <= metric(gold, "y and a") <= metric.bounds[1]
+        zd = metric.zero_division
+        assert metric([], "anything") == zd.gold == 1.0
+        assert metric(["a"], None) == metric(["a"], "") == zd.pred == 0.0
+        assert metric([], None) == metric([], "") == zd.both == 1.0
+    finally:
+        metric_registry.unregister("keyword_recall")
 
 
 def test_task_system_and_metric_recipes_reach_every_surface(registry, tmp_path):

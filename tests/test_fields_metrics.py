@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics.fields import (
-    NOT_FOUND,
     FieldScore,
     QuestionScore,
     aggregate,
@@ -27,6 +26,7 @@ from queryeval.metrics.fields import (
     recall_matrix_from_hits,
     split_ground_truth,
 )
+from queryeval.metrics.ranking import NOT_FOUND
 
 RANKING = ["Carrots", "Potatoes", "Onions", "Garlic", "Salt", "Pepper"]
 
@@ -76,68 +76,68 @@ def test_join_then_split_round_trips(items):
 
 def test_recall_hand_computed():
     gt = "Carrots;Onions;Garlic;Tomatoes"
-    assert recall(RANKING, gt, 1) == 0.25
-    assert recall(RANKING, gt, 2) == 0.25
-    assert recall(RANKING, gt, 3) == 0.5
-    assert recall(RANKING, gt, 4) == 0.75
-    assert recall(RANKING, gt, 100) == 0.75
-    assert recall(RANKING, gt, 0) == 0.0
+    assert recall(gt, RANKING, 1) == 0.25
+    assert recall(gt, RANKING, 2) == 0.25
+    assert recall(gt, RANKING, 3) == 0.5
+    assert recall(gt, RANKING, 4) == 0.75
+    assert recall(gt, RANKING, 100) == 0.75
+    assert recall(gt, RANKING, 0) == 0.0
     # default N = number of ground-truth items (4)
-    assert recall(RANKING, gt) == 0.75
+    assert recall(gt, RANKING) == 0.75
 
 
 def test_recall_is_case_sensitive_and_exact():
-    assert recall(RANKING, "carrots", 6) == 0.0
-    assert recall(RANKING, "Carrot", 6) == 0.0
-    assert recall(RANKING, "Carrots", 6) == 1.0
+    assert recall("carrots", RANKING, 6) == 0.0
+    assert recall("Carrot", RANKING, 6) == 0.0
+    assert recall("Carrots", RANKING, 6) == 1.0
 
 
 def test_empty_ground_truth_rules():
-    assert recall(RANKING, "", 0) == 1.0
+    assert recall("", RANKING, 0) == 1.0
     assert recall([], [], 3) == 1.0
-    assert mrr(RANKING, "") == 1.0
-    assert depth_needed(RANKING, "") == 0
-    assert passed(RANKING, "", 0) is True
+    assert mrr("", RANKING) == 1.0
+    assert depth_needed("", RANKING) == 0
+    assert passed("", RANKING, 0) is True
 
 
 def test_duplicates_in_ground_truth_count_once():
-    assert recall(RANKING, ["Salt", "Salt"], 5) == 1.0
-    assert mrr(RANKING, ["Salt", "Salt"]) == 0.2
+    assert recall(["Salt", "Salt"], RANKING, 5) == 1.0
+    assert mrr(["Salt", "Salt"], RANKING) == 0.2
 
 
 def test_seed_mrr_line():
     # seed 004: "1 0.5 0.(3) 0.25" — items at ranks 1..4 contribute 1/rank each
     for rank, value in zip(range(1, 5), (1, 0.5, 1 / 3, 0.25), strict=True):
-        assert mrr(RANKING, [RANKING[rank - 1]]) == pytest.approx(value, rel=1e-15)
+        assert mrr([RANKING[rank - 1]], RANKING) == pytest.approx(value, rel=1e-15)
     expected = (1 + 0.5 + 1 / 3 + 0.25) / 4
-    assert mrr(RANKING, RANKING[:4]) == pytest.approx(expected, rel=1e-15)
+    assert mrr(RANKING[:4], RANKING) == pytest.approx(expected, rel=1e-15)
 
 
 def test_mrr_absent_item_contributes_zero_and_cutoff():
-    assert mrr(RANKING, "Potatoes;Tomatoes") == 0.25  # (1/2 + 0) / 2
-    assert mrr(RANKING, "Carrots;Pepper") == pytest.approx((1 + 1 / 6) / 2)
-    assert mrr(RANKING, "Carrots;Pepper", n=3) == 0.5  # Pepper (rank 6) outside the cut-off
+    assert mrr("Potatoes;Tomatoes", RANKING) == 0.25  # (1/2 + 0) / 2
+    assert mrr("Carrots;Pepper", RANKING) == pytest.approx((1 + 1 / 6) / 2)
+    assert mrr("Carrots;Pepper", RANKING, n=3) == 0.5  # Pepper (rank 6) outside the cut-off
 
 
 def test_depth_and_passed():
-    assert depth_needed(RANKING, "Onions;Carrots") == 3
-    assert depth_needed(RANKING, "Onions;Tomatoes") is None
-    assert passed(RANKING, "Onions;Carrots", 3) is True
-    assert passed(RANKING, "Onions;Carrots", 2) is False
-    assert passed(RANKING, "Tomatoes", 6) is False
+    assert depth_needed("Onions;Carrots", RANKING) == 3
+    assert depth_needed("Onions;Tomatoes", RANKING) is None
+    assert passed("Onions;Carrots", RANKING, 3) is True
+    assert passed("Onions;Carrots", RANKING, 2) is False
+    assert passed("Tomatoes", RANKING, 6) is False
 
 
 def test_negative_n_is_an_error():
     with pytest.raises(ValueError):
-        recall(RANKING, "Salt", -1)
+        recall("Salt", RANKING, -1)
     with pytest.raises(ValueError):
-        passed(RANKING, "Salt", -1)
+        passed("Salt", RANKING, -1)
 
 
 def test_ground_truth_ranks_first_occurrence_and_limit():
     ranking = ["a", "b", "a", "c"]
-    assert ground_truth_ranks(ranking, "a;c;z").tolist() == [1, 4, NOT_FOUND]
-    assert ground_truth_ranks(ranking, "a;c", limit=3).tolist() == [1, NOT_FOUND]
+    assert ground_truth_ranks("a;c;z", ranking).tolist() == [1, 4, NOT_FOUND]
+    assert ground_truth_ranks("a;c", ranking, limit=3).tolist() == [1, NOT_FOUND]
 
 
 def test_ranks_from_order_matches_string_ranks():
@@ -154,18 +154,18 @@ values_st = st.lists(st.sampled_from(list("abcdefgh")), unique=True, max_size=8)
 @given(ranking=values_st, truths=st.lists(values_st, min_size=1, max_size=5),
        max_n=st.integers(0, 10))
 def test_recall_matrix_equals_recall_per_n(ranking, truths, max_n):
-    ranks = [ground_truth_ranks(ranking, gt) for gt in truths]
+    ranks = [ground_truth_ranks(gt, ranking) for gt in truths]
     matrix = recall_matrix(ranks, max_n)
     assert matrix.shape == (len(truths), max_n + 1)
     for q, gt in enumerate(truths):
         curve = recall_curve(ranks[q], max_n)
         for n in range(max_n + 1):
-            expected = recall(ranking, gt, n)
+            expected = recall(gt, ranking, n)
             assert matrix[q, n] == expected
             assert curve[n] == expected
-            assert passed(ranking, gt, n) == (expected == 1.0)
-        depth = depth_needed(ranking, gt)
-        first_full = next((n for n in range(len(ranking) + 1) if recall(ranking, gt, n) == 1.0),
+            assert passed(gt, ranking, n) == (expected == 1.0)
+        depth = depth_needed(gt, ranking)
+        first_full = next((n for n in range(len(ranking) + 1) if recall(gt, ranking, n) == 1.0),
                           None)
         assert depth == first_full
 
@@ -208,4 +208,4 @@ def test_recall_matrix_from_hits_equals_recall(ranking, truths, max_n):
     curves = recall_matrix_from_hits(hits, sizes)
     for q, gt in enumerate(truths):
         for n in range(max_n + 1):
-            assert curves[q, n] == recall(ranking, gt, n)
+            assert curves[q, n] == recall(gt, ranking, n)

@@ -26,7 +26,7 @@ GOLD = {"columns": ["salary", "name", "one"],
     {"columns": ["s", HOSTILE, "o"], "rows": [["10", "bob", "1"], ["21", "carol", "1"]]},
 ])
 def test_every_message_is_one_line_whatever_the_column_names(pred):
-    items = explain_tables(pred, GOLD)
+    items = explain_tables(GOLD, pred)
     assert items
     for item in items:
         assert "\n" not in item["message"] and "\r" not in item["message"], item

@@ -23,7 +23,7 @@ def test_correlated_exists_resolves_the_outer_column():
                    "columns": ["dept.city", "dept.id", "emp.dept_id", "emp.name"],
                    "filters": ["dept.city", "dept.id", "emp.dept_id"]}
     gold = t("SELECT e.name FROM emp e JOIN dept d ON d.id = e.dept_id WHERE d.city = 'Oslo'")
-    assert touched_scores(got, gold) == {f"schema_{e}_{m}": 1.0 for e in ("table", "column",
+    assert touched_scores(gold, got) == {f"schema_{e}_{m}": 1.0 for e in ("table", "column",
                                          "filter") for m in ("precision", "recall")}
 
 

@@ -19,14 +19,14 @@ def test_normalize_answer(text, norm):
 
 
 def test_exact_match_and_f1_by_hand():
-    assert exact_match("the Cat.", "cat") == 1.0 and exact_match("cats", "cat") == 0.0
+    assert exact_match("cat", "the Cat.") == 1.0 and exact_match("cat", "cats") == 0.0
     # "big red dog" vs "red dog house": 2 common tokens, P = R = 2/3
-    assert token_f1("a big red dog", "red dog house") == pytest.approx(2 / 3)
+    assert token_f1("red dog house", "a big red dog") == pytest.approx(2 / 3)
     # repeated tokens count as a bag: "dog dog" vs "dog": common 1, P = 1/2, R = 1
-    assert token_f1("dog dog", "dog") == pytest.approx(2 * 0.5 * 1 / 1.5)
-    assert token_f1("", "") == 1.0 and token_f1("x", "") == 0.0 and token_f1("x", "y") == 0.0
-    assert squad_scores("cat", ["dog", "The cat"]) == (1.0, 1.0)
-    assert squad_scores("cat", []) == (0.0, 0.0)
+    assert token_f1("dog", "dog dog") == pytest.approx(2 * 0.5 * 1 / 1.5)
+    assert token_f1("", "") == 1.0 and token_f1("", "x") == 0.0 and token_f1("y", "x") == 0.0
+    assert squad_scores(["dog", "The cat"], "cat") == (1.0, 1.0)
+    assert squad_scores([], "cat") == (0.0, 0.0)
 
 
 words = st.lists(st.sampled_from(["a", "the", "cat", "dog", "red", "big"]), max_size=6)
@@ -44,7 +44,7 @@ def test_f1_against_brute_force(p, r):
                 left.remove(w)
                 common += 1
         expected = 0.0 if not common else 2 * common / (len(pred) + len(ref))
-    assert token_f1(" ".join(p), " ".join(r)) == pytest.approx(expected)
+    assert token_f1(" ".join(r), " ".join(p)) == pytest.approx(expected)
 
 
 # --- the official scripts, transcribed as the oracle ------------------------------------------
@@ -125,16 +125,16 @@ def _v20_scores(prediction, answers):
 def test_the_versions_differ_where_the_issue_says():
     """token_f1('a', 'The'): 1.0 under v2.0 (the default: both sides empty agree), 0.0 under
     v1.1 (no common token); v2.0 drops a reference that normalises to empty, v1.1 keeps it."""
-    assert token_f1("a", "The") == 1.0 == _v20_f1("The", "a")
-    assert token_f1("a", "The", "v1.1") == 0.0 == _v11_f1("a", "The")
-    assert exact_match("a", "The") == 1.0  # both versions: '' == ''
+    assert token_f1("The", "a") == 1.0 == _v20_f1("The", "a")
+    assert token_f1("The", "a", "v1.1") == 0.0 == _v11_f1("a", "The")
+    assert exact_match("The", "a") == 1.0  # both versions: '' == ''
     # references ['The', 'cat']: v1.1 keeps 'The', so the response 'an' matches it exactly;
     # v2.0 drops it and scores 'an' against 'cat' only
-    assert squad_scores("an", ["The", "cat"], "v1.1") == (1.0, 0.0) == _v11_scores("an", ["The", "cat"])
-    assert squad_scores("an", ["The", "cat"]) == (0.0, 0.0) == _v20_scores("an", ["The", "cat"])
+    assert squad_scores(["The", "cat"], "an", "v1.1") == (1.0, 0.0) == _v11_scores("an", ["The", "cat"])
+    assert squad_scores(["The", "cat"], "an") == (0.0, 0.0) == _v20_scores("an", ["The", "cat"])
     # only empty references: v2.0 scores against '' (an empty response is right)
-    assert squad_scores("", ["a", "."]) == (1.0, 1.0) == _v20_scores("", ["a", "."])
-    assert squad_scores("", ["a", "."], "v1.1") == (1.0, 0.0) == _v11_scores("", ["a", "."])
+    assert squad_scores(["a", "."], "") == (1.0, 1.0) == _v20_scores("", ["a", "."])
+    assert squad_scores(["a", "."], "", "v1.1") == (1.0, 0.0) == _v11_scores("", ["a", "."])
 
 
 texts = st.lists(st.sampled_from(["a", "The", "an", "cat", "Cat.", "dog", "!", "red", ""]),
@@ -143,11 +143,11 @@ texts = st.lists(st.sampled_from(["a", "The", "an", "cat", "Cat.", "dog", "!", "
 
 @given(texts, st.lists(texts, min_size=1, max_size=3))
 def test_both_versions_equal_their_official_scripts(prediction, references):
-    assert squad_scores(prediction, references, "v1.1") == pytest.approx(
+    assert squad_scores(references, prediction, "v1.1") == pytest.approx(
         _v11_scores(prediction, references))
-    assert squad_scores(prediction, references, "v2.0") == pytest.approx(
+    assert squad_scores(references, prediction, "v2.0") == pytest.approx(
         _v20_scores(prediction, references))
-    assert squad_scores(prediction, references) == squad_scores(prediction, references, "v2.0")
+    assert squad_scores(references, prediction) == squad_scores(references, prediction, "v2.0")
 
 
 def test_retrieval_answers_follow_the_squad_option():

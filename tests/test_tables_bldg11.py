@@ -129,12 +129,12 @@ def test_native_api_agrees_on_iri_results(results):
     """IRIs only (no literals, no unbound cells): the clean rules give the same figures, and
     arity comes from the parsed queries."""
     for i in range(1, 6):
-        clean = table_scores(results[i], results["gold"], pred_query=PRED[i], gold_query=GOLD)
+        clean = table_scores(results["gold"], results[i], pred_query=PRED[i], gold_query=GOLD)
         compat = get_entity_and_row_matching_f1(_rows(results["gold"]), _rows(results[i]))
         assert clean.exact
         assert clean.entity_set_f1 == compat["entity_set_f1"]
         assert clean.row_matching_f1 == compat["row_matching_f1"]
         assert clean.exact_match_f1 == get_exact_match_f1(_rows(results["gold"]), _rows(results[i]))
         assert clean.arity_f1 == get_arity_matching_f1(PRED[i], GOLD)
-    assert table_scores(results[2], results["gold"]).mapping == ("ahu", "s")
-    assert table_scores(results[3], results["gold"]).mapping == ("eqp", "sensor")
+    assert table_scores(results["gold"], results[2]).mapping == ("ahu", "s")
+    assert table_scores(results["gold"], results[3]).mapping == ("eqp", "sensor")

@@ -15,11 +15,11 @@ GOLD = {"columns": ["name", "salary"], "rows": [["bob", "10"], ["carol", "20"], 
 
 
 def kinds(pred, gold=GOLD, **kw):
-    return [i["kind"] for i in explain_tables(pred, gold, **kw)]
+    return [i["kind"] for i in explain_tables(gold, pred, **kw)]
 
 
 def one(pred, gold=GOLD, **kw):
-    items = explain_tables(pred, gold, **kw)
+    items = explain_tables(gold, pred, **kw)
     assert len(items) == 1, items
     return items[0]
 
@@ -27,13 +27,13 @@ def one(pred, gold=GOLD, **kw):
 def test_equal_tables_need_no_explanation():
     assert explain_tables(GOLD, GOLD) == []
     shuffled = {"columns": ["n", "s"], "rows": [["dan", "30"], ["bob", "10"], ["carol", "20"]]}
-    assert explain_tables(shuffled, GOLD) == []  # unordered: row order and names do not count
-    assert explain_tables({"columns": ["a"], "rows": []}, {"columns": ["b", "c"], "rows": []}) == []
+    assert explain_tables(GOLD, shuffled) == []  # unordered: row order and names do not count
+    assert explain_tables({"columns": ["b", "c"], "rows": []}, {"columns": ["a"], "rows": []}) == []
 
 
 def test_swapped_columns_name_the_mapping_found():
     pred = {"columns": ["salary", "name"], "rows": [["10", "bob"], ["20", "carol"], ["30", "dan"]]}
-    assert table_scores(pred, GOLD).exact_match_f1 == 0.0  # the "fail" next to all ✓
+    assert table_scores(GOLD, pred).exact_match_f1 == 0.0  # the "fail" next to all ✓
     item = one(pred)
     assert item["kind"] == "column_order"
     assert item["detail"]["mapping"] == [["name", "name"], ["salary", "salary"]]
@@ -44,12 +44,12 @@ def test_swapped_columns_name_the_mapping_found():
 def test_row_order_gives_the_first_out_of_place_row():
     pred = {"columns": ["name", "salary"],
             "rows": [["dan", "30"], ["carol", "20"], ["bob", "10"]]}
-    assert table_scores(pred, GOLD, ordered=True).exact_match_f1 == pytest.approx(1 / 3)
+    assert table_scores(GOLD, pred, ordered=True).exact_match_f1 == pytest.approx(1 / 3)
     item = one(pred, ordered=True)
     assert item["kind"] == "row_order" and item["detail"] == {"first_row": 1}
     assert "ORDER BY" in item["message"] and "gold ('bob', '10'), predicted ('dan', '30')" \
         in item["message"]
-    assert explain_tables(pred, GOLD, ordered=False) == []  # the same rows, order not counted
+    assert explain_tables(GOLD, pred, ordered=False) == []  # the same rows, order not counted
     # rows 1 and 2 in place, 3 and 4 swapped: the first difference is row 3
     gold4 = {"columns": ["x"], "rows": [["1"], ["2"], ["3"], ["4"]]}
     pred4 = {"columns": ["x"], "rows": [["1"], ["2"], ["4"], ["3"]]}
@@ -104,13 +104,13 @@ def test_type_or_format(gold_cell, pred_cell, rules):
 def test_clean_rules_already_equate_number_spellings():
     gold = {"columns": ["v"], "rows": [["1"], ["2.50"]]}
     pred = {"columns": ["v"], "rows": [["1.0"], ["2.5"]]}
-    assert explain_tables(pred, gold) == []  # equal under clean rules: nothing to explain
+    assert explain_tables(gold, pred) == []  # equal under clean rules: nothing to explain
 
 
 def test_format_and_value_differences_together():
     gold = {"columns": ["k", "v"], "rows": [["a", "1"], ["b", "2"]]}
     pred = {"columns": ["k", "v"], "rows": [["a", "1.0"], ["b", "3"]]}
-    got = explain_tables(pred, gold, rules="buildingqa")
+    got = explain_tables(gold, pred, rules="buildingqa")
     assert [i["kind"] for i in got] == ["values", "type_format"]
     assert got[0]["detail"]["cells"][0]["gold"] == "2"
     assert got[1]["detail"]["all_rows"] is False
@@ -131,7 +131,7 @@ def test_extra_and_missing_columns():
 def test_required_columns_leave_the_optional_ones_out():
     gold = {"columns": ["name", "salary"], "rows": [["bob", "10"], ["carol", "20"]]}
     pred = {"columns": ["name", "pay"], "rows": [["bob", "11"], ["carol", "21"]]}
-    assert explain_tables(pred, gold, columns=["name"]) == []
+    assert explain_tables(gold, pred, columns=["name"]) == []
     assert kinds(pred, gold, columns=["salary"]) == ["values"]
 
 
@@ -146,7 +146,7 @@ def test_tolerance_is_the_cases_rule():
     gold = {"columns": ["v"], "rows": [["1.00"], ["2.00"]]}
     pred = {"columns": ["v"], "rows": [["1.004"], ["2.02"]]}
     assert kinds(pred, gold, abs_tol=0.01) == ["values"]
-    assert explain_tables(pred, gold, abs_tol=0.05) == []
+    assert explain_tables(gold, pred, abs_tol=0.05) == []
 
 
 def test_several_reasons_at_once():
@@ -197,11 +197,11 @@ def pairs(draw):
 def test_empty_explanation_iff_equal_under_the_cases_rules(case):
     pred, gold, modes = case
     try:
-        scores = table_scores(pred, gold, **modes)
+        scores = table_scores(gold, pred, **modes)
     except ValueError:  # buildingqa's first-row rule dropped a required column
         assume(False)
-    got = explain_tables(pred, gold, mapping=scores.mapping, **modes)
+    got = explain_tables(gold, pred, mapping=scores.mapping, **modes)
     assert (got == []) == (scores.exact_match_f1 == 1.0), got
     assert all(i["kind"] in KINDS and i["message"] for i in got)
     # the mapping handed over is the one searched again when absent
-    assert [i["kind"] for i in explain_tables(pred, gold, **modes)] == [i["kind"] for i in got]
+    assert [i["kind"] for i in explain_tables(gold, pred, **modes)] == [i["kind"] for i in got]

@@ -150,7 +150,7 @@ def test_hostile_cells_in_an_explanation_are_escaped():
 
     gold = {"columns": ["v"], "rows": [["ok"]]}
     pred = {"columns": ["v"], "rows": [["<script>alert(1)</script>"]]}
-    items = explain_tables(pred, gold)
+    items = explain_tables(gold, pred)
     assert "<script>alert(1)</script>" in items[0]["message"]  # recorded as data
     rec = {"gold_query": "q", "predicted_query": "p", "question": "?", "explanation": items,
            "touched": {"message": "used table(s) the gold does not: <b>x</b>"}}

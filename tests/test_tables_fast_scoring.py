@@ -201,7 +201,7 @@ def test_scores_and_explanations_are_those_of_the_per_cell_scorer(gold, pred, ru
     p_new = QueryResult(list(pred[0]), list(pred[1]), kind="sql").to_sparql_json()
     g_new = QueryResult(list(gold[0]), list(gold[1]), kind="sql").to_sparql_json()
     p_table, g_table = as_table(p_new, rules=rules), as_table(g_new, rules=rules)
-    _, fast = best_of_golds(p_table, [g_table], rules=rules, budget=UNLIMITED,
+    _, fast = best_of_golds([g_table], p_table, rules=rules, budget=UNLIMITED,
                             ordered=[ordered and rules == "clean"])
     # old: every conversion per cell, a fresh encoding for every figure
     p_old, g_old = old_as_table(p_sparql, rules), old_as_table(g_sparql, rules)
@@ -210,15 +210,15 @@ def test_scores_and_explanations_are_those_of_the_per_cell_scorer(gold, pred, ru
     real = scores_mod.encode
     scores_mod.encode = encode_tables  # no shared encoding
     try:
-        slow = table_scores(p_old, g_old, rules=rules, budget=UNLIMITED,
+        slow = table_scores(g_old, p_old, rules=rules, budget=UNLIMITED,
                             ordered=ordered and rules == "clean")
     finally:
         scores_mod.encode = real
     assert same_scores(fast, slow)
     mapping = list(fast.mapping) if fast.mapping is not None else None
-    assert explain_tables(p_table, g_table, rules=rules, mapping=mapping,
+    assert explain_tables(g_table, p_table, rules=rules, mapping=mapping,
                           ordered=ordered and rules == "clean") == explain_tables(
-        old_as_table(p_sparql, rules), old_as_table(g_sparql, rules), rules=rules,
+        old_as_table(g_sparql, rules), old_as_table(p_sparql, rules), rules=rules,
         mapping=mapping, ordered=ordered and rules == "clean")
     assert result_sample(g_new, p_new, mapping, limit=5) == old_result_sample(
         g_sparql, p_sparql, mapping, limit=5)
@@ -239,11 +239,11 @@ def test_a_scoring_deadline_stops_the_scorer():
     rows = [(str(i), str(i % 7)) for i in range(2000)]
     pred, gold = Table(["a", "b"], rows), Table(["a", "b"], rows[::-1])
     with pytest.raises(ScoringOverrun) as err, scoring_deadline(1e-9):
-        table_scores(pred, gold)
+        table_scores(gold, pred)
     assert err.value.kind == "deadline"
     assert "deadline (1e-09 s, score_timeout_s)" in str(err.value)
     # without one (a library call), nothing changes
-    assert table_scores(pred, gold).row_matching_f1 == 1.0
+    assert table_scores(gold, pred).row_matching_f1 == 1.0
     # the time between the blocks of one case does not count
     deadline = Deadline(60.0)
     with deadline.active():

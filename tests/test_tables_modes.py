@@ -76,8 +76,8 @@ def test_lcs_equals_dynamic_programme(a, b):
 @given(tables(same_width=True))
 def test_ordered_exact_match_is_lcs_of_positional_rows(pair):
     gold, pred = pair
-    got = table_scores(pred, gold, ordered=True, budget=UNLIMITED)
-    unordered = table_scores(pred, gold, budget=UNLIMITED)
+    got = table_scores(gold, pred, ordered=True, budget=UNLIMITED)
+    unordered = table_scores(gold, pred, budget=UNLIMITED)
     if not gold.rows or not pred.rows:
         assert got.exact_match_f1 == unordered.exact_match_f1
         return
@@ -96,10 +96,10 @@ def test_ordered_exact_match_is_lcs_of_positional_rows(pair):
 def test_ordered_figures_by_hand():
     gold = Table(["n"], [("a",), ("b",), ("c",)])
     pred = Table(["n"], [("c",), ("a",), ("b",)])
-    got = table_scores(pred, gold, ordered=True)
+    got = table_scores(gold, pred, ordered=True)
     assert got.exact_match_f1 == pytest.approx(2 / 3)  # LCS a, b: 2 of 3 rows
     assert got.order_score == pytest.approx(2 / 3)
-    assert table_scores(pred, gold).exact_match_f1 == 1.0 and table_scores(pred, gold).order_score is None
+    assert table_scores(gold, pred).exact_match_f1 == 1.0 and table_scores(gold, pred).order_score is None
 
 
 @pytest.mark.parametrize(("query", "language", "expected"), [
@@ -165,7 +165,7 @@ def test_tolerance_classes_equal_connected_components(values, tol):
 @given(tables(), TOLS)
 def test_tolerance_figures_equal_brute_force_on_classed_values(pair, tol):
     gold, pred = pair
-    got = table_scores(pred, gold, abs_tol=tol[0], rel_tol=tol[1], budget=UNLIMITED)
+    got = table_scores(gold, pred, abs_tol=tol[0], rel_tol=tol[1], budget=UNLIMITED)
     flat = [clean_normalize(v) for t in (gold, pred) for r in t.rows for v in r]
     classed = dict(zip(flat, classes_brute(flat, *tol), strict=True))
 
@@ -181,16 +181,16 @@ def test_tolerance_figures_equal_brute_force_on_classed_values(pair, tol):
 def test_tolerance_by_hand():
     gold = Table(["city", "pop"], [("a", "1000"), ("b", "2.5")])
     pred = Table(["city", "pop"], [("a", "1000.4"), ("b", "2.50001")])
-    assert table_scores(pred, gold).row_matching_f1 == 0.0
-    assert table_scores(pred, gold, abs_tol=0.5).row_matching_f1 == 1.0
-    assert table_scores(pred, gold, rel_tol=1e-3).row_matching_f1 == 1.0
-    assert table_scores(pred, gold, rel_tol=1e-7).row_matching_f1 == 0.0
+    assert table_scores(gold, pred).row_matching_f1 == 0.0
+    assert table_scores(gold, pred, abs_tol=0.5).row_matching_f1 == 1.0
+    assert table_scores(gold, pred, rel_tol=1e-3).row_matching_f1 == 1.0
+    assert table_scores(gold, pred, rel_tol=1e-7).row_matching_f1 == 0.0
     # strings stay exact: "A" is not "a" whatever the tolerance
-    assert table_scores(Table(["c"], [("A",)]), Table(["c"], [("a",)]), abs_tol=1).row_matching_f1 == 0
+    assert table_scores(Table(["c"], [("a",)]), Table(["c"], [("A",)]), abs_tol=1).row_matching_f1 == 0
     with pytest.raises(ValueError, match="rel_tol"):
-        table_scores(pred, gold, rel_tol=1.0)
+        table_scores(gold, pred, rel_tol=1.0)
     with pytest.raises(ValueError, match="clean"):
-        table_scores(pred, gold, abs_tol=0.1, rules="buildingqa")
+        table_scores(gold, pred, abs_tol=0.1, rules="buildingqa")
 
 
 # --- several golds ------------------------------------------------------------------------------
@@ -199,8 +199,8 @@ def test_tolerance_by_hand():
 @given(tables(), tables(), st.tuples(st.booleans(), st.booleans()))
 def test_best_of_golds_is_the_lexicographic_maximum(first, second, flags):
     (g1, pred), (g2, _) = first, second
-    index, got = best_of_golds(pred, [g1, g2], budget=UNLIMITED, ordered=list(flags))
-    each = [table_scores(pred, g, budget=UNLIMITED, ordered=o)
+    index, got = best_of_golds([g1, g2], pred, budget=UNLIMITED, ordered=list(flags))
+    each = [table_scores(g, pred, budget=UNLIMITED, ordered=o)
             for g, o in zip((g1, g2), flags, strict=True)]
     keys = [(s.row_matching_f1, s.entity_set_f1, s.exact_match_f1, s.arity_f1) for s in each]
     assert keys[index] == max(keys)
@@ -218,7 +218,7 @@ def test_required_columns_score_against_the_projected_gold(pair, data):
     required = [c for c in gold.columns if c in keep]
     idx = [gold.columns.index(c) for c in required]
     projected = Table(required, [tuple(r[i] for i in idx) for r in gold.rows])
-    got = table_scores(pred, gold, columns=sorted(keep), budget=UNLIMITED)
+    got = table_scores(gold, pred, columns=sorted(keep), budget=UNLIMITED)
     ent, row = oracle(projected, pred, "clean")
     assert got.row_matching_f1 == pytest.approx(row, abs=1e-12)
     assert got.entity_set_f1 == pytest.approx(ent, abs=1e-9)
@@ -229,14 +229,14 @@ def test_required_columns_score_against_the_projected_gold(pair, data):
 def test_required_columns_by_hand():
     gold = Table(["name", "label"], [("a", "Alpha"), ("b", "Beta")])
     only_names = Table(["n"], [("b",), ("a",)])
-    got = table_scores(only_names, gold, columns=["name"])
+    got = table_scores(gold, only_names, columns=["name"])
     assert (got.row_matching_f1, got.exact_match_f1, got.arity_f1) == (1.0, 1.0, 1.0)
-    assert table_scores(only_names, gold).row_matching_f1 == 0.0  # too few columns without it
+    assert table_scores(gold, only_names).row_matching_f1 == 0.0  # too few columns without it
     both = Table(["n", "l"], [("a", "other"), ("b", "label")])
-    got = table_scores(both, gold, columns=["name"])
+    got = table_scores(gold, both, columns=["name"])
     assert (got.row_matching_f1, got.exact_match_f1) == (1.0, 1.0)  # optional column ignored
     with pytest.raises(ValueError, match="not gold columns"):
-        table_scores(both, gold, columns=["nope"])
+        table_scores(gold, both, columns=["nope"])
 
 
 @pytest.mark.parametrize(("query", "language", "expected"), [

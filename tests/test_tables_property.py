@@ -138,7 +138,7 @@ def table_pairs(draw, rules: str, max_cols: int = 7):
 
 
 def _check(gold: Table, pred: Table, rules: str) -> None:
-    got = table_scores(pred, gold, rules=rules, budget=UNLIMITED)
+    got = table_scores(gold, pred, rules=rules, budget=UNLIMITED)
     ent, row = oracle(gold, pred, rules)
     assert got.exact
     assert got.row_matching_f1 == pytest.approx(row, abs=1e-12)
@@ -168,7 +168,7 @@ def test_out_of_budget_result_is_a_real_mapping(pair, max_nodes):
     """With a tiny budget the figures are those of the returned mapping and never exceed
     the optimum; ``exact`` is False only when the budget ran out."""
     gold, pred = pair
-    got = table_scores(pred, gold, budget=Budget(max_nodes=max_nodes, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=max_nodes, max_seconds=None))
     ent, row = oracle(gold, pred, "clean")
     assert (got.row_matching_f1, got.entity_set_f1) <= (row + 1e-12, ent + 1e-9) or \
         got.row_matching_f1 < row

@@ -99,13 +99,13 @@ def test_wide_low_cardinality_table_is_solved_exactly():
     seeds; now the true mapping is found and proven optimal within 20,000."""
     for seed in (0, 2):
         pred, gold, full = _wide_case(9, 2000, 4, seed)
-        got = table_scores(pred, gold, budget=Budget(max_nodes=20_000, max_seconds=None))
+        got = table_scores(gold, pred, budget=Budget(max_nodes=20_000, max_seconds=None))
         assert got.exact
         assert got.mapping == tuple(f"p{i}" for i in range(9))
         tp = sum((Counter(gold.rows) & Counter(r[:9] for r in full)).values())
         assert got.row_matching_f1 == pytest.approx(2 * tp / (len(pred.rows) + len(gold.rows)),
                                                     abs=1e-12)
-        assert table_scores(pred, gold).exact  # the default budget too
+        assert table_scores(gold, pred).exact  # the default budget too
 
 
 # --- issue 18: the multiset bound, the row-vote incumbent, honest `exact` --------------------
@@ -133,7 +133,7 @@ def test_cell_noise_wide_table_is_proved_within_a_small_node_budget():
     # The case of issue 18: 12 columns x 10k rows, 5 values per column, 10% of cells redrawn.
     # Before the multiset bound the search spent 70,000+ nodes (10 s) without finishing.
     pred, gold, planted = _planted(12, 10_000, 5, 0.1, seed=1)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=10_000, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=10_000, max_seconds=None))
     assert got.exact and got.mapping == planted
     assert got.row_matching_f1 == _figures_of(pred, gold, planted)
 
@@ -142,7 +142,7 @@ def test_vote_incumbent_recovers_the_planted_mapping_before_any_search():
     # One node: the result is what the incumbents found outside the budget. The row-vote
     # incumbent finds the planted permutation where the column greedy cannot.
     pred, gold, planted = _planted(12, 5_000, 3, 0.1, seed=4)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=1, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=1, max_seconds=None))
     assert not got.exact
     assert got.mapping == planted
     assert got.row_matching_f1 == _figures_of(pred, gold, planted)
@@ -150,7 +150,7 @@ def test_vote_incumbent_recovers_the_planted_mapping_before_any_search():
 
 def test_out_of_budget_reports_real_figures_of_the_returned_mapping():
     pred, gold, _ = _planted(9, 2_000, 3, 0.2, seed=5, extra=1)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=50, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=50, max_seconds=None))
     assert got.exact is False
     assert got.row_matching_f1 == _figures_of(pred, gold, got.mapping)
 
@@ -187,7 +187,7 @@ def test_search_without_subsets_equals_brute_force(pair):
 
     gold, pred = pair
     with mock.patch.object(search, "_MAX_SUBSETS", 0):
-        got = table_scores(pred, gold, budget=UNLIMITED)
+        got = table_scores(gold, pred, budget=UNLIMITED)
     ent, row = oracle(gold, pred, "clean")
     assert got.exact
     assert got.row_matching_f1 == pytest.approx(row, abs=1e-12)
@@ -199,7 +199,7 @@ def test_iterative_vote_recovers_a_noisy_ternary_table():
     # one-shot vote (it returned a wrong mapping); fixing the most confident column pair and
     # regrouping before voting again finds the planted permutation.
     pred, gold, planted = _planted(14, 4_000, 3, 0.2, seed=2)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=1, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=1, max_seconds=None))
     assert got.mapping == planted and not got.exact
 
 
@@ -208,7 +208,7 @@ def test_every_subset_is_voted_before_any_search():
     # column. Before, the budget was spent searching the first subsets and the right one's
     # vote never ran (a wrong mapping came back); now every subset is voted first.
     pred, gold, planted = _planted(10, 3_000, 3, 0.2, seed=4, extra=1)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=3_000, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=3_000, max_seconds=None))
     assert got.mapping == planted
     assert got.row_matching_f1 == _figures_of(pred, gold, planted)
 
@@ -263,7 +263,7 @@ def test_hopeless_search_stops_early_with_an_honest_ceiling():
     # stall_nodes and its progress projects far past the budget, and says how high the
     # optimum could be.
     pred, gold, planted = _planted(12, 2_000, 3, 0.1, seed=3)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=60_000, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=60_000, max_seconds=None))
     assert not got.exact and got.mapping == planted
     assert got.nodes < 6_000  # the default stall_nodes (5,000), checked every 64 nodes
     assert got.row_matching_f1 == _figures_of(pred, gold, planted)
@@ -275,16 +275,16 @@ def test_searches_that_can_finish_are_not_stopped_early():
     # case needs 22,476 nodes, all with the votes' incumbent (stalled): within a 25,000 budget
     # it still finishes exactly; with 11,000 (projection ~22,500 > 1.25 x 11,000) it stops.
     pred, gold, planted = _planted(8, 2_000, 4, 0.2, seed=1, extra=1)
-    got = table_scores(pred, gold, budget=Budget(max_nodes=25_000, max_seconds=None))
+    got = table_scores(gold, pred, budget=Budget(max_nodes=25_000, max_seconds=None))
     assert got.exact and got.nodes == 22_476 and got.mapping == planted
     assert got.row_f1_bound == got.row_matching_f1 == _figures_of(pred, gold, planted)
-    short = table_scores(pred, gold, budget=Budget(max_nodes=11_000, max_seconds=None))
+    short = table_scores(gold, pred, budget=Budget(max_nodes=11_000, max_seconds=None))
     assert not short.exact and short.nodes < 6_000 and short.mapping == planted
     assert short.row_matching_f1 < short.row_f1_bound <= 1.0
 
 
 def test_exact_result_reports_its_own_figure_as_the_bound():
     pred, gold, planted = _planted(5, 300, 10, 0.1, seed=1, extra=1)
-    got = table_scores(pred, gold)
+    got = table_scores(gold, pred)
     assert got.exact and got.mapping == planted
     assert got.row_f1_bound == got.row_matching_f1 == _figures_of(pred, gold, planted)

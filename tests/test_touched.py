@@ -68,14 +68,14 @@ def test_precision_and_recall_hand_computed():
     # columns: pred {emp.name, emp.salary}; gold {emp.name, emp.dept_id, dept.id, dept.city}:
     #   both {emp.name}: P 1/2, R 1/4
     # filters: pred {emp.salary}; gold {emp.dept_id, dept.id, dept.city}: P 0/1, R 0/3
-    assert touched_scores(pred, gold) == {
+    assert touched_scores(gold, pred) == {
         "schema_table_precision": 1.0, "schema_table_recall": 0.5,
         "schema_column_precision": 0.5, "schema_column_recall": 0.25,
         "schema_filter_precision": 0.0, "schema_filter_recall": 0.0}
     # empty sets count 1.0 (entity-set F1's rule); an unreadable prediction 0.0
     none = t("SELECT name FROM emp")
     assert touched_scores(none, none)["schema_filter_precision"] == 1.0
-    assert set(touched_scores(None, gold).values()) == {0.0}
+    assert set(touched_scores(gold, None).values()) == {0.0}
 
 
 def test_sparql_classes_predicates_and_filters():
@@ -92,7 +92,7 @@ def test_sparql_classes_predicates_and_filters():
     assert pred == {"tables": [b + "VAV"], "columns": [b + "hasPoint", b + "value"],
                     "filters": []}
     # tables: P 0/1, R 0/2; columns: P 2/2, R 2/2; filters: P 1.0 (none), R 0/1
-    assert touched_scores(pred, gold) == {
+    assert touched_scores(gold, pred) == {
         "schema_table_precision": 0.0, "schema_table_recall": 0.0,
         "schema_column_precision": 1.0, "schema_column_recall": 1.0,
         "schema_filter_precision": 1.0, "schema_filter_recall": 0.0}

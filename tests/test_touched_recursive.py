@@ -33,7 +33,7 @@ def test_schema_precision_recall_against_a_recursive_gold(schema):
                        dialect="sqlite")
     # pred columns {boss, emp_id, name}, gold {boss, emp_id}: P 2/3, R 2/2;
     # pred filters {boss}, gold {boss, emp_id}: P 1/1, R 1/2; tables {emp} both
-    assert touched_scores(pred, gold) == pytest.approx({
+    assert touched_scores(gold, pred) == pytest.approx({
         "schema_table_precision": 1.0, "schema_table_recall": 1.0,
         "schema_column_precision": 2 / 3, "schema_column_recall": 1.0,
         "schema_filter_precision": 1.0, "schema_filter_recall": 0.5})

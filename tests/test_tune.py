@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queryeval.metrics.fields import NOT_FOUND, passed, recall
+from queryeval.metrics.fields import passed, recall
+from queryeval.metrics.ranking import NOT_FOUND
 from queryeval.tune import (
     FieldInput,
     FieldProblem,
@@ -82,11 +83,11 @@ def brute_force(rankings, truths, costs, budget, min_n):
         if budget is not None and tokens > budget:
             continue
         n_passed = sum(
-            all(passed(rankings[f][q], truths[f][q], ns[f]) for f in range(n_f))
+            all(passed(truths[f][q], rankings[f][q], ns[f]) for f in range(n_f))
             for q in range(n_q)
         )
         rec = sum(
-            Fraction(recall(rankings[f][q], truths[f][q], ns[f])).limit_denominator(1000)
+            Fraction(recall(truths[f][q], rankings[f][q], ns[f])).limit_denominator(1000)
             for f in range(n_f) for q in range(n_q)
         ) / (n_f * n_q)
         key = (n_passed, rec, -tokens)

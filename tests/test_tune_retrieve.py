@@ -15,7 +15,8 @@ from openpyxl import load_workbook
 
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError
-from queryeval.metrics.fields import NOT_FOUND, ground_truth_ranks, recall_matrix
+from queryeval.metrics.fields import ground_truth_ranks, recall_matrix
+from queryeval.metrics.ranking import NOT_FOUND
 from queryeval.suite.fields import load_data_table, load_evaluation_table
 from queryeval.systems.retrievers import DenseRetriever, Doc, HashingEncoder
 from queryeval.tune import tune
@@ -119,7 +120,7 @@ def test_rankings_equal_rank_all_and_ranks_equal_brute_force(tmp_path):
     order = ranked["item"].orders["minilm"]
     got = ranks_for(order, values, truths)
     for q, items in enumerate(truths):
-        expect = ground_truth_ranks([values[i] for i in order[q]], items)
+        expect = ground_truth_ranks(items, [values[i] for i in order[q]])
         assert np.array_equal(got[q], expect)
     assert got[1][0] == NOT_FOUND and len(got[3]) == 1
 

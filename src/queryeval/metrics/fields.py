@@ -18,6 +18,12 @@ Definitions (all exact, case-sensitive string equality; ground-truth items are d
 Zero-division rule: an empty ground truth (nothing to find) gives recall 1.0, MRR 1.0,
 depth 0 and passed True at every N, including N = 0.
 
+Recall and MRR from ranks are the package's one recall and reciprocal rank,
+:func:`queryeval.metrics.ranking.recall_from_ranks` and
+:func:`~queryeval.metrics.ranking.mrr_from_ranks` (with :data:`NOT_FOUND`), which this module
+reads; the trec_eval engine and the retrieval task are written with the same kernels.
+Every public function takes the ground truth first, then the ranking.
+
 The vectorised helpers take the *ranks* of the ground-truth items (1-based positions in the
 ranking, :data:`NOT_FOUND` for an item that is absent) and compute recall for every
 N = 0..max_n in one pass: ranks are found once, then a histogram and a cumulative sum give the
@@ -33,9 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from queryeval.metrics.mean import ExactMean
-
-#: Rank given to a ground-truth item that does not occur in the ranking (larger than any N).
-NOT_FOUND: int = int(np.iinfo(np.int64).max)
+from queryeval.metrics.ranking import NOT_FOUND, mrr_from_ranks, recall_from_ranks
 
 ESCAPE = "';"
 SEPARATOR = ";"
@@ -98,7 +102,7 @@ def _items(ground_truth: Sequence[str] | str) -> list[str]:
 
 
 def ground_truth_ranks(
-    ranked_values: Sequence[str], ground_truth: Sequence[str] | str, limit: int | None = None
+    ground_truth: Sequence[str] | str, ranked_values: Sequence[str], limit: int | None = None
 ) -> np.ndarray:
     """1-based ranks of the distinct ground-truth items in ``ranked_values``.
 
@@ -136,29 +140,6 @@ def ranks_from_order(order: np.ndarray, relevant_ids: np.ndarray, n_docs: int) -
 
 
 # ---------------------------------------------------------------- per question, from ranks
-
-
-def recall_from_ranks(ranks: np.ndarray, n: int) -> float:
-    """recall@n from ground-truth ranks; empty ground truth -> 1.0."""
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if len(ranks) == 0:
-        return 1.0
-    return int(np.count_nonzero(ranks <= n)) / len(ranks)
-
-
-def mrr_from_ranks(ranks: np.ndarray, n: int | None = None) -> float:
-    """Sum of 1/rank over the items / number of items; empty ground truth -> 1.0.
-
-    Items ranked beyond ``n`` (when given) or absent contribute 0.
-    """
-    if len(ranks) == 0:
-        return 1.0
-    cutoff = NOT_FOUND - 1 if n is None else n
-    if cutoff < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    found = ranks[ranks <= cutoff]
-    return math.fsum(1.0 / float(r) for r in found) / len(ranks)
 
 
 def depth_from_ranks(ranks: np.ndarray) -> int | None:
@@ -227,7 +208,7 @@ def depths(ranks_per_question: Sequence[np.ndarray]) -> list[int | None]:
 # ---------------------------------------------------------------- per question, from values
 
 
-def recall(ranked_values: Sequence[str], ground_truth: Sequence[str] | str, n: int | None = None) -> float:
+def recall(ground_truth: Sequence[str] | str, ranked_values: Sequence[str], n: int | None = None) -> float:
     """Distinct ground-truth items among the first ``n`` values / distinct items.
 
     ``n`` defaults to the number of distinct ground-truth items (the seed's RECALL default).
@@ -238,28 +219,28 @@ def recall(ranked_values: Sequence[str], ground_truth: Sequence[str] | str, n: i
         n = len(items)
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    return recall_from_ranks(ground_truth_ranks(ranked_values, items, limit=n), n)
+    return recall_from_ranks(ground_truth_ranks(items, ranked_values, limit=n), n)
 
 
-def mrr(ranked_values: Sequence[str], ground_truth: Sequence[str] | str, n: int | None = None) -> float:
+def mrr(ground_truth: Sequence[str] | str, ranked_values: Sequence[str], n: int | None = None) -> float:
     """Seed 004's MRR for one question: sum of 1/rank over ground-truth items / distinct items.
 
     Over the full ranking unless ``n`` is given. Items at ranks 1, 2, 3, 4 contribute
     1, 0.5, 0.(3), 0.25. Absent items contribute 0; empty ground truth -> 1.0.
     """
-    return mrr_from_ranks(ground_truth_ranks(ranked_values, ground_truth, limit=n), n)
+    return mrr_from_ranks(ground_truth_ranks(ground_truth, ranked_values, limit=n), n)
 
 
-def depth_needed(ranked_values: Sequence[str], ground_truth: Sequence[str] | str) -> int | None:
+def depth_needed(ground_truth: Sequence[str] | str, ranked_values: Sequence[str]) -> int | None:
     """The smallest N whose top N holds every ground-truth item; None if one never appears."""
-    return depth_from_ranks(ground_truth_ranks(ranked_values, ground_truth))
+    return depth_from_ranks(ground_truth_ranks(ground_truth, ranked_values))
 
 
-def passed(ranked_values: Sequence[str], ground_truth: Sequence[str] | str, n: int) -> bool:
+def passed(ground_truth: Sequence[str] | str, ranked_values: Sequence[str], n: int) -> bool:
     """True when every ground-truth item is among the first ``n`` values (recall@n == 1)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    depth = depth_from_ranks(ground_truth_ranks(ranked_values, ground_truth, limit=n))
+    depth = depth_from_ranks(ground_truth_ranks(ground_truth, ranked_values, limit=n))
     return depth is not None and depth <= n
 
 
@@ -360,5 +341,5 @@ def score(target: Sequence[str] | str, ranked_values: Sequence[str], *, n: int |
     truth first): recall and MRR of ``ranked_values`` within the top ``n`` (all when None),
     passed when every ground-truth value is found there."""
     top = len(ranked_values) if n is None else n
-    return FieldScore(field=field, recall=recall(ranked_values, target, top),
-                      mrr=mrr(ranked_values, target, top), passed=passed(ranked_values, target, top))
+    return FieldScore(field=field, recall=recall(target, ranked_values, top),
+                      mrr=mrr(target, ranked_values, top), passed=passed(target, ranked_values, top))

@@ -26,25 +26,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from queryeval.metrics.protocol import ratio
+
 DimKey = tuple[str, str]  # (dataset_id, dimension_name)
 TermKey = tuple[str, str]  # (id, name)
 
 
 def precision(tp: int, fp: int, *, zero_division: float = 0.0) -> float:
     """``tp / (tp + fp)``; ``zero_division`` when nothing was selected."""
-    denom = tp + fp
-    return tp / denom if denom else zero_division
+    return ratio(tp, tp + fp, zero_division=zero_division)
 
 
 def recall(tp: int, fn: int, *, zero_division: float = 1.0) -> float:
     """``tp / (tp + fn)``; ``zero_division`` when there was nothing to find."""
-    denom = tp + fn
-    return tp / denom if denom else zero_division
+    return ratio(tp, tp + fn, zero_division=zero_division)
 
 
-def set_confusion(selected: Iterable[Hashable], target: Iterable[Hashable]):
-    """Return ``(tp, fp, fn)`` over the two sets, as lists in first-seen order
-    (tp and fn in target order, fp in selection order); duplicates count once."""
+def set_confusion(target: Iterable[Hashable], selected: Iterable[Hashable]):
+    """Return ``(tp, fp, fn)`` of ``selected`` against ``target``, as lists in first-seen
+    order (tp and fn in target order, fp in selection order); duplicates count once."""
     s, t = dict.fromkeys(selected), dict.fromkeys(target)
     return [x for x in t if x in s], [x for x in s if x not in t], [x for x in t if x not in s]
 
@@ -118,8 +118,8 @@ def group_terms(selection: Iterable[Mapping]) -> dict[DimKey, dict[TermKey, None
 
 
 def score_selection(
-    selected: Iterable[Mapping] | None,
     target: Iterable[Mapping] | None,
+    selected: Iterable[Mapping] | None,
     *,
     include_extra: bool = True,
 ) -> SelectionScore:
@@ -134,7 +134,7 @@ def score_selection(
     for key in [*tgt, *(k for k in sel if k not in tgt)]:
         t = tgt.get(key, {})
         s = sel.get(key, {})
-        tp, fp, fn = set_confusion(s, t)
+        tp, fp, fn = set_confusion(t, s)
         in_target = bool(t)
         dims.append(DimensionScore(
             dataset_id=key[0], dimension=key[1], in_target=in_target, tp=tp, fp=fp, fn=fn,

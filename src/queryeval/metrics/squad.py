@@ -1,5 +1,7 @@
 """SQuAD's answer normalisation, exact match and token F1, as the official evaluation scripts
 compute them, shared by every task that scores a free-text answer against a reference.
+Every function takes the reference first, then the prediction (the official scripts' order
+is the other way round; exact match and token F1 are symmetric, so no figure depends on it).
 
 Two versions (task option ``squad``, ``--option squad=v1.1|v2.0``); **v2.0 is the default**:
 
@@ -9,9 +11,9 @@ Two versions (task option ``squad``, ``--option squad=v1.1|v2.0``); **v2.0 is th
   are both empty, so equal);
 * ``token_f1``: the F1 of the bags of normalised tokens. **v2.0** (``compute_f1`` of
   ``evaluate-v2.0.py``): an empty side scores 1.0 when both are empty, else 0.0 (its rule
-  for no-answer questions), so ``token_f1('a', 'The') == 1.0``. **v1.1** (``f1_score`` of
+  for no-answer questions), so ``token_f1('The', 'a') == 1.0``. **v1.1** (``f1_score`` of
   ``evaluate-v1.1.py``): no common token scores 0.0, both sides empty included, so
-  ``token_f1('a', 'The', version='v1.1') == 0.0``;
+  ``token_f1('The', 'a', version='v1.1') == 0.0``;
 * several references (:func:`squad_scores`): each figure is the maximum over them
   (``metric_max_over_ground_truths``). **v1.1** keeps every reference. **v2.0** first drops
   the references that normalise to the empty text (``get_raw_scores``: ``if
@@ -55,12 +57,12 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def exact_match(prediction: str, reference: str) -> float:
+def exact_match(reference: str, prediction: str) -> float:
     """1.0 when the normalised texts are equal (the same in v1.1 and v2.0)."""
     return float(normalize_answer(prediction) == normalize_answer(reference))
 
 
-def token_f1(prediction: str, reference: str, version: SquadVersion = DEFAULT_VERSION) -> float:
+def token_f1(reference: str, prediction: str, version: SquadVersion = DEFAULT_VERSION) -> float:
     """The token F1 of one pair under ``version`` (see the module docstring)."""
     pred = normalize_answer(prediction).split()
     ref = normalize_answer(reference).split()
@@ -83,13 +85,13 @@ def scored_references(references: Iterable[str],
     return [r for r in refs if normalize_answer(r)] or [""]
 
 
-def squad_scores(prediction: str, references: Sequence[str],
+def squad_scores(references: Sequence[str], prediction: str,
                  version: SquadVersion = DEFAULT_VERSION) -> tuple[float, float]:
     """``(exact match, token F1)`` of ``prediction``: the best over the references the
     version keeps (:func:`scored_references`); ``(0.0, 0.0)`` with no reference given."""
     if not references:
         return 0.0, 0.0
     refs = scored_references(references, version)
-    return (max(exact_match(prediction, r) for r in refs),
-            max(token_f1(prediction, r, version) for r in refs))
+    return (max(exact_match(r, prediction) for r in refs),
+            max(token_f1(r, prediction, version) for r in refs))
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from queryeval.metrics.protocol import ratio
 from queryeval.metrics.tables.arity import walk_parse_tree
 
 ELEMENTS = ("table", "column", "filter")
@@ -33,8 +34,8 @@ UNKNOWN_TABLE = "?"
 """The table of a column no schema resolves (an unqualified column of a join without one)."""
 
 
-def touched_scores(pred: Mapping[str, Iterable[str]] | None,
-                   gold: Mapping[str, Iterable[str]]) -> dict[str, float]:
+def touched_scores(gold: Mapping[str, Iterable[str]],
+                   pred: Mapping[str, Iterable[str]] | None) -> dict[str, float]:
     """``schema_{table,column,filter}_{precision,recall}`` of ``pred``'s touched elements
     against ``gold``'s (:func:`sql_touched` / :func:`sparql_touched`); a prediction that
     could not be read (``None``) touched nothing it can be credited for: 0.0 each."""
@@ -46,8 +47,8 @@ def touched_scores(pred: Mapping[str, Iterable[str]] | None,
             continue
         p = set(pred[key])
         both = len(p & g)
-        out[f"schema_{element}_precision"] = both / len(p) if p else 1.0
-        out[f"schema_{element}_recall"] = both / len(g) if g else 1.0
+        out[f"schema_{element}_precision"] = ratio(both, len(p), zero_division=1.0)
+        out[f"schema_{element}_recall"] = ratio(both, len(g), zero_division=1.0)
     return out
 
 

@@ -30,10 +30,9 @@ from queryeval.metrics.fields import (
     distinct,
     ground_truth_ranks,
     join_ground_truth,
-    mrr_from_ranks,
     question_score,
-    recall_from_ranks,
 )
+from queryeval.metrics.ranking import mrr_from_ranks, recall_from_ranks
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
 from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
@@ -121,7 +120,7 @@ def score_field(ranked: list[str], truth: list[str], n: int | None) -> dict:
     """
     items = distinct(truth)
     cut = len(items) if n is None else n
-    ranks = ground_truth_ranks(ranked, items)
+    ranks = ground_truth_ranks(items, ranked)
     depth = depth_from_ranks(ranks)
     return {
         "n": cut,

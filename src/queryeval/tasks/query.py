@@ -377,7 +377,7 @@ class QueryTask(QueryEngines, Task):
                     p_table = as_table(pred, rules=self.options.rules)
                     g_tables = [as_table(g, rules=self.options.rules) for g, _ in golds]
                     index, ts = best_of_golds(
-                        p_table, g_tables,
+                        g_tables, p_table,
                         gold_queries=[q if by_text else None for _, q in golds],
                         rules=self.options.rules,
                         budget=Budget(max_nodes=self.options.search_nodes, max_seconds=None),

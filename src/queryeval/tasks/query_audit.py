@@ -391,7 +391,7 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
     if volatile:
         out["volatile"] = volatile
     sparql = language == "sparql"
-    scores = table_scores(second, first, rules=task.options.rules,
+    scores = table_scores(first, second, rules=task.options.rules,
                           budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
                           pred_query=query if sparql else None,
                           gold_query=query if sparql else None,

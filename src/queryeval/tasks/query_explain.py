@@ -48,7 +48,7 @@ def explanation(record: dict, pred: dict | None, gold: dict | None, modes: Mappi
                   f"({info.get('reason')})", "detail": {"status": "unscorable"}}]
     else:
         try:
-            items = explain_tables(pred, gold, rules=rules, mapping=mapping,
+            items = explain_tables(gold, pred, rules=rules, mapping=mapping,
                                    **{k: modes[k] for k in ("ordered", "abs_tol", "rel_tol",
                                                             "columns") if k in modes})
         except ScoringOverrun:
@@ -158,7 +158,7 @@ def touched_fields(task: Any, record: dict, gold_query: str | None) -> dict[str,
     pred = (touched(pred_query, language, schema=schema, dialect=dialect, prefixes=prefixes)
             if isinstance(pred_query, str) else None)
     record["touched"] = {"gold": gold, "predicted": pred, "message": touched_message(pred, gold)}
-    return touched_scores(pred, gold)
+    return touched_scores(gold, pred)
 
 
 def touched_message(pred: Mapping[str, list[str]] | None, gold: Mapping[str, list[str]]) -> str:

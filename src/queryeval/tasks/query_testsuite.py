@@ -211,7 +211,7 @@ def _exact(task: Any, record: dict, pred: dict, gold: dict, query: str | None) -
     by_text = record["language"] == "sparql" and task.options.rules == "buildingqa"
     engine = task.engine(record["source"])
     modes = task._modes(record, ordered=task._ordered(record, query))
-    _, ts = best_of_golds(pred, [gold], gold_queries=[query if by_text else None],
+    _, ts = best_of_golds([gold], pred, gold_queries=[query if by_text else None],
                           rules=task.options.rules,
                           budget=Budget(max_nodes=task.options.search_nodes, max_seconds=None),
                           pred_query=record["predicted_query"] if by_text else None,

@@ -38,8 +38,8 @@ def answer_scores(reference: str, generated: str | None,
     :mod:`queryeval.metrics.squad`); empty when either side is missing."""
     if generated is None or not reference:
         return {}
-    return {"answer_exact_match": exact_match(generated, reference),
-            "answer_f1": token_f1(generated, reference, squad)}
+    return {"answer_exact_match": exact_match(reference, generated),
+            "answer_f1": token_f1(reference, generated, squad)}
 
 
 class AnswerJudge:

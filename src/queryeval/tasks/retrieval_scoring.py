@@ -23,12 +23,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from queryeval.metrics.ranking import reciprocal_rank
+
 if TYPE_CHECKING:
     from queryeval.metrics.ranking import MetricSpec
     from queryeval.metrics.ranking._hits import Hits
 
-# The engine (queryeval.metrics.ranking, two dozen modules) is imported by the functions that
-# run it: a run whose questions each have one relevant chunk of relevance 1 never loads it.
+# The engine (queryeval.metrics.ranking's two dozen modules) is imported by the functions that
+# run it: a run whose questions each have one relevant chunk of relevance 1 loads only the
+# per-query kernels (ranking/_recall.py, ranking/_mrr.py: the package loads names lazily).
 
 RANK_METRICS = ("recall", "hit_rate", "mrr", "ndcg", "map", "precision")
 """The per-question figures at k, in the order a record's ``scores`` lists them."""
@@ -258,9 +261,11 @@ def single_rank(chunks: list[dict], identity: tuple[str, str], exact: bool) -> i
 
 def single_figures(rank: int | None, k: int) -> tuple[float, ...]:
     """A single-relevant question's figures at k (``RANK_METRICS`` order) from the rank of
-    its relevant chunk in the uncut ranking: see :func:`_single_cut`."""
+    its relevant chunk in the uncut ranking: see :func:`_single_cut`. Recall is the
+    engine's :func:`~queryeval.metrics.ranking.recall_from_ranks` of one item found at rank
+    r <= k (1/1), MRR and MAP its :func:`~queryeval.metrics.ranking.reciprocal_rank`."""
     if rank is not None and rank <= k:
-        inv = 1.0 / rank
+        inv = reciprocal_rank(rank)
         return (1.0, 1.0, inv, _discount(rank), inv, 1.0 / k)
     return _ZEROS
 

@@ -126,7 +126,7 @@ class SelectionTask(Task):
         """A turn's scores; a failed call (``error``) scores 0 on both macro figures, even
         where the target is empty (an empty output would match it and score 1)."""
         scores = score_selection(
-            output or [], target, include_extra=self.options.include_extra_dimensions,
+            target, output or [], include_extra=self.options.include_extra_dimensions,
         ).to_dict()
         if error:
             scores["macro_precision"] = 0.0

@@ -1,7 +1,7 @@
 """Model choice per field (the seed's EVALUATE_MODEL): highest mean MRR, ties to the first listed.
 
 MRR per question is seed 004's: sum of 1/rank over the ground-truth items / distinct items,
-over the full ranking (:func:`queryeval.metrics.fields.mrr_from_ranks`). The mean over
+over the full ranking (:func:`queryeval.metrics.ranking.mrr_from_ranks`). The mean over
 questions uses ``math.fsum`` (a correctly rounded sum), and two means count as tied when they
 agree to a relative 1e-12, so float noise never overturns the "first listed" rule.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from queryeval.metrics.fields import mrr_from_ranks
+from queryeval.metrics.ranking import mrr_from_ranks
 
 TIE_REL_TOL = 1e-12
 

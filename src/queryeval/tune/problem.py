@@ -20,7 +20,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from queryeval.metrics.fields import NOT_FOUND, depth_from_ranks, ground_truth_ranks
+from queryeval.metrics.fields import depth_from_ranks, ground_truth_ranks
+from queryeval.metrics.ranking import NOT_FOUND
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class FieldProblem:
     """One field as the tuner sees it (its model already chosen).
 
     ``ranks[q]`` holds the 1-based ranks of question q's distinct ground-truth items in that
-    question's ranking of the field (:data:`~queryeval.metrics.fields.NOT_FOUND` for an absent
+    question's ranking of the field (:data:`~queryeval.metrics.ranking.NOT_FOUND` for an absent
     item; an empty array for an empty ground truth). ``max_n`` is the number of values the
     field has (N never exceeds it); ``cost`` is the tokens one retrieved value costs.
     """
@@ -61,7 +62,7 @@ class FieldProblem:
             raise ValueError(
                 f"{name}: {len(rankings)} rankings for {len(ground_truths)} questions"
             )
-        ranks = tuple(ground_truth_ranks(r, g) for r, g in zip(rankings, ground_truths, strict=True))
+        ranks = tuple(ground_truth_ranks(g, r) for r, g in zip(rankings, ground_truths, strict=True))
         if max_n is None:
             max_n = max((len(r) for r in rankings), default=0)
         return cls(name=name, cost=int(cost), max_n=int(max_n), ranks=ranks)

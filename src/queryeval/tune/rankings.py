@@ -95,7 +95,7 @@ def field_inputs(
             if len(lists) != len(truths):
                 raise InputError(f"{len(lists)} rankings for {len(truths)} questions", path=path,
                                  field=f"fields.{name}.models.{model}")
-            ranks_by_model[model] = [ground_truth_ranks(r, g) for r, g in
+            ranks_by_model[model] = [ground_truth_ranks(g, r) for r, g in
                                      zip(lists, truths, strict=True)]
         values = None
         if data_values is not None and name in data_values:

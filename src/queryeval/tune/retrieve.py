@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from queryeval.errors import ConfigError
-from queryeval.metrics.fields import NOT_FOUND
+from queryeval.metrics.ranking import NOT_FOUND
 from queryeval.suite.fields import DataTable, FieldData
 from queryeval.systems.retrievers import (
     BM25Retriever,

@@ -324,7 +324,7 @@ def decide(answer: str, response: str | None, *, aliases: Sequence[str] = (),
     references = [answer, *aliases]
     if response is None or not response.strip():
         return Decision("fail", "missing", "no response", 0.0, 0.0)
-    em, f1 = squad_scores(response, references, squad)
+    em, f1 = squad_scores(references, response, squad)
     plain = _masked(response)
     if _same_text(response, answer) and _doubt(response, plain, date=False, reference=answer) is None:
         return Decision("pass", "exact", "same text as the answer", em, f1)

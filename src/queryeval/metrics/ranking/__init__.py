@@ -8,17 +8,56 @@ one shared sparse structure (ir_measures' measure strings, ``AP``, ``P(rel=2)@5`
 ``RR@10``, ``Judged@10``, are read by ``_irm`` into the same measures): the trec_eval rank
 of every relevant retrieved document, and of every judged one when a measure needs it (see
 ``_hits`` and ``_ranks``).
+
+The one recall and the one reciprocal rank of the package live here too, per query from the
+1-based ranks of its relevant items (``recall_from_ranks``, ``mrr_from_ranks``,
+``reciprocal_rank``, ``NOT_FOUND``): the fields task, the tuner and the retrieval task's
+single-relevant fast path read them (the trec_eval kernels are written with them).
 Conventions and design: docs/ranking.md.
+
+Names are imported on first use (PEP 562), so a caller of the per-query kernels does not
+load the engine's two dozen modules.
 """
 
-from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
-from queryeval.metrics.ranking._columns import Columns, DuplicateEntryError, arrays_from_columns
-from queryeval.metrics.ranking._evaluate import RankingResult, evaluate, evaluate_arrays
-from queryeval.metrics.ranking._names import KNOWN_METRICS, MetricSpec, parse_metric, parse_metrics
-from queryeval.metrics.ranking._report import trec_eval_lines
+import importlib as _importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names, for type checkers and the API reference (mkdocstrings)
+    from queryeval.metrics.ranking._arrays import RankingArrays, arrays_from_dicts
+    from queryeval.metrics.ranking._columns import (
+        Columns,
+        DuplicateEntryError,
+        arrays_from_columns,
+    )
+    from queryeval.metrics.ranking._evaluate import RankingResult, evaluate, evaluate_arrays
+    from queryeval.metrics.ranking._evaluate import evaluate as score
+    from queryeval.metrics.ranking._mrr import mrr_from_ranks, reciprocal_rank
+    from queryeval.metrics.ranking._names import (
+        KNOWN_METRICS,
+        MetricSpec,
+        parse_metric,
+        parse_metrics,
+    )
+    from queryeval.metrics.ranking._recall import NOT_FOUND, recall_from_ranks
+    from queryeval.metrics.ranking._report import trec_eval_lines
+
+_WHERE = {
+    "RankingArrays": "_arrays", "arrays_from_dicts": "_arrays",
+    "Columns": "_columns", "DuplicateEntryError": "_columns", "arrays_from_columns": "_columns",
+    "RankingResult": "_evaluate", "evaluate": "_evaluate", "evaluate_arrays": "_evaluate",
+    "score": "_evaluate",
+    "KNOWN_METRICS": "_names", "MetricSpec": "_names", "parse_metric": "_names",
+    "parse_metrics": "_names",
+    "trec_eval_lines": "_report",
+    "NOT_FOUND": "_recall", "recall_from_ranks": "_recall",
+    "mrr_from_ranks": "_mrr", "reciprocal_rank": "_mrr",
+}
+"""Each public name and the module that defines it (``score`` is ``evaluate`` under the
+name every family uses: ``score(qrels, run, metrics)``)."""
 
 __all__ = [
     "KNOWN_METRICS",
+    "NOT_FOUND",
     "Columns",
     "DuplicateEntryError",
     "MetricSpec",
@@ -28,11 +67,25 @@ __all__ = [
     "arrays_from_dicts",
     "evaluate",
     "evaluate_arrays",
+    "mrr_from_ranks",
     "parse_metric",
     "parse_metrics",
+    "recall_from_ranks",
+    "reciprocal_rank",
+    "score",
     "trec_eval_lines",
 ]
 
-score = evaluate
-"""``score(qrels, run, metrics)``: :func:`evaluate` under the name every family uses."""
-__all__.append("score")
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"),
+                    "evaluate" if name == "score" else name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -1,6 +1,7 @@
 """Result-table metrics (seed 003): arity, entity-set, row-matching and exact-match F1.
 
-Tables in the common shapes (SPARQL JSON, bindings lists, header + rows, pandas DataFrames)
+Every function takes the ground truth first, then the prediction
+(:mod:`queryeval.metrics.protocol`). Tables in the common shapes (SPARQL JSON, bindings lists, header + rows, pandas DataFrames)
 are read into :class:`Table`; :func:`table_scores` computes all four figures with one exact
 branch-and-bound search over column mappings. ``rules="clean"`` (default) or
 ``rules="buildingqa"`` (the reference's quirks). See docs/tables.md.
@@ -50,10 +51,7 @@ __all__ = [
 ]
 
 
-def score(gold, pred, **options) -> TableScores:  # noqa: ANN001 - any table shape
-    """:func:`table_scores` in the uniform order of every family's ``score`` (ground truth
-    first): ``score(gold, pred, rules=..., gold_query=..., pred_query=...)``."""
-    return table_scores(pred, gold, **options)
-
-
+score = table_scores
+"""``score(gold, pred, rules=..., gold_query=..., pred_query=...)``: :func:`table_scores`
+under the name every family uses."""
 __all__.append("score")

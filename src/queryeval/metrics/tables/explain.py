@@ -125,7 +125,7 @@ def _mapping_indices(pred: Table, names: Sequence[str] | None, enc: Any,
     return best_mapping(enc, budget).mapping
 
 
-def explain_tables(pred: Any, gold: Any, *, rules: str = "clean", ordered: bool = False,
+def explain_tables(gold: Any, pred: Any, *, rules: str = "clean", ordered: bool = False,
                    abs_tol: float = 0.0, rel_tol: float = 0.0,
                    columns: Sequence[str] | None = None,
                    mapping: Sequence[str] | None = None,

@@ -168,14 +168,15 @@ def _required_indices(gold: Table, columns: Sequence[str]) -> list[int]:
     return [i for i, c in enumerate(gold.columns) if c in wanted]
 
 
-def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget | None = None,
+def table_scores(gold: Any, pred: Any, *, rules: str = "clean", budget: Budget | None = None,
                  pred_query: str | None = None, gold_query: str | None = None,
                  prefixes: Mapping[str, str] | None = None, ordered: bool = False,
                  abs_tol: float = 0.0, rel_tol: float = 0.0,
                  columns: Sequence[str] | None = None) -> TableScores:
-    """Arity, entity-set, row-matching and exact-match F1 of a predicted result against gold.
+    """Arity, entity-set, row-matching and exact-match F1 of a predicted result against gold
+    (ground truth first, as every metric: :mod:`queryeval.metrics.protocol`).
 
-    ``pred`` / ``gold``: results in any shape :func:`as_table` reads. ``rules``: ``"clean"``
+    ``gold`` / ``pred``: results in any shape :func:`as_table` reads. ``rules``: ``"clean"``
     (default) or ``"buildingqa"`` (the reference's quirks; see docs/tables.md). Arity is
     counted from ``pred_query`` / ``gold_query`` when given (clean: pyoxigraph's parser,
     with ``prefixes`` for undeclared ones; an unparseable query counts 0), else from the
@@ -225,7 +226,7 @@ def table_scores(pred: Any, gold: Any, *, rules: str = "clean", budget: Budget |
     )
 
 
-def best_of_golds(pred: Any, golds: Sequence[Any], *,
+def best_of_golds(golds: Sequence[Any], pred: Any, *,
                   gold_queries: Sequence[str | None] | None = None,
                   **options: Any) -> tuple[int, TableScores]:
     """:func:`table_scores` against each of several golds; the best one and its index.
@@ -247,7 +248,7 @@ def best_of_golds(pred: Any, golds: Sequence[Any], *,
         raise ValueError("ordered must be one flag or one flag per gold")
     best: tuple[int, TableScores] | None = None
     for i, (gold, query) in enumerate(zip(golds, queries, strict=True)):
-        got = table_scores(pred, gold, gold_query=query, ordered=bool(flags[i]), **options)
+        got = table_scores(gold, pred, gold_query=query, ordered=bool(flags[i]), **options)
         key = (got.row_matching_f1, got.entity_set_f1, got.exact_match_f1, got.arity_f1)
         if best is None or key > (best[1].row_matching_f1, best[1].entity_set_f1,
                                   best[1].exact_match_f1, best[1].arity_f1):
@@ -256,13 +257,13 @@ def best_of_golds(pred: Any, golds: Sequence[Any], *,
     return best
 
 
-def arity_f1(pred: Any, gold: Any, *, rules: str = "clean",
+def arity_f1(gold: Any, pred: Any, *, rules: str = "clean",
              prefixes: Mapping[str, str] | None = None) -> float:
     """Arity F1 of two query texts or results (either side may be either): ``2·min/sum``
     of the column counts, 1.0 when both are 0."""
     check_rules(rules)
     counts = []
-    for side in (pred, gold):
+    for side in (pred, gold):  # counts[0]: pred, counts[1]: gold
         if isinstance(side, str):
             counts.append(_count_arity(side, Table([]), rules, prefixes))
         else:
@@ -270,7 +271,7 @@ def arity_f1(pred: Any, gold: Any, *, rules: str = "clean",
     return arity_f1_from_counts(counts[0], counts[1])
 
 
-def entity_set_f1(pred: Any, gold: Any, *, rules: str = "clean",
+def entity_set_f1(gold: Any, pred: Any, *, rules: str = "clean",
                   budget: Budget | None = None) -> float:
     """Entity-set F1 under the mapping that maximises row F1 (ties: entity F1)."""
     check_rules(rules)
@@ -278,7 +279,7 @@ def entity_set_f1(pred: Any, gold: Any, *, rules: str = "clean",
                           rules, budget).entity
 
 
-def row_matching_f1(pred: Any, gold: Any, *, rules: str = "clean",
+def row_matching_f1(gold: Any, pred: Any, *, rules: str = "clean",
                     budget: Budget | None = None) -> float:
     """Row-matching F1 (multiset rows) under the best column mapping."""
     check_rules(rules)
@@ -286,7 +287,7 @@ def row_matching_f1(pred: Any, gold: Any, *, rules: str = "clean",
                           rules, budget).row
 
 
-def exact_match_f1(pred: Any, gold: Any, *, rules: str = "clean") -> float:
+def exact_match_f1(gold: Any, pred: Any, *, rules: str = "clean") -> float:
     """Row F1 with columns mapped by position; 0.0 unless the column counts are equal."""
     check_rules(rules)
     return _exact_match(as_table(pred, rules=rules), as_table(gold, rules=rules), rules)
