@@ -10,6 +10,12 @@ line with ``json.loads`` and writes it back with ``json.dumps`` (the least any r
 per case; no suite, no scoring). With several sizes, the last line is the ratio of the
 largest run's peak RSS to the smallest's: flat memory means close to 1.
 
+For the retrieval task the same inputs are also run at ``--k 3`` alone, and the derived
+``k=1`` batch's share is printed: the CPU seconds the ``--k 1,3`` run spends beyond the
+``--k 3`` run, over the latter (goal, issue 41: at most 10%; CPU, since on a shared box the
+wall time follows the neighbours). ``--no-share`` skips that run. The load average is
+printed beside each figure.
+
     python bench/stream.py                      # 100,000 and 1,000,000 lines
     python bench/stream.py --sizes 10000,100000
     python bench/stream.py --task selection     # term selection from a JSONL suite of cases
@@ -21,6 +27,7 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -34,8 +41,10 @@ RUNNER = """
 import resource, sys, time
 from queryeval.cli.app import main
 t0 = time.perf_counter()
+c0 = time.process_time()
 code = main(sys.argv[1:])
 print(f"WALL {time.perf_counter() - t0:.3f}", file=sys.stderr)
+print(f"CPU {time.process_time() - c0:.3f}", file=sys.stderr)
 print(f"MAXRSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
 sys.exit(code)
 """
@@ -116,14 +125,21 @@ def ideal_once(responses: Path, out: Path) -> float:
     return float(next(ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("WALL")))
 
 
-def run_once(args: list[str], out: Path) -> tuple[float, float]:
+def run_once(args: list[str], out: Path) -> tuple[float, float, float]:
+    """(wall s, peak RSS MiB, CPU s) of ``queryeval run ARGS`` in a child process."""
     cmd = [sys.executable, "-c", RUNNER, "run", *args, "--out", str(out), "--no-report", "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit(f"queryeval run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    wall = float(next(ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("WALL")))
-    rss = int(next(ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("MAXRSS_KB")))
-    return wall, rss / 1024
+
+    def figure(name: str) -> float:
+        return float(next(ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith(name)))
+
+    return figure("WALL"), figure("MAXRSS_KB") / 1024, figure("CPU")
+
+
+def _load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -131,6 +147,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--task", choices=sorted(WRITERS), default="retrieval")
     ap.add_argument("--keep", type=Path, help="write the inputs and runs here (kept)")
+    ap.add_argument("--no-share", action="store_true",
+                    help="skip the --k 3 run that measures the derived k=1 batch's share")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,12 +160,23 @@ def main() -> None:
             args = WRITERS[a.task](folder, n)
             made = time.perf_counter() - t
             size_mb = Path(args[2]).stat().st_size / 1e6
-            wall, rss = run_once(args, folder / f"runs_{n}")
+            before = _load()
+            wall, rss, cpu = run_once(args, folder / f"runs_{n}")
             ideal = ideal_once(Path(args[2]), folder / f"ideal_{n}.jsonl")
             results.append((n, wall, rss))
             print(f"{a.task} n={n:>9,}: responses {size_mb:7.1f} MB (written in {made:5.1f} s)  "
-                  f"run {wall:7.1f} s  {n / wall:8,.0f} cases/s  peak RSS {rss:7.0f} MiB  "
-                  f"ideal {ideal:5.1f} s ({n / ideal:,.0f} cases/s)  ratio {wall / ideal:5.1f}")
+                  f"run {wall:7.1f} s ({cpu:.1f} s CPU, {cpu / n * 1e6:.0f} us a case)  "
+                  f"{n / wall:8,.0f} cases/s  peak RSS {rss:7.0f} MiB  "
+                  f"ideal {ideal:5.1f} s ({n / ideal:,.0f} cases/s)  ratio {wall / ideal:5.1f}  "
+                  f"[{before} -> {_load()}]", flush=True)
+            if "--k" in args and not a.no_share:
+                alone = [*args[:args.index("--k")], "--k", args[args.index("--k") + 1].split(",")[-1]]
+                before = _load()
+                wall3, _, cpu3 = run_once(alone, folder / f"runs_{n}_k_alone")
+                print(f"  derived k=1 batch: --k {alone[-1]} alone {wall3:.1f} s ({cpu3:.1f} s CPU); "
+                      f"share of the derived batch {cpu / cpu3 - 1:.1%} of CPU "
+                      f"({wall / wall3 - 1:.1%} of wall) (goal <= 10%)  [{before} -> {_load()}]",
+                      flush=True)
         if len(results) > 1:
             (n0, _, r0), (n1, _, r1) = results[0], results[-1]
             print(f"peak RSS ratio {n1:,} / {n0:,} lines: {r1 / r0:.2f} (inputs {n1 / n0:.0f}x)")

@@ -555,3 +555,44 @@ def test_builtin_retriever_nan_score_is_malformed_on_its_case():
         system.call({"question": "pears", "k": 1}, None)
     assert err.value.kind == "malformed"
     assert err.value.message == "output.retrieved_chunks[0].score: NaN is not a finite number"
+
+
+def test_indexed_recorded_lines_walked_only_when_they_may_hold_unstorable_values(tmp_path, monkeypatch):
+    # the JSONL form reads each line again at the call: a line holding NaN, Infinity, an
+    # overflowing float or a lone surrogate is walked and named as before; any other line's
+    # output is returned as the task read it (what the walk would have returned)
+    from queryeval.systems.base import checked_output, may_hold_surrogate
+    from queryeval.systems.recorded import IndexedRecordedSystem
+    from queryeval.tasks.base import get_task
+
+    def line(case: str, score: str, content: str = '"text"') -> str:
+        return ('{"qa_pair_id": "%s", "retrieved_chunks": [{"chunk_id": "a", "score": 0.5, '
+                '"content_hash": "0123456789abcdef0123456789abcdef"}, {"chunk_id": "b", "score": %s, "content": %s}]}' % (case, score, content))
+
+    bad = {"nan": ("NaN", "output[1].score: NaN is not a finite number"),
+           "minf": ("-Infinity", "output[1].score: -Infinity is not a finite number"),
+           "over": ("1e999", "output[1].score: Infinity is not a finite number"),
+           "long": ("-" + "9" * 400 + ".0", "output[1].score: -Infinity is not a finite number")}
+    lines = [line(case, score) for case, (score, _) in bad.items()]
+    lines.append(line("ok", "7", '"caf\u00e9 e123 NaNa"'))  # no NaN literal: text only
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    task = get_task("retrieval", {})
+    system = IndexedRecordedSystem.build(path, task)
+    import queryeval.systems.recorded as recorded
+
+    walked = []
+    monkeypatch.setattr(recorded, "checked_output", lambda v: walked.append(v) or checked_output(v))
+    for case, (_, message) in bad.items():
+        with pytest.raises(SystemCallError) as err:
+            system.call({"case_id": case, "turn": None}, None)
+        assert (err.value.kind, err.value.message) == ("malformed", message)
+    # (a lone surrogate never gets this far: the checking pass refuses its line, naming it)
+    assert len(walked) == len(bad)
+    out = system.call({"case_id": "ok", "turn": None}, None)
+    assert len(walked) == len(bad)  # not walked
+    assert out == checked_output(out)
+    assert [c["score"] for c in out] == [0.5, 7.0]
+    assert out[1]["content"] == "caf\u00e9 e123 NaNa"
+    assert may_hold_surrogate(b'"\\uD9ff"') and may_hold_surrogate("\ud800".encode("utf-8", "surrogatepass"))
+    assert not may_hold_surrogate("\ud7ff \uffff caf\u00e9 \\u00e9".encode())

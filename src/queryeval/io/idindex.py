@@ -72,19 +72,20 @@ class IdIndex:
     def _range(self, value_id: str) -> tuple[int, int]:
         hi, lo = id_key(value_id)
         h = np.uint64(hi)
-        start = int(np.searchsorted(self.hi, h, side="left"))
-        end = int(np.searchsorted(self.hi, h, side="right"))
+        search = self.hi.searchsorted  # the method: np.searchsorted's wrapper costs as much again
+        start = int(search(h, "left"))
+        end = int(search(h, "right"))
         if end - start > 1:  # same first half (rare): narrow by the second
             sub = self.lo[start:end]
             ll = np.uint64(lo)
-            return start + int(np.searchsorted(sub, ll, side="left")), start + int(np.searchsorted(sub, ll, side="right"))
+            return start + int(sub.searchsorted(ll, "left")), start + int(sub.searchsorted(ll, "right"))
         if end > start and int(self.lo[start]) != lo:
             return start, start
         return start, end
 
     def get_all(self, value_id: str) -> list[int]:
         start, end = self._range(value_id)
-        return [int(v) for v in self.values[start:end]]
+        return self.values[start:end].tolist()
 
     def get(self, value_id: str, default: int | None = None) -> int | None:
         """The smallest value of ``value_id``, or ``default`` when it is absent."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -164,17 +165,20 @@ def iter_jsonl_spans(path: str | Path, *, objects_only: bool = True, kind: str =
                                                            strict=strict)
 
 
-def read_json_span(fd: int, offset: int, size: int, *, huge: str = "inf") -> Any:
-    """The JSON value of ``size`` bytes at ``offset`` of an open file descriptor (``os.pread``:
-    no shared file position, so threads may read one descriptor at once). Numbers are read
-    as in a recorded output (:func:`parse_json_line`); with ``huge="error"`` an integer
-    beyond the float range raises :class:`~queryeval.io.numbers.NumberError` naming it."""
-    import os
-
+def read_span(fd: int, offset: int, size: int) -> bytes:
+    """``size`` bytes at ``offset`` of an open file descriptor (``os.pread``: no shared file
+    position, so threads may read one descriptor at once); OSError if fewer are there."""
     data = os.pread(fd, size, offset)
     if len(data) != size:
         raise OSError(f"file changed: {size} bytes expected at offset {offset}, got {len(data)}")
-    return read_json(data, finite=False, huge=huge)
+    return data
+
+
+def read_json_span(fd: int, offset: int, size: int, *, huge: str = "inf") -> Any:
+    """The JSON value of :func:`read_span`'s bytes. Numbers are read as in a recorded output
+    (:func:`parse_json_line`); with ``huge="error"`` an integer beyond the float range raises
+    :class:`~queryeval.io.numbers.NumberError` naming it."""
+    return read_json(read_span(fd, offset, size), finite=False, huge=huge)
 
 
 def iter_csv(path: str | Path, *, kind: str = "data") -> Iterator[tuple[int, list[str]]]:

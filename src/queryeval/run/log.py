@@ -228,10 +228,9 @@ class RunLog:
         :class:`OutputError` is raised: the lines already written stay valid."""
         text, _ = record_json(record, dumps)  # a value with no JSON form: an error on its case
         data = (text + "\n").encode("utf-8")
-        path = self.paths.results_jsonl
         try:
             if self._fh is None:
-                self._fh = open(path, "ab", buffering=0)  # noqa: SIM115 - kept open across appends
+                self._fh = open(self.paths.results_jsonl, "ab", buffering=0)  # noqa: SIM115 - kept open across appends
                 self._size = os.fstat(self._fh.fileno()).st_size
             write_all(self._fh, data)
             self._size += len(data)
@@ -243,7 +242,7 @@ class RunLog:
                 self._syncer.start()
         except OSError as exc:
             self._abandon()
-            raise OutputError.from_os(path, exc) from None
+            raise OutputError.from_os(self.paths.results_jsonl, exc) from None
 
     def _join_syncer(self) -> None:
         """Wait for a running fsync (before its file is closed: its descriptor stays ours)."""

@@ -55,6 +55,17 @@ def _non_finite(x: float) -> str:
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
+_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]|\xed[\xa0-\xbf]")
+"""A lone surrogate in JSON text: its escape, or its UTF-8 form (read with surrogatepass)."""
+
+
+def may_hold_surrogate(raw: bytes) -> bool:
+    """Whether JSON text ``raw`` (UTF-8 bytes, decoded with ``surrogatepass`` as
+    :func:`queryeval.io.numbers.read_json` decodes them) can parse to text holding a lone
+    surrogate, which :func:`checked_output` refuses; False is a proof that it cannot."""
+    return _SURROGATE.search(raw) is not None
+
+
 def parse_json(data: bytes | str, root: str = "output") -> Any:
     """JSON text as a system's output, with :func:`checked_output`'s guarantee at no cost in
     the common case: ``NaN``/``Infinity`` are noticed by the parser itself, a lone surrogate

@@ -33,10 +33,10 @@ from pydantic import ValidationError
 
 from queryeval.errors import InputError, SystemCallError
 from queryeval.io.idindex import IdIndex, KeyBuilder
-from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span
-from queryeval.io.numbers import NumberError
+from queryeval.io.jsonl import iter_jsonl_spans, iter_records, read_json_span, read_span
+from queryeval.io.numbers import NumberError, read_json
 from queryeval.suite.yamlsrc import format_loc, printable
-from queryeval.systems.base import MAX_RESPONSE_BYTES, checked_output
+from queryeval.systems.base import MAX_RESPONSE_BYTES, checked_output, may_hold_surrogate
 
 if TYPE_CHECKING:
     from queryeval.tasks.base import Task
@@ -449,15 +449,31 @@ class IndexedRecordedSystem(RecordedSystem):
                     if int(self.sizes[row]) > self.max_response_bytes:
                         raise Oversized(int(self.sizes[row]), int(self.linenos[row])).error(
                             self.path, self.max_response_bytes)
-                    try:
-                        obj = read_json_span(self._descriptor(), int(self.offsets[row]),
-                                             int(self.sizes[row]), huge="error")
-                    except NumberError as exc:  # an integer beyond the float range
-                        raise SystemCallError("malformed", f"line {int(self.linenos[row])} of "
-                                              f"{self.path.name}: {exc}") from None
-                    return checked_output(
-                        _read_line(self.task, obj, self.path, int(self.linenos[row]))[2])
+                    return self._answer(row)
         raise SystemCallError("missing", f"no recorded response in {self.path.name}")
+
+    def _answer(self, row: int) -> Any:
+        """The output of the line at ``row``, read and checked as the run log needs it.
+
+        :func:`~queryeval.systems.base.checked_output` walks an output only when its line
+        may hold what the log cannot store: the line is first read refusing NaN, Infinity and
+        floats beyond the range (:func:`~queryeval.io.numbers.read_json`, ``finite``), and
+        one holding any is read again as before and walked, so the walk names the place; a
+        lone surrogate is looked for in the bytes (:func:`~queryeval.systems.base.may_hold_surrogate`).
+        A line with none of these holds only finite numbers and whole characters, and so does
+        the output the task reads from it: the walk would find nothing (most lines)."""
+        line = int(self.linenos[row])
+        data = read_span(self._descriptor(), int(self.offsets[row]), int(self.sizes[row]))
+        walk = may_hold_surrogate(data)
+        try:
+            try:
+                obj = read_json(data, finite=True, huge="error")
+            except NumberError:  # NaN, Infinity, 1e999 (or a huge integer): read as before
+                obj, walk = read_json(data, finite=False, huge="error"), True
+        except NumberError as exc:  # an integer beyond the float range
+            raise SystemCallError("malformed", f"line {line} of {self.path.name}: {exc}") from None
+        output = _read_line(self.task, obj, self.path, line)[2]
+        return checked_output(output) if walk else output
 
     def outputs(self) -> tuple[dict[Key, Any], dict[Key, int]]:
         """Every line's output and line number, keyed by (case id, turn): the in-memory form."""
