@@ -174,6 +174,8 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         m = re.search(rf'<td>{re.escape(overall)}</td><td class="num" data-v="([^"]+)">',
                       page.read_text())
         assert m and float(m[1]) == pytest.approx(mean), f"no {overall} row in the HTML"
+    # the typed run log: batch, metrics and every record by its task kind's model
+    check_typed_log(run, metric, overall, mean)
     # gates
     run.check_gates({overall: mean - 1e-9})
     with pytest.raises(GateFailure, match=re.escape(overall)):
@@ -221,6 +223,29 @@ def check_cluster_column(run: qe.Run) -> None:
         rows = [(r["case_id"], r["cluster"]) for r in reader]
     assert rows and {c for c, _ in rows} == set(want)
     assert [v for _, v in rows] == [want[c] for c, _ in rows]
+
+
+def check_typed_log(run: qe.Run, metric: str, overall: str, mean: float) -> None:
+    """The run's files read through the typed run log (queryeval.run.logmodel): the batch
+    and metrics validate, the metrics' ``overall`` figure is ``mean``, and every record
+    validates by its task kind's model with the scores the file holds (``metric`` where a
+    record's scores have it)."""
+    from queryeval.run import logmodel
+    from queryeval.run.log import RunLog, read_metrics_file
+
+    log = RunLog.open(run_file(run, "batch", ".json"))
+    assert log.typed_batch.status == "complete" and log.typed_batch.batch_id == run.batch_id
+    metrics = read_metrics_file(run_file(run, "metrics", ".json"))
+    assert metrics.overall_metrics[overall] == pytest.approx(mean)
+    assert metrics.calls is not None and metrics.calls.total >= metrics.calls.failed >= 0
+    raw = log.read_records()
+    typed = log.typed_records()
+    model = logmodel.record_model(log.typed_batch.task)
+    assert [type(r) for r in typed] == [model] * len(raw)
+    assert [(r.case_id, r.repeat, r.status, r.scores) for r in typed] == [
+        (d["case_id"], d.get("repeat"), d["status"], d.get("scores")) for d in raw]
+    assert [(r.scores or {}).get(metric) for r in typed] == [(d.get("scores") or {}).get(metric)
+                                                           for d in raw]
 
 
 def check_one_population(run: qe.Run, metric: str, *, overall: str | None = None) -> float:

@@ -1,4 +1,5 @@
-"""``queryeval schema``: print the JSON Schema of a test case (for yaml-language-server)."""
+"""``queryeval schema``: print the JSON Schema of a test case (for yaml-language-server), or
+with ``--run-log`` that of the run log's files (batch, record, metrics)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,26 @@ def command(
         None, "--output", "-o",
         help="Write the schema to this file, e.g. case.schema.json beside your suite "
         "(default: print it on stdout)."),
+    run_log: bool = typer.Option(
+        False, "--run-log",
+        help="The schema of the run log instead: batch_<id>.json, each line of "
+        "results_<id>.jsonl (by task kind) and metrics_<id>.json (docs/run-log.md)."),
 ) -> None:
     """Print the JSON Schema of a suite document, or write it with -o. Editors validate and
     complete suites with it: put the line "# yaml-language-server: $schema=case.schema.json" at
-    the top of a YAML suite."""
+    the top of a YAML suite. With --run-log: the schema of the files a run writes."""
     from queryeval.io.atomic import write_text_atomic
     from queryeval.run.log import writing
-    from queryeval.suite.models import case_json_schema
 
-    text = json.dumps(case_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if run_log:
+        from queryeval.run.logmodel import run_log_json_schema
+
+        schema = run_log_json_schema()
+    else:
+        from queryeval.suite.models import case_json_schema
+
+        schema = case_json_schema()
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         typer.echo(text, nl=False)
         return

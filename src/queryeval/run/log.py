@@ -32,13 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.io.atomic import atomic_open, write_text_atomic
 from queryeval.io.typedjson import TYPED, record_json, to_json
 from queryeval.io.writing import release_quietly, writing  # noqa: F401 - re-exported
+from queryeval.run.logmodel import LOG_SCHEMA, Batch, LogFile, Metrics, Record, validate_records
 from queryeval.run.records import RecordStream, scan_records
 
-LOG_SCHEMA = "queryeval.runlog/1"
 FSYNC_EVERY = 64
 
 
@@ -180,7 +182,7 @@ class RunLog:
         own: their parent rewrites them when it finishes, so a folder search never picks one."""
         location = Path(location).resolve()
         if location.is_dir():
-            docs = {p: _read_json(p) for p in sorted(location.rglob("batch_*.json"))}
+            docs = {p: read_batch_file(p).doc for p in sorted(location.rglob("batch_*.json"))}
             candidates = [p for p, d in docs.items() if "derived_from" not in d]
             running = [p for p in candidates if docs[p].get("status") != "complete"]
             if not candidates:
@@ -203,16 +205,13 @@ class RunLog:
         if not location.is_file() or not location.name.startswith("batch_"):
             raise ConfigError(f"{location}: not a batch_<id>.json file, a file of the batch or "
                               "a run folder")
-        batch = _read_json(location)
-        schema = batch.get("log_schema")
-        if schema != LOG_SCHEMA:
-            raise InputError(f"unsupported log schema {schema!r} (this queryeval reads {LOG_SCHEMA})",
-                             path=location, field="log_schema")
-        batch_id = batch.get("batch_id")
-        if not isinstance(batch_id, str) or not batch_id or any(c in batch_id for c in "/\\\0"):
-            raise InputError(f"batch_id must be a file-name-safe string, got {batch_id!r:.80}",
-                             path=location, field="batch_id")
-        return cls(RunPaths(location.parent, batch_id), batch)
+        batch = read_batch_file(location)
+        return cls(RunPaths(location.parent, batch.batch_id), batch.doc)
+
+    @property
+    def typed_batch(self) -> Batch:
+        """The batch as it is now (:attr:`batch`, the dict this log writes), typed."""
+        return Batch.model_validate(self.batch)
 
     # --- writing --------------------------------------------------------------------------
     def write_batch(self) -> None:
@@ -363,11 +362,24 @@ class RunLog:
             write_text_atomic(self.paths.metrics, dumps(doc, indent=2) + "\n")
 
     def read_metrics(self) -> dict | None:
-        """``metrics_<id>.json``, or None when there is none; unreadable (bad JSON, an
-        integer beyond the float range): one InputError naming the file and field."""
+        """``metrics_<id>.json`` as read (:func:`read_metrics_file`, the document), or None
+        when there is none; unreadable (bad JSON, an integer beyond the float range, not a
+        metrics file): one InputError naming the file and field."""
         if not self.paths.metrics.is_file():
             return None
-        return _read_json(self.paths.metrics)
+        return read_metrics_file(self.paths.metrics).doc
+
+    def typed_records(self) -> list[Record]:
+        """Every record (:meth:`read_records`), typed by the batch's task kind
+        (:func:`queryeval.run.logmodel.validate_records`): for the surfaces that read a
+        finished log; the run itself reads dicts (docs/run-log.md, "Typed records").
+        A record that is not one of its kind: one InputError naming the file, the record's
+        line and the field."""
+        records = self.read_records()
+        try:
+            return validate_records(self.batch.get("task"), records)
+        except ValidationError as exc:
+            raise _model_error(exc, self.paths.results_jsonl, Record, records) from None
 
     def mark_complete(self) -> None:
         self.batch["status"] = "complete"
@@ -375,16 +387,82 @@ class RunLog:
         self.write_batch()
 
 
+_SCHEMA_NAME = re.compile(r"[a-z.]{1,40}/\d{1,4}")  # a version named in an error (no other text)
+
+
+def read_batch_file(path: Path) -> Batch:
+    """``batch_<id>.json``, typed: the one reader of a batch file. Anything that is not a
+    batch of this log schema (unreadable, bad JSON, a number no float holds, a field of the
+    wrong type, another ``log_schema``): one InputError naming the file and the field."""
+    return _read_file(path, Batch)
+
+
+def read_metrics_file(path: Path) -> Metrics:
+    """``metrics_<id>.json``, typed: the one reader of a metrics file (errors as
+    :func:`read_batch_file`)."""
+    return _read_file(path, Metrics)
+
+
+def _read_file(path: Path, model: type[LogFile]) -> Any:
+    doc = _read_json(path)
+    schema = doc.get("log_schema")
+    if schema != LOG_SCHEMA:
+        shown = f" {schema!r}" if isinstance(schema, str) and _SCHEMA_NAME.fullmatch(schema) else ""
+        raise InputError(f"unsupported log schema{shown} (this queryeval reads {LOG_SCHEMA})",
+                         path=path, field="log_schema")
+    try:
+        return model.from_doc(doc)
+    except ValidationError as exc:
+        raise _model_error(exc, path, model) from None
+
+
+def _model_error(exc: ValidationError, path: Path, model: type, records: list | None = None) -> InputError:
+    """One line for a run log file its model refuses: the file (and a record's line), the
+    field, the first error."""
+    from queryeval.io.numbers import loc_text
+    from queryeval.suite.common import first_error
+
+    msg, loc = first_error(exc, model)
+    line = None
+    if records is not None and len(loc) >= 3 and isinstance(loc[2], int):
+        line, loc = _line_of(path, records[loc[2]]), loc[3:]  # (kind, "records", index, ...)
+    return InputError(f"not a run log {'record' if records is not None else 'file'}: {msg}",
+                      path=path, line=line, field=loc_text(loc) or None)
+
+
+def _line_of(path: Path, record: dict) -> int | None:
+    """The 1-based line of ``record``'s last line in a results file (error path only)."""
+    from queryeval.run.records import attempt_key
+
+    key = attempt_key(str(record.get("case_id")), record.get("repeat") if type(record.get("repeat")) is int else None)
+    found = None
+    with contextlib.suppress(OSError, ValueError):
+        with path.open("rb") as fh:
+            for n, line in enumerate(fh, start=1):
+                with contextlib.suppress(ValueError):
+                    rec = json.loads(line)
+                    rep = rec.get("repeat") if isinstance(rec, dict) else None
+                    if isinstance(rec, dict) and attempt_key(str(rec.get("case_id")),
+                                                             rep if type(rep) is int else None) == key:
+                        found = n
+    return found
+
+
 def _read_json(path: Path) -> dict:
-    """A batch or metrics file: one InputError naming the file (and the field of a number no
-    float holds, :mod:`queryeval.io.numbers`) for anything unreadable."""
+    """A batch or metrics file as JSON (a regular file only: never a FIFO or device): one
+    InputError naming the file (and the field of a number no float holds,
+    :mod:`queryeval.io.numbers`) for anything unreadable."""
+    from queryeval.errors import QueryevalError
+    from queryeval.io.files import read_input_bytes
     from queryeval.io.numbers import NumberError, read_json
 
     try:
-        doc = read_json(path.read_bytes(), finite=False)
+        doc = read_json(read_input_bytes(path, "suite"), finite=False)
     except NumberError as exc:
         raise InputError(f"cannot read run log file: {exc.reason}", path=path,
                          field=exc.field or None) from None
+    except QueryevalError:  # not a regular file, too large: read_input_bytes's line
+        raise
     except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, a huge number
         raise InputError(f"cannot read run log file: {' '.join(str(exc).split())[:300]}",
                          path=path) from None

@@ -6,7 +6,6 @@ the content of a file."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +59,8 @@ def read_batch(entry: Entry, root: Path) -> dict:
     batch's own ``batch_id`` is the one in its file name (the id that names the files
     :func:`queryeval.report.compare.load_run` opens). Raises :class:`Unreadable`."""
     from queryeval.errors import QueryevalError
-    from queryeval.io.files import check_input, read_input_bytes
+    from queryeval.io.files import check_input
+    from queryeval.run.log import read_batch_file
 
     real = root.resolve()
     for p in _files(entry):
@@ -73,19 +73,11 @@ def read_batch(entry: Entry, root: Path) -> dict:
         except QueryevalError as exc:
             raise Unreadable(_reason(exc).replace(f"{p}:", f"{p.name}:")) from None
     try:
-        raw = read_input_bytes(entry.path, "suite")
-        batch = json.loads(raw.decode("utf-8"))
+        batch = read_batch_file(entry.path).doc  # the run log's one reader, typed
     except QueryevalError as exc:
         raise Unreadable(_reason(exc).replace(f"{entry.path}:", f"{entry.path.name}:")) from None
-    except (ValueError, RecursionError) as exc:
-        raise Unreadable(f"{entry.path.name}: not JSON: {_reason(exc)}") from None
-    if not isinstance(batch, dict):
-        raise Unreadable(f"{entry.path.name}: a JSON {type(batch).__name__}, not an object")
     if batch.get("batch_id") != entry.batch_id:
         raise Unreadable(f"{entry.path.name}: its batch_id differs from the file name")
-    for key in ("evaluation_config", "suite_info"):
-        if not isinstance(batch.get(key, {}), (dict, type(None))):
-            raise Unreadable(f"{entry.path.name}: {key} is not an object")
     return batch
 
 
@@ -156,20 +148,17 @@ def open_run(entry: Entry, root: Path) -> Any:
     task that cannot be built leaves ``task`` None with its error's kind only (an error
     about a file may quote the file). ``.withheld`` says what was left out. Call
     :func:`read_batch` first (it checks the run's own files)."""
-    from queryeval.io.files import read_input_bytes
+    from queryeval.errors import QueryevalError
     from queryeval.report.compare import LoadedRun
     from queryeval.run.log import RunLog
     from queryeval.tasks.base import get_task
 
     log = RunLog.open(entry.path)
-    metrics = None
-    if log.paths.metrics.is_file():
-        try:
-            metrics = json.loads(read_input_bytes(log.paths.metrics, "suite").decode("utf-8"))
-        except (ValueError, RecursionError):
-            raise Unreadable(f"{log.paths.metrics.name}: not JSON") from None
-        if not isinstance(metrics, dict):
-            raise Unreadable(f"{log.paths.metrics.name}: not a JSON object")
+    try:
+        metrics = log.read_metrics()  # the run log's one reader, typed
+    except QueryevalError as exc:
+        path = log.paths.metrics
+        raise Unreadable(_reason(exc).replace(f"{path}:", f"{path.name}:")) from None
     cfg = log.batch.get("evaluation_config") or {}
     opts, names = safe_options(cfg.get("task_options") if isinstance(cfg, dict) else {}, root)
     withheld = Withheld(names)

@@ -45,13 +45,12 @@ def summary(entry: Entry, root: Path) -> dict:
     metrics_path = entry.path.with_name(f"metrics_{entry.batch_id}.json")
     overall: dict = {}
     if metrics_path.is_file():
-        from queryeval.io.files import read_input_bytes
+        from queryeval.errors import QueryevalError
+        from queryeval.run.log import read_metrics_file
 
-        try:
-            doc = json.loads(read_input_bytes(metrics_path, "suite").decode("utf-8"))
-            found = doc.get("overall_metrics") if isinstance(doc, dict) else None
-            overall = found if isinstance(found, dict) else {}
-        except (Exception, RecursionError):  # noqa: BLE001 - a bad metrics file: no figures
+        try:  # the run log's one reader, typed
+            overall = read_metrics_file(metrics_path).overall_metrics
+        except QueryevalError:  # a bad metrics file: no figures (the run's page names it)
             overall = {}
     k = _top_k(opts)
     headline, kinds = headline_figures(overall, k, batch.get("task"))
