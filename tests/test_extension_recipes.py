@@ -16,6 +16,7 @@ import pytest
 import queryeval as qe
 from ci_lab import cli
 from matrix_checks import check_consumers
+from queryeval.registry import FORMATS, SYSTEMS, TASKS
 from queryeval.suite.models import Case
 from queryeval.tasks import base
 from queryeval.tasks.accum import Tally, Values
@@ -98,11 +99,10 @@ RECALL = {"fr": 1.0, "de": 0.0, "fr2": 0.5, "down": 0.0}
 
 
 @pytest.fixture
-def registry(monkeypatch):
-    """A private copy of the task registry."""
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_entry_points_loaded", False)
-    return base._REGISTRY
+def registry():
+    """A private copy of the registry (tasks, formats, systems)."""
+    with TASKS.isolated(), FORMATS.isolated(), SYSTEMS.isolated():
+        yield TASKS
 
 
 def write_keyword_lab(root: Path) -> Path:

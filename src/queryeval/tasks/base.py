@@ -7,7 +7,6 @@ scored turn, so a log can be re-scored and reported without calling the system a
 
 from __future__ import annotations
 
-import inspect
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from queryeval.errors import ConfigError
+from queryeval.registry import TASKS
 from queryeval.suite.models import Case
 from queryeval.tasks.content import Figures, Overall, ReportItem
 
@@ -287,18 +287,9 @@ def _options_class(name: str) -> type[TaskOptions] | None:
         return None
 
 
-_REGISTRY: dict[str, str | type[Task]] = {
-    "indicator_selection": "queryeval.tasks.selection:SelectionTask",
-    "answers": "queryeval.tasks.answers:AnswersTask",
-    "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
-    "query": "queryeval.tasks.query:QueryTask",
-    "fields": "queryeval.tasks.fields:FieldsTask",
-    "freeform": "queryeval.tasks.freeform:FreeformTask",
-}
-BUILTIN_TASKS = frozenset(_REGISTRY)
-ENTRY_POINT_GROUP = "queryeval.tasks"
-"""Installed packages add task kinds under this entry-point group: ``name = "pkg.mod:Class"``."""
-_entry_points_loaded = False
+BUILTIN_TASKS = TASKS.builtins
+"""The built-in task kinds (:data:`queryeval.registry.TASKS`, entry-point group
+``queryeval.tasks``: ``name = "pkg.mod:Class"``)."""
 
 
 def register_task(cls: type[Task], name: str | None = None, *, replace: bool = False) -> type[Task]:
@@ -308,51 +299,11 @@ def register_task(cls: type[Task], name: str | None = None, *, replace: bool = F
     name only with ``replace=True``. Usable as a class decorator; returns ``cls``."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise ConfigError(f"register_task expects a Task subclass, got {cls!r:.80}")
-    name = name or getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ConfigError(f"a task needs a name made of word characters, got {name!r:.80}")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        raise ConfigError(f"task {name!r} does not implement: {missing}")
-    if name in BUILTIN_TASKS:
-        raise ConfigError(f"task {name!r} is built in and cannot be replaced")
-    current = _REGISTRY.get(name)
-    if current is not None and current is not cls and not replace:
-        raise ConfigError(f"task {name!r} is already registered ({_describe(current)}); "
-                          "pass replace=True to replace it")
-    _REGISTRY[name] = cls
-    return cls
-
-
-def _describe(entry: str | type) -> str:
-    return entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
-
-
-def _load_entry_points() -> None:
-    """Add the tasks of the ``queryeval.tasks`` entry-point group (once; a name already
-    registered wins). An entry point is loaded only when its task is asked for."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name.isidentifier() and ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = ep.value
-
-
-def _unknown_task(name: str) -> ConfigError:
-    import difflib
-
-    close = difflib.get_close_matches(name, task_names(), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"unknown task {name!r}{hint} (known tasks: {', '.join(task_names())})")
+    return TASKS.register(name or getattr(cls, "name", None), cls, replace=replace)
 
 
 def task_names() -> list[str]:
-    _load_entry_points()
-    return sorted(_REGISTRY)
+    return TASKS.names()
 
 
 def get_task(name: str, options: dict | None = None) -> Task:
@@ -362,35 +313,14 @@ def get_task(name: str, options: dict | None = None) -> Task:
 
 def task_class(name: str) -> type[Task]:
     """The Task subclass registered as ``name`` (imported on first use)."""
-    import importlib
-
-    _load_entry_points()
-    if name not in _REGISTRY:
-        raise _unknown_task(name)
-    entry = _REGISTRY[name]
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        try:
-            obj: Any = importlib.import_module(module)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-        except Exception as exc:  # noqa: BLE001 - a plug-in's import error: one line
-            if name in BUILTIN_TASKS:
-                raise
-            raise ConfigError(f"cannot load task {name!r} from {entry}: "
-                              f"{type(exc).__name__}: {exc}") from None
-        if not (isinstance(obj, type) and issubclass(obj, Task)):
-            raise ConfigError(f"task {name!r}: {entry} is not a queryeval Task subclass")
-        _REGISTRY[name] = entry = obj
-    return entry
+    return TASKS.get(name)
 
 
 def infer_task(kinds: set[str], requested: str | None) -> str:
     """The task of a run: the one asked for, or the only kind the suite's targets hold."""
     if requested:
-        _load_entry_points()
-        if requested not in _REGISTRY:
-            raise _unknown_task(requested)
+        if requested not in TASKS:
+            raise TASKS.unknown(requested)
         return requested
     if len(kinds) == 1:
         return next(iter(kinds))
