@@ -18,7 +18,6 @@ from ci_lab import cli
 from matrix_checks import check_consumers
 from queryeval.registry import FORMATS, SYSTEMS, TASKS
 from queryeval.suite.models import Case
-from queryeval.tasks import base
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TurnOutcome
 

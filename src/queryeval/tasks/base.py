@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -23,12 +23,54 @@ from queryeval.suite.models import Case
 from queryeval.tasks.content import Figures, Overall, ReportItem
 
 
+@dataclass(frozen=True)
+class Flag:
+    """A task option's ``queryeval run`` flag, declared on the options model's field
+    (``k: Annotated[list[int], Flag("Retrieval: ...")] = ...``): the command line is built
+    from these declarations (:mod:`queryeval.cli.task_flags`), so adding an option to a
+    task needs no CLI edit. Without a Flag a field is still ``--option KEY=VALUE``.
+
+    The flag is ``--`` + the field's name with dashes unless ``name`` says otherwise; its
+    value type is the field's (``None`` left out; ``Literal`` lists its choices; numeric
+    ``ge``/``le`` become the flag's range) unless ``type`` gives one; ``path`` reads a file
+    or folder (stored as its text); ``multiple`` repeats it (a list); ``parse`` turns the
+    command-line value into the option's. Unset, a flag sets nothing (the option's default
+    holds). Several tasks may declare one flag (``--compat``, ``--model``): one flag, each
+    task's help. Several flags on one field are alternatives (give one; a repeated value
+    is joined with commas): ``--graph``/``--database``/``--endpoint`` for ``source``."""
+
+    help: str
+    name: str | None = None
+    type: Any = None
+    metavar: str | None = None
+    multiple: bool = False
+    path: bool = False
+    parse: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class FlagGroup:
+    """Flags for the fields of a nested options model (``judge``, ``reformat``): each of
+    ``flags`` is ``prefix`` + the nested field's name unless its Flag names it. With a
+    ``switch`` flag (``--reformat``) the group is on only with it and its flags show the
+    nested model's defaults; without, the group is on once one of its flags is given.
+    ``needs`` are the nested fields that must then be given (else ``needs_message``)."""
+
+    prefix: str
+    flags: dict[str, Flag]
+    switch: Flag | None = None
+    needs: tuple[str, ...] = ()
+    needs_message: str = ""
+
+
 class TaskOptions(BaseModel):
     """Options every task understands."""
 
     model_config = ConfigDict(extra="forbid")
 
-    on_error: Literal["score", "skip"] = "score"
+    on_error: Annotated[Literal["score", "skip"], Flag(
+        "A failed call: score (the worst score on every metric, the default) or skip "
+        "(left out of the means).")] = "score"
     """``score``: a turn whose call failed gets the worst score on every metric (it counts
     against the system, and never as correct, even where an empty output would be right);
     ``skip``: cases with an error are left out of the means (counted apart)."""
