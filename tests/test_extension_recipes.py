@@ -137,11 +137,13 @@ def test_task_system_and_metric_recipes_reach_every_surface(registry, tmp_path):
                            counted=["fr", "de", "fr2"]) == pytest.approx(0.5)
 
 
-def test_system_recipe_from_the_command_line(registry, tmp_path):
-    """The same Python system through ``queryeval run --system python:FILE:FUNCTION``
-    (the task registered in this process, as an entry point would)."""
+def test_system_recipe_from_the_command_line(registry, tmp_path, monkeypatch):
+    """The same Python system through ``queryeval run --system python:FILE:FUNCTION``, the
+    task found by its entry point (recipe step 4's other way)."""
     lab = write_keyword_lab(tmp_path)
-    qe.register_task(KeywordTask)
+    install(tmp_path, "keyword_plugin", "from test_extension_recipes import KeywordTask\n",
+            {"queryeval.tasks": {"keyword_recall": "keyword_plugin:KeywordTask"}}, monkeypatch)
+    assert "keyword_recall" in registry.names()
     res = cli(["run", lab / "cases.jsonl", "--task", "keyword_recall", "--system",
                f"python:{lab / 'system.py'}:answer", "--out", tmp_path / "runs", "--retries",
                "0", "-q"])
