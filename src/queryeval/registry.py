@@ -166,23 +166,25 @@ class Registry:
             self._entries, self._loaded, self._installed = saved
 
 
+def _is_a(cls: Any, module: str, qualname: str) -> bool:
+    """Whether ``cls`` is the class ``module:qualname`` or derives from it, told by its MRO:
+    the registry sits below every kind it holds and imports none of them (a class from a
+    module that is not imported yet cannot be one)."""
+    return isinstance(cls, type) and any(
+        c.__module__ == module and c.__qualname__ == qualname for c in cls.__mro__)
+
+
 def _check_task(name: str, obj: Any) -> Any:
-    import inspect
-
-    from queryeval.tasks.base import Task
-
-    if not (isinstance(obj, type) and issubclass(obj, Task)):
+    if not _is_a(obj, "queryeval.tasks.base", "Task"):
         raise ConfigError(f"task {name!r}: {obj!r:.80} is not a queryeval Task subclass")
-    if inspect.isabstract(obj):
-        missing = ", ".join(sorted(obj.__abstractmethods__))
-        raise ConfigError(f"task {name!r} does not implement: {missing}")
+    missing = sorted(getattr(obj, "__abstractmethods__", ()))
+    if missing:
+        raise ConfigError(f"task {name!r} does not implement: {', '.join(missing)}")
     return obj
 
 
 def _check_format(name: str, obj: Any) -> Any:
-    from queryeval.suite.loader import SuiteFormat
-
-    if not isinstance(obj, SuiteFormat):
+    if not _is_a(type(obj), "queryeval.suite.loader", "SuiteFormat"):
         raise ConfigError(f"suite format {name!r}: {obj!r:.80} is not a "
                           "queryeval.suite.loader.SuiteFormat")
     return obj
