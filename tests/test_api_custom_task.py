@@ -12,6 +12,7 @@ import pytest
 import queryeval as qe
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError
+from queryeval.registry import TASKS
 from queryeval.tasks import base
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
@@ -20,12 +21,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the task registry (and entry points read afresh)."""
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_entry_points_loaded", False)
     monkeypatch.syspath_prepend(str(EXAMPLE))
     for name in ("result_set", "system"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    yield base._REGISTRY
+    with TASKS.isolated():
+        yield TASKS
     for name in ("result_set", "system"):  # the example's modules must not shadow later imports
         sys.modules.pop(name, None)
 
@@ -46,7 +46,7 @@ def test_example_task_with_and_without_tolerance(registry, tmp_path):
     df = loose.to_pandas().set_index("id")
     assert df.loc["expensive", "row_recall"] == pytest.approx(2 / 3)
     assert loose.groups["tag"].loc["aggregate", "match"] == 1.0
-    del registry["result_set"]  # a later session that has not registered the task
+    registry.remove("result_set")  # a later session that has not registered the task
     again = qe.load(loose.path)
     assert again.task is None and again.overall == loose.overall
     assert list(again.to_pandas()["match"]) == [1.0, 1.0, 1.0, 0.0]

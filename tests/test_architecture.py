@@ -15,6 +15,7 @@ LAYERS = [
     ["_version", "errors", "_trecread", "_dictflat",
      # the compiled TREC reader's other sources (one extension, queryeval._trecread)
      "_trecread_dict", "_trecread_file", "_trecread_num", "_trecread_read", "_trecread_scan"],
+    ["registry"],  # names -> entries of every kind, importing none of them
     ["io", "metrics"],
     ["suite", "export", "tokens"],
     ["systems"],

@@ -18,8 +18,8 @@ from ci_lab import cli
 from matrix_checks import check_consumers
 from queryeval.metrics import registry as metric_registry
 from queryeval.metrics.protocol import Metric, ZeroDivision, ratio
+from queryeval.registry import FORMATS, SYSTEMS, TASKS
 from queryeval.suite.models import Case
-from queryeval.tasks import base
 from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Task, TurnOutcome
 
@@ -104,11 +104,10 @@ RECALL = {"fr": 1.0, "de": 0.0, "fr2": 0.5, "down": 0.0}
 
 
 @pytest.fixture
-def registry(monkeypatch):
-    """A private copy of the task registry."""
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_entry_points_loaded", False)
-    return base._REGISTRY
+def registry():
+    """A private copy of the registry (tasks, formats, systems)."""
+    with TASKS.isolated(), FORMATS.isolated(), SYSTEMS.isolated():
+        yield TASKS
 
 
 def write_keyword_lab(root: Path) -> Path:
@@ -157,11 +156,13 @@ def test_task_system_and_metric_recipes_reach_every_surface(registry, tmp_path):
                            counted=["fr", "de", "fr2"]) == pytest.approx(0.5)
 
 
-def test_system_recipe_from_the_command_line(registry, tmp_path):
-    """The same Python system through ``queryeval run --system python:FILE:FUNCTION``
-    (the task registered in this process, as an entry point would)."""
+def test_system_recipe_from_the_command_line(registry, tmp_path, monkeypatch):
+    """The same Python system through ``queryeval run --system python:FILE:FUNCTION``, the
+    task found by its entry point (recipe step 4's other way)."""
     lab = write_keyword_lab(tmp_path)
-    qe.register_task(KeywordTask)
+    install(tmp_path, "keyword_plugin", "from test_extension_recipes import KeywordTask\n",
+            {"queryeval.tasks": {"keyword_recall": "keyword_plugin:KeywordTask"}}, monkeypatch)
+    assert "keyword_recall" in registry.names()
     res = cli(["run", lab / "cases.jsonl", "--task", "keyword_recall", "--system",
                f"python:{lab / 'system.py'}:answer", "--out", tmp_path / "runs", "--retries",
                "0", "-q"])
@@ -170,36 +171,82 @@ def test_system_recipe_from_the_command_line(registry, tmp_path):
     assert run.results.vector("keyword_recall") == pytest.approx(RECALL)
 
 
-# --- recipe "add a suite format": a Format and its conversion -------------------------------
-def test_format_recipe_prompt_completion_pairs(monkeypatch, tmp_path):
-    """A new record format (``{"prompt", "completion"}`` pairs) added as the recipe says: a
-    ``Format`` in ``suite/foreign/detect.py``'s FORMATS and its branch in
-    ``suite/foreign/__init__.py``'s ``convert``; the file is then a suite for the
-    ``--task``-less run, its cases read as answer-only cases."""
-    from queryeval.suite import foreign
-    from queryeval.suite.foreign import build
-    from queryeval.suite.foreign import detect as fmt
+# --- recipe "add a suite format": a SuiteFormat, registered -----------------------------------
+PAIRS_MODULE = '''
+"""A suite format: {"prompt", "completion"} pairs, one JSON object a line."""
+import json
+from pathlib import Path
 
-    pairs = fmt.Format("prompt_completion", "prompt/completion pairs", ("prompt", "completion"))
-    monkeypatch.setitem(fmt.detect.__kwdefaults__, "formats", (*fmt.FORMATS, pairs))
-    original = foreign.convert
+from queryeval.errors import InputError
+from queryeval.suite.common import Suite, hash_files
+from queryeval.suite.loader import SuiteFormat
+from queryeval.suite.models import Case
 
-    def convert(records, path, corpus, found):
-        if found is pairs:
-            return [(build.make_case(build.case_id(r.data.get("id"), r.data["prompt"],
-                                                   r.data["completion"]),
-                                     [{"role": "user", "content": r.data["prompt"]}],
-                                     build.reference_target([r.data["completion"]]),
-                                     path=path, where=r.where), r.where) for r in records]
-        return original(records, path, corpus, found)
 
-    monkeypatch.setattr(foreign, "convert", convert)
-    suite = tmp_path / "pairs.jsonl"
+def claims(path, labels):
+    with open(path, encoding="utf-8") as fh:
+        first = json.loads(fh.readline() or "{}")
+    return isinstance(first, dict) and {"prompt", "completion"} <= set(first)
+
+
+def load(path, *, labels, corpus):
+    cases, origin = [], {}
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            row = json.loads(line)
+            if not isinstance(row.get("completion"), str):
+                raise InputError("expected a text", path=path, line=line_no, field="completion")
+            cases.append(Case.model_validate({"id": str(row.get("id", line_no)), "conversation": [
+                {"role": "user", "content": row["prompt"],
+                 "target": {"reference": {"answer": row["completion"]}}}]}))
+            origin[cases[-1].id] = (str(path), line_no)
+    return Suite(cases=cases, sources=[Path(path)], hash=hash_files([Path(path)]), origin=origin)
+
+
+PAIRS = SuiteFormat("pairs", "prompt/completion pairs", load, suffixes=(".jsonl",),
+                    claims=claims)
+'''
+
+
+def install(root: Path, module: str, source: str, groups: dict[str, dict[str, str]],
+            monkeypatch) -> None:
+    """``module`` and a distribution declaring ``groups`` (entry-point group -> name ->
+    ``module:attr``) on ``sys.path``, as ``pip install`` of a plug-in would leave them."""
+    (root / f"{module}.py").write_text(source, encoding="utf-8")
+    dist = root / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in names.items())
+        for group, names in groups.items()))
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(__import__("sys").modules, module, raising=False)
+
+
+def write_pairs(root: Path) -> Path:
+    suite = root / "pairs.jsonl"
     suite.write_text("".join(json.dumps({"id": i, "prompt": q, "completion": a}) + "\n" for i, q, a in [
         ("one", "What is 2+2?", "4"), ("two", "Capital of France?", "Paris")]), encoding="utf-8")
-    (tmp_path / "bot.py").write_text(
+    (root / "bot.py").write_text(
         "def answer(request):\n    return {'response': '4' if '2+2' in "
         "request['messages'][-1]['content'] else 'Lyon'}\n", encoding="utf-8")
+    return suite
+
+
+@pytest.mark.parametrize("how", ["entry_point", "register_format"])
+def test_format_recipe_prompt_completion_pairs(registry, monkeypatch, tmp_path, how):
+    """A new suite format (``{"prompt", "completion"}`` pairs in a .jsonl) added as the recipe
+    says, by an entry point of ``queryeval.formats`` or by ``register_format``: asked before
+    the built-in JSONL reader (which would refuse these lines), its cases scored by the
+    freeform task the ``reference`` targets name; both registrations read the same suite."""
+    install(tmp_path, "pairs_fmt", PAIRS_MODULE, {"queryeval.formats": {"pairs": "pairs_fmt:PAIRS"}}
+            if how == "entry_point" else {}, monkeypatch)
+    if how == "register_format":
+        import pairs_fmt
+
+        qe.register_format(pairs_fmt.PAIRS)
+    assert "pairs" in FORMATS.names() and FORMATS.get("pairs").description == "prompt/completion pairs"
+    suite = write_pairs(tmp_path)
     from queryeval.suite.loader import load_suite
 
     loaded = load_suite(suite)
@@ -207,3 +254,64 @@ def test_format_recipe_prompt_completion_pairs(monkeypatch, tmp_path):
     run = qe.evaluate(str(suite), system=f"python:{tmp_path / 'bot.py'}:answer",
                       out=tmp_path / "runs")
     assert {c.case_id: c.verdict for c in run.results.cases} == {"one": "pass", "two": "fail"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"prompt": "q", "completion": 4}) + "\n", encoding="utf-8")
+    res = cli(["validate", bad])  # the format's own error: one line naming file, line, field
+    assert res.exit_code == 2 and "bad.jsonl:1: completion: expected a text" in res.output
+
+
+def test_an_unknown_suffix_lists_the_registered_formats(registry, monkeypatch, tmp_path):
+    install(tmp_path, "pairs_fmt", PAIRS_MODULE.replace('suffixes=(".jsonl",)',
+                                                        'suffixes=(".pairs",)'),
+            {"queryeval.formats": {"pairs": "pairs_fmt:PAIRS",
+                                   "broken": "no_such_module_xyz:FMT"}}, monkeypatch)
+    (tmp_path / "x.unknown").write_text("{}\n")
+    from queryeval.errors import InputError
+    from queryeval.suite.loader import load_suite
+
+    with pytest.raises(InputError, match=r"supported: .*; prompt/completion pairs \(\.pairs\)$"):
+        load_suite(tmp_path / "x.unknown")
+    (tmp_path / "q.pairs").write_text(json.dumps({"prompt": "q", "completion": "a"}) + "\n")
+    assert [c.id for c in load_suite(tmp_path / "q.pairs").cases] == ["1"]  # broken: skipped
+
+
+# --- recipe "add a kind of system": build(spec, ...) registered by its scheme ----------------
+ECHO_MODULE = '''
+"""A kind of system: ``--system echo:TEXT`` answers every request with TEXT."""
+from queryeval.systems.base import System
+
+
+class EchoSystem(System):
+    def __init__(self, text):
+        self.text = text
+        self.name = f"echo:{text}"
+
+    def call(self, request, timeout):
+        return {"response": self.text}
+
+
+def build(spec, *, isolate, concurrency):
+    return EchoSystem(spec.partition(":")[2])
+'''
+
+
+@pytest.mark.parametrize("how", ["entry_point", "register_system"])
+def test_system_kind_recipe_echo(registry, monkeypatch, tmp_path, how):
+    """A new kind of system adapter, ``echo:TEXT``, from an entry point of
+    ``queryeval.systems`` or ``register_system``: the same run from the command line."""
+    install(tmp_path, "echo_sys", ECHO_MODULE, {"queryeval.systems": {"echo": "echo_sys:build"}}
+            if how == "entry_point" else {}, monkeypatch)
+    if how == "register_system":
+        import echo_sys
+
+        qe.register_system("echo", echo_sys.build)
+    suite = tmp_path / "cases.jsonl"
+    suite.write_text("".join(json.dumps({"id": i, "conversation": [{
+        "role": "user", "content": q, "target": {"reference": {"answer": a}}}]}) + "\n"
+        for i, q, a in [("one", "What is 2+2?", "4"), ("two", "Capital of France?", "Paris")]))
+    res = cli(["run", suite, "--system", "echo:4", "--out", tmp_path / "runs", "-q",
+               "--no-report"])
+    assert res.exit_code == 0, res.output
+    run = qe.load(next((tmp_path / "runs").rglob("batch_*.json")))
+    assert {c.case_id: c.verdict for c in run.results.cases} == {"one": "pass", "two": "fail"}
+    assert run.batch["evaluation_config"]["system"] == "echo:4"

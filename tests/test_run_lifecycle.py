@@ -199,7 +199,7 @@ def test_resume_applies_safe_options_and_refuses_the_rest(tmp_path, reference):
     assert main(["run", str(SUITE), "--responses", str(RESPONSES), "--out", str(out), "-q", "--no-report"]) == 0
     f = make_partial(out, 5)
     for extra, named in ((["--task", "answers"], "--task"), (["--k", "5"], "--k"),
-                         (["--on-error", "skip", "--out", "x"], "--out, --on-error"),
+                         (["--on-error", "skip", "--out", "x"], "--on-error, --out"),  # help order
                          ([str(SUITE)], "SUITE")):
         proc = cli("run", "--resume", str(out), *extra)
         assert proc.returncode == 2, extra

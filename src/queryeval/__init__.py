@@ -30,6 +30,8 @@ _LAZY = {
     "Run": "queryeval.api.run",
     "Comparison": "queryeval.api.compare",
     "register_task": "queryeval.tasks.base",
+    "register_format": "queryeval.registry",
+    "register_system": "queryeval.registry",
     "Task": "queryeval.tasks.base",
     "TaskOptions": "queryeval.tasks.base",
     "TurnOutcome": "queryeval.tasks.base",
@@ -45,6 +47,7 @@ _SUBMODULES = ("api", "metrics", "testing", "errors", "tasks", "systems", "suite
 
 __all__ = [  # noqa: RUF022 - the API first, then the types it uses
     "__version__", "evaluate", "resume", "load", "compare", "audit", "judge_agreement", "Run", "Comparison", "register_task",
+    "register_format", "register_system",
     "Task", "TaskOptions", "TurnOutcome", "Case", "InputError", "ConfigError", "OutputError",
     "SystemCallError", "QueryevalError", "GateFailure", "AuditReport", "Finding",
 ]
@@ -63,6 +66,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time these load on fi
         QueryevalError,
         SystemCallError,
     )
+    from queryeval.registry import register_format, register_system
     from queryeval.suite.models import Case
     from queryeval.tasks.base import Task, TaskOptions, TurnOutcome, register_task
 

@@ -141,7 +141,9 @@ def evaluate(
     """Evaluate ``suite`` against ``system`` (or recorded ``responses``); return the :class:`Run`.
 
     Args:
-        suite: a suite path (YAML file or folder, cases JSONL, questions CSV, BuildingQA JSON,
+        suite: a :class:`~queryeval.run.config.RunConfig`, the run's settings in one object
+            (what ``queryeval run`` builds from its options; only ``progress`` and
+            ``fail_under`` go with it), or a suite path (YAML file or folder, cases JSONL, questions CSV, BuildingQA JSON,
             fields table; DABench questions JSONL with ``labels``; the foreign formats of
             docs/formats.md), a ``datasets.Dataset`` (its rows read by their fields, as a
             saved dataset), or cases in memory: a list
@@ -209,10 +211,16 @@ def evaluate(
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
         ConfigError: a bad option or combination.
     """
-    from queryeval.report.run_reports import write_run_reports
-    from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.evaluate import RunConfig
     from queryeval.systems import callable as callable_systems
 
+    if isinstance(suite, RunConfig):
+        given = _given_with_config(locals())
+        if given:
+            raise ConfigError(f"evaluate(RunConfig) takes the run's settings from the config; "
+                              f"drop {', '.join(given)} (only progress and fail_under go "
+                              "with it)")
+        return _evaluate_config(suite, progress=progress, fail_under=fail_under)
     if system is not None and responses is not None:
         raise ConfigError("give one of system or responses, not both")
     if resume and out is None:
@@ -223,10 +231,7 @@ def evaluate(
             raise ConfigError(f"judge: a mapping of judge options or a JudgeOptions, got "
                               f"{type(judge).__name__}")
         opts["judge"] = dict(judge) if isinstance(judge, Mapping) else judge.model_dump()
-    if isinstance(opts.get("judge"), Mapping):  # an unset key variable: refused before the run
-        from queryeval.systems.judge import check_key
-
-        check_key(opts["judge"].get("api_key_env"))
+    _check_judge_key(opts)
     shown = None
     if progress is None or progress is True:
         from queryeval.api.progress import auto_progress
@@ -275,8 +280,7 @@ def evaluate(
         except ValidationError as exc:
             raise _config_error(exc) from None
         try:
-            result = start_run(config, progress=progress, before=_gate_names(fail_under, repeats, pass_k),
-                               reporter=write_run_reports)
+            result = _start(config, progress, fail_under)
         except InputError as err:
             raise _in_memory_error(err, {suite_path: "cases", responses_path: "responses"},
                                    written={k for k, v in ((suite_path, suite),
@@ -294,6 +298,58 @@ def evaluate(
              "give out=FOLDER to keep it)")
     return Run(result.log.paths.batch, warnings=result.warnings, keep=keep,
                fail_under=fail_under)
+
+
+_WITH_CONFIG = ("suite", "progress", "fail_under", "kwargs")
+"""What ``evaluate(config, ...)`` takes besides the RunConfig itself."""
+
+
+def _given_with_config(values: dict[str, Any]) -> list[str]:
+    """The keyword arguments of :func:`evaluate` given with a RunConfig (the config holds
+    them; a second value beside it would be silently ignored or silently win)."""
+    import inspect
+
+    params = inspect.signature(evaluate).parameters
+    given = [name for name, p in params.items() if name not in _WITH_CONFIG
+             and values[name] is not p.default and values[name] != p.default]
+    return given + sorted(values.get("kwargs") or {})
+
+
+def _check_judge_key(opts: Mapping[str, Any]) -> None:
+    """An unset API key variable of the judge: refused before the run."""
+    if isinstance(opts.get("judge"), Mapping):
+        from queryeval.systems.judge import check_key
+
+        check_key(opts["judge"].get("api_key_env"))
+
+
+def _start(config: Any, progress: Callable[[int, int], Any] | None,
+           fail_under: Mapping[str, float] | None) -> Any:
+    """Start the run of ``config`` as it is: the one call both ways of :func:`evaluate` make."""
+    from queryeval.report.run_reports import write_run_reports
+    from queryeval.run.evaluate import start_run
+
+    return start_run(config, progress=progress,
+                     before=_gate_names(fail_under, config.repeats, config.pass_k),
+                     reporter=write_run_reports)
+
+
+def _evaluate_config(config: Any, *, progress: Callable[[int, int], Any] | bool | None,
+                     fail_under: Mapping[str, float] | None) -> Run:
+    """``evaluate(config)``: the run of one :class:`~queryeval.run.config.RunConfig` (what
+    ``queryeval run`` builds from its options), passed on as it is, never rebuilt."""
+    _check_judge_key(config.task_options)
+    shown = None
+    if progress is None or progress is True:
+        from queryeval.api.progress import auto_progress
+
+        progress = shown = auto_progress("attempts" if config.repeats > 1 else "cases")
+    try:
+        result = _start(config, progress or None, fail_under)
+    finally:
+        if shown is not None:
+            shown.close()
+    return Run(result.log.paths.batch, warnings=result.warnings, fail_under=fail_under)
 
 
 def _sequential(value: Mapping[str, Any] | None) -> dict | None:

@@ -51,7 +51,7 @@ for _name, _module in (("run", run_cmd), ("report", report_cmd), ("compare", com
                        ("schema", schema_cmd), ("tune", tune_cmd), ("tokens", tokens_cmd),
                        ("trec", trec_cmd), ("view", view_cmd), ("cache", cache_cmd),
                        ("audit", audit_cmd), ("judge-check", judge_cmd), ("plan", plan_cmd)):
-    app.command(_name, cls=Command)(_module.command)
+    app.command(_name, cls=getattr(_module, "COMMAND_CLASS", Command))(_module.command)
 
 
 def _version(value: bool) -> None:

@@ -8,19 +8,32 @@ from typing import Any, Literal
 
 import typer
 
+from queryeval.cli import task_flags
 from queryeval.cli.console import console, err_console
+from queryeval.cli.help import Command, _hide_flag_types
 from queryeval.io.safetext import console_plain
 
-EXPORTS = ("dabench",)
+TASK_FLAGS = "queryeval.task_flags"
+"""Where :class:`RunCommand` leaves the task flags' values (``ctx.meta``) for the command."""
 
 
-def _choices(option: str, values: list[str], choices: tuple[str, ...]) -> list[str]:
-    """A repeatable option's values, each one of ``choices`` (Typer's Literal covers one value)."""
-    for value in values:
-        if value not in choices:
-            raise typer.BadParameter(
-                f"{value!r} is not one of {', '.join(repr(c) for c in choices)}.", param_hint=option)
-    return values
+class RunCommand(Command):
+    """``run`` with the task flags of :mod:`queryeval.cli.task_flags` after ``--labels``:
+    built when ``run`` parses its arguments or shows its help (never for other commands);
+    their values reach the command through ``ctx.meta``, by flag."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        at = next((i + 1 for i, p in enumerate(params) if p.name == "labels"), len(params))
+        return _hide_flag_types([*params[:at], *task_flags.click_params(), *params[at:]])
+
+    def invoke(self, ctx: Any) -> Any:
+        ctx.meta[TASK_FLAGS] = {name: ctx.params.pop(name)
+                                for name in task_flags.dests() if name in ctx.params}
+        return super().invoke(ctx)
+
+
+COMMAND_CLASS = RunCommand
 
 
 def _parse_options(items: list[str]) -> dict:
@@ -39,44 +52,6 @@ def _parse_options(items: list[str]) -> dict:
     return out
 
 
-def _per_field(items: list[str], cast):
-    """``["5"]`` -> 5; ``["item=5", "type=2"]`` -> ``{"item": 5, "type": 2}``."""
-    from queryeval.errors import ConfigError
-
-    if len(items) == 1 and "=" not in items[0]:
-        try:
-            return cast(items[0])
-        except ValueError:
-            raise ConfigError(f"expected a number, got {items[0]!r}") from None
-    out = {}
-    for item in items:
-        key, sep, value = item.rpartition("=")
-        if not sep or not key:
-            raise ConfigError(f"expected FIELD=VALUE, got {item!r}")
-        try:
-            out[key] = cast(value)
-        except ValueError:
-            raise ConfigError(f"expected a number in {item!r}") from None
-    return out
-
-
-def judge_options(model: str | None, base_url: str | None, api_key_env: str | None,
-                  when: str | None) -> dict:
-    """The task option ``judge`` from the ``--judge-*`` flags ({} when none is given)."""
-    from queryeval.errors import ConfigError
-
-    given = {k: v for k, v in (("model", model), ("base_url", base_url),
-                               ("api_key_env", api_key_env or None), ("when", when)) if v}
-    if given and not (model and base_url):
-        raise ConfigError("the LLM judge needs --judge-model and --judge-base-url "
-                          "(docs/judge.md)")
-    if given:
-        from queryeval.systems.judge import check_key
-
-        check_key(given.get("api_key_env"))
-    return given
-
-
 def command(
     ctx: typer.Context,
     suite: Path | None = typer.Argument(None, help="Suite file or folder (not needed with --resume)."),
@@ -91,64 +66,11 @@ def command(
         help="Task kind: indicator_selection, answers, retrieval, query, fields, or a registered "
         "one (default: inferred from the suite's targets)."),
     labels: Path | None = typer.Option(None, "--labels", help="DABench labels JSONL (with a questions JSONL suite)."),
-    tables: Path | None = typer.Option(None, "--tables", help="Answers: folder of the questions' table files."),
-    match: Literal["numeric", "strict"] | None = typer.Option(
-        None, "--match", help="Answers: numeric (equal within 1e-6, the default) or strict (equal text)."),
-    missing: Literal["wrong", "skip"] | None = typer.Option(
-        None, "--missing", help="Answers: a missing response scores wrong (the default) or is skipped."),
-    compat: Literal["infiagent", "spider", "bird", "bird-soft-f1", "spider2"] | None = typer.Option(
-        None, "--compat",
-        help="Answers: infiagent reproduces InfiAgent's evaluator (first non-empty response per "
-        "id, missing answers skipped, unknown ids ignored, string ids missing). Query: spider "
-        "or bird adds execution_accuracy as test-suite-sql-eval or BIRD computes it; "
-        "bird-soft-f1 adds BIRD mini_dev's soft_f1; spider2 Spider 2.0's matching."),
-    export: list[str] = typer.Option(
-        [], "--export", metavar="<dabench>", callback=lambda v: _choices("--export", v, EXPORTS),
-        help="Answers: extra output (repeatable): dabench writes the DABench analysis JSON."),
-    corpus: Path | None = typer.Option(None, "--corpus", help="Retrieval: chunks (JSONL, CSV or Parquet)."),
-    k: str | None = typer.Option(None, "--k", help="Retrieval: comma-separated k values, e.g. 5,10,25."),
-    dataset: list[str] = typer.Option([], "--dataset", help="Retrieval: keep this dataset (repeatable; 'all')."),
-    min_score: float | None = typer.Option(None, "--min-score", help="Retrieval: drop chunks scoring below."),
-    sampling: float | None = typer.Option(None, "--sampling", help="Retrieval: fraction to sample per dataset."),
-    random_seed: int | None = typer.Option(None, "--random-seed", help="Seed for --sampling."),
-    retriever: Literal["bm25", "dense"] | None = typer.Option(
-        None, "--retriever", help="Retrieval: built-in retriever (default: bm25; dense needs the embeddings extra)."),
-    model: str | None = typer.Option(None, "--model", help="Dense model: a local sentence-transformers path."),
-    graph: list[Path] = typer.Option([], "--graph", help="Query: RDF file(s) to run queries on (embedded store)."),
-    database: str | None = typer.Option(None, "--database", help="Query: a sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// URL."),
-    endpoint: str | None = typer.Option(None, "--endpoint", help="Query: a SPARQL 1.1 endpoint URL."),
-    rules: Literal["clean", "buildingqa"] | None = typer.Option(
-        None, "--rules", help="Query: table metric rules (default: clean)."),
-    test_suite: int | None = typer.Option(
-        None, "--test-suite", min=0, max=1000, help="Query: also compare on N neighbour databases/graphs (test_suite_match; docs/test-suite.md)."),
-    data: Path | None = typer.Option(None, "--data", help="Fields: the data table whose values are retrieved."),
-    n: list[str] = typer.Option([], "--n", help="Fields: values retrieved per field: N, or FIELD=N (repeatable)."),
-    tuning: Path | None = typer.Option(None, "--tuning", help="Fields: N and model per field from a `queryeval tune` JSON."),
-    reformat: bool = typer.Option(False, "--reformat", help="Answers: reformat free text with an LLM first."),
-    reformat_model: str | None = typer.Option(None, "--reformat-model", help="Chat model for --reformat."),
-    reformat_base_url: str = typer.Option(
-        "https://api.openai.com/v1", "--reformat-base-url", help="OpenAI-compatible base URL."),
-    reformat_key_env: str = typer.Option(
-        "OPENAI_API_KEY", "--reformat-key-env", help="Environment variable holding the API key ('' for none)."),
-    reformat_temperature: float = typer.Option(0.0, "--reformat-temperature", help="Sampling temperature for --reformat."),
-    judge_model: str | None = typer.Option(
-        None, "--judge-model", help="LLM judge: chat model; with --judge-base-url turns the judge on (docs/judge.md)."),
-    judge_base_url: str | None = typer.Option(
-        None, "--judge-base-url", help="LLM judge: OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1."),
-    judge_api_key_env: str | None = typer.Option(
-        None, "--judge-api-key-env", help="LLM judge: environment variable holding the API key (default: none, for local servers)."),
-    judge_when: Literal["inconclusive", "always", "never"] | None = typer.Option(
-        None, "--judge-when",
-        help="LLM judge: inconclusive (only cases no rule decides, the default), always, or never."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run log folder."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Cases in flight (1-1024)."),
     timeout: float = typer.Option(60.0, "--timeout", help="Per-call timeout, seconds (at most a week)."),
     retries: int = typer.Option(2, "--retries", help="Retries of transient failures (0-100)."),
     backoff: float = typer.Option(0.5, "--backoff", help="First retry wait, seconds."),
-    on_error: Literal["score", "skip"] | None = typer.Option(
-        None, "--on-error",
-        help="A failed call: score (the worst score on every metric, the default) or skip "
-        "(left out of the means)."),
     option: list[str] = typer.Option(
         [], "--option", help="Task option KEY=VALUE, e.g. include_extra_dimensions=false."),
     resume: Path | None = typer.Option(
@@ -262,48 +184,8 @@ def command(
             raise ConfigError("missing SUITE (or --resume RUN)")
         if system and responses:
             raise ConfigError("give one of --system or --responses, not both")
-        task_options = _parse_options(option)
-        flags = {"on_error": on_error, "match": match, "missing": missing, "compat": compat,
-                 "tables": str(tables) if tables else None,
-                 "corpus": str(corpus) if corpus else None, "k": k,
-                 "min_score": min_score, "sampling": sampling, "random_seed": random_seed,
-                 "retriever": retriever, "model": model}
-        for key, value in flags.items():  # a flag silently beating its --option hid e.g. dense-hnsw
-            if value is not None and key in task_options and str(task_options[key]) != str(value):
-                flag = "--" + key.replace("_", "-")
-                raise ConfigError(f"{flag} {value} and --option {key}={task_options[key]} "
-                                  "disagree: give one")
-        task_options.update({k: v for k, v in flags.items() if v is not None})
-        if export:
-            task_options["export"] = export
-        if dataset:
-            task_options["dataset"] = dataset
-        sources = [str(p) for p in graph] + ([str(database)] if database else []) \
-            + ([endpoint] if endpoint else [])
-        if sum(bool(x) for x in (graph, database, endpoint)) > 1:
-            raise ConfigError("give one of --graph, --database or --endpoint")
-        if sources:
-            task_options["source"] = ",".join(sources)
-        if rules:
-            task_options["rules"] = rules
-        if test_suite is not None:
-            task_options["test_suite"] = test_suite
-        if data:
-            task_options["data"] = str(data)
-        if tuning:
-            task_options["tuning"] = str(tuning)
-        if n:
-            task_options["n"] = _per_field(n, int)
-        if reformat:
-            if not reformat_model:
-                raise ConfigError("--reformat needs --reformat-model")
-            task_options["reformat"] = {
-                "base_url": reformat_base_url, "model": reformat_model,
-                "api_key_env": reformat_key_env or None, "temperature": reformat_temperature,
-            }
-        judge = judge_options(judge_model, judge_base_url, judge_api_key_env, judge_when)
-        if judge:
-            task_options["judge"] = {**(task_options.get("judge") or {}), **judge}
+        task_options = task_flags.task_options(ctx.meta.get(TASK_FLAGS, {}),
+                                               _parse_options(option))
         ks: list[int] = []
         for part in (pass_k or "").split(","):
             if part.strip():
@@ -344,7 +226,7 @@ def command(
         always = {"resume", "retry_errors", "force", "quiet", "fail_under", "junit", "github",
                   "otel", "mlflow", "mlflow_uri", "mlflow_experiment"}
         given, refused = {}, []
-        for param in ctx.command.params:
+        for param in ctx.command.get_params(ctx):
             source = ctx.get_parameter_source(param.name)
             if source is None or source.name in ("DEFAULT", "DEFAULT_MAP") or param.name in always:
                 continue
@@ -379,21 +261,7 @@ def command(
         else:
             config = build_config()  # checked here: errors name the command-line options
             use_mmap_for_large_blocks()  # large runs: freed arrays leave resident memory at once
-            result = qe.evaluate(
-                config.suite, system=config.system, responses=config.responses,
-                labels=config.labels, task=config.task, out=config.out,
-                options=config.task_options, concurrency=config.concurrency,
-                timeout=config.timeout, retries=config.retries, backoff=config.backoff,
-                reports=config.reports, executor=config.executor,
-                ray_address=config.ray_address, max_error_rate=config.max_error_rate,
-                isolate=config.isolate, repeats=config.repeats, pass_k=config.pass_k,
-                cache=config.cache, cache_dir=config.cache_dir, cache_max_mb=config.cache_max_mb,
-                system_version=config.system_version, name=config.name,
-                cluster_by=config.cluster_by,
-                sequential=(config.sequential.model_dump()
-                            if config.sequential is not None else None),
-                fail_under=thresholds or None,
-                progress=progress)
+            result = qe.evaluate(config, fail_under=thresholds or None, progress=progress)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         if bar.live.is_started:
             bar.stop()

@@ -8,6 +8,8 @@ the line and the field, e.g.::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -244,6 +246,129 @@ with DABench questions JSONL and TREC/BEIR queries files; YAML suites, folders a
 files of cases are refused too)."""
 
 
+@dataclass(frozen=True)
+class SuiteFormat:
+    """A suite reader, registered in :data:`queryeval.registry.FORMATS` (built in below,
+    ``queryeval.registry.register_format`` in the process, or an entry point of the group
+    ``queryeval.formats`` naming an instance): :func:`load_suite` asks the formats whose
+    ``suffixes`` hold the path's (lower-case, with the dot; ``"/"`` a folder, ``"*"`` any
+    path), registered ones before the built-ins, and reads the path with the first whose
+    ``claims(path, labels)`` is true (no ``claims``: every such path)."""
+
+    name: str
+    description: str
+    load: Callable[..., Suite]
+    """``load(path, *, labels, corpus) -> Suite``; a bad file raises InputError naming the
+    file, line/record and field."""
+    suffixes: tuple[str, ...] = ()
+    claims: Callable[[Path, Path | None], bool] | None = None
+    labels: bool = False
+    """Read with ``--labels`` (a questions file and its judgements); the others without."""
+
+
+def _load_folder(path: Path, *, labels: Path | None, corpus: str | Path | None) -> Suite:
+    loaded = _foreign().load_folder(path, corpus)
+    return loaded if loaded is not None else load_yaml_suite(path)
+
+
+def _load_jsonl(path: Path, *, labels: Path | None, corpus: str | Path | None) -> Suite:
+    from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
+
+    first = is_cases_jsonl(path)
+    if first is None:
+        raise InputError("empty file: a JSONL suite needs one case (a JSON object with a "
+                         "'conversation') per line", path=path)
+    if first:
+        return read_cases_jsonl(path)
+    return _foreign().load_records_suite(path, corpus)
+
+
+def _is_qrels(path: Path, labels: Path | None) -> bool:
+    from queryeval.suite.foreign.beir import is_beir_qrels
+    from queryeval.suite.foreign.trecqrels import looks_like_qrels
+
+    return is_beir_qrels(path) or looks_like_qrels(path)
+
+
+def _load_qrels(path: Path, *, labels: Path | None, corpus: str | Path | None) -> Suite:
+    from queryeval.suite.foreign.beir import is_beir_qrels
+
+    if is_beir_qrels(path):
+        return _foreign().load_beir(path)
+    raise InputError("TREC qrels need their queries: give the queries file (qid<TAB>text "
+                     "or JSONL) as the suite and this file as --labels", path=path)
+
+
+def _labels_are_qrels(path: Path, labels: Path | None) -> bool:
+    """Not DABench's JSONL labels: read as TREC qrels, whose reader names the bad line."""
+    from queryeval.suite.foreign.trecqrels import looks_like_qrels
+
+    return labels is not None and labels.suffix.lower() != ".jsonl" and (
+        looks_like_qrels(labels) or not _starts_a_json_record(labels))
+
+
+YAML_FORMAT = SuiteFormat("yaml", "suite YAML (a case or a list of cases per document)",
+                          lambda path, *, labels, corpus: load_yaml_suite(path),
+                          suffixes=YAML_SUFFIXES)
+FOLDER_FORMAT = SuiteFormat("folder", "a folder of suite YAML files, a BEIR folder or a saved "
+                            "HF dataset", _load_folder, suffixes=("/",))
+JSONL_FORMAT = SuiteFormat("jsonl", "cases JSONL, or another tool's records (docs/formats.md)",
+                           _load_jsonl, suffixes=(".jsonl",))
+RECORDS_FORMAT = SuiteFormat(
+    "records", "BuildingQA JSON, HF datasets, another tool's records (docs/formats.md)",
+    lambda path, *, labels, corpus: _foreign().load_records_suite(path, corpus),
+    suffixes=(".json", ".parquet"))
+TABLE_FORMAT = SuiteFormat("table", "retrieval questions CSV, a fields table, question rows",
+                           lambda path, *, labels, corpus: _load_table(path, corpus),
+                           suffixes=(".csv", ".xlsx"))
+QRELS_FORMAT = SuiteFormat("qrels", "BEIR qrels (a TREC qrels file alone is refused)",
+                           _load_qrels, suffixes=(".tsv", ".qrels", ".txt"), claims=_is_qrels)
+TREC_FORMAT = SuiteFormat("trec", "TREC/BEIR queries with --labels QRELS",
+                          lambda path, *, labels, corpus: _foreign().load_trec(path, labels,
+                                                                                corpus),
+                          suffixes=("*",), claims=_labels_are_qrels, labels=True)
+DABENCH_FORMAT = SuiteFormat("dabench", "DABench questions JSONL with --labels LABELS",
+                             lambda path, *, labels, corpus: load_dabench_suite(path, labels),
+                             suffixes=("*",), labels=True)
+
+
+def suite_format(path: Path, labels: Path | None = None) -> SuiteFormat | None:
+    """The registered format that reads ``path`` (None: none does)."""
+    from queryeval.errors import ConfigError
+    from queryeval.registry import FORMATS
+
+    suffix = "/" if path.is_dir() else path.suffix.lower()
+    for name in FORMATS.in_order():
+        try:
+            fmt = FORMATS.get(name)
+        except ConfigError:  # an installed format that does not load reads nothing
+            if name in FORMATS.builtins:
+                raise
+            continue
+        if fmt.labels != (labels is not None):
+            continue
+        if (suffix in fmt.suffixes or "*" in fmt.suffixes) and (
+                fmt.claims is None or fmt.claims(path, labels)):
+            return fmt
+    return None
+
+
+def _supported() -> str:
+    """The built-in formats' description, then each registered or installed one's."""
+    from queryeval.errors import ConfigError
+    from queryeval.registry import FORMATS
+
+    extra = []
+    for name in FORMATS.in_order():
+        if name not in FORMATS.builtins:
+            try:
+                fmt = FORMATS.get(name)
+            except ConfigError:
+                continue
+            extra.append(f"{fmt.description} ({', '.join(fmt.suffixes)})")
+    return "; ".join([SUPPORTED_FORMATS, *extra])
+
+
 def load_suite(path: str | Path, *, labels: str | Path | None = None,
                corpus: str | Path | None = None) -> Suite:
     """Load a suite from a path, choosing the reader from the path's form.
@@ -289,42 +414,9 @@ def load_suite(path: str | Path, *, labels: str | Path | None = None,
                              "queries file (.tsv/.jsonl)", path=path, field="--labels")
         if not Path(labels).exists():
             raise InputError("no such file", path=labels)
-        from queryeval.suite.foreign.trecqrels import looks_like_qrels
-
-        if Path(labels).suffix.lower() != ".jsonl" and (
-                looks_like_qrels(Path(labels)) or not _starts_a_json_record(Path(labels))):
-            # not DABench's JSONL labels: read as TREC qrels, whose reader names the bad line
-            return _foreign().load_trec(path, Path(labels), corpus)
-        return load_dabench_suite(path, labels)
-    if path.is_dir():
-        loaded = _foreign().load_folder(path, corpus)
-        return loaded if loaded is not None else load_yaml_suite(path)
-    suffix = path.suffix.lower()
-    if suffix in YAML_SUFFIXES:
-        return load_yaml_suite(path)
-    if suffix == ".jsonl":
-        from queryeval.suite.jsonl_cases import is_cases_jsonl, read_cases_jsonl
-
-        first = is_cases_jsonl(path)
-        if first is None:
-            raise InputError("empty file: a JSONL suite needs one case (a JSON object with a "
-                             "'conversation') per line", path=path)
-        if first:
-            return read_cases_jsonl(path)
-        return _foreign().load_records_suite(path, corpus)
-    if suffix in (".json", ".parquet"):
-        return _foreign().load_records_suite(path, corpus)
-    if suffix in (".csv", ".xlsx"):
-        return _load_table(path, corpus)
-    if suffix in (".tsv", ".qrels", ".txt"):
-        from queryeval.suite.foreign.beir import is_beir_qrels
-
-        if is_beir_qrels(path):
-            return _foreign().load_beir(path)
-        from queryeval.suite.foreign.trecqrels import looks_like_qrels
-
-        if looks_like_qrels(path):
-            raise InputError("TREC qrels need their queries: give the queries file (qid<TAB>text "
-                             "or JSONL) as the suite and this file as --labels", path=path)
+        labels = Path(labels)
+    fmt = suite_format(path, labels)
+    if fmt is not None:
+        return fmt.load(path, labels=labels, corpus=corpus)
     raise InputError(f"unknown suite format {path.suffix or '(no extension)'!r}; supported: "
-                     f"{SUPPORTED_FORMATS}", path=path)
+                     f"{_supported()}", path=path)

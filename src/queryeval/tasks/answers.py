@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -33,7 +33,7 @@ from queryeval.suite.models import Case
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally
-from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.base import Flag, FlagGroup, Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Export, Figures, Groups, Overall, ReportItem, Workbook
 from queryeval.tasks.responses import parse_response, read_response_line
 
@@ -41,7 +41,7 @@ from queryeval.tasks.responses import parse_response, read_response_line
 class ReformatOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str
+    base_url: str = "https://api.openai.com/v1"
     model: str
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = 0.0
@@ -50,18 +50,32 @@ class ReformatOptions(BaseModel):
 
 
 class AnswersOptions(TaskOptions):
-    match: Literal["numeric", "strict"] = "numeric"
+    match: Annotated[Literal["numeric", "strict"], Flag(
+        "Answers: numeric (equal within 1e-6, the default) or strict (equal text).")] = "numeric"
     """numeric: equal strings, or both numbers differing by < 1e-6; strict: string equality."""
-    missing: Literal["wrong", "skip"] = "wrong"
+    missing: Annotated[Literal["wrong", "skip"], Flag(
+        "Answers: a missing response scores wrong (the default) or is skipped.")] = "wrong"
     """wrong: a missing/empty response scores 0 and is counted; skip: the reference's rule."""
-    tables: str | None = None
+    tables: Annotated[str | None, Flag("Answers: folder of the questions' table files.",
+                                       path=True)] = None
     """Folder the questions' table files are resolved under (sent to the system)."""
-    export: list[Literal["dabench"]] = Field(default_factory=list)
-    reformat: ReformatOptions | None = None
-    judge: JudgeOptions | None = None
+    export: Annotated[list[Literal["dabench"]], Flag(
+        "Answers: extra output (repeatable): dabench writes the DABench analysis JSON.",
+        multiple=True, metavar="<dabench>")] = Field(default_factory=list)
+    reformat: Annotated[ReformatOptions | None, FlagGroup("--reformat-", {
+        "model": Flag("Chat model for --reformat."),
+        "base_url": Flag("OpenAI-compatible base URL."),
+        "api_key_env": Flag("Environment variable holding the API key ('' for none).",
+                            name="--reformat-key-env", parse=judging._key_env),
+        "temperature": Flag("Sampling temperature for --reformat."),
+    }, switch=Flag("Answers: reformat free text with an LLM first.", name="--reformat"),
+        needs=("model",), needs_message="--reformat needs --reformat-model")] = None
+    judge: Annotated[JudgeOptions | None, judging.JUDGE_FLAGS] = None
     """The LLM judge for responses with no ``@name[value]`` (``when=always``: every answered
     case); see docs/judge.md."""
-    compat: Literal["none", "infiagent"] = "none"
+    compat: Annotated[Literal["none", "infiagent"], Flag(
+        "Answers: infiagent reproduces InfiAgent's evaluator (first non-empty response per "
+        "id, missing answers skipped, unknown ids ignored, string ids missing).")] = "none"
     """infiagent: reproduce InfiAgent's ``eval_closed_form.py``: missing answers are skipped
     (``missing=skip``), responses for unknown ids are ignored, of several responses with
     one id the first non-empty one is used (default: a duplicate id is refused), and a JSON

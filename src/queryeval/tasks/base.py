@@ -7,20 +7,60 @@ scored turn, so a log can be re-scored and reported without calling the system a
 
 from __future__ import annotations
 
-import inspect
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from queryeval.errors import ConfigError
+from queryeval.registry import TASKS
 from queryeval.suite.models import Case
 from queryeval.tasks.content import Figures, Overall, ReportItem
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A task option's ``queryeval run`` flag, declared on the options model's field
+    (``k: Annotated[list[int], Flag("Retrieval: ...")] = ...``): the command line is built
+    from these declarations (:mod:`queryeval.cli.task_flags`), so adding an option to a
+    task needs no CLI edit. Without a Flag a field is still ``--option KEY=VALUE``.
+
+    The flag is ``--`` + the field's name with dashes unless ``name`` says otherwise; its
+    value type is the field's (``None`` left out; ``Literal`` lists its choices; numeric
+    ``ge``/``le`` become the flag's range) unless ``type`` gives one; ``path`` reads a file
+    or folder (stored as its text); ``multiple`` repeats it (a list); ``parse`` turns the
+    command-line value into the option's. Unset, a flag sets nothing (the option's default
+    holds). Several tasks may declare one flag (``--compat``, ``--model``): one flag, each
+    task's help. Several flags on one field are alternatives (give one; a repeated value
+    is joined with commas): ``--graph``/``--database``/``--endpoint`` for ``source``."""
+
+    help: str
+    name: str | None = None
+    type: Any = None
+    metavar: str | None = None
+    multiple: bool = False
+    path: bool = False
+    parse: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class FlagGroup:
+    """Flags for the fields of a nested options model (``judge``, ``reformat``): each of
+    ``flags`` is ``prefix`` + the nested field's name unless its Flag names it. With a
+    ``switch`` flag (``--reformat``) the group is on only with it and its flags show the
+    nested model's defaults; without, the group is on once one of its flags is given.
+    ``needs`` are the nested fields that must then be given (else ``needs_message``)."""
+
+    prefix: str
+    flags: dict[str, Flag]
+    switch: Flag | None = None
+    needs: tuple[str, ...] = ()
+    needs_message: str = ""
 
 
 class TaskOptions(BaseModel):
@@ -28,7 +68,9 @@ class TaskOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    on_error: Literal["score", "skip"] = "score"
+    on_error: Annotated[Literal["score", "skip"], Flag(
+        "A failed call: score (the worst score on every metric, the default) or skip "
+        "(left out of the means).")] = "score"
     """``score``: a turn whose call failed gets the worst score on every metric (it counts
     against the system, and never as correct, even where an empty output would be right);
     ``skip``: cases with an error are left out of the means (counted apart)."""
@@ -287,18 +329,9 @@ def _options_class(name: str) -> type[TaskOptions] | None:
         return None
 
 
-_REGISTRY: dict[str, str | type[Task]] = {
-    "indicator_selection": "queryeval.tasks.selection:SelectionTask",
-    "answers": "queryeval.tasks.answers:AnswersTask",
-    "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
-    "query": "queryeval.tasks.query:QueryTask",
-    "fields": "queryeval.tasks.fields:FieldsTask",
-    "freeform": "queryeval.tasks.freeform:FreeformTask",
-}
-BUILTIN_TASKS = frozenset(_REGISTRY)
-ENTRY_POINT_GROUP = "queryeval.tasks"
-"""Installed packages add task kinds under this entry-point group: ``name = "pkg.mod:Class"``."""
-_entry_points_loaded = False
+BUILTIN_TASKS = TASKS.builtins
+"""The built-in task kinds (:data:`queryeval.registry.TASKS`, entry-point group
+``queryeval.tasks``: ``name = "pkg.mod:Class"``)."""
 
 
 def register_task(cls: type[Task], name: str | None = None, *, replace: bool = False) -> type[Task]:
@@ -308,51 +341,11 @@ def register_task(cls: type[Task], name: str | None = None, *, replace: bool = F
     name only with ``replace=True``. Usable as a class decorator; returns ``cls``."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise ConfigError(f"register_task expects a Task subclass, got {cls!r:.80}")
-    name = name or getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ConfigError(f"a task needs a name made of word characters, got {name!r:.80}")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        raise ConfigError(f"task {name!r} does not implement: {missing}")
-    if name in BUILTIN_TASKS:
-        raise ConfigError(f"task {name!r} is built in and cannot be replaced")
-    current = _REGISTRY.get(name)
-    if current is not None and current is not cls and not replace:
-        raise ConfigError(f"task {name!r} is already registered ({_describe(current)}); "
-                          "pass replace=True to replace it")
-    _REGISTRY[name] = cls
-    return cls
-
-
-def _describe(entry: str | type) -> str:
-    return entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
-
-
-def _load_entry_points() -> None:
-    """Add the tasks of the ``queryeval.tasks`` entry-point group (once; a name already
-    registered wins). An entry point is loaded only when its task is asked for."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name.isidentifier() and ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = ep.value
-
-
-def _unknown_task(name: str) -> ConfigError:
-    import difflib
-
-    close = difflib.get_close_matches(name, task_names(), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"unknown task {name!r}{hint} (known tasks: {', '.join(task_names())})")
+    return TASKS.register(name or getattr(cls, "name", None), cls, replace=replace)
 
 
 def task_names() -> list[str]:
-    _load_entry_points()
-    return sorted(_REGISTRY)
+    return TASKS.names()
 
 
 def get_task(name: str, options: dict | None = None) -> Task:
@@ -362,35 +355,14 @@ def get_task(name: str, options: dict | None = None) -> Task:
 
 def task_class(name: str) -> type[Task]:
     """The Task subclass registered as ``name`` (imported on first use)."""
-    import importlib
-
-    _load_entry_points()
-    if name not in _REGISTRY:
-        raise _unknown_task(name)
-    entry = _REGISTRY[name]
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        try:
-            obj: Any = importlib.import_module(module)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-        except Exception as exc:  # noqa: BLE001 - a plug-in's import error: one line
-            if name in BUILTIN_TASKS:
-                raise
-            raise ConfigError(f"cannot load task {name!r} from {entry}: "
-                              f"{type(exc).__name__}: {exc}") from None
-        if not (isinstance(obj, type) and issubclass(obj, Task)):
-            raise ConfigError(f"task {name!r}: {entry} is not a queryeval Task subclass")
-        _REGISTRY[name] = entry = obj
-    return entry
+    return TASKS.get(name)
 
 
 def infer_task(kinds: set[str], requested: str | None) -> str:
     """The task of a run: the one asked for, or the only kind the suite's targets hold."""
     if requested:
-        _load_entry_points()
-        if requested not in _REGISTRY:
-            raise _unknown_task(requested)
+        if requested not in TASKS:
+            raise TASKS.unknown(requested)
         return requested
     if len(kinds) == 1:
         return next(iter(kinds))

@@ -35,7 +35,7 @@ from queryeval.metrics.fields import (
 from queryeval.metrics.ranking import mrr_from_ranks, recall_from_ranks
 from queryeval.suite.models import Case
 from queryeval.tasks.accum import Tally
-from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.base import Flag, Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 from queryeval.tasks.fields_system import DEFAULT_MODEL, FieldsSystem, data_table
 from queryeval.tune.tuning_file import load_tuning as _load_tuning
@@ -43,16 +43,41 @@ from queryeval.tune.tuning_file import load_tuning as _load_tuning
 NonNegInt = Annotated[int, Field(ge=0)]
 
 
+def per_field_int(items: list[str]) -> int | dict[str, int]:
+    """``--n``: ``["5"]`` -> 5; ``["item=5", "type=2"]`` -> ``{"item": 5, "type": 2}``."""
+    if len(items) == 1 and "=" not in items[0]:
+        try:
+            return int(items[0])
+        except ValueError:
+            raise ConfigError(f"expected a number, got {items[0]!r}") from None
+    out = {}
+    for item in items:
+        key, sep, value = item.rpartition("=")
+        if not sep or not key:
+            raise ConfigError(f"expected FIELD=VALUE, got {item!r}")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            raise ConfigError(f"expected a number in {item!r}") from None
+    return out
+
+
 class FieldsOptions(TaskOptions):
-    data: str | None = None
+    data: Annotated[str | None, Flag("Fields: the data table whose values are retrieved.",
+                                     path=True)] = None
     """Data table (CSV/Parquet/xlsx) the built-in retriever ranks values from."""
-    model: str | dict[str, str] | None = None
+    model: Annotated[str | dict[str, str] | None, Flag(
+        "Fields: the built-in retriever's model (minilm, bm25 or a local "
+        "sentence-transformers path).", type=str)] = None
     """Built-in retriever model, one for all fields or per field: ``minilm`` (default),
     ``bm25`` or a local sentence-transformers directory."""
-    n: NonNegInt | dict[str, NonNegInt] | None = None
+    n: Annotated[NonNegInt | dict[str, NonNegInt] | None, Flag(
+        "Fields: values retrieved per field: N, or FIELD=N (repeatable).", type=str,
+        multiple=True, parse=per_field_int)] = None
     """Cut-off N, one for all fields or per field; unset: the question's number of distinct
     ground-truth items (the seed's RECALL default)."""
-    tuning: str | None = None
+    tuning: Annotated[str | None, Flag(
+        "Fields: N and model per field from a `queryeval tune` JSON.", path=True)] = None
     """A ``queryeval tune --json`` file: N and model per field (``n``/``model`` given here
     take precedence)."""
     descriptions: dict[str, str] = Field(default_factory=dict)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from queryeval.errors import ConfigError
 from queryeval.metrics.freeform import RULES, decide
@@ -31,7 +31,7 @@ COUNT_KEYS = ("cases", "passed", "inconclusive", *(f"decided_{rule}" for rule in
 
 
 class FreeformOptions(TaskOptions):
-    judge: JudgeOptions | None = None
+    judge: Annotated[JudgeOptions | None, judging.JUDGE_FLAGS] = None
     """The LLM judge for what the ladder leaves inconclusive (docs/judge.md); None: none."""
     dayfirst: bool = False
     """Read an ambiguous numeric date (``01/02/2024``) day first (default: month first)."""

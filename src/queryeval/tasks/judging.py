@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from queryeval.systems.judge import JudgeItem, JudgeOptions, JudgeVerdict
+from queryeval.tasks.base import Flag, FlagGroup
 from queryeval.tasks.content import Note
 
 AGREEMENT_KEYS = ("kappa", "tpr", "tnr", "accuracy", "n")
@@ -39,6 +40,23 @@ UNBOUNDED = ("judge_check_kappa",)
 
 CSV_COLUMNS = ("decided_by", "judge_verdict", "judge_reason")
 """The columns a judged run adds to a task's CSV and xlsx rows (:func:`judge_cells`)."""
+
+
+def _key_env(value: str | None) -> str | None:
+    return value or None  # '' on the command line: no key
+
+
+JUDGE_FLAGS = FlagGroup("--judge-", {
+    "model": Flag("LLM judge: chat model; with --judge-base-url turns the judge on "
+                  "(docs/judge.md)."),
+    "base_url": Flag("LLM judge: OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1."),
+    "api_key_env": Flag("LLM judge: environment variable holding the API key (default: none, "
+                        "for local servers).", parse=_key_env),
+    "when": Flag("LLM judge: inconclusive (only cases no rule decides, the default), always, "
+                 "or never."),
+}, needs=("model", "base_url"),
+    needs_message="the LLM judge needs --judge-model and --judge-base-url (docs/judge.md)")
+"""The ``--judge-*`` flags of every task with a ``judge`` option."""
 
 
 class CaseJudge:

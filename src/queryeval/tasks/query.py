@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -21,7 +21,7 @@ from queryeval.suite.models import Case, DataSource, RunTolerance
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import judging, query_judge
 from queryeval.tasks.accum import Tally, Values
-from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.base import Flag, Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
 from queryeval.tasks.query_engines import (  # noqa: F401 - re-exported
     RDF_SUFFIXES,
@@ -144,10 +144,16 @@ def _unscored(record: dict, exc: Exception) -> dict:
 
 
 class QueryOptions(TaskOptions):
-    source: DataSource | None = None
+    source: Annotated[DataSource | None,
+                      Flag("Query: RDF file(s) to run queries on (embedded store).",
+                           name="--graph", multiple=True, path=True),
+                      Flag("Query: a sqlite (.sqlite/.db) or DuckDB file, or a postgresql:// "
+                           "URL.", name="--database", type=str),
+                      Flag("Query: a SPARQL 1.1 endpoint URL.", name="--endpoint", type=str)] = None
     """Default place to run queries: RDF file(s) (comma-separated), an endpoint URL, a
     sqlite (.sqlite/.db) or DuckDB (.duckdb) file, a ``postgresql://`` URL. A case's own ``target.query.source`` wins."""
-    rules: Literal["clean", "buildingqa"] = "clean"
+    rules: Annotated[Literal["clean", "buildingqa"], Flag(
+        "Query: table metric rules (default: clean).")] = "clean"
     timeout_s: float = 30.0
     max_rows: int = 100_000
     store_dir: str | None = None
@@ -170,13 +176,18 @@ class QueryOptions(TaskOptions):
     """Numbers within this absolute difference are equal (a case's ``abs_tol`` wins)."""
     rel_tol: RunTolerance = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
     """Numbers within this relative difference are equal (a case's ``rel_tol`` wins)."""
-    judge: JudgeOptions | None = None
+    judge: Annotated[JudgeOptions | None, judging.JUDGE_FLAGS] = None
     """The LLM judge where execution cannot decide (tasks/query_judge.py, docs/judge.md)."""
-    test_suite: int = Field(default=0, ge=0, le=1000)
+    test_suite: Annotated[int, Flag(
+        "Query: also compare on N neighbour databases/graphs (test_suite_match; "
+        "docs/test-suite.md).")] = Field(default=0, ge=0, le=1000)
     """N > 0: also run gold and prediction on N neighbour databases/graphs (docs/test-suite.md)."""
     test_suite_seed: int = 0
     """Seed of the neighbour generation (same seed, same neighbours)."""
-    compat: Literal["none", "spider", "bird", "bird-soft-f1", "spider2"] = "none"
+    compat: Annotated[Literal["none", "spider", "bird", "bird-soft-f1", "spider2"], Flag(
+        "Query: spider or bird adds execution_accuracy as test-suite-sql-eval or BIRD "
+        "computes it; bird-soft-f1 adds BIRD mini_dev's soft_f1; spider2 Spider 2.0's "
+        "matching.")] = "none"
     """spider / bird: each case also gets ``execution_accuracy`` (1 or 0) as
     test-suite-sql-eval's ``eval_exec_match`` or BIRD's ``evaluation.py`` decides it;
     bird-soft-f1: ``soft_f1`` as BIRD mini_dev's ``evaluation_f1.py`` computes it; spider2:

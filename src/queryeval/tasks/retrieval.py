@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -21,7 +21,7 @@ from queryeval.suite.retrieval import content_hash
 from queryeval.systems.judge import JudgeOptions
 from queryeval.tasks import judging
 from queryeval.tasks.accum import Tally, Values
-from queryeval.tasks.base import Task, TaskOptions, TurnOutcome
+from queryeval.tasks.base import Flag, Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Overall, ReportItem, Workbook
 from queryeval.tasks.retrieval_aggregate import MEAN_METRICS, AtK, DatasetAcc, chunk_scores
 from queryeval.tasks.retrieval_answer import (
@@ -47,23 +47,30 @@ from queryeval.tasks.retrieval_select import RetrievalSelection
 
 
 class RetrievalOptions(TaskOptions):
-    k: list[int] = Field(default_factory=lambda: [5, 10, 25])
-    dataset: list[str] = Field(default_factory=list)
+    k: Annotated[list[int], Flag("Retrieval: comma-separated k values, e.g. 5,10,25.",
+                                 type=str)] = Field(default_factory=lambda: [5, 10, 25])
+    dataset: Annotated[list[str], Flag("Retrieval: keep this dataset (repeatable; 'all').",
+                                       multiple=True)] = Field(default_factory=list)
     """Keep only these datasets (empty, or ``all``: every dataset)."""
-    min_score: float | None = None
+    min_score: Annotated[float | None, Flag("Retrieval: drop chunks scoring below.")] = None
     """Drop retrieved chunks scoring below this, after the top-k cut (as the reference)."""
-    sampling: float | None = Field(default=None, gt=0)
-    random_seed: int | None = None
-    corpus: str | None = None
-    retriever: str | None = None
+    sampling: Annotated[float | None, Flag("Retrieval: fraction to sample per dataset.")] = Field(
+        default=None, gt=0)
+    random_seed: Annotated[int | None, Flag("Seed for --sampling.")] = None
+    corpus: Annotated[str | None, Flag("Retrieval: chunks (JSONL, CSV or Parquet).",
+                                       path=True)] = None
+    retriever: Annotated[str | None, Flag(
+        "Retrieval: built-in retriever (default: bm25; dense needs the embeddings extra).",
+        type=Literal["bm25", "dense"])] = None
     """The built-in retriever (``bm25`` when left out); a run of the user's own system or of
     recorded responses keeps it ``None``, so its log never says ``retriever: bm25``."""
-    model: str | None = None
+    model: Annotated[str | None, Flag(
+        "Retrieval: the dense model, a local sentence-transformers path.")] = None
     hash_case: Literal["any", "exact"] = "any"
     """How content hashes compare: ``any`` (default) ignores letter case, since an MD5 hex
     digest means the same in either case; ``exact`` is the reference's comparison, where an
     upper-case ``content_hash`` never matches (``--option hash_case=exact``)."""
-    judge: JudgeOptions | None = None
+    judge: Annotated[JudgeOptions | None, judging.JUDGE_FLAGS] = None
     """Send generated answers the exact match did not decide to this LLM judge (see
     :mod:`queryeval.tasks.retrieval_answer`)."""
     squad: SquadOption = DEFAULT_VERSION
