@@ -351,6 +351,17 @@ def check_compare(run_a: qe.Run, run_b: qe.Run, metric: str, per_case_a: dict[st
         assert (row is not None) == (tested and rates), (label, forest[:300])
         if row is not None:
             assert f"{mean_a:.4f} → {mean_b:.4f}, difference {mean_b - mean_a:+.4f}" in row
+    # on a subset (compare --cases, the platinum suite): each run's mean on all shared
+    # cases and on the subset, and the shift, in the object and the JSON
+    keep = ids[: max(1, len(ids) // 2)]
+    sub_a = sum(per_case_a[c] for c in keep) / len(keep)
+    sub_b = sum(per_case_b[c] for c in keep) / len(keep)
+    part = qe.compare(run_a, run_b, metrics=[metric], resamples=200, cases=keep)
+    assert [(r["full"], r["subset"], r["shift"]) for r in part.platinum["runs"]] == [
+        (pytest.approx(mean_a), pytest.approx(sub_a), pytest.approx(sub_a - mean_a)),
+        (pytest.approx(mean_b), pytest.approx(sub_b), pytest.approx(sub_b - mean_b))]
+    doc = json.loads(part.to_json(tmp_path / "platinum.json").read_text())
+    assert doc["platinum_shift"] == part.platinum
 
 
 def check_ci(run: qe.Run, metric: str, per_case: dict[str, float], verdicts: dict[str, str],

@@ -36,12 +36,47 @@ PAIRS = [  # (gold, mutant, equivalent?)
     ("SELECT name FROM emp ORDER BY name LIMIT 2",
      "SELECT DISTINCT name FROM emp ORDER BY name LIMIT 2", False),
     ("SELECT COUNT(*) FROM emp", "SELECT COUNT(*) FROM emp WHERE salary > 1", False),
+    # LEFT JOIN against inner: equal when the WHERE rejects the unmatched rows' NULLs
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id WHERE l.emp_id > 2",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id WHERE l.emp_id > 2", True),
+    ("SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id WHERE l.emp_id IN (1, 2)",
+     "SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE l.emp_id IN (1, 2)", True),
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE e.salary > 10 AND l.emp_id IS NOT NULL",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE e.salary > 10 AND l.emp_id IS NOT NULL", True),
+    ("SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id",
+     "SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id", False),
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id WHERE l.emp_id IS NULL",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id WHERE l.emp_id IS NULL",
+     False),
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE COALESCE(l.emp_id, 0) < 3",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE COALESCE(l.emp_id, 0) < 3", False),
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE l.emp_id > 2 OR e.id = 1",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id "
+     "WHERE l.emp_id > 2 OR e.id = 1", False),
+    ("SELECT e.name FROM emp AS e LEFT JOIN loans AS l ON l.emp_id = e.id WHERE e.id > 2",
+     "SELECT e.name FROM emp AS e JOIN loans AS l ON l.emp_id = e.id WHERE e.id > 2", False),
 ]
 
 
 @pytest.mark.parametrize(("gold", "mutant", "equivalent"), PAIRS)
 def test_equivalent_mutants_are_told(gold, mutant, equivalent):
     assert (equivalent_mutant(gold, mutant, "sqlite") is not None) is equivalent
+
+
+def test_the_reason_names_what_the_mutant_changed():
+    left = PAIRS[11]
+    assert equivalent_mutant(*left[:2], "sqlite") == (
+        "LEFT JOIN under a WHERE that rejects its unmatched rows' NULLs")
+    # the gold's own redundant LEFT JOIN is not the change: the DISTINCT is
+    gold = left[0].replace("SELECT e.name", "SELECT COUNT(*)")
+    assert equivalent_mutant(gold, gold.replace("SELECT", "SELECT DISTINCT", 1),
+                             "sqlite") == "DISTINCT a single-row aggregate"
 
 
 def test_every_equivalent_verdict_holds_on_random_databases():

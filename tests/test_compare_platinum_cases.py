@@ -87,3 +87,40 @@ def test_cases_none_of_which_the_runs_have_is_one_clear_error(three_runs, tmp_pa
                      "    query:\n      gold: SELECT 1\n", encoding="utf-8")
     assert main(["compare", str(runs[0]), str(runs[1]), "--cases", str(other)]) == 2
     assert "none of the 1 case(s) of --cases is in both runs" in capsys.readouterr().err
+
+
+def test_the_shift_table_is_in_the_json_and_the_html(three_runs, tmp_path):
+    platinum, runs = three_runs
+    out_json, out_html = tmp_path / "c.json", tmp_path / "c.html"
+    assert main(["compare", *map(str, runs), "--cases", str(platinum), "--metric",
+                 "exact_match_f1", "--json", str(out_json), "--html", str(out_html),
+                 "-q"]) in (None, 0)
+    shift = json.loads(out_json.read_text(encoding="utf-8"))["platinum_shift"]
+    assert (shift["metric"], shift["full_cases"], shift["subset_cases"]) == (
+        "exact_match_f1", 4, 2)
+    # hand-computed above: means full 0.5 0.75 0.25, subset 1 0.5 0; shift = subset - full
+    assert [(r["label"], r["full"], r["subset"], r["shift"], r["full_rank"], r["subset_rank"])
+            for r in shift["runs"]] == [("A", 0.5, 1.0, 0.5, 2, 1), ("B", 0.75, 0.5, -0.25, 1, 2),
+                                        ("C", 0.25, 0.0, -0.25, 3, 3)]
+    assert shift["spearman"] == pytest.approx(0.5)
+    page = out_html.read_text(encoding="utf-8")
+    section = page[page.index('<section id="platinum-shift">'):]
+    assert section.index("</section>") < section.index("</body>")
+    cells = [c.split("<")[0] for c in section.split("<td>")[1:]]
+    assert cells == ["A", "0.5000", "2", "1.0000", "1", "+0.5000",
+                     "B", "0.7500", "1", "0.5000", "2", "-0.2500",
+                     "C", "0.2500", "3", "0.0000", "3", "-0.2500"]
+    assert "Spearman between the rankings: 0.500" in section
+    # two runs: the same table (Spearman undefined), through qe.compare too
+    two = qe.compare(runs[0], runs[1], metrics=["exact_match_f1"], cases=platinum)
+    assert [r["shift"] for r in two.platinum["runs"]] == [0.5, -0.25]
+    assert two.platinum["spearman"] is None
+    doc = json.loads(two.to_json(tmp_path / "two.json").read_text(encoding="utf-8"))
+    assert doc["platinum_shift"] == two.platinum
+    assert "undefined (fewer than 3 runs" in two.to_html(tmp_path / "two.html").read_text(
+        encoding="utf-8")
+    # without --cases: no table anywhere
+    plain = qe.compare(runs[0], runs[1], metrics=["exact_match_f1"])
+    assert plain.platinum is None
+    assert "platinum_shift" not in json.loads(
+        plain.to_json(tmp_path / "p.json").read_text(encoding="utf-8"))

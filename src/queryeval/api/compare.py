@@ -22,9 +22,13 @@ def _loaded(run: Any) -> Any:
 class Comparison:
     """Run B against run A, case by case (wraps :class:`queryeval.report.compare.Comparison`)."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, platinum: dict | None = None) -> None:
         self.raw = raw
         """The underlying :class:`queryeval.report.compare.Comparison`."""
+        self.platinum = platinum
+        """With ``cases=``: :func:`queryeval.report.platinum.platinum_shift` of the first
+        metric (each run's mean on all shared cases and on the subset, the shift, both
+        ranks, Spearman), also in ``to_json`` (``platinum_shift``) and ``to_html``."""
 
     @property
     def task(self) -> str | None:
@@ -93,8 +97,9 @@ class Comparison:
 
     def to_json(self, path: str | os.PathLike) -> Path:
         from queryeval.report.compare_output import write_json
+        from queryeval.report.platinum import add_shift
 
-        return write_json(self.raw, path)
+        return add_shift(write_json(self.raw, path), "json", self.platinum)
 
     def to_xlsx(self, path: str | os.PathLike) -> Path:
         from queryeval.report.compare_output import write_xlsx
@@ -103,8 +108,9 @@ class Comparison:
 
     def to_html(self, path: str | os.PathLike) -> Path:
         from queryeval.report.html_compare import write_comparison_html
+        from queryeval.report.platinum import add_shift
 
-        return write_comparison_html(self.raw, path)
+        return add_shift(write_comparison_html(self.raw, path), "html", self.platinum)
 
     def renderables(self, details: bool = False) -> list:
         """What ``queryeval compare`` prints (``details``: ``--details``, the flipped cases)."""
@@ -176,8 +182,10 @@ class MultiComparison:
     """Two or more runs side by side (wraps :class:`queryeval.report.compare_nway.NWayComparison`):
     one table per scope (overall, each group), rows = metrics, columns = runs."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, platinum: dict | None = None) -> None:
         self.raw = raw
+        self.platinum = platinum
+        """With ``cases=``: the platinum shift, as :attr:`Comparison.platinum`."""
 
     @property
     def task(self) -> str | None:
@@ -244,8 +252,10 @@ class MultiComparison:
     def write(self, path: str | os.PathLike, kind: str | None = None) -> Path:
         """Write as ``kind`` (md, tex, csv, json, xlsx, html; default: from the suffix)."""
         from queryeval.report.compare_nway import write
+        from queryeval.report.platinum import add_shift
 
-        return write(self.raw, path, kind or Path(path).suffix.lstrip(".").lower())
+        kind = kind or Path(path).suffix.lstrip(".").lower()
+        return add_shift(write(self.raw, path, kind), kind, self.platinum)
 
     def to_json(self, path: str | os.PathLike) -> Path:
         """Write the ``--json`` document (as :meth:`Comparison.to_json`)."""
@@ -313,13 +323,27 @@ def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None 
         from queryeval.report.compare import compare_runs
 
         a, b = runs_list
-        return Comparison(compare_runs(_loaded(a), _loaded(b), list(metrics) if metrics else None,
-                                       alpha=alpha, confidence=confidence, resamples=resamples,
-                                       seed=seed, cases=keep))
+        loaded = [_loaded(a), _loaded(b)]
+        two = Comparison(compare_runs(loaded[0], loaded[1], list(metrics) if metrics else None,
+                                      alpha=alpha, confidence=confidence, resamples=resamples,
+                                      seed=seed, cases=keep))
+        if keep is not None:
+            two.platinum = _shift(loaded, keep, metrics, two.metrics[0].metric)
+        return two
     from queryeval.report.compare_nway import compare_many
 
-    return MultiComparison(compare_many([_loaded(r) for r in runs_list],
-                                        list(metrics) if metrics else None,
+    loaded = [_loaded(r) for r in runs_list]
+    many = MultiComparison(compare_many(loaded, list(metrics) if metrics else None,
                                         pairs=pairs or "baseline",  # type: ignore[arg-type]
                                         groups=groups, alpha=alpha, confidence=confidence,
                                         resamples=resamples, seed=seed, cases=keep))
+    if keep is not None:
+        many.platinum = _shift(loaded, keep, metrics, many.raw.overall.metrics[0])
+    return many
+
+
+def _shift(runs: list, keep: set[str], metrics: Sequence[str] | None, first: str) -> dict:
+    """The platinum shift of the first metric asked for (else the comparison's first)."""
+    from queryeval.report.platinum import platinum_shift
+
+    return platinum_shift(runs, keep, metrics[0] if metrics else first)

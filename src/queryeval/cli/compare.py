@@ -68,7 +68,7 @@ def command(
         comp2 = _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out,
                      html_out, resamples, seed, quiet, details, (junit, github), keep)
         if keep is not None and not quiet:
-            _print_shift(runs, keep, metric[0] if metric else comp2.metrics[0].metric)
+            _print_shift(comp2.platinum)
         return
     from queryeval.api.compare import MultiComparison
 
@@ -86,7 +86,7 @@ def command(
         for renderable in comp.renderables(details=details):
             console.print(renderable)
         if keep is not None:
-            _print_shift(runs, keep, metric[0] if metric else comp.raw.overall.metrics[0])
+            _print_shift(comp.platinum)
     written = [comp.write(path, kind) for path, kind in (
         (json_out, "json"), (xlsx_out, "xlsx"), (html_out, "html"), (md_out, "md"),
         (tex_out, "tex"), (csv_out, "csv")) if path is not None]
@@ -128,22 +128,21 @@ def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regr
     return comp
 
 
-def _print_shift(runs: list[Path], keep: set[str], metric: str) -> None:
-    """Each run's mean of ``metric`` on every shared case and on the --cases subset, its
-    rank by each, and the Spearman correlation of the two rankings."""
+def _print_shift(shift: dict) -> None:
+    """Each run's mean of the metric on every shared case and on the --cases subset, the
+    shift, its rank by each, and the Spearman correlation of the two rankings (the
+    comparison's ``platinum``, :func:`queryeval.report.platinum.platinum_shift`)."""
     from rich.table import Table
 
     from queryeval.io.safetext import console_line
-    from queryeval.report.platinum import platinum_shift
 
-    shift = platinum_shift(runs, keep, metric)
-    table = Table(title=f"--cases: {metric} on {shift['subset_cases']} of "
+    table = Table(title=f"--cases: {shift['metric']} on {shift['subset_cases']} of "
                   f"{shift['full_cases']} cases", title_justify="left")
-    for name in ("run", "all cases", "rank", "--cases", "rank"):
+    for name in ("run", "all cases", "rank", "--cases", "rank", "shift"):
         table.add_column(name)
     for r in shift["runs"]:
         table.add_row(console_line(r["label"]), f"{r['full']:.4f}", f"{r['full_rank']:g}",
-                      f"{r['subset']:.4f}", f"{r['subset_rank']:g}")
+                      f"{r['subset']:.4f}", f"{r['subset_rank']:g}", f"{r['shift']:+.4f}")
     console.print(table)
     rho = shift["spearman"]
     console.print("Spearman between the rankings: " + ("undefined (fewer than 3 runs or "

@@ -14,7 +14,8 @@ from pathlib import Path
 
 ENV_DIR = "QUERYEVAL_CACHE_DIR"
 
-NAMES = ("calls", "judge", "judge-checks", "embeddings", "oxigraph", "testsuite", "reformat")
+NAMES = ("calls", "judge", "judge-checks", "embeddings", "oxigraph", "testsuite", "reformat",
+         "audit")
 """The subfolders of the root, one per cache."""
 
 

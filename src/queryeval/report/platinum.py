@@ -24,8 +24,9 @@ def case_ids(cases: str | os.PathLike | Iterable[str]) -> set[str]:
 
 def platinum_shift(runs: Sequence[Any], keep: set[str], metric: str) -> dict[str, Any]:
     """``{"metric", "full_cases", "subset_cases", "runs": [{"label", "full", "subset",
-    "full_rank", "subset_rank"}], "spearman"}`` (rank 1 = best; ``spearman`` None for fewer
-    than three runs or a ranking with every mean equal, where it is undefined)."""
+    "shift", "full_rank", "subset_rank"}], "spearman"}`` (``shift``: subset mean minus full
+    mean; rank 1 = best; ``spearman`` None for fewer than three runs or a ranking with every
+    mean equal, where it is undefined)."""
     from scipy.stats import rankdata, spearmanr
 
     from queryeval.report.compare import lower_is_better
@@ -47,7 +48,53 @@ def platinum_shift(runs: Sequence[Any], keep: set[str], metric: str) -> dict[str
     if len(loaded) >= 3 and len(set(full)) > 1 and len(set(part)) > 1:
         rho = float(spearmanr(full, part).statistic)
     return {"metric": metric, "full_cases": len(common), "subset_cases": len(subset),
-            "runs": [{"label": run.label, "full": f, "subset": s, "full_rank": float(rf),
-                      "subset_rank": float(rs)}
+            "runs": [{"label": run.label, "full": f, "subset": s, "shift": s - f,
+                      "full_rank": float(rf), "subset_rank": float(rs)}
                      for run, f, s, rf, rs in zip(loaded, full, part, rank_full, rank_part, strict=True)],
             "spearman": rho}
+
+
+def shift_html(shift: dict[str, Any]) -> str:
+    """The shift table as an HTML section (every label escaped): per run the mean on all
+    shared cases, on the subset, the shift and both ranks; the Spearman line under it."""
+    from html import escape
+
+    def num(x: float) -> str:
+        return f"{x:.4f}"
+
+    rows = "".join(
+        f"<tr><td>{escape(str(r['label']))}</td><td>{num(r['full'])}</td>"
+        f"<td>{r['full_rank']:g}</td><td>{num(r['subset'])}</td><td>{r['subset_rank']:g}</td>"
+        f"<td>{r['shift']:+.4f}</td></tr>" for r in shift["runs"])
+    rho = shift["spearman"]
+    said = ("undefined (fewer than 3 runs or equal means)" if rho is None else f"{rho:.3f}")
+    return (f'<section id="platinum-shift"><h2>--cases: {escape(str(shift["metric"]))} on '
+            f'{shift["subset_cases"]} of {shift["full_cases"]} cases</h2>'
+            '<div class="scroll"><table><thead><tr><th>run</th><th>all cases</th><th>rank</th>'
+            '<th>--cases</th><th>rank</th><th>shift</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table></div><p>Spearman between the rankings: {said}</p>"
+            "</section>")
+
+
+def add_shift(path: Any, kind: str, shift: dict[str, Any] | None) -> Any:
+    """Add ``shift`` to a comparison written at ``path``: the ``--json`` document gains
+    ``platinum_shift``; the HTML page the :func:`shift_html` section before ``</body>``.
+    Other kinds (and no shift) are left as written. Returns ``path``."""
+    from pathlib import Path
+
+    from queryeval.io.atomic import write_text_atomic
+
+    if shift is None or kind not in ("json", "html"):
+        return path
+    text = Path(path).read_text(encoding="utf-8")
+    if kind == "json":
+        import json
+
+        doc = json.loads(text)
+        doc["platinum_shift"] = shift
+        write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        cut = text.rfind("</body>")
+        cut = len(text) if cut < 0 else cut
+        write_text_atomic(path, text[:cut] + shift_html(shift) + text[cut:])
+    return path

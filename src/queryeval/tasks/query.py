@@ -423,7 +423,8 @@ class QueryTask(QueryEngines, Task):
             record["result_sample"] = result_sample(gold, None, None)
             scores["syntax_ok"] = 0.0 if (info.get("syntax_error") or info["status"] in ("refused", "no_query")) else 1.0
         if self.options.test_suite:
-            scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample)
+            scores["test_suite_match"] = verdict(self, record, golds, pred, info, result_sample,
+                                                 deadline=deadline)
         else:  # re-scored without --test-suite: no verdict of an earlier scoring stays
             record.pop("test_suite", None)
         if self.options.compat != "none":  # the benchmark's own verdict (tasks/query_exec.py)

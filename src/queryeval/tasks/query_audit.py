@@ -249,17 +249,66 @@ def _redundant_distinct(select: Any) -> str | None:
     return None
 
 
+_NULL_REJECTING = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "Like", "ILike", "In", "Between")
+"""Predicates that are NULL (so reject the row in a WHERE) when their first operand, or
+either side of a comparison, is NULL."""
+
+
+def _rejects_nulls_of(where: Any, alias: str) -> bool:
+    """Whether a top-level conjunct of ``where`` is false or NULL whenever every column of
+    the relation ``alias`` is NULL: a comparison, LIKE, IN, BETWEEN with a column of it as
+    an operand (not inside a function, COALESCE, OR or IS), or ``col IS NOT NULL``."""
+    from sqlglot import exp
+
+    def ours(node: Any) -> bool:
+        return isinstance(node, exp.Column) and node.table.lower() == alias
+
+    for conjunct in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        name = type(conjunct).__name__
+        if name in _NULL_REJECTING and isinstance(conjunct, exp.Expression):
+            operands = [conjunct.this] + ([conjunct.expression]
+                                          if isinstance(conjunct, exp.Binary) else [])
+            if any(ours(o) for o in operands):
+                return True
+        if isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.Is) \
+                and isinstance(conjunct.this.expression, exp.Null) and ours(conjunct.this.this):
+            return True
+    return False
+
+
+def _redundant_left(select: Any) -> list[Any]:
+    """The LEFT JOINs of ``select`` that equal an inner join on every database: the WHERE
+    rejects the NULLs an unmatched row would carry (:func:`_rejects_nulls_of` on the joined
+    relation's alias). None when the select has a RIGHT or FULL join."""
+    from sqlglot import exp
+
+    joins = select.args.get("joins") or []
+    where = select.args.get("where")
+    if where is None or any((j.args.get("side") or "").upper() in ("RIGHT", "FULL")
+                            for j in joins):
+        return []
+    out = []
+    for join in joins:
+        if (join.args.get("side") or "").upper() != "LEFT" or join.args.get("kind"):
+            continue
+        target = join.this
+        if isinstance(target, (exp.Table, exp.Subquery)) and target.alias_or_name and \
+                _rejects_nulls_of(where, target.alias_or_name.lower()):
+            out.append(join)
+    return out
+
+
 def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str | None:
     """Why ``mutant`` is provably equivalent to ``gold``, or None: the two differ only by
-    DISTINCT where it cannot change the result (:func:`_redundant_distinct`). Such a mutant
-    survives every database, so its surviving is no evidence about the gold."""
+    DISTINCT where it cannot change the result (:func:`_redundant_distinct`), or by a LEFT
+    JOIN made inner (or an inner join made LEFT) where the WHERE rejects the unmatched
+    rows' NULLs (:func:`_redundant_left`). Such a mutant survives every database, so its
+    surviving is no evidence about the gold."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    reasons: list[str] = []
-
-    def stripped(text: str) -> str | None:
+    def stripped(text: str, reasons: list[str]) -> str | None:
         try:
             tree = sqlglot.parse_one(text, read=dialect)
         except (SqlglotError, ValueError, RecursionError):
@@ -270,13 +319,20 @@ def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str
                 why = _redundant_distinct(select)
                 if why is not None:
                     select.set("distinct", None)
-                    reasons.append(why)
+                    reasons.append(f"DISTINCT {why}")
+            for join in _redundant_left(select):
+                join.set("side", None)
+                reasons.append("LEFT JOIN under a WHERE that rejects its unmatched rows' "
+                               "NULLs")
         return tree.sql(dialect=dialect)
 
-    a, b = stripped(gold), stripped(mutant)
-    if a is None or b is None or not reasons or a != b:
+    ra: list[str] = []
+    rb: list[str] = []
+    a, b = stripped(gold, ra), stripped(mutant, rb)
+    if a is None or b is None or a != b or not (ra or rb):
         return None
-    return f"DISTINCT {reasons[0]}"
+    # the reason where the two differ (a clause the gold has too is not what was changed)
+    return next((r for r in ra + rb if ra.count(r) != rb.count(r)), (ra + rb)[0])
 
 
 def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
@@ -291,8 +347,11 @@ def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float |
     slow = near_deadline(elapsed_ms, task.options.timeout_s)
     if slow is not None:
         out["near_deadline"] = slow
-    tie = tie_at_limit(query, language, lambda q: task._execute(source, q)[0],
-                       dialect=_dialect(source) if language == "sql" else None)
+    dialect = _dialect(source) if language == "sql" else None
+    steady = not volatile_functions(query, language, dialect)  # its results may be cached
+    tie = tie_at_limit(query, language,
+                       lambda q: cached_execute(task, source, q, 0, use_cache=steady)[0],
+                       dialect=dialect)
     if tie:
         out["tie_order"] = tie
     loose = under_constrained_finding(query, source, language, neighbours)
@@ -359,6 +418,103 @@ def volatile_functions(query: str, language: str, dialect: str | None = None) ->
     return sorted(found)
 
 
+# --- gold results cached across audits -----------------------------------------------------
+
+GOLD_CACHE_VERSION = 1
+CACHED_STATUSES = ("ok", "failed", "refused")
+"""What an execution may end in to be cached: a result, or the engine's refusal or error. A
+timeout (the machine's load) or a result over the scoring budget is run again next time."""
+_FILE_PRINTS: dict[tuple, str] = {}
+
+
+def source_fingerprint(source: str) -> str | None:
+    """sha256 over the bytes of every file of a file source (a sqlite or DuckDB database
+    with its write-ahead log, RDF files), or None for an endpoint or a server (no file to
+    fingerprint: never cached). Read once per file version in a process."""
+    from pathlib import Path
+
+    if "://" in source:
+        return None
+    h = hashlib.sha256()
+    for part in (p.strip() for p in source.split(",")):
+        if not part:
+            continue
+        path = Path(part).resolve()
+        for f in (path, Path(f"{path}-wal"), Path(f"{path}.wal")):
+            if f is not path and not f.is_file():
+                continue
+            try:
+                st = f.stat()
+            except OSError:
+                return None
+            memo = (str(f), st.st_size, st.st_mtime_ns)
+            if memo not in _FILE_PRINTS:
+                d = hashlib.sha256()
+                with open(f, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        d.update(block)
+                _FILE_PRINTS[memo] = d.hexdigest()
+            h.update(f"{f.name}\0{_FILE_PRINTS[memo]}\0".encode())
+    return h.hexdigest()
+
+
+def _engine_versions() -> dict[str, str]:
+    import sqlite3
+
+    import queryeval
+
+    out = {"queryeval": getattr(queryeval, "__version__", ""), "sqlite": sqlite3.sqlite_version}
+    for name in ("duckdb", "pyoxigraph"):
+        try:
+            out[name] = getattr(__import__(name), "__version__", "")
+        except ImportError:
+            out[name] = ""
+    return out
+
+
+def cached_execute(task: Any, source: str, query: str, nth: int = 0,
+                   use_cache: bool = True) -> tuple[dict | None, dict]:
+    """``task._execute(source, query)`` -- the ``nth`` execution of that gold in an audit --
+    from the disk cache of gold results (``audit`` under
+    :func:`queryeval.io.caches.cache_root`) when an audit ran it before on the same files:
+    keyed by the source's :func:`source_fingerprint`, the query, ``nth``, every task option
+    (deadline, row limit, cell budget ...) and the engines' versions. What ran is written
+    there (:mod:`queryeval.io.atomic`; values in :mod:`queryeval.io.typedjson`'s form) when
+    it ended in :data:`CACHED_STATUSES`. A cached execution's info says ``cached: true`` and
+    keeps the first audit's time. ``use_cache`` False (a gold that reads the clock or a
+    random source), or a source without files: executed, never cached."""
+    from queryeval.io.atomic import write_text_atomic
+    from queryeval.io.caches import cache_dir
+    from queryeval.io.typedjson import UnwritableValue, from_json, to_json
+
+    fp = source_fingerprint(source) if use_cache else None
+    if fp is None:
+        return task._execute(source, query)
+    options = task.options.model_dump(mode="json") if hasattr(task.options, "model_dump") \
+        else {}
+    key = hashlib.sha256(json.dumps([GOLD_CACHE_VERSION, fp, query, nth, options,
+                                     _engine_versions()], sort_keys=True,
+                                    default=str).encode()).hexdigest()
+    path = cache_dir("audit") / key[:2] / f"{key}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return from_json(doc["table"]), {**doc["info"], "cached": True}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not there (or unreadable): run it
+    table, info = task._execute(source, query)
+    if info.get("status") in CACHED_STATUSES:
+        try:
+            text = json.dumps({"table": to_json(table), "info": to_json(info)})
+        except (UnwritableValue, TypeError, ValueError):
+            return table, info  # a value with no JSON form: not cached
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, text)
+        except OSError:
+            pass  # a read-only cache folder: the audit goes on uncached
+    return table, info
+
+
 BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 
@@ -366,10 +522,12 @@ CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1"
 def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
     from queryeval.metrics.tables import Budget, table_scores
     from queryeval.metrics.tables.modes import query_has_limit
+    from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
-    first, info1 = task._execute(source, query)
-    second, info2 = task._execute(source, query)
+    volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
+    first, info1 = cached_execute(task, source, query, 0, use_cache=not volatile)
+    second, info2 = cached_execute(task, source, query, 1, use_cache=not volatile)
     out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
                                                           info2.get("elapsed_ms")]}
     warnings = []
@@ -384,10 +542,7 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
                    rows=None, ceiling=None)
         return out
     out["rows"] = info1.get("rows")
-    from queryeval.tasks.query_explain import _dialect
-
     out["fingerprint"] = fingerprint(first)
-    volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
     if volatile:
         out["volatile"] = volatile
     sparql = language == "sparql"

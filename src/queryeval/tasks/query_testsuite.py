@@ -220,10 +220,14 @@ def _exact(task: Any, record: dict, pred: dict, gold: dict, query: str | None) -
 
 
 def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred: dict | None,
-            info: dict, sample: Callable[[dict, dict, list | None], dict]) -> float | None:
+            info: dict, sample: Callable[[dict, dict, list | None], dict],
+            deadline: Any = None) -> float | None:
     """``test_suite_match`` of one scored case; the details go to ``record["test_suite"]``
     (``sample``: the task's :func:`~queryeval.tasks.query.result_sample`, for the results on
-    the distinguishing neighbour)."""
+    the distinguishing neighbour). ``deadline`` (the case's
+    :class:`~queryeval.metrics.deadline.Deadline`): the neighbour checks get what is left of
+    it when they start; past that the verdict is unknown, ``timed_out`` with the reason (the
+    checks still running are told to stop; the case's other scores stand)."""
     suite: TestSuite = task.test_suite
     out: dict[str, Any] = {"neighbours": suite.n, "seed": suite.seed, "checked": 0,
                            "executions": 0}
@@ -270,11 +274,14 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
     order = sorted(range(len(built.neighbours)), key=lambda i: (built.neighbours[i].rows, i))
     unknown: list[str] = []
     original = task.engine(record["source"])
+    stop = threading.Event()  # set when the deadline passed: the checks left stop early
 
     def check(i: int, golds_left: list[str]) -> tuple[int, int, list[str], Any, Any, list[str]]:
         """Neighbour ``i``: (i, executions, golds still equal, (gold, scores) of one that
         differs, the prediction's result, what failed)."""
         runs, failed, still, last = 0, [], [], None
+        if stop.is_set():
+            return i, runs, list(golds_left), None, None, [f"neighbour {i}: not checked"]
         with _open(task, built.paths()[i], record["language"], original) as engine:
             got, pinfo = task._execute(record["source"], record["predicted_query"], engine=engine)
             runs += 1
@@ -282,6 +289,8 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
                 return i, runs, list(golds_left), None, None, [
                     f"neighbour {i}: the prediction {pinfo['status']}: {pinfo.get('reason')}"]
             for q in golds_left:
+                if stop.is_set():
+                    return i, runs, list(golds_left), None, got, [f"neighbour {i}: stopped"]
                 gold, ginfo = task._execute(record["source"], q, engine=engine)
                 runs += 1
                 if gold is None:
@@ -298,12 +307,26 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
 
     # Neighbours run in batches of WORKERS at once, smallest first: the first batch with a
     # refutation names its smallest refuting neighbour (the smallest of all).
-    from concurrent.futures import ThreadPoolExecutor
+    import time
+    from concurrent.futures import ThreadPoolExecutor, wait
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+    seconds = getattr(deadline, "seconds", None)
+    left = None if seconds is None else max(0.0, seconds - deadline.spent)
+    until = None if left is None else time.monotonic() + left
+    pool = ThreadPoolExecutor(max_workers=WORKERS)
+    try:
         for start in range(0, len(order), WORKERS):
-            batch = list(pool.map(lambda i, a=tuple(alive): check(i, list(a)),
-                                  order[start:start + WORKERS]))
+            futures = [pool.submit(check, i, list(alive)) for i in order[start:start + WORKERS]]
+            _, pending = wait(futures, timeout=None if until is None
+                              else max(0.0, until - time.monotonic()))
+            if pending:  # past the deadline: no verdict from the checks that finished
+                stop.set()
+                out["timed_out"] = True
+                out["executions"] += sum(f.result()[1] for f in futures if f.done())
+                return done(None, f"timed out: the neighbour checks ran past the case's "
+                                  f"scoring deadline ({seconds:g} s, score_timeout_s; "
+                                  f"{left:.3g} s were left when they began)")
+            batch = [f.result() for f in futures]
             refuting = None
             for i, runs, still, last, got, failed in batch:
                 out["executions"] += runs
@@ -343,11 +366,69 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
                         gold, got, list(ts.mapping) if ts.mapping is not None else None)}
                 return done(0.0, f"refuted by neighbour {i} ({built.neighbours[i].rows} rows): "
                                  "gold and prediction give different results there")
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a check still running stops early
     if unknown:
         out["unknown"] = unknown[:5]
         return done(None, f"equal where it could be checked; {len(unknown)} execution(s) "
                           "failed on the neighbours")
+    loose = unproven_near_miss(record["gold_query"], record["predicted_query"], built)
+    if loose:
+        out["near_miss"] = loose
+        return done(None, f"equal on the original and all {len(built.neighbours)} neighbours, "
+                          f"but it is a near-miss of the gold ({loose}) that no neighbour "
+                          "tells apart from it and that is not provably equivalent: unproven")
     return done(1.0, f"equal on the original and all {len(built.neighbours)} neighbours")
+
+
+_JOIN_FLIPS = ("JOIN made LEFT", "LEFT JOIN made inner")
+
+
+def unproven_near_miss(gold: str, predicted: str | None, built: Any) -> str | None:
+    """What separates ``predicted`` from ``gold`` when equal results on the neighbours prove
+    nothing about it: the prediction is one of the gold's mutants that survived the
+    distillation (no neighbour tells it apart), or it differs from the gold only by LEFT
+    against inner joins while a join mutant of the gold survived (no neighbour holds the
+    unmatched row the two would differ on) -- either unless the two are provably
+    equivalent (:func:`queryeval.tasks.query_audit.equivalent_mutant`). None otherwise, and
+    for a SPARQL set (its survivors are not recorded as SQL)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from queryeval.tasks.query_audit import equivalent_mutant
+
+    dialect = getattr(built, "dialect", "")
+    if dialect not in ("sqlite", "duckdb", "postgres") or not predicted:
+        return None
+    survivors = set(getattr(built, "survivors", []) or [])
+    try:
+        pred_tree = sqlglot.parse_one(predicted, read=dialect)
+        gold_tree = sqlglot.parse_one(gold, read=dialect)
+        rendered = pred_tree.sql(dialect=dialect)
+    except (SqlglotError, ValueError, RecursionError):
+        return None
+    if rendered == gold_tree.sql(dialect=dialect):
+        return None
+    why = None
+    if rendered in survivors:
+        labels = {sql: label for label, sql in getattr(built, "mutants", [])}
+        why = f"mutant: {labels.get(rendered, 'one change')}"
+    else:
+        def sides_dropped(tree: Any) -> str:
+            copy = tree.copy()
+            for join in copy.find_all(exp.Join):
+                if (join.args.get("side") or "").upper() == "LEFT":
+                    join.set("side", None)
+            return copy.sql(dialect=dialect)
+
+        flips = [sql for label, sql in getattr(built, "mutants", []) if label in _JOIN_FLIPS]
+        if sides_dropped(pred_tree) == sides_dropped(gold_tree) and (
+                not flips or any(sql in survivors for sql in flips)):
+            why = "LEFT against inner join"
+    if why is None or equivalent_mutant(gold, predicted, dialect) is not None:
+        return None
+    return why
 
 
 class TestSuiteTally:

@@ -35,13 +35,15 @@ from typing import Any
 from queryeval.systems.engines.neighbours import fuzz
 from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 """Bumped whenever the same inputs would give other databases (old cache folders are then
 simply not found)."""
 CANDIDATES_PER_NEIGHBOUR = 4
 MIN_CANDIDATES = 24
 SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
 MUTANT_TIME_FACTOR = 4.0
+EXPAND_CANDIDATES = 16
+"""Most candidates of the second pass (:func:`.fuzz.expand`), tried while mutants live."""
 _SCHEMAS: dict[tuple, Any] = {}
 
 
@@ -237,27 +239,26 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     kept: list[Neighbour] = []
     spares: list[Neighbour] = []
     empties: list[Neighbour] = []
+    seeds: list[dict[str, list[tuple]]] = []  # rows of candidates the gold answers on
     blank = 0  # candidates with no row in any table
     filled: set[str] = set()  # tables some candidate got a row into
     budget = max(MIN_CANDIDATES, CANDIDATES_PER_NEIGHBOUR * n)
     k = 0
-    # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
-    # (a mutant equivalent to the gold is never told apart: it must not eat the budget).
-    while k < budget and len(kept) < n and (
-            len(kept) + len(spares) < n or (alive and k < 2 * n)):
-        rng = random.Random(f"{seed}:{k}:{gold}")
-        size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
+
+    def judge(rows: dict[str, list[tuple]]) -> None:
+        """Write candidate ``k`` and keep it when it tells a living mutant apart."""
+        nonlocal k, blank, executions, alive
         name = f"candidate_{k:03d}{suffix}"
-        written = write(schema, work / name, fuzz.generate(schema, consts, rng, size))
+        written = write(schema, work / name, rows)
         k += 1
         filled.update(t.lower() for t, r in written.items() if r)
         if not any(written.values()):
             blank += 1
-            continue  # no row went in: this database judges nothing
+            return  # no row went in: this database judges nothing
         key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows)
         executions += 1
         if key is None:
-            continue  # the gold fails here: this database judges nothing
+            return  # the gold fails here: this database judges nothing
         killed = []
         for sql in alive:
             other = run_key(runner, work / name, sql, ordered, mutant_s, max_rows)
@@ -265,6 +266,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
             if other is not None and other != key:
                 killed.append(sql)
         nb = Neighbour(name, sum(len(r) for r in written.values()), killed)
+        if any(c is not None for row in key[1] for c in row):  # an answer, not only NULLs
+            seeds.append(written)  # (an aggregate over no row gives one row of NULL)
         if killed:
             kept.append(nb)
             alive = [s for s in alive if s not in killed]
@@ -272,6 +275,22 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
             spares.append(nb)
         else:
             empties.append(nb)  # the gold returns nothing here: used only to fill up
+
+    # Stop at N kept; or, once N are at hand, when no mutant is left or after 2N tries
+    # (a mutant equivalent to the gold is never told apart: it must not eat the budget).
+    while k < budget and len(kept) < n and (
+            len(kept) + len(spares) < n or (alive and k < 2 * n)):
+        rng = random.Random(f"{seed}:{k}:{gold}")
+        size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
+        judge(fuzz.generate(schema, consts, rng, size))
+    # Second pass (issue 39): a mutant still alive is often told apart only by the rows that
+    # answer the gold, repeated or nearly (DISTINCT on a text column, MIN/MAX within a
+    # group): twins of the rows of candidates the gold returned rows on (fuzz.expand).
+    for extra in range(EXPAND_CANDIDATES if n else 0):
+        if not alive or not seeds or len(kept) >= n:
+            break
+        judge(fuzz.expand(schema, seeds[extra % len(seeds)], consts,
+                          random.Random(f"{seed}:expand:{extra}:{gold}")))
     chosen = (kept + spares + empties)[:n]
     reason = ""
     unfilled = sorted(_tables_read(gold, dialect) & {t.name.lower() for t in schema.tables}

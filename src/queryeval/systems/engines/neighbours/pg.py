@@ -27,15 +27,12 @@ the TEMPORARY privilege gets no neighbours (:class:`NoTempPrivilege`, one line).
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +44,8 @@ from queryeval.systems.engines.worker_handle import WorkerHandle
 __all__ = ["ORIGINAL", "NoTempPrivilege", "PgFileEngine", "PgRunner", "neighbour_query",
            "neighbour_rows", "pg_neighbours", "query_names", "table_refs", "unqualify"]
 
-FORMAT = "queryeval-pg-neighbour/1"
+FORMAT = "queryeval-pg-neighbour/2"
+"""/2: cells in :mod:`queryeval.io.typedjson`'s form (/1 had an encoder of its own)."""
 ORIGINAL = Path("<the real database>")
 """What :meth:`PgRunner.run` takes for the user's own tables (no temporary table loaded)."""
 LOAD_TIMEOUT_S = 60.0
@@ -61,50 +59,30 @@ class NoTempPrivilege(ConfigError):
 
 
 def encode(value: Any) -> Any:
-    """A cell as JSON, its type kept (dates, times, decimals, bytes, UUIDs tagged)."""
-    if isinstance(value, dt.datetime):
-        return {"$": "timestamp", "v": value.isoformat()}
-    if isinstance(value, dt.date):
-        return {"$": "date", "v": value.isoformat()}
-    if isinstance(value, dt.time):
-        return {"$": "time", "v": value.isoformat()}
-    if isinstance(value, dt.timedelta):
-        return {"$": "interval", "v": value.total_seconds()}
-    if isinstance(value, decimal.Decimal):
-        return {"$": "decimal", "v": str(value)}
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"$": "bytes", "v": bytes(value).hex()}
-    if isinstance(value, uuid.UUID):
+    """A cell as a neighbour file holds it: the run log's typed, lossless JSON form
+    (:func:`queryeval.io.typedjson.to_json`: dates, times, intervals, decimals, bytes, UUIDs,
+    NaN/±inf tagged; :func:`decode` reads it back equal). A value of a type that form lacks
+    (a psycopg range) is written as its text, as before."""
+    from queryeval.io.typedjson import UnwritableValue, to_json
+
+    try:
+        return to_json(value)
+    except UnwritableValue:
         return str(value)
-    if isinstance(value, dict):
-        return {"$": "json", "v": value}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    kind, v = value.get("$"), value.get("v")
-    return {"timestamp": dt.datetime.fromisoformat, "date": dt.date.fromisoformat,
-            "time": dt.time.fromisoformat, "interval": lambda s: dt.timedelta(seconds=s),
-            "decimal": decimal.Decimal, "bytes": bytes.fromhex,
-            "json": lambda j: j}[kind](v)
+    """The value :func:`encode` wrote (:func:`queryeval.io.typedjson.from_json`)."""
+    from queryeval.io.typedjson import from_json
+
+    return from_json(value)
 
 
 def neighbour_rows(path: Path) -> dict[str, dict[str, list]]:
     """Every table of a PostgreSQL neighbour file: ``{table: {"columns", "rows"}}`` (cells
-    as :func:`..neighbours.plain` gives them)."""
-    from queryeval.systems.engines.neighbours import plain
-
+    as :func:`..neighbours.plain` gives them: the file already holds that form)."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {name: {"columns": list(t["columns"]),
-                   "rows": [[plain(decode(v)) for v in row] for row in t["rows"]]}
+    return {name: {"columns": list(t["columns"]), "rows": [list(row) for row in t["rows"]]}
             for name, t in doc["tables"].items()}
 
 
@@ -290,7 +268,7 @@ def set_key(doc: dict, gold: str, n: int, seed: int) -> str:
     from queryeval.systems.engines.neighbours.distill import GENERATOR_VERSION
 
     schema = {k: v for k, v in doc.items() if k not in ("user", "database")}
-    text = json.dumps([GENERATOR_VERSION, "postgres", encode(schema), gold, n, seed],
+    text = json.dumps([GENERATOR_VERSION, "postgres", schema, gold, n, seed],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
