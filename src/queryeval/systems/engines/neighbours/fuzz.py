@@ -259,19 +259,31 @@ def generate(schema: Schema, consts: dict[str, list[Any]], rng: random.Random,
                 for i in range(len(pools)):  # the same value as an earlier row
                     if rows and i not in in_key and rng.random() < REPEAT_RATE:
                         row[i] = rng.choice(rows)[i]
-            for i, p in enumerate(pools):  # a key part drawn NULL: a fresh value instead
-                if row[i] is None and (p.col.not_null or any(i in k for k in keys[:1])):
-                    row[i] = _fresh(p.kind, rng, p.original)
-            if not _link(schema, t, row, index, out, rows, rng, profile, keep=redrawn):
-                continue
-            if any(tuple(row[i] for i in k) in s for k, s in zip(keys, seen, strict=True)
-                   if all(row[i] is not None for i in k)):
-                continue
-            for k, s in zip(keys, seen, strict=True):
-                s.add(tuple(row[i] for i in k))
-            rows.append(tuple(row))
+            _admit(schema, t, row, redrawn, pools, keys, seen, index, out, rows, rng, profile)
         out[t.name] = rows
     return out
+
+
+def _admit(schema: Schema, t: Table, row: list[Any], redrawn: set[int] | None,
+           pools: list[ColumnPool], keys: list[list[int]], seen: list[set[tuple]],
+           index: dict[str, int], out: dict[str, list[tuple]], rows: list[tuple],
+           rng: random.Random, profile: Profile) -> str:
+    """``row`` made valid and appended to ``rows`` if it can be: a key part or NOT NULL column
+    drawn NULL gets a fresh value, its references are linked (:func:`_link`), and a key
+    already in ``seen`` turns it away. ``"added"``, ``"unlinked"`` (no parent row to point
+    at) or ``"duplicate"`` (a key taken)."""
+    for i, p in enumerate(pools):  # a key part drawn NULL: a fresh value instead
+        if row[i] is None and (p.col.not_null or any(i in k for k in keys[:1])):
+            row[i] = _fresh(p.kind, rng, p.original)
+    if not _link(schema, t, row, index, out, rows, rng, profile, keep=redrawn):
+        return "unlinked"
+    if any(tuple(row[i] for i in k) in s for k, s in zip(keys, seen, strict=True)
+           if all(row[i] is not None for i in k)):
+        return "duplicate"
+    for k, s in zip(keys, seen, strict=True):
+        s.add(tuple(row[i] for i in k))
+    rows.append(tuple(row))
+    return "added"
 
 
 def _twin(row: tuple, pools: list[ColumnPool], keys: list[list[int]], linked: set[int],
@@ -314,18 +326,9 @@ def expand(schema: Schema, base: dict[str, list[tuple]], consts: dict[str, list[
                 continue
             for _ in range(4):  # a key drawn again may meet an existing one: draw once more
                 row, redrawn = _twin(original, pools, keys, linked, rng, profile)
-                for i, p in enumerate(pools):
-                    if row[i] is None and (p.col.not_null or any(i in k for k in keys[:1])):
-                        row[i] = _fresh(p.kind, rng, p.original)
-                if not _link(schema, t, row, index, out, rows, rng, profile, keep=redrawn):
+                if _admit(schema, t, row, redrawn, pools, keys, seen, index, out, rows, rng,
+                          profile) != "duplicate":
                     break
-                if any(tuple(row[i] for i in k) in s for k, s in zip(keys, seen, strict=True)
-                       if all(row[i] is not None for i in k)):
-                    continue
-                for k, s in zip(keys, seen, strict=True):
-                    s.add(tuple(row[i] for i in k))
-                rows.append(tuple(row))
-                break
         out[t.name] = rows
     return out
 
