@@ -192,22 +192,19 @@ def _ranking() -> list[Metric]:
 def _tables() -> list[Metric]:
     from queryeval.metrics import tables
 
-    rest = {"family": "tables", "inputs": "table", "swap": "symmetric"}
+    rest = {"family": "tables", "inputs": "table", "swap": "symmetric",
+            "zero_division": ZeroDivision(gold=0.0, pred=0.0, both=1.0)}
     # a mapping sends every gold column to a predicted one: a prediction with extra columns
     # can score 1.0, a gold with more columns than the prediction cannot be fully mapped
     tables_rest = {**rest, "swap": "asymmetric"}
     return [
         Metric("arity_f1", fn=tables.arity_f1, order_invariant=True, **rest,
-               zero_division=ZeroDivision(gold=0.0, pred=0.0, both=1.0),
                doc="F1 of the column counts"),
         Metric("entity_set_f1", fn=tables.entity_set_f1, order_invariant=True, **tables_rest,
-               zero_division=ZeroDivision(gold=0.0, pred=0.0, both=1.0),
                doc="F1 of each column's value set under the best column mapping"),
         Metric("row_matching_f1", fn=tables.row_matching_f1, order_invariant=True, **tables_rest,
-               zero_division=ZeroDivision(gold=0.0, pred=0.0, both=1.0),
                doc="F1 of the rows (a multiset) under the best column mapping"),
         Metric("exact_match_f1", fn=tables.exact_match_f1, order_invariant=True, **rest,
-               zero_division=ZeroDivision(gold=0.0, pred=0.0, both=1.0),
                doc="row F1 with the columns mapped by position"),
     ]
 
