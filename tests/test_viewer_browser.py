@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("starlette")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
+from live_server import LiveServer  # noqa: E402
 from queryeval.report.compare import load_run  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
@@ -53,22 +52,10 @@ def server(tmp_path_factory, examples_dir):
                             responses=str(examples_dir / "sparql" / "predictions.jsonl"),
                             task_options={"store_dir": str(tmp / "store")},
                             reports=False)).log.paths.batch
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=300), log_level="warning",
-                                        lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
+    server = LiveServer(create_app(root, resamples=300))
     ids = [p.stem[len("batch_"):] for p in (a, b, c, d, e)]
-    yield {"url": f"http://127.0.0.1:{port}/", "ids": ids, "paths": [a, b, c, d, e]}
-    srv.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    yield {"url": server.url, "ids": ids, "paths": [a, b, c, d, e]}
+    server.close()
 
 
 @pytest.fixture(scope="module")
@@ -239,20 +226,11 @@ def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
     assert main(["run", str(examples_dir / "retrieval" / "questions.csv"), "--corpus",
                  str(examples_dir / "retrieval" / "corpus.jsonl"), "--k", "1,3",
                  "--out", str(root / "ret"), "-q"]) == 0
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=100), log_level="warning",
-                                        lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    server = LiveServer(create_app(root, resamples=100))
     try:
-        deadline = time.monotonic() + 30
-        while not srv.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
         driver.console()
         driver._call("POST", "/window/rect", {"width": 1200, "height": 900})
-        driver._call("POST", "/url", {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/"})
+        driver._call("POST", "/url", {"url": server.url})
         _ready(driver)
         assert driver.run("return document.getElementById('error')") is None
         cells = driver.run("return Array.prototype.map.call(document.querySelectorAll("
@@ -282,9 +260,7 @@ def test_malformed_runs_derived_k_and_width(driver, tmp_path, examples_dir):
         assert _errors(driver) == []
     finally:
         driver._call("POST", "/window/rect", {"width": 1280, "height": 1000})
-        srv.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+        server.close()
         shutil.rmtree(root / "broken", ignore_errors=True)
 
 
@@ -317,18 +293,9 @@ def test_verdicts_attempts_derived_k_headline_and_expected_text(driver, tmp_path
     qe.evaluate(str(suite), system=f"python:{suite.parent / 'system.py'}:select", repeats=3,
                 out=root / "rep", reports=False)
     rep = next((root / "rep").rglob("batch_*.json")).stem[6:]
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=100), log_level="warning",
-                                        lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    server = LiveServer(create_app(root, resamples=100))
     try:
-        deadline = time.monotonic() + 30
-        while not srv.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        url = server.url
         driver.console()
         driver._call("POST", "/url", {"url": url})
         _ready(driver)
@@ -368,6 +335,4 @@ def test_verdicts_attempts_derived_k_headline_and_expected_text(driver, tmp_path
                           ).startswith("repeat 2")
         assert _errors(driver) == []
     finally:
-        srv.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+        server.close()

@@ -12,17 +12,16 @@ named ``<script>alert(1)</script>`` stay text in every chart. Screenshots go to
 from __future__ import annotations
 
 import os
-import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("starlette")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
 import queryeval as qe  # noqa: E402
+from live_server import LiveServer  # noqa: E402
 from queryeval.report.compare import compare_runs, load_run  # noqa: E402
 from queryeval.report.compare_nway import compare_many  # noqa: E402
 from queryeval.report.html import write_html_report  # noqa: E402
@@ -110,22 +109,11 @@ def lab(tmp_path_factory, examples_dir):
     ids = {k: p.stem[len("batch_"):] for k, p in
            {"a": a, "b": b, "c": c, "ret": ret, "ans": ans, "rep": rep}.items()}
     ids["ts"] = ts.batch_id
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    srv = uvicorn.Server(uvicorn.Config(create_app(root, resamples=300), log_level="warning",
-                                        lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/", "ids": ids, "pages": pages,
+    server = LiveServer(create_app(root, resamples=300))
+    yield {"url": server.url, "ids": ids, "pages": pages,
            "verdicts": {(v["run_b"], v["metric"]): v["verdict"] for v in nway.verdicts()
                         if v["run_a"] == 0}}
-    srv.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    server.close()
 
 
 @pytest.fixture(scope="module")
