@@ -119,9 +119,13 @@ class Inputs(LogModel):
 
 
 class InputChange(LogModel):
+    """An input that changed under ``--resume --force`` (run/evaluate.py ``_repin``): its
+    hash when the run was pinned and now (``blake2b:`` and the hex digest; None where the
+    file was new, or is gone)."""
+
     path: str
-    was: PinnedFile | None = None
-    now: PinnedFile | None = None
+    was: str | None = None
+    now: str | None = None
 
 
 class Resume(LogModel):
