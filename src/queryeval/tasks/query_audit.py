@@ -461,9 +461,9 @@ def source_fingerprint(source: str) -> str | None:
 def _engine_versions() -> dict[str, str]:
     import sqlite3
 
-    import queryeval
+    from queryeval._version import __version__
 
-    out = {"queryeval": getattr(queryeval, "__version__", ""), "sqlite": sqlite3.sqlite_version}
+    out = {"queryeval": __version__, "sqlite": sqlite3.sqlite_version}
     for name in ("duckdb", "pyoxigraph"):
         try:
             out[name] = getattr(__import__(name), "__version__", "")
@@ -591,7 +591,7 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
     modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
     import copy
 
-    from queryeval.tasks.query import _lang_of
+    from queryeval.tasks.query_engines import _lang_of
 
     results = []
     done: dict[str, dict] = {}  # the same gold on the same source, modes and checks: run once
