@@ -140,7 +140,11 @@ class Browser:
 
 def small(png: Path, limit: int = 100_000) -> None:
     """Reduce ``png`` to at most ``limit`` bytes (fewer colours, then narrower) with Pillow."""
-    from PIL import Image
+    try:
+        from PIL import Image
+    except ImportError:  # a tool for the docs' pictures only, not a dependency of queryeval
+        raise SystemExit("bench/chart_pictures.py shrinks the pictures with Pillow: "
+                         "pip install pillow") from None
 
     img = Image.open(png).convert("RGB")
     img.save(png, optimize=True)

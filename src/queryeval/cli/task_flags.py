@@ -102,7 +102,7 @@ def _flag_spec(flag: Any, fname: str, annotation: Any, metadata: list, *, defaul
 def specs() -> dict[str, Spec]:
     """Every task flag by name, merged across tasks (one flag, each task's help; the
     choices of a Literal flag joined)."""
-    from pydantic_core import PydanticUndefined
+    from pydantic.fields import PydanticUndefined
 
     from queryeval.tasks.base import Flag
 
