@@ -176,14 +176,15 @@ def test_recorded_retrievals_one_batch_per_k(data):
         "correct_chunk_retrieved": False, "rank_if_found": None, "retrieval_time_ms": pytest.approx(0, abs=50)}
     assert rec[QUESTIONS[0][0]]["expected_chunk"] == {"name": "food.pdf", "source": "A", "chunk_id": "c1",
                                                        "content_hash": md5(CHUNKS["c1"][0])}
-    # the seed's CSV columns, one row per retrieved chunk (and one for a question with none)
+    # the seed's CSV columns, one row per retrieved chunk (and one for a question with none),
+    # then the case's cluster (every run's results CSV ends with it)
     rows = got[3]["csv"]
     assert list(rows[0]) == [
         "qa_pair_id", "question", "rank", "similarity_score", "retrieved_chunk_id", "retrieved_content",
         "retrieved_content_hash", "expected_chunk_content_hash", "expected_chunk_name",
         "expected_chunk_source", "expected_chunk_id", "is_correct_chunk",
         "evaluation_result_correct_chunk_retrieved", "evaluation_result_rank_if_found",
-        "evaluation_result_retrieval_time_ms"]
+        "evaluation_result_retrieval_time_ms", "cluster"]
     assert len(rows) == 3 * 4 + 1
     derived = {got[k]["batch"]["derived_from"] for k in (1, 2)}
     assert derived == {got[3]["batch"]["batch_id"]}

@@ -57,13 +57,15 @@ def _absolute(arg: str, ex: Path) -> str:
 def example_runs(tmp_path_factory) -> dict[str, list[Path]]:
     """Each example run once in a copy of examples/: name -> its batch files (the custom
     task registered in a private copy of the registry, as tests/test_api_custom_task.py)."""
+    from queryeval.registry import TASKS
     from queryeval.tasks import base
 
     root = tmp_path_factory.mktemp("typedlog")
     ex = root / "examples"
     shutil.copytree(EXAMPLES, ex, ignore=shutil.ignore_patterns("*.sqlite"))
     mp = pytest.MonkeyPatch()
-    mp.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    isolated = TASKS.isolated()
+    isolated.__enter__()
     mp.syspath_prepend(str(ex / "custom_task"))
     try:
         from result_set import ResultSetTask
@@ -81,6 +83,7 @@ def example_runs(tmp_path_factory) -> dict[str, list[Path]]:
             out[name] = sorted(runs.rglob("batch_*.json"))
         return out
     finally:
+        isolated.__exit__(None, None, None)
         mp.undo()
         for name in ("result_set", "system"):  # the example's modules must not shadow others
             sys.modules.pop(name, None)
