@@ -70,8 +70,9 @@ def test_report_runs_in_chromium(report, tmp_path):
     assert body is not None
     assert 'data-ok="1"' in body.group(0), body.group(0)
     charts = int(re.search(r'data-charts="(\d+)"', body.group(0)).group(1))
-    assert charts == 5  # overall; tag bars and radar (9 tags); dimension and dataset bars
-    assert dom.stdout.count("<svg") >= 5 and dom.stdout.count("<rect") > 20
+    # overall; the per-case distribution; tag bars and radar (9 tags); dimension and dataset bars
+    assert charts == 6
+    assert dom.stdout.count("<svg") >= 6 and dom.stdout.count("<rect") > 20
     assert dom.stdout.count("<polygon") >= 4  # the radar's 4 rings (and its series)
     # the script filled the counter: 23 cases shown
     assert "23 of 23 cases" in dom.stdout

@@ -66,11 +66,12 @@ def test_report_self_contained_and_figures(run_dir):
     ci = stats.bootstrap_ci(recalls, resamples=2000, seed=0)
     assert f"[{ci.low:.4f}, {ci.high:.4f}]" in text
     assert sum(recalls) / len(recalls) == pytest.approx(18.5 / 23)  # USA now scores 0
-    # charts: overall, then bars per group kind; a spider chart only for a group of 5+
-    # members (tag: 9), with every charted figure (dimension and dataset have 3 members)
+    # charts: overall, the per-case distribution (the viewer's), then bars per group kind;
+    # a spider chart only for a group of 5+ members (tag: 9), with every charted figure
+    # (dimension and dataset have 3 members)
     labels = [a.get("aria-label") for a in doc.find("svg")]
     assert labels == [
-        "Overall figures (95% CI)", "by tag", "macro_precision, macro_recall by tag",
+        "Overall figures (95% CI)", "Per-case scores", "by tag", "macro_precision, macro_recall by tag",
         "by dimension", "by dataset"]
     assert len(doc.find("svg", **{"class": "chart radar"})) == 1
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.metrics import stats
+from queryeval.report.case_rows import case_rows
 from queryeval.report.compare import LoadedRun, load_run, lower_is_better
-from queryeval.report.html_charts import at_k, by_k_chart, overall_chart
+from queryeval.report.html_charts import at_k, by_k_chart, case_charts, figure_html, overall_chart
 from queryeval.report.html_details import render_details
 from queryeval.report.html_figures import (
     _AT_K,
@@ -506,6 +507,16 @@ def sequential_section(seq: dict | None) -> str:
                      "calls saved"], rows, attrs=' id="sequential"'))
 
 
+def _case_charts(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]) -> str:
+    """The charts of the cases, as the viewer's run page draws them
+    (:func:`queryeval.report.html_charts.case_charts`): each [0, 1] score's per-case
+    distribution, the per-case pass rate under ``--repeats``, the test-suite verdicts by
+    reason. Empty when there is none to draw."""
+    order = [key for key, _, _ in overall_rows(run, metrics, cis)]
+    charts = case_charts(run.task, order, case_rows(run), metrics.get("repeats"))
+    return f"<h2>Per-case charts</h2>{figure_html(charts)}" if charts else ""
+
+
 # --- the page ---------------------------------------------------------------------------------
 @dataclass
 class ReportFigures:
@@ -575,6 +586,7 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
         f"{_meta(run)}<h2>{esc(overall_h)}</h2>{_overall(run, metrics, cis, resamples=resamples, seed=seed)}"
         f"{sequential_section(metrics.get('sequential'))}"
         f"{by_k(metrics)}{repeats_section(metrics.get('repeats'))}"
+        f"{_case_charts(run, metrics, cis)}"
         f"<h2>By group</h2>{_groups(metrics, figure_kinds(run.task))}"
         f"<h2>Cases</h2>{_cases(run, values, verdicts)}"
         f"<h2>Details of cases that did not pass</h2>{_details(run, verdicts)}"

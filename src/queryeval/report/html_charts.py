@@ -12,6 +12,7 @@ Each builder returns ``[{"id", "title", "svg"}]`` (nothing when it has nothing t
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -87,11 +88,11 @@ def reason_kind(reason: Any) -> str:
 
 
 def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
-               rows: Sequence[dict]) -> list[dict]:
+               rows: Sequence[dict], repeats: dict | None = None) -> list[dict]:
     """The viewer's charts of a run: ``overall_rows`` as the viewer's API gives them
     (``metric``, ``value``, ``low``, ``high``: the report's Overall table), ``overall`` the
-    metrics file's overall figures (for the curves over k), ``rows`` the cases
-    (:func:`queryeval.viewer.results.case_rows`: each case's means, pass rate, deciding rule)."""
+    metrics file's overall figures (for the curves over k), then :func:`case_charts` of
+    ``rows`` (:func:`queryeval.report.case_rows.case_rows`) and ``repeats``."""
     out = []
     head = overall_chart(task, [(r["metric"], r["value"], (r["low"], r["high"])
                                  if r.get("low") is not None and r.get("high") is not None
@@ -101,7 +102,34 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
     curve = by_k_chart(at_k(overall))
     if curve:
         out.append(_chart("by-k", "Figures over k", curve))
-    order = [r["metric"] for r in overall_rows]
+    return out + case_charts(task, [r["metric"] for r in overall_rows], rows, repeats)
+
+
+def _pass_rate_ci(repeats: dict | None) -> str:
+    """`` (mean over cases 0.6667, 95% interval [0.5000, 0.8333])``: the repeats section's
+    pass rate as the metrics file holds it (empty unless it has a mean and both bounds)."""
+    fig = ((repeats or {}).get("overall") or {}).get("pass_rate") if isinstance(repeats, dict) else None
+    if not isinstance(fig, dict):
+        return ""
+    mean, low, high = (fig.get(k) for k in ("mean", "ci_low", "ci_high"))
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+               for v in (mean, low, high)):
+        return ""
+    level = repeats.get("confidence", 0.95)
+    level = level if isinstance(level, (int, float)) and 0 < level < 1 else 0.95
+    return f" (mean over cases {mean:.4f}, {level:.0%} interval [{low:.4f}, {high:.4f}])"
+
+
+def case_charts(task: Any, order: Sequence[str], rows: Sequence[dict],
+                repeats: dict | None = None) -> list[dict]:
+    """The charts of a run's cases, for the HTML report and the viewer alike: the per-case
+    distribution of each [0, 1] score (in ``order``, the Overall table's), the per-case pass
+    rate under ``--repeats`` (its caption with the repeats section's mean pass rate and
+    interval), the test-suite verdicts by reason. ``rows``:
+    :func:`queryeval.report.case_rows.case_rows` (each case's means, pass rate, deciding
+    rule); ``repeats``: the metrics file's ``repeats`` section."""
+    out = []
+    order = list(order)
     per_case: list[str] = []
     for row in rows:
         per_case += [k for k in row["metrics"] if k not in per_case]
@@ -122,7 +150,8 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
     tries = max((len(r.get("attempts") or ()) for r in rows), default=0)
     if rates and tries > 1:  # one bin per possible pass rate: 0, 1/R, …, 1
         half = 0.5 / tries
-        out.append(_chart("pass-rate", f"Per-case pass rate over {tries} attempts",
+        out.append(_chart("pass-rate", f"Per-case pass rate over {tries} attempts"
+                          + _pass_rate_ci(repeats),
                           strip_chart([("pass rate", rates)], title="Per-case pass rate",
                                       low=-half, high=1 + half, bins=tries + 1,
                                       ticks=[i / tries for i in range(tries + 1)]
@@ -130,14 +159,14 @@ def run_charts(task: Any, overall_rows: Sequence[dict], overall: dict,
                                       x_label="share of a case's attempts that passed")))
     suite = [r for r in rows if (r.get("decided") or {}).get("figure") == "test_suite_match"]
     if suite:
-        kinds: dict[tuple[str, str], int] = {}
+        reasons: dict[tuple[str, str], int] = {}
         for r in suite:
             d = r["decided"]
             word = ("inconclusive" if d.get("value") is None else
                     "pass" if d["value"] == 1 else "refuted" if d["value"] == 0 else "partial")
             key = (word, reason_kind(d.get("reason")))
-            kinds[key] = kinds.get(key, 0) + 1
-        ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+            reasons[key] = reasons.get(key, 0) + 1
+        ranked = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         out.append(_chart("test-suite", "Test-suite verdicts by reason (share of cases)",
                           bar_chart([(f"{w}: {why} ({n})", [n / len(suite)])
                                      for (w, why), n in ranked], ["share of cases"],

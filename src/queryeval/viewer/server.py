@@ -222,7 +222,7 @@ class Viewer:
         metrics = loaded.metrics if isinstance(loaded.metrics, dict) else {}
         overall = metrics.get("overall_metrics")
         drawn = run_charts(getattr(loaded, "task", None), figs["overall_rows"],
-                           overall if isinstance(overall, dict) else {}, rows)
+                           overall if isinstance(overall, dict) else {}, rows, figs.get("repeats"))
         with self._lock:
             self._charts[entry.batch_id] = (key, drawn)
             while len(self._charts) > CACHED_RUNS:
