@@ -1,7 +1,8 @@
 """The HTML output of ``queryeval compare``: a self-contained page with the verdict, the
 warnings folded into one note (each in full on demand), the per-metric summary (means, the
 difference B − A with its paired bootstrap CI, p-values), the forest plot of the differences
-with their paired intervals and the per-case differences (:mod:`queryeval.report.html_charts`),
+with their paired intervals, the per-case differences and the per-case scores of A against B
+(:mod:`queryeval.report.html_charts`),
 a chart of the means of A and B,
 and the flipped cases grouped by case (one row per case, the metrics that moved each way) in
 a filterable, sortable table. N runs: one forest plot of every run against the baseline, the
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from queryeval.report.compare import Comparison
 from queryeval.report.compare_output import short_verdict
-from queryeval.report.html_charts import compare_charts, figure_html, nway_charts
+from queryeval.report.html_charts import compare_charts, figure_html, nway_charts, paired_values
 from queryeval.report.html_page import esc, fmt, num_cell, page
 from queryeval.report.html_svg import bar_chart
 
@@ -144,7 +145,7 @@ def render_comparison(comp: Comparison) -> str:
         f"<details><summary>cases only in {label} ({len(ids)})</summary><pre>{esc(chr(10).join(ids))}"
         "</pre></details>" for label, ids in (("A", comp.only_a), ("B", comp.only_b)) if ids)
     body = (f"<h1>Comparison · {esc(comp.task)}</h1>{_run_rows(comp)}{verdict}{unpaired}{lists}"
-            f"<h2>Differences</h2>{figure_html(compare_charts(comp))}"
+            f"<h2>Differences</h2>{figure_html(compare_charts(comp, paired_values(comp)))}"
             f"<h2>Metrics</h2>{summary}<div class=\"charts\">{chart}</div>"
             f"<h2>Flipped cases</h2>{flip_table}")
     return page(f"queryeval compare · {comp.task}", body)

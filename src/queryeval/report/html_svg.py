@@ -5,7 +5,9 @@ On a fixed [0, 1] scale because every figure they show is a proportion: :func:`b
 "spider chart": one axis per group member) and :func:`line_chart` (a figure over k). On a
 scale centred on 0: :func:`forest_plot` (differences with their intervals, one row each).
 On any range: :func:`strip_chart` (per row, how many cases fall at each value: a per-case
-distribution, a per-case pass rate, per-case differences). The last two style themselves
+distribution, a per-case pass rate, per-case differences). On [0, 1] × [0, 1]:
+:func:`scatter_plot` (two runs' per-case scores, one panel per metric). The last three
+style themselves
 (presentation attributes, no stylesheet needed: a notebook shows them as they are); the
 others take :data:`CHART_CSS` from the page. All text is
 escaped, its control characters (NUL, ESC, other C0 and C1, bidirectional overrides) shown
@@ -377,5 +379,100 @@ def strip_chart(rows: Sequence[tuple[str, Sequence[tuple[float, str]]]], *, titl
                          f'{"]" if b == bins - 1 else ")"}: {escape(listed)}</title></rect>')
         parts.append(f'<text x="{_num(plot_x + plot_w + 10)}" y="{_num(y_base - 8)}" '
                      f'font-size="10.5" fill="#444" class="val">n={shown}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+SCATTER_COLORS = {"better": VERDICT_COLORS["better"], "worse": VERDICT_COLORS["worse"],
+                  "same": "#8a909c"}
+"""A paired scatter's point colour: B better, B worse, the same."""
+
+
+def _marks(points: Sequence[tuple[float, float, str, str]], size: int
+           ) -> list[tuple[str, list[tuple[float, float, str]]]]:
+    """The points of one panel grouped into marks: by kind and by the pixel they fall on
+    (cases at one place are one mark: a binary metric's 100 cases at (1, 1) are one
+    circle), kinds in the order same, better, worse (the moved drawn on top)."""
+    groups: dict[tuple[str, int, int], list[tuple[float, float, str]]] = {}
+    for x, y, kind, name in points:
+        groups.setdefault((kind, round(x * size), round(y * size)), []).append((x, y, name))
+    order = {"same": 0, "better": 1, "worse": 2}
+    return [(kind, groups[(kind, px, py)])
+            for kind, px, py in sorted(groups, key=lambda g: (order.get(g[0], 3), g[1], g[2]))]
+
+
+def _span(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.4f}" if lo == hi else f"{lo:.4f}–{hi:.4f}"
+
+
+def scatter_plot(panels: Sequence[tuple[str, Sequence[tuple[float, float, str, str]]]], *,
+                 title: str, x_label: str, y_label: str, size: int = 190, columns: int = 4,
+                 names: int = 4) -> str:
+    """Per-case paired scatters on [0, 1] × [0, 1], one panel per metric:
+    ``(label, [(a, b, kind, case name), …])`` with ``kind`` ``better``/``worse``/``same``
+    (:data:`SCATTER_COLORS`); x is run A's score, y run B's, the dashed
+    diagonal is "the same". Cases on the same pixel and of the same kind are one mark
+    whose area grows with their number; its tooltip gives the count, the values and the
+    first ``names`` case names. Under each panel: how many cases of each kind."""
+    if not panels:
+        raise ValueError("a scatter plot needs at least one panel")
+    left, top, bottom, gap, legend_h = 40, 22, 50, 26, 20
+    cols = min(columns, len(panels))
+    rows_n = math.ceil(len(panels) / cols)
+    cell_w, cell_h = left + size + gap, top + size + bottom
+    width, height = int(cols * cell_w + 10), int(legend_h + rows_n * cell_h)
+    parts = [_open("scatter", width, height, title)]
+    lx = 10.0
+    for kind, word in (("better", "B better"), ("worse", "B worse"), ("same", "the same")):
+        parts.append(f'<circle cx="{_num(lx + 5)}" cy="12" r="4.5" fill="{SCATTER_COLORS[kind]}"/>'
+                     f'<text x="{_num(lx + 14)}" y="16" font-size="10.5" fill="#444">{word}</text>')
+        lx += 30 + 6.5 * len(word)
+    for p, (label, points) in enumerate(panels):
+        ox = (p % cols) * cell_w + left
+        oy = legend_h + (p // cols) * cell_h + top
+
+        def px(v: float, ox: float = ox) -> float:
+            return ox + max(0.0, min(1.0, v)) * size
+
+        def py(v: float, oy: float = oy) -> float:
+            return oy + (1.0 - max(0.0, min(1.0, v))) * size
+
+        parts.append(f'<g class="panel"><text x="{_num(ox + size / 2)}" y="{_num(oy - 8)}" '
+                     f'text-anchor="middle" font-size="11" fill="#333" class="lab2"><title>'
+                     f'{escape(label)}</title>{escape(_short(label, 30))}</text>'
+                     f'<rect x="{_num(ox)}" y="{_num(oy)}" width="{size}" height="{size}" '
+                     'fill="none" stroke="#c9ced8"/>'
+                     f'<line x1="{_num(px(0))}" y1="{_num(py(0))}" x2="{_num(px(1))}" '
+                     f'y2="{_num(py(1))}" stroke="#9aa0ab" stroke-dasharray="4 3"/>')
+        for t in (0.0, 0.5, 1.0):
+            parts.append(f'<text x="{_num(px(t))}" y="{_num(oy + size + 13)}" text-anchor="middle" '
+                         f'font-size="10" fill="#666">{t:g}</text><text x="{_num(ox - 5)}" '
+                         f'y="{_num(py(t) + 3.5)}" text-anchor="end" font-size="10" '
+                         f'fill="#666">{t:g}</text>')
+        counts = {k: 0 for k in SCATTER_COLORS}
+        for kind, cases in _marks(points, size):
+            counts[kind] = counts.get(kind, 0) + len(cases)
+            x0, y0 = cases[0][0], cases[0][1]
+            r = min(12.0, 3.0 + 1.6 * math.sqrt(len(cases) - 1))
+            listed = ", ".join(n for _, _, n in cases[:names]) + (
+                f", … {len(cases) - names} more" if len(cases) > names else "")
+            tip = (f"{label}: {len(cases)} case(s), {kind}: A "
+                   f"{_span([c[0] for c in cases])}, B {_span([c[1] for c in cases])}: "
+                   f"{listed}")
+            parts.append(f'<circle cx="{_num(px(x0))}" cy="{_num(py(y0))}" r="{_num(r)}" '
+                         f'fill="{SCATTER_COLORS.get(kind, "#555")}" fill-opacity="0.6" '
+                         f'data-kind="{escape(kind)}" data-n="{len(cases)}" class="point">'
+                         f"<title>{escape(tip)}</title></circle>")
+        parts.append(f'<text x="{_num(ox + size / 2)}" y="{_num(oy + size + 27)}" '
+                     f'text-anchor="middle" font-size="10" fill="#555" class="axis">'
+                     f'{escape(_short(x_label, 40))}</text>'
+                     f'<text x="{_num(ox + size / 2)}" y="{_num(oy + size + 41)}" '
+                     f'text-anchor="middle" font-size="10" fill="#444" class="val">'
+                     f'better {counts["better"]} · worse {counts["worse"]} · same '
+                     f'{counts["same"]}</text></g>')
+    parts.append(f'<text x="10" y="{_num(legend_h + top + size / 2)}" font-size="10" fill="#555" '
+                 f'transform="rotate(-90 10 {_num(legend_h + top + size / 2)})" '
+                 f'text-anchor="middle" class="axis">{escape(_short(y_label, 40))}</text>')
     parts.append("</svg>")
     return "".join(parts)
