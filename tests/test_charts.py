@@ -22,6 +22,7 @@ from queryeval.report.html_charts import (
     run_charts,
 )
 from queryeval.report.html_svg import forest_plot, nice_extent, strip_chart
+from sdmx_variants import FRANCE, USA
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert("x")</script> \'q\' & <b>'
@@ -117,15 +118,13 @@ def test_reason_kind_drops_the_particulars():
 
 
 # --- from real runs ---------------------------------------------------------------------------
-FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
-USA = "5eed0000-0000-0000-0000-000000017334"
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, examples_dir):
     from queryeval.report.compare import load_run
     from queryeval.run.evaluate import RunConfig, start_run
-    from test_compare_nway import _responses
+    from sdmx_variants import variant_responses as _responses
 
     tmp = tmp_path_factory.mktemp("charts")
 

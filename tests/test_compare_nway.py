@@ -30,23 +30,10 @@ from queryeval.report.compare_nway import (
 )
 from queryeval.report.html_compare import render_nway
 from queryeval.run.evaluate import RunConfig, start_run
+from sdmx_variants import CANADA, FRANCE, GERMANY, USA
+from sdmx_variants import variant_responses as _responses
 
-FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
-GERMANY = "5eed0000-0000-0000-0000-000000013556"
-CANADA = "5eed0000-0000-0000-0000-000000015445"
-USA = "5eed0000-0000-0000-0000-000000017334"
 R = 2000  # resamples (the 23-case tests are Monte Carlo; the groups are exact)
-
-
-def _responses(records: list[dict], path: Path, *, fix=(), empty=()) -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            for t in r["turns"]:
-                out = t["target"] if r["case_id"] in fix else [] if r["case_id"] in empty \
-                    else t["output"]
-                fh.write(json.dumps({"case_id": r["case_id"], "turn": t["turn"],
-                                     "indicator_selection": out}) + "\n")
-    return path
 
 
 def _run(examples_dir: Path, out: Path, responses: Path) -> Path:

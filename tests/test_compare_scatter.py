@@ -14,17 +14,15 @@ import pytest
 from queryeval.report.compare import compare_runs, load_run
 from queryeval.report.html_charts import compare_charts, paired_values
 from queryeval.report.html_svg import scatter_plot
+from sdmx_variants import FRANCE, USA, variant_responses
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert("x")</script> \'q\' & <b>'
-FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
-USA = "5eed0000-0000-0000-0000-000000017334"
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, examples_dir) -> tuple[Path, Path]:
     from queryeval.run.evaluate import RunConfig, start_run
-    from test_compare_nway import _responses
 
     tmp = tmp_path_factory.mktemp("scatter")
 
@@ -36,7 +34,7 @@ def pair(tmp_path_factory, examples_dir) -> tuple[Path, Path]:
     a = run("a", examples_dir / "sdmx" / "responses.jsonl", "base")
     records = load_run(a).records
     # FRANCE fixed (0 -> 1 on both metrics), USA emptied (1 -> 0), the other 21 unchanged
-    b = run("b", _responses(records, tmp / "b.jsonl", fix={FRANCE}, empty={USA}), HOSTILE)
+    b = run("b", variant_responses(records, tmp / "b.jsonl", fix={FRANCE}, empty={USA}), HOSTILE)
     return a, b
 
 

@@ -13,19 +13,16 @@ tests skip with that reason when it is missing."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+import browser_driver
+from browser_driver import CHROMEDRIVER, CHROMIUM
 from queryeval.report.compare import compare_runs, load_run
 from queryeval.report.html import write_html_report
 from queryeval.report.html_compare import write_comparison_html
@@ -34,7 +31,6 @@ from queryeval.run.evaluate import RunConfig, start_run
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -107,75 +103,24 @@ def test_comparison_page_runs_in_chromium(report, tmp_path):
     page = write_comparison_html(compare_runs(run, run, resamples=200), tmp_path / "cmp.html")
     dom = _chromium(tmp_path / "profile", page.as_uri(), "--dump-dom")
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
-    assert 'data-ok="1"' in body and 'data-charts="3"' in body  # forest, per-case strip, means
+    # forest, per-case strip, A-vs-B scatter, means
+    assert 'data-ok="1"' in body and 'data-charts="4"' in body
     assert "0 of 0 cases" in dom.stdout  # identical runs: nothing flipped
 
 
 # --- one report per task, through WebDriver ------------------------------------------------------
-CHROMEDRIVER = shutil.which("chromedriver")
 MAX_HEIGHT = 5000
 """No report page may be taller than this (px at 1280 wide) without the reader unfolding."""
 
 
-class WebDriver:
-    """A minimal W3C WebDriver client for chromedriver (no selenium needed)."""
+class WebDriver(browser_driver.WebDriver):
+    """The shared WebDriver client (tests/browser_driver.py); the test skips where Chromium
+    or chromedriver is missing."""
 
     def __init__(self, profile: Path) -> None:
         if CHROMIUM is None or CHROMEDRIVER is None:
-            pytest.skip("chromium/chromedriver not installed (Debian: apt-get install -y chromium "
-                        "chromium-driver)")
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
-        self.proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        self.base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{self.base}/status", timeout=2)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    self.proc.kill()
-                    raise
-                time.sleep(0.1)
-        caps = {"capabilities": {"alwaysMatch": {
-            "browserName": "chrome", "goog:loggingPrefs": {"browser": "ALL"},
-            "goog:chromeOptions": {"binary": CHROMIUM, "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--no-first-run", f"--user-data-dir={profile}",
-                "--window-size=1280,1000", "--hide-scrollbars"]}}}}
-        self.session = self._call("POST", "/session", caps)["sessionId"]
-
-    def _call(self, method: str, path: str, body: dict | None = None):
-        url = self.base + path if path == "/session" else f"{self.base}/session/{self.session}{path}"
-        r = httpx.request(method, url, json=body, timeout=90)
-        value = r.json()["value"]
-        if r.status_code != 200:
-            raise RuntimeError(f"webdriver {method} {path}: {value}")
-        return value
-
-    def open(self, path: Path) -> None:
-        self._call("POST", "/url", {"url": path.as_uri()})
-
-    def run(self, script: str):
-        return self._call("POST", "/execute/sync", {"script": script, "args": []})
-
-    def console(self) -> list[dict]:
-        return self._call("POST", "/se/log", {"type": "browser"})
-
-    def screenshot(self, height: int) -> bytes:
-        self._call("POST", "/window/rect", {"width": 1280, "height": height})
-        return base64.b64decode(self._call("GET", "/screenshot"))
-
-    def close(self) -> None:
-        try:
-            self._call("DELETE", "")
-        finally:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
+            pytest.skip(browser_driver.MISSING)
+        super().__init__(profile)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,9 @@ from queryeval.report.compare import compare_runs, load_run
 from queryeval.report.compare_nway import compare_many
 from queryeval.report.html_compare import render_comparison, render_nway
 from queryeval.report.html_page import fmt
-from test_compare_nway import CANADA, FRANCE, GERMANY, USA, _responses, _run
+from sdmx_variants import CANADA, FRANCE, GERMANY, USA
+from sdmx_variants import variant_responses as _responses
+from test_compare_nway import _run
 
 R = 300
 

@@ -22,12 +22,11 @@ from live_server import LiveServer  # noqa: E402
 from queryeval.report.compare import load_run  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
-from test_compare_nway import _responses as _variant  # noqa: E402
+from sdmx_variants import FRANCE, USA  # noqa: E402
+from sdmx_variants import variant_responses as _variant  # noqa: E402
 from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
 
 pytestmark = pytest.mark.slow
-USA = "5eed0000-0000-0000-0000-000000017334"
-FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
 
 
 def _sdmx(examples: Path, out: Path, responses: Path) -> Path:

@@ -28,8 +28,8 @@ from queryeval.report.html import write_html_report  # noqa: E402
 from queryeval.report.html_compare import render_nway, write_comparison_html  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
-from test_compare_nway import CANADA, FRANCE, GERMANY, USA  # noqa: E402
-from test_compare_nway import _responses as _variant  # noqa: E402
+from sdmx_variants import CANADA, FRANCE, GERMANY, USA  # noqa: E402
+from sdmx_variants import variant_responses as _variant  # noqa: E402
 from test_html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -152,7 +152,7 @@ def _look(driver: WebDriver, url: str, name: str, tmp: Path) -> dict:
 
 def test_html_pages_with_charts_fit_1280(lab, driver, tmp_path):
     state = _look(driver, lab["pages"]["compare"].as_uri(), "charts-compare", tmp_path)
-    assert state["ids"] == ["forest", "paired"] and state["charts"] == 3  # + the means
+    assert state["ids"] == ["forest", "paired", "scatter"] and state["charts"] == 4  # + means
     # the forest's rows are the metrics, coloured by the compare's verdicts
     rows = driver.run("return Array.prototype.map.call(document.querySelectorAll("
                       "'svg.forest g.row'), function (g) { return [g.querySelector('text')"
