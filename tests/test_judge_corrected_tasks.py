@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 
 import queryeval as qe
+from judge_fixtures import values_judge  # noqa: F401 - the fixture "fake", one per test
 from matrix_checks import check_corrected
 from queryeval.systems.judge.checks import save_check
 from queryeval.systems.judge.prompt import PROMPT_VERSION
 from queryeval.tasks import judging
-from test_judge_fake import FakeJudgeServer, values_rule, verdict_reply
+from test_judge_fake import verdict_reply
 from test_judge_tasks import CASES, QCASES, QRESP, RESPONSES
 from test_query_task import make_shop_db
 
@@ -24,14 +25,6 @@ CONFUSION = [[45, 5], [10, 40]]  # [[TN, FP], [FN, TP]]: TNR 45/50, TPR 40/50
 def rg(q: float) -> float:
     """Rogan–Gladen by hand, clipped to [0, 1]."""
     return min(1.0, max(0.0, (q + TNR - 1) / (TPR + TNR - 1)))
-
-
-@pytest.fixture
-def fake():
-    server = FakeJudgeServer()
-    server.script = values_rule
-    yield server
-    server.close()
 
 
 def _judge(fake, tmp_path, confusion=CONFUSION, **kw) -> dict:

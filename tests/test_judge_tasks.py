@@ -8,19 +8,11 @@ import json
 import pytest
 
 import queryeval as qe
+from judge_fixtures import values_judge  # noqa: F401 - the fixture "fake", one per test
 from queryeval.systems.judge.checks import save_check
 from queryeval.systems.judge.prompt import ANSWER_PROMPT, PROMPT_VERSION
-from test_judge_fake import FakeJudgeServer, completion, values_rule, verdict_reply
+from test_judge_fake import completion, verdict_reply
 from test_query_task import make_shop_db
-
-
-@pytest.fixture
-def fake():
-    server = FakeJudgeServer()
-    server.script = values_rule
-    yield server
-    server.close()
-
 
 CASES = [{"id": f"c{i}", "conversation": [{"role": "user", "content": f"question {i}?",
           "target": {"answers": [{"name": "n", "value": str(i)}]}}]} for i in range(5)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import queryeval as qe
+from judge_fixtures import values_judge_module  # noqa: F401 - the fixture "fake", one per module
 from matrix_checks import (
     build_kind,
     built_once,
@@ -19,7 +20,6 @@ from matrix_checks import (
 from queryeval.cli.app import main
 from queryeval.systems.judge.checks import save_check
 from queryeval.systems.judge.prompt import PROMPT_VERSION
-from test_judge_fake import FakeJudgeServer, values_rule
 
 N = 6
 BOTS = '''
@@ -41,14 +41,6 @@ def repeated(request):          # case i right (in words, so judged) on repeats 
 PLAIN = {"c0": 1.0, "c1": 0.0, "c2": 1.0, "c3": 0.0, "c4": 1.0, "c5": 1.0}
 JUDGED_PLAIN = 3
 REPEATED = {f"c{i}": (i % 4 + 1) / 4 for i in range(N)}
-
-
-@pytest.fixture(scope="module")
-def fake():
-    server = FakeJudgeServer()
-    server.script = values_rule
-    yield server
-    server.close()
 
 
 @pytest.fixture(scope="module")
