@@ -9,41 +9,24 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
-
-from queryeval.report.compare import compare_runs, load_run
+from queryeval.report.compare import compare_runs
 from queryeval.report.html_charts import compare_charts, paired_values
 from queryeval.report.html_svg import scatter_plot
-from sdmx_variants import FRANCE, USA, variant_responses
+from sdmx_variants import FRANCE, USA
+from test_charts import (
+    HOSTILE,
+    pair,  # noqa: F401 - the fixture: runs a, b (FRANCE fixed, USA emptied), c
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
-HOSTILE = '<script>alert("x")</script> \'q\' & <b>'
-
-
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory, examples_dir) -> tuple[Path, Path]:
-    from queryeval.run.evaluate import RunConfig, start_run
-
-    tmp = tmp_path_factory.mktemp("scatter")
-
-    def run(name: str, responses: Path, label: str) -> Path:
-        return start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"), name=label,
-                                   responses=str(responses), out=str(tmp / name),
-                                   reports=False)).log.paths.batch
-
-    a = run("a", examples_dir / "sdmx" / "responses.jsonl", "base")
-    records = load_run(a).records
-    # FRANCE fixed (0 -> 1 on both metrics), USA emptied (1 -> 0), the other 21 unchanged
-    b = run("b", variant_responses(records, tmp / "b.jsonl", fix={FRANCE}, empty={USA}), HOSTILE)
-    return a, b
 
 
 def _points(svg: str) -> list[ET.Element]:
     return [c for c in ET.fromstring(svg).iter(f"{SVG}circle") if c.get("class") == "point"]
 
 
-def test_scatter_points_at_the_hand_computed_places(pair):
-    comp = compare_runs(*pair, resamples=200)
+def test_scatter_points_at_the_hand_computed_places(pair):  # noqa: F811
+    comp = compare_runs(*pair[:2], resamples=200)
     pairs = paired_values(comp)
     assert sorted(pairs) == ["macro_precision", "macro_recall"]
     charts = compare_charts(comp, pairs)
@@ -70,19 +53,19 @@ def test_scatter_points_at_the_hand_computed_places(pair):
         "svg", "title", "g", "text", "line", "rect", "circle"}
 
 
-def test_no_scatter_from_values_that_are_not_the_comparisons(pair):
-    comp = compare_runs(*pair, resamples=200, cases={FRANCE, USA})  # a --cases subset
+def test_no_scatter_from_values_that_are_not_the_comparisons(pair):  # noqa: F811
+    comp = compare_runs(*pair[:2], resamples=200, cases={FRANCE, USA})  # a --cases subset
     assert paired_values(comp) == {}  # the batch files pair 23 cases, the comparison 2
     assert [c["id"] for c in compare_charts(comp, paired_values(comp))] == ["forest", "paired"]
-    missing = compare_runs(*pair, resamples=200)
+    missing = compare_runs(*pair[:2], resamples=200)
     missing.run_a = {**missing.run_a, "path": str(Path(missing.run_a["path"]).with_name("gone.json"))}
     assert paired_values(missing) == {}
 
 
-def test_compare_html_carries_the_scatter(pair, tmp_path):
+def test_compare_html_carries_the_scatter(pair, tmp_path):  # noqa: F811
     from queryeval.report.html_compare import write_comparison_html
 
-    html = write_comparison_html(compare_runs(*pair, resamples=200),
+    html = write_comparison_html(compare_runs(*pair[:2], resamples=200),
                                  tmp_path / "c.html").read_text(encoding="utf-8")
     assert html.count('data-chart="scatter"') == 1
     assert "<script>alert" not in html
