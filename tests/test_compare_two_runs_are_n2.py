@@ -20,6 +20,8 @@ from queryeval.report.compare import (
 )
 from queryeval.report.compare_output import console_renderables, write
 
+pytestmark = pytest.mark.slow  # builds runs: about 20 s on the 2-core box
+
 N = 10
 CASES = [{"id": f"c{i}", "conversation": [{"role": "user", "content": f"q{i}?", "target": {
     "answers": [{"name": "n", "value": str(i)}, {"name": "m", "value": "1"}]}}]}

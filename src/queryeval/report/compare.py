@@ -29,8 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from queryeval.errors import ConfigError, GateFailure
-from queryeval.errors import one_line
+from queryeval.errors import ConfigError, GateFailure, one_line
 from queryeval.metrics import stats
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report.planning import minimum_detectable_effect
