@@ -125,8 +125,7 @@ def _photograph(out: Path, tmp: Path) -> None:
     import uvicorn
 
     import queryeval as qe
-    from queryeval.report.compare import compare_runs
-    from queryeval.report.compare_nway import compare_many
+    from queryeval.report.compare import compare_many, compare_runs
     from queryeval.report.html import write_html_report
     from queryeval.report.html_compare import render_nway, write_comparison_html
     from queryeval.viewer.server import create_app

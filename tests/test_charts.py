@@ -205,7 +205,7 @@ def test_cluster_robust_interval_is_the_one_drawn(tmp_path):
 
 
 def test_nway_forest_has_every_run_against_the_baseline(pair):
-    from queryeval.report.compare_nway import compare_many
+    from queryeval.report.compare import compare_many
     from queryeval.report.html_compare import render_nway
 
     comp = compare_many(list(pair), resamples=300)

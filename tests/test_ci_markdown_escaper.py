@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from queryeval.cli.app import main
-from queryeval.report.compare_nway import compare_many
+from queryeval.report.compare import compare_many
+from queryeval.report.compare_output import to_markdown
 from queryeval.report.github import comparison_summary
-from queryeval.report.nway_output import to_markdown
 
 HOSTILE = "L|$E=mc^2$ <img src=x onerror=alert(1)> ![x](y) &lt;"
 ESCAPED = r"L\|\$E=mc^2\$ \<img src=x onerror=alert(1)\> \!\[x\](y) &amp;lt;"
@@ -50,7 +50,7 @@ def test_nway_markdown_escapes_like_the_step_summary(comp):
 
 
 def test_one_escaper_for_every_markdown_output():
-    from queryeval.report import github, markdown, nway_output
+    from queryeval.report import compare_output, github, markdown
 
-    assert github.md is markdown.md and nway_output.md is markdown.md
+    assert github.md is markdown.md and compare_output.md is markdown.md
     assert markdown.md(HOSTILE) == ESCAPED

@@ -21,9 +21,8 @@ from queryeval.report.compare import (
     load_run,
     lower_is_better,
     resolve_batch,
-    write_json,
-    write_xlsx,
 )
+from queryeval.report.compare_output import write_json, write_xlsx
 from queryeval.report.html_compare import render_comparison
 from queryeval.run.evaluate import RunConfig, start_run
 

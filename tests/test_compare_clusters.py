@@ -13,8 +13,7 @@ import pytest
 
 import queryeval as qe
 from queryeval.metrics import stats
-from queryeval.report.compare import compare_runs
-from queryeval.report.compare_nway import compare_many
+from queryeval.report.compare import compare_many, compare_runs
 from queryeval.report.html import render_report, report_figures
 
 CLUSTERS, SIZE = 20, 10

@@ -18,16 +18,15 @@ from openpyxl import load_workbook
 
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError, GateFailure
-from queryeval.report.compare import case_metrics, compare_runs, load_run
-from queryeval.report.compare_nway import (
+from queryeval.report.compare import (
+    case_metrics,
     check_regression,
     compare_many,
+    compare_runs,
     compare_trec,
-    csv_rows,
-    to_latex,
-    to_markdown,
-    write,
+    load_run,
 )
+from queryeval.report.compare_output import csv_rows, to_latex, to_markdown, write
 from queryeval.report.html_compare import render_nway
 from queryeval.run.evaluate import RunConfig, start_run
 from sdmx_variants import CANADA, FRANCE, GERMANY, USA
@@ -324,7 +323,7 @@ def test_to_pandas_one_column_per_run_even_with_equal_labels(runs, tmp_path):
 
 # --- group sections: one membership rule --------------------------------------------------------
 def test_distinct_groups_drops_empty_and_duplicate_members():
-    from queryeval.report.compare_nway import distinct_groups
+    from queryeval.report.compare import distinct_groups
 
     members = {"tag": {"handbook": {"c1", "c2"}, "x": {"c1"}, "y": {"c3"}},
                "dataset": {"handbook": {"c1", "c2"}, "other": {"c3"}},

@@ -10,8 +10,7 @@ from html import unescape
 
 import pytest
 
-from queryeval.report.compare import compare_runs, load_run
-from queryeval.report.compare_nway import compare_many
+from queryeval.report.compare import compare_many, compare_runs, load_run
 from queryeval.report.html_compare import render_comparison, render_nway
 from queryeval.report.html_page import fmt
 from sdmx_variants import CANADA, FRANCE, GERMANY, USA

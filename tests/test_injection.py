@@ -315,7 +315,8 @@ def test_put_writes_numbers_no_float_holds_as_text(tmp_path):
 
 
 def test_compare_xlsx_and_console_are_literal(tmp_path):
-    from queryeval.report.compare import compare_runs, console_renderables, write_xlsx
+    from queryeval.report.compare import compare_runs
+    from queryeval.report.compare_output import console_renderables, write_xlsx
 
     a = selection_run(tmp_path / "a")
     b = selection_run(tmp_path / "b")
@@ -486,7 +487,7 @@ def test_cli_rescore_prints_a_hostile_source_batch_id_with_controls_shown(tmp_pa
 
 
 def test_compare_sheet_titles_from_hostile_metric_names_save(tmp_path):
-    from queryeval.report.compare import _sheet_title
+    from queryeval.report.compare_output import _sheet_title
     from queryeval.report.xlsx import save
 
     used: set[str] = set()

@@ -12,8 +12,10 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from queryeval.report.compare import load_run  # noqa: E402
-from queryeval.report.compare_nway import compare_many  # noqa: E402
+from queryeval.report.compare import (
+    compare_many,  # noqa: E402
+    load_run,  # noqa: E402
+)
 from queryeval.report.html_charts import nway_charts, run_charts  # noqa: E402
 from queryeval.report.html_svg import CHART_CSS  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402

@@ -22,8 +22,11 @@ pytest.importorskip("uvicorn")
 
 import queryeval as qe  # noqa: E402
 from live_server import LiveServer  # noqa: E402
-from queryeval.report.compare import compare_runs, load_run  # noqa: E402
-from queryeval.report.compare_nway import compare_many  # noqa: E402
+from queryeval.report.compare import (  # noqa: E402
+    compare_many,  # noqa: E402
+    compare_runs,
+    load_run,
+)
 from queryeval.report.html import write_html_report  # noqa: E402
 from queryeval.report.html_compare import render_nway, write_comparison_html  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402

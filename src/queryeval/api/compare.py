@@ -1,5 +1,7 @@
 """``compare``: the statistics of ``queryeval compare`` (paired bootstrap CI, sign-flip and
-t tests, Holm adjustment, flipped cases) on two runs, as a Python object."""
+t tests, Holm adjustment, flipped cases) as a Python object: two runs as
+:class:`Comparison` (B against A), more as :class:`MultiComparison` (one table), both views
+of the one model of :mod:`queryeval.report.compare`."""
 
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ def _loaded(run: Any) -> Any:
     return load() if callable(load) else run
 
 
-class Comparison:
-    """Run B against run A, case by case (wraps :class:`queryeval.report.compare.Comparison`)."""
+class _Compared:
+    """What both views of a comparison share: the wrapped model, its verdict, warnings,
+    gate, console text and files (:mod:`queryeval.report.compare_output`)."""
 
     def __init__(self, raw: Any, platinum: dict | None = None) -> None:
         self.raw = raw
-        """The underlying :class:`queryeval.report.compare.Comparison`."""
+        """The underlying :class:`queryeval.report.compare.Comparison` (two runs) or
+        :class:`queryeval.report.compare.NWayComparison`."""
         self.platinum = platinum
         """With ``cases=``: :func:`queryeval.report.platinum.platinum_shift` of the first
         metric (each run's mean on all shared cases and on the subset, the shift, both
@@ -33,6 +37,58 @@ class Comparison:
     @property
     def task(self) -> str | None:
         return self.raw.task
+
+    @property
+    def headline(self) -> str:
+        """The verdict: per run against the baseline (B against A with two runs), the
+        metrics significantly better or worse after Holm."""
+        return self.raw.headline()
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.raw.warnings)
+
+    def check(self) -> None:
+        """Raise :class:`~queryeval.errors.GateFailure` when there is a regression."""
+        from queryeval.report.compare import check_regression
+
+        check_regression(self.raw)
+
+    def to_dict(self) -> dict:
+        """The ``--json`` document."""
+        return self.raw.to_dict()
+
+    def write(self, path: str | os.PathLike, kind: str | None = None) -> Path:
+        """Write as ``kind`` (json, xlsx, html; N runs also md, tex, csv; default: from
+        the suffix)."""
+        from queryeval.report.compare_output import write
+        from queryeval.report.platinum import add_shift
+
+        kind = kind or Path(path).suffix.lstrip(".").lower()
+        return add_shift(write(self.raw, path, kind), kind, self.platinum)
+
+    def to_json(self, path: str | os.PathLike) -> Path:
+        return self.write(path, "json")
+
+    def to_xlsx(self, path: str | os.PathLike) -> Path:
+        return self.write(path, "xlsx")
+
+    def to_html(self, path: str | os.PathLike) -> Path:
+        return self.write(path, "html")
+
+    def renderables(self, details: bool = False) -> list:
+        """What ``queryeval compare`` prints (``details``: ``--details``)."""
+        from queryeval.report.compare_output import console_renderables
+
+        return console_renderables(self.raw, details=details)
+
+    def __str__(self) -> str:
+        return render_text(self.renderables())
+
+
+class Comparison(_Compared):
+    """Run B against run A, case by case: the model of two runs read as one pair
+    (wraps :class:`queryeval.report.compare.Comparison`)."""
 
     @property
     def paired(self) -> int:
@@ -52,16 +108,6 @@ class Comparison:
         """Metrics where B is significantly worse than A (Holm-adjusted randomization
         p < alpha): the ones ``--fail-on-regression`` fails on."""
         return [m.metric for m in self.raw.regressions()]
-
-    def check(self) -> None:
-        """Raise :class:`~queryeval.errors.GateFailure` when there is a regression."""
-        from queryeval.report.compare import check_regression
-
-        check_regression(self.raw)
-
-    def to_dict(self) -> dict:
-        """The ``--json`` document."""
-        return self.raw.to_dict()
 
     def to_pandas(self) -> Any:
         """One row per metric: n, means, difference B − A with its CI, p-values (raw and
@@ -95,50 +141,15 @@ class Comparison:
         columns = ["metric", "change", "case_id", "name", "a", "b", "delta"]
         return pd.DataFrame(rows, columns=columns)
 
-    def to_json(self, path: str | os.PathLike) -> Path:
-        from queryeval.report.compare_output import write_json
-        from queryeval.report.platinum import add_shift
-
-        return add_shift(write_json(self.raw, path), "json", self.platinum)
-
-    def to_xlsx(self, path: str | os.PathLike) -> Path:
-        from queryeval.report.compare_output import write_xlsx
-
-        return write_xlsx(self.raw, path)
-
-    def to_html(self, path: str | os.PathLike) -> Path:
-        from queryeval.report.html_compare import write_comparison_html
-        from queryeval.report.platinum import add_shift
-
-        return add_shift(write_comparison_html(self.raw, path), "html", self.platinum)
-
-    def renderables(self, details: bool = False) -> list:
-        """What ``queryeval compare`` prints (``details``: ``--details``, the flipped cases)."""
-        from queryeval.report.compare_output import console_renderables
-
-        return console_renderables(self.raw, details=details)
-
     @property
     def labels(self) -> list[str]:
         """The labels of A and B (``name=`` / ``--name``, else the system's)."""
         return [str(self.raw.run_a.get("label")), str(self.raw.run_b.get("label"))]
 
     @property
-    def headline(self) -> str:
-        """The verdict: metrics where B is significantly better or worse after Holm."""
-        return self.raw.headline()
-
-    @property
     def verdicts(self) -> dict[str, str]:
         """Per metric: better, worse, no detectable difference, count (not tested)."""
         return {m.metric: m.verdict for m in self.raw.metrics}
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self.raw.warnings)
-
-    def __str__(self) -> str:
-        return render_text(self.renderables())
 
     def __repr__(self) -> str:
         return (f"<queryeval.Comparison {self.task} {self.paired} paired cases, "
@@ -178,18 +189,9 @@ class Comparison:
                 f"<table><tr>{cols}</tr>{rows}</table></div>")
 
 
-class MultiComparison:
-    """Two or more runs side by side (wraps :class:`queryeval.report.compare_nway.NWayComparison`):
+class MultiComparison(_Compared):
+    """Two or more runs side by side (wraps :class:`queryeval.report.compare.NWayComparison`):
     one table per scope (overall, each group), rows = metrics, columns = runs."""
-
-    def __init__(self, raw: Any, platinum: dict | None = None) -> None:
-        self.raw = raw
-        self.platinum = platinum
-        """With ``cases=``: the platinum shift, as :attr:`Comparison.platinum`."""
-
-    @property
-    def task(self) -> str | None:
-        return self.raw.task
 
     @property
     def labels(self) -> list[str]:
@@ -197,7 +199,7 @@ class MultiComparison:
 
     @property
     def overall(self) -> Any:
-        """The overall :class:`~queryeval.report.compare_nway.Table`."""
+        """The overall :class:`~queryeval.report.compare.Table`."""
         return self.raw.overall
 
     @property
@@ -213,21 +215,13 @@ class MultiComparison:
         """(run index, metric) significantly worse than the baseline."""
         return [(t.j, t.result.metric) for t in self.raw.regressions()]
 
-    def check(self) -> None:
-        from queryeval.report.compare_nway import check_regression
-
-        check_regression(self.raw)
-
-    def to_dict(self) -> dict:
-        return self.raw.to_dict()
-
     def to_pandas(self) -> Any:
         """The overall table: one row per metric, one column per run, named by its letter
         and label as in the CLI's exports (``a: responses.jsonl``), so runs whose labels
         match still get a column each."""
         import pandas as pd
 
-        from queryeval.report.compare_nway import letter
+        from queryeval.report.compare import letter
 
         t = self.raw.overall
         columns = [f"{letter(k)}: {lb}" for k, lb in enumerate(self.labels)]
@@ -235,54 +229,19 @@ class MultiComparison:
                             index=list(t.metrics), columns=columns)
 
     def to_markdown(self) -> str:
-        from queryeval.report.compare_nway import to_markdown
+        from queryeval.report.compare_output import to_markdown
 
         return to_markdown(self.raw)
 
     def to_latex(self) -> str:
-        from queryeval.report.compare_nway import to_latex
+        from queryeval.report.compare_output import to_latex
 
         return to_latex(self.raw)
 
     def to_csv(self) -> str:
-        from queryeval.report.compare_nway import to_csv
+        from queryeval.report.compare_output import to_csv
 
         return to_csv(self.raw)
-
-    def write(self, path: str | os.PathLike, kind: str | None = None) -> Path:
-        """Write as ``kind`` (md, tex, csv, json, xlsx, html; default: from the suffix)."""
-        from queryeval.report.compare_nway import write
-        from queryeval.report.platinum import add_shift
-
-        kind = kind or Path(path).suffix.lstrip(".").lower()
-        return add_shift(write(self.raw, path, kind), kind, self.platinum)
-
-    def to_json(self, path: str | os.PathLike) -> Path:
-        """Write the ``--json`` document (as :meth:`Comparison.to_json`)."""
-        return self.write(path, "json")
-
-    def to_xlsx(self, path: str | os.PathLike) -> Path:
-        return self.write(path, "xlsx")
-
-    def to_html(self, path: str | os.PathLike) -> Path:
-        return self.write(path, "html")
-
-    @property
-    def headline(self) -> str:
-        """Per run against the baseline: metrics significantly worse and better after Holm."""
-        return self.raw.headline()
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self.raw.warnings)
-
-    def renderables(self, details: bool = False) -> list:
-        from queryeval.report.compare_nway import console_renderables
-
-        return console_renderables(self.raw, details=details)
-
-    def __str__(self) -> str:
-        return render_text(self.renderables())
 
     def __repr__(self) -> str:
         return (f"<queryeval.MultiComparison {self.task} {len(self.labels)} runs, "
@@ -330,7 +289,7 @@ def compare(*runs: Any, metrics: Sequence[str] | None = None, pairs: str | None 
         if keep is not None:
             two.platinum = _shift(loaded, keep, metrics, two.metrics[0].metric)
         return two
-    from queryeval.report.compare_nway import compare_many
+    from queryeval.report.compare import compare_many
 
     loaded = [_loaded(r) for r in runs_list]
     many = MultiComparison(compare_many(loaded, list(metrics) if metrics else None,

@@ -62,31 +62,26 @@ def command(
         from queryeval.report.platinum import case_ids
 
         keep = case_ids(cases)
-    nway = qrels is not None or len(runs) > 2 or pairs is not None or any(
+    # two runs are read as B against A unless the table is asked for (--pairs, a table file)
+    table = qrels is not None or len(runs) > 2 or pairs is not None or any(
         p is not None for p in (md_out, tex_out, csv_out))
-    if not nway:
-        comp2 = _two(runs[0], runs[1], metric, alpha, fail_on_regression, json_out, xlsx_out,
-                     html_out, resamples, seed, quiet, details, (junit, github), keep)
-        if keep is not None and not quiet:
-            _print_shift(comp2.platinum)
-        return
-    from queryeval.api.compare import MultiComparison
-
     if qrels is not None:
-        from queryeval.report.compare_nway import compare_trec
+        from queryeval.api.compare import MultiComparison
+        from queryeval.report.compare import compare_trec
 
-        comp = MultiComparison(compare_trec(qrels, runs, metric, pairs=pairs or "baseline",
-                                            alpha=alpha, resamples=resamples, seed=seed))
+        comp: Any = MultiComparison(compare_trec(qrels, runs, metric, pairs=pairs or "baseline",
+                                                 alpha=alpha, resamples=resamples, seed=seed))
     else:
         from queryeval.api.compare import compare
 
-        comp = compare(*runs, metrics=metric or None, pairs=pairs or "baseline", groups=groups,
-                       alpha=alpha, resamples=resamples, seed=seed, cases=keep)
+        comp = compare(*runs, metrics=metric or None, groups=groups, alpha=alpha,
+                       resamples=resamples, seed=seed, cases=keep,
+                       pairs=pairs or "baseline" if table else None)
     if not quiet:
         for renderable in comp.renderables(details=details):
             console.print(renderable)
-        if keep is not None:
-            _print_shift(comp.platinum)
+    if keep is not None and not quiet and table:
+        _print_shift(comp.platinum)
     written = [comp.write(path, kind) for path, kind in (
         (json_out, "json"), (xlsx_out, "xlsx"), (html_out, "html"), (md_out, "md"),
         (tex_out, "tex"), (csv_out, "csv")) if path is not None]
@@ -98,34 +93,8 @@ def command(
     compare_outputs(comp.raw, junit=junit, github=github, fail_on_regression=fail_on_regression)
     if fail_on_regression:
         comp.check()
-
-
-def _two(run_a: Path, run_b: Path, metric: list[str], alpha: float, fail_on_regression: bool,
-         json_out: Path | None, xlsx_out: Path | None, html_out: Path | None, resamples: int,
-         seed: int, quiet: bool, details: bool, ci: tuple = (None, None),
-         keep: set[str] | None = None) -> Any:
-    from queryeval.api.compare import compare
-
-    comp = compare(run_a, run_b, metrics=metric or None, alpha=alpha, resamples=resamples,
-                   seed=seed, cases=keep)
-    if not quiet:
-        for renderable in comp.renderables(details=details):
-            console.print(renderable)
-    written = []
-    if json_out is not None:
-        written.append(comp.to_json(json_out))
-    if xlsx_out is not None:
-        written.append(comp.to_xlsx(xlsx_out))
-    if html_out is not None:
-        written.append(comp.to_html(html_out))
-    if written:
-        console.print("written: " + ", ".join(str(p) for p in written), markup=False, highlight=False, soft_wrap=True)
-    from queryeval.cli.ci import compare_outputs
-
-    compare_outputs(comp.raw, junit=ci[0], github=ci[1], fail_on_regression=fail_on_regression)
-    if fail_on_regression:
-        comp.check()
-    return comp
+    if keep is not None and not quiet and not table:  # two runs: after the gate, as before
+        _print_shift(comp.platinum)
 
 
 def _print_shift(shift: dict) -> None:

@@ -139,9 +139,9 @@ def run_summary(run: RunResults, gates: Sequence[GateResult] = ()) -> str:
 
 def comparison_summary(comp: Any) -> str:
     """A comparison's step summary: the verdict, then one row per metric (two runs), or the
-    N-run Markdown tables (:func:`queryeval.report.nway_output.to_markdown`)."""
+    N-run Markdown tables (:func:`queryeval.report.compare_output.to_markdown`)."""
     if not hasattr(comp, "run_a"):
-        from queryeval.report.nway_output import to_markdown
+        from queryeval.report.compare_output import to_markdown
 
         return to_markdown(comp) + "\n"
     a, b = comp.run_a, comp.run_b

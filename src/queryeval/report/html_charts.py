@@ -295,11 +295,11 @@ def compare_charts(comp: Any, pairs: dict | None = None) -> list[dict]:
 
 
 def nway_charts(comp: Any) -> list[dict]:
-    """The N-way compare's charts (:class:`queryeval.report.compare_nway.NWayComparison`):
+    """The N-way compare's charts (:class:`queryeval.report.compare.NWayComparison`):
     one forest plot of every run against the baseline (Δ with its paired interval, per
     tested [0, 1] metric, grouped by metric; the verdict from the overall table's Holm
     adjustment as in the Δ table), and each run's per-case differences against it."""
-    from queryeval.report.nway_cells import letter
+    from queryeval.report.compare import letter
 
     verdicts = {(v["run_b"], v["metric"]): v["verdict"] for v in comp.verdicts()
                 if v["run_a"] == 0}

@@ -7,7 +7,7 @@ a chart of the means of A and B,
 and the flipped cases grouped by case (one row per case, the metrics that moved each way) in
 a filterable, sortable table. N runs: one forest plot of every run against the baseline, the
 tables, each run's Δ against the baseline with its paired CI, the flipped cases of every pair grouped by case. Every figure is the compare
-model's (:mod:`queryeval.report.compare`, :mod:`queryeval.report.compare_nway`)."""
+model's (:mod:`queryeval.report.compare`, :mod:`queryeval.report.compare`)."""
 
 from __future__ import annotations
 
@@ -161,7 +161,8 @@ def write_comparison_html(comp: Comparison, path: str | Path) -> Path:
 # --- N runs -----------------------------------------------------------------------------------
 def nway_tables(comp, *, groups: bool = True) -> str:
     """The N-way tables as HTML (every text escaped): runs, then one table per scope."""
-    from queryeval.report.nway_cells import _cells, _legend, _scope, letter
+    from queryeval.report.compare import letter
+    from queryeval.report.compare_output import _cells, _legend, _scope
 
     runs = "".join(
         f"<tr><th>{letter(k)}</th><td>{esc(comp.labels[k])}</td><td>{esc(r.get('batch_id'))}</td>"
@@ -192,7 +193,7 @@ def _deltas(comp) -> str:
     """Each run against the baseline (a): Δ = mean(run − a) over the paired cases with its
     paired interval, the Holm p and the verdict, as the compare model holds them
     (``pair_results``; significance read from ``verdicts``), never recomputed."""
-    from queryeval.report.nway_cells import letter
+    from queryeval.report.compare import letter
 
     verdicts = {(v["run_b"], v["metric"]): v for v in comp.verdicts() if v["run_a"] == 0}
     rows = []
@@ -218,7 +219,7 @@ def _deltas(comp) -> str:
 
 def render_nway(comp) -> str:
     """A self-contained page: the N-way tables and every pair's flipped cases."""
-    from queryeval.report.nway_cells import letter
+    from queryeval.report.compare import letter
 
     rows = [r for (i, j), results in comp.pair_results.items()
             for r in flipped_by_case(results, f"{letter(i)} → {letter(j)}")]

@@ -274,7 +274,7 @@ def _metric_case(suite: ET.Element, classname: str, name: str, m: Any, worse: bo
 def comparison_junit(comp: Any) -> ET.Element:
     """The ``<testsuites>`` of a comparison: ``comp`` is a two-run
     :class:`queryeval.report.compare.Comparison` or an N-way
-    :class:`queryeval.report.compare_nway.NWayComparison` (the raw objects)."""
+    :class:`queryeval.report.compare.NWayComparison` (the raw objects)."""
     task = comp.task or "task"
     root = ET.Element("testsuites", name=xml_text(f"queryeval compare {task}"))
     suite = ET.SubElement(root, "testsuite", name=xml_text(f"compare.{task}"))

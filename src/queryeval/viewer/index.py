@@ -124,7 +124,7 @@ def _top_k(opts: dict) -> int | None:
 def _system(batch: dict, cfg: dict, opts: dict, batch_id: str) -> str:
     """The system as the HTML report names it: ``--system``, the responses file, else the
     task's built-in system (``built-in: bm25``)."""
-    from queryeval.report.compare_nway import run_label
+    from queryeval.report.compare import run_label
 
     if cfg.get("system") or cfg.get("responses"):
         return run_label({"system": cfg.get("system"), "responses": cfg.get("responses"),
