@@ -336,21 +336,25 @@ def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str
 
 
 def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
-                   neighbours: int = 0) -> dict[str, Any]:
+                   neighbours: int = 0, *, timing: dict | None = None,
+                   read_cache: bool = True) -> dict[str, Any]:
     """The checks for one gold that ran: ``{"tie_order": ..., "near_deadline": ...,
     "under_constrained": ...}`` with the entries that apply (see :func:`tie_at_limit`,
-    :func:`near_deadline`, :func:`under_constrained_finding` with ``neighbours`` > 0)."""
+    :func:`near_deadline`, :func:`under_constrained_finding` with ``neighbours`` > 0).
+    ``timing``: where ``elapsed_ms`` come from (:func:`timing_of`), copied into a
+    ``near_deadline`` finding when they were cached; ``read_cache``: as :func:`cached_execute`'s."""
     from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
     out: dict[str, Any] = {}
     slow = near_deadline(elapsed_ms, task.options.timeout_s)
     if slow is not None:
-        out["near_deadline"] = slow
+        out["near_deadline"] = {**slow, **(timing or {})}
     dialect = _dialect(source) if language == "sql" else None
     steady = not volatile_functions(query, language, dialect)  # its results may be cached
     tie = tie_at_limit(query, language,
-                       lambda q: cached_execute(task, source, q, 0, use_cache=steady)[0],
+                       lambda q: cached_execute(task, source, q, 0, use_cache=steady,
+                                                read=read_cache)[0],
                        dialect=dialect)
     if tie:
         out["tie_order"] = tie
@@ -473,16 +477,19 @@ def _engine_versions() -> dict[str, str]:
 
 
 def cached_execute(task: Any, source: str, query: str, nth: int = 0,
-                   use_cache: bool = True) -> tuple[dict | None, dict]:
+                   use_cache: bool = True, read: bool = True) -> tuple[dict | None, dict]:
     """``task._execute(source, query)`` -- the ``nth`` execution of that gold in an audit --
     from the disk cache of gold results (``audit`` under
     :func:`queryeval.io.caches.cache_root`) when an audit ran it before on the same files:
     keyed by the source's :func:`source_fingerprint`, the query, ``nth``, every task option
     (deadline, row limit, cell budget ...) and the engines' versions. What ran is written
     there (:mod:`queryeval.io.atomic`; values in :mod:`queryeval.io.typedjson`'s form) when
-    it ended in :data:`CACHED_STATUSES`. A cached execution's info says ``cached: true`` and
-    keeps the first audit's time. ``use_cache`` False (a gold that reads the clock or a
-    random source), or a source without files: executed, never cached."""
+    it ended in :data:`CACHED_STATUSES`, with when it was timed (``measured_at``, UTC). A
+    cached execution's info says ``cached: true`` and keeps that audit's time and
+    ``measured_at`` (None for an entry written before it was stored). ``read`` False
+    (``queryeval audit --no-cache``): executed now and the entry refreshed with this
+    execution. ``use_cache`` False (a gold that reads the clock or a random source), or a
+    source without files: executed, never cached."""
     from queryeval.io.atomic import write_text_atomic
     from queryeval.io.caches import cache_dir
     from queryeval.io.typedjson import UnwritableValue, from_json, to_json
@@ -497,14 +504,20 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
                                     default=str).encode()).hexdigest()
     path = cache_dir("audit") / key[:2] / f"{key}.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return from_json(doc["table"]), {**doc["info"], "cached": True}
+        if read:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return from_json(doc["table"]), {**doc["info"], "cached": True,
+                                             "measured_at": doc.get("measured_at")}
     except (OSError, ValueError, KeyError, TypeError):
         pass  # not there (or unreadable): run it
+    from datetime import datetime, timezone
+
+    measured_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     table, info = task._execute(source, query)
     if info.get("status") in CACHED_STATUSES:
         try:
-            text = json.dumps({"table": to_json(table), "info": to_json(info)})
+            text = json.dumps({"table": to_json(table), "info": to_json(info),
+                               "measured_at": measured_at})
         except (UnwritableValue, TypeError, ValueError):
             return table, info  # a value with no JSON form: not cached
         try:
@@ -515,21 +528,43 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
     return table, info
 
 
+def timing_of(*infos: dict) -> dict:
+    """Where a gold's times come from: ``{"timing": "measured"}`` when every execution ran in
+    this audit, else ``{"timing": "cached", "measured_at": ...}`` (the earliest recorded
+    time of the cached ones; None when an entry predates it)."""
+    cached = [i for i in infos if i.get("cached")]
+    if not cached:
+        return {"timing": "measured"}
+    when = sorted(str(i["measured_at"]) for i in cached if i.get("measured_at"))
+    return {"timing": "cached", "measured_at": when[0] if when else None}
+
+
+def cached_note(timing: dict) -> str:
+    """The words a warning adds about a cached time."""
+    when = timing.get("measured_at")
+    return (f"timing cached from the audit of {when}" if when else
+            "timing cached from an earlier audit") + "; --no-cache measures it now"
+
+
 BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 
 
-def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
+def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0,
+                read_cache: bool = True) -> dict:
     from queryeval.metrics.tables import Budget, table_scores
     from queryeval.metrics.tables.modes import query_has_limit
     from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
     volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
-    first, info1 = cached_execute(task, source, query, 0, use_cache=not volatile)
-    second, info2 = cached_execute(task, source, query, 1, use_cache=not volatile)
+    first, info1 = cached_execute(task, source, query, 0, use_cache=not volatile,
+                                  read=read_cache)
+    second, info2 = cached_execute(task, source, query, 1, use_cache=not volatile,
+                                   read=read_cache)
+    timing = timing_of(info1, info2)
     out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
-                                                          info2.get("elapsed_ms")]}
+                                                          info2.get("elapsed_ms")], **timing}
     warnings = []
     ordered = task._modes({**record, "gold_query": query})
     if query_has_limit(query, language) and not ordered["ordered"]:
@@ -562,12 +597,15 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
         out.update(status="nondeterministic", reason="the two executions returned different rows")
     else:
         out.update(status="ok", reason=None)
-    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
+    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours,
+                           timing=timing if timing["timing"] == "cached" else None,
+                           read_cache=read_cache)
     out.update(found)
     if "near_deadline" in found:
         slow = found["near_deadline"]
         warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
-                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
+                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})"
+                        + (f" ({cached_note(slow)})" if slow.get("timing") == "cached" else ""))
     if "under_constrained" in found:
         loose = found["under_constrained"]
         warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
@@ -585,10 +623,12 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
     return out
 
 
-def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
+def audit_cases(task: Any, cases: list, neighbours: int = 0, *,
+                read_cache: bool = True) -> list[dict]:
     """One entry per gold query of every case (a case's ``gold`` is number 0, its
     ``alternatives`` 1, 2, ...). A gold that several cases share (same source, comparison
-    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
+    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry.
+    ``read_cache`` False: every gold executed now (:func:`cached_execute`)."""
     import copy
 
     from queryeval.tasks.query_engines import _lang_of
@@ -606,7 +646,7 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
             entry = {"case_id": case.id, "gold": number}
             key = json.dumps([record, query, neighbours], sort_keys=True, default=str)
             if key not in done:
-                done[key] = _audit_gold(task, record, query, neighbours)
+                done[key] = _audit_gold(task, record, query, neighbours, read_cache)
             entry.update(copy.deepcopy(done[key]))
             results.append(entry)
     return results
