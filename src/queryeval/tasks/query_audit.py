@@ -206,6 +206,19 @@ def under_constrained_finding(query: str, source: str, language: str, n: int,
         "postgres" if source.startswith(("postgresql://", "postgres://")) else "sqlite")
     dropped = {m: why for m in survivors
                if (why := equivalent_mutant(query, m, dialect)) is not None}
+    schema: list[Any] = []  # read once, when a survivor is left to prove by keys
+
+    def keys() -> Any:
+        if not schema:
+            schema.append(key_schema(source, dialect))
+        return schema[0]
+
+    left = [m for m in survivors if m not in dropped]
+    # a mutant that adds DISTINCT over a key is dropped; one that removes the gold's own
+    # DISTINCT over a key stays: it is the proof that the gold carries a redundant clause
+    if left and not _key_distinct_in(query, dialect, keys):
+        dropped.update({m: why for m in left
+                        if (why := equivalent_mutant(query, m, dialect, keys)) is not None})
     kept = [m for m in survivors if m not in dropped]
     if not kept:
         return None
@@ -247,6 +260,125 @@ def _redundant_distinct(select: Any) -> str | None:
     if isinstance(parent, exp.SetOperation) and parent.args.get("distinct") is not False:
         return "under a set operator without ALL"
     return None
+
+
+def _key_distinct(select: Any, schema: Any) -> str | None:
+    """Why DISTINCT on this SELECT cannot change its result by a key of the one table it
+    reads, or None: FROM a single table of ``schema`` (unqualified, no JOIN, no CTE of that
+    name), no GROUP BY / HAVING, no aggregate or window in the select list, which projects
+    (by plain column or ``*``) every column of a primary or unique key whose columns are NOT
+    NULL (or a sqlite ``INTEGER PRIMARY KEY``, or a DuckDB primary key): every row the WHERE
+    keeps differs from the others on the key, so no two output rows are equal. With ORDER
+    BY or LIMIT/OFFSET the sort keys must cover that key too (a total order: the same rows
+    in the same order). Not proven (None) when the table's or an index's DDL names a
+    COLLATE (equality of the key and of DISTINCT may differ), or, for a unique key that is
+    not the primary key, when an index DDL has a WHERE (a partial index is no key)."""
+    from sqlglot import exp
+
+    source = select.args.get("from_") or select.args.get("from")
+    if schema is None or source is None or select.args.get("joins") or \
+            select.args.get("group") is not None or select.args.get("having") is not None:
+        return None
+    table_ref = source.this
+    if not isinstance(table_ref, exp.Table) or table_ref.args.get("db") or \
+            table_ref.args.get("catalog"):
+        return None
+    name = table_ref.name.lower()
+    if any(cte.alias_or_name.lower() == name for cte in select.root().find_all(exp.CTE)):
+        return None
+    table = next((t for t in schema.tables if t.name.lower() == name), None)
+    ddl = [getattr(table, "ddl", "") or ""] + list(schema.extra_ddl)
+    if table is None or getattr(table, "virtual", False) or \
+            any("COLLATE" in d.upper() for d in ddl):
+        return None
+    alias = table_ref.alias_or_name.lower()
+
+    def plain(node: Any) -> str | None:
+        node = node.unalias() if isinstance(node, exp.Alias) else node
+        if isinstance(node, exp.Column) and (not node.table or node.table.lower() == alias):
+            return node.name.lower()
+        return None
+
+    projected: set[str] = set()
+    for e in select.expressions:
+        if e.find(exp.AggFunc) or e.find(exp.Window):
+            return None
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+                                       and (not e.table or e.table.lower() == alias)):
+            projected |= {c.name.lower() for c in table.columns}
+        elif (col := plain(e)) is not None:
+            projected.add(col)
+    order = select.args.get("order")
+    sorted_by = {c for o in (order.expressions if order is not None else [])
+                 if (c := plain(o.this)) is not None}
+    cut = select.args.get("limit") is not None or select.args.get("offset") is not None
+    columns = {c.name.lower(): c for c in table.columns}
+    partial = any("WHERE" in d.upper() and "UNIQUE" in d.upper() for d in schema.extra_ddl)
+    for key in table.keys():
+        if not key or any(not isinstance(c, str) for c in key):
+            continue  # an index on an expression
+        is_pk = tuple(key) == tuple(table.primary_key)
+        cols = [c.lower() for c in key]
+        if (not is_pk and partial) or not set(cols) <= projected or \
+                ((order is not None or cut) and not set(cols) <= sorted_by):
+            continue
+        rowid = schema.dialect == "sqlite" and is_pk and len(cols) == 1
+        if all(_never_null(columns.get(c), schema.dialect, is_pk, rowid, ddl[0]) for c in cols):
+            return f"over the key {table.name}({', '.join(key)})"
+    return None
+
+
+def _never_null(col: Any, dialect: str, is_pk: bool, rowid: bool, ddl: str) -> bool:
+    """Whether a key column can hold no NULL: declared NOT NULL, a DuckDB primary key, or
+    sqlite's one-column INTEGER PRIMARY KEY (the rowid; "DESC" anywhere in the table's DDL:
+    perhaps the INTEGER PRIMARY KEY DESC that is no rowid, so not proven)."""
+    if col is None:
+        return False
+    if col.not_null or (is_pk and dialect == "duckdb"):
+        return True
+    return rowid and col.type == "INTEGER" and "DESC" not in ddl.upper()
+
+
+def _key_distinct_in(query: str, dialect: str | None, schema: Callable[[], Any]) -> bool:
+    """Whether a SELECT of ``query`` has a DISTINCT that a key makes redundant
+    (:func:`_key_distinct`)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except (SqlglotError, ValueError, RecursionError):
+        return False
+    return any(_key_distinct(select, schema()) is not None
+               for select in tree.find_all(exp.Select) if _plain_distinct(select))
+
+
+def _plain_distinct(select: Any) -> bool:
+    """A SELECT DISTINCT (not DISTINCT ON)."""
+    distinct = select.args.get("distinct")
+    return distinct is not None and distinct.args.get("on") is None
+
+
+def key_schema(source: str, dialect: str | None) -> Any:
+    """The schema of a sqlite or DuckDB file as the sandboxed neighbour worker reads it
+    (keys, NOT NULL; read once per file version in a process), for :func:`_key_distinct`;
+    None for another source, or when it cannot be read (then nothing is proven by keys)."""
+    from pathlib import Path
+
+    if dialect not in ("sqlite", "duckdb") or "," in source or "://" in source:
+        return None
+    from queryeval.systems.engines.neighbours.distill import _schema
+    from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+
+    path = Path(source).resolve()
+    runner = NeighbourRunner(dialect, [path])  # its worker starts only if the schema is read
+    try:
+        return _schema(path, dialect, runner, 30.0)
+    except Exception:  # noqa: BLE001 - unreadable here: no key is known, nothing proven by one
+        return None
+    finally:
+        runner.close()
 
 
 _NULL_REJECTING = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "Like", "ILike", "In", "Between")
@@ -298,15 +430,25 @@ def _redundant_left(select: Any) -> list[Any]:
     return out
 
 
-def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str | None:
+def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None,
+                      schema: Callable[[], Any] | None = None) -> str | None:
     """Why ``mutant`` is provably equivalent to ``gold``, or None: the two differ only by
-    DISTINCT where it cannot change the result (:func:`_redundant_distinct`), or by a LEFT
-    JOIN made inner (or an inner join made LEFT) where the WHERE rejects the unmatched
+    DISTINCT where it cannot change the result (:func:`_redundant_distinct`; with
+    ``schema``, a function giving the database's schema (:func:`key_schema`), called only
+    when a DISTINCT is left to prove: also over a NOT NULL key, :func:`_key_distinct`), or by
+    a LEFT JOIN made inner (or an inner join made LEFT) where the WHERE rejects the unmatched
     rows' NULLs (:func:`_redundant_left`). Such a mutant survives every database, so its
     surviving is no evidence about the gold."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
+
+    read: list[Any] = []  # the schema, asked for once
+
+    def keys() -> Any:
+        if not read:
+            read.append(schema() if schema is not None else None)
+        return read[0]
 
     def stripped(text: str, reasons: list[str]) -> str | None:
         try:
@@ -314,9 +456,10 @@ def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str
         except (SqlglotError, ValueError, RecursionError):
             return None
         for select in list(tree.find_all(exp.Select)):
-            if select.args.get("distinct") is not None and select.args["distinct"].args.get(
-                    "on") is None:
+            if _plain_distinct(select):
                 why = _redundant_distinct(select)
+                if why is None and schema is not None:
+                    why = _key_distinct(select, keys())
                 if why is not None:
                     select.set("distinct", None)
                     reasons.append(f"DISTINCT {why}")
