@@ -4,20 +4,10 @@ compare's B, an N-way compare's runs by index, with the baseline's index when it
 
 from __future__ import annotations
 
-import pytest
-
 import queryeval as qe
 from queryeval.api.compare import SequentialDecision
-from test_run_sequential import files, lab, seq_run  # noqa: F401 - lab is a fixture
-
-
-@pytest.fixture(scope="module")
-def decided(lab, tmp_path_factory):  # noqa: F811
-    root = tmp_path_factory.mktemp("seq_property")
-    assert seq_run(lab, root / "good", "good", "-q", "--no-report") == 0
-    assert seq_run(lab, root / "bad", "bad", "-q", "--no-report") == 0
-    return {"good": root / "good", "bad": root / "bad",
-            "seq": {k: files(root / k)["metrics"]["sequential"] for k in ("good", "bad")}}
+from test_compare_nway_sequential import decided  # noqa: F401 - the fixture
+from test_run_sequential import lab  # noqa: F401 - the fixture
 
 
 def _same(d: SequentialDecision, seq: dict) -> None:
