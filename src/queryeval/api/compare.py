@@ -8,8 +8,9 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from queryeval.api.text import render_text
 
@@ -19,6 +20,58 @@ def _loaded(run: Any) -> Any:
     module for ``Run.compare``, so this one does not import it back); paths pass through."""
     load = getattr(run, "_load", None)
     return load() if callable(load) else run
+
+
+@dataclass(frozen=True)
+class SequentialDecision:
+    """A compared run decided with ``--stop-when-decided`` (``sequential=``): its decision and
+    anytime-valid interval against its own baseline, as the run recorded them
+    (``run.metrics["sequential"]``), and the line the compare prints about it."""
+
+    run: int
+    """Its index among the compared runs (a two-run compare: 1, run B)."""
+    letter: str
+    """Its name in the compare: ``B`` (two runs) or the N-way letter (``b``, ``c`` ...)."""
+    label: str
+    decision: Literal["better", "worse", "equivalent", "undecided"]
+    interval: tuple[float, float]
+    """The anytime-valid interval for the run minus its baseline (positive: better)."""
+    metric: str
+    alpha: float
+    margin: float | None
+    cases_used: int
+    cases: int
+    calls_saved: int
+    baseline: str
+    """The baseline run it was decided against (its path as the run recorded it)."""
+    baseline_run: int | None
+    """The baseline's index among the compared runs; None when it is not one of them."""
+    note: str
+    """The warning the compare prints (:func:`queryeval.report.compare.sequential_note`)."""
+
+    @classmethod
+    def of(cls, run: int, section: dict, runs: list[dict], labels: list[str], *,
+           two_runs: bool) -> SequentialDecision:
+        """From run ``run``'s ``sequential`` section; ``runs``: the compared runs' infos
+        (their batch ids name the baseline), ``two_runs``: named A and B as ``queryeval
+        compare A B`` names them, else by the N-way letters."""
+        from queryeval.report.compare import letter, sequential_note
+
+        ids = [str(r.get("batch_id")) for r in runs]
+        if two_runs:  # B's baseline is A, or named by its path
+            who, first, names = "B", "A", {ids[0]: "A"}
+        else:
+            who, first, names = letter(run), letter(0), {i: letter(k) for k, i in enumerate(ids)}
+        base = str(section.get("baseline_batch_id"))
+        low, high = section["interval"]
+        return cls(run=run, letter=who, label=labels[run], decision=section["decision"],
+                   interval=(float(low), float(high)), metric=str(section["metric"]),
+                   alpha=float(section["alpha"]), margin=section.get("margin"),
+                   cases_used=int(section["cases_used"]), cases=int(section["cases"]),
+                   calls_saved=int(section["calls_saved"]), baseline=str(section["baseline"]),
+                   baseline_run=ids.index(base) if base in ids else None,
+                   note=" ".join(sequential_note(section, who, names, baseline=first)))
+
 
 
 class _Compared:
@@ -151,6 +204,15 @@ class Comparison(_Compared):
         """Per metric: better, worse, no detectable difference, count (not tested)."""
         return {m.metric: m.verdict for m in self.raw.metrics}
 
+    @property
+    def sequential(self) -> SequentialDecision | None:
+        """B's decision when B was run with ``--stop-when-decided`` (None otherwise)."""
+        seq = self.raw.sequential
+        if seq is None:
+            return None
+        return SequentialDecision.of(1, seq, [self.raw.run_a, self.raw.run_b], self.labels,
+                                     two_runs=True)
+
     def __repr__(self) -> str:
         return (f"<queryeval.Comparison {self.task} {self.paired} paired cases, "
                 f"{len(self.regressions)} regression(s)>")
@@ -242,6 +304,14 @@ class MultiComparison(_Compared):
         from queryeval.report.compare_output import to_csv
 
         return to_csv(self.raw)
+
+    @property
+    def sequential(self) -> list[SequentialDecision]:
+        """The N-way sequential decisions: one per compared run that was run with
+        ``--stop-when-decided``, in run order (empty when none was); each names its baseline
+        by its index when it is one of the compared runs (``baseline_run``)."""
+        return [SequentialDecision.of(k, seq, self.raw.runs, self.labels, two_runs=False)
+                for k, seq in sorted(self.raw.sequential.items())]
 
     def __repr__(self) -> str:
         return (f"<queryeval.MultiComparison {self.task} {len(self.labels)} runs, "

@@ -68,6 +68,9 @@ def command(
         0, "--test-suite", min=0, max=1000,
         help="Also build N neighbour databases per SQL gold (sqlite/DuckDB) and warn about "
         "golds no database tells apart from a near-miss mutant (e.g. 20)."),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Execute every gold now (times measured now, for "
+        "near_deadline) instead of reusing earlier audits' results; refreshes the cache."),
 ) -> int:
     """Check a suite's health: golds that fail, time out, return nothing or are not perfect
     against themselves, results drifted from their pins, duplicated and conflicting cases,
@@ -86,7 +89,7 @@ def command(
         options["store_dir"] = str(store_dir)
     report = audit_suite(suite, labels=labels, corpus=corpus, query_options=options,
                          neighbours=test_suite, runs=[load(r) for r in runs], pin=pin,
-                         platinum=platinum)
+                         platinum=platinum, cache=not no_cache)
     if report.summary["cases"] == 0:
         raise ConfigError(f"{suite}: no case to audit")
     if report.golds:
@@ -135,6 +138,13 @@ def print_summary(report: Any) -> None:
         console.print(f"platinum: {s['platinum']['cases']} case(s) with no finding written "
                       f"to {console_line(s['platinum']['path'])}", markup=False,
                       highlight=False)
+    cached = [g for g in report.golds if g.get("timing") == "cached"]
+    if cached:  # their near_deadline was decided on an earlier audit's times
+        when = sorted(str(g["measured_at"]) for g in cached if g.get("measured_at"))
+        since = f" (the earliest measured at {when[0]})" if when else ""
+        console.print(f"the times of {len(cached)} gold(s) are cached from earlier audits"
+                      f"{since}, near_deadline included; --no-cache measures them now",
+                      markup=False, highlight=False)
     if "pinned" in s:
         console.print(f"pinned result fingerprints to {console_line(s['pinned'])}",
                       markup=False, highlight=False)

@@ -347,7 +347,8 @@ class AnswersTask(Task):
                            skipped=r["skipped"], concepts=r["concepts"], level=r["level"])
             skipped += bool(r["skipped"])
             if not r["skipped"]:
-                corrected.add(correct == len(subs), r.get("decided_by") == "judge")
+                corrected.add(correct == len(subs), r.get("decided_by") == "judge",
+                              r.get("cluster"))
         m = acc.result()
         overall = {"psaq": m["psaq"], "abq": m["abq"],
                    **corrected.figures(self.options.judge, "abq"),  # beside the raw abq

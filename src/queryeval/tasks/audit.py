@@ -513,11 +513,12 @@ def write_platinum(path: Path, cases: list[Case], flagged: set[str]) -> int:
 def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
                 corpus: str | Path | None = None, query_options: dict | None = None,
                 neighbours: int = 0, runs: list[Any] | None = None, pin: bool = False,
-                platinum: str | Path | None = None) -> AuditReport:
+                platinum: str | Path | None = None, cache: bool = True) -> AuditReport:
     """Audit every case of ``suite`` (see the module's docstring); ``runs``: loaded runs
     (``qe.Run``: ``.task`` and ``.records``) for the consensus check; ``pin``: write the query golds' result
     fingerprints to ``<suite>.pins.json`` (else compare with it when it exists);
-    ``platinum``: write the cases with no finding there."""
+    ``platinum``: write the cases with no finding there; ``cache`` False: every gold
+    executed now, its cached result refreshed (``--no-cache``)."""
     import time
 
     from queryeval.suite import load_suite
@@ -532,7 +533,7 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
             from queryeval.tasks.query import QueryTask
 
             query_task = QueryTask(query_options or {})
-            golds = _audit_golds(query_task, cases, neighbours)
+            golds = _audit_golds(query_task, cases, neighbours, cache)
             findings += query_findings(golds)
             for g in golds:
                 results.setdefault(g["case_id"], []).append(g.get("fingerprint"))
@@ -572,11 +573,12 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
     return report
 
 
-def _audit_golds(task: Any, cases: list[Case], neighbours: int) -> list[dict]:
+def _audit_golds(task: Any, cases: list[Case], neighbours: int, cache: bool = True
+                 ) -> list[dict]:
     from queryeval.tasks.query_audit import audit_cases
 
     return audit_cases(task, [c for c in cases if (t := target_of(c)) is not None
-                              and t.query is not None], neighbours)
+                              and t.query is not None], neighbours, read_cache=cache)
 
 
 def _case_findings(cases: list[Case], corpus: str | Path | None, query_options: dict | None,

@@ -171,7 +171,7 @@ class FreeformTask(Task):
             counts["cases"] += 1
             counts["passed"] += bool(scores["passed"])
             decided = r.get("decided_by") or "inconclusive"
-            corrected.add(bool(scores["passed"]), decided == "judge")
+            corrected.add(bool(scores["passed"]), decided == "judge", r.get("cluster"))
             if r.get("rule") == "inconclusive":
                 counts["inconclusive"] += 1
             if f"decided_{decided}" in counts:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from queryeval.systems.judge import JudgeItem, JudgeOptions, JudgeVerdict
@@ -32,8 +32,10 @@ AGREEMENT_KEYS = ("kappa", "tpr", "tnr", "accuracy", "n")
 """Figures of a recorded judge-check copied into a run's overall metrics as
 ``judge_check_<key>``."""
 
-COUNTS = ("judge_decided", "judge_errors", "judge_check_n")
-"""The judge's overall figures that are counts (a task's :class:`Figures` ``counts``)."""
+COUNTS = ("judge_decided", "judge_errors", "judge_check_n",
+          "pass_rate_judge_corrected_clusters", "abq_judge_corrected_clusters")
+"""The judge's overall figures that are counts (a task's :class:`Figures` ``counts``; the
+clusters a corrected rate's interval resampled, :func:`corrected_pass_rate`)."""
 
 UNBOUNDED = ("judge_check_kappa",)
 """The judge's overall figures not on [0, 1] (kappa may be negative)."""
@@ -270,6 +272,9 @@ def corrected_note(overall: dict, figure: str = "pass_rate") -> list[Note]:
     low, high = overall.get(f"{key}_ci_low"), overall.get(f"{key}_ci_high")
     interval = (f" [{low:.4f}, {high:.4f}]" if isinstance(low, (int, float))
                 and isinstance(high, (int, float)) else "")
+    clusters = overall.get(f"{key}_clusters")
+    if interval and isinstance(clusters, int):
+        interval += f" over {clusters} clusters"
     raw = overall.get(figure)
     return [Note(f"{what} corrected for the judge's known errors (Rogan-Gladen, from its "
                  f"judge-check): {value:.4f}{interval}"
@@ -277,30 +282,39 @@ def corrected_note(overall: dict, figure: str = "pass_rate") -> list[Note]:
 
 
 class CorrectedTally:
-    """The counts a corrected rate needs, one case at a time: ``add(passed, judged)`` for
-    each case in the rate's denominator (``judged``: the judge's verdict decided it), then
-    :meth:`figures`."""
+    """The counts a corrected rate needs, one case at a time: ``add(passed, judged,
+    cluster)`` for each case in the rate's denominator (``judged``: the judge's verdict
+    decided it; ``cluster``: the case's ``cluster``, None for a case of its own), then
+    :meth:`figures`. Memory: four counts per named cluster."""
 
-    __slots__ = ("cases", "passes", "judged", "judged_passes")
+    __slots__ = ("cases", "passes", "judged", "judged_passes", "clusters")
 
     def __init__(self) -> None:
         self.cases = self.passes = self.judged = self.judged_passes = 0
+        self.clusters: dict[str, list[int]] = {}
+        """Per named cluster: its cases that a rule passed, a rule failed, the judge passed,
+        the judge failed (:func:`corrected_pass_rate`'s ``clusters``)."""
 
-    def add(self, passed: bool, judged: bool) -> None:
+    def add(self, passed: bool, judged: bool, cluster: Any = None) -> None:
         self.cases += 1
         self.passes += passed
         if judged:
             self.judged += 1
             self.judged_passes += passed
+        if cluster is not None and cluster != "":
+            counts = self.clusters.setdefault(str(cluster), [0, 0, 0, 0])
+            counts[2 * bool(judged) + (not passed)] += 1
 
     def figures(self, options: JudgeOptions | None, figure: str = "pass_rate") -> dict:
         """:func:`corrected_figures` for these counts, named after ``figure``."""
         return corrected_figures(options, self.cases, self.passes, self.judged,
-                                 self.judged_passes, figure=figure)
+                                 self.judged_passes, figure=figure,
+                                 clusters=list(self.clusters.values()))
 
 
 def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, judged: int,
-                      judged_passes: int, *, figure: str = "pass_rate") -> dict[str, float]:
+                      judged_passes: int, *, figure: str = "pass_rate",
+                      clusters: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
     """:func:`corrected_pass_rate` with the confusion matrix ``queryeval judge-check``
     recorded for this judge's model and prompt version (nothing without a judge or a check),
     named after ``figure`` (:func:`corrected_key`)."""
@@ -312,19 +326,28 @@ def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, jud
     if not isinstance(agreement, dict) or "confusion" not in agreement:
         return {}
     return corrected_pass_rate(cases, passes, judged, judged_passes, agreement["confusion"],
-                               key=corrected_key(figure))
+                               key=corrected_key(figure), clusters=clusters)
 
 
 def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int,
                         confusion: Any, *, confidence: float = 0.95, resamples: int = 10_000,
-                        seed: int = 0, key: str = CORRECTED) -> dict[str, float]:
+                        seed: int = 0, key: str = CORRECTED,
+                        clusters: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
     """The run's pass rate with the judge-decided cases' pass share corrected by
     :func:`rogan_gladen` (the cases a rule decided stay as they are), and a percentile
     interval that carries both uncertainties: each resample draws the run's cases
     (multinomial over rule pass / rule fail / judge pass / judge fail) and the judge-check's
     TPR and TNR (binomial over its human-pass and human-fail cases, ``confusion`` =
     ``[[TN, FP], [FN, TP]]``). Empty (no figure) when the judge decided no case, the check
-    has no human-pass or no human-fail case, or ``TPR + TNR <= 1``."""
+    has no human-pass or no human-fail case, or ``TPR + TNR <= 1``.
+
+    ``clusters``: per cluster of cases that share a source, its four counts (rule pass, rule
+    fail, judge pass, judge fail); a case in none is a cluster of its own. When a cluster
+    holds two or more cases the resamples draw whole clusters instead (each resample's rate
+    over its own number of cases, as :func:`queryeval.metrics.stats.cluster_ratio_ci`), the
+    interval is never narrower than the independent-cases one (the same convention) and
+    ``<key>_clusters`` gives the number of clusters; otherwise the figures are exactly the
+    independent-cases ones."""
     import numpy as np
 
     try:
@@ -339,10 +362,17 @@ def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int
     if fixed is None:
         return {}
     value = ((passes - judged_passes) + judged * fixed) / cases
+    totals = np.array([passes - judged_passes, cases - passes - (judged - judged_passes),
+                       judged_passes, judged - judged_passes], dtype=float)
+    groups = _cluster_rows(totals, clusters)
     rng = np.random.default_rng(seed)
-    shares = np.array([passes - judged_passes, cases - passes - (judged - judged_passes),
-                       judged_passes, judged - judged_passes], dtype=float) / cases
-    draws = rng.multinomial(cases, shares, size=resamples)
+    if groups is None:
+        draws = rng.multinomial(cases, totals / cases, size=resamples).astype(float)
+    else:
+        from queryeval.metrics.stats import _blocks
+
+        draws = np.vstack([groups[rng.integers(0, len(groups), size=(rows, len(groups)))]
+                           .sum(axis=1) for rows in _blocks(resamples, 4 * len(groups))])
     tpr_s = rng.binomial(pos, tpr, size=resamples) / pos
     tnr_s = rng.binomial(neg, tnr, size=resamples) / neg
     j = draws[:, 2] + draws[:, 3]
@@ -350,8 +380,34 @@ def corrected_pass_rate(cases: int, passes: int, judged: int, judged_passes: int
     denom = tpr_s + tnr_s - 1.0
     ok = denom > 0
     fixed_s = np.clip((q[ok] + tnr_s[ok] - 1.0) / denom[ok], 0.0, 1.0)
-    rates = (draws[ok, 0] + j[ok] * fixed_s) / cases
+    rates = (draws[ok, 0] + j[ok] * fixed_s) / draws[ok].sum(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(rates, [tail, 1.0 - tail]) if rates.size else (None, None)
-    return {key: value, f"{key}_ci_low": None if low is None else float(low),
-            f"{key}_ci_high": None if high is None else float(high)}
+    out = {key: value, f"{key}_ci_low": None if low is None else float(low),
+           f"{key}_ci_high": None if high is None else float(high)}
+    if groups is not None:
+        iid = corrected_pass_rate(cases, passes, judged, judged_passes, confusion,
+                                  confidence=confidence, resamples=resamples, seed=seed,
+                                  key=key)
+        for end, pick in (("_ci_low", min), ("_ci_high", max)):
+            bounds = [b for b in (out[key + end], iid[key + end]) if b is not None]
+            out[key + end] = pick(bounds) if bounds else None
+        out[f"{key}_clusters"] = len(groups)
+    return out
+
+
+def _cluster_rows(totals: Any, clusters: Sequence[Sequence[int]] | None) -> Any:
+    """One row of four counts per cluster (the named ones, then each remaining case as a
+    cluster of its own), or None when no cluster holds two or more cases. ValueError when
+    the clusters hold more cases of a kind than ``totals``."""
+    import numpy as np
+
+    named = [[int(c) for c in g] for g in clusters or () if sum(g) > 0]
+    if not any(sum(g) > 1 for g in named):
+        return None
+    rows = np.array(named, dtype=float).reshape(-1, 4)
+    single = totals - rows.sum(axis=0)
+    if np.any(single < 0):
+        raise ValueError(f"the clusters' counts {rows.sum(axis=0).tolist()} exceed the "
+                         f"cases' {totals.tolist()}")
+    return np.vstack([rows, np.repeat(np.eye(4), single.astype(int), axis=0)])

@@ -512,7 +512,8 @@ class QueryTask(QueryEngines, Task):
         for r in tally.counted(watch(records)):
             scores = r["scores"]
             if corrected is not None:
-                corrected.add(self.case_passed(r), query_judge.judge_verdict(r) is not None)
+                corrected.add(self.case_passed(r), query_judge.judge_verdict(r) is not None,
+                              r.get("cluster"))
             if scores is None:
                 continue
             diagnosis.add(r)

@@ -206,6 +206,19 @@ def under_constrained_finding(query: str, source: str, language: str, n: int,
         "postgres" if source.startswith(("postgresql://", "postgres://")) else "sqlite")
     dropped = {m: why for m in survivors
                if (why := equivalent_mutant(query, m, dialect)) is not None}
+    schema: list[Any] = []  # read once, when a survivor is left to prove by keys
+
+    def keys() -> Any:
+        if not schema:
+            schema.append(key_schema(source, dialect))
+        return schema[0]
+
+    left = [m for m in survivors if m not in dropped]
+    # a mutant that adds DISTINCT over a key is dropped; one that removes the gold's own
+    # DISTINCT over a key stays: it is the proof that the gold carries a redundant clause
+    if left and not _key_distinct_in(query, dialect, keys):
+        dropped.update({m: why for m in left
+                        if (why := equivalent_mutant(query, m, dialect, keys)) is not None})
     kept = [m for m in survivors if m not in dropped]
     if not kept:
         return None
@@ -247,6 +260,125 @@ def _redundant_distinct(select: Any) -> str | None:
     if isinstance(parent, exp.SetOperation) and parent.args.get("distinct") is not False:
         return "under a set operator without ALL"
     return None
+
+
+def _key_distinct(select: Any, schema: Any) -> str | None:
+    """Why DISTINCT on this SELECT cannot change its result by a key of the one table it
+    reads, or None: FROM a single table of ``schema`` (unqualified, no JOIN, no CTE of that
+    name), no GROUP BY / HAVING, no aggregate or window in the select list, which projects
+    (by plain column or ``*``) every column of a primary or unique key whose columns are NOT
+    NULL (or a sqlite ``INTEGER PRIMARY KEY``, or a DuckDB primary key): every row the WHERE
+    keeps differs from the others on the key, so no two output rows are equal. With ORDER
+    BY or LIMIT/OFFSET the sort keys must cover that key too (a total order: the same rows
+    in the same order). Not proven (None) when the table's or an index's DDL names a
+    COLLATE (equality of the key and of DISTINCT may differ), or, for a unique key that is
+    not the primary key, when an index DDL has a WHERE (a partial index is no key)."""
+    from sqlglot import exp
+
+    source = select.args.get("from_") or select.args.get("from")
+    if schema is None or source is None or select.args.get("joins") or \
+            select.args.get("group") is not None or select.args.get("having") is not None:
+        return None
+    table_ref = source.this
+    if not isinstance(table_ref, exp.Table) or table_ref.args.get("db") or \
+            table_ref.args.get("catalog"):
+        return None
+    name = table_ref.name.lower()
+    if any(cte.alias_or_name.lower() == name for cte in select.root().find_all(exp.CTE)):
+        return None
+    table = next((t for t in schema.tables if t.name.lower() == name), None)
+    ddl = [getattr(table, "ddl", "") or ""] + list(schema.extra_ddl)
+    if table is None or getattr(table, "virtual", False) or \
+            any("COLLATE" in d.upper() for d in ddl):
+        return None
+    alias = table_ref.alias_or_name.lower()
+
+    def plain(node: Any) -> str | None:
+        node = node.unalias() if isinstance(node, exp.Alias) else node
+        if isinstance(node, exp.Column) and (not node.table or node.table.lower() == alias):
+            return node.name.lower()
+        return None
+
+    projected: set[str] = set()
+    for e in select.expressions:
+        if e.find(exp.AggFunc) or e.find(exp.Window):
+            return None
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+                                       and (not e.table or e.table.lower() == alias)):
+            projected |= {c.name.lower() for c in table.columns}
+        elif (col := plain(e)) is not None:
+            projected.add(col)
+    order = select.args.get("order")
+    sorted_by = {c for o in (order.expressions if order is not None else [])
+                 if (c := plain(o.this)) is not None}
+    cut = select.args.get("limit") is not None or select.args.get("offset") is not None
+    columns = {c.name.lower(): c for c in table.columns}
+    partial = any("WHERE" in d.upper() and "UNIQUE" in d.upper() for d in schema.extra_ddl)
+    for key in table.keys():
+        if not key or any(not isinstance(c, str) for c in key):
+            continue  # an index on an expression
+        is_pk = tuple(key) == tuple(table.primary_key)
+        cols = [c.lower() for c in key]
+        if (not is_pk and partial) or not set(cols) <= projected or \
+                ((order is not None or cut) and not set(cols) <= sorted_by):
+            continue
+        rowid = schema.dialect == "sqlite" and is_pk and len(cols) == 1
+        if all(_never_null(columns.get(c), schema.dialect, is_pk, rowid, ddl[0]) for c in cols):
+            return f"over the key {table.name}({', '.join(key)})"
+    return None
+
+
+def _never_null(col: Any, dialect: str, is_pk: bool, rowid: bool, ddl: str) -> bool:
+    """Whether a key column can hold no NULL: declared NOT NULL, a DuckDB primary key, or
+    sqlite's one-column INTEGER PRIMARY KEY (the rowid; "DESC" anywhere in the table's DDL:
+    perhaps the INTEGER PRIMARY KEY DESC that is no rowid, so not proven)."""
+    if col is None:
+        return False
+    if col.not_null or (is_pk and dialect == "duckdb"):
+        return True
+    return rowid and col.type == "INTEGER" and "DESC" not in ddl.upper()
+
+
+def _key_distinct_in(query: str, dialect: str | None, schema: Callable[[], Any]) -> bool:
+    """Whether a SELECT of ``query`` has a DISTINCT that a key makes redundant
+    (:func:`_key_distinct`)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except (SqlglotError, ValueError, RecursionError):
+        return False
+    return any(_key_distinct(select, schema()) is not None
+               for select in tree.find_all(exp.Select) if _plain_distinct(select))
+
+
+def _plain_distinct(select: Any) -> bool:
+    """A SELECT DISTINCT (not DISTINCT ON)."""
+    distinct = select.args.get("distinct")
+    return distinct is not None and distinct.args.get("on") is None
+
+
+def key_schema(source: str, dialect: str | None) -> Any:
+    """The schema of a sqlite or DuckDB file as the sandboxed neighbour worker reads it
+    (keys, NOT NULL; read once per file version in a process), for :func:`_key_distinct`;
+    None for another source, or when it cannot be read (then nothing is proven by keys)."""
+    from pathlib import Path
+
+    if dialect not in ("sqlite", "duckdb") or "," in source or "://" in source:
+        return None
+    from queryeval.systems.engines.neighbours.distill import _schema
+    from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+
+    path = Path(source).resolve()
+    runner = NeighbourRunner(dialect, [path])  # its worker starts only if the schema is read
+    try:
+        return _schema(path, dialect, runner, 30.0)
+    except Exception:  # noqa: BLE001 - unreadable here: no key is known, nothing proven by one
+        return None
+    finally:
+        runner.close()
 
 
 _NULL_REJECTING = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "Like", "ILike", "In", "Between")
@@ -298,15 +430,25 @@ def _redundant_left(select: Any) -> list[Any]:
     return out
 
 
-def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str | None:
+def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None,
+                      schema: Callable[[], Any] | None = None) -> str | None:
     """Why ``mutant`` is provably equivalent to ``gold``, or None: the two differ only by
-    DISTINCT where it cannot change the result (:func:`_redundant_distinct`), or by a LEFT
-    JOIN made inner (or an inner join made LEFT) where the WHERE rejects the unmatched
+    DISTINCT where it cannot change the result (:func:`_redundant_distinct`; with
+    ``schema``, a function giving the database's schema (:func:`key_schema`), called only
+    when a DISTINCT is left to prove: also over a NOT NULL key, :func:`_key_distinct`), or by
+    a LEFT JOIN made inner (or an inner join made LEFT) where the WHERE rejects the unmatched
     rows' NULLs (:func:`_redundant_left`). Such a mutant survives every database, so its
     surviving is no evidence about the gold."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
+
+    read: list[Any] = []  # the schema, asked for once
+
+    def keys() -> Any:
+        if not read:
+            read.append(schema() if schema is not None else None)
+        return read[0]
 
     def stripped(text: str, reasons: list[str]) -> str | None:
         try:
@@ -314,9 +456,10 @@ def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str
         except (SqlglotError, ValueError, RecursionError):
             return None
         for select in list(tree.find_all(exp.Select)):
-            if select.args.get("distinct") is not None and select.args["distinct"].args.get(
-                    "on") is None:
+            if _plain_distinct(select):
                 why = _redundant_distinct(select)
+                if why is None and schema is not None:
+                    why = _key_distinct(select, keys())
                 if why is not None:
                     select.set("distinct", None)
                     reasons.append(f"DISTINCT {why}")
@@ -336,21 +479,25 @@ def equivalent_mutant(gold: str, mutant: str, dialect: str | None = None) -> str
 
 
 def audit_findings(task: Any, record: dict, query: str, elapsed_ms: list[float | None],
-                   neighbours: int = 0) -> dict[str, Any]:
+                   neighbours: int = 0, *, timing: dict | None = None,
+                   read_cache: bool = True) -> dict[str, Any]:
     """The checks for one gold that ran: ``{"tie_order": ..., "near_deadline": ...,
     "under_constrained": ...}`` with the entries that apply (see :func:`tie_at_limit`,
-    :func:`near_deadline`, :func:`under_constrained_finding` with ``neighbours`` > 0)."""
+    :func:`near_deadline`, :func:`under_constrained_finding` with ``neighbours`` > 0).
+    ``timing``: where ``elapsed_ms`` come from (:func:`timing_of`), copied into a
+    ``near_deadline`` finding when they were cached; ``read_cache``: as :func:`cached_execute`'s."""
     from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
     out: dict[str, Any] = {}
     slow = near_deadline(elapsed_ms, task.options.timeout_s)
     if slow is not None:
-        out["near_deadline"] = slow
+        out["near_deadline"] = {**slow, **(timing or {})}
     dialect = _dialect(source) if language == "sql" else None
     steady = not volatile_functions(query, language, dialect)  # its results may be cached
     tie = tie_at_limit(query, language,
-                       lambda q: cached_execute(task, source, q, 0, use_cache=steady)[0],
+                       lambda q: cached_execute(task, source, q, 0, use_cache=steady,
+                                                read=read_cache)[0],
                        dialect=dialect)
     if tie:
         out["tie_order"] = tie
@@ -473,16 +620,19 @@ def _engine_versions() -> dict[str, str]:
 
 
 def cached_execute(task: Any, source: str, query: str, nth: int = 0,
-                   use_cache: bool = True) -> tuple[dict | None, dict]:
+                   use_cache: bool = True, read: bool = True) -> tuple[dict | None, dict]:
     """``task._execute(source, query)`` -- the ``nth`` execution of that gold in an audit --
     from the disk cache of gold results (``audit`` under
     :func:`queryeval.io.caches.cache_root`) when an audit ran it before on the same files:
     keyed by the source's :func:`source_fingerprint`, the query, ``nth``, every task option
     (deadline, row limit, cell budget ...) and the engines' versions. What ran is written
     there (:mod:`queryeval.io.atomic`; values in :mod:`queryeval.io.typedjson`'s form) when
-    it ended in :data:`CACHED_STATUSES`. A cached execution's info says ``cached: true`` and
-    keeps the first audit's time. ``use_cache`` False (a gold that reads the clock or a
-    random source), or a source without files: executed, never cached."""
+    it ended in :data:`CACHED_STATUSES`, with when it was timed (``measured_at``, UTC). A
+    cached execution's info says ``cached: true`` and keeps that audit's time and
+    ``measured_at`` (None for an entry written before it was stored). ``read`` False
+    (``queryeval audit --no-cache``): executed now and the entry refreshed with this
+    execution. ``use_cache`` False (a gold that reads the clock or a random source), or a
+    source without files: executed, never cached."""
     from queryeval.io.atomic import write_text_atomic
     from queryeval.io.caches import cache_dir
     from queryeval.io.typedjson import UnwritableValue, from_json, to_json
@@ -497,14 +647,20 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
                                     default=str).encode()).hexdigest()
     path = cache_dir("audit") / key[:2] / f"{key}.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return from_json(doc["table"]), {**doc["info"], "cached": True}
+        if read:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return from_json(doc["table"]), {**doc["info"], "cached": True,
+                                             "measured_at": doc.get("measured_at")}
     except (OSError, ValueError, KeyError, TypeError):
         pass  # not there (or unreadable): run it
+    from datetime import datetime, timezone
+
+    measured_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     table, info = task._execute(source, query)
     if info.get("status") in CACHED_STATUSES:
         try:
-            text = json.dumps({"table": to_json(table), "info": to_json(info)})
+            text = json.dumps({"table": to_json(table), "info": to_json(info),
+                               "measured_at": measured_at})
         except (UnwritableValue, TypeError, ValueError):
             return table, info  # a value with no JSON form: not cached
         try:
@@ -515,21 +671,43 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
     return table, info
 
 
+def timing_of(*infos: dict) -> dict:
+    """Where a gold's times come from: ``{"timing": "measured"}`` when every execution ran in
+    this audit, else ``{"timing": "cached", "measured_at": ...}`` (the earliest recorded
+    time of the cached ones; None when an entry predates it)."""
+    cached = [i for i in infos if i.get("cached")]
+    if not cached:
+        return {"timing": "measured"}
+    when = sorted(str(i["measured_at"]) for i in cached if i.get("measured_at"))
+    return {"timing": "cached", "measured_at": when[0] if when else None}
+
+
+def cached_note(timing: dict) -> str:
+    """The words a warning adds about a cached time."""
+    when = timing.get("measured_at")
+    return (f"timing cached from the audit of {when}" if when else
+            "timing cached from an earlier audit") + "; --no-cache measures it now"
+
+
 BROKEN = ("failed", "timeout", "refused", "empty", "nondeterministic", "row_limit", "tie_order")
 CEILING_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
 
 
-def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dict:
+def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0,
+                read_cache: bool = True) -> dict:
     from queryeval.metrics.tables import Budget, table_scores
     from queryeval.metrics.tables.modes import query_has_limit
     from queryeval.tasks.query_explain import _dialect
 
     source, language = record["source"], record["language"]
     volatile = volatile_functions(query, language, _dialect(source) if language == "sql" else None)
-    first, info1 = cached_execute(task, source, query, 0, use_cache=not volatile)
-    second, info2 = cached_execute(task, source, query, 1, use_cache=not volatile)
+    first, info1 = cached_execute(task, source, query, 0, use_cache=not volatile,
+                                  read=read_cache)
+    second, info2 = cached_execute(task, source, query, 1, use_cache=not volatile,
+                                   read=read_cache)
+    timing = timing_of(info1, info2)
     out: dict[str, Any] = {"query": query, "elapsed_ms": [info1.get("elapsed_ms"),
-                                                          info2.get("elapsed_ms")]}
+                                                          info2.get("elapsed_ms")], **timing}
     warnings = []
     ordered = task._modes({**record, "gold_query": query})
     if query_has_limit(query, language) and not ordered["ordered"]:
@@ -562,12 +740,15 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
         out.update(status="nondeterministic", reason="the two executions returned different rows")
     else:
         out.update(status="ok", reason=None)
-    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours)
+    found = audit_findings(task, record, query, out["elapsed_ms"], neighbours,
+                           timing=timing if timing["timing"] == "cached" else None,
+                           read_cache=read_cache)
     out.update(found)
     if "near_deadline" in found:
         slow = found["near_deadline"]
         warnings.append(f"close to the deadline: {slow['elapsed_ms']:.0f} ms of "
-                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})")
+                        f"{slow['deadline_ms']:.0f} ms ({slow['share']:.0%})"
+                        + (f" ({cached_note(slow)})" if slow.get("timing") == "cached" else ""))
     if "under_constrained" in found:
         loose = found["under_constrained"]
         warnings.append(f"no database (this one and {loose['neighbours']} neighbours) tells it "
@@ -585,10 +766,12 @@ def _audit_gold(task: Any, record: dict, query: str, neighbours: int = 0) -> dic
     return out
 
 
-def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
+def audit_cases(task: Any, cases: list, neighbours: int = 0, *,
+                read_cache: bool = True) -> list[dict]:
     """One entry per gold query of every case (a case's ``gold`` is number 0, its
     ``alternatives`` 1, 2, ...). A gold that several cases share (same source, comparison
-    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry."""
+    modes and query: BuildingQA's paraphrases) runs once and each case gets its entry.
+    ``read_cache`` False: every gold executed now (:func:`cached_execute`)."""
     import copy
 
     from queryeval.tasks.query_engines import _lang_of
@@ -606,7 +789,7 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0) -> list[dict]:
             entry = {"case_id": case.id, "gold": number}
             key = json.dumps([record, query, neighbours], sort_keys=True, default=str)
             if key not in done:
-                done[key] = _audit_gold(task, record, query, neighbours)
+                done[key] = _audit_gold(task, record, query, neighbours, read_cache)
             entry.update(copy.deepcopy(done[key]))
             results.append(entry)
     return results

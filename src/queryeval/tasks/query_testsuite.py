@@ -372,7 +372,8 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         out["unknown"] = unknown[:5]
         return done(None, f"equal where it could be checked; {len(unknown)} execution(s) "
                           "failed on the neighbours")
-    loose = unproven_near_miss(record["gold_query"], record["predicted_query"], built)
+    loose = unproven_near_miss(record["gold_query"], record["predicted_query"], built,
+                               record["source"])
     if loose:
         out["near_miss"] = loose
         return done(None, f"equal on the original and all {len(built.neighbours)} neighbours, "
@@ -384,19 +385,21 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
 _JOIN_FLIPS = ("JOIN made LEFT", "LEFT JOIN made inner")
 
 
-def unproven_near_miss(gold: str, predicted: str | None, built: Any) -> str | None:
+def unproven_near_miss(gold: str, predicted: str | None, built: Any,
+                       source: str | None = None) -> str | None:
     """What separates ``predicted`` from ``gold`` when equal results on the neighbours prove
     nothing about it: the prediction is one of the gold's mutants that survived the
     distillation (no neighbour tells it apart), or it differs from the gold only by LEFT
     against inner joins while a join mutant of the gold survived (no neighbour holds the
     unmatched row the two would differ on) -- either unless the two are provably
-    equivalent (:func:`queryeval.tasks.query_audit.equivalent_mutant`). None otherwise, and
-    for a SPARQL set (its survivors are not recorded as SQL)."""
+    equivalent (:func:`queryeval.tasks.query_audit.equivalent_mutant`; with ``source``, a
+    sqlite or DuckDB file, also by its keys). None otherwise, and for a SPARQL set (its
+    survivors are not recorded as SQL)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    from queryeval.tasks.query_audit import equivalent_mutant
+    from queryeval.tasks.query_audit import equivalent_mutant, key_schema
 
     dialect = getattr(built, "dialect", "")
     if dialect not in ("sqlite", "duckdb", "postgres") or not predicted:
@@ -426,7 +429,8 @@ def unproven_near_miss(gold: str, predicted: str | None, built: Any) -> str | No
         if sides_dropped(pred_tree) == sides_dropped(gold_tree) and (
                 not flips or any(sql in survivors for sql in flips)):
             why = "LEFT against inner join"
-    if why is None or equivalent_mutant(gold, predicted, dialect) is not None:
+    keys = (lambda: key_schema(source, dialect)) if source else None
+    if why is None or equivalent_mutant(gold, predicted, dialect, keys) is not None:
         return None
     return why
 
