@@ -29,6 +29,8 @@ _LAZY = {
     "judge_agreement": "queryeval.api.judge",
     "Run": "queryeval.api.run",
     "Comparison": "queryeval.api.compare",
+    "MultiComparison": "queryeval.api.compare",
+    "SequentialDecision": "queryeval.api.compare",
     "register_task": "queryeval.tasks.base",
     "register_format": "queryeval.registry",
     "register_system": "queryeval.registry",
@@ -50,11 +52,12 @@ __all__ = [  # noqa: RUF022 - the API first, then the types it uses
     "register_format", "register_system",
     "Task", "TaskOptions", "TurnOutcome", "Case", "InputError", "ConfigError", "OutputError",
     "SystemCallError", "QueryevalError", "GateFailure", "AuditReport", "Finding",
+    "MultiComparison", "SequentialDecision",
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time these load on first use
     from queryeval.api.audit import AuditReport, Finding, audit
-    from queryeval.api.compare import Comparison, compare
+    from queryeval.api.compare import Comparison, MultiComparison, SequentialDecision, compare
     from queryeval.api.evaluate import evaluate, load, resume
     from queryeval.api.judge import judge_agreement
     from queryeval.api.run import Run
