@@ -31,6 +31,7 @@ dicts, so the parent does no conversion.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -249,10 +250,11 @@ class _FrameUnpickler(pickle.Unpickler):
         raise UnsafeFrame(f"a frame named {module}.{name}, which is not a result value type")
 
 
-def read_frame(stream: IO[bytes]) -> Any:
+def read_frame(stream: IO[bytes], unpickler: type[pickle.Unpickler] | None = None) -> Any:
     """One message, or ``_EOF`` when the stream ends (also mid-frame). Only value types are
     read (:class:`_FrameUnpickler`); a frame naming anything else raises
-    :class:`UnsafeFrame` before any of it is built."""
+    :class:`UnsafeFrame` before any of it is built. ``unpickler``: another reader, for a
+    worker running the user's own code rather than hostile queries (the Python system)."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return _EOF
@@ -260,7 +262,7 @@ def read_frame(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         return _EOF
-    return _FrameUnpickler(io.BytesIO(data)).load()
+    return (unpickler or _FrameUnpickler)(io.BytesIO(data)).load()
 
 
 def cap_memory(limit: int) -> None:
@@ -341,9 +343,17 @@ sandbox lets it write); TMPDIR points there as well."""
 class WorkerProcess:
     """The parent's handle on one worker process (``python -m MODULE ARGS...``): start,
     ask with a deadline, kill. The child sends ``("ready", info)`` or ``("fatal", message)``
-    once, then one reply per request; ``None`` asks it to exit."""
+    once, then one reply per request; ``None`` asks it to exit. The one base of every worker:
+    the engines' and the neighbour runners' (through :class:`.worker_handle.WorkerHandle`)
+    and the isolated Python system's (:mod:`queryeval.systems.python`, which changes how the
+    process is started (:meth:`_popen`), stopped (:meth:`_signal`) and its replies read
+    (``unpickler``))."""
 
     name = "worker"
+    start_timeout_s = START_TIMEOUT_S
+    """Seconds a worker may take to send ``ready``."""
+    unpickler: type[pickle.Unpickler] | None = None
+    """How replies are read (:func:`read_frame`; None: value types only)."""
 
     def __init__(self, module: str, args: list[str], init: Any = None) -> None:
         self.module = module
@@ -356,6 +366,8 @@ class WorkerProcess:
         self.last_fatal: str | None = None  # why the last start failed (the worker's words)
         self.sandbox: dict[str, str] | None = None
         """The last started worker's sandbox report (:func:`.sandbox.apply`)."""
+        self.exit_code: int | None = None
+        """How the last worker that ended, ended (its return code; None: not known)."""
 
     @property
     def pid(self) -> int | None:
@@ -364,16 +376,27 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> None:
-        """Start a fresh worker and wait until it has opened the store."""
-        self.kill()
+    def _popen(self) -> subprocess.Popen[bytes]:
+        """Start the process: ``python -m MODULE ARGS`` in a temporary folder of its own
+        (its ``TMPDIR`` too), requests on its stdin, replies on its stdout."""
         self._tmpdir = tempfile.mkdtemp(prefix="queryeval-worker-")
         env = _child_env()
         env[WORKER_TMP_ENV] = env["TMPDIR"] = self._tmpdir
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", self.module, *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=self._tmpdir,
         )
+
+    def _signal(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stop the process now (SIGKILL) unless it has ended."""
+        if proc.poll() is None:
+            proc.kill()
+
+    def start(self) -> None:
+        """Start a fresh worker and wait until it has opened the store."""
+        self.kill()
+        self.last_fatal = None
+        proc = self._popen()
         if self.init is not None:
             assert proc.stdin is not None
             try:
@@ -382,15 +405,17 @@ class WorkerProcess:
                 pass  # the reader sees the worker die
         replies: queue.Queue[Any] = queue.Queue()
         assert proc.stdout is not None
-        threading.Thread(target=_pump, args=(proc.stdout, replies), daemon=True,
-                         name="queryeval-sparql-reader").start()
+        threading.Thread(target=_pump, args=(proc.stdout, replies, self.unpickler),
+                         daemon=True, name="queryeval-worker-reader").start()
         self._proc, self._replies = proc, replies
         self.starts += 1
         try:
-            reply = replies.get(timeout=START_TIMEOUT_S)
+            reply = replies.get(timeout=self.start_timeout_s)
         except queue.Empty:
             self.kill()
-            raise QueryFailed(f"{self.name} did not start within {START_TIMEOUT_S:.0f} s") from None
+            self.exit_code = None  # it did not end by itself
+            raise QueryFailed(f"{self.name} did not start within {self.start_timeout_s:.0f} s") \
+                from None
         if reply is _EOF:
             code = _exit_code(proc)
             self.kill()
@@ -436,9 +461,10 @@ class WorkerProcess:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
             return
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+        self._signal(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        self.exit_code = proc.returncode
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 try:
@@ -494,11 +520,12 @@ def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
+def _pump(stream: IO[bytes], replies: queue.Queue[Any],
+          unpickler: type[pickle.Unpickler] | None = None) -> None:
     """Reader thread: move every frame from the worker into ``replies``, then ``_EOF``."""
     try:
         while True:
-            msg = read_frame(stream)
+            msg = read_frame(stream, unpickler)
             replies.put(msg)
             if msg is _EOF:
                 return
