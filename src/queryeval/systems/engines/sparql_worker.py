@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -281,33 +282,79 @@ def open_channel() -> tuple[IO[bytes], IO[bytes]]:
     return sys.stdin.buffer, channel_out
 
 
+class _Stores:
+    """What a SPARQL worker serves: one store opened read-only, or none (queries are only
+    checked: :data:`MEMORY_STORE`), or graphs loaded per request (:data:`MULTI_STORE`);
+    ``checker``, an empty store in memory, is where unverifiable text is tried."""
+
+    def __init__(self, store_path: str) -> None:
+        import pyoxigraph as ox
+
+        self.checker = ox.Store()
+        self.stores: dict[str, Any] | None = {} if store_path == MULTI_STORE else None
+        self.store = None if store_path in (MEMORY_STORE, MULTI_STORE) \
+            else ox.Store.read_only(store_path)
+
+    def answer(self, request: dict[str, Any]) -> tuple[str, Any]:
+        if self.stores is None:
+            return run_query(self.store, request, self.checker)
+        return serve_stores(self.stores, request, self.checker)
+
+    def close(self) -> None:
+        pass
+
+
 def worker_main(store_path: str, memory_limit: int = 0) -> int:
     """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``): the
-    sandbox first (before pyoxigraph is imported or any thread started), then the store."""
+    sandbox first (before pyoxigraph is imported or any thread started), then the store
+    (:func:`serve`, without a settings frame)."""
+    own = [] if store_path in (MEMORY_STORE, MULTI_STORE) else [store_path]  # all it reads
+    return serve(memory_limit, lambda _settings: _Stores(store_path), _Stores.answer,
+                 readable=lambda _settings: own, with_settings=False)
+
+
+def serve(memory: int, open_fn: Callable[[dict[str, Any]], Any],
+          answer: Callable[[Any, dict[str, Any]], tuple[str, Any]], *,
+          readable: Callable[[dict[str, Any]], list[str]] | None = None,
+          with_settings: bool = True) -> int:
+    """A worker's life (this module's, :mod:`.sql_worker`'s and :mod:`.neighbours.pg_worker`'s):
+    the settings frame (``with_settings``; else no frame and ``{}``); then, with ``readable``
+    (a file worker), the sandbox reading only ``readable(settings)`` and the session
+    ``open_fn(settings)`` after it, or without (a
+    connection worker) the session -- its connection -- first and the sandbox, reading
+    nothing, after it; ``("ready", {"sandbox": report})``; then ``answer(session, request)``
+    for each request until the parent closes the channel or a reply says the connection is
+    lost (``"restart"``: no new socket can be opened here)."""
     from queryeval.systems.engines import sandbox
 
     channel_in, channel_out = open_channel()
-    own = [] if store_path in (MEMORY_STORE, MULTI_STORE) else [store_path]  # all it reads
-    report = sandbox.apply(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir(), memory_limit,
-                           readable=own)
+    settings = read_frame(channel_in) if with_settings else {}
+    if not isinstance(settings, dict):
+        return 1
+    writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
     try:
-        import pyoxigraph as ox
-
-        checker = ox.Store()  # empty, in memory: where unverifiable text is tried
-        stores: dict[str, Any] | None = {} if store_path == MULTI_STORE else None
-        store = None if store_path in (MEMORY_STORE, MULTI_STORE) \
-            else ox.Store.read_only(store_path)
-        write_frame(channel_out, ("ready", {"quads": 0 if store is None else len(store),
-                                            "sandbox": report}))
-    except Exception as exc:
-        write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
+        if readable is not None:
+            report = sandbox.apply(writable, memory, readable=readable(settings))
+            session = open_fn(settings)
+        else:
+            session = open_fn(settings)
+            report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
+        write_frame(channel_out, ("ready", {"sandbox": report}))
+    except Exception as exc:  # noqa: BLE001
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+        write_frame(channel_out, ("fatal", reason))
         return 1
     while True:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
+            session.close()
             return 0
-        write_frame(channel_out, run_query(store, request, checker) if stores is None
-                    else serve_stores(stores, request, checker))
+        reply = answer(session, request)
+        write_frame(channel_out, reply)
+        if reply[0] == "error" and isinstance(reply[1], dict) \
+                and reply[1].get("kind") == "restart":
+            session.close()
+            return 0  # the connection is gone and no new socket can be opened here
 
 
 def serve_stores(stores: dict[str, Any], request: dict[str, Any], checker: Any) -> tuple[str, Any]:
