@@ -48,15 +48,18 @@ def atomic_path(path: str | Path, *, fsync: bool = True) -> Iterator[Path]:
     finally:
         os.close(fd)
     tmp_path = Path(tmp)
+    replaced = False
     try:
         yield tmp_path
         if fsync:
             with open(tmp_path, "rb+") as fh:
                 os.fsync(fh.fileno())
         os.replace(tmp_path, path)
+        replaced = True
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+        if not replaced:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
 
 
 @contextlib.contextmanager

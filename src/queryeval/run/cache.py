@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
-from queryeval.io.caches import CacheFiles, canonical_json, write_record
+from queryeval.io.caches import CacheFiles, canonical_json, read_record, write_record
 
 MARKER = "CACHEDIR.TAG"
 """The file that makes a folder a call cache (the Cache Directory Tagging standard, so backup
@@ -95,13 +95,14 @@ class CallCache:
 
     def get(self, key: str) -> Any:
         """The cached output, or :data:`_MISS` (an unreadable entry is a miss)."""
-        doc = self._files.read(key)
+        path = self._path(key)
+        doc = read_record(path)
         if doc is None or "raw" not in doc:
             with self._lock:
                 self.misses += 1
             return _MISS
         with contextlib.suppress(OSError):
-            os.utime(self._path(key))  # recently used: evicted last
+            os.utime(path)  # recently used: evicted last
         with self._lock:
             self.hits += 1
         return doc["raw"]
