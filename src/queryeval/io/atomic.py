@@ -34,24 +34,34 @@ def current_umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path to write; on success it replaces ``path`` atomically."""
+def atomic_path(path: str | Path, *, fsync: bool = True,
+                mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces ``path`` atomically. The file
+    gets ``mode``, or by default what ``open(path, "w")`` would give it.
+
+    ``fsync`` False skips flushing the file to disk before the rename: for a cache entry,
+    whose loss or truncation by a power cut is a miss (:mod:`queryeval.io.caches`), never a
+    wrong read, and which is written once per call."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~current_umask())
+        os.chmod(tmp, (0o666 & ~current_umask()) if mode is None else mode)
     finally:
         os.close(fd)
     tmp_path = Path(tmp)
+    replaced = False
     try:
         yield tmp_path
-        with open(tmp_path, "rb+") as fh:
-            os.fsync(fh.fileno())
+        if fsync:
+            with open(tmp_path, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp_path, path)
+        replaced = True
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+        if not replaced:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
 
 
 @contextlib.contextmanager
@@ -66,3 +76,9 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs) -> Iterator[IO]:
 def write_text_atomic(path: str | Path, text: str) -> None:
     with atomic_open(path, "w", newline="") as fh:
         fh.write(text)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, *, fsync: bool = True,
+                       mode: int | None = None) -> None:
+    with atomic_path(path, fsync=fsync, mode=mode) as tmp:
+        tmp.write_bytes(data)

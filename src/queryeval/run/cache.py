@@ -8,7 +8,7 @@ qualified name plus the version the caller gives. A request is everything the sy
 called again; an unchanged one is not.
 
 One file per entry, ``DIR/ab/<hex>.json`` holding ``{"raw": output}``, written to a temporary
-file beside it and renamed (atomic on POSIX): concurrent runs sharing the folder see a whole
+file beside it and renamed (:class:`queryeval.io.caches.CacheFiles`, atomic on POSIX): concurrent runs sharing the folder see a whole
 entry or none, and two runs writing the same key write the same bytes. Only outputs that the
 task accepted are stored: a failed call (an exception, a timeout) or a malformed output is
 never cached. A hit refreshes the entry's mtime; :meth:`CallCache.evict` deletes the oldest
@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import stat
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError
+from queryeval.io.caches import CacheFiles, canonical_json, read_record, write_record
 
-ENV_DIR = "QUERYEVAL_CACHE_DIR"
 MARKER = "CACHEDIR.TAG"
 """The file that makes a folder a call cache (the Cache Directory Tagging standard, so backup
 tools skip it, plus a queryeval line): written when the cache is created; ``clear``, eviction
@@ -56,8 +54,7 @@ def default_dir() -> Path:
 
 
 def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return canonical_json(obj, allow_nan=False)
 
 
 KEY_FORMAT = "queryeval-call-cache/2"
@@ -91,20 +88,16 @@ class CallCache:
         self.stored = 0
         self.rejected = 0
         self._lock = threading.Lock()
+        self._files = CacheFiles(self.folder, fan_out=True, strip=True)
 
     def _path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key[2:]}.json"
+        return self._files.path(key)
 
     def get(self, key: str) -> Any:
         """The cached output, or :data:`_MISS` (an unreadable entry is a miss)."""
         path = self._path(key)
-        try:
-            doc = json.loads(path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            with self._lock:
-                self.misses += 1
-            return _MISS
-        if not isinstance(doc, dict) or "raw" not in doc:
+        doc = read_record(path)
+        if doc is None or "raw" not in doc:
             with self._lock:
                 self.misses += 1
             return _MISS
@@ -130,18 +123,8 @@ class CallCache:
             data = canonical({"raw": raw})
         except (TypeError, ValueError, RecursionError):
             return False
-        path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            self._files.write(key, data)
         except OSError:
             return False
         with self._lock:
@@ -171,11 +154,7 @@ class CallCache:
             raise ConfigError(f"--cache-dir {self.folder}: not a queryeval call cache (no "
                               f"{MARKER} marker) and not empty; give a new or empty folder")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=self.folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(MARKER_TEXT)
-            os.replace(tmp, self.folder / MARKER)
+            write_record(self.folder / MARKER, MARKER_TEXT)
         except OSError as exc:
             if self.has_marker():  # another run made it at the same time
                 return

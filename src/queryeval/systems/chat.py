@@ -3,7 +3,8 @@ shared by the reformat step (:mod:`queryeval.systems.reformat`) and the LLM judg
 (:mod:`queryeval.systems.judge`):
 
 * replies are cached on disk, one JSON file per key under a folder (:class:`DiskCache`);
-  files are written atomically (temp file + ``os.replace``), an unreadable file is a miss;
+  files are written atomically and an unreadable file is a miss
+  (:class:`queryeval.io.caches.CacheFiles`);
 * 429, 5xx and connection/timeout errors are retried with exponential backoff (a
   ``Retry-After`` header in seconds wins); other 4xx and replies that are not a chat
   completion are not retried here (the judge retries those itself, as malformed);
@@ -22,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from queryeval.errors import ConfigError, SystemCallError
+from queryeval.io.caches import CacheFiles, canonical_json
 from queryeval.systems.http import _arm_deadlines, _deadline, _read_limited
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024
@@ -40,8 +41,7 @@ MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 def digest(payload: Any) -> str:
     """sha256 hex of the canonical JSON of ``payload`` (a cache key)."""
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -74,36 +74,24 @@ class ChatConfig:
 
 
 class DiskCache:
-    """One JSON file per key under ``root`` (``None``: no cache); the record's ``content``
-    is the cached reply text."""
+    """One JSON file per key under ``root`` (``None``: no cache), through
+    :class:`queryeval.io.caches.CacheFiles`; the record's ``content`` is the cached reply
+    text."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
+        self._files = CacheFiles(root) if root is not None else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
 
     def get(self, key: str) -> str | None:
-        if self.root is None:
-            return None
-        p = self.root / f"{key}.json"
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # absent or unreadable: a miss; a good reply will overwrite it
-        content = data.get("content") if isinstance(data, dict) else None
-        return content if isinstance(content, str) else None
+        doc = self._files.read(key) if self._files is not None else None
+        content = doc.get("content") if doc is not None else None
+        return content if isinstance(content, str) else None  # else a miss
 
     def put(self, key: str, record: dict) -> None:
-        if self.root is None:
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, ensure_ascii=False, indent=1)
-            os.replace(tmp, self.root / f"{key}.json")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if self._files is not None:
+            self._files.write(key, json.dumps(record, ensure_ascii=False, indent=1))
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -10,7 +10,10 @@ With isolation (``--isolate``, :class:`IsolatedPythonSystem`) the callable runs 
 processes (a fresh interpreter each, started like ``multiprocessing``'s *spawn* but without
 re-running the parent's ``__main__``; a session of its own, so Ctrl-C is the parent's to
 handle and a kill takes the worker's own children too), one per call in flight, reused from
-call to call. Requests and outputs travel pickled over a socket pair. A worker that dies
+call to call. Each is a :class:`queryeval.systems.engines.sparql_worker.WorkerProcess` (the
+one worker base; not sandboxed: it runs the user's own code). Requests and outputs travel
+pickled over its stdin and stdout (the worker's own ``sys.stdin`` reads nothing, its
+``print`` goes to stderr). A worker that dies
 during a call (``os._exit``, a segfault, the OOM killer) is recorded on that case as a
 retryable ``process`` error naming its exit status, and the next call starts a fresh worker;
 a call past its timeout kills its worker (the deadline holds, unlike a thread) and is a
@@ -37,19 +40,25 @@ import importlib.util
 import inspect
 import json
 import os
+import pickle
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, SystemCallError
 from queryeval.systems.base import checked_output
+from queryeval.systems.engines.base import QueryFailed, QueryTimeout
+from queryeval.systems.engines.sparql_worker import (
+    WorkerProcess,
+    open_channel,
+    read_frame,
+    write_frame,
+)
 
 WORKER_START_TIMEOUT = 120.0
 """Seconds an isolated worker may take to start and import the callable (not counted in a
@@ -163,25 +172,27 @@ _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
 
 
 def _worker_main() -> None:
-    """An isolated worker (``argv``: import path, socket fd, spec, directory): load the
-    callable, then answer requests from the socket until told to stop or the parent is gone."""
-    conn = Connection(int(sys.argv[2]))
-    cwd = sys.argv[4]
+    """An isolated worker (``argv``: import path, spec, directory): load the callable, then
+    answer requests from the channel until told to stop or the parent is gone."""
+    channel_in = os.fdopen(os.dup(0), "rb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the callable's stdin: not the channel
+    channel_out = open_channel()[1]
+    cwd = sys.argv[3]
     os.chdir(cwd)
     try:
-        func = load_callable(sys.argv[3])
+        func = load_callable(sys.argv[2])
     except ConfigError as exc:
-        conn.send(("config", str(exc)))
+        write_frame(channel_out, ("fatal", str(exc)))
         return
-    conn.send(("ready", None))
+    write_frame(channel_out, ("ready", None))
     loop: asyncio.AbstractEventLoop | None = None  # one per worker, for async callables
     while True:
         try:
-            request = conn.recv()
-        except (EOFError, OSError):
+            request = read_frame(channel_in, pickle.Unpickler)
+        except (OSError, EOFError, pickle.UnpicklingError):
             return  # the parent is gone
-        if request is None:
-            return
+        if request is None or not isinstance(request, dict):
+            return  # None: told to stop; _EOF: the parent is gone
         try:
             os.chdir(cwd)  # every call starts where the run started, whatever the last did
             value = func(request)
@@ -195,29 +206,37 @@ def _worker_main() -> None:
             answer = ("error", (err.kind, err.message, err.retryable))
         try:
             try:
-                conn.send(answer)
-            except (OSError, EOFError):
+                write_frame(channel_out, answer)  # pickled whole before a byte is written
+            except OSError:
                 raise
             except Exception as exc:  # noqa: BLE001 - an output that cannot be pickled
-                conn.send(("error", ("malformed", "output cannot be sent back from the worker: "
-                                     f"{type(exc).__name__}: {exc}", False)))
-        except (OSError, EOFError):
+                write_frame(channel_out, ("error", (
+                    "malformed", "output cannot be sent back from the worker: "
+                    f"{type(exc).__name__}: {exc}", False)))
+        except OSError:
             return  # the parent is gone
 
 
-class _Worker:
-    def __init__(self, process: subprocess.Popen, conn: Connection) -> None:
-        self.process = process
-        self.conn = conn
+class _Worker(WorkerProcess):
+    """One isolated worker: ``python -c _BOOT`` in the run's directory, a session of its own
+    (a kill takes its process group), outputs read as the callable made them."""
 
-    def kill(self) -> int | None:
-        """End the worker and anything it started (its process group); its exit status."""
+    start_timeout_s = WORKER_START_TIMEOUT
+    unpickler = pickle.Unpickler  # the user's own code, not a hostile query
+
+    def __init__(self, name: str, spec: str, cwd: str) -> None:
+        super().__init__("", [])
+        self.name, self.spec, self.cwd = name, spec, cwd
+
+    def _popen(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(  # noqa: S603 - this interpreter, our own module
+            [sys.executable, "-c", _BOOT, json.dumps(sys.path), self.spec, self.cwd],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+
+    def _signal(self, proc: subprocess.Popen[bytes]) -> None:
+        """End the worker and anything it started (its process group)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
-        self.conn.close()
-        return self.process.returncode
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _exit_text(code: int | None) -> str:
@@ -245,42 +264,33 @@ class IsolatedPythonSystem:
         self._idle.append(self._start(config_errors=True))  # a bad spec fails the run up front
 
     def _start(self, *, config_errors: bool = False) -> _Worker:
-        ours, theirs = socket.socketpair()
-        try:
-            process = subprocess.Popen(  # noqa: S603 - this interpreter, our own module
-                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno()),
-                 self.spec, self.cwd],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        except OSError as exc:
-            ours.close()
-            raise SystemCallError("process", f"cannot start a worker: {exc}") from None
-        finally:
-            theirs.close()  # only the worker holds its end: its death is EOF here
-        worker = _Worker(process, Connection(ours.detach()))
+        worker = _Worker(self.name, self.spec, self.cwd)
         with self._lock:
             self._all.add(worker)
         try:
-            message = worker.conn.recv() if worker.conn.poll(WORKER_START_TIMEOUT) else None
-        except (EOFError, OSError):
-            message = ("died", None)
-        if message is None or message[0] != "ready":
-            code = self._discard(worker)
-            if message is not None and message[0] == "config":
-                text = message[1]
-            elif message is None:
+            worker.start()
+        except OSError as exc:
+            self._discard(worker)
+            raise SystemCallError("process", f"cannot start a worker: {exc}") from None
+        except QueryFailed:
+            self._discard(worker)
+            if worker.last_fatal is not None:  # the callable could not be loaded
+                text = worker.last_fatal
+            elif worker.exit_code is None:
                 text = f"{self.name}: worker did not start within {WORKER_START_TIMEOUT:g}s"
             else:
-                text = f"{self.name}: worker ended while importing ({_exit_text(code)})"
+                text = f"{self.name}: worker ended while importing " \
+                       f"({_exit_text(worker.exit_code)})"
             if config_errors:
-                raise ConfigError(text)
-            raise SystemCallError("process", text, retryable=True)
+                raise ConfigError(text) from None
+            raise SystemCallError("process", text, retryable=True) from None
         return worker
 
     def _discard(self, worker: _Worker) -> int | None:
         with self._lock:
             self._all.discard(worker)
-        return worker.kill()
+        worker.kill()
+        return worker.exit_code
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -294,13 +304,12 @@ class IsolatedPythonSystem:
         worker = self._take()
         t0 = time.monotonic()
         try:
-            worker.conn.send(request)
-            if not worker.conn.poll(timeout):
-                self._discard(worker)
-                raise SystemCallError("timeout", f"no answer within {timeout:g}s (worker killed)",
-                                      retryable=True)
-            status, payload = worker.conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
+            status, payload = worker.request(request, timeout)  # type: ignore[arg-type]
+        except QueryTimeout:  # the worker was killed
+            self._discard(worker)
+            raise SystemCallError("timeout", f"no answer within {timeout:g}s (worker killed)",
+                                  retryable=True) from None
+        except QueryFailed:
             code = self._discard(worker)
             raise SystemCallError(
                 "process", f"the worker process died during the call ({_exit_text(code)}, "
@@ -321,11 +330,4 @@ class IsolatedPythonSystem:
             self._closed = True
             workers, self._all, self._idle = list(self._all), set(), []
         for worker in workers:
-            try:
-                worker.conn.send(None)
-            except (OSError, ValueError):
-                pass
-        for worker in workers:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.process.wait(1)
-            worker.kill()
+            worker.close()

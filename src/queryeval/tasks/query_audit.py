@@ -633,8 +633,7 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
     (``queryeval audit --no-cache``): executed now and the entry refreshed with this
     execution. ``use_cache`` False (a gold that reads the clock or a random source), or a
     source without files: executed, never cached."""
-    from queryeval.io.atomic import write_text_atomic
-    from queryeval.io.caches import cache_dir
+    from queryeval.io.caches import CacheFiles, cache_dir
     from queryeval.io.typedjson import UnwritableValue, from_json, to_json
 
     fp = source_fingerprint(source) if use_cache else None
@@ -645,13 +644,13 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
     key = hashlib.sha256(json.dumps([GOLD_CACHE_VERSION, fp, query, nth, options,
                                      _engine_versions()], sort_keys=True,
                                     default=str).encode()).hexdigest()
-    path = cache_dir("audit") / key[:2] / f"{key}.json"
+    files = CacheFiles(cache_dir("audit"), fan_out=True, fsync=True)
     try:
-        if read:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = files.read(key) if read else None
+        if doc is not None:
             return from_json(doc["table"]), {**doc["info"], "cached": True,
                                              "measured_at": doc.get("measured_at")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         pass  # not there (or unreadable): run it
     from datetime import datetime, timezone
 
@@ -664,8 +663,7 @@ def cached_execute(task: Any, source: str, query: str, nth: int = 0,
         except (UnwritableValue, TypeError, ValueError):
             return table, info  # a value with no JSON form: not cached
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, text)
+            files.write(key, text)
         except OSError:
             pass  # a read-only cache folder: the audit goes on uncached
     return table, info

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.io.caches import read_record, write_record
 
 MARKER = "queryeval-store.json"
 MARKER_VERSION = 1
@@ -153,14 +154,8 @@ def _is_rocksdb_only(root: Path) -> bool:
 
 
 def _reuse(root: Path, identity: Mapping[str, Any]) -> StoreInfo | None:
-    marker = root / MARKER
-    if not marker.is_file():
-        return None
-    try:
-        saved = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        saved = {}
-    if not isinstance(saved, dict) or saved.get("identity") != identity:
+    saved = read_record(root / MARKER)  # absent or unreadable: not reused
+    if saved is None or saved.get("identity") != identity:
         return None
     return StoreInfo(path=root, prefixes=dict(saved.get("prefixes", {})),
                      named_graphs=list(saved.get("named_graphs", [])),
@@ -168,11 +163,9 @@ def _reuse(root: Path, identity: Mapping[str, Any]) -> StoreInfo | None:
 
 
 def _write_marker(folder: Path, identity: Mapping[str, Any], info: StoreInfo) -> None:
-    tmp = folder / (MARKER + ".tmp")
-    tmp.write_text(json.dumps({"identity": identity, "prefixes": info.prefixes,
-                               "named_graphs": info.named_graphs, "quads": info.quads},
-                              indent=1), encoding="utf-8")
-    os.replace(tmp, folder / MARKER)
+    write_record(folder / MARKER, json.dumps({"identity": identity, "prefixes": info.prefixes,
+                                              "named_graphs": info.named_graphs,
+                                              "quads": info.quads}, indent=1))
 
 
 def _install(tmp: Path, root: Path, identity: Mapping[str, Any], info: StoreInfo) -> StoreInfo:

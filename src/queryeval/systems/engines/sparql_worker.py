@@ -31,6 +31,7 @@ dicts, so the parent does no conversion.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -249,10 +251,11 @@ class _FrameUnpickler(pickle.Unpickler):
         raise UnsafeFrame(f"a frame named {module}.{name}, which is not a result value type")
 
 
-def read_frame(stream: IO[bytes]) -> Any:
+def read_frame(stream: IO[bytes], unpickler: type[pickle.Unpickler] | None = None) -> Any:
     """One message, or ``_EOF`` when the stream ends (also mid-frame). Only value types are
     read (:class:`_FrameUnpickler`); a frame naming anything else raises
-    :class:`UnsafeFrame` before any of it is built."""
+    :class:`UnsafeFrame` before any of it is built. ``unpickler``: another reader, for a
+    worker running the user's own code rather than hostile queries (the Python system)."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return _EOF
@@ -260,7 +263,7 @@ def read_frame(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         return _EOF
-    return _FrameUnpickler(io.BytesIO(data)).load()
+    return (unpickler or _FrameUnpickler)(io.BytesIO(data)).load()
 
 
 def cap_memory(limit: int) -> None:
@@ -279,33 +282,79 @@ def open_channel() -> tuple[IO[bytes], IO[bytes]]:
     return sys.stdin.buffer, channel_out
 
 
+class _Stores:
+    """What a SPARQL worker serves: one store opened read-only, or none (queries are only
+    checked: :data:`MEMORY_STORE`), or graphs loaded per request (:data:`MULTI_STORE`);
+    ``checker``, an empty store in memory, is where unverifiable text is tried."""
+
+    def __init__(self, store_path: str) -> None:
+        import pyoxigraph as ox
+
+        self.checker = ox.Store()
+        self.stores: dict[str, Any] | None = {} if store_path == MULTI_STORE else None
+        self.store = None if store_path in (MEMORY_STORE, MULTI_STORE) \
+            else ox.Store.read_only(store_path)
+
+    def answer(self, request: dict[str, Any]) -> tuple[str, Any]:
+        if self.stores is None:
+            return run_query(self.store, request, self.checker)
+        return serve_stores(self.stores, request, self.checker)
+
+    def close(self) -> None:
+        pass
+
+
 def worker_main(store_path: str, memory_limit: int = 0) -> int:
     """Entry point of the worker process (``python -m ... STORE_DIR [MEMORY_BYTES]``): the
-    sandbox first (before pyoxigraph is imported or any thread started), then the store."""
+    sandbox first (before pyoxigraph is imported or any thread started), then the store
+    (:func:`serve`, without a settings frame)."""
+    own = [] if store_path in (MEMORY_STORE, MULTI_STORE) else [store_path]  # all it reads
+    return serve(memory_limit, lambda _settings: _Stores(store_path), _Stores.answer,
+                 readable=lambda _settings: own, with_settings=False)
+
+
+def serve(memory: int, open_fn: Callable[[dict[str, Any]], Any],
+          answer: Callable[[Any, dict[str, Any]], tuple[str, Any]], *,
+          readable: Callable[[dict[str, Any]], list[str]] | None = None,
+          with_settings: bool = True) -> int:
+    """A worker's life (this module's, :mod:`.sql_worker`'s and :mod:`.neighbours.pg_worker`'s):
+    the settings frame (``with_settings``; else no frame and ``{}``); then, with ``readable``
+    (a file worker), the sandbox reading only ``readable(settings)`` and the session
+    ``open_fn(settings)`` after it, or without (a
+    connection worker) the session -- its connection -- first and the sandbox, reading
+    nothing, after it; ``("ready", {"sandbox": report})``; then ``answer(session, request)``
+    for each request until the parent closes the channel or a reply says the connection is
+    lost (``"restart"``: no new socket can be opened here)."""
     from queryeval.systems.engines import sandbox
 
     channel_in, channel_out = open_channel()
-    own = [] if store_path in (MEMORY_STORE, MULTI_STORE) else [store_path]  # all it reads
-    report = sandbox.apply(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir(), memory_limit,
-                           readable=own)
+    settings = read_frame(channel_in) if with_settings else {}
+    if not isinstance(settings, dict):
+        return 1
+    writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
     try:
-        import pyoxigraph as ox
-
-        checker = ox.Store()  # empty, in memory: where unverifiable text is tried
-        stores: dict[str, Any] | None = {} if store_path == MULTI_STORE else None
-        store = None if store_path in (MEMORY_STORE, MULTI_STORE) \
-            else ox.Store.read_only(store_path)
-        write_frame(channel_out, ("ready", {"quads": 0 if store is None else len(store),
-                                            "sandbox": report}))
-    except Exception as exc:
-        write_frame(channel_out, ("fatal", f"{type(exc).__name__}: {exc}"))
+        if readable is not None:
+            report = sandbox.apply(writable, memory, readable=readable(settings))
+            session = open_fn(settings)
+        else:
+            session = open_fn(settings)
+            report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
+        write_frame(channel_out, ("ready", {"sandbox": report}))
+    except Exception as exc:  # noqa: BLE001
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+        write_frame(channel_out, ("fatal", reason))
         return 1
     while True:
         request = read_frame(channel_in)
         if request is _EOF or request is None:
+            session.close()
             return 0
-        write_frame(channel_out, run_query(store, request, checker) if stores is None
-                    else serve_stores(stores, request, checker))
+        reply = answer(session, request)
+        write_frame(channel_out, reply)
+        if reply[0] == "error" and isinstance(reply[1], dict) \
+                and reply[1].get("kind") == "restart":
+            session.close()
+            return 0  # the connection is gone and no new socket can be opened here
 
 
 def serve_stores(stores: dict[str, Any], request: dict[str, Any], checker: Any) -> tuple[str, Any]:
@@ -341,9 +390,17 @@ sandbox lets it write); TMPDIR points there as well."""
 class WorkerProcess:
     """The parent's handle on one worker process (``python -m MODULE ARGS...``): start,
     ask with a deadline, kill. The child sends ``("ready", info)`` or ``("fatal", message)``
-    once, then one reply per request; ``None`` asks it to exit."""
+    once, then one reply per request; ``None`` asks it to exit. The one base of every worker:
+    the engines' and the neighbour runners' (through :class:`.worker_handle.WorkerHandle`)
+    and the isolated Python system's (:mod:`queryeval.systems.python`, which changes how the
+    process is started (:meth:`_popen`), stopped (:meth:`_signal`) and its replies read
+    (``unpickler``))."""
 
     name = "worker"
+    start_timeout_s = START_TIMEOUT_S
+    """Seconds a worker may take to send ``ready``."""
+    unpickler: type[pickle.Unpickler] | None = None
+    """How replies are read (:func:`read_frame`; None: value types only)."""
 
     def __init__(self, module: str, args: list[str], init: Any = None) -> None:
         self.module = module
@@ -356,6 +413,8 @@ class WorkerProcess:
         self.last_fatal: str | None = None  # why the last start failed (the worker's words)
         self.sandbox: dict[str, str] | None = None
         """The last started worker's sandbox report (:func:`.sandbox.apply`)."""
+        self.exit_code: int | None = None
+        """How the last worker that ended, ended (its return code; None: not known)."""
 
     @property
     def pid(self) -> int | None:
@@ -364,16 +423,27 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> None:
-        """Start a fresh worker and wait until it has opened the store."""
-        self.kill()
+    def _popen(self) -> subprocess.Popen[bytes]:
+        """Start the process: ``python -m MODULE ARGS`` in a temporary folder of its own
+        (its ``TMPDIR`` too), requests on its stdin, replies on its stdout."""
         self._tmpdir = tempfile.mkdtemp(prefix="queryeval-worker-")
         env = _child_env()
         env[WORKER_TMP_ENV] = env["TMPDIR"] = self._tmpdir
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", self.module, *self.args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=self._tmpdir,
         )
+
+    def _signal(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stop the process now (SIGKILL) unless it has ended."""
+        if proc.poll() is None:
+            proc.kill()
+
+    def start(self) -> None:
+        """Start a fresh worker and wait until it has opened the store."""
+        self.kill()
+        self.last_fatal = None
+        proc = self._popen()
         if self.init is not None:
             assert proc.stdin is not None
             try:
@@ -382,15 +452,17 @@ class WorkerProcess:
                 pass  # the reader sees the worker die
         replies: queue.Queue[Any] = queue.Queue()
         assert proc.stdout is not None
-        threading.Thread(target=_pump, args=(proc.stdout, replies), daemon=True,
-                         name="queryeval-sparql-reader").start()
+        threading.Thread(target=_pump, args=(proc.stdout, replies, self.unpickler),
+                         daemon=True, name="queryeval-worker-reader").start()
         self._proc, self._replies = proc, replies
         self.starts += 1
         try:
-            reply = replies.get(timeout=START_TIMEOUT_S)
+            reply = replies.get(timeout=self.start_timeout_s)
         except queue.Empty:
             self.kill()
-            raise QueryFailed(f"{self.name} did not start within {START_TIMEOUT_S:.0f} s") from None
+            self.exit_code = None  # it did not end by itself
+            raise QueryFailed(f"{self.name} did not start within {self.start_timeout_s:.0f} s") \
+                from None
         if reply is _EOF:
             code = _exit_code(proc)
             self.kill()
@@ -436,9 +508,10 @@ class WorkerProcess:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
             return
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+        self._signal(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        self.exit_code = proc.returncode
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 try:
@@ -494,11 +567,12 @@ def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-def _pump(stream: IO[bytes], replies: queue.Queue[Any]) -> None:
+def _pump(stream: IO[bytes], replies: queue.Queue[Any],
+          unpickler: type[pickle.Unpickler] | None = None) -> None:
     """Reader thread: move every frame from the worker into ``replies``, then ``_EOF``."""
     try:
         while True:
-            msg = read_frame(stream)
+            msg = read_frame(stream, unpickler)
             replies.put(msg)
             if msg is _EOF:
                 return

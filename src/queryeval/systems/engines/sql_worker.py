@@ -28,7 +28,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +199,8 @@ def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
 
 
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
+    from queryeval.systems.engines.sparql_worker import serve
+
     if dialect == "postgres":
         return serve(memory, lambda settings: open_session(dialect, path, memory, threads,
                                                            settings), handle)
@@ -209,54 +210,6 @@ def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
                      readable=lambda settings: own_files(dialect, path, settings))
     return serve(memory, lambda settings: open_session(dialect, path, memory, threads, settings),
                  handle, readable=lambda settings: own_files(dialect, path, settings))
-
-
-def serve(memory: int, open_fn: Callable[[dict[str, Any]], Any],
-          answer: Callable[[Any, dict[str, Any]], tuple[str, Any]], *,
-          readable: Callable[[dict[str, Any]], list[str]] | None = None) -> int:
-    """A worker's life (this module's and :mod:`.neighbours.pg_worker`'s): the settings
-    frame; then, with ``readable`` (a file worker), the sandbox reading only
-    ``readable(settings)`` and the session ``open_fn(settings)`` after it, or without (a
-    connection worker) the session -- its connection -- first and the sandbox, reading
-    nothing, after it; ``("ready", {"sandbox": report})``; then ``answer(session, request)``
-    for each request until the parent closes the channel or a reply says the connection is
-    lost (``"restart"``: no new socket can be opened here)."""
-    from queryeval.systems.engines import sandbox
-    from queryeval.systems.engines.sparql_worker import (
-        _EOF,
-        WORKER_TMP_ENV,
-        open_channel,
-        read_frame,
-        write_frame,
-    )
-
-    channel_in, channel_out = open_channel()
-    settings = read_frame(channel_in)
-    if not isinstance(settings, dict):
-        return 1
-    writable = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
-    try:
-        if readable is not None:
-            report = sandbox.apply(writable, memory, readable=readable(settings))
-            session = open_fn(settings)
-        else:
-            session = open_fn(settings)
-            report = sandbox.apply(writable, memory, readable=())  # the server reads, not we
-        write_frame(channel_out, ("ready", {"sandbox": report}))
-    except Exception as exc:  # noqa: BLE001
-        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
-        write_frame(channel_out, ("fatal", reason))
-        return 1
-    while True:
-        request = read_frame(channel_in)
-        if request is _EOF or request is None:
-            session.close()
-            return 0
-        reply = answer(session, request)
-        write_frame(channel_out, reply)
-        if reply[0] == "error" and reply[1].get("kind") == "restart":
-            session.close()
-            return 0  # the connection is gone and no new socket can be opened here
 
 
 if __name__ == "__main__":

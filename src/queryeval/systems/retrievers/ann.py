@@ -18,14 +18,13 @@ only where the graph missed a document. How often it does is measured, not assum
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError
+from ...io.atomic import atomic_path
 
 __all__ = ["ANN_BACKENDS", "HNSWIndex", "recall_against_exact"]
 
@@ -134,20 +133,12 @@ class HNSWIndex:
 
     # -- on-disk copy -------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """Write the graph atomically (temporary name, then ``os.replace``)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
-        try:
+        """Write the graph atomically (:func:`queryeval.io.atomic.atomic_path`)."""
+        with atomic_path(path) as tmp:
             if self.backend == "faiss":
                 self._lib().write_index(self._index, str(tmp))
             else:
                 self._index.save(str(tmp))
-            with tmp.open("rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
 
     def load(self, path: Path, n: int, dim: int) -> bool:
         """Read a saved graph of ``n`` vectors of ``dim``; ``False`` (and no change) if unusable."""

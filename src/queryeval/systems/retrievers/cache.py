@@ -13,8 +13,8 @@ an empty space and never mixes vectors. Within a space a text is found by the sh
 UTF-8 content (without the prefix, which is part of the space key).
 
 Writes never modify a file: every ``put`` writes a new shard, vectors first and the hashes
-file last, each to a temporary name and then ``os.replace``-d into place (atomic on POSIX
-and Windows). A shard exists for readers only once its hashes file does, so a reader never
+file last, each to a temporary name and then ``os.replace``-d into place
+(:mod:`queryeval.io.atomic`; atomic on POSIX and Windows). A shard exists for readers only once its hashes file does, so a reader never
 sees a partial shard. Two processes sharing the folder may both embed the same new text and
 write it twice (harmless: the first shard found wins). When a space holds more than
 ``max_shards`` shards, ``put`` merges them into one new shard and then deletes the old ones;
@@ -47,6 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from queryeval.io.atomic import atomic_path
+from queryeval.io.caches import canonical_json, write_record
+
 __all__ = ["CacheSpace", "EmbeddingCache", "default_cache_dir", "load_matrix", "matrix_path",
            "text_hash", "write_matrix"]
 
@@ -68,16 +71,13 @@ def text_hash(text: str) -> str:
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
-    try:
-        with tmp.open("wb") as f:
-            np.save(f, array, allow_pickle=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_path(path) as tmp, tmp.open("wb") as f:
+        np.save(f, array, allow_pickle=False)
+
+
+def _write_key(path: Path, key: Mapping[str, Any]) -> None:
+    """A key beside its data, readable (indented JSON)."""
+    write_record(path, json.dumps(dict(key), indent=2, sort_keys=True))
 
 
 class CacheSpace:
@@ -184,9 +184,7 @@ class CacheSpace:
         self.path.mkdir(parents=True, exist_ok=True)
         meta = self.path / "space.json"
         if not meta.exists():
-            tmp = meta.with_name(f".tmp-{uuid.uuid4().hex}-space.json")
-            tmp.write_text(json.dumps(self.key, indent=2, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, meta)
+            _write_key(meta, self.key)
         name = f"shard-{uuid.uuid4().hex}"
         _atomic_save(self.path / f"{name}{_VECTORS}", np.ascontiguousarray(vectors, dtype=np.float32))
         # The hashes file is the commit marker: it appears only after the vectors exist.
@@ -271,8 +269,7 @@ class EmbeddingCache:
     @staticmethod
     def space_id(key: Mapping[str, Any]) -> str:
         """Folder name of the space for ``key`` (sha256 of its canonical JSON, 32 hex)."""
-        canonical = json.dumps(dict(key), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+        return hashlib.sha256(canonical_json(dict(key), ensure_ascii=True)).hexdigest()[:32]
 
     def space(self, key: Mapping[str, Any]) -> CacheSpace:
         """The space for ``key`` (JSON-serialisable), created lazily on first write."""
@@ -312,11 +309,9 @@ def write_matrix(cache: EmbeddingCache, key: Mapping[str, Any], rows: int,
     reader sees either no file or a complete one; ``space.json`` beside it records the key.
     """
     path = matrix_path(cache, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
     out: np.ndarray | None = None
     done = 0
-    try:
+    with atomic_path(path) as tmp:  # flushed, fsync-ed and renamed when the block succeeds
         for batch in batches:
             batch = np.asarray(batch, dtype=np.float32)
             if out is None:
@@ -330,16 +325,7 @@ def write_matrix(cache: EmbeddingCache, key: Mapping[str, Any], rows: int,
             raise ValueError(f"{done} rows written of the {rows} announced")
         out.flush()
         del out
-        with tmp.open("rb+") as f:
-            os.fsync(f.fileno())
-        meta = path.with_suffix(".json")
-        meta_tmp = meta.with_name(f".tmp-{uuid.uuid4().hex}-{meta.name}")
-        meta_tmp.write_text(json.dumps(dict(key), indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(meta_tmp, meta)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        _write_key(path.with_suffix(".json"), key)
     m = load_matrix(cache, key, rows)
     if m is None:  # pragma: no cover - just written
         raise OSError(f"could not read back {path}")

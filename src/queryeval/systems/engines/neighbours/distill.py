@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from queryeval.io.caches import read_record, write_record
 from queryeval.systems.engines.neighbours import fuzz
 from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
 
@@ -104,18 +105,33 @@ def cached_set(folder: Path, dialect: str) -> NeighbourSet | None:
     failed may say more about the machine it was built on (a worker that could not open the
     candidates, as with 4491f97's relative cache folder; a gold timed out on a loaded box)
     than about the gold, and reused it would leave every later run's verdict unknown."""
-    manifest = folder / "manifest.json"
-    if not manifest.is_file():
+    doc = read_record(folder / "manifest.json")  # absent or unreadable: build it
+    if doc is None:
         return None
-    doc = json.loads(manifest.read_text(encoding="utf-8"))
-    out = NeighbourSet(**{**doc, "folder": folder, "dialect": dialect,
-                          "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
+    try:
+        out = NeighbourSet(**{**doc, "folder": folder, "dialect": dialect,
+                              "neighbours": [Neighbour(**x) for x in doc["neighbours"]]})
+    except (KeyError, TypeError):  # a manifest of another layout: build it again
+        return None
     if not out.neighbours or not all(p.is_file() for p in out.paths()):
         return None
     if not any(nb.rows for nb in out.neighbours):  # all empty (a builder before the fix of
         return None  # generated columns wrote none): no neighbour set, build it again
     out.cached = True
     return out
+
+
+def store_set(final: Path, folder: Path, out: NeighbourSet) -> None:
+    """Install the set built in ``final`` (a sibling of ``folder``) as ``folder``: its
+    manifest written (:func:`queryeval.io.caches.write_record`), then the folder renamed into
+    place, so :func:`cached_set` sees a whole set or none; when another process built the
+    same set first, theirs is kept."""
+    write_record(final / "manifest.json", json.dumps(out.to_json(), indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        os.replace(final, folder)
+    except OSError:  # another process built the same set first: use theirs
+        shutil.rmtree(final, ignore_errors=True)
 
 
 def _canon(value: Any) -> Any:
@@ -315,12 +331,6 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
                        k, executions, time.perf_counter() - started, empty_candidates=blank,
                        reason=reason)
-    (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1),
-                                         encoding="utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    try:
-        os.replace(final, folder)
-    except OSError:  # another process built the same set first: use theirs
-        shutil.rmtree(final, ignore_errors=True)
+    store_set(final, folder, out)
     out.folder = folder
     return out

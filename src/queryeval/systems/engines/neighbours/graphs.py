@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import shutil
 import tempfile
 import time
 from collections import Counter
@@ -37,6 +35,7 @@ from queryeval.systems.engines.neighbours.distill import (
     Neighbour,
     NeighbourSet,
     cached_set,
+    store_set,
 )
 from queryeval.systems.engines.neighbours.runner import SparqlRunner
 from queryeval.systems.engines.sparql_store import CORE_PREFIXES
@@ -223,12 +222,7 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
         cand.serialize(final / nb.file, format="turtle")
     out = NeighbourSet(folder, "sparql", [nb for nb, _ in chosen], [], [], [], k, executions,
                        time.perf_counter() - started)
-    (final / "manifest.json").write_text(json.dumps(out.to_json(), indent=1), encoding="utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    try:
-        os.replace(final, folder)
-    except OSError:
-        shutil.rmtree(final, ignore_errors=True)
+    store_set(final, folder, out)
     return out
 
 
