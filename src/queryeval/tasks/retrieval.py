@@ -46,6 +46,21 @@ from queryeval.tasks.retrieval_scoring import (
 from queryeval.tasks.retrieval_select import RetrievalSelection
 
 
+class ReadChunks(list):
+    """A recorded line's chunks as :meth:`RetrievalTask.read_recorded_line` read them (the
+    ``retrieved_chunks`` of :meth:`RetrievalTask.parse_output`): a list, marked read, so the
+    runner's ``parse_output`` does not read them again. JSON writes it as a list."""
+
+    __slots__ = ()
+
+
+class ReadOutput(dict):
+    """A recorded line's output with its answer, as :meth:`RetrievalTask.parse_output` gave
+    it (see :class:`ReadChunks`)."""
+
+    __slots__ = ()
+
+
 class RetrievalOptions(TaskOptions):
     k: Annotated[list[int], Flag("Retrieval: comma-separated k values, e.g. 5,10,25.",
                                  type=str)] = Field(default_factory=lambda: [5, 10, 25])
@@ -199,7 +214,17 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         """``{"retrieved_chunks": [{chunk_id, score, content?, content_hash?}, ...],
         "answer"?: "..."}`` or the bare list, best first. Each chunk needs its content, its
         content_hash, or a chunk_id found in ``--corpus``. Returns ``{"retrieved_chunks":
-        [...], "answer": text or None}``."""
+        [...], "answer": text or None}``.
+
+        What :meth:`read_recorded_line` read (a :class:`ReadChunks` or :class:`ReadOutput`,
+        this method's own result, built by no system) is not read again: it is returned as a
+        fresh copy (new chunk dicts, as a reading gives), so a recorded answer is parsed once."""
+        kind = type(raw)
+        if kind is ReadChunks:
+            return {"retrieved_chunks": [dict(c) for c in raw], ANSWER_KEY: None}
+        if kind is ReadOutput:
+            return {"retrieved_chunks": [dict(c) for c in raw["retrieved_chunks"]],
+                    ANSWER_KEY: raw[ANSWER_KEY]}
         answer = None
         if isinstance(raw, dict):
             if "retrieved_chunks" not in raw:
@@ -248,17 +273,22 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         if "retrieved_chunks" not in obj:
             raise ValueError("retrieved_chunks: field required")
         if obj.get(ANSWER_KEY) is None:  # the seed's line: its chunks (checked as output[i])
-            return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
-        return str(obj[key]), obj.get("turn"), self.parse_output(
-            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]})
+            chunks = self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
+            return str(obj[key]), obj.get("turn"), ReadChunks(chunks)
+        return str(obj[key]), obj.get("turn"), ReadOutput(self.parse_output(
+            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]}))
 
     # --- scoring ---------------------------------------------------------------------------------
     def _ranking(self, record: dict, k: int) -> list[dict]:
         """The chunks scored at ``k``: the first k retrieved, then ``min_score``."""
-        source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
+        return self._top(record.get("all_retrieved_chunks") or record["retrieved_chunks"], k)
+
+    def _top(self, source: list[dict], k: int) -> list[dict]:
+        """:meth:`_ranking` of the record's uncut ranking ``source``."""
         chunks = source[:k] if type(source) is list else list(source)[:k]
-        if self.options.min_score is not None:
-            chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
+        min_score = self.options.min_score
+        if min_score is not None:
+            chunks = [c for c in chunks if c["score"] is not None and c["score"] >= min_score]
         return chunks
 
     def _cut(self, record: dict, k: int) -> Cut:
@@ -278,16 +308,18 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         return Matcher(relevant_chunks(record), self.options.hash_case == "exact")
 
     def _evaluate(self, record: dict) -> dict:
-        k = self.k
+        options = self.options
+        k = max(options.k)  # self.k
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
-        if self.options.min_score is not None and (
-                len(source) > k or any(c["score"] is None or c["score"] < self.options.min_score
+        min_score = options.min_score
+        if min_score is not None and (
+                len(source) > k or any(c["score"] is None or c["score"] < min_score
                                        for c in source[:k])):
             record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
-        exact = self.options.hash_case == "exact"
+        exact = options.hash_case == "exact"
         identity = record_identity(record, exact)
         if identity is not None:  # one relevant chunk of relevance 1: _cut's figures, directly
-            chunks = self._ranking(record, k)
+            chunks = self._top(source, k)  # self._ranking(record, k)
             rank = single_rank(chunks, identity, exact)
             found, scores = int(rank is not None), single_scores(rank, k)
         else:
