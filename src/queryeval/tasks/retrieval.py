@@ -9,6 +9,7 @@ more batch (four files) is derived for each smaller k. See docs/retrieval.md.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
@@ -509,6 +510,7 @@ class RetrievalAccumulator:
         self.task = task
         self.k = k = task.k
         self.keys = task._metric_keys()
+        self.values_of = operator.itemgetter(*self.keys)  # a tuple: MEAN_METRICS has five
         self.recall_key = f"recall@{k}"
         self.tally = Tally(task)
         self.times = Values()
@@ -531,7 +533,7 @@ class RetrievalAccumulator:
         if acc is None:
             acc = self.per_ds[r["dataset"]] = DatasetAcc(len(self.keys))
         scores = r["scores"]
-        values = [scores[key] for key in self.keys]
+        values = self.values_of(scores)
         hit = ev["correct_chunk_retrieved"]
         self.several = self.several or bool(r.get("expected_chunks"))
         best = None
