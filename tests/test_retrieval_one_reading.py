@@ -117,3 +117,22 @@ def test_the_accumulator_gives_the_aggregate_computed_by_hand():
     assert fed["dataset_metrics"]["d2"]["recall_at_k"] == 0.5
     assert fed["group_metrics"]["dataset"]["d2"]["recall@1"] == 0.0
     assert fed["incorrect_retrievals_analysis"]["avg_score_incorrect"] == 0.9  # c's best score
+
+
+def test_a_pickled_recorded_system_answers_the_same(tmp_path):
+    # --executor ray ships the recorded system pickled (its outputs, marked as read)
+    import pickle
+
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"qa_pair_id": "a", "retrieved_chunks": [_chunk("c1", 2, "one")]})
+                         + "\n", encoding="utf-8")
+    task = get_task("retrieval", {"k": [1]})
+    system = RecordedSystem.load(responses, task)
+    system.bind([("a", [0])])
+    shipped = pickle.loads(pickle.dumps(system))
+    request, policy = {"case_id": "a", "turn": 0}, RetryPolicy()
+    here = call_turn(system, task, request, timeout=None, policy=policy)
+    there = call_turn(shipped, task, request, timeout=None, policy=policy)
+    assert there.output == here.output == {"retrieved_chunks": [
+        {"chunk_id": "c1", "score": 2.0, "content": "one", "content_hash": content_hash("one")}],
+        "answer": None}
