@@ -63,9 +63,10 @@ def test_each_results_file_is_read_once(tmp_path, monkeypatch, extra):
     parent, derived = _batches(out)
     assert len(derived) == 2
     names = [p.stem.removeprefix("batch_") for p in (parent, *derived)]
-    # the parent: one read (aggregate, CSV, both derived batches' records and CSV); each
-    # derived batch: one (its aggregate)
-    assert {n: reads.get(f"results_{n}.jsonl", 0) for n in names} == dict.fromkeys(names, 1)
+    # the parent: one read (aggregate, CSV, both derived batches' records, CSV and
+    # aggregate, fed record by record); each derived batch: none (written, never read back)
+    assert {n: reads.get(f"results_{n}.jsonl", 0) for n in names} == {
+        names[0]: 1, names[1]: 0, names[2]: 0}
 
 
 @pytest.mark.parametrize(("extra", "multi"), [

@@ -258,20 +258,24 @@ def _write_variants(log: RunLog, task: Task, records: RecordStream) -> None:
 
 
 def _one_pass(log: RunLog, task: Task, records: RecordStream, extra: dict | None) -> dict:
-    """The run's aggregate, its CSV (with the error tally) and every derived batch's records
-    and CSV, from one read of ``records`` (a run without repeats). Each derived batch's
-    aggregate then reads its own records (just written, in the parent's order) once. The
-    files are those of :func:`_write_tables` and :func:`_write_variants`, byte for byte:
-    the same functions compute every cell and figure, only the passes are shared."""
+    """The run's aggregate, its CSV (with the error tally) and every derived batch's records,
+    CSV and aggregate, from one read of ``records`` (a run without repeats). A derived task
+    with an ``accumulator()`` (its aggregate fed record by record: the retrieval task's) is
+    fed each re-scored record as it is written; another task's aggregate reads its records
+    (just written, in the parent's order) once. The files are those of
+    :func:`_write_tables` and :func:`_write_variants`, byte for byte: the same functions
+    compute every cell and figure, only the passes are shared."""
     derived = _derived_logs(log, task)
     errors = ErrorTally()
     columns, csv_rows = csv_layout(task)
     tallies = [ErrorTally() for _ in derived]
+    accumulators = [_accumulator(vtask) for _, _, vtask in derived]
     with contextlib.ExitStack() as stack:
         add_row = stack.enter_context(log.csv_writer(columns))
         sinks = [(vtask.rescore_record, stack.enter_context(vlog.records_writer()),
-                  stack.enter_context(vlog.csv_writer(layout[0])), layout[1], tally.add)
-                 for (_, vlog, vtask), tally in zip(derived, tallies, strict=True)
+                  stack.enter_context(vlog.csv_writer(layout[0])), layout[1], tally.add,
+                  acc.add if acc is not None else None)
+                 for (_, vlog, vtask), tally, acc in zip(derived, tallies, accumulators, strict=True)
                  for layout in [csv_layout(vtask)]]
 
         def through() -> Iterator[dict]:
@@ -279,11 +283,13 @@ def _one_pass(log: RunLog, task: Task, records: RecordStream, extra: dict | None
                 yield r  # aggregated first, as in the separate passes (nothing read changes)
                 for row in csv_rows(errors.add(r)):
                     add_row(row)
-                for rescore, add_record, add_vrow, vrows, vtally in sinks:
+                for rescore, add_record, add_vrow, vrows, vtally, vadd in sinks:
                     rv = rescore(r)
                     add_record(rv)
                     for row in vrows(vtally(rv)):
                         add_vrow(row)
+                    if vadd is not None:
+                        vadd(rv)
 
         stream = through()
         metrics = task.aggregate(stream)
@@ -291,13 +297,21 @@ def _one_pass(log: RunLog, task: Task, records: RecordStream, extra: dict | None
             pass
     _put_calls(metrics, errors, extra)
     log.write_metrics(metrics)
-    for (_, vlog, vtask), tally in zip(derived, tallies, strict=True):
-        vmetrics = vtask.aggregate(vlog.scan_records(in_order=True))
+    for (_, vlog, vtask), tally, acc in zip(derived, tallies, accumulators, strict=True):
+        vmetrics = (acc.result() if acc is not None else
+                    vtask.aggregate(vlog.scan_records(in_order=True)))
         _put_calls(vmetrics, tally, None)
         vlog.write_metrics(vmetrics)
         vlog.mark_complete()
     _mark_derived(log, derived)
     return metrics
+
+
+def _accumulator(task: Task) -> Any:
+    """The task's aggregate fed record by record (``add(record)``, then ``result()``), when
+    the task offers one (``task.accumulator()``); else None (its aggregate reads a stream)."""
+    make = getattr(task, "accumulator", None)
+    return make() if callable(make) else None
 
 
 def _put_calls(metrics: dict, errors: ErrorTally, extra: dict | None) -> None:

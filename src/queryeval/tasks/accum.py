@@ -66,16 +66,24 @@ class Tally:
         self.kinds: Counter[str] = Counter()
 
     def counted(self, records: Iterable[dict]) -> Iterator[dict]:
+        count = self.count
         for r in records:
-            self.total += 1
-            error = r.get("status") == "error"
-            if error:
-                self.errors += 1
-            self.kinds.update(r.get("error_kinds", []))
-            if not enters_means(r, self.skip_errors):
-                continue
-            self.counted_n += 1
-            yield r
+            if count(r):
+                yield r
+
+    def count(self, r: dict) -> bool:
+        """:meth:`counted` one record at a time (an aggregate fed record by record): counts
+        it and says whether it enters the means."""
+        self.total += 1
+        if r.get("status") == "error":
+            self.errors += 1
+        kinds = r.get("error_kinds", [])
+        if kinds:
+            self.kinds.update(kinds)
+        if not enters_means(r, self.skip_errors):
+            return False
+        self.counted_n += 1
+        return True
 
     def error_summary(self) -> dict:
         """Same fields as :meth:`queryeval.tasks.base.Task.error_summary`."""

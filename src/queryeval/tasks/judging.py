@@ -144,16 +144,21 @@ class JudgeTally:
         self.errors = 0
 
     def watch(self, records: Iterable[dict]) -> Iterator[dict]:
+        see = self.see
         for r in records:
-            self.decided += r.get("decided_by") == "judge"
-            judge = r.get("judge")
-            self.errors += isinstance(judge, dict) and bool(judge.get("error"))
-            answer = r.get("answer_judge")
-            if isinstance(answer, dict):
-                failed = bool(answer.get("error"))
-                self.decided += not failed
-                self.errors += failed
+            see(r)
             yield r
+
+    def see(self, r: dict) -> None:
+        """:meth:`watch` one record at a time (an aggregate fed record by record)."""
+        self.decided += r.get("decided_by") == "judge"
+        judge = r.get("judge")
+        self.errors += isinstance(judge, dict) and bool(judge.get("error"))
+        answer = r.get("answer_judge")
+        if isinstance(answer, dict):
+            failed = bool(answer.get("error"))
+            self.decided += not failed
+            self.errors += failed
 
     def overall(self, options: JudgeOptions | None) -> dict:
         """``judge_decided``, ``judge_errors`` and the recorded agreement

@@ -9,6 +9,7 @@ more batch (four files) is derived for each smaller k. See docs/retrieval.md.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
@@ -44,6 +45,21 @@ from queryeval.tasks.retrieval_scoring import (
     single_scores,
 )
 from queryeval.tasks.retrieval_select import RetrievalSelection
+
+
+class ReadChunks(list):
+    """A recorded line's chunks as :meth:`RetrievalTask.read_recorded_line` read them (the
+    ``retrieved_chunks`` of :meth:`RetrievalTask.parse_output`): a list, marked read, so the
+    runner's ``parse_output`` does not read them again. JSON writes it as a list."""
+
+    __slots__ = ()
+
+
+class ReadOutput(dict):
+    """A recorded line's output with its answer, as :meth:`RetrievalTask.parse_output` gave
+    it (see :class:`ReadChunks`)."""
+
+    __slots__ = ()
 
 
 class RetrievalOptions(TaskOptions):
@@ -199,7 +215,17 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         """``{"retrieved_chunks": [{chunk_id, score, content?, content_hash?}, ...],
         "answer"?: "..."}`` or the bare list, best first. Each chunk needs its content, its
         content_hash, or a chunk_id found in ``--corpus``. Returns ``{"retrieved_chunks":
-        [...], "answer": text or None}``."""
+        [...], "answer": text or None}``.
+
+        What :meth:`read_recorded_line` read (a :class:`ReadChunks` or :class:`ReadOutput`,
+        this method's own result, built by no system) is not read again: it is returned as a
+        fresh copy (new chunk dicts, as a reading gives), so a recorded answer is parsed once."""
+        kind = type(raw)
+        if kind is ReadChunks:
+            return {"retrieved_chunks": [dict(c) for c in raw], ANSWER_KEY: None}
+        if kind is ReadOutput:
+            return {"retrieved_chunks": [dict(c) for c in raw["retrieved_chunks"]],
+                    ANSWER_KEY: raw[ANSWER_KEY]}
         answer = None
         if isinstance(raw, dict):
             if "retrieved_chunks" not in raw:
@@ -248,17 +274,22 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         if "retrieved_chunks" not in obj:
             raise ValueError("retrieved_chunks: field required")
         if obj.get(ANSWER_KEY) is None:  # the seed's line: its chunks (checked as output[i])
-            return str(obj[key]), obj.get("turn"), self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
-        return str(obj[key]), obj.get("turn"), self.parse_output(
-            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]})
+            chunks = self.parse_output(obj["retrieved_chunks"])["retrieved_chunks"]
+            return str(obj[key]), obj.get("turn"), ReadChunks(chunks)
+        return str(obj[key]), obj.get("turn"), ReadOutput(self.parse_output(
+            {"retrieved_chunks": obj["retrieved_chunks"], ANSWER_KEY: obj[ANSWER_KEY]}))
 
     # --- scoring ---------------------------------------------------------------------------------
     def _ranking(self, record: dict, k: int) -> list[dict]:
         """The chunks scored at ``k``: the first k retrieved, then ``min_score``."""
-        source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
+        return self._top(record.get("all_retrieved_chunks") or record["retrieved_chunks"], k)
+
+    def _top(self, source: list[dict], k: int) -> list[dict]:
+        """:meth:`_ranking` of the record's uncut ranking ``source``."""
         chunks = source[:k] if type(source) is list else list(source)[:k]
-        if self.options.min_score is not None:
-            chunks = [c for c in chunks if c["score"] is not None and c["score"] >= self.options.min_score]
+        min_score = self.options.min_score
+        if min_score is not None:
+            chunks = [c for c in chunks if c["score"] is not None and c["score"] >= min_score]
         return chunks
 
     def _cut(self, record: dict, k: int) -> Cut:
@@ -278,16 +309,18 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         return Matcher(relevant_chunks(record), self.options.hash_case == "exact")
 
     def _evaluate(self, record: dict) -> dict:
-        k = self.k
+        options = self.options
+        k = max(options.k)  # self.k
         source = record.get("all_retrieved_chunks") or record["retrieved_chunks"]
-        if self.options.min_score is not None and (
-                len(source) > k or any(c["score"] is None or c["score"] < self.options.min_score
+        min_score = options.min_score
+        if min_score is not None and (
+                len(source) > k or any(c["score"] is None or c["score"] < min_score
                                        for c in source[:k])):
             record["all_retrieved_chunks"] = source  # keep what min_score drops, for rescoring
-        exact = self.options.hash_case == "exact"
+        exact = options.hash_case == "exact"
         identity = record_identity(record, exact)
         if identity is not None:  # one relevant chunk of relevance 1: _cut's figures, directly
-            chunks = self._ranking(record, k)
+            chunks = self._top(source, k)  # self._ranking(record, k)
             rank = single_rank(chunks, identity, exact)
             found, scores = int(rank is not None), single_scores(rank, k)
         else:
@@ -363,82 +396,19 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         per dataset: nothing is kept per question, and the figures do not depend on the order
         of the records. Datasets appear in first-seen order. ``recall_at_k`` (the seed's name)
         is the hit rate; ``recall@k`` the mean share of each question's relevant chunks found:
-        the two differ only when a question has several relevant chunks."""
-        k = self.k
-        keys = self._metric_keys()
-        recall_key = f"recall@{k}"
-        tally = Tally(self)
-        times = Values()
-        per_ds: dict[Any, DatasetAcc] = {}
-        smaller = self.smaller_ks()
-        at_k = AtK(smaller)
-        answers: dict[str, Values] = {}
-        pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
-        several = False
-        judge = judging.JudgeTally()  # the answer judge's cases (tasks/judging.py)
-        no_relevant = 0  # counted questions judged only non-relevant (they score 0)
-        for r in tally.counted(judge.watch(records)):
-            ev = r["evaluation_result"]
-            no_relevant += not has_relevant(r)
-            acc = per_ds.get(r["dataset"])
-            if acc is None:
-                acc = per_ds[r["dataset"]] = DatasetAcc(len(keys))
-            scores = r["scores"]
-            values = [scores[key] for key in keys]
-            hit = ev["correct_chunk_retrieved"]
-            several = several or bool(r.get("expected_chunks"))
-            best = None
-            if not hit:
-                found_scores = chunk_scores(r["retrieved_chunks"])
-                best = max(found_scores) if found_scores else None
-            acc.add(values, scores.get(recall_key, 1.0 if hit else 0.0), bool(hit), best)
-            if smaller:
-                pending.append(r)
-                if len(pending) >= 512:
-                    self._add_smaller(at_k, pending)
-            for name, value in (r.get("answer_scores") or {}).items():
-                answers.setdefault(name, Values()).add(value)
-            if ev["retrieval_time_ms"] is not None:
-                times.add(ev["retrieval_time_ms"])
+        the two differ only when a question has several relevant chunks. The records are fed
+        one by one to :meth:`accumulator` (which a caller holding them one at a time, e.g.
+        the finishing pass writing a derived batch, feeds itself)."""
+        acc = self.accumulator()
+        add = acc.add
+        for r in records:
+            add(r)
+        return acc.result()
 
-        self._add_smaller(at_k, pending)
-        overall_acc = DatasetAcc.merged(per_ds.values(), len(keys))  # the run: its datasets' sums
-        n, n_missed = tally.counted_n, overall_acc.missed
-        fig = self._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
-        recall_k = overall_acc.recall.mean() if several else fig["recall_at_k"]
-        missed = {ds: a.missed for ds, a in per_ds.items() if a.missed}
-        analysis = {
-            "incorrect_retrievals_count": n_missed,
-            "avg_score_incorrect": fig["avg_score_incorrect"],
-            "datasets_with_incorrect_retrievals": [d for d, _ in sorted(missed.items(), key=lambda x: (-x[1], x[0]))],
-        }
-        overall = {
-            "recall_at_k": fig["recall_at_k"],
-            "mean_retrieval_time_ms": times.mean(),
-            "total_questions": n,
-            "successful_retrievals": n - n_missed,
-            "incorrect_retrievals_analysis": analysis,
-            "k": k,
-            f"recall@{k}": recall_k,
-            **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
-            **answer_figures(answers),
-            **tally.error_summary(),
-            **missing_rule(tally.kinds.get("missing", 0), no_relevant, self.options.on_error),
-            **judge.overall(self.options.judge),
-        }
-        dataset_metrics = {}
-        for ds, a in per_ds.items():
-            dataset_metrics[ds] = self._figures(a.size, a.correct, a.wrong.mean(), a.means())
-            if several:  # the share of relevant chunks found differs from the hit rate
-                dataset_metrics[ds][f"recall@{k}"] = a.recall.mean()
-        groups = dataset_metrics
-        if smaller:  # several k asked for: every k's figures, read from the one retrieval
-            overall.update(at_k.overall(k, recall_k, several))
-            groups = {ds: {**f, **at_k.dataset(ds, k, f.get(f"recall@{k}", f["recall_at_k"]))}
-                      for ds, f in dataset_metrics.items()}
-        return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
-                "incorrect_retrievals_analysis": analysis,
-                "group_metrics": {"dataset": groups}}
+    def accumulator(self) -> RetrievalAccumulator:
+        """:meth:`aggregate` fed record by record: ``add(record)`` each, then ``result()``
+        (the same figures, bit for bit: it is the code :meth:`aggregate` runs)."""
+        return RetrievalAccumulator(self)
 
     def _add_smaller(self, at_k: AtK, records: list[dict]) -> None:
         """Each record's figures at each smaller k, added to ``at_k`` (then cleared)."""
@@ -529,3 +499,97 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
     def is_relevant(self, record: dict, chunk: dict) -> bool:
         """Whether a retrieved ``chunk`` is one of the record's relevant chunks."""
         return self.matcher(record).is_relevant(chunk)
+
+
+class RetrievalAccumulator:
+    """The running figures of :meth:`RetrievalTask.aggregate`: ``add`` each record (in run
+    order), then ``result`` once. Keeps no record beyond the current block of 512 whose
+    smaller-k figures are computed together."""
+
+    def __init__(self, task: RetrievalTask) -> None:
+        self.task = task
+        self.k = k = task.k
+        self.keys = task._metric_keys()
+        self.values_of = operator.itemgetter(*self.keys)  # a tuple: MEAN_METRICS has five
+        self.recall_key = f"recall@{k}"
+        self.tally = Tally(task)
+        self.times = Values()
+        self.per_ds: dict[Any, DatasetAcc] = {}
+        self.smaller = task.smaller_ks()
+        self.at_k = AtK(self.smaller)
+        self.answers: dict[str, Values] = {}
+        self.pending: list[dict] = []  # records whose smaller-k figures are computed in blocks
+        self.several = False
+        self.judge = judging.JudgeTally()  # the answer judge's cases (tasks/judging.py)
+        self.no_relevant = 0  # counted questions judged only non-relevant (they score 0)
+
+    def add(self, r: dict) -> None:
+        self.judge.see(r)
+        if not self.tally.count(r):
+            return
+        ev = r["evaluation_result"]
+        self.no_relevant += not has_relevant(r)
+        acc = self.per_ds.get(r["dataset"])
+        if acc is None:
+            acc = self.per_ds[r["dataset"]] = DatasetAcc(len(self.keys))
+        scores = r["scores"]
+        values = self.values_of(scores)
+        hit = ev["correct_chunk_retrieved"]
+        self.several = self.several or bool(r.get("expected_chunks"))
+        best = None
+        if not hit:
+            found_scores = chunk_scores(r["retrieved_chunks"])
+            best = max(found_scores) if found_scores else None
+        acc.add(values, scores.get(self.recall_key, 1.0 if hit else 0.0), bool(hit), best)
+        if self.smaller:
+            self.pending.append(r)
+            if len(self.pending) >= 512:
+                self.task._add_smaller(self.at_k, self.pending)
+        answer = r.get("answer_scores")
+        if answer:
+            for name, value in answer.items():
+                self.answers.setdefault(name, Values()).add(value)
+        if ev["retrieval_time_ms"] is not None:
+            self.times.add(ev["retrieval_time_ms"])
+
+    def result(self) -> dict:
+        task, k, keys, at_k, per_ds = self.task, self.k, self.keys, self.at_k, self.per_ds
+        several, tally = self.several, self.tally
+        task._add_smaller(at_k, self.pending)
+        overall_acc = DatasetAcc.merged(per_ds.values(), len(keys))  # the run: its datasets' sums
+        n, n_missed = tally.counted_n, overall_acc.missed
+        fig = task._figures(n, overall_acc.correct, overall_acc.wrong.mean(), overall_acc.means())
+        recall_k = overall_acc.recall.mean() if several else fig["recall_at_k"]
+        missed = {ds: a.missed for ds, a in per_ds.items() if a.missed}
+        analysis = {
+            "incorrect_retrievals_count": n_missed,
+            "avg_score_incorrect": fig["avg_score_incorrect"],
+            "datasets_with_incorrect_retrievals": [d for d, _ in sorted(missed.items(), key=lambda x: (-x[1], x[0]))],
+        }
+        overall = {
+            "recall_at_k": fig["recall_at_k"],
+            "mean_retrieval_time_ms": self.times.mean(),
+            "total_questions": n,
+            "successful_retrievals": n - n_missed,
+            "incorrect_retrievals_analysis": analysis,
+            "k": k,
+            f"recall@{k}": recall_k,
+            **{key: fig[key] for key in (f"mrr@{k}", f"ndcg@{k}", f"hit_rate@{k}", f"precision@{k}", f"map@{k}")},
+            **answer_figures(self.answers),
+            **tally.error_summary(),
+            **missing_rule(tally.kinds.get("missing", 0), self.no_relevant, task.options.on_error),
+            **self.judge.overall(task.options.judge),
+        }
+        dataset_metrics = {}
+        for ds, a in per_ds.items():
+            dataset_metrics[ds] = task._figures(a.size, a.correct, a.wrong.mean(), a.means())
+            if several:  # the share of relevant chunks found differs from the hit rate
+                dataset_metrics[ds][f"recall@{k}"] = a.recall.mean()
+        groups = dataset_metrics
+        if self.smaller:  # several k asked for: every k's figures, read from the one retrieval
+            overall.update(at_k.overall(k, recall_k, several))
+            groups = {ds: {**f, **at_k.dataset(ds, k, f.get(f"recall@{k}", f["recall_at_k"]))}
+                      for ds, f in dataset_metrics.items()}
+        return {"overall_metrics": overall, "dataset_metrics": dataset_metrics,
+                "incorrect_retrievals_analysis": analysis,
+                "group_metrics": {"dataset": groups}}

@@ -286,7 +286,12 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
 
 def single_scores(rank: int | None, k: int) -> dict[str, float]:
     """:func:`single_figures` as a record's ``scores`` (``recall@k``, ... in ``RANK_METRICS``
-    order)."""
+    order): a fresh copy of the one dict each (rank, k) gives."""
+    return _single_scores(rank, k).copy()
+
+
+@lru_cache(maxsize=4096)
+def _single_scores(rank: int | None, k: int) -> dict[str, float]:
     return dict(zip(_names(k), single_figures(rank, k), strict=True))
 
 
