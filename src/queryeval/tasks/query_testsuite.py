@@ -116,6 +116,21 @@ class TestSuite:
                                       threading.Lock())
             return self._runners[key]
 
+    def _sql_builder(self, dialect: str, memory_limit_bytes: int | None) -> tuple[Any, Any]:
+        """The one sandboxed worker (and its lock) that builds every gold's neighbours of
+        this dialect and cap in this run (allowed each source and the test-suite cache):
+        one worker start per run, not per gold."""
+        from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+
+        key = (f"{dialect}-build", memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                roots = [self.cache_dir] if self.cache_dir else []
+                self._runners[key] = (NeighbourRunner(dialect, roots,
+                                                      memory_limit_bytes=memory_limit_bytes),
+                                      threading.Lock())
+            return self._runners[key]
+
     def neighbours(self, task: Any, source: str, gold: str, language: str):
         """The neighbour set of ``gold`` on ``source``, built once per run: the cases that
         share a gold wait for its one build and share its set -- or its error (a build past
@@ -166,12 +181,14 @@ class TestSuite:
             if dialect not in ("sqlite", "duckdb"):
                 raise ConfigError("--test-suite builds neighbour databases for sqlite "
                                   "and DuckDB files and PostgreSQL servers")
-            built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
-                _paths(source)[0], dialect, gold, self.n, seed=self.seed,
-                cache_dir=self.cache_dir,
-                timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
-                memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
-                                           None), build_timeout_s=limit)
+            memory = getattr(task.engine(source), "memory_limit_bytes", None)
+            runner, runner_lock = self._sql_builder(dialect, memory)
+            with runner_lock:  # gold and mutants: in the run's sandboxed build worker
+                built = nb.sql_neighbours(
+                    _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                    cache_dir=self.cache_dir,
+                    timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                    memory_limit_bytes=memory, build_timeout_s=limit, runner=runner)
         return built
 
 

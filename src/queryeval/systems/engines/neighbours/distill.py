@@ -227,14 +227,16 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
                    cache_dir: Path | None = None, timeout_s: float = 30.0,
                    max_rows: int = 100_000,
                    memory_limit_bytes: int | None = None,
-                   build_timeout_s: float | None = None) -> NeighbourSet:
+                   build_timeout_s: float | None = None, runner: Any = None) -> NeighbourSet:
     """``n`` neighbour databases of ``source`` (a sqlite or DuckDB file) distilled for
     ``gold``; read from the cache when built before. Raises QueryRefused when the gold is not
     one read-only query, QueryExecutionError when it fails on the original. Every query runs
     in the sandboxed worker of :mod:`.runner` under ``timeout_s`` and
     ``memory_limit_bytes`` (None: the engines' default cap); the whole build under
     ``build_timeout_s`` (:class:`BuildClock`; past it :class:`BuildTimeout`, nothing
-    cached)."""
+    cached). ``runner``: a :class:`.runner.NeighbourRunner` of this dialect to use and
+    leave running (a run's builds share one: one worker start per run, not per gold),
+    allowed ``source`` and the cache folder; else one started for this build."""
     from queryeval.metrics.tables import query_is_ordered
     from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root
@@ -255,7 +257,15 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
     muts = make_mutants(gold, dialect)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
-    runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
+    own = runner is None
+    if own:
+        runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
+    else:
+        from queryeval.systems.engines.sandbox import allowed
+
+        runner.refused = {}  # this build's refusals only, for its reason
+        if not all(allowed(str(p), runner.roots) for p in (source, work)):
+            runner.allow([*runner.roots, source, folder.parent])  # (restarts the worker)
     try:
         schema = _schema(source, dialect, runner, timeout_s, clock)
         return _build(runner, source, work, folder, dialect, gold, n, seed, schema, consts,
@@ -263,7 +273,8 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
                       write=lambda sch, path, rows: clock.call(
                           lambda t: runner.write(sch, path, rows, t), timeout_s))
     finally:
-        runner.close()
+        if own:
+            runner.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
