@@ -12,10 +12,8 @@ extension autoload off under seccomp (no socket)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from queryeval.systems.engines import base
 from queryeval.systems.engines.neighbours import database_rows, sql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
+from test_hostile_queries import Listener  # noqa: E402
 from test_sandbox import needs_sandbox  # noqa: E402
 from test_testsuite_schemas import _run  # noqa: E402
 
@@ -31,47 +30,13 @@ duckdb = pytest.importorskip("duckdb")
 fsspec = pytest.importorskip("fsspec")
 pytest.importorskip("aiohttp")  # fsspec's http filesystem
 GOLD = "SELECT name FROM t WHERE salary > 100"
-BODY = b"remote_secret_header\n7\n"
-
-
-class CountingServer:
-    """A loopback HTTP server answering every GET / HEAD with BODY; ``hits`` counts them."""
-
-    def __init__(self) -> None:
-        self.hits: list[str] = []
-        hits = self.hits
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_HEAD(self) -> None:  # noqa: N802
-                hits.append("HEAD " + self.path)
-                self._head()
-
-            def do_GET(self) -> None:  # noqa: N802
-                hits.append("GET " + self.path)
-                self._head()
-                self.wfile.write(BODY)
-
-            def _head(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/csv")
-                self.send_header("Content-Length", str(len(BODY)))
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/data.csv"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+BODY = {"remote_secret_header": 7}  # served as JSON text: one line read as a CSV
 
 
 @pytest.fixture()
 def server():
-    srv = CountingServer()
+    """A loopback HTTP server recording every request (``hits``), answering with BODY."""
+    srv = Listener(answer=BODY)
     try:
         yield srv
     finally:
@@ -110,7 +75,7 @@ def _remote_view_db(path: Path, url: str) -> Path:
 
 def test_a_view_over_a_url_is_fetched_by_nobody(tmp_path, server, checks_off, monkeypatch):
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    db = _remote_view_db(tmp_path / "db" / "remote.duckdb", server.url)
+    db = _remote_view_db(tmp_path / "db" / "remote.duckdb", server.url + "/data.csv")
     assert server.hits, "the view was made over the URL: its creation fetched it"
     server.hits.clear()
 
