@@ -89,3 +89,36 @@ def test_a_run_ends_within_the_deadline_and_the_cases_are_unknown(tmp_path, monk
         assert ts["reason"] == ("no neighbour databases: the neighbour build ran past its "
                                 "deadline (2 s, score_timeout_s)")
     assert run.overall["test_suite_unknown"] == 2
+
+
+def test_a_deadline_that_holds_changes_no_set(tmp_path):
+    """The clock only caps: a build within its deadline -- each step's timeout (30 s) cut to
+    what is left of it (under 25 s), none running out -- gives the set built without one,
+    file for file."""
+    import hashlib
+
+    db = tmp_path / "plain.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                      "salary INTEGER); INSERT INTO t VALUES (1, 'ann', 90), (2, 'bob', 150);")
+    con.close()
+    gold = "SELECT name FROM t WHERE salary > 100"
+    a = sql_neighbours(db, "sqlite", gold, 4, cache_dir=tmp_path / "a", timeout_s=30,
+                       build_timeout_s=25)
+    b = sql_neighbours(db, "sqlite", gold, 4, cache_dir=tmp_path / "b")
+    assert len(a.neighbours) == 4 and a.executions == b.executions
+    assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in a.paths()] == \
+        [hashlib.sha256(p.read_bytes()).hexdigest() for p in b.paths()]
+
+
+def test_a_sparql_build_past_its_deadline_is_no_set(tmp_path):
+    """The same clock holds the SPARQL builder: a deadline already spent when the gold first
+    runs raises BuildTimeout and writes no set."""
+    from queryeval.systems.engines.neighbours import sparql_neighbours
+    from test_testsuite_sparql import GOLD as SPARQL_GOLD
+    from test_testsuite_sparql import GRAPH
+
+    with pytest.raises(BuildTimeout):
+        sparql_neighbours([GRAPH], SPARQL_GOLD, 4, cache_dir=tmp_path / "c",
+                          build_timeout_s=1e-9)
+    assert list((tmp_path / "c").glob("*/manifest.json")) == []
