@@ -116,50 +116,86 @@ class TestSuite:
                                       threading.Lock())
             return self._runners[key]
 
-    def neighbours(self, task: Any, source: str, gold: str, language: str):
-        from queryeval.systems.engines import neighbours as nb
+    def _sql_builder(self, dialect: str, memory_limit_bytes: int | None) -> tuple[Any, Any]:
+        """The one sandboxed worker (and its lock) that builds every gold's neighbours of
+        this dialect and cap in this run (allowed each source and the test-suite cache):
+        one worker start per run, not per gold."""
+        from queryeval.systems.engines.neighbours.runner import NeighbourRunner
 
+        key = (f"{dialect}-build", memory_limit_bytes)
+        with self._lock:
+            if key not in self._runners:
+                roots = [self.cache_dir] if self.cache_dir else []
+                self._runners[key] = (NeighbourRunner(dialect, roots,
+                                                      memory_limit_bytes=memory_limit_bytes),
+                                      threading.Lock())
+            return self._runners[key]
+
+    def neighbours(self, task: Any, source: str, gold: str, language: str):
+        """The neighbour set of ``gold`` on ``source``, built once per run: the cases that
+        share a gold wait for its one build and share its set -- or its error (a build past
+        its deadline, a gold that fails on the original), which is not tried again."""
         key = (source, gold)
         with self._lock:
             if key in self._sets:
-                return self._sets[key]
+                return _unless_error(self._sets[key])
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._sets:
-                if language == "sparql":
-                    engine = task.engine(source)
-                    if not hasattr(engine, "info"):
-                        raise ConfigError("--test-suite needs the graph's files (--graph): "
-                                          "an endpoint's graph cannot be copied")
-                    memory = getattr(engine, "memory_limit_bytes", None)
-                    with self.runner("sparql", memory) as runner:  # the gold: sandboxed
-                        built = nb.sparql_neighbours(
-                            _paths(source), gold, self.n, seed=self.seed,
-                            cache_dir=self.cache_dir, prefixes=getattr(engine, "prefixes", None),
-                            timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
-                            memory_limit_bytes=memory, runner=runner)
-                elif getattr(task.engine(source), "dialect", "") == "postgres":
-                    memory = getattr(task.engine(source), "memory_limit_bytes", None)
-                    runner, runner_lock = self._pg_builder(source, memory)
-                    with runner_lock:  # on the server: a sandboxed worker's temp tables
-                        built = nb.pg_neighbours(
-                            source, gold, self.n, seed=self.seed, cache_dir=self.cache_dir,
-                            timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
-                            memory_limit_bytes=memory, runner=runner)
-                else:
-                    dialect = getattr(task.engine(source), "dialect", "")
-                    if dialect not in ("sqlite", "duckdb"):
-                        raise ConfigError("--test-suite builds neighbour databases for sqlite "
-                                          "and DuckDB files and PostgreSQL servers")
-                    built = nb.sql_neighbours(  # gold and mutants: in a sandboxed worker
-                        _paths(source)[0], dialect, gold, self.n, seed=self.seed,
-                        cache_dir=self.cache_dir,
-                        timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
-                        memory_limit_bytes=getattr(task.engine(source), "memory_limit_bytes",
-                                                   None))
+                try:
+                    built = self._build(task, source, gold, language)
+                except Exception as exc:  # noqa: BLE001 - each case sharing it says why
+                    built = exc
                 with self._lock:
                     self._sets[key] = built
-        return self._sets[key]
+        return _unless_error(self._sets[key])
+
+    def _build(self, task: Any, source: str, gold: str, language: str) -> Any:
+        """Build (or read from the cache) one gold's neighbour set; the whole build under
+        the task's ``score_timeout_s`` (:class:`~queryeval.systems.engines.neighbours.distill.BuildClock`)."""
+        from queryeval.systems.engines import neighbours as nb
+
+        limit = task.options.score_timeout_s
+        if language == "sparql":
+            engine = task.engine(source)
+            if not hasattr(engine, "info"):
+                raise ConfigError("--test-suite needs the graph's files (--graph): "
+                                  "an endpoint's graph cannot be copied")
+            memory = getattr(engine, "memory_limit_bytes", None)
+            with self.runner("sparql", memory) as runner:  # the gold: sandboxed
+                built = nb.sparql_neighbours(
+                    _paths(source), gold, self.n, seed=self.seed,
+                    cache_dir=self.cache_dir, prefixes=getattr(engine, "prefixes", None),
+                    timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                    memory_limit_bytes=memory, runner=runner, build_timeout_s=limit)
+        elif getattr(task.engine(source), "dialect", "") == "postgres":
+            memory = getattr(task.engine(source), "memory_limit_bytes", None)
+            runner, runner_lock = self._pg_builder(source, memory)
+            with runner_lock:  # on the server: a sandboxed worker's temp tables
+                built = nb.pg_neighbours(
+                    source, gold, self.n, seed=self.seed, cache_dir=self.cache_dir,
+                    timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                    memory_limit_bytes=memory, runner=runner, build_timeout_s=limit)
+        else:
+            dialect = getattr(task.engine(source), "dialect", "")
+            if dialect not in ("sqlite", "duckdb"):
+                raise ConfigError("--test-suite builds neighbour databases for sqlite "
+                                  "and DuckDB files and PostgreSQL servers")
+            memory = getattr(task.engine(source), "memory_limit_bytes", None)
+            runner, runner_lock = self._sql_builder(dialect, memory)
+            with runner_lock:  # gold and mutants: in the run's sandboxed build worker
+                built = nb.sql_neighbours(
+                    _paths(source)[0], dialect, gold, self.n, seed=self.seed,
+                    cache_dir=self.cache_dir,
+                    timeout_s=task.options.timeout_s, max_rows=task.options.max_rows,
+                    memory_limit_bytes=memory, build_timeout_s=limit, runner=runner)
+        return built
+
+
+def _unless_error(built: Any) -> Any:
+    if isinstance(built, Exception):
+        raise built
+    return built
 
 
 def _paths(source: str) -> list[str]:
@@ -249,12 +285,17 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
             return done(None, "it matches only a gold given as a table, which no neighbour "
                               "database can recompute")
         return done(0.0, "its result differs from the gold's on the original database")
+    from queryeval.systems.engines.neighbours.distill import BuildTimeout
+
     try:
         built = suite.neighbours(task, record["source"], record["gold_query"], record["language"])
     except ConfigError as exc:  # a source kind without neighbours: said on every case
         return done(None, str(exc))
     except QueryRefused as exc:  # a gold the neighbours cannot judge (PostgreSQL: a schema)
         return done(None, f"no neighbour databases: the gold {exc.reason}")
+    except BuildTimeout as exc:  # the whole build's deadline: no set, never a verdict
+        out["timed_out"] = True
+        return done(None, f"no neighbour databases: {exc.reason}")
     except Exception as exc:  # noqa: BLE001 - no neighbours: unknown, the reason recorded
         return done(None, f"no neighbour databases: {type(exc).__name__}: {exc}")
     out["neighbours"] = len(built.neighbours)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.io.caches import read_record, write_record
+from queryeval.systems.engines.base import QueryExecutionError, QueryTimeout
 from queryeval.systems.engines.neighbours import fuzz
 from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
 
@@ -48,13 +49,60 @@ EXPAND_CANDIDATES = 16
 _SCHEMAS: dict[tuple, Any] = {}
 
 
-def _schema(source: Path, dialect: str, runner: Any, timeout_s: float):
+class BuildTimeout(QueryTimeout):
+    """The whole build of one gold's neighbour set ran past its deadline
+    (:class:`BuildClock`): no set, never a verdict from a part of one."""
+
+
+class BuildClock:
+    """One deadline for a whole neighbour build (schema, mutants on the original, every
+    candidate's write and queries): each step gets its own timeout or what is left of the
+    build's, whichever is less, and a step cut short by the build's deadline -- or any step
+    once it has passed -- raises :class:`BuildTimeout`. ``seconds`` None: no overall
+    deadline (each step still has its own)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.until = None if seconds is None else time.monotonic() + seconds
+
+    def overrun(self) -> BuildTimeout:
+        return BuildTimeout(f"the neighbour build ran past its deadline ({self.seconds:g} s, "
+                            "score_timeout_s)")
+
+    def cap(self, timeout_s: float) -> float:
+        """``timeout_s``, or what is left of the build when less; raises once none is left."""
+        if self.until is None:
+            return timeout_s
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise self.overrun()
+        return min(timeout_s, left)
+
+    def check(self) -> None:
+        """Raise :class:`BuildTimeout` once the deadline has passed."""
+        self.cap(0.0)
+
+    def call(self, step: Any, timeout_s: float) -> Any:
+        """``step(budget)`` under :meth:`cap`; its timeout, when the build's deadline cut
+        it short, is the build's."""
+        budget = self.cap(timeout_s)
+        try:
+            return step(budget)
+        except QueryTimeout:
+            if budget < timeout_s:
+                raise self.overrun() from None
+            raise
+
+
+def _schema(source: Path, dialect: str, runner: Any, timeout_s: float,
+            clock: BuildClock | None = None):
     """:func:`.schema.read_schema` by the sandboxed worker ``runner``, read once per file
     version in a process (every gold of a suite shares its database)."""
     st = source.stat()
     key = (str(source), dialect, st.st_size, st.st_mtime_ns)
     if key not in _SCHEMAS:
-        _SCHEMAS[key] = runner.schema(source, timeout_s)
+        clock = clock or BuildClock(None)
+        _SCHEMAS[key] = clock.call(lambda t: runner.schema(source, t), timeout_s)
     return _SCHEMAS[key]
 
 
@@ -151,13 +199,15 @@ def result_key(columns: list[str], rows: list, ordered: bool) -> Any:
 
 
 def run_key(runner: Any, path: Path, query: str, ordered: bool, timeout_s: float,
-            max_rows: int) -> Any:
+            max_rows: int, clock: BuildClock | None = None) -> Any:
     """The :func:`result_key` of ``query`` on the file ``path`` (run by ``runner``, a
-    :class:`.runner.NeighbourRunner`); None when it fails."""
-    from queryeval.systems.engines.base import QueryExecutionError
-
+    :class:`.runner.NeighbourRunner`); None when it fails. Under ``clock`` (the build's
+    deadline): :class:`BuildTimeout` when that deadline cut it short."""
+    clock = clock or BuildClock(None)
     try:
-        cols, rows, _ = runner.run(path, query, timeout_s, max_rows)
+        cols, rows, _ = clock.call(lambda t: runner.run(path, query, t, max_rows), timeout_s)
+    except BuildTimeout:
+        raise
     except QueryExecutionError:
         return None
     return result_key(cols, rows, ordered)
@@ -192,12 +242,17 @@ def set_key(source: Path, dialect: str, gold: str, n: int, seed: int) -> str:
 def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed: int = 0,
                    cache_dir: Path | None = None, timeout_s: float = 30.0,
                    max_rows: int = 100_000,
-                   memory_limit_bytes: int | None = None) -> NeighbourSet:
+                   memory_limit_bytes: int | None = None,
+                   build_timeout_s: float | None = None, runner: Any = None) -> NeighbourSet:
     """``n`` neighbour databases of ``source`` (a sqlite or DuckDB file) distilled for
     ``gold``; read from the cache when built before. Raises QueryRefused when the gold is not
     one read-only query, QueryExecutionError when it fails on the original. Every query runs
     in the sandboxed worker of :mod:`.runner` under ``timeout_s`` and
-    ``memory_limit_bytes`` (None: the engines' default cap)."""
+    ``memory_limit_bytes`` (None: the engines' default cap); the whole build under
+    ``build_timeout_s`` (:class:`BuildClock`; past it :class:`BuildTimeout`, nothing
+    cached). ``runner``: a :class:`.runner.NeighbourRunner` of this dialect to use and
+    leave running (a run's builds share one: one worker start per run, not per gold),
+    allowed ``source`` and the cache folder; else one started for this build."""
     from queryeval.metrics.tables import query_is_ordered
     from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root
@@ -212,35 +267,49 @@ def sql_neighbours(source: str | Path, dialect: str, gold: str, n: int, *, seed:
     if cached is not None:
         return cached
     started = time.perf_counter()
+    clock = BuildClock(build_timeout_s)
     ordered = bool(query_is_ordered(gold, "sql"))
     consts = fuzz.gold_constants(gold, dialect)
     muts = make_mutants(gold, dialect)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
-    runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
+    own = runner is None
+    if own:
+        runner = NeighbourRunner(dialect, [source, work], memory_limit_bytes=memory_limit_bytes)
+    else:
+        from queryeval.systems.engines.sandbox import allowed
+
+        runner.refused = {}  # this build's refusals only, for its reason
+        if not all(allowed(str(p), runner.roots) for p in (source, work)):
+            runner.allow([*runner.roots, source, folder.parent])  # (restarts the worker)
     try:
-        schema = _schema(source, dialect, runner, timeout_s)
+        schema = _schema(source, dialect, runner, timeout_s, clock)
         return _build(runner, source, work, folder, dialect, gold, n, seed, schema, consts,
-                      muts, ordered, started, timeout_s, max_rows,
-                      write=lambda sch, path, rows: runner.write(sch, path, rows, timeout_s))
+                      muts, ordered, started, timeout_s, max_rows, clock=clock,
+                      write=lambda sch, path, rows: clock.call(
+                          lambda t: runner.write(sch, path, rows, t), timeout_s))
     finally:
-        runner.close()
+        if own:
+            runner.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, gold: str,
            n: int, seed: int, schema: Any, consts: Any, muts: list, ordered: bool,
            started: float, timeout_s: float, max_rows: int, *,
-           write: Any, suffix: str | None = None) -> NeighbourSet:
+           write: Any, suffix: str | None = None,
+           clock: BuildClock | None = None) -> NeighbourSet:
     """Generate and distil (module docstring). ``write(schema, path, rows)`` makes one
     candidate and returns the rows that went in (PostgreSQL: :meth:`.pg.PgRunner.write`,
     which loads them into the runner's temporary tables); ``source`` is what ``runner.run``
-    takes for the original database."""
+    takes for the original database. ``clock``: the whole build's deadline (every query
+    under it; checked once more before the set is written)."""
     suffix = suffix or SUFFIX[dialect]
+    clock = clock or BuildClock(None)
     executions = 0
     runner.start()  # not counted in the gold's time, which sets the mutants' deadline
     t0 = time.perf_counter()
-    cols, rows, _ = runner.run(source, gold, timeout_s, max_rows)
+    cols, rows, _ = clock.call(lambda t: runner.run(source, gold, t, max_rows), timeout_s)
     # A mutant (a dropped join condition ...) may cost far more than the gold on a large
     # database: each gets a few times the gold's own time, at most timeout_s (one that
     # runs out is simply not told apart here; the neighbours are small).
@@ -249,7 +318,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     alive: list[str] = []
     refuted: list[str] = []
     for _, sql in muts:
-        key = run_key(runner, source, sql, ordered, mutant_s, max_rows)
+        key = run_key(runner, source, sql, ordered, mutant_s, max_rows, clock)
         executions += 1
         (refuted if key is not None and key != gold_key else alive).append(sql)
     kept: list[Neighbour] = []
@@ -271,13 +340,13 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         if not any(written.values()):
             blank += 1
             return  # no row went in: this database judges nothing
-        key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows)
+        key = run_key(runner, work / name, gold, ordered, timeout_s, max_rows, clock)
         executions += 1
         if key is None:
             return  # the gold fails here: this database judges nothing
         killed = []
         for sql in alive:
-            other = run_key(runner, work / name, sql, ordered, mutant_s, max_rows)
+            other = run_key(runner, work / name, sql, ordered, mutant_s, max_rows, clock)
             executions += 1
             if other is not None and other != key:
                 killed.append(sql)
@@ -323,6 +392,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         elif blank:
             reason = (f"no row could be written into any of {blank} candidate database(s)"
                       + (f" ({why})" if why else ""))
+    clock.check()  # past the build's deadline now: no set
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
     for i, nb in enumerate(chosen):
         new = f"neighbour_{i:03d}{suffix}"

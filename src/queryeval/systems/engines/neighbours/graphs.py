@@ -140,18 +140,22 @@ def perturb(graph, preds: set, classes: set, rng: random.Random, k: int):
 
 
 def _result_key(runner: Any, graph: Any, gold: str, prefixes: Mapping[str, str], k: int,
-                timeout_s: float, max_rows: int) -> Any:
+                timeout_s: float, max_rows: int, clock: Any) -> Any:
     """The gold's result on ``graph`` as a comparable key (None when it fails), run where
     predictions run: in the build's sandboxed SPARQL worker (:class:`.runner.SparqlRunner`:
     the graph alone in an in-memory store of its own, the OS sandbox, killed at
-    ``timeout_s``, RLIMIT_DATA at the memory cap), the store dropped after."""
+    ``timeout_s``, RLIMIT_DATA at the memory cap), the store dropped after; under
+    ``clock``, the build's deadline (:class:`.distill.BuildClock`)."""
     from queryeval.systems.engines.base import QueryExecutionError
+    from queryeval.systems.engines.neighbours.distill import BuildTimeout
 
     key = f"candidate_{k}"
     runner.add(key, graph.serialize(format="nt", encoding="utf-8"))
     try:
-        res = runner.run(key, gold, prefixes=dict(prefixes), timeout_s=timeout_s,
-                         max_rows=max_rows)
+        res = clock.call(lambda t: runner.run(key, gold, prefixes=dict(prefixes), timeout_s=t,
+                                              max_rows=max_rows), timeout_s)
+    except BuildTimeout:
+        raise
     except (QueryExecutionError, OSError):
         return None
     finally:
@@ -165,15 +169,16 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
                       prefixes: Mapping[str, str] | None = None,
                       cache_dir: Path | None = None, timeout_s: float = 30.0,
                       max_rows: int = 100_000, memory_limit_bytes: int | None = None,
-                      runner: Any = None) -> NeighbourSet:
+                      runner: Any = None, build_timeout_s: float | None = None) -> NeighbourSet:
     """``n`` neighbour graphs (Turtle files) of the graph in ``sources`` for ``gold``,
     from the cache when built before; the graph's own prefixes and ``prefixes`` resolve the
     gold's prefixed names as the engine does. The gold runs in a sandboxed SPARQL worker
     under ``timeout_s`` and ``memory_limit_bytes`` (None: the engines' default cap):
     ``runner``'s (a :class:`.runner.SparqlRunner`, e.g. the run's, whose own memory cap then
-    holds), else one started for this build."""
+    holds), else one started for this build; the whole build under ``build_timeout_s``
+    (:class:`.distill.BuildClock`)."""
     from queryeval.systems.engines.neighbours import cache_root
-    from queryeval.systems.engines.neighbours.distill import _digest
+    from queryeval.systems.engines.neighbours.distill import BuildClock, _digest
 
     paths = [Path(s).resolve() for s in sources]
     key = hashlib.sha256(json.dumps([GENERATOR_VERSION, "sparql", [_digest(p) for p in paths],
@@ -183,6 +188,7 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     if cached is not None:
         return cached
     started = time.perf_counter()
+    clock = BuildClock(build_timeout_s)
     graph = _load(paths)
     ns = {**{p: str(u) for p, u in graph.namespaces() if p}, **dict(prefixes or {})}
     preds, classes = touched_terms(gold, ns)
@@ -190,7 +196,7 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
     with (nullcontext(runner) if runner is not None
           else SparqlRunner(memory_limit_bytes=memory_limit_bytes)) as worker:
         def run(g: Any, k: int) -> Any:
-            return _result_key(worker, g, gold, engine_prefixes, k, timeout_s, max_rows)
+            return _result_key(worker, g, gold, engine_prefixes, k, timeout_s, max_rows, clock)
 
         original = run(graph, -1)
         seen = [original]
@@ -214,6 +220,7 @@ def sparql_neighbours(sources: Sequence[str | Path], gold: str, n: int, *, seed:
                 kept.append((nb, cand))
             else:
                 spares.append((nb, cand))
+    clock.check()  # past the build's deadline now: no set
     chosen = (kept + spares)[:n]
     folder.parent.mkdir(parents=True, exist_ok=True)
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))

@@ -297,7 +297,8 @@ def _probe(runner: PgRunner, schema: Any, gold: str, where: Path, timeout_s: flo
 
 def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path | None = None,
                   timeout_s: float = 30.0, max_rows: int = 100_000,
-                  memory_limit_bytes: int | None = None, runner: PgRunner | None = None) -> Any:
+                  memory_limit_bytes: int | None = None, runner: PgRunner | None = None,
+                  build_timeout_s: float | None = None) -> Any:
     """``n`` neighbour databases of the PostgreSQL database at ``url`` distilled for
     ``gold`` (a :class:`.distill.NeighbourSet` of JSON files); read from the cache when
     built before for the same schema. Raises QueryRefused when the gold is not one
@@ -305,11 +306,12 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
     system catalog), :class:`NoTempPrivilege`, QueryExecutionError when it fails on the
     real tables. ``runner``: a worker to use (and leave running, its temporary tables
     dropped) instead of one started for this build -- the schema is read on every call, so
-    a run's builds share one (``TestSuite``)."""
+    a run's builds share one (``TestSuite``). ``build_timeout_s``: the whole build's
+    deadline (:class:`.distill.BuildClock`)."""
     from queryeval.metrics.tables import query_is_ordered
     from queryeval.systems.engines import base
     from queryeval.systems.engines.neighbours import cache_root, fuzz
-    from queryeval.systems.engines.neighbours.distill import _build, cached_set
+    from queryeval.systems.engines.neighbours.distill import BuildClock, _build, cached_set
     from queryeval.systems.engines.neighbours.mutants import mutants as make_mutants
     from queryeval.systems.engines.neighbours.pg_schema import to_schema
     from queryeval.systems.engines.postgres import check_postgres
@@ -318,10 +320,11 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
         check_postgres(gold)
     refs = table_refs(gold)
     started = time.perf_counter()
+    clock = BuildClock(build_timeout_s)
     own = runner is None
     runner = runner or PgRunner(url, memory_limit_bytes=memory_limit_bytes)
     try:
-        doc = runner.schema(refs, timeout_s)
+        doc = clock.call(lambda t: runner.schema(refs, t), timeout_s)
         if not doc["temp_privilege"]:
             raise NoTempPrivilege(
                 f"the role {doc['user']} may not create temporary tables in database "
@@ -334,7 +337,7 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
                           if t["visible"]]
         gold = unqualify(gold, schema.visible)  # type: ignore[attr-defined]
         query_names(gold)  # a schema-qualified name left: refused, with the reason
-        _probe(runner, schema, gold, folder.parent, timeout_s)
+        clock.call(lambda t: _probe(runner, schema, gold, folder.parent, t), timeout_s)
         cached = cached_set(folder, "postgres")
         if cached is not None:
             return cached
@@ -343,7 +346,7 @@ def pg_neighbours(url: str, gold: str, n: int, *, seed: int = 0, cache_dir: Path
             out = _build(runner, ORIGINAL, work, folder, "postgres", gold, n, seed, schema,
                          fuzz.gold_constants(gold, "postgres"), make_mutants(gold, "postgres"),
                          bool(query_is_ordered(gold, "sql")), started, timeout_s, max_rows,
-                         write=runner.write, suffix=".json")
+                         write=runner.write, suffix=".json", clock=clock)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return out
