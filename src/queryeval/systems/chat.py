@@ -33,7 +33,7 @@ import httpx
 
 from queryeval.errors import ConfigError, SystemCallError
 from queryeval.io.caches import CacheFiles, canonical_json
-from queryeval.systems.http import _arm_deadlines, _deadline, _read_limited
+from queryeval.io.http_deadline import arm_deadlines, call_deadline, read_limited
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 """The largest chat reply read (a verdict or a reformatted answer is a few kilobytes)."""
@@ -135,7 +135,7 @@ class ChatClient:
             headers=headers, timeout=config.timeout_s, transport=transport,
             limits=httpx.Limits(max_connections=config.concurrency),
         )
-        _arm_deadlines(self._client)  # every socket operation gets what is left of the deadline
+        arm_deadlines(self._client)  # every socket operation gets what is left of the deadline
 
     def __enter__(self) -> ChatClient:
         return self
@@ -149,10 +149,10 @@ class ChatClient:
     def post_once(self, body: dict) -> str:
         """One HTTP attempt; raises SystemCallError (``retryable`` set) on failure."""
         timeout = self.config.timeout_s
-        _deadline.end = time.monotonic() + timeout
+        call_deadline.end = time.monotonic() + timeout
         try:
             with self._client.stream("POST", self._url, json=body) as resp:
-                raw = _read_limited(resp, MAX_REPLY_BYTES, _deadline.end)
+                raw = read_limited(resp, MAX_REPLY_BYTES, call_deadline.end)
         except httpx.TimeoutException as e:
             raise SystemCallError("timeout", f"{type(e).__name__}: no complete reply within "
                                   f"{timeout:g}s", retryable=True) from None
@@ -160,7 +160,7 @@ class ChatClient:
             raise SystemCallError("connection", f"{type(e).__name__}: {e}",
                                   retryable=True) from None
         finally:
-            _deadline.end = None
+            call_deadline.end = None
         if raw is None:
             raise SystemCallError("malformed", f"reply over {MAX_REPLY_BYTES} bytes (not read)")
         text = raw.decode("utf-8", "replace")

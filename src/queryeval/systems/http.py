@@ -15,7 +15,7 @@ connections instead of opening one per call.
 The timeout is a *total* deadline for the call: connect, sending the request, the status line
 and headers, and the whole body. httpx's own timeouts are per operation (a server that sends
 one byte a second never trips a 1 s read timeout), so every socket operation is given what is
-left of the call's deadline instead (:class:`_DeadlineBackend`, wrapped around httpcore's
+left of the call's deadline instead (:class:`~queryeval.io.http_deadline.DeadlineBackend`, wrapped around httpcore's
 network backend), and the body is checked against the deadline between chunks as well. A call
 past its deadline is a retryable ``timeout``.
 
@@ -44,16 +44,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 import zlib
 from typing import Any
 
 import h11
-import httpcore
 import httpx
 
 from queryeval.errors import ConfigError, SystemCallError
+from queryeval.io.http_deadline import arm_deadlines, call_deadline, read_limited
 from queryeval.systems.base import MAX_RESPONSE_BYTES, parse_json
 
 POOL_CONNECTIONS = 256
@@ -105,109 +104,6 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: fall back to the runner's own backoff
 
 
-_deadline = threading.local()
-"""The current call's deadline (``time.monotonic()`` seconds) on this thread, or absent."""
-
-
-def _remaining(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` cut to what is left of this thread's call deadline; ``error`` if none is."""
-    end = getattr(_deadline, "end", None)
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise error("the call's total deadline has passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose every read and write gets at most what is left of the deadline."""
-
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _remaining(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _remaining(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        # CPython bounds the whole handshake by the timeout it is given (one deadline across
-        # its reads), so what is left of the call's deadline is enough here.
-        return _DeadlineStream(self._stream.start_tls(
-            ssl_context, server_hostname, _remaining(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's network backend with the call deadline applied to connect and to every
-    stream operation (DNS lookup and TCP connect are one operation with one timeout)."""
-
-    def __init__(self, backend: httpcore.NetworkBackend) -> None:
-        self._backend = backend
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None, socket_options: Any = None,
-                    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(
-            host, port, _remaining(timeout, httpcore.ConnectTimeout), local_address,
-            socket_options))
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_unix_socket(
-            path, _remaining(timeout, httpcore.ConnectTimeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-def _arm_deadlines(client: httpx.Client) -> int:
-    """Wrap the network backend of each of the client's transports (the default one and any
-    proxy mounts from the environment) in :class:`_DeadlineBackend`; returns how many.
-
-    httpx offers no hook for this: the pools are reached through ``_transport``, ``_mounts``
-    and httpcore's ``_network_backend``. A test checks that at least the default transport
-    is armed, so an httpx upgrade that moves them fails loudly; without arming, the deadline
-    is still checked between body chunks."""
-    transports = [getattr(client, "_transport", None),
-                  *getattr(client, "_mounts", {}).values()]
-    armed = 0
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
-        if backend is None or isinstance(backend, _DeadlineBackend):
-            continue
-        pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
-        armed += 1
-    return armed
-
-
-def _read_limited(resp: httpx.Response, limit: int, end: float | None) -> bytes | None:
-    """The body, or ``None`` as soon as it is known to exceed ``limit`` bytes; a
-    ``ReadTimeout`` once ``end`` (``time.monotonic()``) passes between chunks."""
-    declared = resp.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in resp.iter_bytes():
-        if end is not None and time.monotonic() > end:
-            raise httpx.ReadTimeout("the call's total deadline has passed")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class HttpSystem:
     def __init__(self, url: str, *, headers: dict[str, str] | None = None,
                  transport: httpx.BaseTransport | None = None,
@@ -219,18 +115,18 @@ class HttpSystem:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=POOL_CONNECTIONS)
         self._client = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
                                     limits=limits)
-        self.armed = _arm_deadlines(self._client)
+        self.armed = arm_deadlines(self._client)
         """How many transports enforce the total deadline per socket operation."""
         self._pool = _async_pool(url, headers, self._client, transport)
 
     def call(self, request: dict, timeout: float | None) -> Any:
         limit = self.max_response_bytes
         end = None if timeout is None else time.monotonic() + timeout
-        _deadline.end = end
+        call_deadline.end = end
         try:
             with self._client.stream("POST", self.url, json=request, timeout=timeout) as resp:
                 status = resp.status_code
-                body = _read_limited(resp, limit, end)
+                body = read_limited(resp, limit, end)
         except httpx.TimeoutException as exc:
             limit_text = "its deadline" if timeout is None else f"{timeout:g}s"
             raise SystemCallError("timeout", f"{type(exc).__name__}: no complete answer within "
@@ -238,7 +134,7 @@ class HttpSystem:
         except httpx.TransportError as exc:
             raise SystemCallError("connection", f"{type(exc).__name__}: {exc}", retryable=True) from None
         finally:
-            _deadline.end = None
+            call_deadline.end = None
         return _verdict(status, resp.headers, body, limit)
 
     # --- the asyncio path (see the module docstring) -----------------------------------------
