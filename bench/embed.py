@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from queryeval.systems.retrievers import DenseRetriever, Doc, load_sentence_transformer, topk_rows
+from queryeval.engines.retrievers import DenseRetriever, Doc, load_sentence_transformer, topk_rows
 
 WORDS = (
     "carrot potato onion garlic olive oil salt pepper rice bean lentil milk egg butter flour "

@@ -26,7 +26,7 @@ from queryeval.cli.app import main
 from queryeval.report.selection_xlsx import write_selection_xlsx
 from queryeval.run.log import RunLog
 from queryeval.tasks.base import get_task
-from queryeval.tasks.selection import SelectionTask
+from queryeval.tasks.selection.task import SelectionTask
 
 
 def make_suite(folder: Path, n: int) -> tuple[Path, Path]:

@@ -97,7 +97,7 @@ class _Rows:
 
 # -- stages (each in its own process) ---------------------------------------------------------
 def _dense(folder: Path, cache: Path, index: str = "exact"):  # type: ignore[no-untyped-def]
-    from queryeval.systems.retrievers import DenseRetriever
+    from queryeval.engines.retrievers import DenseRetriever
 
     matrix = np.load(folder / "vectors.npy", mmap_mode="r")
     queries = np.load(folder / "queries.npy")
@@ -147,7 +147,7 @@ def stage_beir(folder: Path, max_gb: float) -> dict:
 
 
 def stage_hnsw(folder: Path, backend: str, m: int, efc: int, efs: int) -> dict:
-    from queryeval.systems.retrievers.ann import HNSWIndex, recall_against_exact
+    from queryeval.engines.retrievers.ann import HNSWIndex, recall_against_exact
 
     matrix = np.load(folder / "vectors.npy", mmap_mode="r")
     queries = np.load(folder / "queries.npy")
@@ -175,8 +175,8 @@ def stage_hnsw(folder: Path, backend: str, m: int, efc: int, efs: int) -> dict:
 def stage_bm25_ours(folder: Path) -> dict:
     import bm25s  # noqa: F401 - imported before the clock starts, as in the anchor
 
+    from queryeval.engines.retrievers import BM25Retriever
     from queryeval.suite.corpus_stream import open_corpus
-    from queryeval.systems.retrievers import BM25Retriever
 
     queries = (folder / "queries.txt").read_text().splitlines()
     t = time.perf_counter()
@@ -214,7 +214,7 @@ def stage_bm25_anchor(folder: Path) -> dict:
 def stage_minilm(n_texts: int) -> dict:
     import torch
 
-    from queryeval.systems.retrievers import Embedder, load_sentence_transformer
+    from queryeval.engines.retrievers import Embedder, load_sentence_transformer
 
     texts = [" ".join(WORDS[(i * 7 + j * 13) % 5000] for j in range(20)) + f" {i}" for i in range(n_texts)]
     out: dict = {"gpu": torch.cuda.is_available(), "torch_threads": torch.get_num_threads()}

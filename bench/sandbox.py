@@ -46,8 +46,8 @@ def old_lexer_seconds(n: int) -> float:
 
 
 def lexing() -> None:
-    from queryeval.systems.engines import LocalSparqlEngine, QueryExecutionError
-    from queryeval.systems.engines.sparql_safety import check_length
+    from queryeval.engines.query import LocalSparqlEngine, QueryExecutionError
+    from queryeval.engines.query.sparql_safety import check_length
 
     query = "SELECT * { ?s ?p " + "é" * (99_983 - 20) + " }"
     start = time.perf_counter()
@@ -86,8 +86,8 @@ def scoring() -> None:
 
 _PEAK = """
 import json, resource, sys, time
-from queryeval.systems.engines.postgres import PostgresEngine
-from queryeval.systems.engines import QueryExecutionError
+from queryeval.engines.query.postgres import PostgresEngine
+from queryeval.engines.query import QueryExecutionError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 with PostgresEngine(sys.argv[1]) as engine:
     start = time.perf_counter()

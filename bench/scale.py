@@ -148,9 +148,9 @@ def bench_cases(args: argparse.Namespace) -> None:
 def bench_embed(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from queryeval.systems.retrievers import Embedder, load_sentence_transformer, model_fingerprint
-    from queryeval.systems.retrievers.models import default_model_path
-    from queryeval.systems.retrievers.ray_embed import embed_corpus_ray
+    from queryeval.engines.retrievers import Embedder, load_sentence_transformer, model_fingerprint
+    from queryeval.engines.retrievers.models import default_model_path
+    from queryeval.engines.retrievers.ray_embed import embed_corpus_ray
 
     words = ["gdp", "inflation", "carrots", "population", "unemployment", "saffron", "debt",
              "exports", "rent", "wages", "tourism", "steel"]

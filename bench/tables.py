@@ -226,7 +226,7 @@ def wide_scoring() -> None:
 
     from queryeval.suite.models import Case
     from queryeval.tasks.base import TurnOutcome
-    from queryeval.tasks.query import QueryTask
+    from queryeval.tasks.query.task import QueryTask
 
     print("\nwide results: scoring one case (engine rows at hand; rows to terms to text, mapping "
           "search, sample, explanation):")

@@ -18,7 +18,8 @@ LAYERS = [
     ["registry"],  # names -> entries of every kind, importing none of them
     ["io", "metrics"],
     ["suite", "export", "tokens"],
-    ["systems"],
+    ["engines"],  # what scores: query execution (sandbox, neighbours), the judge, retrievers
+    ["systems"],  # the adapters of the system under test
     ["tune"],
     ["tasks"],
     ["run"],
@@ -45,15 +46,24 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST):
-    """(module imported, line) for every import outside ``if TYPE_CHECKING:`` blocks."""
+def _imports(tree: ast.AST, package: str = "queryeval"):
+    """(module imported, line) for every import outside ``if TYPE_CHECKING:`` blocks; a
+    relative import is resolved against ``package`` (the importing module's package)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.If) and _is_type_checking(node):
             stack.extend(node.orelse)
             continue
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = package.split(".")
+            base = base[:len(base) - (node.level - 1)]
+            if node.module:
+                yield ".".join([*base, node.module]), node.lineno
+            else:  # from . import a, b: each a submodule or a name of the package
+                for alias in node.names:
+                    yield ".".join([*base, alias.name]), node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module:
             if node.module == "queryeval":
                 for alias in node.names:
                     sub = PACKAGE / alias.name
@@ -67,11 +77,17 @@ def _imports(tree: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
+def _package_of(path: Path) -> str:
+    """The package a module's relative imports start from."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1])
+
+
 def _edges():
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
         src = rel.parts[0].removesuffix(".py") if rel.parts else "__init__"
-        for module, line in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for module, line in _imports(ast.parse(path.read_text(encoding="utf-8")), _package_of(path)):
             dst = _part(module)
             if dst is not None and dst != src:
                 yield src, dst, f"{rel}:{line} imports {module}"
@@ -97,6 +113,13 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert RANK[_part(found[0])] > RANK["tasks"]
 
 
+def test_the_checker_follows_relative_imports():
+    """``from ...report import x`` in ``queryeval/tasks/query/task.py`` is the report layer."""
+    code = "from ...report.console import overall_table\nfrom . import testsuite\n"
+    found = sorted(m for m, _ in _imports(ast.parse(code), "queryeval.tasks.query"))
+    assert found == ["queryeval.report.console", "queryeval.tasks.query.testsuite"]
+
+
 def _module_graph() -> dict[str, set[str]]:
     modules = {}
     for path in PACKAGE.rglob("*.py"):
@@ -104,7 +127,7 @@ def _module_graph() -> dict[str, set[str]]:
         modules[name.removesuffix(".__init__")] = path
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
-        for module, _ in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for module, _ in _imports(ast.parse(path.read_text(encoding="utf-8")), _package_of(path)):
             parts = module.split(".")
             while parts and ".".join(parts) not in modules:
                 parts.pop()

@@ -1,7 +1,7 @@
 """Near-miss mutants that are provably equivalent to their gold (DISTINCT on a single-row
 aggregate, on a LIMIT 1 result sorted by what it returns, inside IN / NOT IN or EXISTS,
 under a set operator without ALL) are dropped before ``under_constrained`` can report them
-(tasks/query_audit.py); each "equivalent" verdict is checked against both queries' results
+(tasks/query/audit.py); each "equivalent" verdict is checked against both queries' results
 on random databases."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from queryeval.tasks.query_audit import equivalent_mutant, under_constrained_finding
+from queryeval.tasks.query.audit import equivalent_mutant, under_constrained_finding
 from test_testsuite_neighbours import company  # noqa: F401 - the fixture
 
 PAIRS = [  # (gold, mutant, equivalent?)
@@ -101,7 +101,7 @@ def test_every_equivalent_verdict_holds_on_random_databases():
 
 def test_an_equivalent_survivor_is_not_reported(company, tmp_path, monkeypatch):  # noqa: F811
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    import queryeval.systems.engines.neighbours as neighbours
+    import queryeval.engines.query.neighbours as neighbours
 
     survivors = ["SELECT DISTINCT COUNT(*) FROM emp", "SELECT COUNT(*) FROM emp WHERE 1 = 1"]
     monkeypatch.setattr(neighbours, "under_constrained", lambda *a, **k: list(survivors))

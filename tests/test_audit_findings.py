@@ -245,7 +245,7 @@ def test_near_chunks_match_a_brute_force_jaccard():
 
 
 def test_a_gold_several_cases_share_runs_once(tmp_path, monkeypatch):
-    from queryeval.tasks.query import QueryTask
+    from queryeval.tasks.query.task import QueryTask
 
     db = _db(tmp_path / "t.sqlite", [(1, "a"), (2, "b")])
     suite = _query_suite(tmp_path / "s.yaml", [

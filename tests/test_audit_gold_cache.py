@@ -1,5 +1,5 @@
 """A second ``queryeval audit`` on an unchanged suite and database reuses the gold results
-of the first (tasks/query_audit.py ``cached_execute``: keyed by the database's
+of the first (tasks/query/audit.py ``cached_execute``: keyed by the database's
 fingerprint, the query, the task options and the engines' versions; the project's one cache
 root, written atomically): nothing is executed again and the report is the same. A changed
 database, a gold that reads the clock or a random source, or a timeout is run again."""
@@ -10,8 +10,8 @@ import json
 import sqlite3
 
 from queryeval.cli.app import main
-from queryeval.tasks.query_audit import source_fingerprint
-from queryeval.tasks.query_engines import QueryEngines
+from queryeval.tasks.query.audit import source_fingerprint
+from queryeval.tasks.query.engines import QueryEngines
 from test_audit_ties_deadline import _db, _suite
 
 GOLDS = {"top": "SELECT name FROM s ORDER BY score DESC LIMIT 2",  # + its uncut run

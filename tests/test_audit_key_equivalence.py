@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 import queryeval as qe
-from queryeval.tasks.query_audit import equivalent_mutant, key_schema
+from queryeval.tasks.query.audit import equivalent_mutant, key_schema
 from test_testsuite_sql import case, records
 
 DDL = ("CREATE TABLE emp (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE, name TEXT, "

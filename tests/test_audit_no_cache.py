@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import queryeval as qe
 from queryeval.cli.app import main
-from queryeval.tasks.query import QueryTask
+from queryeval.tasks.query.task import QueryTask
 from test_audit_ties_deadline import _db, _suite
 
 GOLDS = {"slow": "SELECT name FROM s WHERE score > 75", "quick": "SELECT name FROM s"}

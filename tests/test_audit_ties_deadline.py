@@ -1,4 +1,4 @@
-"""``queryeval audit``'s tie-order and near-deadline checks (tasks/query_audit.py) on small
+"""``queryeval audit``'s tie-order and near-deadline checks (tasks/query/audit.py) on small
 hand-made suites: a gold whose ``ORDER BY … LIMIT`` cuts through tied rows, one that does
 not, and a gold close to a tiny deadline (its execution time fixed by the test)."""
 
@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from queryeval.cli.app import main
-from queryeval.tasks.query_audit import near_deadline, tie_at_limit
+from queryeval.tasks.query.audit import near_deadline, tie_at_limit
 
 # scores: ann 90, bob 80, cat 80, dan 70 -> ORDER BY score DESC LIMIT 2 keeps bob or cat
 ROWS = "('ann', 90), ('bob', 80), ('cat', 80), ('dan', 70)"
@@ -103,7 +103,7 @@ def test_near_deadline_rule(elapsed, timeout_s, expected):
 def test_a_gold_near_a_tiny_deadline_is_reported(tmp_path, monkeypatch):
     """The gold's two executions are timed by the test (a wrapper sets elapsed_ms), so the
     finding does not depend on the machine's speed."""
-    from queryeval.tasks.query import QueryTask
+    from queryeval.tasks.query.task import QueryTask
 
     real = QueryTask._execute
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from queryeval.cli.app import main
-from queryeval.systems.engines.neighbours import under_constrained
+from queryeval.engines.query.neighbours import under_constrained
 from test_audit_ties_deadline import _suite
 from test_testsuite_neighbours import company  # noqa: F401 - the fixture
 

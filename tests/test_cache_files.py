@@ -18,9 +18,9 @@ SPACE_ID = "857d89ce51fd85f44209f2dea74a9bd1"
 
 
 def test_keys_are_those_written_before():
+    from queryeval.engines.chat import digest
+    from queryeval.engines.retrievers.cache import EmbeddingCache
     from queryeval.run.cache import call_key
-    from queryeval.systems.chat import digest
-    from queryeval.systems.retrievers.cache import EmbeddingCache
 
     assert call_key(("sys", "1"), {"task": "answers", "case_id": "c1", "turn": 0,
                                    "repeat": 1}) == CALL_KEY
@@ -88,7 +88,7 @@ def test_a_call_cache_written_before_still_hits(tmp_path):
 
 
 def test_a_chat_cache_written_before_still_hits(tmp_path):
-    from queryeval.systems.chat import DiskCache
+    from queryeval.engines.chat import DiskCache
 
     (tmp_path / f"{CHAT_KEY}.json").write_text(
         json.dumps({"content": "yes", "model": "m"}, ensure_ascii=False, indent=1),
@@ -103,7 +103,7 @@ def test_a_chat_cache_written_before_still_hits(tmp_path):
 
 
 def test_a_neighbour_set_written_before_hits_and_a_corrupt_one_is_a_miss(tmp_path):
-    from queryeval.systems.engines.neighbours.distill import cached_set
+    from queryeval.engines.query.neighbours.distill import cached_set
 
     folder = tmp_path / "set"
     folder.mkdir()
@@ -127,7 +127,7 @@ def test_a_neighbour_set_written_before_hits_and_a_corrupt_one_is_a_miss(tmp_pat
 
 def test_a_store_with_an_unreadable_marker_is_built_again(tmp_path):
     pytest.importorskip("pyoxigraph")
-    from queryeval.systems.engines.sparql_store import MARKER, prepare_store
+    from queryeval.engines.query.sparql_store import MARKER, prepare_store
 
     src = tmp_path / "g.nt"
     src.write_text("<http://x/a> <http://x/p> <http://x/b> .\n"

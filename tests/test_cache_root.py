@@ -9,11 +9,11 @@ from pathlib import Path
 
 
 def _defaults() -> dict[str, Path]:
+    from queryeval.engines.judge.checks import checks_root
+    from queryeval.engines.query.neighbours import cache_root as testsuite_root
+    from queryeval.engines.retrievers.cache import default_cache_dir
     from queryeval.run.cache import default_dir
-    from queryeval.systems.engines.neighbours import cache_root as testsuite_root
-    from queryeval.systems.judge.checks import checks_root
-    from queryeval.systems.retrievers.cache import default_cache_dir
-    from queryeval.tasks.query_engines import _store_root
+    from queryeval.tasks.query.engines import _store_root
 
     return {"calls": default_dir(), "judge-checks": checks_root(None),
             "embeddings": default_cache_dir(), "oxigraph": _store_root(),

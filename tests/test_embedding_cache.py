@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from queryeval.systems.retrievers import (
+from queryeval.engines.retrievers import (
     DenseRetriever,
     Doc,
     Embedder,
@@ -18,7 +18,7 @@ from queryeval.systems.retrievers import (
     default_cache_dir,
     text_hash,
 )
-from queryeval.systems.retrievers.models import load_sentence_transformer
+from queryeval.engines.retrievers.models import load_sentence_transformer
 
 KEY = {"model": "m1", "prefix": "", "normalize": True}
 

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from queryeval.systems.engines import (
+from queryeval.engines.query import (
     DuckDBEngine,
     LocalSparqlEngine,
     QueryFailed,
@@ -29,9 +29,9 @@ from queryeval.systems.engines import (
     RemoteSparqlEngine,
     SqliteEngine,
 )
-from queryeval.systems.engines import postgres as pg_module
-from queryeval.systems.engines import sql as sql_module
-from queryeval.systems.engines.postgres import PostgresEngine
+from queryeval.engines.query import postgres as pg_module
+from queryeval.engines.query import sql as sql_module
+from queryeval.engines.query.postgres import PostgresEngine
 
 
 def sha256(path: Path) -> str:

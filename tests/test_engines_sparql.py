@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.errors import ConfigError, InputError
-from queryeval.systems.engines import (
+from queryeval.engines.query import (
     LocalSparqlEngine,
     QueryFailed,
     QueryRefused,
@@ -26,8 +25,9 @@ from queryeval.systems.engines import (
     RemoteSparqlEngine,
     execute,
 )
-from queryeval.systems.engines.sparql_safety import SparqlSyntaxError, check_sparql
-from queryeval.systems.engines.sparql_store import MARKER
+from queryeval.engines.query.sparql_safety import SparqlSyntaxError, check_sparql
+from queryeval.engines.query.sparql_store import MARKER
+from queryeval.errors import ConfigError, InputError
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EX = "http://example.org/"
@@ -265,7 +265,7 @@ def test_works_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
     (tmp_path / "g.ttl").write_text(TTL, encoding="utf-8")
     script = tmp_path / "script.py"
     script.write_text(
-        "from queryeval.systems.engines import LocalSparqlEngine\n"
+        "from queryeval.engines.query import LocalSparqlEngine\n"
         "print('top-level ran')\n"
         f"with LocalSparqlEngine({str(tmp_path / 'g.ttl')!r}) as e:\n"
         "    print(e.execute('SELECT * { ?s ?p ?o }').row_count)\n", encoding="utf-8")

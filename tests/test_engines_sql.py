@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.errors import InputError
-from queryeval.systems.engines import (
+from queryeval.engines.query import (
     DuckDBEngine,
     QueryFailed,
     QueryRefused,
     QueryTimeout,
     SqliteEngine,
 )
-from queryeval.systems.engines.postgres import check_postgres
-from queryeval.systems.engines.sql_safety import check_sql
+from queryeval.engines.query.postgres import check_postgres
+from queryeval.engines.query.sql_safety import check_sql
+from queryeval.errors import InputError
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 PEOPLE = [(1, "Alice", 30, 1.5), (2, "Bob", 25, None), (3, "Carol", None, 2.25)]
@@ -81,7 +81,7 @@ GRANT SELECT ON people, nums, typed TO reader;
 
 @pytest.fixture(scope="module")
 def postgres_engine(pg_server):
-    from queryeval.systems.engines.postgres import PostgresEngine
+    from queryeval.engines.query.postgres import PostgresEngine
 
     db = pg_server.database("engines_sql", PG_SETUP)
     with PostgresEngine(db["reader"]) as eng:

@@ -17,7 +17,7 @@ from queryeval.errors import ConfigError, InputError
 from queryeval.suite.fields import load_fields_suite, looks_like_fields_table
 from queryeval.suite.loader import load_suite
 from queryeval.tasks.base import get_task
-from queryeval.tasks.fields import FieldsTask, parse_fields_output, score_field
+from queryeval.tasks.fields.task import FieldsTask, parse_fields_output, score_field
 
 SUITE = """\
 id: c1
@@ -235,7 +235,7 @@ def test_builtin_bm25_through_run(tmp_path, monkeypatch):
     data.write_text(DATA)
     suite = tmp_path / "s.yaml"
     suite.write_text(BM25_SUITE)
-    f = run(tmp_path, suite, "--system", "python:queryeval.tasks.fields:builtin",
+    f = run(tmp_path, suite, "--system", "python:queryeval.tasks.fields.task:builtin",
             "--option", f"data={data}", "--option", "model=bm25", "--option", "n=2")
     recs = records(f)
     # BM25 puts the one matching document first; unmatched ones keep table order

@@ -30,7 +30,7 @@ def test_the_flags_bound_is_the_task_options():
     import typer.main
 
     from queryeval.cli.app import app
-    from queryeval.tasks.query import QueryTask
+    from queryeval.tasks.query.task import QueryTask
 
     bound = next(m.le for m in QueryTask.Options.model_fields["test_suite"].metadata
                  if hasattr(m, "le"))

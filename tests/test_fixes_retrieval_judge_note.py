@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import queryeval as qe
-import queryeval.systems.judge as judge_mod
-from queryeval.systems.judge.prompt import PROMPT_VERSION
+import queryeval.engines.judge as judge_mod
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from test_retrieval_multi_answer import JUDGE, FakeJudge, answered  # noqa: F401 - a fixture
 
 

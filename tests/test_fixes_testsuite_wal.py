@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from queryeval.cli.app import main
-from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+from queryeval.engines.query.neighbours.runner import NeighbourRunner
 from test_testsuite_sql import build_example
 
 sys.path.insert(0, str(Path(__file__).parent))

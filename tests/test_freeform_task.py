@@ -12,9 +12,9 @@ import threading
 import pytest
 
 import queryeval as qe
+from queryeval.engines.judge import JudgeItem, JudgeVerdict
 from queryeval.errors import InputError
 from queryeval.suite.models import Target
-from queryeval.systems.judge import JudgeItem, JudgeVerdict
 
 # id -> (reference, response, ladder verdict, ladder rule)
 CASES = {
@@ -68,7 +68,7 @@ class FakeJudge:
 @pytest.fixture
 def fake(monkeypatch):
     judge = FakeJudge(passes={"text"})
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: judge)
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: judge)
     return judge
 
 
@@ -168,7 +168,7 @@ def test_judge_always_and_never(tmp_path, fake):
     FakeJudge(raises=RuntimeError("connection refused")),
 ])
 def test_a_judge_error_never_passes(tmp_path, monkeypatch, judge):
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: judge)
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: judge)
     run = _run(tmp_path, judge=JUDGE)
     recs = _by_id(run)
     kind = "judge_malformed" if judge.error else "judge_call"
@@ -192,7 +192,7 @@ def test_rescore_reuses_the_stored_verdicts(tmp_path, fake, monkeypatch):
     def no_judge(options):
         raise AssertionError("a re-score must not call the judge")
 
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", no_judge)
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", no_judge)
     res = rescore_run(run.path, out=tmp_path / "rescored")
     again = qe.load(res.log.paths.batch)
     assert again.overall["pass_rate"] == run.overall["pass_rate"] == 5 / 8
@@ -204,7 +204,7 @@ def test_rescore_reuses_the_stored_verdicts(tmp_path, fake, monkeypatch):
 
 
 def test_recorded_agreement_is_reported(tmp_path, fake, monkeypatch):
-    monkeypatch.setattr("queryeval.systems.judge.recorded_agreement",
+    monkeypatch.setattr("queryeval.engines.judge.recorded_agreement",
                         lambda options: {"kappa": {"value": 0.8, "ci": [0.7, 0.9]},
                                          "tpr": 0.9, "tnr": 0.85, "accuracy": 0.88, "n": 120})
     run = _run(tmp_path, judge=JUDGE)

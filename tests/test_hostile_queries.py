@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 from queryeval.cli.app import main
-from queryeval.systems.engines import (
+from queryeval.engines.query import (
     LocalSparqlEngine,
     QueryFailed,
     QueryRefused,
     QueryTimeout,
     RemoteSparqlEngine,
 )
-from queryeval.systems.engines.sparql_safety import MAX_QUERY_CHARS
+from queryeval.engines.query.sparql_safety import MAX_QUERY_CHARS
 
 TTL = """@prefix ex: <http://example.org/> .
 ex:a ex:p ex:b . ex:b ex:p ex:c .
@@ -285,7 +285,7 @@ def test_remote_deadline_holds_against_a_server_dripping_its_headers() -> None:
 
 KILL_SCRIPT = """
 import os, signal, sys
-from queryeval.systems.engines import sparql_store
+from queryeval.engines.query import sparql_store
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 setattr(sparql_store, sys.argv[1], die)
@@ -339,7 +339,7 @@ def test_a_half_built_store_folder_is_never_trusted(tmp_path: Path) -> None:
 
 def test_a_crash_inside_the_loader_cleans_up_and_the_next_run_builds(tmp_path: Path,
                                                                       monkeypatch) -> None:
-    from queryeval.systems.engines import sparql_store
+    from queryeval.engines.query import sparql_store
 
     src = tmp_path / "g.ttl"
     src.write_text(TTL, encoding="utf-8")
@@ -372,7 +372,7 @@ def sqlite_db(tmp_path: Path) -> Path:
 
 
 def test_sqlite_json_each_and_json_tree_run(sqlite_db: Path) -> None:
-    from queryeval.systems.engines import SqliteEngine
+    from queryeval.engines.query import SqliteEngine
 
     with SqliteEngine(sqlite_db) as eng:
         rows = eng.execute("SELECT t.id, j.value FROM t, json_each(t.j) AS j "
@@ -397,7 +397,7 @@ def test_sqlite_json_each_and_json_tree_run(sqlite_db: Path) -> None:
     "SELECT 1; DELETE FROM t",
 ])
 def test_sqlite_writes_and_pragmas_stay_refused(sqlite_db: Path, query: str) -> None:
-    from queryeval.systems.engines import SqliteEngine
+    from queryeval.engines.query import SqliteEngine
 
     before = sqlite_db.read_bytes()
     with SqliteEngine(sqlite_db) as eng:
@@ -421,7 +421,7 @@ def _worker_data_limit(eng) -> int:
 def test_sqlite_deadline_holds_inside_one_uninterruptible_function(sqlite_db: Path) -> None:
     """printf('%.*c', 1e9, 'x') loops inside one C call: neither the progress handler nor
     interrupt() fires; the worker is killed at the deadline and the next query works."""
-    from queryeval.systems.engines import SqliteEngine
+    from queryeval.engines.query import SqliteEngine
 
     with SqliteEngine(sqlite_db, memory_limit_bytes=512 * 1024**2) as eng:
         eng.execute("SELECT 1")  # the worker starts outside the deadline
@@ -447,7 +447,7 @@ def duckdb_db(tmp_path: Path) -> Path:
 def test_duckdb_allocation_past_the_memory_cap_fails_at_once(duckdb_db: Path) -> None:
     """repeat('x', 4e9) ignores DuckDB's memory_limit (measured: 7.7 GB RSS, 86 s); under
     the worker's RLIMIT_DATA it fails in milliseconds and the caller's memory is untouched."""
-    from queryeval.systems.engines import DuckDBEngine
+    from queryeval.engines.query import DuckDBEngine
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with DuckDBEngine(duckdb_db, memory_limit_bytes=1024**3) as eng:
@@ -466,7 +466,7 @@ def test_duckdb_allocation_past_the_memory_cap_fails_at_once(duckdb_db: Path) ->
 def test_duckdb_deadline_holds_inside_one_uninterruptible_function(duckdb_db: Path) -> None:
     """repeat('x', 6e8) fits under the cap but takes seconds in one call that interrupt()
     cannot stop; the worker is killed at the deadline."""
-    from queryeval.systems.engines import DuckDBEngine
+    from queryeval.engines.query import DuckDBEngine
 
     with DuckDBEngine(duckdb_db, memory_limit_bytes=1536 * 1024**2) as eng:
         eng.execute("SELECT 1")

@@ -23,7 +23,7 @@ def _closed_port_url() -> str:
 @pytest.fixture(autouse=True)
 def _no_backoff(monkeypatch):
     """Retries of a failed judge call happen at once (the waits are the chat client's)."""
-    from queryeval.systems import chat
+    from queryeval.engines import chat
 
     monkeypatch.setattr(chat.ChatClient, "backoff", lambda self, retry, hint: 0.0)
 

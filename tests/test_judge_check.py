@@ -10,9 +10,9 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 import queryeval as qe
 from queryeval.cli.app import main
+from queryeval.engines.judge import JudgeOptions, recorded_agreement
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from queryeval.errors import InputError
-from queryeval.systems.judge import JudgeOptions, recorded_agreement
-from queryeval.systems.judge.prompt import PROMPT_VERSION
 from test_judge_fake import FakeJudgeServer, completion, contains_rule, verdict_reply
 
 

@@ -7,22 +7,22 @@ import json
 
 import pytest
 
-from queryeval.errors import ConfigError
-from queryeval.systems.judge import (
+from queryeval.engines.judge import (
     JudgeItem,
     JudgeOptions,
     judge_info,
     make_judge,
     recorded_agreement,
 )
-from queryeval.systems.judge.client import LLMJudge
-from queryeval.systems.judge.prompt import (
+from queryeval.engines.judge.client import LLMJudge
+from queryeval.engines.judge.prompt import (
     ANSWER_PROMPT,
     PROMPT_VERSION,
     QUERY_PROMPT,
     VERDICT_SCHEMA,
     parse_verdict,
 )
+from queryeval.errors import ConfigError
 from test_judge_fake import FakeJudgeServer, completion, verdict_reply
 
 

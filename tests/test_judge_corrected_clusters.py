@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import queryeval as qe
-from queryeval.systems.judge.checks import save_check
-from queryeval.systems.judge.prompt import PROMPT_VERSION
+from queryeval.engines.judge.checks import save_check
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from queryeval.tasks import judging
 from test_freeform_task import FakeJudge
 
@@ -71,7 +71,7 @@ def test_counts_that_do_not_add_up_are_refused():
 
 def test_a_clustered_judged_run_reports_its_clusters(tmp_path, monkeypatch):
     judge = FakeJudge(passes={f"c{i}" for i in range(6)})
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: judge)
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: judge)
     checks = tmp_path / "checks"
     save_check({"model": "fake-judge", "prompt_version": PROMPT_VERSION, "n": 100,
                 "tpr": {"value": 0.9}, "tnr": {"value": 0.8}, "confusion": CHECK}, checks)
@@ -86,7 +86,7 @@ def test_a_clustered_judged_run_reports_its_clusters(tmp_path, monkeypatch):
     overall = run.overall
     assert overall[KEY] == pytest.approx((0.6 + 0.8 - 1) / (0.9 + 0.8 - 1))
     assert overall[f"{KEY}_clusters"] == 5
-    from queryeval.tasks.freeform import FreeformTask
+    from queryeval.tasks.freeform.task import FreeformTask
 
     notes = [x.text for x in FreeformTask({}).summary(run.metrics) if hasattr(x, "text")]
     assert any("over 5 clusters" in t and "(raw 0.6000)" in t for t in notes)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import queryeval as qe
+from queryeval.engines.judge.checks import save_check
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from queryeval.report.compare import load_run
 from queryeval.report.html import render_report
-from queryeval.systems.judge.checks import save_check
-from queryeval.systems.judge.prompt import PROMPT_VERSION
 from queryeval.tasks import judging
 from queryeval.viewer.results import run_figures
 from test_freeform_task import FakeJudge
@@ -64,7 +64,7 @@ def test_corrected_interval_covers_the_true_rate():
 
 def test_judged_run_reports_the_corrected_rate_beside_the_raw_one(tmp_path, monkeypatch):
     judge = FakeJudge(passes={f"c{i}" for i in range(6)})
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: judge)
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: judge)
     checks = tmp_path / "checks"
     save_check({"model": "fake-judge", "prompt_version": PROMPT_VERSION, "n": 100,
                 "tpr": {"value": 0.9}, "tnr": {"value": 0.8},
@@ -87,7 +87,7 @@ def test_judged_run_reports_the_corrected_rate_beside_the_raw_one(tmp_path, monk
     assert rows[KEY]["high"] == pytest.approx(overall[f"{KEY}_ci_high"])
     assert f"{KEY}_ci_low" not in rows
     # the console summary says it beside the raw rate
-    from queryeval.tasks.freeform import FreeformTask
+    from queryeval.tasks.freeform.task import FreeformTask
 
     notes = [x.text for x in FreeformTask({}).summary(run.metrics) if hasattr(x, "text")]
     assert any(f"judge's known errors (Rogan-Gladen, from its judge-check): {want:.4f}" in t

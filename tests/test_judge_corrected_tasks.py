@@ -11,8 +11,8 @@ import pytest
 import queryeval as qe
 from judge_fixtures import values_judge  # noqa: F401 - the fixture "fake", one per test
 from matrix_checks import check_corrected
-from queryeval.systems.judge.checks import save_check
-from queryeval.systems.judge.prompt import PROMPT_VERSION
+from queryeval.engines.judge.checks import save_check
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from queryeval.tasks import judging
 from test_judge_fake import verdict_reply
 from test_judge_tasks import CASES, QCASES, QRESP, RESPONSES

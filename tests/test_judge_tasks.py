@@ -9,8 +9,8 @@ import pytest
 
 import queryeval as qe
 from judge_fixtures import values_judge  # noqa: F401 - the fixture "fake", one per test
-from queryeval.systems.judge.checks import save_check
-from queryeval.systems.judge.prompt import ANSWER_PROMPT, PROMPT_VERSION
+from queryeval.engines.judge.checks import save_check
+from queryeval.engines.judge.prompt import ANSWER_PROMPT, PROMPT_VERSION
 from test_judge_fake import completion, verdict_reply
 from test_query_task import make_shop_db
 
@@ -89,7 +89,7 @@ def test_answers_malformed_judge_is_an_error_never_a_pass(fake, tmp_path):
 def test_answers_rescore_keeps_the_verdict_and_calls_nothing(fake, tmp_path):
     run = qe.evaluate(CASES, responses=RESPONSES, out=tmp_path / "runs",
                       judge=fake.options(tmp_path))
-    from queryeval.tasks.answers import AnswersTask
+    from queryeval.tasks.answers.task import AnswersTask
 
     task = AnswersTask({"judge": fake.options(tmp_path)})
     again = {r["case_id"]: task.rescore_record(r) for r in run.records}
@@ -108,7 +108,7 @@ def test_recorded_agreement_lands_in_the_run_log(fake, tmp_path):
     run = qe.evaluate(CASES, responses=RESPONSES, out=tmp_path / "runs", judge=opts)
     agreement = json.loads(run.path.read_text())["evaluation_config"]["judge"]["agreement"]
     assert agreement["n"] == 40 and agreement["kappa"]["value"] == 0.8
-    from queryeval.systems.judge import JudgeOptions
+    from queryeval.engines.judge import JudgeOptions
     from queryeval.tasks.judging import judge_note
 
     note = judge_note(JudgeOptions(**opts), 2)
@@ -184,7 +184,7 @@ def test_query_judge_fail_and_malformed(fake, tmp_path, shop):
 
 
 def test_query_unknown_equivalence_is_inconclusive():
-    from queryeval.tasks.query_judge import inconclusive
+    from queryeval.tasks.query.judge import inconclusive
 
     base = {"predicted_query": "SELECT 1", "error": None, "error_kinds": [],
             "scores": {"exact_match_f1": 0.5}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import queryeval as qe
-from queryeval.systems.judge import JudgeItem, JudgeVerdict
+from queryeval.engines.judge import JudgeItem, JudgeVerdict
 from test_judge_tasks import shop  # noqa: F401 - the sqlite file the query cases run on
 
 RECORD_KEYS = {"verdict", "reason", "error", "why", "model", "prompt_version", "cached"}
@@ -41,8 +41,8 @@ class Judge:
 @pytest.fixture
 def judge(monkeypatch):
     fake = Judge()
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: fake)
-    monkeypatch.setattr("queryeval.systems.judge.recorded_agreement",
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: fake)
+    monkeypatch.setattr("queryeval.engines.judge.recorded_agreement",
                         lambda options: {"kappa": {"value": -0.25}, "tpr": 0.5, "n": 12})
     return fake
 

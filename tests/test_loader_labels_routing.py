@@ -41,7 +41,7 @@ def test_jsonl_labels_still_go_to_the_dabench_reader(tmp_path):
 
 
 def test_a_chunk_id_alone_without_corpus_says_no_corpus_was_given(tmp_path):
-    from queryeval.tasks.retrieval import RetrievalTask
+    from queryeval.tasks.retrieval.task import RetrievalTask
 
     task = RetrievalTask({"k": [5]})
     with pytest.raises(ValueError, match="no --corpus was given"):

@@ -27,7 +27,7 @@ from matrix_checks import (
     write_lab,
 )
 from queryeval.cli.app import app
-from queryeval.systems.judge import JudgeVerdict
+from queryeval.engines.judge import JudgeVerdict
 
 N = 6
 BOTS = '''
@@ -98,7 +98,7 @@ def _build(kind: str, lab: Path) -> qe.Run:
     common = {"out": out, "reports": True, "retries": 0, "backoff": 0.0, "name": kind}
     if kind == "judged":
         mp = pytest.MonkeyPatch()
-        mp.setattr("queryeval.systems.judge.make_judge", lambda options: PassC5())
+        mp.setattr("queryeval.engines.judge.make_judge", lambda options: PassC5())
         try:
             PassC5.calls = 0
             run = qe.evaluate(cases, system=spec("plain"), judge=JUDGE, **common)
@@ -150,7 +150,7 @@ def test_decided_by_in_every_kind(built):
 def test_gates_on_the_cli_for_a_judged_run(lab, tmp_path, monkeypatch):
     """``queryeval run --fail-under pass_rate=…`` on a judged run (the judge given as the
     task option ``judge``): 5/6 = 0.8333 passes 0.83 and fails 0.84."""
-    monkeypatch.setattr("queryeval.systems.judge.make_judge", lambda options: PassC5())
+    monkeypatch.setattr("queryeval.engines.judge.make_judge", lambda options: PassC5())
     args = ["run", str(lab / "cases.jsonl"), "--system", f"python:{lab / 'bots.py'}:plain",
             "--option", f"judge={json.dumps(JUDGE)}", "--out", str(tmp_path), "-q"]
     ok = CliRunner().invoke(app, [*args, "--fail-under", "pass_rate=0.83"])

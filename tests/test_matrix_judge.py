@@ -18,8 +18,8 @@ from matrix_checks import (
     write_lab,
 )
 from queryeval.cli.app import main
-from queryeval.systems.judge.checks import save_check
-from queryeval.systems.judge.prompt import PROMPT_VERSION
+from queryeval.engines.judge.checks import save_check
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 
 N = 6
 BOTS = '''

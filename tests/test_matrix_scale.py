@@ -23,7 +23,7 @@ import pytest
 
 import queryeval as qe
 from matrix_checks import check_compare, check_consumers, run_file
-from queryeval.systems.retrievers import DenseRetriever, HashingEncoder
+from queryeval.engines.retrievers import DenseRetriever, HashingEncoder
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "examples" / "retrieval"
@@ -70,7 +70,7 @@ def lab(tmp_path_factory):
         "from pathlib import Path\n"
         "from queryeval.suite.corpus_stream import open_corpus\n"
         "from queryeval.systems.retrieval import BuiltinRetrievalSystem\n"
-        "from queryeval.systems.retrievers import DenseRetriever, HashingEncoder\n"
+        "from queryeval.engines.retrievers import DenseRetriever, HashingEncoder\n"
         "_SYSTEM = None\n"
         "def ann(request):\n"
         "    global _SYSTEM\n"
@@ -84,7 +84,7 @@ def lab(tmp_path_factory):
 
 
 def _builtin_run(lab: Path, index: str, name: str) -> qe.Run:
-    import queryeval.systems.retrievers as retrievers
+    import queryeval.engines.retrievers as retrievers
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(retrievers, "make_retriever", lambda kind, **_: _engine(lab / "emb", index))

@@ -12,7 +12,7 @@ import pytest
 
 import queryeval as qe
 from queryeval.cli.app import main
-from queryeval.systems.judge import JudgeOptions, recorded_agreement
+from queryeval.engines.judge import JudgeOptions, recorded_agreement
 from test_judge_fake import FakeJudgeServer
 
 DOWN = (400, {"Content-Type": "application/json"}, b'{"error": "model not loaded"}')

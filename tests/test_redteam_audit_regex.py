@@ -1,4 +1,4 @@
-"""The audit's reading of a SPARQL gold's trailing ``LIMIT``/``OFFSET`` (tasks/query_audit.py)
+"""The audit's reading of a SPARQL gold's trailing ``LIMIT``/``OFFSET`` (tasks/query/audit.py)
 over a gold made to backtrack: the old expression tried every start in a whitespace run
 (quadratic, in the evaluating process). The new reading is checked against the old
 expression as the oracle (hypothesis), and the hostile gold runs in a child python."""
@@ -12,7 +12,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.tasks.query_audit import _sparql_cut_start
+from queryeval.tasks.query.audit import _sparql_cut_start
 
 OLD = re.compile(r"(\s+(LIMIT|OFFSET)\s+\d+)+\s*$", re.IGNORECASE)
 
@@ -27,7 +27,7 @@ def test_the_cut_is_where_the_old_expression_put_it(query):
 
 
 def test_a_gold_of_long_whitespace_is_read_in_linear_time():
-    code = ("from queryeval.tasks.query_audit import _sparql_cut_start as c\n"
+    code = ("from queryeval.tasks.query.audit import _sparql_cut_start as c\n"
             "print(c('SELECT ?s {}' + '\\t' * 300000 + 'x'),"
             " c('SELECT ?s {} ORDER BY ?s' + ' LIMIT 5' * 50000 + ' ' * 300000))")
     try:

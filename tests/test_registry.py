@@ -90,7 +90,7 @@ def test_a_built_in_task_through_an_entry_point_scores_the_same(isolated, tmp_pa
     """The built-in selection task installed again under another name by an entry point:
     the same metrics file as the built-in's (the entry is the same class, found another way)."""
     install(tmp_path, {"queryeval.tasks": {"selection_again":
-                                           "queryeval.tasks.selection:SelectionTask"}},
+                                           "queryeval.tasks.selection.task:SelectionTask"}},
             monkeypatch)
     from queryeval.cli.app import main
 

@@ -24,8 +24,8 @@ from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
 from queryeval.suite.retrieval import read_corpus
 from queryeval.tasks.content import Figures
-from queryeval.tasks.query import result_sample
-from queryeval.tasks.retrieval import RetrievalTask
+from queryeval.tasks.query.task import result_sample
+from queryeval.tasks.retrieval.task import RetrievalTask
 
 EVIL = "<script>alert(1)</script>"
 EVIL_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from queryeval.tasks.accum import Values
-from queryeval.tasks.retrieval_aggregate import _Binaryish
+from queryeval.tasks.retrieval.aggregate import _Binaryish
 
 _VALUES = st.one_of(
     st.sampled_from([0.0, -0.0, 1.0, 0, 1, True, False, 0.5, 1.0 / 3, math.inf, -math.inf, math.nan]),
@@ -59,7 +59,7 @@ def test_binaryish_rejects_what_values_rejects():
 def test_run_figures_merged_from_its_datasets_equal_adding_every_question(rows):
     """The run's figures are its datasets' accumulators merged (DatasetAcc.merged): each mean
     is, bit for bit, the one of an accumulator given every question in record order."""
-    from queryeval.tasks.retrieval_aggregate import DatasetAcc
+    from queryeval.tasks.retrieval.aggregate import DatasetAcc
 
     whole, parts = DatasetAcc(3), {}
     for ds, values, recall, hit, best in rows:

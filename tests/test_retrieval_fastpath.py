@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics.ranking import evaluate
-from queryeval.tasks.retrieval_scoring import (
+from queryeval.tasks.retrieval.scoring import (
     RANK_METRICS,
     Matcher,
     _engine_cuts,
@@ -111,7 +111,7 @@ def test_single_relevant_equals_the_public_engine_with_ties_and_min_score(runs, 
 
 def test_retrieval_scoring_does_not_load_pyarrow():
     """pyarrow (~35 MiB resident) loads only where the engine breaks score ties by docid."""
-    code = ("import sys, queryeval.tasks.retrieval, queryeval.metrics.ranking._ties, queryeval.cli.app;"
+    code = ("import sys, queryeval.tasks.retrieval.task, queryeval.metrics.ranking._ties, queryeval.cli.app;"
             "print('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

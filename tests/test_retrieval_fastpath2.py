@@ -13,9 +13,9 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.tasks.retrieval import RetrievalTask
-from queryeval.tasks.retrieval_aggregate import AtK
-from queryeval.tasks.retrieval_scoring import Matcher, _engine_cuts, relevant_chunks
+from queryeval.tasks.retrieval.aggregate import AtK
+from queryeval.tasks.retrieval.scoring import Matcher, _engine_cuts, relevant_chunks
+from queryeval.tasks.retrieval.task import RetrievalTask
 
 
 def md5(text: str) -> str:

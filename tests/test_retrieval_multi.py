@@ -19,7 +19,7 @@ from queryeval.errors import InputError
 from queryeval.suite import load_suite
 from queryeval.suite.retrieval import qa_pair_id
 from queryeval.tasks.base import get_task
-from queryeval.tasks.retrieval_scoring import score_cut, score_cuts
+from queryeval.tasks.retrieval.scoring import score_cut, score_cuts
 
 L3 = math.log2(3)
 CHUNKS = {f"c{i}": f"chunk number {i} about topic {i}" for i in range(1, 7)}

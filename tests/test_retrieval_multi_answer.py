@@ -1,6 +1,6 @@
 """Seed 002's answer side (issue 26, item 3): a generated answer scored beside the retrieval
 figures (SQuAD exact match and token F1, hand-computed), and the judge path with a fake judge
-put where the task looks it up (``queryeval.systems.judge.make_judge``)."""
+put where the task looks it up (``queryeval.engines.judge.make_judge``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe
-import queryeval.systems.judge as judge_mod
+import queryeval.engines.judge as judge_mod
+from queryeval.engines.judge import JudgeVerdict
 from queryeval.errors import InputError
 from queryeval.suite.retrieval import qa_pair_id
-from queryeval.systems.judge import JudgeVerdict
 
 TEXT = "Food assistance is available to families with low income."
 QUESTIONS = [  # question, reference answer, generated answer (None: the output has none)

@@ -16,9 +16,9 @@ import pytest
 from queryeval.run.runner import RetryPolicy, call_turn
 from queryeval.suite.retrieval import content_hash
 from queryeval.systems.recorded import RecordedSystem
-from queryeval.tasks import retrieval as retrieval_mod
 from queryeval.tasks.base import get_task
-from queryeval.tasks.retrieval import ReadChunks, ReadOutput
+from queryeval.tasks.retrieval import task as retrieval_mod
+from queryeval.tasks.retrieval.task import ReadChunks, ReadOutput
 
 
 def _chunk(chunk_id: str, score: float, text: str) -> dict:

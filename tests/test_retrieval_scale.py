@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from queryeval.engines.retrievers import DenseRetriever, Doc, rank_rows
+from queryeval.engines.retrievers.ann import HNSWIndex, recall_against_exact
+from queryeval.engines.retrievers.topk import blocked_topk, plan_blocks
 from queryeval.suite.corpus_stream import open_corpus
-from queryeval.systems.retrievers import DenseRetriever, Doc, rank_rows
-from queryeval.systems.retrievers.ann import HNSWIndex, recall_against_exact
-from queryeval.systems.retrievers.topk import blocked_topk, plan_blocks
 
 
 class IntEncoder:
@@ -250,7 +250,7 @@ def test_ann_index_is_cached_on_disk(tmp_path: Path) -> None:
 @pytest.mark.parametrize("options", [{}, {"method": "bm25+"}, {"method": "robertson"},
                                      {"stopwords": None, "stemmer": lambda ws: [w[:4] for w in ws]}])
 def test_bm25_streamed_index_equals_the_in_memory_index(tmp_path: Path, options: dict) -> None:
-    from queryeval.systems.retrievers import BM25Retriever
+    from queryeval.engines.retrievers import BM25Retriever
 
     words = ["fox", "dog", "quick", "lazy", "the", "day", "wörds", "brown", "jumps", "sleeps"]
     rng = np.random.default_rng(3)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from queryeval.engines.retrievers import BM25Retriever, Doc, Retriever, docs_from_texts
 from queryeval.errors import ConfigError
-from queryeval.systems.retrievers import BM25Retriever, Doc, Retriever, docs_from_texts
 
 # Tokens (stopwords off): d0 [apple banana] dl=2, d1 [apple apple cherry] dl=3,
 # d2 [banana cherry cherry durian] dl=4, d3 [egg] dl=1.  N=4, avgdl=10/4=2.5.
@@ -210,7 +210,7 @@ def test_scores_and_ranking_match_a_python_bm25(
 
 
 def test_make_retriever_by_name() -> None:
-    from queryeval.systems.retrievers import make_retriever
+    from queryeval.engines.retrievers import make_retriever
 
     r = make_retriever("bm25", stopwords=None, k1=1.2, b=0.5)
     assert isinstance(r, BM25Retriever) and r.k1 == 1.2

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from queryeval.errors import ConfigError
-from queryeval.systems.retrievers import (
+from queryeval.engines.retrievers import (
     BGE_QUERY_INSTRUCTION,
     DenseRetriever,
     Doc,
@@ -24,7 +23,8 @@ from queryeval.systems.retrievers import (
     normalize_rows,
     resolve_model_path,
 )
-from queryeval.systems.retrievers.models import load_sentence_transformer
+from queryeval.engines.retrievers.models import load_sentence_transformer
+from queryeval.errors import ConfigError
 
 WORDS = "carrot potato onion garlic oil salt pepper rice bean lentil milk egg".split()
 

@@ -11,9 +11,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'queryeval[ray]')")
 
+from queryeval.engines.retrievers import DenseRetriever, HashingEncoder  # noqa: E402
+from queryeval.engines.retrievers.ray_embed import index_with_ray  # noqa: E402
 from queryeval.suite.corpus_stream import open_corpus  # noqa: E402
-from queryeval.systems.retrievers import DenseRetriever, HashingEncoder  # noqa: E402
-from queryeval.systems.retrievers.ray_embed import index_with_ray  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from queryeval.systems.retrievers import rank_rows, topk_rows
+from queryeval.engines.retrievers import rank_rows, topk_rows
 
 
 def oracle(row: list[float], k: int) -> list[int]:

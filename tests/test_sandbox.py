@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queryeval.systems.engines import (
+from queryeval.engines.query import (
     DuckDBEngine,
     LocalSparqlEngine,
     QueryFailed,
@@ -35,7 +35,7 @@ from queryeval.systems.engines import (
     base,
     sparql_safety,
 )
-from queryeval.systems.engines import sandbox as sandbox_module
+from queryeval.engines.query import sandbox as sandbox_module
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hostile_queries import Listener as HttpListener  # noqa: E402
@@ -54,7 +54,7 @@ def _linux_sandbox() -> str | None:
         return f"no seccomp or Landlock on {sys.platform}"
     if sandbox_module.landlock_abi() < 1:
         return "the kernel has no Landlock"
-    probe = ("import json, sys, tempfile; from queryeval.systems.engines import sandbox; "
+    probe = ("import json, sys, tempfile; from queryeval.engines.query import sandbox; "
              "r = sandbox.apply(tempfile.gettempdir(), 256 * 1024**2); "
              "print(json.dumps(sandbox.unavailable_layers(r)))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -222,7 +222,7 @@ def test_crack3_the_caller_does_no_lexing(graph, monkeypatch) -> None:
     characters (99,983 × ``é``: 99.5 s holding the GIL). Now the caller checks only type
     and length; the one parse runs in the worker, under the deadline. Shown by making the
     parse unusable in this process: the engine still answers."""
-    import queryeval.systems.engines.sparql_local as local_module
+    import queryeval.engines.query.sparql_local as local_module
 
     def no_parse(*args, **kwargs):
         raise AssertionError("the caller parsed the query")
@@ -250,8 +250,8 @@ def test_crack3_sql_text_has_a_length_cap(tmp_path) -> None:
 PG_BALLOON = "SELECT repeat('x', 20000) FROM generate_series(1, {n})"
 _PEAK_SCRIPT = """
 import json, resource, sys
-from queryeval.systems.engines.postgres import PostgresEngine
-from queryeval.systems.engines import QueryExecutionError
+from queryeval.engines.query.postgres import PostgresEngine
+from queryeval.engines.query import QueryExecutionError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 with PostgresEngine(sys.argv[1]) as engine:
     try:
@@ -437,7 +437,7 @@ def test_sandbox_alone_postgres_changes_no_file(pg_server, tmp_path: Path, liste
     the server's files and programs is the server-side cursor (DECLARE accepts one query,
     no COPY), the READ ONLY transaction and the login role."""
     pytest.importorskip("psycopg")
-    from queryeval.systems.engines.postgres import PostgresEngine
+    from queryeval.engines.query.postgres import PostgresEngine
 
     db = pg_server.database("sandbox_alone", "CREATE TABLE t AS SELECT 1 AS a; "
                             "GRANT SELECT ON t TO reader;")
@@ -465,7 +465,7 @@ def test_sandbox_alone_postgres_changes_no_file(pg_server, tmp_path: Path, liste
 
 _PROBE = """
 import json, os, socket, sys
-from queryeval.systems.engines import sandbox
+from queryeval.engines.query import sandbox
 report = sandbox.apply(sys.argv[1], 512 * 1024**2)
 out = {"report": report}
 try:
@@ -528,7 +528,7 @@ def test_crack4_a_postgres_query_finishing_past_its_deadline_is_a_timeout(pg_ser
     SQL workers said QueryTimeout). The session measures with its clock; here the clock
     says the fetch ended 10 s after a 5 s deadline."""
     pytest.importorskip("psycopg")
-    from queryeval.systems.engines import postgres as pg_module
+    from queryeval.engines.query import postgres as pg_module
 
     db = pg_server.database("late", "SELECT 1;")
     session = pg_module.PostgresSession(db["reader"])
@@ -549,7 +549,7 @@ def test_the_run_log_says_when_a_sandbox_layer_is_missing(tmp_path, monkeypatch)
     import sqlite3
 
     from queryeval.cli.app import main
-    from queryeval.systems.engines.sparql_worker import WorkerProcess
+    from queryeval.engines.query.sparql_worker import WorkerProcess
     from test_query_task import run_records
 
     db = tmp_path / "t.sqlite"

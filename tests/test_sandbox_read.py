@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.systems.engines import QueryExecutionError, base
-from queryeval.systems.engines import sandbox as sandbox_module
-from queryeval.systems.engines.neighbours.runner import NeighbourRunner
-from queryeval.systems.engines.sql import DuckDBEngine, SqliteEngine
+from queryeval.engines.query import QueryExecutionError, base
+from queryeval.engines.query import sandbox as sandbox_module
+from queryeval.engines.query.neighbours.runner import NeighbourRunner
+from queryeval.engines.query.sql import DuckDBEngine, SqliteEngine
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox import needs_sandbox  # noqa: E402
@@ -168,7 +168,7 @@ def test_duckdb_neighbour_runner_cannot_read_beside_or_the_run_folder(duck, layo
 # ------------------------------------------------------------------------------- SPARQL
 
 def test_sparql_worker_reads_only_its_store(tmp_path, layout, checks_off) -> None:
-    from queryeval.systems.engines.sparql_local import LocalSparqlEngine
+    from queryeval.engines.query.sparql_local import LocalSparqlEngine
 
     nt = tmp_path / "g.nt"
     nt.write_text('<http://x/a> <http://x/p> "v" .\n')
@@ -189,7 +189,7 @@ def test_sparql_worker_reads_only_its_store(tmp_path, layout, checks_off) -> Non
 
 _PROBE = """
 import json, os, sys
-from queryeval.systems.engines import sandbox
+from queryeval.engines.query import sandbox
 out = {"report": sandbox.apply(sys.argv[1], 1024 * 1024**2, readable=[sys.argv[2]])}
 for name in sys.argv[3:]:
     try:
@@ -255,8 +255,8 @@ def test_readable_roots_hold_python_and_the_given_files_only(tmp_path) -> None:
 def test_postgres_workers_close_reading_after_connecting(pg_server) -> None:
     """The engine's worker and the neighbour worker read no data file: after the connection
     is made the sandbox closes reading (the server's own reads are the server's)."""
-    from queryeval.systems.engines.neighbours.pg import ORIGINAL, PgRunner
-    from queryeval.systems.engines.postgres import PostgresEngine
+    from queryeval.engines.query.neighbours.pg import ORIGINAL, PgRunner
+    from queryeval.engines.query.postgres import PostgresEngine
 
     db = pg_server.database("sandbox_read", "CREATE TABLE t AS SELECT 1 AS a; "
                             "GRANT SELECT ON t TO reader;")

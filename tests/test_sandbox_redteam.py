@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.systems.engines import base
-from queryeval.systems.engines import sandbox as sandbox_module
+from queryeval.engines.query import base
+from queryeval.engines.query import sandbox as sandbox_module
 
 sys.path.insert(0, str(Path(__file__).parent))
-from queryeval.systems.engines import QueryRefused, RemoteSparqlEngine  # noqa: E402
-from queryeval.systems.engines.base import term_text  # noqa: E402
+from queryeval.engines.query import QueryRefused, RemoteSparqlEngine  # noqa: E402
+from queryeval.engines.query.base import term_text  # noqa: E402
 from test_sandbox import Listener, graph, listener, needs_sandbox  # noqa: E402, F401
 
 _ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -34,7 +34,7 @@ def _sandboxed(tmp_path: Path, body: str, *args: str) -> dict:
     process after :func:`.sandbox.apply` with ``tmp_path / "w"`` as the writable folder."""
     writable = tmp_path / "w"
     writable.mkdir(exist_ok=True)
-    script = ("import json, os, sys\nfrom queryeval.systems.engines import sandbox\n"
+    script = ("import json, os, sys\nfrom queryeval.engines.query import sandbox\n"
               "out = {'report': sandbox.apply(sys.argv[1], 512 * 1024**2)}\n"
               "argv = sys.argv[2:]\n" + body + "\nprint(json.dumps(out))\n")
     run = subprocess.run([sys.executable, "-c", script, str(writable), *args],
@@ -131,8 +131,8 @@ def test_a_worker_cannot_run_code_in_the_parent_through_its_replies(tmp_path, mo
     case the sandbox exists for) could put a ``__reduce__`` in a reply and run any code in
     the unsandboxed evaluating process. Replies are now read with an allowlist of the value
     types engines return; anything else fails the query and runs nothing."""
-    from queryeval.systems.engines.base import QueryFailed
-    from queryeval.systems.engines.sparql_worker import WorkerProcess
+    from queryeval.engines.query.base import QueryFailed
+    from queryeval.engines.query.sparql_worker import WorkerProcess
 
     marker = tmp_path / "pwned.txt"
     (tmp_path / "hostile_worker_mod.py").write_text(_HOSTILE_WORKER % str(marker))
@@ -159,7 +159,7 @@ def test_replies_keep_every_value_type_the_engines_return() -> None:
     import uuid
     import zoneinfo
 
-    from queryeval.systems.engines.sparql_worker import read_frame, write_frame
+    from queryeval.engines.query.sparql_worker import read_frame, write_frame
 
     values = (1, 2**100, 1.5, float("inf"), "t", b"\x00\x01", bytearray(b"x"), None, True,
               decimal.Decimal("1.50"), dt.date(2020, 1, 2), dt.time(1, 2, 3),
@@ -188,7 +188,7 @@ def test_duckdb_spills_at_most_the_memory_cap_to_disk(tmp_path: Path) -> None:
     worker's memory cap."""
     import duckdb
 
-    from queryeval.systems.engines import DuckDBEngine
+    from queryeval.engines.query import DuckDBEngine
 
     db = tmp_path / "t.duckdb"
     duckdb.connect(str(db)).execute("CREATE TABLE t (a INTEGER)").close()
@@ -231,7 +231,7 @@ def test_a_thread_started_before_the_sandbox_is_not_reported_as_confined(tmp_pat
     writable, escape = tmp_path / "w", tmp_path / "escape.txt"
     writable.mkdir()
     script = ("import json, os, sys\nargv = sys.argv[2:]\nout = {}\n" + _EARLY_THREAD
-              + "from queryeval.systems.engines import sandbox\n"
+              + "from queryeval.engines.query import sandbox\n"
               "out['report'] = sandbox.apply(sys.argv[1], 512 * 1024**2)\n"
               + _EARLY_THREAD_AFTER + "print(json.dumps(out))\n")
     run = subprocess.run([sys.executable, "-c", script, str(writable), str(escape)],
@@ -252,8 +252,8 @@ def test_every_sql_worker_is_sandboxed_while_single_threaded(tmp_path, pg_server
 
     import duckdb
 
-    from queryeval.systems.engines import DuckDBEngine, SqliteEngine
-    from queryeval.systems.engines.postgres import PostgresEngine
+    from queryeval.engines.query import DuckDBEngine, SqliteEngine
+    from queryeval.engines.query.postgres import PostgresEngine
 
     sqlite3.connect(tmp_path / "t.sqlite").execute("CREATE TABLE t (a)").connection.commit()
     duckdb.connect(str(tmp_path / "t.duckdb")).execute("CREATE TABLE t (a INTEGER)").close()
@@ -307,7 +307,7 @@ def test_postgres_values_of_other_types_arrive_as_their_text(pg_server) -> None:
     from psycopg.types.multirange import Multirange
     from psycopg.types.range import Range
 
-    from queryeval.systems.engines.postgres import PostgresEngine
+    from queryeval.engines.query.postgres import PostgresEngine
 
     db = pg_server.database("redteam_types", "CREATE TABLE t (a int);")
     with PostgresEngine(db["reader"]) as engine:
@@ -326,7 +326,7 @@ def test_wire_values_keep_row_types_and_turn_the_rest_into_text() -> None:
     import datetime as dt
     import decimal
 
-    from queryeval.systems.engines.sql_worker import wire_value
+    from queryeval.engines.query.sql_worker import wire_value
 
     class Berlin(dt.tzinfo):  # a time zone class a reply may not name
         def utcoffset(self, when):
@@ -375,7 +375,7 @@ def test_a_bare_carriage_return_in_a_comment_hides_service_from_the_grammar() ->
     """Before the fix the text passed the parse (no SERVICE) and oxigraph sent the request
     (reproduced against a loopback listener; in the worker the sandbox refused the socket,
     a remote endpoint would have run it). A CR not followed by LF is now refused."""
-    from queryeval.systems.engines import sparql_safety
+    from queryeval.engines.query import sparql_safety
 
     text = _HIDDEN_BY_CR.format(url="http://127.0.0.1:9/sparql")
     with pytest.raises(QueryRefused, match="carriage return"):
@@ -392,7 +392,7 @@ def test_escaped_syntax_hides_service_and_from_from_the_grammar(tmp_path) -> Non
     letter or digit -- the only ones that can move a token boundary -- is now refused."""
     import pyoxigraph as ox
 
-    from queryeval.systems.engines import sparql_safety
+    from queryeval.engines.query import sparql_safety
 
     secret = "http://secret.example/g"
     store = ox.Store()

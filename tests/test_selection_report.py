@@ -11,7 +11,7 @@ import pytest
 from queryeval.report.selection_xlsx import details_text, write_selection_xlsx
 from queryeval.suite import load_suite
 from queryeval.tasks.base import TurnOutcome, get_task
-from queryeval.tasks.selection import SelectionTask
+from queryeval.tasks.selection.task import SelectionTask
 
 SUITE = """\
 id: gdp

@@ -153,8 +153,8 @@ def test_both_versions_equal_their_official_scripts(prediction, references):
 def test_retrieval_answers_follow_the_squad_option():
     from pydantic import ValidationError
 
-    from queryeval.tasks.retrieval import RetrievalOptions
-    from queryeval.tasks.retrieval_answer import answer_scores
+    from queryeval.tasks.retrieval.answer import answer_scores
+    from queryeval.tasks.retrieval.task import RetrievalOptions
 
     assert answer_scores("The", "a")["answer_f1"] == 1.0
     assert answer_scores("The", "a", "v1.1")["answer_f1"] == 0.0

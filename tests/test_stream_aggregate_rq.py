@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.tasks.accum import OnePass
-from queryeval.tasks.query import F1_KEYS, RATE_KEYS, QueryTask
-from queryeval.tasks.retrieval import RetrievalTask
+from queryeval.tasks.query.task import F1_KEYS, RATE_KEYS, QueryTask
+from queryeval.tasks.retrieval.task import RetrievalTask
 
 QKEYS = (*F1_KEYS, *RATE_KEYS)
 

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.tasks.accum import OnePass
-from queryeval.tasks.answers import AnswersTask
-from queryeval.tasks.fields import FieldsTask
-from queryeval.tasks.selection import SelectionTask
+from queryeval.tasks.answers.task import AnswersTask
+from queryeval.tasks.fields.task import FieldsTask
+from queryeval.tasks.selection.task import SelectionTask
 
 
 def _base(i: int, tags: list[str], error: bool) -> dict:

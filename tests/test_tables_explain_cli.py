@@ -123,7 +123,7 @@ def test_console_csv_html_and_viewer_show_it(ran):
 def test_no_distinguishing_item_without_a_refutation():
     """The distinguishing item comes from a test-suite refutation only (its end-to-end check:
     tests/test_testsuite_sql.py::test_right_by_accident_is_refuted_with_its_distinguishing_database)."""
-    from queryeval.tasks.query_explain import explanation
+    from queryeval.tasks.query.explain import explanation
 
     gold = {"columns": ["n"], "rows": [["bob"]]}
     for suite in (None, {"match": 1.0, "reason": "equal"}, {"refuted_by": "not a dict"}):

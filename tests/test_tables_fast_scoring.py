@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import queryeval as qe
+from queryeval.engines.query.base import QueryResult, sql_value_to_term, unique_names
 from queryeval.metrics.deadline import Deadline, ScoringOverrun, scoring_deadline
 from queryeval.metrics.tables import Budget, Table, as_table, best_of_golds, table_scores
 from queryeval.metrics.tables.encode import encode, encode_tables
 from queryeval.metrics.tables.explain import explain_tables
 from queryeval.metrics.tables.model import _first_row_rule, cell_to_str
-from queryeval.systems.engines.base import QueryResult, sql_value_to_term, unique_names
-from queryeval.tasks.query import result_sample
+from queryeval.tasks.query.task import result_sample
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -166,7 +166,7 @@ def test_sql_rows_become_the_same_terms(table):
 def test_long_columns_become_the_same_terms(extra, kind):
     """Columns past the first 4,096 cells, mostly distinct (terms built one by one) or
     repeating (one term per distinct text and integer)."""
-    from queryeval.systems.engines.base import sql_terms
+    from queryeval.engines.query.base import sql_terms
 
     base = ([*range(5000), *map(str, range(5000))] if kind == 0 else
             [i % 7 for i in range(5000)] + ["a", "b"] * 100 if kind == 1 else

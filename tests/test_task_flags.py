@@ -85,7 +85,7 @@ def test_a_new_flagged_option_needs_no_cli_edit(tmp_path, monkeypatch):
     (listed in its help, its range from the field) that reaches the task's options."""
     from pydantic import Field
 
-    from queryeval.tasks.selection import SelectionOptions, SelectionTask
+    from queryeval.tasks.selection.task import SelectionOptions, SelectionTask
 
     class Wider(SelectionOptions):
         min_overlap: Annotated[float | None, Flag("Selection: the overlap a match needs.")] = \

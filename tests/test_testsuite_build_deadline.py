@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe
-from queryeval.systems.engines.neighbours import sql_neighbours
-from queryeval.systems.engines.neighbours.distill import BuildTimeout
+from queryeval.engines.query.neighbours import sql_neighbours
+from queryeval.engines.query.neighbours.distill import BuildTimeout
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_testsuite_sql import case, records  # noqa: E402
@@ -114,7 +114,7 @@ def test_a_deadline_that_holds_changes_no_set(tmp_path):
 def test_a_sparql_build_past_its_deadline_is_no_set(tmp_path):
     """The same clock holds the SPARQL builder: a deadline already spent when the gold first
     runs raises BuildTimeout and writes no set."""
-    from queryeval.systems.engines.neighbours import sparql_neighbours
+    from queryeval.engines.query.neighbours import sparql_neighbours
     from test_testsuite_sparql import GOLD as SPARQL_GOLD
     from test_testsuite_sparql import GRAPH
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import queryeval as qe
-from queryeval.systems.engines.neighbours import sql_neighbours
-from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+from queryeval.engines.query.neighbours import sql_neighbours
+from queryeval.engines.query.neighbours.runner import NeighbourRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_testsuite_hostile import _suite_predicting_the_gold  # noqa: E402
@@ -26,7 +26,7 @@ def _digests(built) -> list[str]:
 
 
 def test_three_golds_one_build_worker(company, tmp_path, monkeypatch):  # noqa: F811
-    from queryeval.tasks.query_testsuite import WORKERS
+    from queryeval.tasks.query.testsuite import WORKERS
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
     made = []

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.systems.engines import QueryExecutionError, QueryTimeout, base
-from queryeval.systems.engines.neighbours import database_rows, sql_neighbours
+from queryeval.engines.query import QueryExecutionError, QueryTimeout, base
+from queryeval.engines.query.neighbours import database_rows, sql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox import _snapshot, needs_sandbox  # noqa: E402

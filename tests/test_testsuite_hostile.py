@@ -25,10 +25,10 @@ import pytest
 
 import queryeval as qe
 from queryeval.cli.app import main
-from queryeval.systems.engines import QueryExecutionError, base
-from queryeval.systems.engines import sql as sql_module
-from queryeval.systems.engines.neighbours import sql_neighbours
-from queryeval.systems.engines.neighbours.runner import NeighbourRunner
+from queryeval.engines.query import QueryExecutionError, base
+from queryeval.engines.query import sql as sql_module
+from queryeval.engines.query.neighbours import sql_neighbours
+from queryeval.engines.query.neighbours.runner import NeighbourRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_audit_ties_deadline import _suite  # noqa: E402
@@ -237,7 +237,7 @@ RUNAWAY = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
 
 @pytest.mark.parametrize("dialect", ["sqlite", "duckdb"])
 def test_a_runaway_gold_ends_at_its_deadline(company, tmp_path, checks, dialect):  # noqa: F811
-    from queryeval.systems.engines import QueryTimeout
+    from queryeval.engines.query import QueryTimeout
 
     db = company if dialect == "sqlite" else _duck(tmp_path / "db" / "t.duckdb")
     with pytest.raises(QueryTimeout):
@@ -312,7 +312,7 @@ def test_hostile_gold_through_the_run_and_the_audit(company, tmp_path, monkeypat
 
 @needs_sandbox
 def test_the_worker_opens_only_the_files_its_parent_allowed(company, tmp_path):  # noqa: F811
-    from queryeval.systems.engines import QueryRefused
+    from queryeval.engines.query import QueryRefused
 
     other = tmp_path / "elsewhere" / "o.sqlite"
     other.parent.mkdir()
@@ -328,8 +328,8 @@ def test_the_verdict_reuses_a_pool_of_workers_across_cases(company, tmp_path, mo
     """Every case's SQL neighbours run in the run's pool of WORKERS multi-file workers: the
     run starts one worker for the database, one per neighbour build and at most WORKERS for
     the verdicts (one per neighbour per case before: 2 x 8 here)."""
-    from queryeval.systems.engines.sparql_worker import WorkerProcess
-    from queryeval.tasks.query_testsuite import WORKERS
+    from queryeval.engines.query.sparql_worker import WorkerProcess
+    from queryeval.tasks.query.testsuite import WORKERS
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
     starts = []

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.systems.engines import base
-from queryeval.systems.engines.neighbours import database_rows, sql_neighbours
+from queryeval.engines.query import base
+from queryeval.engines.query.neighbours import database_rows, sql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hostile_queries import Listener  # noqa: E402

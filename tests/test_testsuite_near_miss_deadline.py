@@ -12,7 +12,7 @@ import time
 from types import SimpleNamespace
 
 import queryeval as qe
-from queryeval.tasks.query_testsuite import unproven_near_miss
+from queryeval.tasks.query.testsuite import unproven_near_miss
 from test_testsuite_sql import build_example, case, records
 
 GOLD = "SELECT e.name, d.name FROM emp AS e JOIN dept AS d ON d.id = e.dept_id"
@@ -96,7 +96,7 @@ def test_left_join_verdicts_end_to_end(tmp_path, monkeypatch):
 
 
 def test_neighbour_checks_past_the_scoring_deadline_time_out(tmp_path, monkeypatch):
-    from queryeval.tasks.query_engines import QueryEngines
+    from queryeval.tasks.query.engines import QueryEngines
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
     build_example(tmp_path)

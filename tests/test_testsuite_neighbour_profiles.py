@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from queryeval.systems.engines.neighbours import fuzz
-from queryeval.systems.engines.neighbours.schema import Column, ForeignKey, Schema, Table
+from queryeval.engines.query.neighbours import fuzz
+from queryeval.engines.query.neighbours.schema import Column, ForeignKey, Schema, Table
 
 AUTHORS = Table("authors", [Column("id", "INTEGER", True), Column("name", "TEXT", True),
                             Column("country", "TEXT")], "", ("id",),

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queryeval.io.typedjson import from_json
-from queryeval.systems.engines.neighbours import (
+from queryeval.engines.query.neighbours import (
     database_rows,
     sql_neighbours,
     under_constrained,
 )
-from queryeval.systems.engines.neighbours.mutants import mutants
+from queryeval.engines.query.neighbours.mutants import mutants
+from queryeval.io.typedjson import from_json
 
 SCHEMA = """
 CREATE TABLE dept (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,

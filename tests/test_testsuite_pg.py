@@ -24,9 +24,9 @@ psycopg = pytest.importorskip("psycopg",
                               reason="psycopg not installed (pip install 'queryeval[postgres]')")
 
 import queryeval as qe  # noqa: E402
-from queryeval.systems.engines import QueryRefused  # noqa: E402
-from queryeval.systems.engines.neighbours import database_rows, pg_neighbours  # noqa: E402
-from queryeval.systems.engines.neighbours.pg import PgFileEngine, PgRunner, query_names  # noqa: E402
+from queryeval.engines.query import QueryRefused  # noqa: E402
+from queryeval.engines.query.neighbours import database_rows, pg_neighbours  # noqa: E402
+from queryeval.engines.query.neighbours.pg import PgFileEngine, PgRunner, query_names  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "testsuite"
 GRANTS = "GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader;"
@@ -253,7 +253,7 @@ def test_a_schema_qualified_name_is_judged_only_when_provably_the_same_table(emp
 
 
 def test_unqualify_drops_only_what_provably_changes_nothing():
-    from queryeval.systems.engines.neighbours.pg import unqualify
+    from queryeval.engines.query.neighbours.pg import unqualify
 
     visible = [["public", "emp"], ["public", "dept"]]
     assert unqualify('SELECT public.emp.name FROM public.emp JOIN "public".dept d ON true',
@@ -467,7 +467,7 @@ def test_audit_finds_an_under_constrained_gold_on_postgres(emp, tmp_path, monkey
     DISTINCT survives (it was skipped for PostgreSQL). A gold the neighbours cannot run
     (another schema's table) has nothing to report."""
     from queryeval.cli.app import main
-    from queryeval.systems.engines.neighbours import under_constrained
+    from queryeval.engines.query.neighbours import under_constrained
     from test_audit_ties_deadline import _suite
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))

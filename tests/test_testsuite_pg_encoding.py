@@ -13,8 +13,8 @@ import math
 import uuid
 from zoneinfo import ZoneInfo
 
+from queryeval.engines.query.neighbours.pg import FORMAT, decode, encode, neighbour_rows
 from queryeval.io.typedjson import to_json
-from queryeval.systems.engines.neighbours.pg import FORMAT, decode, encode, neighbour_rows
 
 VALUES = [None, True, 7, 2 ** 70, 1.5, "text", decimal.Decimal("2.500"), b"\x00\xff",
           uuid.UUID(int=5), dt.date(2024, 2, 29), dt.time(13, 5, 1),

@@ -22,11 +22,11 @@ psycopg = pytest.importorskip("psycopg",
                               reason="psycopg not installed (pip install 'queryeval[postgres]')")
 
 import queryeval as qe  # noqa: E402
-from queryeval.systems.engines import QueryExecutionError, QueryTimeout  # noqa: E402
-from queryeval.systems.engines import postgres as pg_module  # noqa: E402
-from queryeval.systems.engines.neighbours import pg_neighbours  # noqa: E402
-from queryeval.systems.engines.neighbours.pg import PgRunner  # noqa: E402
-from queryeval.systems.engines.sandbox import unavailable_layers  # noqa: E402
+from queryeval.engines.query import QueryExecutionError, QueryTimeout  # noqa: E402
+from queryeval.engines.query import postgres as pg_module  # noqa: E402
+from queryeval.engines.query.neighbours import pg_neighbours  # noqa: E402
+from queryeval.engines.query.neighbours.pg import PgRunner  # noqa: E402
+from queryeval.engines.query.sandbox import unavailable_layers  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox import needs_sandbox  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe
-from queryeval.systems.engines.neighbours import database_rows, sql_neighbours
+from queryeval.engines.query.neighbours import database_rows, sql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_testsuite_sql import case, records  # noqa: E402

@@ -12,8 +12,8 @@ import pyoxigraph as ox
 import pytest
 
 import queryeval as qe
-from queryeval.systems.engines.neighbours import database_rows, sparql_neighbours
-from queryeval.systems.engines.neighbours.graphs import touched_terms
+from queryeval.engines.query.neighbours import database_rows, sparql_neighbours
+from queryeval.engines.query.neighbours.graphs import touched_terms
 
 GRAPH = Path(__file__).resolve().parents[1] / "examples" / "sparql" / "building.ttl"
 BRICK = "https://brickschema.org/schema/Brick#"

@@ -23,8 +23,8 @@ import pytest
 import rdflib
 
 from queryeval.cli.app import main
-from queryeval.systems.engines import base
-from queryeval.systems.engines.neighbours import sparql_neighbours
+from queryeval.engines.query import base
+from queryeval.engines.query.neighbours import sparql_neighbours
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sandbox import Listener, needs_sandbox  # noqa: E402

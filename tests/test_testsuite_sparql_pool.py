@@ -28,10 +28,10 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from queryeval.systems.engines import QueryExecutionError
-from queryeval.systems.engines.base import QueryFailed, QueryTimeout
-from queryeval.systems.engines.neighbours import sparql_neighbours
-from queryeval.systems.engines.neighbours.runner import SparqlRunner
+from queryeval.engines.query import QueryExecutionError
+from queryeval.engines.query.base import QueryFailed, QueryTimeout
+from queryeval.engines.query.neighbours import sparql_neighbours
+from queryeval.engines.query.neighbours.runner import SparqlRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_testsuite_hostile import checks  # noqa: E402,F401 - the fixture (queries checked, or not)
@@ -216,7 +216,7 @@ def test_one_worker_builds_every_graph_and_a_killed_one_is_replaced(tmp_path):
 
 
 def test_a_test_suite_run_starts_only_the_pools_workers(tmp_path, monkeypatch):
-    from queryeval.systems.engines import sparql_worker
+    from queryeval.engines.query import sparql_worker
 
     starts: list[list[str]] = []
     real = sparql_worker.WorkerProcess.start

@@ -14,11 +14,11 @@ import pytest
 from openpyxl import load_workbook
 
 from queryeval.cli.app import main
+from queryeval.engines.retrievers import DenseRetriever, Doc, HashingEncoder
 from queryeval.errors import ConfigError
 from queryeval.metrics.fields import ground_truth_ranks, recall_matrix
 from queryeval.metrics.ranking import NOT_FOUND
 from queryeval.suite.fields import load_data_table, load_evaluation_table
-from queryeval.systems.retrievers import DenseRetriever, Doc, HashingEncoder
 from queryeval.tune import tune
 from queryeval.tune.retrieve import (
     FieldRetrieverPool,
@@ -172,7 +172,7 @@ def run_with_tuning(tmp_path: Path, examples_dir: Path) -> dict:
     suite.write_text(yaml.safe_dump_all([c.model_dump(exclude_none=True) for c in cases]))
     out = tmp_path / "run"
     data = examples_dir / "fields" / "ingredients.csv"
-    assert main(["run", str(suite), "--system", "python:queryeval.tasks.fields:builtin",
+    assert main(["run", str(suite), "--system", "python:queryeval.tasks.fields.task:builtin",
                  "--option", f"data={data}", "--option", f"tuning={tmp_path / 'tune.json'}",
                  "--out", str(out), "-q"]) == 0
     (metrics,) = out.rglob("metrics_*.json")

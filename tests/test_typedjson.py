@@ -149,7 +149,7 @@ def lines(run: qe.Run) -> list[dict]:
 def test_refuting_neighbour_rows_reach_the_run_log_and_read_back_equal(typed_run):
     import duckdb
 
-    from queryeval.systems.engines.neighbours import cache_root
+    from queryeval.engines.query.neighbours import cache_root
 
     folder, run = typed_run
     recs = {r["case_id"]: r for r in lines(run)}

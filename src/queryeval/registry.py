@@ -198,12 +198,12 @@ def _check_system(name: str, obj: Any) -> Any:
 
 
 TASKS = Registry("tasks", {
-    "indicator_selection": "queryeval.tasks.selection:SelectionTask",
-    "answers": "queryeval.tasks.answers:AnswersTask",
-    "retrieval": "queryeval.tasks.retrieval:RetrievalTask",
-    "query": "queryeval.tasks.query:QueryTask",
-    "fields": "queryeval.tasks.fields:FieldsTask",
-    "freeform": "queryeval.tasks.freeform:FreeformTask",
+    "indicator_selection": "queryeval.tasks.selection.task:SelectionTask",
+    "answers": "queryeval.tasks.answers.task:AnswersTask",
+    "retrieval": "queryeval.tasks.retrieval.task:RetrievalTask",
+    "query": "queryeval.tasks.query.task:QueryTask",
+    "fields": "queryeval.tasks.fields.task:FieldsTask",
+    "freeform": "queryeval.tasks.freeform.task:FreeformTask",
 }, noun="task", check=_check_task)
 
 FORMATS = Registry("formats", {  # in the order load_suite asks them (installed ones first)

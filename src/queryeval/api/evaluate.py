@@ -205,7 +205,7 @@ def evaluate(
             equivalent (docs/compare.md, "Sequential decisions"). No repeats.
         judge: the LLM judge for what no rule decides (task option ``judge``; the CLI's
             ``--judge-*``): ``{"model", "base_url", "api_key_env", "when", ...}`` or a
-            :class:`~queryeval.systems.judge.JudgeOptions` (docs/judge.md).
+            :class:`~queryeval.engines.judge.JudgeOptions` (docs/judge.md).
 
     Raises:
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
@@ -318,7 +318,7 @@ def _given_with_config(values: dict[str, Any]) -> list[str]:
 def _check_judge_key(opts: Mapping[str, Any]) -> None:
     """An unset API key variable of the judge: refused before the run."""
     if isinstance(opts.get("judge"), Mapping):
-        from queryeval.systems.judge import check_key
+        from queryeval.engines.judge import check_key
 
         check_key(opts["judge"].get("api_key_env"))
 

@@ -9,7 +9,7 @@ and every disagreement; cases the judge could not decide (``judge_malformed``,
 ``judge_call``) are listed apart and enter no figure. With ``repeats`` N >= 2 every case is
 judged N times with the cache bypassed, the agreement is that of the first round and
 ``self_consistency`` says how the rounds agree. The figures are recorded for the judge's
-model and prompt version (:mod:`queryeval.systems.judge.checks`), where a run with that
+model and prompt version (:mod:`queryeval.engines.judge.checks`), where a run with that
 judge finds them.
 """
 
@@ -24,14 +24,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from queryeval.engines.judge import JudgeItem, JudgeOptions, make_judge
+from queryeval.engines.judge.checks import checks_root, save_check
+from queryeval.engines.judge.prompt import PROMPT_VERSION
 from queryeval.errors import ConfigError, InputError
 from queryeval.io.atomic import write_text_atomic
 from queryeval.io.jsonl import iter_jsonl
 from queryeval.io.writing import writing
 from queryeval.metrics.agreement import agreement, self_consistency
-from queryeval.systems.judge import JudgeItem, JudgeOptions, make_judge
-from queryeval.systems.judge.checks import checks_root, save_check
-from queryeval.systems.judge.prompt import PROMPT_VERSION
 
 FIELDS = ("id", "question", "reference", "response", "label")
 
@@ -118,7 +118,7 @@ def judge_agreement(labels: str | Path, judge: Any = None, *, model: str | None 
                     checks_dir: str | Path | None = None, **options: Any) -> AgreementReport:
     """Run the judge on the labelled cases in ``labels`` and measure its agreement.
 
-    ``judge``: judge options (a mapping or :class:`~queryeval.systems.judge.JudgeOptions`);
+    ``judge``: judge options (a mapping or :class:`~queryeval.engines.judge.JudgeOptions`);
     ``model``, ``base_url``, ``api_key_env`` and further ``options`` (``cache_dir``,
     ``concurrency``, ``timeout_s``, ...) override it. ``repeats``: judge each case N times,
     the cache bypassed, and report self-consistency. ``out``: also write the report as JSON

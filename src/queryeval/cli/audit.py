@@ -6,7 +6,7 @@ rows, returns different rows on its two executions (nondeterministic: e.g. ``LIM
 without ``ORDER BY`` on an engine that does not keep order), or reaches the row limit
 (``truncated``: the comparison would see only part of it), or sorts and cuts where rows
 tie (``tie_order``: ``ORDER BY … LIMIT`` whose rows at the cut share the sort key, found by
-running it uncut; :mod:`queryeval.tasks.query_audit`). A top-level ``LIMIT``/``OFFSET``
+running it uncut; :mod:`queryeval.tasks.query.audit`). A top-level ``LIMIT``/``OFFSET``
 without a top-level ``ORDER BY`` is reported as a warning even when both runs agreed, and
 so is a gold close to the deadline (``near_deadline``: its slower run took over half of
 ``--query-timeout``), and with ``--test-suite N`` a SQL gold that neither the database nor
@@ -29,7 +29,7 @@ import typer
 from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_line
-from queryeval.tasks.query_audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
+from queryeval.tasks.query.audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
 
 
 def command(

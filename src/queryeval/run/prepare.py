@@ -140,7 +140,7 @@ def _prepare(config: RunConfig) -> tuple[Suite, Task, System, Cases, list[str]]:
         system = make_system(config.system, isolate=config.isolate,
                              concurrency=config.concurrency)
     elif config.executor == "ray":
-        from queryeval.systems.retrievers.ray_embed import index_with_ray
+        from queryeval.engines.retrievers.ray_embed import index_with_ray
 
         with index_with_ray(address=config.ray_address):  # corpus embedding on Ray Data
             system = task.default_system()

@@ -10,7 +10,7 @@ With isolation (``--isolate``, :class:`IsolatedPythonSystem`) the callable runs 
 processes (a fresh interpreter each, started like ``multiprocessing``'s *spawn* but without
 re-running the parent's ``__main__``; a session of its own, so Ctrl-C is the parent's to
 handle and a kill takes the worker's own children too), one per call in flight, reused from
-call to call. Each is a :class:`queryeval.systems.engines.sparql_worker.WorkerProcess` (the
+call to call. Each is a :class:`queryeval.engines.query.sparql_worker.WorkerProcess` (the
 one worker base; not sandboxed: it runs the user's own code). Requests and outputs travel
 pickled over its stdin and stdout (the worker's own ``sys.stdin`` reads nothing, its
 ``print`` goes to stderr). A worker that dies
@@ -50,15 +50,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from queryeval.errors import ConfigError, SystemCallError
-from queryeval.systems.base import checked_output
-from queryeval.systems.engines.base import QueryFailed, QueryTimeout
-from queryeval.systems.engines.sparql_worker import (
+from queryeval.engines.query.base import QueryFailed, QueryTimeout
+from queryeval.engines.query.sparql_worker import (
     WorkerProcess,
     open_channel,
     read_frame,
     write_frame,
 )
+from queryeval.errors import ConfigError, SystemCallError
+from queryeval.systems.base import checked_output
 
 WORKER_START_TIMEOUT = 120.0
 """Seconds an isolated worker may take to start and import the callable (not counted in a

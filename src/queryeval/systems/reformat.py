@@ -3,7 +3,7 @@
 DABench notes that most models do not follow the format requirement, so before scoring it
 asks GPT-3.5 to restate each response in the question's format. This module does that
 against any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint through the
-client it shares with the LLM judge (:mod:`queryeval.systems.chat`):
+client it shares with the LLM judge (:mod:`queryeval.engines.chat`):
 
 * the conversation is the reference's: the question (user), the system's response
   (assistant), then a user turn with format examples and the question's format requirement;
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from queryeval.systems.chat import ChatClient, ChatConfig, DiskCache, digest
+from queryeval.engines.chat import ChatClient, ChatConfig, DiskCache, digest
 
 FORMAT_EXAMPLES = """\\Format{
 @shapiro_wilk_statistic[test_statistic]

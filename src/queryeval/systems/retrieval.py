@@ -25,7 +25,7 @@ class BuiltinRetrievalSystem:
                  engine: Any = None) -> None:
         """``engine``: a retriever object (e.g. a configured ``DenseRetriever``) instead of
         the one ``retriever``/``model`` name."""
-        from queryeval.systems.retrievers import Doc, make_retriever
+        from queryeval.engines.retrievers import Doc, make_retriever
 
         options: dict[str, Any] = {}
         if retriever.startswith("dense") and model:

@@ -3,7 +3,7 @@
 Each check decides only what it can prove and says what it rests on (docs/audit.md):
 
 * query cases: every gold runs twice in the sandboxed query workers, as a prediction is
-  scored (:mod:`queryeval.tasks.query_audit`): ``gold_fails``,
+  scored (:mod:`queryeval.tasks.query.audit`): ``gold_fails``,
   ``gold_timeout``, ``empty_gold``, ``row_limit``, ``gold_not_perfect`` (the second run scored
   against the first is not perfect, or the gold reads the clock or a random number),
   ``tie_order``, ``unordered_limit``, ``near_deadline``, ``under_constrained``;
@@ -34,7 +34,7 @@ from typing import Any
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.suite.models import Case
 from queryeval.tasks.audit_model import AuditReport, Finding, summarise
-from queryeval.tasks.query_audit import fingerprint, volatile_functions  # noqa: F401 - re-exported
+from queryeval.tasks.query.audit import fingerprint, volatile_functions  # noqa: F401 - re-exported
 
 NEAR_JACCARD = 0.9
 """Two chunk texts whose word 3-shingle sets have a Jaccard index at least this are near-equal."""
@@ -99,7 +99,7 @@ def _canonical(value: Any) -> str:
 # --- query ----------------------------------------------------------------------------------
 
 def query_findings(golds: list[dict]) -> list[Finding]:
-    """The findings of the per-gold audit entries (:func:`queryeval.tasks.query_audit.audit_cases`)."""
+    """The findings of the per-gold audit entries (:func:`queryeval.tasks.query.audit.audit_cases`)."""
     out: list[Finding] = []
     for g in golds:
         cid, number = g["case_id"], g["gold"]
@@ -530,7 +530,7 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
     try:
         findings, golds, results = _case_findings(cases, corpus, query_options, neighbours)
         if any(target_of(c) is not None and target_of(c).query is not None for c in cases):
-            from queryeval.tasks.query import QueryTask
+            from queryeval.tasks.query.task import QueryTask
 
             query_task = QueryTask(query_options or {})
             golds = _audit_golds(query_task, cases, neighbours, cache)
@@ -575,7 +575,7 @@ def audit_suite(suite: str | Path, *, labels: str | Path | None = None,
 
 def _audit_golds(task: Any, cases: list[Case], neighbours: int, cache: bool = True
                  ) -> list[dict]:
-    from queryeval.tasks.query_audit import audit_cases
+    from queryeval.tasks.query.audit import audit_cases
 
     return audit_cases(task, [c for c in cases if (t := target_of(c)) is not None
                               and t.query is not None], neighbours, read_cache=cache)
@@ -606,7 +606,7 @@ def _case_findings(cases: list[Case], corpus: str | Path | None, query_options: 
             findings += answers_findings(case, target)
         if target.reference is not None:
             if freeform_options is None:
-                from queryeval.tasks.freeform import FreeformTask
+                from queryeval.tasks.freeform.task import FreeformTask
 
                 freeform_options = FreeformTask().options
             findings += freeform_findings(case, target, freeform_options)

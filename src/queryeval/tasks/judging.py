@@ -12,7 +12,7 @@ module asks, records and counts, the same way for all three:
 * the batch file's ``evaluation_config.judge`` (model, endpoint, prompt and its version, and
   the recorded agreement) and the console's summary line (:func:`judge_note`).
 
-The client (:func:`queryeval.systems.judge.make_judge`) is built when the first case needs it,
+The client (:func:`queryeval.engines.judge.make_judge`) is built when the first case needs it,
 under a lock (the runner scores cases on several threads), so a run that never asks never
 builds it.
 """
@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from queryeval.systems.judge import JudgeItem, JudgeOptions, JudgeVerdict
+from queryeval.engines.judge import JudgeItem, JudgeOptions, JudgeVerdict
 from queryeval.tasks.base import Flag, FlagGroup
 from queryeval.tasks.content import Note
 
@@ -75,7 +75,7 @@ class CaseJudge:
         measured (None when none); nothing for a run without a judge."""
         if self.options is None:
             return {}
-        from queryeval.systems import judge as judge_mod
+        from queryeval.engines import judge as judge_mod
 
         info = dict(judge_mod.judge_info(self.options))
         info["agreement"] = judge_mod.recorded_agreement(self.options)
@@ -85,7 +85,7 @@ class CaseJudge:
         """The judge's verdict on one case as its record stores it (:func:`verdict_record`);
         a call that raises is a ``judge_call`` error and a reply without a verdict a
         ``judge_malformed`` one."""
-        from queryeval.systems import judge as judge_mod
+        from queryeval.engines import judge as judge_mod
 
         with self._lock:
             if self._judge is None:
@@ -182,7 +182,7 @@ def agreement_figures(options: JudgeOptions | None) -> dict[str, float]:
     when there is no judge or no check)."""
     if options is None:
         return {}
-    from queryeval.systems import judge as judge_mod
+    from queryeval.engines import judge as judge_mod
 
     agreement = judge_mod.recorded_agreement(options)
     if not isinstance(agreement, dict):
@@ -210,8 +210,8 @@ def judge_note(options: JudgeOptions, decided: Any, errors: Any = 0) -> Note:
     """The summary line of a judged run: how many cases the judge decided (and left without
     a verdict) and, when a ``judge-check`` was recorded for this model and prompt version,
     its agreement; a warning when none was."""
-    from queryeval.systems.judge import recorded_agreement
-    from queryeval.systems.judge.prompt import PROMPT_VERSION
+    from queryeval.engines.judge import recorded_agreement
+    from queryeval.engines.judge.prompt import PROMPT_VERSION
 
     def count(n: Any) -> str:
         return "no" if not n else (f"{n:g}" if isinstance(n, float) else str(n))
@@ -325,7 +325,7 @@ def corrected_figures(options: JudgeOptions | None, cases: int, passes: int, jud
     named after ``figure`` (:func:`corrected_key`)."""
     if options is None or not judged:
         return {}
-    from queryeval.systems import judge as judge_mod
+    from queryeval.engines import judge as judge_mod
 
     agreement = judge_mod.recorded_agreement(options)
     if not isinstance(agreement, dict) or "confusion" not in agreement:

@@ -5,7 +5,7 @@ description`` where the field has a description) are indexed **once**; every que
 ranked **once** over all of them, so one ranking serves every cut-off N (recall@N, passed@N
 and MRR are all read from it). Dense models embed the questions once per model and score them
 against each field's document matrix; the embeddings go through the retrievers' on-disk cache
-(:mod:`queryeval.systems.retrievers.cache`), so a rerun embeds nothing it has seen.
+(:mod:`queryeval.engines.retrievers.cache`), so a rerun embeds nothing it has seen.
 
 Model names (:func:`parse_model`):
 
@@ -27,10 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from queryeval.errors import ConfigError
-from queryeval.metrics.ranking import NOT_FOUND
-from queryeval.suite.fields import DataTable, FieldData
-from queryeval.systems.retrievers import (
+from queryeval.engines.retrievers import (
     BM25Retriever,
     DenseRetriever,
     Doc,
@@ -38,6 +35,9 @@ from queryeval.systems.retrievers import (
     Retriever,
     rank_rows,
 )
+from queryeval.errors import ConfigError
+from queryeval.metrics.ranking import NOT_FOUND
+from queryeval.suite.fields import DataTable, FieldData
 from queryeval.tune.pipeline import FieldInput
 
 MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")

@@ -3,7 +3,7 @@
 Each mode reproduces one reference's verdict on a gold and a predicted result: the rows as
 the database driver returned them (Python values: ``1`` is not ``'1'``, ``inf`` is not
 ``'inf'``, ``'007'`` is not ``7``), with no canonicalisation of ours. The queries run in the
-sandboxed workers (:mod:`queryeval.tasks.query_exec`); this module only compares rows.
+sandboxed workers (:mod:`queryeval.tasks.query.execution`); this module only compares rows.
 
 * ``spider`` -- test-suite-sql-eval's ``eval_exec_match`` as its ``evaluation.py`` calls it
   by default (``plug_value`` and ``keep_distinct`` off): the prediction's ``value`` becomes
