@@ -14,7 +14,7 @@ the viewer's run page and compare page. Charts (each ``figure`` element): the fo
 the per-case differences and the A-vs-B scatter (compare page), the N-way forest plot, and
 from the viewer the headline figures, recall@k over k, the per-case distribution, the
 repeats pass-rate strip and the test-suite verdicts by reason. The browser client and the
-sdmx variants are the tests' (tests/browser_driver.py, tests/sdmx_variants.py). Needs
+sdmx variants are the tests' (tests/helpers/browser_driver.py, tests/helpers/sdmx_variants.py). Needs
 chromium and chromedriver (Debian: chromium, chromium-driver), the viewer's extras
 (starlette, uvicorn) and Pillow."""
 
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers, as bench/fuzz.py does
 
-from browser_driver import WebDriver  # noqa: E402
-from sdmx_variants import CANADA, FRANCE, GERMANY, USA, variant_responses  # noqa: E402
+from helpers.browser_driver import WebDriver  # noqa: E402
+from helpers.sdmx_variants import CANADA, FRANCE, GERMANY, USA, variant_responses  # noqa: E402
 
 
 def build() -> dict[str, Path]:

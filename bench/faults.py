@@ -18,7 +18,7 @@ logged faults and compares with the run log: attempts, final error kind, the ans
 cases that succeeded, ``errors_by_kind``, Retry-After waits, and that every case is there
 exactly once.
 
-``tests/test_faults.py`` runs a lean version in CI (it imports this file). The full one::
+``tests/run/test_faults.py`` runs a lean version in CI (it imports this file). The full one::
 
     python bench/faults.py                 # 2,000 HTTP cases + 300 process cases
     python bench/faults.py --http-cases 500 --cmd-cases 100 --seed 7

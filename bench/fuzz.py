@@ -1,6 +1,6 @@
 """Fuzz every reader with many more inputs than CI does (issue 9).
 
-Runs the harness of ``tests/test_fuzz_readers.py`` (same seed files, same generators, same
+Runs the harness of ``tests/suite/test_fuzz_readers.py`` (same seed files, same generators, same
 oracle) with ``--examples`` structured and ``--examples`` mutated inputs per reader, and prints
 one row per reader: inputs tried, accepted, rejected with the documented error (InputError;
 ConfigError for the run log), skipped (mutated SPARQL JSON that is no longer JSON) and
@@ -37,7 +37,7 @@ def fuzz_reader(name: str, examples: int, seed: int | None) -> tuple[str, Counte
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hyp_seed
 
-    from test_fuzz_readers import BY_NAME, Crash, check, mutated
+    from helpers.fuzz_readers import BY_NAME, Crash, check, mutated
 
     reader = BY_NAME[name]
     counts: Counter = Counter()
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         readers_cost()
         return 0
 
-    from test_fuzz_readers import READERS
+    from helpers.fuzz_readers import READERS
 
     names = args.reader or [r.name for r in READERS]
     began = time.perf_counter()

@@ -8,7 +8,7 @@
 2. **Scoring** -- arity of the issue's n³ ASK (``VALUES`` 500 x 500 x 500): the scorer only
    parses now; the old code evaluated it in the scoring process (24.9 s in the issue).
 3. **PostgreSQL** (``--pg``: starts a throw-away server from Debian's binaries via
-   tests/pg_server.py) -- ``SELECT repeat('x', 20000) FROM generate_series(1, 200000)``
+   tests/helpers/pg_server.py) -- ``SELECT repeat('x', 20000) FROM generate_series(1, 200000)``
    through the engine in a fresh process: its peak RSS before and after, and the outcome
    (the old code: 3,875 MB at timeout_s=5).
 
@@ -104,7 +104,7 @@ print(json.dumps({"status": status, "before_mb": before / 1024, "after_mb": afte
 
 def postgres() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
-    from pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
+    from helpers.pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
 
     bindir = find_bindir()
     if bindir is None:

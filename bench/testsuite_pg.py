@@ -4,7 +4,7 @@
     python bench/testsuite_pg.py              # N = 20, examples/testsuite
     python bench/testsuite_pg.py --n 10
 
-Starts a throw-away PostgreSQL cluster from Debian's binaries (tests/pg_server.py), loads
+Starts a throw-away PostgreSQL cluster from Debian's binaries (tests/helpers/pg_server.py), loads
 examples/testsuite/emp.sql into it, and measures as bench/testsuite.py does (plain, cold,
 warm; verdict and generation executions per case) for the suite pointed at the server and
 at the sqlite file built from the same SQL.

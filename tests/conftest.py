@@ -3,7 +3,7 @@ into the project); tests that need it skip with a clear reason when it is absent
 
 Those tests are optional reproduction checks on the public sets (DABench's dev questions and
 labels, BuildingQA's bldg11 graph and QA file). Every task kind is also covered on data the
-project ships: tests/test_examples.py runs the README's commands on examples/ (term
+project ships: tests/project/test_examples.py runs the README's commands on examples/ (term
 selection, DABench-format answers, retrieval, SPARQL tables, fields and tune), and the
 task tests build small inputs of their own (e.g. a BuildingQA QA JSON in test_query_task)."""
 
@@ -20,6 +20,21 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+# the fixtures several test files share, given to every test (tests/helpers/); their asserts
+# rewritten as a test module's are
+pytest.register_assert_rewrite("helpers")
+pytest_plugins = [
+    "helpers.charts",
+    "helpers.compare_nway_sequential",
+    "helpers.http_auth",
+    "helpers.judge_tasks",
+    "helpers.retrieval_multi_answer",
+    "helpers.run_sequential",
+    "helpers.sandbox",
+    "helpers.testsuite_hostile",
+    "helpers.testsuite_neighbours",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -116,10 +131,10 @@ def examples_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """A PostgreSQL server for this pytest process (tests/pg_server.py): one per session, so
+    """A PostgreSQL server for this pytest process (tests/helpers/pg_server.py): one per session, so
     one per xdist worker. Skipped, with the reason, only when the server binaries or psycopg
     are absent; a server that is present but fails to start is an error, not a skip."""
-    from pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
+    from helpers.pg_server import SKIP_NO_BINARIES, PgServer, find_bindir
 
     pytest.importorskip("psycopg",
                         reason="psycopg not installed (pip install 'queryeval[postgres]')")
@@ -205,12 +220,26 @@ def _tree(path: Path) -> ast.Module | None:
     return _TREES[path]
 
 
+def _top(module: str) -> str:
+    """A module's top-level name, or ``helpers.x`` for a module of the tests' helpers package
+    (tests/helpers/x.py), so what that helper uses is followed."""
+    names = module.split(".")
+    return ".".join(names[:2]) if names[0] == "helpers" and len(names) > 1 else names[0]
+
+
 def _imports_of(node: ast.AST) -> set[str]:
     if isinstance(node, ast.Import):
-        return {a.name.split(".")[0] for a in node.names}
+        return {_top(a.name) for a in node.names}
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-        return {node.module.split(".")[0]}
+        if node.module == "helpers":  # from helpers import pg_server
+            return {f"helpers.{a.name}" for a in node.names}
+        return {_top(node.module)}
     return set()
+
+
+def _helper_file(name: str) -> Path:
+    """tests/helpers/x.py for ``helpers.x`` (a path that is no file for any other name)."""
+    return TESTS / f"{name.replace('.', '/')}.py"
 
 
 def _calls_of(node: ast.AST, wanted: str) -> set[str]:
@@ -235,7 +264,7 @@ def _skips_of(node: ast.AST) -> set[str]:
 def _with_helpers(found: set[str], own: Path) -> frozenset[str]:
     """``found`` and what each tests/ helper module named in it uses (:func:`module_uses`)."""
     for name in list(found):
-        helper = TESTS / f"{name}.py"
+        helper = _helper_file(name)
         if helper.is_file() and helper.resolve() != own.resolve():
             found |= module_uses(helper, helper=True)
     return frozenset(found)
@@ -288,7 +317,7 @@ def uses_in_test(path: Path, name: str) -> frozenset[str]:
 def missing_module(names: frozenset[str]) -> str | None:
     """The first module of ``names`` that is neither installed nor a tests/ helper, or None."""
     for name in sorted(names):
-        if (name.startswith("run:") or (TESTS / f"{name}.py").is_file()
+        if (name.startswith("run:") or name == "helpers" or _helper_file(name).is_file()
                 or name in sys.builtin_module_names):
             continue
         try:

@@ -6,7 +6,7 @@
 #if defined(__SIZEOF_INT128__)
 #define HAVE_U128 1
 /* 5^q for -27 <= q <= 27 as hi:lo * 2^e with 2^127 <= hi:lo < 2^128, truncated (exact for
- * q >= 0). Generated with Python's Fraction (see tests/test_trecread_score.py, which checks
+ * q >= 0). Generated with Python's Fraction (see tests/suite/test_trecread_score.py, which checks
  * the parser against float() on decimals of every exponent in this range). */
 typedef struct {
     uint64_t hi, lo;

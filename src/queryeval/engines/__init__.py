@@ -7,4 +7,4 @@
 * :mod:`~queryeval.engines.retrievers` are the BM25, dense and ANN retrievers.
 
 They sit below the system-under-test adapters (:mod:`queryeval.systems`) and the tasks, and
-import neither (docs/architecture.md, tests/test_architecture.py)."""
+import neither (docs/architecture.md, tests/project/test_architecture.py)."""

@@ -5,7 +5,7 @@ prediction, ``(gold, pred)``; a per-case kernel under a public aggregate; declar
 a declared value on empty input (``ZeroDivision``: gold empty, prediction empty, both), also
 in the function's docstring and in docs/; no rounding inside a metric; empty input is an
 explicit, documented case, never a silent 0. The per-case metrics are listed in one registry,
-:mod:`queryeval.metrics.registry`, which tests/test_metrics_common.py runs over.
+:mod:`queryeval.metrics.registry`, which tests/metrics/test_metrics_common.py runs over.
 """
 
 import importlib as _importlib

@@ -1,5 +1,5 @@
 """The metric protocol: what every registered metric declares (scikit-learn's metrics
-conventions, held by one common test over the registry, tests/test_metrics_common.py).
+conventions, held by one common test over the registry, tests/metrics/test_metrics_common.py).
 
 A metric is a function of ``(gold, pred)``, ground truth first, then the system's output,
 returning one float. It declares:

@@ -3,7 +3,7 @@
 
 ``metrics()`` lists them (the built-ins are registered on first use, importing their
 families then), ``get(name)`` finds one, ``register(metric)`` adds one (a plugin's, or a
-task's own). tests/test_metrics_common.py runs over the whole registry: values within the
+task's own). tests/metrics/test_metrics_common.py runs over the whole registry: values within the
 declared bounds on random inputs, the perfect prediction scoring the best value, order
 invariance where declared, the declared empty values and the declared behaviour with gold and
 prediction swapped. docs/reference/metrics.md lists the families; CONTRIBUTING.md says how

@@ -7,7 +7,7 @@ a file is not a run log), ``queryeval schema --run-log`` publishes their JSON Sc
 (:func:`run_log_json_schema`), and a finished log's records can be read typed
 (:meth:`queryeval.run.log.RunLog.typed_records`). The files are still written from the
 plain dicts the tasks build, so every byte written is what it was; the models describe
-them and are checked against every shipped example's log (tests/test_run_log_model.py).
+them and are checked against every shipped example's log (tests/run/test_run_log_model.py).
 
 Every model keeps fields it does not declare (``extra="allow"``): a field a newer writer
 adds, or a task option a custom task stores, is read and kept, never lost or refused. What a

@@ -57,7 +57,7 @@ def read_questions_csv(path: str | Path) -> Suite:
     The rows of one question (one per relevant chunk) are adjacent: a pass holds one question
     at a time; the question again further down is a duplicate naming both lines. The
     checking pass reads the questions' ids without building their cases: a row the reader
-    accepts always makes a valid case (tests/test_retrieval_reader.py)."""
+    accepts always makes a valid case (tests/suite/test_retrieval_reader.py)."""
     return lazy_suite(
         Path(path), _iter_question_cases, empty="no questions", duplicate_field="question",
         duplicate=lambda cid, first: (

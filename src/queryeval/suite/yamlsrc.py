@@ -256,7 +256,7 @@ def read_yaml_documents(path: str | Path, loader_class: type | None = None) -> I
     """Yield every non-empty document of a (possibly multi-document) YAML file.
 
     ``loader_class``: the PyYAML loader (default: libyaml's ``CSafeLoader`` where PyYAML was
-    built with it, else the pure-Python ``SafeLoader``); tests/test_yaml_fast.py reads the
+    built with it, else the pure-Python ``SafeLoader``); tests/suite/test_yaml_fast.py reads the
     same texts with both and compares."""
     from queryeval.io.files import decode_text, read_input_bytes
 

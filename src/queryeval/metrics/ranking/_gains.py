@@ -76,7 +76,7 @@ def table_range(hits: Hits, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
     """Per query, the least and greatest gain of trec_eval's gain table (levels 0 .. the
     query's top judged level, plus every level named in ``gains``), each taken together with 0
     (``m_rbp.c`` leaves its min and max uninitialised; the trec_eval 10.0 build compared in
-    tests/test_trec_measures_more.py behaves as if both start at 0, which is also what the
+    tests/metrics/test_trec_measures_more.py behaves as if both start at 0, which is also what the
     default gains give, where level 0 has gain 0)."""
     top = hits.max_rel  # -1: no judgement >= 0, an empty default table
     named = dict(gains or ())

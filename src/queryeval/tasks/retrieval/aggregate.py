@@ -25,7 +25,7 @@ class _Binaryish(Values):
     missed question scores 0 everywhere, a hit at rank 1 scores 1) without the general
     float decomposition; the ones are counted apart and folded into the exact sum when it is
     read, so every mean and sum is the one ``Values`` gives, to the last bit
-    (tests/test_retrieval_aggregate_fast.py)."""
+    (tests/tasks/test_retrieval_aggregate_fast.py)."""
 
     __slots__ = ("_ones",)
 
@@ -100,7 +100,7 @@ class DatasetAcc:
     def merged(cls, parts: Iterable[DatasetAcc], n_metrics: int) -> DatasetAcc:
         """The figures of every question of ``parts`` (e.g. the run's, from its datasets'):
         counts and exact sums added, so each is what adding the questions one by one gives
-        (tests/test_retrieval_aggregate_fast.py)."""
+        (tests/tasks/test_retrieval_aggregate_fast.py)."""
         out = cls(n_metrics)
         for p in parts:
             out.size += p.size

@@ -12,7 +12,7 @@ non-relevant (trec_eval credits a document once). The ranking's order is its lis
 score ties to break), so the engine's sparse structure (``Hits``: the rank and gain of each
 relevant chunk retrieved, every judgement) is built directly and its metric kernels run on
 it: the same code as ``queryeval.metrics.ranking.evaluate``, without the per-call cost of
-ranking by score (checked equal to pytrec_eval in tests/test_retrieval_multi.py).
+ranking by score (checked equal to pytrec_eval in tests/tasks/test_retrieval_multi.py).
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def single_identity(relevant: list[dict], exact: bool) -> tuple[str, str] | None
     return _identity(str(rel.get("chunk_id") or ""), str(rel.get("content_hash") or ""), exact)
 
 
-_single_identity = single_identity  # the name tests/test_retrieval_fastpath.py imports
+_single_identity = single_identity  # the name tests/tasks/test_retrieval_fastpath.py imports
 
 
 def single_rank(chunks: list[dict], identity: tuple[str, str], exact: bool) -> int | None:
@@ -279,7 +279,7 @@ def _single_cut(chunks: list[dict], identity: tuple[str, str], k: int, exact: bo
     rank r of the first retrieved chunk that matches it (later matches count as non-relevant,
     as in :meth:`Matcher.assign`), to: recall = hit_rate = 1, mrr = map = 1/r, precision =
     1/k, ndcg = 1/log2(r + 1) when r <= k, all 0 otherwise. Equal to the engine's figures bit
-    for bit (tests/test_retrieval_fastpath.py, a property test on random rankings)."""
+    for bit (tests/tasks/test_retrieval_fastpath.py, a property test on random rankings)."""
     rank = single_rank(chunks, identity, exact)
     return Cut(chunks=chunks, rank=rank, found=0 if rank is None else 1, scores=single_scores(rank, k))
 

@@ -1,0 +1,219 @@
+"""--test-suite N on schemas as people have them (docs/test-suite.md, "Schemas"): generated
+columns, sequences, FTS5 virtual tables and their shadow tables, WITHOUT ROWID, CHECK,
+collations, DuckDB's ENUM / STRUCT / LIST / MAP / UUID / INTERVAL / DECIMAL / BLOB /
+TIMESTAMPTZ get neighbours that hold rows of the right types, or the case is unknown with
+the reason; a neighbour set in which every table is empty is never a verdict."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers.testsuite_schemas import _run  # noqa: E402,F401
+from queryeval.engines.query.neighbours import database_rows, sql_neighbours
+
+duckdb = pytest.importorskip("duckdb")
+
+HIGH = "SELECT name FROM emp WHERE salary > 100"
+BY_NAME = "SELECT name FROM emp WHERE name IN ('bob', 'carol')"  # right here by accident
+
+
+def _duckdb(path: Path, *script: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    for sql in script:
+        con.execute(sql)
+    con.close()
+    return path
+
+
+def _sqlite(path: Path, script: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(script)
+    con.close()
+    return path
+
+
+EMP_ROWS = ("INSERT INTO emp (id, name, salary) VALUES (1, 'alice', 90), (2, 'bob', 120), "
+            "(3, 'carol', 150), (4, 'dave', 80)")
+
+
+# ------------------------------------------------------------ generated columns
+
+
+def test_a_generated_column_does_not_empty_the_neighbours(tmp_path, monkeypatch):
+    """The issue's reproduction: examples/testsuite's high-earners prediction, refuted on the
+    plain table, was certified (1.0, "equal on the original and all 5 neighbours") once the
+    table had a GENERATED column -- every insert named it and DuckDB refused every row."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _duckdb(tmp_path / "db" / "emp.duckdb",
+                 "CREATE TABLE emp (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                 "salary INTEGER, bonus INTEGER GENERATED ALWAYS AS (salary // 10))", EMP_ROWS)
+    rec = _run(tmp_path, db, HIGH, BY_NAME)
+    assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
+    bad = rec["test_suite"]["refuted_by"]["database"]["emp"]
+    assert bad["total"] > 0 and bad["columns"] == ["id", "name", "salary", "bonus"]
+    for row in bad["rows"]:  # the engine computed the column in the neighbour
+        assert row[3] == (None if row[2] is None else row[2] // 10)
+    built = sql_neighbours(db, "duckdb", HIGH, 5, cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 5 and all(nb.rows > 0 for nb in built.neighbours)
+
+
+def test_sqlite_generated_columns_are_computed_in_the_neighbours(tmp_path):
+    db = _sqlite(tmp_path / "g.sqlite", """
+        CREATE TABLE emp (id INTEGER PRIMARY KEY, name TEXT NOT NULL, salary INTEGER,
+                          bonus INTEGER GENERATED ALWAYS AS (salary / 10) VIRTUAL,
+                          tag TEXT GENERATED ALWAYS AS (upper(name)) STORED);
+        """ + EMP_ROWS + ";")
+    built = sql_neighbours(db, "sqlite", HIGH, 4, cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 4
+    for path in built.paths():
+        con = sqlite3.connect(path)
+        rows = con.execute("SELECT salary, bonus, name, tag FROM emp").fetchall()
+        con.close()
+        assert rows and all(b == (None if s is None else s // 10) and t == n.upper()
+                            for s, b, n, t in rows)
+
+
+# ------------------------------------------------------------ sequences, FTS5, constraints
+
+
+def test_a_key_drawn_from_a_sequence_gets_neighbours(tmp_path):
+    """``DEFAULT nextval('s')``: the sequence is recreated before the table (before, every
+    candidate failed with "Sequence with name s does not exist")."""
+    db = _duckdb(tmp_path / "db" / "seq.duckdb", "CREATE SEQUENCE s START 10",
+                 "CREATE TABLE emp (id INTEGER DEFAULT nextval('s') PRIMARY KEY, "
+                 "name VARCHAR NOT NULL, salary INTEGER)",
+                 "INSERT INTO emp (name, salary) VALUES ('alice', 90), ('bob', 120), "
+                 "('carol', 150)")
+    built = sql_neighbours(db, "duckdb", HIGH, 4, cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 4 and all(nb.rows > 0 for nb in built.neighbours)
+    con = duckdb.connect(str(built.paths()[0]), read_only=True)
+    assert con.execute("SELECT count(*) FROM duckdb_sequences() WHERE sequence_name = 's'"
+                       ).fetchone()[0] == 1
+    con.close()
+
+
+def test_an_fts5_table_and_its_shadow_tables_get_neighbours(tmp_path):
+    """The virtual table's CREATE makes its shadow tables; creating them again failed
+    ("table 'notes_data' already exists") and every case on the database was unknown. (A
+    query on the FTS5 table itself is refused by the sqlite engine's authorizer, on the
+    original as on a neighbour: FTS5 writes its own catalog when first read.)"""
+    if not sqlite3.connect(":memory:").execute(
+            "SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0]:
+        pytest.skip("this sqlite has no FTS5")
+    db = _sqlite(tmp_path / "fts.sqlite", """
+        CREATE TABLE emp (id INTEGER PRIMARY KEY, name TEXT NOT NULL, salary INTEGER);
+        CREATE VIRTUAL TABLE notes USING fts5(title, body);
+        INSERT INTO notes VALUES ('pay', 'bob earns 120'), ('hire', 'carol joins');
+        """ + EMP_ROWS + ";")
+    built = sql_neighbours(db, "sqlite", HIGH, 4, cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 4
+    for path in built.paths():
+        tables = database_rows(path, "sqlite")
+        assert "notes" in tables and "notes_data" not in tables
+        con = sqlite3.connect(path)  # the index is whole: a MATCH query answers
+        assert con.execute("SELECT count(*) FROM notes WHERE notes MATCH 'bob OR carol "
+                           "OR alpha OR x'").fetchone()[0] >= 0
+        con.execute("INSERT INTO notes(notes) VALUES ('integrity-check')")
+        con.close()
+    assert any(database_rows(p, "sqlite")["notes"]["rows"] for p in built.paths())
+
+
+def test_without_rowid_check_and_collation_are_kept(tmp_path):
+    db = _sqlite(tmp_path / "c.sqlite", """
+        CREATE TABLE emp (id INTEGER PRIMARY KEY, name TEXT NOT NULL COLLATE NOCASE,
+                          salary INTEGER CHECK (salary IS NULL OR salary BETWEEN 0 AND 160));
+        CREATE TABLE tags (k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID;
+        INSERT INTO tags VALUES ('a', 1), ('b', 2);
+        """ + EMP_ROWS + ";")
+    built = sql_neighbours(db, "sqlite", "SELECT name FROM emp WHERE name = 'BOB'", 4,
+                           cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 4
+    for path in built.paths():
+        con = sqlite3.connect(path)
+        ddl = dict(con.execute("SELECT name, sql FROM sqlite_master").fetchall())
+        assert "COLLATE NOCASE" in ddl["emp"] and "WITHOUT ROWID" in ddl["tags"]
+        salaries = [r[0] for r in con.execute("SELECT salary FROM emp")]
+        assert all(s is None or 0 <= s <= 160 for s in salaries)
+        con.close()
+
+
+def test_duckdb_types_get_values_of_their_own_type(tmp_path):
+    """ENUM / STRUCT / LIST / MAP / UUID / INTERVAL / DECIMAL / BLOB / TIMESTAMPTZ columns:
+    the neighbours hold rows, each value of its column's type (a value of another type made
+    the engine refuse its row: most candidates came out empty)."""
+    import datetime as dt
+    import decimal
+    import uuid
+
+    db = _duckdb(tmp_path / "db" / "types.duckdb",
+                 "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
+                 "CREATE TABLE t (id INTEGER PRIMARY KEY, salary INTEGER, m mood, "
+                 "st STRUCT(a INTEGER, b VARCHAR), l INTEGER[], mp MAP(VARCHAR, INTEGER), "
+                 "u UUID, iv INTERVAL, d DECIMAL(10,2), b BLOB, tz TIMESTAMPTZ)",
+                 "INSERT INTO t VALUES "
+                 "(1, 90, 'sad', {'a': 1, 'b': 'x'}, [1, 2], MAP {'k': 1}, "
+                 "'6b1e4c2a-0000-4000-8000-000000000001', INTERVAL 3 DAY, 1.25, 'ab'::BLOB, "
+                 "TIMESTAMPTZ '2024-01-01 10:00:00+00'), "
+                 "(2, 150, 'ok', {'a': 2, 'b': 'y'}, [3], MAP {'j': 2}, "
+                 "'6b1e4c2a-0000-4000-8000-000000000002', INTERVAL 2 HOUR, 7.50, 'cd'::BLOB, "
+                 "TIMESTAMPTZ '2024-02-01 10:00:00+00')")
+    built = sql_neighbours(db, "duckdb", "SELECT id FROM t WHERE salary > 100", 5,
+                           cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 5 and built.empty_candidates == 0
+    kinds = {"m": str, "st": dict, "l": list, "mp": dict, "u": uuid.UUID,
+             "iv": dt.timedelta, "d": decimal.Decimal, "b": bytes, "tz": dt.datetime}
+    seen = set()
+    for path in built.paths():
+        con = duckdb.connect(str(path), read_only=True)
+        cur = con.execute("SELECT * FROM t")
+        names = [c[0] for c in cur.description]
+        for row in cur.fetchall():
+            for name, value in zip(names, row, strict=True):
+                if name in kinds and value is not None:
+                    assert isinstance(value, kinds[name]), (name, value)
+                    seen.add(name)
+            m = row[names.index("m")]
+            assert m is None or m in ("sad", "ok", "happy")
+        con.close()
+    assert seen == set(kinds)  # every type's column got values in some neighbour
+
+
+# ------------------------------------------------------------ an empty neighbour set
+
+
+def test_an_all_empty_neighbour_set_gives_no_verdict(tmp_path, monkeypatch):
+    """No row can be written (the CHECK refuses every value the fuzzer draws and the
+    original holds none to copy): each candidate is empty, gold and prediction both count 0
+    on every one -- that was "equal on the original and all 5 neighbours", 1.0."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _sqlite(tmp_path / "e.sqlite",
+                 "CREATE TABLE t (x INTEGER NOT NULL CHECK (x > 1000000));")
+    gold, pred = "SELECT count(*) FROM t", "SELECT count(*) FROM t WHERE x < 0"
+    built = sql_neighbours(db, "sqlite", gold, 5, cache_dir=tmp_path / "c")
+    assert built.neighbours == [] and built.empty_candidates == built.candidates > 0
+    assert "CHECK constraint failed" in built.reason
+    rec = _run(tmp_path, db, gold, pred)
+    assert rec["scores"]["test_suite_match"] is None
+    assert "no row could be written" in rec["test_suite"]["reason"]
+
+
+def test_a_table_the_gold_reads_that_no_row_goes_into_gives_no_verdict(tmp_path, monkeypatch):
+    """The other tables fill, but the one the gold reads never gets a row: every neighbour
+    has it empty, so none judges the gold."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _sqlite(tmp_path / "e2.sqlite", """
+        CREATE TABLE emp (id INTEGER PRIMARY KEY, name TEXT NOT NULL, salary INTEGER);
+        CREATE TABLE t (x INTEGER NOT NULL CHECK (x > 1000000));
+        """ + EMP_ROWS + ";")
+    gold, pred = "SELECT count(*) FROM t", "SELECT count(*) FROM t WHERE x < 0"
+    built = sql_neighbours(db, "sqlite", gold, 5, cache_dir=tmp_path / "c")
+    assert built.neighbours == [] and "into t " in built.reason
+    rec = _run(tmp_path, db, gold, pred)
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    # a gold on the table that fills is judged as before
+    assert len(sql_neighbours(db, "sqlite", HIGH, 5, cache_dir=tmp_path / "c").neighbours) == 5
