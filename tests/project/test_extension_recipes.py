@@ -43,9 +43,11 @@ KEYWORD_RECALL = Metric(
 
 # --- recipe "add a task": a Task subclass, registered -------------------------------------
 class KeywordTask(Task):
-    """Scores a free-text reply by the recall of the case's ``metadata.keywords``."""
+    """Scores a free-text reply by the recall of the keywords its case names as ground truth,
+    under the task's own target key: ``target: {keyword_recall: [...]}``."""
 
     name = "keyword_recall"
+    target_model = list[str]
     csv_columns = ["case_id", "name", "status", "response", "keyword_recall", "error"]
 
     def parse_output(self, raw: Any) -> str:
@@ -60,7 +62,7 @@ class KeywordTask(Task):
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
         outcome = outcomes[0]
         record = self.base_record(case, outcomes)
-        record.update(keywords=[str(k) for k in case.metadata.get("keywords", [])],
+        record.update(keywords=list(self.target_of(case)),
                       response=outcome.output, error=outcome.error)
         return self.rescore_record(record)
 
@@ -114,8 +116,9 @@ def write_keyword_lab(root: Path) -> Path:
     (root / "system.py").write_text(SYSTEM, encoding="utf-8")
     with open(root / "cases.jsonl", "w", encoding="utf-8") as fh:
         for cid, question, keywords in CASES:
-            fh.write(json.dumps({"id": cid, "metadata": {"keywords": keywords}, "conversation": [
-                {"role": "user", "content": question, "target": {}}]}) + "\n")
+            fh.write(json.dumps({"id": cid, "conversation": [
+                {"role": "user", "content": question,
+                 "target": {"keyword_recall": keywords}}]}) + "\n")
     return root
 
 

@@ -240,7 +240,20 @@ class QueryTarget(BaseModel):
 class Target(BaseModel):
     """Ground truth of one user turn. Each task kind owns one key."""
 
-    model_config = _STRICT
+    # The built-in kinds own the fields below; a registered task (``qe.register_task``, an
+    # entry point) owns one more key, its ``target_key`` or its name, validated by its
+    # ``target_model`` (``_registered_target``); any other key is refused. The published
+    # schema lists the built-in keys only (closed, so an editor flags a typo).
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True,
+                              str_strip_whitespace=False,
+                              json_schema_extra={"additionalProperties": False})
+
+    @model_validator(mode="after")
+    def _registered_keys(self) -> Target:
+        extra = self.__pydantic_extra__
+        for key in list(extra or ()):
+            extra[key] = _registered_target(key, extra[key])  # type: ignore[index]
+        return self
 
     indicator_selection: list[DatasetSelection] | None = Field(
         default=None,
@@ -289,8 +302,49 @@ class Target(BaseModel):
         default=None, description="A free-form answer's reference (task freeform).")
 
     def task_kinds(self) -> set[str]:
-        """The task kinds of the keys this target sets (present, even if empty)."""
-        return {KEY_TASKS.get(k, k) for k in self.model_fields_set if k in TASK_KEYS}
+        """The task kinds of the keys this target sets (present, even if empty); a registered
+        task's key names that task."""
+        kinds = {KEY_TASKS.get(k, k) for k in self.model_fields_set if k in TASK_KEYS}
+        return kinds | {_REGISTERED_KEYS.get(k, k) for k in self.__pydantic_extra__ or ()}
+
+
+_REGISTERED_KEYS: dict[str, str] = {}
+"""Target key -> the registered task that owns it (filled as keys are validated)."""
+
+
+def _registered_target(key: str, value: Any) -> Any:
+    """``value`` validated by the ``target_model`` of the registered task that owns ``key``
+    (its ``target_key``, or its name when it sets none). A key no registered task owns, or
+    whose task declares no ``target_model``, is an error naming the key."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from queryeval.errors import ConfigError
+    from queryeval.registry import TASKS
+
+    owner = None
+    try:
+        task = TASKS.get(key)
+        if (getattr(task, "target_key", None) or task.name) == key:
+            owner = task
+    except ConfigError:
+        pass
+    if owner is None:
+        owner = next((t for n, t in TASKS.loaded().items() if n not in TASKS.builtins
+                      and getattr(t, "target_key", None) == key), None)
+    model = getattr(owner, "target_model", None)
+    if owner is None or model is None or key in TASK_KEYS:
+        known = ", ".join(TASK_KEYS)
+        why = (f"task {owner.name!r} declares no target_model" if owner is not None
+               and key not in TASK_KEYS else f"the keys are {known}, or a registered task's")
+        raise ValueError(f"unknown target key {key!r} ({why})")
+    try:
+        validated = TypeAdapter(model).validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in (key, *first["loc"]))
+        raise ValueError(f"target.{where}: {first['msg']}") from None
+    _REGISTERED_KEYS[key] = owner.name
+    return validated
 
 
 TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields", "reference")

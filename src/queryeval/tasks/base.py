@@ -93,6 +93,11 @@ class Task(ABC):
     name: ClassVar[str]
     target_key: ClassVar[str | None] = None
     """The target key holding this task's ground truth, when it is not ``name``."""
+    target_model: ClassVar[Any] = None
+    """A registered task's own ground truth: the type (a pydantic model, or any type pydantic
+    validates, e.g. ``list[str]``) of the value under its target key in a case
+    (``target: {my_task: ...}``); read it with :meth:`target_of`. The built-in kinds' keys are
+    the case schema's (``suite/models.py``)."""
     Options: ClassVar[type[TaskOptions]] = TaskOptions
     figures: ClassVar[Figures] = Figures()
     """What the task's figures are (settings, timings, older names, not on [0, 1]): the
@@ -118,7 +123,7 @@ class Task(ABC):
                 out.append(i)
         return out
 
-    def _target(self, case: Case) -> Any:
+    def target_of(self, case: Case) -> Any:
         """The case's first target under this task's key (for single-turn task kinds)."""
         key = self.target_key or self.name
         for turn in case.conversation:

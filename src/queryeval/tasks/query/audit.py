@@ -777,7 +777,7 @@ def audit_cases(task: Any, cases: list, neighbours: int = 0, *,
     results = []
     done: dict[str, dict] = {}  # the same gold on the same source, modes and checks: run once
     for case in task.select_cases(cases):
-        target = task._target(case)
+        target = task.target_of(case)
         source = task._source(target)
         record = {"source": source, "language": target.language or _lang_of(source),
                   "modes": {k: getattr(target, k) for k in ("ordered", "abs_tol", "rel_tol",

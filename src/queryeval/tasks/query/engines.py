@@ -38,7 +38,7 @@ def _lang_of(source: str) -> str:
 class QueryEngines:
     """The engine half of the query task: one engine per source, opened once and shared by
     the run's threads, and each gold query's result computed once. Needs the task's
-    ``options`` (``source``, ``store_dir``, ``timeout_s``, ``max_rows``) and ``_target``."""
+    ``options`` (``source``, ``store_dir``, ``timeout_s``, ``max_rows``) and ``target_of``."""
 
     def _init_engines(self) -> None:
         self._engines: dict[str, Any] = {}
@@ -141,7 +141,7 @@ class QueryEngines:
         run log."""
         opened: set[str | None] = set()
         for case in cases:
-            source = self._source(self._target(case))
+            source = self._source(self.target_of(case))
             if source not in opened:
                 self.engine(source)
                 opened.add(source)

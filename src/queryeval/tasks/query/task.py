@@ -232,7 +232,7 @@ class QueryTask(QueryEngines, Task):
     # --- requests and outputs ----------------------------------------------------------------
     def requests(self, case: Case) -> list[dict]:
         out = super().requests(case)
-        t = self._target(case)
+        t = self.target_of(case)
         source = t.source or self.options.source
         for req in out:
             req.update({"question": case.conversation[req["turn"]].content,
@@ -268,7 +268,7 @@ class QueryTask(QueryEngines, Task):
     # --- scoring ---------------------------------------------------------------------------------
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
         (o,) = outcomes
-        t = self._target(case)
+        t = self.target_of(case)
         record = self.base_record(case, outcomes)
         record.update({
             "question": case.conversation[o.turn].content,

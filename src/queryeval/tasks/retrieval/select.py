@@ -17,7 +17,7 @@ from queryeval.suite.models import Case
 
 class RetrievalSelection:
     """Mixed into :class:`~queryeval.tasks.retrieval.task.RetrievalTask` (it gives ``options``,
-    ``corpus()``, ``_corpus``; ``Task`` gives ``_target`` and ``scored_turns``, found after
+    ``corpus()``, ``_corpus``; ``Task`` gives ``target_of`` and ``scored_turns``, found after
     this class in the method order, so they are not declared here)."""
 
     options: Any
@@ -58,7 +58,7 @@ class RetrievalSelection:
         if self.options.corpus:
             self.corpus()
         corpus = self.options.corpus
-        target = self._target
+        target = self.target_of
         for case in cases:
             t = target(case)
             if not t.relevant:  # the seed's one relevant chunk: nothing can repeat
@@ -89,21 +89,21 @@ class RetrievalSelection:
         wanted = set(self.options.dataset)
         if wanted:
             cases = list(cases)
-            known = {self._target(c).dataset for c in cases}
+            known = {self.target_of(c).dataset for c in cases}
             unknown = [d for d in self.options.dataset if d not in known]
             if unknown:
                 raise ConfigError(
                     f"--dataset {', '.join(map(repr, unknown))}: no case of the suite is in "
                     f"{'that dataset' if len(unknown) == 1 else 'those datasets'}; its datasets: "
                     f"{', '.join(map(repr, sorted(known))) or '(none)'}")
-            cases = [c for c in cases if self._target(c).dataset in wanted]
+            cases = [c for c in cases if self.target_of(c).dataset in wanted]
         frac = self.options.sampling
         if frac is None or frac >= 1.0:
             return cases
         rng = random.Random(self.options.random_seed)  # noqa: S311 - reproducible sampling
         groups: dict[str, list[Case]] = defaultdict(list)
         for c in cases:
-            groups[self._target(c).dataset].append(c)
+            groups[self.target_of(c).dataset].append(c)
         sampled: list[Case] = []
         for group in groups.values():
             sampled.extend(rng.sample(group, max(1, int(len(group) * frac))))

@@ -208,7 +208,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
         out = super().requests(case)
         for req in out:
             req.update({"question": case.conversation[req["turn"]].content, "k": self.k,
-                        "dataset": self._target(case).dataset})
+                        "dataset": self.target_of(case).dataset})
         return out
 
     def parse_output(self, raw: Any) -> dict:
@@ -343,7 +343,7 @@ class RetrievalTask(RetrievalSelection, RetrievalOutputs, Task):
 
     def score_case(self, case: Case, outcomes: list[TurnOutcome]) -> dict:
         (o,) = outcomes
-        t = self._target(case)
+        t = self.target_of(case)
         record = self.base_record(case, outcomes)
         record.update({
             "qa_pair_id": case.id,
