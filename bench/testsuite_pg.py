@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=20)
     args = ap.parse_args(argv)
     bench = _module(ROOT / "bench" / "testsuite.py", "bench_testsuite")
-    pg = _module(ROOT / "tests" / "pg_server.py", "bench_pg_server")
+    pg = _module(ROOT / "tests" / "helpers" / "pg_server.py", "bench_pg_server")
     bindir = pg.find_bindir()
     if bindir is None:
         sys.exit(pg.SKIP_NO_BINARIES)

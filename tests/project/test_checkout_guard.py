@@ -22,7 +22,10 @@ def test_writes(tmp_path):
 def session(tmp_path: Path, write: str) -> subprocess.CompletedProcess:
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
-    shutil.copy(Path(__file__).with_name("conftest.py"), project / "tests" / "conftest.py")
+    tests = Path(__file__).resolve().parents[1]  # the conftest and the helpers it loads
+    shutil.copy(tests / "conftest.py", project / "tests" / "conftest.py")
+    shutil.copytree(tests / "helpers", project / "tests" / "helpers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (project / "tests" / "test_probe.py").write_text(PROBE.format(write=write))
     (project / "kept.txt").write_text("already here")
     return subprocess.run(

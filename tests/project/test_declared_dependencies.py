@@ -119,5 +119,5 @@ def test_an_undeclared_import_is_found(tmp_path, monkeypatch):
     """The check itself: a module importing an installed but undeclared distribution is
     named (pytest is declared only in the test extra; a pyproject without it must flag it)."""
     monkeypatch.setattr(sys.modules[__name__], "declared", lambda: {"pydantic"})
-    probe = REPO / "tests" / "test_declared_dependencies.py"
+    probe = Path(__file__).resolve()
     assert "pytest" in undeclared([probe])
