@@ -33,6 +33,7 @@ import httpx
 
 from queryeval.errors import ConfigError, SystemCallError
 from queryeval.io.caches import CacheFiles, canonical_json
+from queryeval.io.closing import Closing
 from queryeval.io.http_deadline import arm_deadlines, call_deadline, read_limited
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024
@@ -115,7 +116,7 @@ class ChatReply:
     attempts: int = 0
 
 
-class ChatClient:
+class ChatClient(Closing):
     """Posts chat completions with retries and a concurrency cap. ``sleep`` and
     ``transport`` are injectable (tests). Close it (or use it as a context manager)."""
 
@@ -136,12 +137,6 @@ class ChatClient:
             limits=httpx.Limits(max_connections=config.concurrency),
         )
         arm_deadlines(self._client)  # every socket operation gets what is left of the deadline
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._client.close()

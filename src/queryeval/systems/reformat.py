@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from queryeval.engines.chat import ChatClient, ChatConfig, DiskCache, digest
+from queryeval.io.closing import Closing
 
 FORMAT_EXAMPLES = """\\Format{
 @shapiro_wilk_statistic[test_statistic]
@@ -138,7 +139,7 @@ class ReformatResult:
         return self.error is None
 
 
-class Reformatter:
+class Reformatter(Closing):
     """Calls the reformat endpoint for many cases with a cache, retries and a concurrency cap.
 
     ``sleep`` is injectable so tests need not wait. Use as a context manager (or call
@@ -155,12 +156,6 @@ class Reformatter:
         self.config = config
         self._chat = ChatClient(config.chat_config(), sleep=sleep, transport=transport)
         self._cache = DiskCache(config.cache_dir)
-
-    def __enter__(self) -> Reformatter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._chat.close()

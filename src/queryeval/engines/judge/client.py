@@ -24,6 +24,7 @@ from queryeval.engines.chat import ChatClient, ChatConfig, DiskCache, digest
 from queryeval.engines.judge.prompt import PROMPT_VERSION, RESPONSE_FORMAT, messages, parse_verdict
 from queryeval.engines.judge.types import JudgeItem, JudgeOptions, JudgeVerdict
 from queryeval.io.caches import cache_dir
+from queryeval.io.closing import Closing
 
 
 def cache_root(options: JudgeOptions) -> Path:
@@ -37,7 +38,7 @@ def judge_key(model: str, msgs: Sequence[dict], temperature: float) -> str:
                    "temperature": float(temperature)})
 
 
-class LLMJudge:
+class LLMJudge(Closing):
     """:class:`~queryeval.engines.judge.Judge` over a chat endpoint; thread-safe (the runner
     scores cases on several threads). ``calls`` counts HTTP requests made."""
 
@@ -51,12 +52,6 @@ class LLMJudge:
         self._cache = DiskCache(cache_root(options))
         self.calls = 0
         self._count = threading.Lock()
-
-    def __enter__(self) -> LLMJudge:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._chat.close()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from queryeval.errors import ConfigError, QueryevalError
+from queryeval.io.closing import Closing
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_ROWS = 100_000
@@ -319,16 +320,10 @@ def sql_value_to_json(value: Any) -> Any:
     return str(value)
 
 
-class ConnectionEngine:
+class ConnectionEngine(Closing):
     """Context-manager plumbing for engines that hold one DB-API connection in ``_conn``."""
 
     _conn: Any
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._conn is not None:

@@ -41,13 +41,14 @@ from queryeval.engines.query.base import (
 )
 from queryeval.engines.query.sparql_safety import check_length
 from queryeval.engines.query.sparql_worker import MEMORY_STORE, SparqlWorker
+from queryeval.io.closing import Closing
 
 RESULTS_JSON = "application/sparql-results+json"
 N_TRIPLES = "application/n-triples"
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
-class RemoteSparqlEngine:
+class RemoteSparqlEngine(Closing):
     """A SPARQL 1.1 protocol client with the same ``execute`` contract as the others.
 
     ``allowed_graphs``: graph IRIs that FROM / FROM NAMED may name (default: none).
@@ -80,12 +81,6 @@ class RemoteSparqlEngine:
         self._lock = threading.Lock()
         # the one parse, in a killable, sandboxed process with a memory cap
         self._checker = SparqlWorker(MEMORY_STORE, check_memory_limit(memory_limit_bytes))
-
-    def __enter__(self) -> RemoteSparqlEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._checker.close()

@@ -25,8 +25,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from queryeval.io.closing import Closing
 
-class WorkerBacked:
+
+class WorkerBacked(Closing):
     """What every object whose queries run in a worker shows: the worker (``worker``), its
     sandbox report (``sandbox``), and closing as a context manager. :class:`WorkerHandle`
     owns its worker; a neighbour's lent engine (:mod:`.neighbours.runner`) borrows one."""
@@ -39,15 +41,6 @@ class WorkerBacked:
     def sandbox(self) -> dict[str, str] | None:
         """The worker's sandbox report (:func:`.sandbox.apply`); None before it started."""
         return self.worker.sandbox
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        raise NotImplementedError
 
 
 class WorkerHandle(WorkerBacked):
