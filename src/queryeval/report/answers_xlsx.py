@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from queryeval.report.xlsx import (
     RepeatColumn,
     cell_text,
     finish_sheet,
+    format_floats,
+    new_book,
     save,
     set_widths,
     write_header,
@@ -33,9 +33,7 @@ def _subs_text(record: dict) -> str:
 
 
 def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Overview"
+    wb, ws = new_book("Overview")
     headers = ["id", "question", "concepts", "level", "sub-answers", "proportion correct",
                "all correct", "response", "status"]
     rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
@@ -86,9 +84,6 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
             row = write_table(st, row, [key, *stat_keys],
                               ([name, *(g[k] for k in stat_keys)] for name, g in groups[key].items()),
                               title=title)
-    for r in st.iter_rows():
-        for c in r:
-            if isinstance(c.value, float):
-                c.number_format = PERCENT
+    format_floats(st, PERCENT)
     set_widths(st, {1: 34, **{c: 14 for c in range(2, 8)}})
     return save(wb, path)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from queryeval.metrics.fields import join_ground_truth
 from queryeval.report.xlsx import (
     RepeatColumn,
     cell_text,
     finish_sheet,
+    format_floats,
+    new_book,
     save,
     set_widths,
     write_header,
@@ -26,9 +26,7 @@ RATIO = "0.0000"
 
 def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
     """Write the report; values are the run's own figures, never rounded (formats only)."""
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Questions"
+    wb, ws = new_book("Questions")
     headers = ["id", "question", "field", "N", "recall", "MRR", "passed", "depth",
                "ground truth", "found", "missing", "retrieved (top N)", "question passed",
                "status"]
@@ -66,9 +64,6 @@ def write_fields_xlsx(path: str | Path, records: list[dict], metrics: dict) -> P
                           for k in fkeys)]
                  for name, g in metrics["group_metrics"]["field"].items()),
                 title="Per field")
-    for line in st.iter_rows():
-        for c in line:
-            if isinstance(c.value, float):
-                c.number_format = RATIO
+    format_floats(st, RATIO)
     set_widths(st, {1: 22, **{c: 12 for c in range(2, 9)}})
     return save(wb, path)

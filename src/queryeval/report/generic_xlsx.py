@@ -6,17 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from queryeval.report.xlsx import (
     FIGURE,
-    TITLE_FONT,
     RepeatColumn,
     cell_text,
     finish_sheet,
-    put,
+    new_book,
     save,
     set_widths,
+    write_figures,
     write_header,
     write_row,
     write_table,
@@ -28,9 +26,7 @@ def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, col
     if "repeat" not in columns and RepeatColumn(metrics).on:  # which attempt, as in the CSV
         columns = RepeatColumn(metrics).headers(columns)
         rows = _with_repeat(rows)
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Overview"
+    wb, ws = new_book("Overview")
     write_header(ws, 1, columns)
     wrap = set(wrap)
     wrap_cols = [j for j, col in enumerate(columns, start=1) if col in wrap]
@@ -47,18 +43,8 @@ def write_generic_xlsx(path: str | Path, records: list[dict], metrics: dict, col
                                            for j, col in enumerate(columns, start=1)})
 
     st = wb.create_sheet("Statistics")
-    put(st, 1, 1, "Overall").font = TITLE_FONT
-    write_header(st, 2, ["metric", "value"])
-    r = 3
-    for key, value in metrics["overall_metrics"].items():
-        if isinstance(value, (dict, list)):
-            continue
-        put(st, r, 1, key)
-        c = put(st, r, 2, value)
-        if isinstance(value, float):
-            c.number_format = FIGURE
-        r += 1
-    r += 1
+    r = write_figures(st, 1, "Overall", ((key, value) for key, value in metrics["overall_metrics"].items()
+                                         if not isinstance(value, (dict, list))))
     for name, groups in metrics.get("group_metrics", {}).items():
         if not groups:
             continue

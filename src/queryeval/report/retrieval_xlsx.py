@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from queryeval.report.xlsx import (
     FIGURE,
     RepeatColumn,
     cell_text,
     finish_sheet,
+    new_book,
     save,
     set_widths,
     write_header,
@@ -51,9 +50,7 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
     """``ks``: every k asked for; ``found_at(record, k)``: whether a relevant chunk is
     among the question's first k (the task's own rule, ``min_score`` included);
     ``is_relevant(record, chunk)``: whether a retrieved chunk is one of its relevant chunks."""
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Questions"
+    wb, ws = new_book("Questions")
     largest = max(ks)
     headers = ["qa_pair_id", "dataset", "question", "expected chunk", "status", "rank",
                *(f"found@{k}" for k in ks), "retrieval ms", f"top {TOP_SHOWN} retrieved"]

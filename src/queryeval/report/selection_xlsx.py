@@ -6,18 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from queryeval.report.xlsx import (
     FIGURE,
-    TITLE_FONT,
     TOP,
     RepeatColumn,
     cell_text,
     finish_sheet,
-    put,
+    new_book,
     save,
     set_widths,
+    write_figures,
     write_header,
     write_row,
     write_table,
@@ -69,9 +67,7 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
     """Column "result" beside the call "status": ``pass`` / ``fail`` / ``error`` by the task's
     own ``verdict`` (``SelectionTask.case_verdict``: macro recall and macro precision both 1,
     no failed call), the same status the HTML report shows."""
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Overview"
+    wb, ws = new_book("Overview")
     headers = ["id", "name", "tags", "macro recall", "macro precision",
                "indicator selection details", "status", "result"]
     rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
@@ -90,8 +86,6 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]
-    put(st, 1, 1, "Data Query Metrics").font = TITLE_FONT
-    write_header(st, 2, ["metric", "value"])
     overall_rows = [
         ("macro precision", o["macro_precision"]), ("macro recall", o["macro_recall"]),
         ("micro precision", o["micro_precision"]), ("micro recall", o["micro_recall"]),
@@ -99,14 +93,7 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
         ("scored turns", o["scored_turns"]), ("cases with errors", o["errors"]),
         ("cases with dimensions not in target", o["cases_with_dimensions_not_in_target"]),
     ]
-    row = 3
-    for name, value in overall_rows:
-        put(st, row, 1, name).alignment = TOP
-        c = put(st, row, 2, value)
-        if isinstance(value, float):
-            c.number_format = FIGURE
-        row += 1
-    row += 1
+    row = write_figures(st, 1, "Data Query Metrics", overall_rows, name_alignment=TOP)
     groups = metrics["group_metrics"]
     dim_headers = ["in target", "not in target", "TP", "FP", "FN", "mean precision",
                    "mean recall", "micro precision", "micro recall"]

@@ -144,6 +144,40 @@ def write_table(ws: Worksheet, row: int, headers: Sequence[str], rows: Iterable[
     return row + 1
 
 
+def new_book(title: str) -> tuple[Workbook, Worksheet]:
+    """A workbook and its first sheet, named ``title``."""
+    wb = Workbook()
+    ws = wb.active
+    ws.title = title
+    return wb, ws
+
+
+def write_figures(ws: Worksheet, row: int, title: str, figures: Iterable[tuple[str, Any]], *,
+                  name_alignment: Alignment | None = None) -> int:
+    """A title, a "metric | value" header and one row a figure (a float in :data:`FIGURE`
+    format); returns the row after a blank one, as :func:`write_table` does."""
+    put(ws, row, 1, title).font = TITLE_FONT
+    write_header(ws, row + 1, ["metric", "value"])
+    row += 2
+    for name, value in figures:
+        c = put(ws, row, 1, name)
+        if name_alignment is not None:
+            c.alignment = name_alignment
+        c = put(ws, row, 2, value)
+        if isinstance(value, float):
+            c.number_format = FIGURE
+        row += 1
+    return row + 1
+
+
+def format_floats(ws: Worksheet, number_format: str) -> None:
+    """Every float cell of the sheet in ``number_format``."""
+    for line in ws.iter_rows():
+        for c in line:
+            if isinstance(c.value, float):
+                c.number_format = number_format
+
+
 def set_widths(ws: Worksheet, widths: dict[int, float]) -> None:
     for col, width in widths.items():
         ws.column_dimensions[get_column_letter(col)].width = width
