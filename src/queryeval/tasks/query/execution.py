@@ -95,20 +95,32 @@ def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
     gold_rows, gold_info = _gold_rows(task, source, gold_run, text_errors)
     if gold_rows is None:
         return None, {**info, "status": "unknown", "reason": f"gold query: {gold_info['reason']}"}
-    if pred is None or not pred_run.strip():
-        return 0.0, {**info, "status": "no_query", "reason": "no predicted query"}
-    pred_rows, pred_info = _run(task, source, pred_run, text_errors)
-    if pred_rows is None:
-        if pred_info["status"] == "truncated":
-            return None, {**info, "status": "unknown", "reason": pred_info["reason"]}
-        return 0.0, {**info, "status": pred_info["status"],
-                     "reason": f"predicted query: {pred_info['reason']}"}
+    pred_rows, failed = _predicted_rows(task, source, None if pred is None else pred_run,
+                                        text_errors, info)
+    if failed is not None:
+        return failed
     try:
         value = mode_score(mode, gold_rows, pred_rows, order_matters)
     except Undecided as exc:
         return None, {**info, "status": "unknown", "reason": str(exc)}
     return value, {**info, "status": "ok", "gold_rows": len(gold_rows),
                    "predicted_rows": len(pred_rows)}
+
+
+def _predicted_rows(task: Any, source: str, query: str | None, text_errors: str,
+                    info: dict) -> tuple[Any, tuple[float | None, dict] | None]:
+    """``(rows, None)`` of the predicted query, or ``(None, the case's verdict)`` where it
+    gives none: no query (0, ``no_query``), a cut result (None: it proves nothing), a query
+    that failed (0, its status)."""
+    if query is None or not query.strip():
+        return None, (0.0, {**info, "status": "no_query", "reason": "no predicted query"})
+    rows, pred_info = _run(task, source, query, text_errors)
+    if rows is None:
+        if pred_info["status"] == "truncated":
+            return None, (None, {**info, "status": "unknown", "reason": pred_info["reason"]})
+        return None, (0.0, {**info, "status": pred_info["status"],
+                            "reason": f"predicted query: {pred_info['reason']}"})
+    return rows, None
 
 
 def _spider2(task: Any, record: dict, info: dict) -> tuple[float | None, dict]:
@@ -145,14 +157,9 @@ def _spider2(task: Any, record: dict, info: dict) -> tuple[float | None, dict]:
         except Exception as exc:  # noqa: BLE001 - pandas could not read the gold back
             return None, {**info, "status": "unknown",
                           "reason": f"gold result: {type(exc).__name__}: {exc}"}
-    if pred is None or not pred.strip():
-        return 0.0, {**info, "status": "no_query", "reason": "no predicted query"}
-    rows, pred_info = _run(task, source, pred, "strict")
-    if rows is None:
-        if pred_info["status"] == "truncated":
-            return None, {**info, "status": "unknown", "reason": pred_info["reason"]}
-        return 0.0, {**info, "status": pred_info["status"],
-                     "reason": f"predicted query: {pred_info['reason']}"}
+    rows, failed = _predicted_rows(task, source, pred, "strict", info)
+    if failed is not None:
+        return failed
     try:
         frame = spider2_frame(rows.columns, rows)
         same = any(spider2_match([g], frame, conditions[i] if conditions else None, ignore_order)
