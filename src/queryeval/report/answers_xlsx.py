@@ -7,18 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from queryeval.report.xlsx import (
-    RepeatColumn,
-    cell_text,
-    finish_sheet,
-    format_floats,
-    new_book,
-    save,
-    set_widths,
-    write_header,
-    write_row,
-    write_table,
-)
+from queryeval.report import xlsx
 from queryeval.tasks.judging import CSV_COLUMNS, judge_cells
 
 PERCENT = "0.00%"
@@ -33,15 +22,15 @@ def _subs_text(record: dict) -> str:
 
 
 def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> Path:
-    wb, ws = new_book("Overview")
+    wb, ws = xlsx.new_book("Overview")
     headers = ["id", "question", "concepts", "level", "sub-answers", "proportion correct",
                "all correct", "response", "status"]
-    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    rep = xlsx.RepeatColumn(metrics)  # --repeats: which attempt each row is
     judged = any("judge" in r for r in records)  # a run with a judge records it on every case
     if judged:
         headers += [c.replace("_", " ") for c in CSV_COLUMNS]
     headers = rep.headers(headers)
-    write_header(ws, 1, headers)
+    xlsx.write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         s = r["scores"] or {}
         if r["status"] == "error":
@@ -56,23 +45,23 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
             f"{r['reformatted']}\n\n--- original response ---\n{r['response']}")
         values = [r["case_id"], r["question"], ", ".join(r["concepts"]), r["level"],
                   _subs_text(r), s.get("proportion_correct"), s.get("all_correct"),
-                  cell_text(text or ""), status]
+                  xlsx.cell_text(text or ""), status]
         if judged:
-            values += [cell_text(v) for v in judge_cells(r).values()]
-        write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 5, 8, 12)),
-                  formats=rep.formats({6: PERCENT, 7: "0"}))
-    finish_sheet(ws, len(headers), len(records) + 1,
-                 rep.widths({1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18, 10: 12,
-                             11: 10, 12: 60}))
+            values += [xlsx.cell_text(v) for v in judge_cells(r).values()]
+        xlsx.write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 5, 8, 12)),
+                       formats=rep.formats({6: PERCENT, 7: "0"}))
+    xlsx.finish_sheet(ws, len(headers), len(records) + 1,
+                      rep.widths({1: 8, 2: 60, 3: 28, 4: 9, 5: 50, 6: 12, 7: 10, 8: 60, 9: 18, 10: 12,
+                                  11: 10, 12: 60}))
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]
-    row = write_table(st, 1, ["PSAQ", "ABQ", "UASQ", "questions", "answered", "missing", "sub-questions"],
-                      [[o["psaq"], o["abq"], o["uasq"], o["questions"], o["answered"], o["missing"],
-                        o["subquestions"]]], title="Closed-form metrics")
+    row = xlsx.write_table(st, 1, ["PSAQ", "ABQ", "UASQ", "questions", "answered", "missing", "sub-questions"],
+                           [[o["psaq"], o["abq"], o["uasq"], o["questions"], o["answered"], o["missing"],
+                             o["subquestions"]]], title="Closed-form metrics")
     groups = metrics["group_metrics"]
     by_group = groups.get("concept_group", {})
-    row = write_table(
+    row = xlsx.write_table(
         st, row, ["1 concept", ">1 concepts", "Overall"],
         [[by_group.get("1", {}).get("abq"), by_group.get(">1", {}).get("abq"), o["abq"]]],
         title="ABQ by number of concepts",
@@ -81,9 +70,9 @@ def write_answers_xlsx(path: str | Path, records: list[dict], metrics: dict) -> 
     for title, key in (("Per concept", "concept"), ("Per number of concepts", "concept_count"),
                        ("Per level", "level")):
         if groups.get(key):
-            row = write_table(st, row, [key, *stat_keys],
-                              ([name, *(g[k] for k in stat_keys)] for name, g in groups[key].items()),
-                              title=title)
-    format_floats(st, PERCENT)
-    set_widths(st, {1: 34, **{c: 14 for c in range(2, 8)}})
-    return save(wb, path)
+            row = xlsx.write_table(st, row, [key, *stat_keys],
+                                   ([name, *(g[k] for k in stat_keys)] for name, g in groups[key].items()),
+                                   title=title)
+    xlsx.format_floats(st, PERCENT)
+    xlsx.set_widths(st, {1: 34, **{c: 14 for c in range(2, 8)}})
+    return xlsx.save(wb, path)

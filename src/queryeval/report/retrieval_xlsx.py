@@ -8,18 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from queryeval.report.xlsx import (
-    FIGURE,
-    RepeatColumn,
-    cell_text,
-    finish_sheet,
-    new_book,
-    save,
-    set_widths,
-    write_header,
-    write_row,
-    write_table,
-)
+from queryeval.report import xlsx
 
 TOP_SHOWN = 3
 """Retrieved chunks listed per question (the CSV holds every one)."""
@@ -50,29 +39,29 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
     """``ks``: every k asked for; ``found_at(record, k)``: whether a relevant chunk is
     among the question's first k (the task's own rule, ``min_score`` included);
     ``is_relevant(record, chunk)``: whether a retrieved chunk is one of its relevant chunks."""
-    wb, ws = new_book("Questions")
+    wb, ws = xlsx.new_book("Questions")
     largest = max(ks)
     headers = ["qa_pair_id", "dataset", "question", "expected chunk", "status", "rank",
                *(f"found@{k}" for k in ks), "retrieval ms", f"top {TOP_SHOWN} retrieved"]
     n = len(headers)  # the columns below are numbered without the repeat column
-    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    rep = xlsx.RepeatColumn(metrics)  # --repeats: which attempt each row is
     headers = rep.headers(headers)
-    write_header(ws, 1, headers)
+    xlsx.write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         exp = r.get("expected_chunk") or {}
         ev = r.get("evaluation_result") or {}
         values = [r.get("qa_pair_id", r.get("case_id")), r.get("dataset"),
-                  cell_text(str(r.get("question") or "")),
+                  xlsx.cell_text(str(r.get("question") or "")),
                   f"{exp.get('chunk_id')} ({exp.get('name')})", _status(r),
                   ev.get("rank_if_found"),
                   *("yes" if found_at(r, k) else "no" for k in ks),
-                  ev.get("retrieval_time_ms"), cell_text(_top(r, is_relevant))]
-        write_row(ws, i, rep.values(values, r), wrap=rep.cols((3, n)),
-                  formats=rep.formats({n - 1: FIGURE}))
-    finish_sheet(ws, len(headers), len(records) + 1,
-                 rep.widths({1: 38, 2: 18, 3: 60, 4: 28, 5: 12, 6: 7,
-                             **{7 + j: 9 for j in range(len(ks))}, 7 + len(ks): 12,
-                             8 + len(ks): 80}))
+                  ev.get("retrieval_time_ms"), xlsx.cell_text(_top(r, is_relevant))]
+        xlsx.write_row(ws, i, rep.values(values, r), wrap=rep.cols((3, n)),
+                       formats=rep.formats({n - 1: xlsx.FIGURE}))
+    xlsx.finish_sheet(ws, len(headers), len(records) + 1,
+                      rep.widths({1: 38, 2: 18, 3: 60, 4: 28, 5: 12, 6: 7,
+                                  **{7 + j: 9 for j in range(len(ks))}, 7 + len(ks): 12,
+                                  8 + len(ks): 80}))
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]
@@ -83,9 +72,9 @@ def write_retrieval_xlsx(path: str | Path, records: list[dict], metrics: dict,
 
     rows = [["(all)", o.get("total_questions"), *(recall(o, k) for k in ks)]]
     rows += [[name, g.get("sample_size"), *(recall(g, k) for k in ks)] for name, g in groups.items()]
-    row = write_table(st, 1, ["dataset", "questions", *(f"recall@{k}" for k in ks)], rows,
-                      figure_cols=range(3, 3 + len(ks)), title="recall@k")
+    row = xlsx.write_table(st, 1, ["dataset", "questions", *(f"recall@{k}" for k in ks)], rows,
+                           figure_cols=range(3, 3 + len(ks)), title="recall@k")
     flat = [[key, value] for key, value in o.items() if not isinstance(value, (dict, list))]
-    write_table(st, row, ["metric", "value"], flat, figure_cols=(2,), title="Overall")
-    set_widths(st, {1: 30, 2: 14, **{c: 12 for c in range(3, 3 + len(ks))}})
-    return save(wb, path)
+    xlsx.write_table(st, row, ["metric", "value"], flat, figure_cols=(2,), title="Overall")
+    xlsx.set_widths(st, {1: 30, 2: 14, **{c: 12 for c in range(3, 3 + len(ks))}})
+    return xlsx.save(wb, path)

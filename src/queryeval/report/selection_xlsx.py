@@ -6,20 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from queryeval.report.xlsx import (
-    FIGURE,
-    TOP,
-    RepeatColumn,
-    cell_text,
-    finish_sheet,
-    new_book,
-    save,
-    set_widths,
-    write_figures,
-    write_header,
-    write_row,
-    write_table,
-)
+from queryeval.report import xlsx
 
 
 def _terms(title: str, terms: list) -> list[str]:
@@ -67,22 +54,22 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
     """Column "result" beside the call "status": ``pass`` / ``fail`` / ``error`` by the task's
     own ``verdict`` (``SelectionTask.case_verdict``: macro recall and macro precision both 1,
     no failed call), the same status the HTML report shows."""
-    wb, ws = new_book("Overview")
+    wb, ws = xlsx.new_book("Overview")
     headers = ["id", "name", "tags", "macro recall", "macro precision",
                "indicator selection details", "status", "result"]
-    rep = RepeatColumn(metrics)  # --repeats: which attempt each row is
+    rep = xlsx.RepeatColumn(metrics)  # --repeats: which attempt each row is
     headers = rep.headers(headers)
-    write_header(ws, 1, headers)
+    xlsx.write_header(ws, 1, headers)
     for i, r in enumerate(records, start=2):
         values = [r["case_id"], r["name"], ", ".join(r["tags"]), r["scores"]["macro_recall"],
-                  r["scores"]["macro_precision"], cell_text(details_text(r)),
+                  r["scores"]["macro_precision"], xlsx.cell_text(details_text(r)),
                   "error: " + ", ".join(r["error_kinds"]) if r["status"] == "error" else "ok",
                   verdict(r)]
-        write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 6)),
-                  formats=rep.formats({4: FIGURE, 5: FIGURE}))
-    finish_sheet(ws, len(headers), len(records) + 1,
-                 rep.widths({1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14, 8: 10}),
-                 freeze="A2")
+        xlsx.write_row(ws, i, rep.values(values, r), wrap=rep.cols((2, 6)),
+                       formats=rep.formats({4: xlsx.FIGURE, 5: xlsx.FIGURE}))
+    xlsx.finish_sheet(ws, len(headers), len(records) + 1,
+                      rep.widths({1: 38, 2: 40, 3: 18, 4: 14, 5: 16, 6: 80, 7: 14, 8: 10}),
+                      freeze="A2")
 
     st = wb.create_sheet("Statistics")
     o = metrics["overall_metrics"]
@@ -93,23 +80,23 @@ def write_selection_xlsx(path: str | Path, records: list[dict], metrics: dict, *
         ("scored turns", o["scored_turns"]), ("cases with errors", o["errors"]),
         ("cases with dimensions not in target", o["cases_with_dimensions_not_in_target"]),
     ]
-    row = write_figures(st, 1, "Data Query Metrics", overall_rows, name_alignment=TOP)
+    row = xlsx.write_figures(st, 1, "Data Query Metrics", overall_rows, name_alignment=xlsx.TOP)
     groups = metrics["group_metrics"]
     dim_headers = ["in target", "not in target", "TP", "FP", "FN", "mean precision",
                    "mean recall", "micro precision", "micro recall"]
     dim_keys = ["in_target", "not_in_target", "tp", "fp", "fn", "mean_precision",
                 "mean_recall", "micro_precision", "micro_recall"]
     for title, key in (("Per dimension", "dimension"), ("Per dataset", "dataset")):
-        row = write_table(
+        row = xlsx.write_table(
             st, row, [key, *dim_headers],
             ([name, *(g[k] for k in dim_keys)] for name, g in groups[key].items()),
             figure_cols=range(7, 11), title=title,
         )
-    write_table(
+    xlsx.write_table(
         st, row, ["tag", "cases", "macro precision", "macro recall"],
         ([tag, g["cases"], g["macro_precision"], g["macro_recall"]] for tag, g in groups["tag"].items()),
         figure_cols=(3, 4), title="Per tag",
     )
     st.freeze_panes = "A3"
-    set_widths(st, {1: 36, **{c: 15 for c in range(2, 11)}})
-    return save(wb, path)
+    xlsx.set_widths(st, {1: 36, **{c: 15 for c in range(2, 11)}})
+    return xlsx.save(wb, path)
