@@ -152,29 +152,22 @@ def tie_at_limit(query: str, language: str, execute: Callable[[str], dict | None
     query and returns its table (``{"columns", "rows"}`` or SPARQL JSON) or None."""
     from queryeval.metrics.tables.model import as_table, clean_normalize
 
-    if language == "sql":
-        found = _sql_uncut(query, dialect)
-        if found is None:
+    # the uncut query, its LIMIT and OFFSET, and its sort key: column positions (SQL) or
+    # projected variables (SPARQL)
+    found = _sql_uncut(query, dialect) if language == "sql" else _sparql_uncut(query)
+    if found is None:
+        return None
+    uncut, n, m, key = found
+    table = execute(uncut)
+    if table is None:
+        return None
+    t = as_table(table)
+    at = list(key)
+    if language != "sql":  # the variables' positions in the result
+        if any(v not in t.columns for v in key):
             return None
-        sql, n, m, at = found
-        table = execute(sql)
-        if table is None:
-            return None
-        t = as_table(table)
-        rows = t.rows
-    else:
-        found_s = _sparql_uncut(query)
-        if found_s is None:
-            return None
-        text, n, m, variables = found_s
-        table = execute(text)
-        if table is None:
-            return None
-        t = as_table(table)
-        if any(v not in t.columns for v in variables):
-            return None
-        at = [t.columns.index(v) for v in variables]
-        rows = t.rows
+        at = [t.columns.index(v) for v in key]
+    rows = t.rows
 
     def key_of(row: tuple) -> tuple:
         return tuple(row[i] for i in at)
