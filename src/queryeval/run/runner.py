@@ -72,42 +72,45 @@ def _failure(request: dict, exc: Exception, attempt: int, started: float) -> Tur
                        latency_ms=(time.perf_counter() - started) * 1000)
 
 
+def _after_failure(request: dict, exc: Exception, attempt: int, started: float,
+                   policy: RetryPolicy) -> TurnOutcome | float:
+    """What a failed attempt leads to: the seconds to wait before the next (a retryable
+    ``SystemCallError`` with retries left), else the turn's failure."""
+    if isinstance(exc, SystemCallError) and exc.retryable and attempt <= policy.retries:
+        return policy.delay(attempt, exc.retry_after)
+    return _failure(request, exc, attempt, started)
+
+
 def call_turn(system: System, task: Task, request: dict, *, timeout: float | None,
               policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> TurnOutcome:
     """One scored turn: call, validate the output, retry transient failures."""
-    attempt = 0
-    started = time.perf_counter()
+    attempt, started = 0, time.perf_counter()
     while True:
         attempt += 1
         t0 = time.perf_counter()
         try:
             return _success(task, request, system.call(request, timeout), attempt, t0)
-        except SystemCallError as err:
-            if err.retryable and attempt <= policy.retries:
-                sleep(policy.delay(attempt, err.retry_after))
-                continue
-            return _failure(request, err, attempt, started)
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not kill the run
-            return _failure(request, exc, attempt, started)
+            then = _after_failure(request, exc, attempt, started, policy)
+        if isinstance(then, TurnOutcome):
+            return then
+        sleep(then)
 
 
 async def acall_turn(system: Any, task: Task, request: dict, *, timeout: float | None,
                      policy: RetryPolicy) -> TurnOutcome:
     """:func:`call_turn` on the running event loop, through ``system.acall``."""
-    attempt = 0
-    started = time.perf_counter()
+    attempt, started = 0, time.perf_counter()
     while True:
         attempt += 1
         t0 = time.perf_counter()
         try:
             return _success(task, request, await system.acall(request, timeout), attempt, t0)
-        except SystemCallError as err:
-            if err.retryable and attempt <= policy.retries:
-                await asyncio.sleep(policy.delay(attempt, err.retry_after))
-                continue
-            return _failure(request, err, attempt, started)
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not kill the run
-            return _failure(request, exc, attempt, started)
+            then = _after_failure(request, exc, attempt, started, policy)
+        if isinstance(then, TurnOutcome):
+            return then
+        await asyncio.sleep(then)
 
 
 @dataclass(frozen=True)
