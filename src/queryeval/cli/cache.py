@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import typer
 
 from queryeval.cli.console import console
 
+CallCacheDir = Annotated[Path | None, typer.Option(
+    "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR/calls or "
+    "~/.cache/queryeval/calls).")]
+"""``--cache-dir`` of ``queryeval run`` and ``queryeval cache``: the one call cache folder."""
+
 
 def command(
     action: Literal["info", "clear"] = typer.Argument(
         ..., help="info: entries and size; clear: delete every entry."),
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR/calls or "
-        "~/.cache/queryeval/calls)."),
+    cache_dir: CallCacheDir = None,
     max_mb: float | None = typer.Option(
         None, "--cache-max-mb", help="With info: the size limit to compare with (nothing is "
         "deleted; a run evicts at its end)."),

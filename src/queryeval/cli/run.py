@@ -9,6 +9,7 @@ from typing import Any, Literal
 import typer
 
 from queryeval.cli import task_flags
+from queryeval.cli.cache import CallCacheDir
 from queryeval.cli.console import console, err_console
 from queryeval.cli.help import Command, _hide_flag_types
 from queryeval.io.safetext import console_plain
@@ -98,9 +99,7 @@ def command(
     cache: bool = typer.Option(
         False, "--cache", help="Reuse system outputs from the call cache and store new ones "
         "(off by default; needs --system-version)."),
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Call cache folder (default $QUERYEVAL_CACHE_DIR/calls or "
-        "~/.cache/queryeval/calls)."),
+    cache_dir: CallCacheDir = None,
     cache_max_mb: float = typer.Option(
         1024.0, "--cache-max-mb", help="Call cache size limit; least recently used entries go first."),
     system_version: str | None = typer.Option(
