@@ -197,6 +197,14 @@ def bird_soft_f1(gold: Sequence[Row], pred: Sequence[Row]) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
+def canonical_order(rows: Sequence[Row]) -> list[Row]:
+    """``rows`` in one fixed order (by each value's type name, then its ``repr``): how
+    ``bird-soft-f1``, which pairs rows by position, reads an unordered result on an engine
+    that gives it no order (DuckDB's and PostgreSQL's hash operators return the rows of a
+    DISTINCT or GROUP BY in an order that varies from run to run)."""
+    return sorted(rows, key=lambda row: tuple((type(v).__name__, repr(v)) for v in row))
+
+
 def mode_score(mode: ExecMode, gold: Sequence[Row], pred: Sequence[Row],
                order_matters: bool = False) -> float:
     """The mode's figure for two results (``order_matters``: spider only): 1.0 or 0.0,

@@ -19,6 +19,7 @@ from typing import Any
 from queryeval.metrics.tables.execution import (
     FIGURE,
     Undecided,
+    canonical_order,
     frozen_rows,
     mode_score,
     spider_queries,
@@ -99,12 +100,37 @@ def verdict(task: Any, record: dict) -> tuple[float | None, dict]:
                                         text_errors, info)
     if failed is not None:
         return failed
+    if mode == "bird-soft-f1" and not _engine_orders(source):
+        gold_rows, pred_rows, reordered = _fixed_order(gold_run, gold_rows, pred_run, pred_rows)
+        if reordered:
+            info["row_order"] = ("canonical: the engine gives an unordered result no order, and "
+                                 "Soft F1 pairs rows by position")
     try:
         value = mode_score(mode, gold_rows, pred_rows, order_matters)
     except Undecided as exc:
         return None, {**info, "status": "unknown", "reason": str(exc)}
     return value, {**info, "status": "ok", "gold_rows": len(gold_rows),
                    "predicted_rows": len(pred_rows)}
+
+
+def _engine_orders(source: str) -> bool:
+    """Whether the engine returns an unordered result in a reproducible order: sqlite (one
+    thread, its plan's order, as BIRD's own runs see it) yes; DuckDB and PostgreSQL no."""
+    first = source.split(",")[0].strip().lower()
+    return not (first.endswith(".duckdb") or first.startswith(("postgresql:", "postgres:")))
+
+
+def _fixed_order(gold_query: str, gold: Any, pred_query: str, pred: Any) -> tuple[Any, Any, bool]:
+    """Each result whose query has no top-level ORDER BY, in :func:`canonical_order`; whether
+    any was reordered."""
+    from queryeval.metrics.tables.modes import query_is_ordered
+
+    out, reordered = [], False
+    for query, rows in ((gold_query, gold), (pred_query, pred)):
+        if len(rows) > 1 and query_is_ordered(query, "sql") is not True:
+            rows, reordered = Rows(canonical_order(rows), rows.columns), True
+        out.append(rows)
+    return out[0], out[1], reordered
 
 
 def _predicted_rows(task: Any, source: str, query: str | None, text_errors: str,
