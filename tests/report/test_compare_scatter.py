@@ -1,8 +1,8 @@
 """The compare HTML's A-vs-B per-case scatter (report/html_charts.py ``scatter_chart``,
 report/html_svg.py ``scatter_plot``): x is A's score, y B's, one panel per metric, each
-point coloured by the comparison's own flips, at hand-computed positions; drawn only from
-per-case values proven to be the comparison's (a ``--cases`` subset is not); hostile run
-and case names stay text."""
+point coloured by the comparison's own flips, at hand-computed positions; drawn from the
+comparison's own paired values (``MetricComparison.paired_values``: no batch file is read
+again, a ``--cases`` subset draws its own cases); hostile run and case names stay text."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from helpers.charts import HOSTILE
-from helpers.sdmx_variants import FRANCE, USA
+from helpers.sdmx_variants import FRANCE, GERMANY, USA
 from queryeval.report.compare import compare_runs
-from queryeval.report.html_charts import compare_charts, paired_values
+from queryeval.report.html_charts import compare_charts
 from queryeval.report.html_svg import scatter_plot
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -24,9 +24,8 @@ def _points(svg: str) -> list[ET.Element]:
 
 def test_scatter_points_at_the_hand_computed_places(pair):
     comp = compare_runs(*pair[:2], resamples=200)
-    pairs = paired_values(comp)
-    assert sorted(pairs) == ["macro_precision", "macro_recall"]
-    charts = compare_charts(comp, pairs)
+    assert compare_charts(comp)[2:] == []  # the scatter only when asked for (the HTML page)
+    charts = compare_charts(comp, scatter=True)
     assert [c["id"] for c in charts] == ["forest", "paired", "scatter"]
     svg = charts[2]["svg"]
     points = _points(svg)
@@ -50,13 +49,33 @@ def test_scatter_points_at_the_hand_computed_places(pair):
         "svg", "title", "g", "text", "line", "rect", "circle"}
 
 
-def test_no_scatter_from_values_that_are_not_the_comparisons(pair):
-    comp = compare_runs(*pair[:2], resamples=200, cases={FRANCE, USA})  # a --cases subset
-    assert paired_values(comp) == {}  # the batch files pair 23 cases, the comparison 2
-    assert [c["id"] for c in compare_charts(comp, paired_values(comp))] == ["forest", "paired"]
-    missing = compare_runs(*pair[:2], resamples=200)
-    missing.run_a = {**missing.run_a, "path": str(Path(missing.run_a["path"]).with_name("gone.json"))}
-    assert paired_values(missing) == {}
+def test_the_scatter_is_the_comparisons_own_values(pair):
+    comp = compare_runs(*pair[:2], resamples=200)
+    m = comp.metric("macro_precision")
+    assert len(m.paired_values) == m.n == 23
+    assert [b - a for _, _, a, b in m.paired_values] == m.diffs
+    assert sorted((c, a, b) for c, _, a, b in m.paired_values if a != b) == [
+        (USA, 1.0, 0.0), (FRANCE, 0.0, 1.0)]  # France fixed, the USA emptied (ids sorted)
+    assert "paired_values" not in m.to_dict()  # the per-case lists stay out of the JSON
+    # no batch file is read again: the runs gone, the same scatter
+    before = compare_charts(comp, scatter=True)[2]["svg"]
+    comp.run_a = {**comp.run_a, "path": str(Path(comp.run_a["path"]).with_name("gone.json"))}
+    assert compare_charts(comp, scatter=True)[2]["svg"] == before
+
+
+def test_a_cases_subset_draws_its_own_cases(pair):
+    comp = compare_runs(*pair[:2], resamples=200, cases={FRANCE, USA, GERMANY})
+    charts = compare_charts(comp, scatter=True)
+    assert [c["id"] for c in charts] == ["forest", "paired", "scatter"]
+    points = _points(charts[2]["svg"])
+    # one panel: on these 3 cases macro_recall equals macro_precision (its twin, not drawn);
+    # France better at A 0 B 1, the USA worse at A 1 B 0, Germany 0 in both
+    assert sorted((c.get("data-kind"), c.get("data-n"), c.get("cx"), c.get("cy"))
+                  for c in points) == [("better", "1", "40", "42"), ("same", "1", "40", "232"),
+                                       ("worse", "1", "230", "232")]
+    text = "".join(ET.fromstring(charts[2]["svg"]).itertext())
+    assert comp.metric("macro_recall").same_as == "macro_precision"
+    assert text.count("better 1 · worse 1 · same 1") == 1
 
 
 def test_compare_html_carries_the_scatter(pair, tmp_path):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,6 +113,10 @@ class MetricComparison:
     diffs: list[float] = field(default_factory=list, repr=False)
     units: list[float] = field(default_factory=list, repr=False)
     """What the randomization test flips: the differences, or the clusters' sums of them."""
+    paired_values: list[tuple[str, str | None, float, float]] = field(
+        default_factory=list, repr=False)
+    """Each paired case's (case id, name, A, B), in ``diffs``' order: the values every
+    figure of this metric is computed from (the compare HTML's scatter draws them)."""
 
     def worse(self) -> bool:
         """B is worse than A on this metric (direction-aware)."""
@@ -121,10 +125,10 @@ class MetricComparison:
         return self.diff > 0 if self.lower_is_better else self.diff < 0
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out.pop("diffs")
-        out.pop("units")
-        out.pop("se")
+        # the per-case lists stay out (not copied: asdict would copy every case's tuple)
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in ("diffs", "units", "paired_values", "se")}
+        out["notes"] = list(self.notes)
         if self.clusters is None:  # unclustered: the document as before
             for key in ("clusters", "design_effect", "effective_n"):
                 out.pop(key)
@@ -230,6 +234,7 @@ def _compare_metric(metric: str, ids: list[str], names: dict, xs: list[float], y
         improved=improved, regressed=regressed, clusters=ci.clusters,
         design_effect=ci.design_effect, effective_n=ci.effective_n,
         se=math.sqrt(var) if var is not None and var > 0 else None, diffs=diffs, units=units,
+        paired_values=[(c, names.get(c), x, y) for c, x, y in zip(ids, xs, ys, strict=True)],
     )
 
 

@@ -215,48 +215,22 @@ def _diff_strip(items: Sequence[tuple[str, Any]], title: str) -> str:
                        signed=True)
 
 
-def paired_values(comp: Any) -> dict[str, list[tuple[str, str | None, float, float]]]:
-    """Each drawn metric's per-case (case id, name, A, B) of a two-run comparison, read
-    again from its runs' batch files (the comparison keeps only the differences and the
-    moved cases): only where they are provably the comparison's own cases, i.e. the same
-    number and B − A equal to the comparison's differences case by case; a metric that
-    is not (a ``--cases`` subset, a run changed since) is left out, as are all when a run
-    cannot be read."""
-    from queryeval.errors import QueryevalError
-    from queryeval.report.compare import load_run, pair_runs
-
-    try:
-        pair = pair_runs(load_run(comp.run_a["path"]), load_run(comp.run_b["path"]))
-    except (QueryevalError, OSError, ValueError, KeyError, TypeError):
-        return {}
-    out = {}
-    for m in comp.metrics:
-        if not _drawn(m):
-            continue
-        ids = [c for c in pair.paired if m.metric in pair.vals_a[c] and m.metric in pair.vals_b[c]]
-        values = [(c, pair.names.get(c), pair.vals_a[c][m.metric], pair.vals_b[c][m.metric])
-                  for c in ids]
-        if len(values) == m.n and [b - a for _, _, a, b in values] == list(m.diffs) and all(
-                _is_rate(float(v)) for _, _, a, b in values for v in (a, b)):
-            out[m.metric] = values
-    return out
-
-
-def scatter_chart(comp: Any, pairs: dict[str, list[tuple[str, str | None, float, float]]]) -> str:
-    """The per-case paired scatter (x: A's score, y: B's) of the drawn metrics whose cases
-    :func:`paired_values` gave, at most :data:`MAX_STRIPS`; each point coloured by the
-    comparison's own flips (better, worse, else the same). Empty without any."""
+def scatter_chart(comp: Any, metrics: Sequence[Any] | None = None) -> str:
+    """The per-case paired scatter (x: A's score, y: B's) of the drawn metrics, at most
+    :data:`MAX_STRIPS`, from the comparison's own paired values (``paired_values``: the
+    cases its differences are of, a ``--cases`` subset's when given); a metric with a
+    per-case value off [0, 1] is left out (``metrics``: those, when already chosen). Each
+    point coloured by the comparison's flips (better, worse, else the same). Empty without
+    any."""
     from queryeval.report.html_svg import scatter_plot
 
     panels = []
-    for m in comp.metrics:
-        if m.metric not in pairs or len(panels) == MAX_STRIPS:
-            continue
+    for m in (_scattered(comp) if metrics is None else metrics)[:MAX_STRIPS]:
         better = {f.case_id for f in m.improved}
         worse = {f.case_id for f in m.regressed}
         panels.append((m.metric, [(a, b, "better" if c in better else "worse" if c in worse
                                    else "same", str(name or c))
-                                  for c, name, a, b in pairs[m.metric]]))
+                                  for c, name, a, b in m.paired_values]))
     if not panels:
         return ""
     return scatter_plot(panels, title="Per-case scores: A (x) against B (y)",
@@ -264,11 +238,17 @@ def scatter_chart(comp: Any, pairs: dict[str, list[tuple[str, str | None, float,
                         y_label=f"B: {comp.run_b.get('label')}")
 
 
-def compare_charts(comp: Any, pairs: dict | None = None) -> list[dict]:
+def _scattered(comp: Any) -> list[Any]:
+    """The drawn metrics whose every paired value is on [0, 1] (the scatter's square)."""
+    return [m for m in comp.metrics if _drawn(m) and m.paired_values and all(
+        _is_rate(float(v)) for _, _, a, b in m.paired_values for v in (a, b))]
+
+
+def compare_charts(comp: Any, *, scatter: bool = False) -> list[dict]:
     """The two-run compare's charts (:class:`queryeval.report.compare.Comparison`): the
     forest plot of B − A per tested [0, 1] metric with the comparison's paired interval
     (cluster-robust when the cases have clusters), coloured by its verdict; the per-case
-    differences of each; given ``pairs`` (:func:`paired_values`), the A-vs-B scatter."""
+    differences of each; with ``scatter``, the A-vs-B per-case scatter (:func:`scatter_chart`)."""
     drawn = [m for m in comp.metrics if _drawn(m)]
     if not drawn:
         return []
@@ -284,13 +264,14 @@ def compare_charts(comp: Any, pairs: dict | None = None) -> list[dict]:
            _chart("paired", "Per-case differences B − A: how many cases moved, and how far"
                   + (f" (first {MAX_STRIPS} metrics)" if len(drawn) > MAX_STRIPS else ""),
                   strip)]
-    scatter = scatter_chart(comp, pairs or {})
-    if scatter:
-        shown = sum(m.metric in (pairs or {}) for m in drawn)
+    scattered = _scattered(comp) if scatter else []
+    svg = scatter_chart(comp, scattered) if scattered else ""
+    if svg:
+        shown = len(scattered)
         out.append(_chart("scatter", "Per-case scores, A (x) against B (y): above the "
                           "diagonal B scored higher; green better, red worse, grey the same"
                           + (f" (first {MAX_STRIPS} of {shown} metrics)"
-                             if shown > MAX_STRIPS else ""), scatter))
+                             if shown > MAX_STRIPS else ""), svg))
     return out
 
 

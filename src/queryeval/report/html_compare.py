@@ -16,7 +16,7 @@ from pathlib import Path
 
 from queryeval.report.compare import Comparison
 from queryeval.report.compare_output import short_verdict
-from queryeval.report.html_charts import compare_charts, figure_html, nway_charts, paired_values
+from queryeval.report.html_charts import compare_charts, figure_html, nway_charts
 from queryeval.report.html_page import esc, fmt, num_cell, page
 from queryeval.report.html_svg import bar_chart
 
@@ -145,7 +145,7 @@ def render_comparison(comp: Comparison) -> str:
         f"<details><summary>cases only in {label} ({len(ids)})</summary><pre>{esc(chr(10).join(ids))}"
         "</pre></details>" for label, ids in (("A", comp.only_a), ("B", comp.only_b)) if ids)
     body = (f"<h1>Comparison · {esc(comp.task)}</h1>{_run_rows(comp)}{verdict}{unpaired}{lists}"
-            f"<h2>Differences</h2>{figure_html(compare_charts(comp, paired_values(comp)))}"
+            f"<h2>Differences</h2>{figure_html(compare_charts(comp, scatter=True))}"
             f"<h2>Metrics</h2>{summary}<div class=\"charts\">{chart}</div>"
             f"<h2>Flipped cases</h2>{flip_table}")
     return page(f"queryeval compare · {comp.task}", body)
