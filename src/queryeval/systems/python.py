@@ -10,7 +10,7 @@ With isolation (``--isolate``, :class:`IsolatedPythonSystem`) the callable runs 
 processes (a fresh interpreter each, started like ``multiprocessing``'s *spawn* but without
 re-running the parent's ``__main__``; a session of its own, so Ctrl-C is the parent's to
 handle and a kill takes the worker's own children too), one per call in flight, reused from
-call to call. Each is a :class:`queryeval.engines.query.sparql_worker.WorkerProcess` (the
+call to call. Each is a :class:`queryeval.engines.worker.WorkerProcess` (the
 one worker base; not sandboxed: it runs the user's own code). Requests and outputs travel
 pickled over its stdin and stdout (the worker's own ``sys.stdin`` reads nothing, its
 ``print`` goes to stderr). A worker that dies
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.engines.query.base import QueryFailed, QueryTimeout
-from queryeval.engines.query.sparql_worker import (
+from queryeval.engines.worker import (
     WorkerProcess,
     open_channel,
     read_frame,
