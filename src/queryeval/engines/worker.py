@@ -33,6 +33,7 @@ import os
 import pickle
 import queue
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -321,6 +322,14 @@ class WorkerProcess:
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         self.kill()
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL the process group ``pgid`` (a worker started in a session of its own, or a
+    ``cmd:`` system's command): the process and whatever it started; nothing when the group
+    is gone (PermissionError: macOS, for a group of zombies)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def _child_env() -> dict[str, str]:

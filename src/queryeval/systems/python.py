@@ -33,7 +33,6 @@ retried; any other exception is recorded without retry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import importlib
 import importlib.util
@@ -53,6 +52,7 @@ from typing import Any
 from queryeval.engines.query.base import QueryFailed, QueryTimeout
 from queryeval.engines.worker import (
     WorkerProcess,
+    kill_group,
     open_channel,
     read_frame,
     write_frame,
@@ -235,8 +235,7 @@ class _Worker(WorkerProcess):
 
     def _signal(self, proc: subprocess.Popen[bytes]) -> None:
         """End the worker and anything it started (its process group)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)  # a session leader's group id is its pid
 
 
 def _exit_text(code: int | None) -> str:
