@@ -488,7 +488,7 @@ def test_the_run_log_says_when_a_sandbox_layer_is_missing(tmp_path, monkeypatch)
 
     from helpers.query_task import run_records
     from queryeval.cli.app import main
-    from queryeval.engines.query.sparql_worker import WorkerProcess
+    from queryeval.engines.worker import WorkerProcess
 
     db = tmp_path / "t.sqlite"
     with sqlite3.connect(db) as con:

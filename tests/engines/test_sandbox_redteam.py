@@ -129,7 +129,7 @@ def test_a_worker_cannot_run_code_in_the_parent_through_its_replies(tmp_path, mo
     the unsandboxed evaluating process. Replies are now read with an allowlist of the value
     types engines return; anything else fails the query and runs nothing."""
     from queryeval.engines.query.base import QueryFailed
-    from queryeval.engines.query.sparql_worker import WorkerProcess
+    from queryeval.engines.worker import WorkerProcess
 
     marker = tmp_path / "pwned.txt"
     (tmp_path / "hostile_worker_mod.py").write_text(_HOSTILE_WORKER % str(marker))
@@ -156,7 +156,7 @@ def test_replies_keep_every_value_type_the_engines_return() -> None:
     import uuid
     import zoneinfo
 
-    from queryeval.engines.query.sparql_worker import read_frame, write_frame
+    from queryeval.engines.worker import read_frame, write_frame
 
     values = (1, 2**100, 1.5, float("inf"), "t", b"\x00\x01", bytearray(b"x"), None, True,
               decimal.Decimal("1.50"), dt.date(2020, 1, 2), dt.time(1, 2, 3),

@@ -305,7 +305,7 @@ def test_the_verdict_reuses_a_pool_of_workers_across_cases(company, tmp_path, mo
     """Every case's SQL neighbours run in the run's pool of WORKERS multi-file workers: the
     run starts one worker for the database, one per neighbour build and at most WORKERS for
     the verdicts (one per neighbour per case before: 2 x 8 here)."""
-    from queryeval.engines.query.sparql_worker import WorkerProcess
+    from queryeval.engines.worker import WorkerProcess
     from queryeval.tasks.query.testsuite import WORKERS
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))

@@ -213,15 +213,16 @@ def test_one_worker_builds_every_graph_and_a_killed_one_is_replaced(tmp_path):
 
 def test_a_test_suite_run_starts_only_the_pools_workers(tmp_path, monkeypatch):
     from queryeval.engines.query import sparql_worker
+    from queryeval.engines.worker import WorkerProcess
 
     starts: list[list[str]] = []
-    real = sparql_worker.WorkerProcess.start
+    real = WorkerProcess.start
 
     def counted(self):
         starts.append(list(self.args))
         return real(self)
 
-    monkeypatch.setattr(sparql_worker.WorkerProcess, "start", counted)
+    monkeypatch.setattr(WorkerProcess, "start", counted)
     recs = run_example(tmp_path, monkeypatch)
     graphs = sum(r["test_suite"]["neighbours"] for r in recs)
     built = [json.loads(m.read_text()) for m in (tmp_path / "cache").rglob("manifest.json")]

@@ -1,4 +1,4 @@
-"""The isolated Python system on the one worker base (engines/sparql_worker.WorkerProcess):
+"""The isolated Python system on the one worker base (engines/worker.WorkerProcess):
 its channel is the worker's stdin/stdout, so a callable that reads stdin or prints must not
 touch it; a kill takes the worker's process group; a call's output keeps its Python types."""
 
@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from queryeval.engines.query.sparql_worker import WorkerProcess
+from queryeval.engines.worker import WorkerProcess
 from queryeval.errors import SystemCallError
 from queryeval.systems.python import IsolatedPythonSystem
 

@@ -10,7 +10,7 @@ With isolation (``--isolate``, :class:`IsolatedPythonSystem`) the callable runs 
 processes (a fresh interpreter each, started like ``multiprocessing``'s *spawn* but without
 re-running the parent's ``__main__``; a session of its own, so Ctrl-C is the parent's to
 handle and a kill takes the worker's own children too), one per call in flight, reused from
-call to call. Each is a :class:`queryeval.engines.query.sparql_worker.WorkerProcess` (the
+call to call. Each is a :class:`queryeval.engines.worker.WorkerProcess` (the
 one worker base; not sandboxed: it runs the user's own code). Requests and outputs travel
 pickled over its stdin and stdout (the worker's own ``sys.stdin`` reads nothing, its
 ``print`` goes to stderr). A worker that dies
@@ -33,7 +33,6 @@ retried; any other exception is recorded without retry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import importlib
 import importlib.util
@@ -51,8 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.engines.query.base import QueryFailed, QueryTimeout
-from queryeval.engines.query.sparql_worker import (
+from queryeval.engines.worker import (
     WorkerProcess,
+    kill_group,
     open_channel,
     read_frame,
     write_frame,
@@ -235,8 +235,7 @@ class _Worker(WorkerProcess):
 
     def _signal(self, proc: subprocess.Popen[bytes]) -> None:
         """End the worker and anything it started (its process group)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)  # a session leader's group id is its pid
 
 
 def _exit_text(code: int | None) -> str:

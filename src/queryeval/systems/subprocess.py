@@ -6,7 +6,8 @@ A process that runs past the timeout is killed (retryable); a non-zero exit is r
 as malformed.
 
 Each call's process starts in a session (and process group) of its own, and the whole group
-is killed (SIGKILL) when the call ends: on timeout, once stdout is too large, and once the
+is killed (SIGKILL, :func:`queryeval.engines.worker.kill_group`, the isolated Python
+system's kill too) when the call ends: on timeout, once stdout is too large, and once the
 command itself has exited. So a grandchild (``sh -c "server & echo {...}"``) neither outlives
 the call nor, by holding stdout open, makes the call wait for it; the timeout is a deadline for
 the whole call, pipes included. A descendant that leaves the group on purpose (``setsid``)
@@ -24,12 +25,12 @@ import json
 import os
 import selectors
 import shlex
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from queryeval.engines.worker import kill_group
 from queryeval.errors import ConfigError, SystemCallError
 from queryeval.systems.base import parse_json
 
@@ -54,13 +55,6 @@ class ProcessResult:
     pgid: int
     timed_out: bool = False
     stdout_overflow: bool = False
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone (PermissionError: macOS, for a group of zombies)
 
 
 def run_process(argv: list[str], payload: bytes, timeout: float | None, *,
@@ -102,7 +96,7 @@ def run_process(argv: list[str], payload: bytes, timeout: float | None, *,
                 timed_out = not exited
                 break
             if exited and drain_end is None:
-                _kill_group(pgid)  # the command is done: end whatever it left behind
+                kill_group(pgid)  # the command is done: end whatever it left behind
                 drain_end = now + DRAIN_SECONDS
             if drain_end is not None and now >= drain_end:
                 break
@@ -151,7 +145,7 @@ def run_process(argv: list[str], payload: bytes, timeout: float | None, *,
                 break
     finally:
         sel.close()
-        _kill_group(pgid)
+        kill_group(pgid)
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None and not pipe.closed:
                 pipe.close()

@@ -41,7 +41,7 @@ query at all. Before a worker accepts its first query it restricts *itself*:
   file mappings are not counted, so the store still opens), ``RLIMIT_FSIZE`` (no file
   larger than the memory cap, even in the temporary folder), no core dumps.
 * **time** -- the parent kills the worker (SIGKILL) at its deadline (see
-  :class:`.sparql_worker.WorkerProcess`).
+  :class:`..worker.WorkerProcess`).
 
 What is available is detected, never assumed; :func:`apply` returns a report (a dict of
 layer -> how it is held, or ``"unavailable: why"``) that the worker sends to the parent in

@@ -207,7 +207,7 @@ def sql_worker_process(dialect: str, path: str, memory_limit_bytes: int | None,
                        threads: int | None) -> Any:
     """A (not yet started) :mod:`.sql_worker` process for ``dialect`` on ``path`` (the
     neighbour runner's :data:`.neighbours.runner.MULTI_FILE`: the file named per request)."""
-    from queryeval.engines.query.sparql_worker import WorkerProcess
+    from queryeval.engines.worker import WorkerProcess
 
     worker = WorkerProcess("queryeval.engines.query.sql_worker",
                            [dialect, path, str(memory_limit_bytes or 0), str(threads or 0)])

@@ -11,7 +11,7 @@ seccomp) first -- before DuckDB is imported or any thread started -- then the da
 opened read-only. PostgreSQL: the one connection to the configured server first, then the
 sandbox, so the open socket keeps working and no new one can be made (a lost connection
 ends the worker; the parent starts a fresh one). Then the worker answers requests with the
-framing of :mod:`.sparql_worker`: ``("ok", {"columns", "rows", "truncated", "engine_ms"})``
+framing of :mod:`..worker`: ``("ok", {"columns", "rows", "truncated", "engine_ms"})``
 or ``("error", {"kind", "reason", "syntax_error"?})``. The parent kills it when a query
 overruns its deadline (see :mod:`.sql`).
 
@@ -73,7 +73,7 @@ _PLAIN, _PLAIN_TZ = _plain_types()
 
 
 def wire_value(value: Any) -> Any:
-    """``value`` as the parent may read it (:data:`.sparql_worker._SAFE_GLOBALS`): the value
+    """``value`` as the parent may read it (:data:`..worker._SAFE_GLOBALS`): the value
     types rows hold stay as they are (lists, tuples and dicts through), anything else --
     psycopg's ranges and multiranges, a time zone of another kind -- becomes its text, which
     is what the parent's conversions (``str(value)``) made of it."""
@@ -153,7 +153,7 @@ class FileSessions:
         (``"rows"``), or write a neighbour into this worker's own folder (``"write"``). The
         parent's deadline (a kill) and the sandbox hold them as they hold a query."""
         from queryeval.engines.query.neighbours import schema as sch
-        from queryeval.engines.query.sparql_worker import WORKER_TMP_ENV
+        from queryeval.engines.worker import WORKER_TMP_ENV
 
         sch.MEMORY_LIMIT_BYTES = self.memory
         op = request["op"]
@@ -199,7 +199,7 @@ def own_files(dialect: str, path: str, settings: dict[str, Any]) -> list[str]:
 
 
 def worker_main(dialect: str, path: str, memory: int, threads: int) -> int:
-    from queryeval.engines.query.sparql_worker import serve
+    from queryeval.engines.worker import serve
 
     if dialect == "postgres":
         return serve(memory, lambda settings: open_session(dialect, path, memory, threads,

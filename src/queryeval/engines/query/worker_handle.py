@@ -2,7 +2,7 @@
 (:mod:`.sql`, PostgreSQL's included), the SPARQL engine (:mod:`.sparql_local`) and the test
 suite's neighbour runners (:mod:`.neighbours.runner`, :mod:`.neighbours.pg`).
 
-It owns the :class:`.sparql_worker.WorkerProcess`, exposes it (``worker``) and its sandbox
+It owns the :class:`..worker.WorkerProcess`, exposes it (``worker``) and its sandbox
 report (``sandbox``), closes it when the holder is closed, left as a context manager or
 collected (a :func:`weakref.finalize`, so a forgotten holder leaves no process behind), and
 (re)starts it with a settings frame: a worker whose settings differ from the ones asked
@@ -48,7 +48,7 @@ class WorkerHandle(WorkerBacked):
 
     def _hold(self, worker: Any, cleanup: Callable[..., None] | None = None,
               *cleanup_args: Any) -> None:
-        """Hold ``worker`` (a not yet started :class:`.sparql_worker.WorkerProcess`);
+        """Hold ``worker`` (a not yet started :class:`..worker.WorkerProcess`);
         ``cleanup(*cleanup_args)`` replaces the default ``worker.close()`` at close (it must
         close the worker too)."""
         self._worker = worker

@@ -100,7 +100,7 @@ class PgRunner(WorkerHandle):
     def __init__(self, url: str, *, memory_limit_bytes: int | None = None,
                  connect_timeout_s: float = 10.0) -> None:
         from queryeval.engines.query.base import DEFAULT_MEMORY_LIMIT_BYTES, check_memory_limit
-        from queryeval.engines.query.sparql_worker import WorkerProcess
+        from queryeval.engines.worker import WorkerProcess
 
         self.url, self.connect_timeout_s = url, connect_timeout_s
         memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)

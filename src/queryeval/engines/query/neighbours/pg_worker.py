@@ -290,9 +290,9 @@ def _nodes(plan: Any):
 
 
 def worker_main(memory: int) -> int:
-    """The connection first, then the sandbox (:func:`..sparql_worker.serve`): the open socket
+    """The connection first, then the sandbox (:func:`queryeval.engines.worker.serve`): the open socket
     works, no new one can be made, and no file can be read."""
-    from queryeval.engines.query.sparql_worker import serve
+    from queryeval.engines.worker import serve
 
     return serve(memory, lambda settings: NeighbourSession(
         str(settings["url"]), connect_timeout_s=float(settings.get("connect_timeout_s") or 10)),

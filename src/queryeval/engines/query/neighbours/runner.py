@@ -212,7 +212,7 @@ class SparqlRunner(WorkerHandle):
     def discard(self, key: str) -> None:
         """Forget a graph here and in the worker (when it holds it)."""
         from queryeval.engines.query.base import QueryExecutionError
-        from queryeval.engines.query.sparql_worker import START_TIMEOUT_S
+        from queryeval.engines.worker import START_TIMEOUT_S
 
         self._graphs.pop(key, None)
         if key in self._loaded and self._worker.alive():
@@ -229,7 +229,7 @@ class SparqlRunner(WorkerHandle):
         from queryeval.engines.query import base
         from queryeval.engines.query.base import QueryFailed, sparql_worker_payload
         from queryeval.engines.query.sparql_safety import check_length
-        from queryeval.engines.query.sparql_worker import START_TIMEOUT_S
+        from queryeval.engines.worker import START_TIMEOUT_S
 
         check_length(query)
         self._ensure_started(None)

@@ -85,7 +85,7 @@ class Schema:
         return next(t for t in self.tables if t.name.lower() == name.lower())
 
     def to_wire(self) -> dict:
-        """Plain lists and dicts (what a worker frame may carry, :mod:`..sparql_worker`)."""
+        """Plain lists and dicts (what a worker frame may carry, :mod:`queryeval.engines.worker`)."""
         from dataclasses import asdict
 
         return asdict(self)
