@@ -111,14 +111,6 @@ def read_frame(stream: IO[bytes], unpickler: type[pickle.Unpickler] | None = Non
     return (unpickler or _FrameUnpickler)(io.BytesIO(data)).load()
 
 
-def cap_memory(limit: int) -> None:
-    """Set this process's RLIMIT_DATA (and RLIMIT_FSIZE) to ``limit`` bytes; 0 leaves them
-    alone (see :func:`.query.sandbox.cap_resources`)."""
-    from queryeval.engines.query.sandbox import cap_resources
-
-    cap_resources(limit)
-
-
 def open_channel() -> tuple[IO[bytes], IO[bytes]]:
     """(requests in, replies out) of a worker: the replies go to a copy of stdout, and
     stdout itself is moved to stderr so that a stray print cannot corrupt the channel."""
