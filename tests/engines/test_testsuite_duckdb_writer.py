@@ -109,3 +109,17 @@ def test_an_object_left_outside_the_candidate_restarts_the_connection(tmp_path: 
         assert write_database(schema, path, ROWS, None, writer) == KEPT
         assert writer.conn is None  # the leak seen: the next write opens a fresh one
         assert table_rows(path, "duckdb") == _fresh(schema, tmp_path)[1]
+
+
+def test_the_sandboxed_worker_writes_through_its_writer(tmp_path: Path) -> None:
+    from queryeval.engines.query.neighbours.runner import NeighbourRunner
+
+    schema = _schema(tmp_path)
+    expected = _fresh(schema, tmp_path)[1]
+    with NeighbourRunner("duckdb", [tmp_path]) as runner:
+        for k in range(2):
+            path = tmp_path / f"candidate_{k:03d}.duckdb"
+            assert runner.write(schema, path, ROWS) == KEPT
+            assert runner.rows(path) == expected
+        # written in the worker's own write folder and moved from it: nothing left there
+        assert list((Path(runner._worker._tmpdir) / "duckdb-writes").iterdir()) == []
