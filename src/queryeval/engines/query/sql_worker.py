@@ -121,6 +121,7 @@ class FileSessions:
         self.roots = [str(r) for r in settings.get("roots") or ()]
         self.path: str | None = None
         self.session: Any = None
+        self.writer: Any = None  # DuckDB: the one connection writing every neighbour
 
     def handle(self, request: dict[str, Any]) -> tuple[str, Any]:
         if request.get("op") == "write":  # a neighbour, in this worker's own folder
@@ -171,11 +172,17 @@ class FileSessions:
                                               "rows": [[wire_value(v) for v in r]
                                                        for r in t["rows"]]}
                                           for n, t in tables.items()}})
-            folder = os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir()
-            target = Path(folder) / os.path.basename(str(request["name"]))
+            folder = Path(os.environ.get(WORKER_TMP_ENV) or tempfile.gettempdir())
+            name = os.path.basename(str(request["name"]))
             refused: dict[str, str] = {}
-            kept = sch.write_database(sch.Schema.from_wire(request["schema"]), target,
-                                      request["rows"], refused)
+            made = folder / name
+            if self.dialect == "duckdb":  # written in a folder of its own, then moved up
+                self.writer = self.writer or sch.DuckDBWriter(folder / "duckdb-writes")
+                made = self.writer.folder / name
+            kept = sch.write_database(sch.Schema.from_wire(request["schema"]), made,
+                                      request["rows"], refused, self.writer)
+            if made != folder / name:
+                os.replace(made, folder / name)
             return ("ok", {"kept": {t: [tuple(map(wire_value, r)) for r in rs]
                                     for t, rs in kept.items()}, "refused": refused})
         except MemoryError:
