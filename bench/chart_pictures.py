@@ -126,8 +126,9 @@ def _photograph(out: Path, tmp: Path) -> None:
 
     import queryeval as qe
     from queryeval.report.compare import compare_many, compare_runs
+    from queryeval.report.compare_output import write as write_comparison
     from queryeval.report.html import write_html_report
-    from queryeval.report.html_compare import render_nway, write_comparison_html
+    from queryeval.report.html_compare import render_nway
     from queryeval.viewer.server import create_app
 
     runs = build()
@@ -137,9 +138,9 @@ def _photograph(out: Path, tmp: Path) -> None:
     qe.evaluate(ts / "suite.yaml", responses=ts / "predictions.jsonl", out=Path("runs") / "ts",
                 reports=False, test_suite=5, name="test suite")
     pages = {"report": write_html_report(runs["ret"], Path("report.html"), resamples=1000),
-             "compare": write_comparison_html(
+             "compare": write_comparison(
                  by_name(compare_runs(runs["a"], runs["b"], resamples=1000), tmp),
-                 Path("compare.html"))}
+                 Path("compare.html"), "html")}
     Path("nway.html").write_text(render_nway(compare_many(
         [runs["a"], runs["b"], runs["c"]], resamples=1000)), encoding="utf-8")
     pages["nway"] = Path("nway.html")

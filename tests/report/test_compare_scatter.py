@@ -79,10 +79,10 @@ def test_a_cases_subset_draws_its_own_cases(pair):
 
 
 def test_compare_html_carries_the_scatter(pair, tmp_path):
-    from queryeval.report.html_compare import write_comparison_html
+    from queryeval.report.compare_output import write as write_comparison
 
-    html = write_comparison_html(compare_runs(*pair[:2], resamples=200),
-                                 tmp_path / "c.html").read_text(encoding="utf-8")
+    html = write_comparison(compare_runs(*pair[:2], resamples=200), tmp_path / "c.html",
+                            "html").read_text(encoding="utf-8")
     assert html.count('data-chart="scatter"') == 1
     assert "<script>alert" not in html
 

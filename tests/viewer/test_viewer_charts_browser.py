@@ -30,8 +30,9 @@ from queryeval.report.compare import (  # noqa: E402
     compare_runs,
     load_run,
 )
+from queryeval.report.compare_output import write as write_comparison  # noqa: E402
 from queryeval.report.html import write_html_report  # noqa: E402
-from queryeval.report.html_compare import render_nway, write_comparison_html  # noqa: E402
+from queryeval.report.html_compare import render_nway  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
@@ -104,7 +105,7 @@ def lab(tmp_path_factory, examples_dir):
     (ts_dir / "bots.py").write_text(BOTS)
     ts = qe.evaluate(ts_dir / "suite.yaml", system=f"python:{ts_dir / 'bots.py'}:right",
                      out=root / "ts", reports=False, test_suite=5)
-    pages = {"compare": write_comparison_html(compare_runs(a, b, resamples=300), tmp / "cmp.html"),
+    pages = {"compare": write_comparison(compare_runs(a, b, resamples=300), tmp / "cmp.html", "html"),
              "report": write_html_report(ret, tmp / "report.html", resamples=300)}
     nway = compare_many([a, b, c], resamples=300)  # what the viewer's compare page computes
     (tmp / "nway.html").write_text(render_nway(nway), encoding="utf-8")

@@ -12,7 +12,6 @@ model's (:mod:`queryeval.report.compare`, :mod:`queryeval.report.compare`)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from queryeval.report.compare import Comparison
 from queryeval.report.compare_output import short_verdict
@@ -149,13 +148,6 @@ def render_comparison(comp: Comparison) -> str:
             f"<h2>Metrics</h2>{summary}<div class=\"charts\">{chart}</div>"
             f"<h2>Flipped cases</h2>{flip_table}")
     return page(f"queryeval compare · {comp.task}", body)
-
-
-def write_comparison_html(comp: Comparison, path: str | Path) -> Path:
-    from queryeval.io.atomic import write_text_atomic
-
-    write_text_atomic(path, render_comparison(comp))
-    return Path(path)
 
 
 # --- N runs -----------------------------------------------------------------------------------
