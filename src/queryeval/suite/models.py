@@ -316,7 +316,7 @@ def _registered_target(key: str, value: Any) -> Any:
     """``value`` validated by the ``target_model`` of the registered task that owns ``key``
     (its ``target_key``, or its name when it sets none). A key no registered task owns, or
     whose task declares no ``target_model``, is an error naming the key."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     from queryeval.errors import ConfigError
     from queryeval.registry import TASKS
@@ -328,23 +328,46 @@ def _registered_target(key: str, value: Any) -> Any:
             owner = task
     except ConfigError:
         pass
-    if owner is None:
-        owner = next((t for n, t in TASKS.loaded().items() if n not in TASKS.builtins
-                      and getattr(t, "target_key", None) == key), None)
+    for name in TASKS.names() if owner is None else ():  # a target_key that is not its name
+        if name in TASKS.builtins:
+            continue  # the built-in kinds own the declared fields
+        try:
+            task = TASKS.get(name)
+        except ConfigError:
+            continue  # an installed task that fails to load owns nothing
+        if getattr(task, "target_key", None) == key:
+            owner = task
+            break
     model = getattr(owner, "target_model", None)
-    if owner is None or model is None or key in TASK_KEYS:
-        known = ", ".join(TASK_KEYS)
+    if owner is None or model is None:
         why = (f"task {owner.name!r} declares no target_model" if owner is not None
-               and key not in TASK_KEYS else f"the keys are {known}, or a registered task's")
+               else f"the keys are {', '.join(TASK_KEYS)}, or a registered task's")
         raise ValueError(f"unknown target key {key!r} ({why})")
     try:
-        validated = TypeAdapter(model).validate_python(value)
+        validated = _adapter(model).validate_python(value)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in (key, *first["loc"]))
         raise ValueError(f"target.{where}: {first['msg']}") from None
     _REGISTERED_KEYS[key] = owner.name
     return validated
+
+
+def _adapter(model: Any) -> Any:
+    """One pydantic ``TypeAdapter`` per target model (building one costs far more than a
+    validation, and a suite validates one value a case)."""
+    from pydantic import TypeAdapter
+
+    try:
+        return _ADAPTERS[model]
+    except KeyError:
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+        return adapter
+    except TypeError:  # an unhashable type: built each time
+        return TypeAdapter(model)
+
+
+_ADAPTERS: dict[Any, Any] = {}
 
 
 TASK_KEYS = ("indicator_selection", "answers", "retrieval", "query", "fields", "reference")
