@@ -288,11 +288,11 @@ def test_every_consumer_reads_the_one_reduction(built, lab, monkeypatch, tmp_pat
     import dataclasses
 
     from queryeval.report import html
+    from queryeval.report.case_rows import case_rows
     from queryeval.run import finish, repeats
     from queryeval.run import results as model
     from queryeval.run.log import RunLog
     from queryeval.tasks.base import get_task
-    from queryeval.viewer.results import case_rows
 
     # the duplicate reductions are gone
     assert not any(hasattr(html, n) for n in ("verdict", "PASS_METRICS", "_counted"))

@@ -216,8 +216,9 @@ def test_compare_page_and_notebook_show_the_forest(pair, tmp_path):
 
 
 def test_run_charts_from_the_viewers_figures(pair):
+    from queryeval.report.case_rows import case_rows
     from queryeval.report.compare import load_run
-    from queryeval.viewer.results import case_rows, run_figures
+    from queryeval.viewer.results import run_figures
 
     loaded = load_run(pair[1])
     rows = case_rows(loaded)

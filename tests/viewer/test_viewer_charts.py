@@ -13,6 +13,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
 from helpers.html_browser import HOSTILE, _answers_files  # noqa: E402
+from queryeval.report.case_rows import case_rows  # noqa: E402
 from queryeval.report.compare import (
     compare_many,  # noqa: E402
     load_run,  # noqa: E402
@@ -20,7 +21,7 @@ from queryeval.report.compare import (
 from queryeval.report.html_charts import nway_charts, run_charts  # noqa: E402
 from queryeval.report.html_svg import CHART_CSS  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
-from queryeval.viewer.results import case_rows, run_figures  # noqa: E402
+from queryeval.viewer.results import run_figures  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
 RUN_NAME = '<script>alert("run")</script> \'quoted\' & more'

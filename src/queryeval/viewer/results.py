@@ -1,8 +1,8 @@
 """The one place the viewer reads a run's figures from: the run model and the HTML report
 (nothing here computes a figure of its own).
 
-* :func:`case_rows` (:mod:`queryeval.report.case_rows`, which the HTML report's charts read
-  too): one row per CASE from :class:`queryeval.run.results.RunResults` (``cases``: the one
+* :func:`queryeval.report.case_rows.case_rows` (the HTML report's charts read it too): one
+  row per CASE from :class:`queryeval.run.results.RunResults` (``cases``: the one
   reduction of attempts): the case's means (what the report's intervals resample), its
   verdict (``pass``/``fail``/``error``, ``flaky`` with repeats), and every attempt (its
   repeat, record index, call status and verdict; with repeats the outcomes as ``P``/``F``/``E``
@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 from typing import Any
-
-from queryeval.report.case_rows import VERDICTS, case_rows  # noqa: F401 - the viewer's names
 
 
 def run_figures(loaded: Any, *, resamples: int, seed: int = 0) -> dict:
