@@ -13,7 +13,8 @@ import pytest
 
 import queryeval as qe
 from queryeval.cli.app import main
-from queryeval.tasks.audit import _CorpusView, jaccard, shingles, volatile_functions
+from queryeval.tasks.audit import _CorpusView, jaccard, shingles
+from queryeval.tasks.query.audit import volatile_functions
 
 
 def _db(path: Path, rows: list[tuple[int, str]]) -> Path:

@@ -29,7 +29,7 @@ import typer
 from queryeval.cli.console import console
 from queryeval.errors import ConfigError, OutputError
 from queryeval.io.safetext import console_line
-from queryeval.tasks.query.audit import BROKEN, CEILING_KEYS, audit_cases  # noqa: F401 - re-exported
+from queryeval.tasks.query.audit import BROKEN
 
 
 def command(

@@ -34,7 +34,7 @@ from typing import Any
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.suite.models import Case
 from queryeval.tasks.audit_model import AuditReport, Finding, summarise
-from queryeval.tasks.query.audit import fingerprint, volatile_functions  # noqa: F401 - re-exported
+from queryeval.tasks.query.audit import fingerprint
 
 NEAR_JACCARD = 0.9
 """Two chunk texts whose word 3-shingle sets have a Jaccard index at least this are near-equal."""
