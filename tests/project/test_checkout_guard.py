@@ -61,7 +61,7 @@ def test_the_embedded_sparql_stores_default_under_queryeval_cache_dir(tmp_path, 
     """The default store folder follows $QUERYEVAL_CACHE_DIR like the embedding cache (the
     test session sets it, so no query test caches into the checkout), else the current
     user's cache root (the same from every folder)."""
-    from queryeval.tasks.query.task import _store_root
+    from queryeval.tasks.query.engines import _store_root
 
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "c"))
     assert _store_root() == tmp_path / "c" / "oxigraph"

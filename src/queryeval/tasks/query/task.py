@@ -24,13 +24,7 @@ from queryeval.tasks.accum import Tally, Values
 from queryeval.tasks.base import Flag, Task, TaskOptions, TurnOutcome
 from queryeval.tasks.content import Figures, Groups, Note, Overall, ReportItem, Workbook
 from queryeval.tasks.query import judge as query_judge
-from queryeval.tasks.query.engines import (  # noqa: F401 - re-exported
-    RDF_SUFFIXES,
-    SQLITE_SUFFIXES,
-    QueryEngines,
-    _lang_of,
-    _store_root,
-)
+from queryeval.tasks.query.engines import QueryEngines, _lang_of
 from queryeval.tasks.query.testsuite import TestSuite, TestSuiteTally, summary_note, verdict
 
 F1_KEYS = ("arity_f1", "entity_set_f1", "row_matching_f1", "exact_match_f1")
