@@ -67,11 +67,3 @@ def check() -> None:
     if until is not None and time.monotonic() > until:
         raise ScoringOverrun("deadline", f"scoring took longer than its deadline "
                                          f"({_STATE.deadline.seconds:g} s, score_timeout_s)")
-
-
-def check_cells(cells: int, limit: int | None, what: str) -> None:
-    """Raise :class:`ScoringOverrun` when a table of ``cells`` cells passes the cell budget
-    ``limit`` (``None``: no budget)."""
-    if limit is not None and cells > limit:
-        raise ScoringOverrun("cells", f"the {what} has {cells:,} cells, more than the scoring "
-                                      f"budget of {limit:,} (score_max_cells)")

@@ -149,16 +149,6 @@ class CaseResult:
             return "flaky"
         return "error" if all(a.status == "error" for a in self.attempts) else "fail"
 
-    def pass_at(self, k: int) -> float:
-        from queryeval.run.repeats import pass_at_k
-
-        return pass_at_k(len(self.attempts), self.passes, k)
-
-    def pass_hat(self, k: int) -> float:
-        from queryeval.run.repeats import pass_hat_k
-
-        return pass_hat_k(len(self.attempts), self.passes, k)
-
 
 def reduce_cases(task: Any, records: Iterable[dict]) -> list[CaseResult]:
     """The only grouping and reduction of attempts: cases in order of first appearance, each

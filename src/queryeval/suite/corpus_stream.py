@@ -25,8 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from queryeval.errors import InputError
 from queryeval.suite.retrieval import Chunk, _chunk
 
@@ -110,11 +108,6 @@ class StreamedCorpus:
     # -- reading -------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.ids)
-
-    @property
-    def content_hashes(self) -> list[str]:
-        """Each chunk's content MD5 (hex), in corpus order."""
-        return [h.hex() for h in self._hashes]
 
     @property
     def content_fingerprint(self) -> str:
@@ -240,10 +233,6 @@ class StreamedCorpus:
             os.close(self._fd)
             self._fd = None
         self._table = None
-
-    def hash_array(self) -> np.ndarray:
-        """The content MD5s as a ``(n, 16)`` uint8 array (compact, for comparisons)."""
-        return np.frombuffer(bytes(self._hashes.raw), dtype=np.uint8).reshape(-1, 16)
 
 
 class _Digests:

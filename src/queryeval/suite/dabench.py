@@ -142,11 +142,6 @@ def _open_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield n, raw
 
 
-def text_line_of_offset(data: bytes, offset: int) -> int:
-    """1-based line holding byte ``offset`` of ``data``."""
-    return data.count(b"\n", 0, offset) + 1
-
-
 def _validation_error(exc: ValidationError, path: Path, line: int) -> InputError:
     errors = exc.errors(include_url=False)
     first = errors[0]

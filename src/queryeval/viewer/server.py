@@ -398,9 +398,6 @@ def create_app(root: str | Path, *, resamples: int = 10_000, host: str = "127.0.
         doc["charts"] = nway_charts(comp)  # the compare HTML's SVG, drawn from this model
         return respond(_json(doc))
 
-    async def not_allowed(request: Request) -> Response:
-        return respond(_err(405, "read-only"))
-
     routes = [
         Route("/", index, methods=["GET", "HEAD"]),
         Route("/static/{name}", static, methods=["GET", "HEAD"]),

@@ -180,12 +180,6 @@ def model_fingerprint(path: str | os.PathLike[str]) -> str:
     return _dir_fingerprint(str(root), stamp)
 
 
-def declared_prompts(model: Any) -> dict[str, str]:
-    """Prompts a sentence-transformers model declares (``{"query": "query: ", ...}``)."""
-    prompts = getattr(model, "prompts", None)
-    return dict(prompts) if isinstance(prompts, dict) else {}
-
-
 def read_declared_prompts(path: str | os.PathLike[str]) -> dict[str, str]:
     """Prompts from ``config_sentence_transformers.json``, read without loading the model."""
     cfg = Path(path) / "config_sentence_transformers.json"
