@@ -88,7 +88,7 @@ class RepeatStats:
         }
         if getattr(case, "cluster", None):  # not a CSV column: the intervals' clusters
             row["cluster"] = case.cluster
-        for k in self.ks:  # CaseResult.pass_at / pass_hat, with n and c read once
+        for k in self.ks:  # pass@k and pass^k of each case, with n and c read once
             row[f"pass@{k}"] = pass_at_k(n, c, k) if k <= n else None
             row[f"pass^{k}"] = pass_hat_k(n, c, k) if k <= n else None
         for name, mean in case.means.items():
