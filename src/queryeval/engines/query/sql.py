@@ -376,23 +376,7 @@ class DuckDBSession(ConnectionEngine):
         import duckdb
 
         self.path = path
-        config: dict[str, Any] = {
-            "enable_external_access": False,
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "allow_community_extensions": False,
-            "threads": threads or min(4, os.cpu_count() or 1),
-        }
-        if temp_directory:  # spilling goes to the worker's own folder (the sandbox's)
-            config["temp_directory"] = temp_directory
-        if memory_limit_bytes:
-            config["memory_limit"] = f"{max(memory_limit_bytes // 2 // 1024**2, 32)}MB"
-            # spilling is capped too (DuckDB's default: 90% of the free disk)
-            config["max_temp_directory_size"] = f"{memory_limit_bytes // 1024**2}MiB"
-        config["lock_configuration"] = True
-        if not checks:  # test-only (base.QUERY_CHECKS): the OS sandbox alone holds
-            config.update({"enable_external_access": True, "autoinstall_known_extensions": True,
-                           "autoload_known_extensions": True, "lock_configuration": False})
+        config = _duckdb_config(threads, memory_limit_bytes, checks, temp_directory)
         try:
             self._conn: Any = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.Error as exc:
@@ -450,6 +434,110 @@ class DuckDBSession(ConnectionEngine):
                 pass
             raise QueryTimeout(f"query ran longer than {timeout_s:g} s")
         return columns, rows, truncated
+
+
+def _duckdb_config(threads: int | None, memory_limit_bytes: int | None, checks: bool,
+                   temp_directory: str | None) -> dict[str, Any]:
+    """The locked-down configuration of a worker's DuckDB instance."""
+    config: dict[str, Any] = {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allow_community_extensions": False,
+        "threads": threads or min(4, os.cpu_count() or 1),
+    }
+    if temp_directory:  # spilling goes to the worker's own folder (the sandbox's)
+        config["temp_directory"] = temp_directory
+    if memory_limit_bytes:
+        config["memory_limit"] = f"{max(memory_limit_bytes // 2 // 1024**2, 32)}MB"
+        # spilling is capped too (DuckDB's default: 90% of the free disk)
+        config["max_temp_directory_size"] = f"{memory_limit_bytes // 1024**2}MiB"
+    config["lock_configuration"] = True
+    if not checks:  # test-only (base.QUERY_CHECKS): the OS sandbox alone holds
+        config.update({"enable_external_access": True, "autoinstall_known_extensions": True,
+                       "autoload_known_extensions": True, "lock_configuration": False})
+    return config
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_SWITCH = "queryeval_switch"
+_LEFT_BEHIND = (
+    "SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp') "
+    "+ (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name = 'temp') "
+    "+ (SELECT count(*) FROM duckdb_sequences() WHERE database_name = 'temp') "
+    "+ (SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'temp') "
+    "+ (SELECT count(*) FROM duckdb_functions() WHERE NOT internal AND database_name = 'temp') "
+    "+ (SELECT count(*) FROM duckdb_databases() WHERE NOT internal "
+    "AND database_name <> current_database())")
+"""Objects a query left in the connection (0 when it holds the attached file alone)."""
+
+
+class DuckDBFiles(DuckDBSession):
+    """:class:`DuckDBSession` over many files, one at a time (the multi-file worker of
+    :mod:`.neighbours.runner`): one in-memory DuckDB instance that ``ATTACH``es each file
+    read-only under its stem (the catalog name a direct open gives it), ``USE``s it and
+    ``DETACH``es the one before, so a query sees what it sees on a direct open of the file
+    (``current_database()`` its stem; ``duckdb_databases()`` that file, ``system`` and
+    ``temp``). A switch costs 1 to 2 ms where a read-only open (a new DuckDB instance) cost
+    30 to 60 ms (issue 34; docs/test-suite.md, Cost). The configuration is the direct open's,
+    and the instance reaches only ``roots`` (``allowed_directories`` / ``allowed_paths``,
+    then external access off and the configuration locked).
+
+    With the query checks on, only one SELECT reaches it (:mod:`.sql_safety`), which leaves
+    nothing in the connection; with them off (test-only: the sandbox alone) each switch
+    checks that the queries before left no temporary object or other database
+    (:data:`_LEFT_BEHIND`) and raises :class:`QueryFailed` if they did. Any failure here
+    leaves the caller to close this and open the file directly."""
+
+    def __init__(self, roots: list[str], *, threads: int | None = None,
+                 memory_limit_bytes: int | None = None, checks: bool = True,
+                 temp_directory: str | None = None) -> None:
+        import duckdb
+
+        self.path = None  # type: ignore[assignment]
+        self.checks = checks
+        config = _duckdb_config(threads, memory_limit_bytes, checks, temp_directory)
+        locked = config.pop("lock_configuration")
+        external = config["enable_external_access"]
+        config["enable_external_access"] = True  # until the allowed paths are set
+        conn = duckdb.connect(":memory:", config=config)
+        try:
+            if not external:
+                real = [os.path.realpath(r) for r in roots]
+                conn.execute("SET allowed_directories = ?",
+                             [[r.rstrip(os.sep) + os.sep for r in real if os.path.isdir(r)]])
+                conn.execute("SET allowed_paths = ?",
+                             [[r + suffix for r in real if not os.path.isdir(r)
+                               for suffix in ("", ".wal")]])
+                conn.execute("SET enable_external_access = false")
+            if locked:
+                conn.execute("SET lock_configuration = true")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self._current = "memory"
+
+    def use(self, path: Path) -> None:
+        """Make ``path`` (read-only) the connection's database, in place of the one before."""
+        conn, stem = self._conn, Path(path).stem
+        if conn is None:
+            raise QueryFailed("engine is closed")
+        if self._current == stem:  # the same catalog name: through a placeholder
+            conn.execute(f"ATTACH ':memory:' AS {_ident(_SWITCH)}")
+            conn.execute(f"USE {_ident(_SWITCH)}")
+            conn.execute(f"DETACH {_ident(stem)}")
+            self._current = _SWITCH
+        literal = os.path.realpath(path).replace("'", "''")
+        conn.execute(f"ATTACH '{literal}' AS {_ident(stem)} (READ_ONLY)")
+        conn.execute(f"USE {_ident(stem)}")
+        conn.execute(f"DETACH {_ident(self._current)}")
+        self._current, self.path = stem, Path(path)
+        if not self.checks and conn.execute(_LEFT_BEHIND).fetchone()[0]:
+            raise QueryFailed("a query left objects in the shared DuckDB connection")
 
 
 def _rollback(conn: Any) -> None:

@@ -114,7 +114,8 @@ MULTI_FILE = "*"
 
 class FileSessions:
     """The multi-file mode's session: the file a request names, opened read-only (the last
-    one kept open for the next request on it)."""
+    one kept open for the next request on it); DuckDB files attached one after another to one
+    connection (:class:`..sql.DuckDBFiles`) rather than a DuckDB instance each."""
 
     def __init__(self, dialect: str, memory: int, threads: int, settings: dict[str, Any]) -> None:
         self.dialect, self.memory, self.threads, self.settings = dialect, memory, threads, settings
@@ -132,7 +133,7 @@ class FileSessions:
                               "reason": "the worker may open only the files its parent allowed"})
         if request.get("op") in ("schema", "rows"):
             return self.build(request)
-        if path != self.path:
+        if path != self.path and not self.attach(path):
             self.close()
             try:
                 self.session = open_session(self.dialect, path, self.memory, self.threads,
@@ -142,6 +143,28 @@ class FileSessions:
                 return ("error", {"kind": "failed", "reason": str(reason)})
             self.path = path
         return handle(self.session, request)
+
+    def attach(self, path: str) -> bool:
+        """DuckDB: ``path`` made the database of the one shared connection
+        (:class:`..sql.DuckDBFiles`); False (nothing held) where that fails -- the caller
+        then opens the file on its own, as for sqlite."""
+        if self.dialect != "duckdb":
+            return False
+        from queryeval.engines.query.sql import DuckDBFiles
+
+        try:
+            if not isinstance(self.session, DuckDBFiles):
+                self.close()
+                self.session = DuckDBFiles(self.roots, threads=self.threads or None,
+                                           memory_limit_bytes=self.memory or None,
+                                           checks=bool(self.settings.get("checks", True)),
+                                           temp_directory=os.environ.get("TMPDIR"))
+            self.session.use(Path(path))
+        except Exception:  # noqa: BLE001 - any failure: the direct open decides
+            self.close()
+            return False
+        self.path = path
+        return True
 
     def close(self) -> None:
         if self.session is not None:
