@@ -290,3 +290,20 @@ def test_check_allows_duckdb_generators() -> None:
     check_sql("SELECT * FROM generate_series(1, 3)", "duckdb")
     check_sql("SELECT * FROM unnest([1, 2])", "duckdb")
     check_sql('SELECT * FROM "people"', "duckdb")
+
+
+def test_close_all_ends_every_worker_through_its_exit_frame(tmp_path: Path) -> None:
+    from queryeval.engines.query.worker_handle import close_all
+
+    engines = [SqliteEngine(make_sqlite(tmp_path / "a.sqlite")),
+               DuckDBEngine(make_duckdb(tmp_path / "b.duckdb"))]
+    for engine in engines:
+        assert engine.execute("SELECT count(*) FROM nums").rows == [(100,)]
+    workers = [engine.worker for engine in engines]
+    close_all(engines)
+    # each worker read its exit frame and ended on its own (a killed one reads -9)
+    assert [w.exit_code for w in workers] == [0, 0]
+    assert [w.ask_exit() for w in workers] == [False, False]  # nothing left to ask
+    for engine in engines:
+        with pytest.raises(QueryFailed, match="closed"):
+            engine.execute("SELECT 1")

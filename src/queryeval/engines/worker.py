@@ -303,16 +303,29 @@ class WorkerProcess:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
+    def ask_exit(self) -> bool:
+        """Send the worker its exit frame and return at once (:meth:`close` then waits):
+        several workers asked first end side by side, not one after another
+        (:func:`.query.worker_handle.close_all`). True when the running worker has been
+        asked, now or before."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None or proc.stdin is None:
+            return False
+        if proc.stdin.closed:  # asked before (only an exit frame closes it)
+            return True
+        try:
+            write_frame(proc.stdin, None)
+            proc.stdin.close()
+        except (OSError, ValueError):
+            return False
+        return True
+
     def close(self) -> None:
         """Ask the worker to exit, then make sure it has."""
         proc = self._proc
-        if proc is not None and proc.poll() is None and proc.stdin is not None:
-            try:
-                write_frame(proc.stdin, None)
-                proc.stdin.close()
+        if self.ask_exit() and proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(2)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                pass
         self.kill()
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from queryeval.io.closing import Closing
@@ -92,3 +92,17 @@ class WorkerHandle(WorkerBacked):
             if not retry_lost or attempt == 2:
                 break
         return status, {**payload, "kind": "failed"}, elapsed
+
+
+def close_all(holders: Iterable[Any]) -> None:
+    """Close several holders (:class:`WorkerHandle`, an engine holding one) side by side:
+    every worker is first sent its exit frame (:meth:`..worker.WorkerProcess.ask_exit`),
+    then each holder is closed, which waits for its worker to have ended. Closing them one
+    after another waits for each worker's exit in turn (tens of milliseconds each)."""
+    holders = list(holders)
+    for holder in holders:
+        ask = getattr(getattr(holder, "worker", None), "ask_exit", None)
+        if callable(ask):
+            ask()
+    for holder in holders:
+        holder.close()

@@ -87,11 +87,13 @@ class QueryEngines:
         return [p.strip() for s in sources for p in s.split(",")
                 if p.strip() and "://" not in p]
 
-    def _close_engines(self) -> None:
+    def _close_engines(self, *more: Any) -> None:
+        """Close every engine opened, and ``more`` holders of workers, side by side."""
+        from queryeval.engines.query.worker_handle import close_all
+
         with self._lock:
-            for e in self._engines.values():
-                e.close()
-            self._engines.clear()
+            engines, self._engines = list(self._engines.values()), {}
+        close_all([*engines, *more])
 
     def _execute(self, source: str, query: str, engine: Any = None) -> tuple[dict | None, dict]:
         """(result table as SPARQL JSON or None, execution info)."""

@@ -218,7 +218,7 @@ class QueryTask(QueryEngines, Task):
 
     def close(self) -> None:
         self.case_judge.close()
-        self._close_engines()
+        self._close_engines(*self.test_suite.release())
 
     def batch_info(self) -> dict:
         return self.case_judge.info()

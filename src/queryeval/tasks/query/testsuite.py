@@ -93,6 +93,30 @@ class TestSuite:
                 self._runners[key] = pool
             return self._runners[key]
 
+    def release(self) -> list[Any]:
+        """Forget every worker this run holds and return those idle now, for the caller to
+        close (:func:`queryeval.engines.query.worker_handle.close_all`, side by side); one
+        still lent out or building (a check a deadline cut short) is left to its
+        finalizer. A later case starts new ones."""
+        import queue
+
+        with self._lock:
+            held, self._runners = self._runners, {}
+        idle: list[Any] = []
+        for entry in held.values():
+            if isinstance(entry, tuple):  # a build worker and its lock
+                runner, lock = entry
+                if lock.acquire(blocking=False):
+                    lock.release()
+                    idle.append(runner)
+                continue
+            while True:
+                try:
+                    idle.append(entry.get_nowait())
+                except queue.Empty:
+                    break
+        return idle
+
     @contextmanager
     def runner(self, dialect: str, memory_limit_bytes: int | None,
                url: str | None = None) -> Iterator[Any]:
