@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.tasks.accum import OnePass
+from helpers.one_pass import OnePass
 from queryeval.tasks.query.task import F1_KEYS, RATE_KEYS, QueryTask
 from queryeval.tasks.retrieval.task import RetrievalTask
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.tasks.accum import OnePass
+from helpers.one_pass import OnePass
 from queryeval.tasks.answers.task import AnswersTask
 from queryeval.tasks.fields.task import FieldsTask
 from queryeval.tasks.selection.task import SelectionTask

@@ -88,18 +88,3 @@ class Tally:
     def error_summary(self) -> dict:
         """Same fields as :meth:`queryeval.tasks.base.Task.error_summary`."""
         return {"errors": self.errors, "errors_by_kind": dict(sorted(self.kinds.items()))}
-
-
-class OnePass:
-    """Wraps a list so that iterating it a second time raises: tests use it to check that an
-    aggregate reads its records once (as it must to work on a stream)."""
-
-    def __init__(self, items: Iterable) -> None:
-        self._items = items
-        self._used = False
-
-    def __iter__(self) -> Iterator:
-        if self._used:
-            raise AssertionError("records iterated twice; an aggregate must read them once")
-        self._used = True
-        return iter(self._items)
