@@ -43,8 +43,8 @@ def build() -> dict[str, Path]:
     """The runs the pictures show (batch files), under ``runs/`` of the working directory,
     each responses file named after its run."""
     import queryeval as qe
-    from queryeval.report.compare import load_run
     from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.results import RunResults
 
     def sdmx(name: str, responses: Path, label: str) -> Path:
         return start_run(RunConfig(suite=str(EXAMPLES / "sdmx" / "suite"), responses=str(responses),
@@ -54,7 +54,7 @@ def build() -> dict[str, Path]:
     recorded = Path("recorded.jsonl")
     shutil.copyfile(EXAMPLES / "sdmx" / "responses.jsonl", recorded)
     a = sdmx("recorded", recorded, "recorded")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = sdmx("three-fixed", variant_responses(records, Path("three-fixed.jsonl"),
                                               fix={FRANCE, GERMANY, CANADA}, empty={USA}),
              "three fixed")

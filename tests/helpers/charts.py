@@ -14,8 +14,8 @@ HOSTILE = '<script>alert("x")</script> \'q\' & <b>'
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, examples_dir):
     from helpers.sdmx_variants import variant_responses as _responses
-    from queryeval.report.compare import load_run
     from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.results import RunResults
 
     tmp = tmp_path_factory.mktemp("charts")
 
@@ -25,7 +25,7 @@ def pair(tmp_path_factory, examples_dir):
                                    reports=False)).log.paths.batch
 
     a = run("a", examples_dir / "sdmx" / "responses.jsonl", "base")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = run("b", _responses(records, tmp / "b.jsonl", fix={FRANCE}, empty={USA}), HOSTILE)
     c = run("c", _responses(records, tmp / "c.jsonl", empty={r["case_id"] for r in records}),
             "silent")

@@ -284,8 +284,8 @@ def check_corrected(run: qe.Run, figure: str, want: float, *, raw: float,
     shows it: the metrics JSON and the Run's overall figures (right after ``figure``, with an
     interval around it), the HTML report's Overall row with that interval, the viewer's
     overall rows and API, and the console summary's line."""
-    from queryeval.report.compare import load_run
     from queryeval.report.html import render_report
+    from queryeval.run.results import RunResults
     from queryeval.tasks.judging import corrected_key
     from queryeval.viewer.results import run_figures
 
@@ -300,7 +300,7 @@ def check_corrected(run: qe.Run, figure: str, want: float, *, raw: float,
                   r'<td class="num ci">([^<]*)</td>', render_report(run.path, resamples=200))
     assert m and float(m[1]) == pytest.approx(want), f"no {key} row in the HTML"
     assert m[2] == f"[{low:.4f}, {high:.4f}]"
-    rows = {r["metric"]: r for r in run_figures(load_run(run.path), resamples=200)["overall_rows"]}
+    rows = {r["metric"]: r for r in run_figures(RunResults.open(run.path), resamples=200)["overall_rows"]}
     assert (rows[key]["low"], rows[key]["high"]) == (pytest.approx(low), pytest.approx(high))
     assert f"{key}_ci_low" not in rows
     if viewer_root is not None:

@@ -217,10 +217,10 @@ def test_compare_page_and_notebook_show_the_forest(pair, tmp_path):
 
 def test_run_charts_from_the_viewers_figures(pair):
     from queryeval.report.case_rows import case_rows
-    from queryeval.report.compare import load_run
+    from queryeval.run.results import RunResults
     from queryeval.viewer.results import run_figures
 
-    loaded = load_run(pair[1])
+    loaded = RunResults.open(pair[1])
     rows = case_rows(loaded)
     figs = run_figures(loaded, resamples=200)
     charts = run_charts(loaded.task, figs["overall_rows"], loaded.metrics["overall_metrics"], rows)

@@ -18,13 +18,13 @@ from queryeval.report.compare import (
     check_regression,
     compare_runs,
     default_case_metrics,
-    load_run,
     lower_is_better,
     resolve_batch,
 )
 from queryeval.report.compare_output import write_json, write_xlsx
 from queryeval.report.html_compare import render_comparison
 from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import RunResults
 
 FRANCE = "5eed0000-0000-0000-0000-00000001eef0"     # A: 0/0 -> B: fixed
 GERMANY = "5eed0000-0000-0000-0000-000000013556"    # A: 0/0 -> B: fixed
@@ -54,7 +54,7 @@ def run_suite(examples_dir: Path, out: Path, responses: Path, **options) -> Path
 def runs(tmp_path_factory, examples_dir) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("runs")
     a = run_suite(examples_dir, tmp / "a", examples_dir / "sdmx" / "responses.jsonl")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = run_suite(examples_dir, tmp / "b", responses_from(records, tmp / "b.jsonl",
                                                           fix={FRANCE, GERMANY, CANADA}, empty={USA}))
     c = run_suite(examples_dir, tmp / "c", responses_from(records, tmp / "c.jsonl",
@@ -82,8 +82,8 @@ def test_pairs_means_flips_and_exact_p(runs):
     canada = next(f for f in prec.improved if f.case_id == CANADA)
     assert (canada.a, canada.b) == (pytest.approx(2 / 3), 1.0)
     # t-test as scipy computes it on the paired values
-    a_vals = {r["case_id"]: r["scores"]["macro_precision"] for r in load_run(runs["a"]).records}
-    b_vals = {r["case_id"]: r["scores"]["macro_precision"] for r in load_run(runs["b"]).records}
+    a_vals = {r["case_id"]: r["scores"]["macro_precision"] for r in RunResults.open(runs["a"]).records}
+    b_vals = {r["case_id"]: r["scores"]["macro_precision"] for r in RunResults.open(runs["b"]).records}
     ids = list(a_vals)
     ref = sp.ttest_rel([b_vals[i] for i in ids], [a_vals[i] for i in ids])
     assert prec.p_ttest == pytest.approx(ref.pvalue)
@@ -124,7 +124,7 @@ def test_regression_gate(runs):
 def test_unpaired_cases_listed(runs, tmp_path):
     folder = tmp_path / "b"
     shutil.copytree(resolve_batch(runs["b"]).parent, folder)
-    run_b = load_run(folder)
+    run_b = RunResults.open(folder)
     lines = run_b.log.paths.results_jsonl.read_text().splitlines()
     kept = [ln for ln in lines if USA not in ln]
     run_b.log.paths.results_jsonl.write_text("\n".join(kept) + "\n")
@@ -148,7 +148,7 @@ def test_refusals(runs, tmp_path):
     with pytest.raises(ConfigError, match="alpha"):
         compare_runs(runs["a"], runs["b"], alpha=1.5)
     with pytest.raises(ConfigError, match="expected one run"):
-        load_run(runs["tmp"])  # three runs below it
+        RunResults.open(runs["tmp"])  # three runs below it
 
 
 def test_case_metric_defaults():
@@ -166,7 +166,7 @@ def test_case_metric_defaults():
 def test_on_error_skip_excludes_failed_cases(runs, tmp_path):
     folder = tmp_path / "b"
     shutil.copytree(resolve_batch(runs["b"]).parent, folder)
-    run_b = load_run(folder)
+    run_b = RunResults.open(folder)
     recs = [json.loads(ln) for ln in run_b.log.paths.results_jsonl.read_text().splitlines()]
     for r in recs:
         if r["case_id"] == USA:
@@ -236,8 +236,8 @@ def test_paired_differences_match_numpy(runs):
     """The bootstrap CI is the percentile interval of resampled mean differences."""
     comp = compare_runs(runs["a"], runs["c"], resamples=5000, seed=1)
     prec = comp.metric("macro_precision")
-    a = {r["case_id"]: r["scores"]["macro_precision"] for r in load_run(runs["a"]).records}
-    c = {r["case_id"]: r["scores"]["macro_precision"] for r in load_run(runs["c"]).records}
+    a = {r["case_id"]: r["scores"]["macro_precision"] for r in RunResults.open(runs["a"]).records}
+    c = {r["case_id"]: r["scores"]["macro_precision"] for r in RunResults.open(runs["c"]).records}
     diffs = np.array([c[i] - a[i] for i in a])
     assert prec.diff == pytest.approx(diffs.mean())
     assert prec.ci_low < diffs.mean() < prec.ci_high < 0

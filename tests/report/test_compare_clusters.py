@@ -178,11 +178,11 @@ def test_repeats_intervals_in_the_metrics_resample_clusters(tmp_path):
 
 
 def test_viewer_overall_rows_carry_the_clusters(tmp_path):
-    from queryeval.report.compare import load_run
+    from queryeval.run.results import RunResults
     from queryeval.viewer.results import run_figures
 
     a, _ = _runs(tmp_path, "shared")
-    rows = run_figures(load_run(a), resamples=300)["overall_rows"]
+    rows = run_figures(RunResults.open(a), resamples=300)["overall_rows"]
     row = next(r for r in rows if r.get("low") is not None)
     assert row["clusters"] == 20 and row["effective_n"] == pytest.approx(
         200 / (20 / 19 * 199 / 200 * 10))

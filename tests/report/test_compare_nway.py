@@ -27,10 +27,10 @@ from queryeval.report.compare import (
     compare_many,
     compare_runs,
     compare_trec,
-    load_run,
 )
 from queryeval.report.compare_output import csv_rows, to_latex, to_markdown, write
 from queryeval.report.html_compare import render_nway
+from queryeval.run.results import RunResults
 
 R = 2000  # resamples (the 23-case tests are Monte Carlo; the groups are exact)
 
@@ -39,7 +39,7 @@ R = 2000  # resamples (the 23-case tests are Monte Carlo; the groups are exact)
 def runs(tmp_path_factory, examples_dir) -> list[Path]:
     tmp = tmp_path_factory.mktemp("nway")
     a = _run(examples_dir, tmp / "a", examples_dir / "sdmx" / "responses.jsonl")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = _run(examples_dir, tmp / "b", _responses(records, tmp / "b.jsonl",
                                                  fix={FRANCE, GERMANY, CANADA}, empty={USA}))
     c = _run(examples_dir, tmp / "c", _responses(records, tmp / "c.jsonl",
@@ -104,7 +104,7 @@ def _brute_force_p(diffs: list[float]) -> float:
 
 @pytest.mark.parametrize("tag", ["cpi", "weo"])
 def test_group_p_values_match_brute_force_enumeration(runs, comp_all, tag):
-    a, c = load_run(runs[0]), load_run(runs[2])
+    a, c = RunResults.open(runs[0]), RunResults.open(runs[2])
     by_c = {r["case_id"]: r for r in c.records}
     table = next(g for g in comp_all.groups["tag"] if g.member == tag)
     for metric in ("macro_precision", "macro_recall"):

@@ -22,11 +22,12 @@ import pytest
 
 from helpers.browser_driver import CHROMIUM
 from helpers.html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402,F401
-from queryeval.report.compare import compare_runs, load_run
+from queryeval.report.compare import compare_runs
 from queryeval.report.compare_output import write as write_comparison
 from queryeval.report.html import write_html_report
 from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import RunResults
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +97,7 @@ def test_broken_script_is_detected(report, tmp_path):
 
 
 def test_comparison_page_runs_in_chromium(report, tmp_path):
-    run = load_run(report.with_name(report.name.replace("report_", "batch_").replace(".html", ".json")))
+    run = RunResults.open(report.with_name(report.name.replace("report_", "batch_").replace(".html", ".json")))
     page = write_comparison(compare_runs(run, run, resamples=200), tmp_path / "cmp.html", "html")
     dom = _chromium(tmp_path / "profile", page.as_uri(), "--dump-dom")
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)

@@ -13,9 +13,10 @@ import pytest
 from helpers.compare_nway import _run
 from helpers.sdmx_variants import CANADA, FRANCE, GERMANY, USA
 from helpers.sdmx_variants import variant_responses as _responses
-from queryeval.report.compare import compare_many, compare_runs, load_run
+from queryeval.report.compare import compare_many, compare_runs
 from queryeval.report.html_compare import render_comparison, render_nway
 from queryeval.report.html_page import fmt
+from queryeval.run.results import RunResults
 
 R = 300
 
@@ -24,7 +25,7 @@ R = 300
 def runs(tmp_path_factory, examples_dir):
     tmp = tmp_path_factory.mktemp("cmp-page")
     a = _run(examples_dir, tmp / "a", examples_dir / "sdmx" / "responses.jsonl")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = _run(examples_dir, tmp / "b", _responses(records, tmp / "b.jsonl",
                                                  fix={FRANCE, GERMANY, CANADA}, empty={USA}))
     c = _run(examples_dir, tmp / "c", _responses(records, tmp / "c.jsonl",

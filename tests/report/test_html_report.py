@@ -13,11 +13,12 @@ import pytest
 import typer
 
 from queryeval.metrics import stats
-from queryeval.report.compare import load_run, resolve_batch
+from queryeval.report.compare import resolve_batch
 from queryeval.report.html import flatten, rate_keys, render_report, write_html_report
 from queryeval.report.html_details import generic_details, render_details, selection_details
 from queryeval.report.html_svg import bar_chart, radar_chart
 from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import RunResults
 
 USA = "5eed0000-0000-0000-0000-000000017334"
 FRANCE = "5eed0000-0000-0000-0000-00000001eef0"
@@ -52,7 +53,7 @@ def run_dir(tmp_path_factory, examples_dir) -> Path:
 
 def test_report_self_contained_and_figures(run_dir):
     path = write_html_report(run_dir, resamples=2000, seed=0)
-    run = load_run(run_dir)
+    run = RunResults.open(run_dir)
     assert path == run.log.paths.folder / f"report_{run.batch_id}.html"
     text = path.read_text(encoding="utf-8")
     doc = _Doc(text)
@@ -99,7 +100,7 @@ def test_case_table_links_every_failure(run_dir):
 def test_escaping_and_generic_task(run_dir, tmp_path):
     folder = tmp_path / "copy"
     shutil.copytree(resolve_batch(run_dir).parent, folder)
-    run = load_run(folder)
+    run = RunResults.open(folder)
     evil = '<script>alert("x")</script>'
     recs = [json.loads(ln) for ln in run.log.paths.results_jsonl.read_text().splitlines()]
     for r in recs:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from queryeval.report.case_rows import case_rows
-from queryeval.report.compare import load_run
 from queryeval.report.html import render_report
 from queryeval.report.html_charts import run_charts
+from queryeval.run.results import RunResults
 from queryeval.viewer.results import run_figures
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -29,7 +29,7 @@ def _figures(html: str) -> dict[str, tuple[str, str]]:
 
 
 def _viewer(batch: Path) -> dict[str, dict]:
-    loaded = load_run(batch)
+    loaded = RunResults.open(batch)
     figs = run_figures(loaded, resamples=200)
     charts = run_charts(loaded.task, figs["overall_rows"], loaded.metrics["overall_metrics"],
                         case_rows(loaded), figs["repeats"])
@@ -59,7 +59,7 @@ def test_repeats_report_has_distribution_and_pass_rate_with_interval(repeated):
     assert {"distribution", "pass-rate"} <= set(figures)
     for cid in ("distribution", "pass-rate"):
         assert figures[cid][0] == viewer[cid]["svg"]  # the viewer's chart, byte for byte
-    rep = load_run(repeated).metrics["repeats"]["overall"]["pass_rate"]
+    rep = RunResults.open(repeated).metrics["repeats"]["overall"]["pass_rate"]
     # the example system is deterministic: 18 of the 23 cases pass all 3 attempts, 5 none
     assert rep["mean"] == pytest.approx(18 / 23)
     caption = (f"Per-case pass rate over 3 attempts (mean over cases 0.7826, 95% interval "

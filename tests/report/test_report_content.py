@@ -17,11 +17,11 @@ import pytest
 from rich.console import Console
 
 from queryeval.metrics import stats
-from queryeval.report.compare import load_run
 from queryeval.report.console import render_summary
 from queryeval.report.html import error_banner, render_report
 from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import RunResults
 from queryeval.suite.retrieval import read_corpus
 from queryeval.tasks.content import Figures
 from queryeval.tasks.query.task import result_sample
@@ -429,7 +429,7 @@ def test_error_banner_from_metrics(tmp_path, examples_dir):
     assert "<script>" not in banner and banner.count(EVIL_ESCAPED) == 3
     assert "x" * 299 + "…" in banner and "x" * 300 not in banner
     assert error_banner({"error_summary": []}) == "" and error_banner({}) == ""
-    loaded = load_run(result.log.paths.batch)
+    loaded = RunResults.open(result.log.paths.batch)
     assert loaded.metrics["error_summary"][0]["count"] == 12
 
 
@@ -453,15 +453,24 @@ def test_fields_status_follows_the_seed_pass_rule(tmp_path, examples_dir):
     assert f"[{ci.low:.4f}, {ci.high:.4f}]" in row
 
 
-def test_long_case_names_are_cut_with_the_full_text_on_hover():
-    from queryeval.report.html import NAME_CHARS, _short_name
+def test_long_case_names_are_cut_with_the_full_text_on_hover(tmp_path):
+    from queryeval.report.html import CASE_NAME_CHARS
 
-    long = EVIL + " what is the median fare " * 10
-    cell = _short_name(long)
-    assert cell.startswith(f'<td title="{EVIL_ESCAPED}') and cell.endswith("…</td>")
-    shown = cell[cell.index(">") + 1:-len("</td>")]
-    assert len(shown.replace(EVIL_ESCAPED, EVIL)) == NAME_CHARS and "<script>" not in cell
-    assert _short_name("short") == "<td>short</td>" and _short_name(None) == "<td></td>"
+    suite, responses = _answers_suite(tmp_path, n=2)
+    long = EVIL + " what is the median fare" * 10
+    suite.write_text(suite.read_text().replace(json.dumps(EVIL), json.dumps(long), 1))
+    run = start_run(RunConfig(suite=str(suite), responses=str(responses),
+                              out=str(tmp_path / "out"), reports=False))
+    text = _report_text(run.log.paths.batch)
+    row = re.search(r'<tr data-status="[a-z]+" data-case="q0">.*?</tr>', text).group(0)
+    title = re.search(r'<span title="([^"]*)">([^<]*)</span>', row)
+    full = long.replace("<", "&lt;").replace(">", "&gt;")
+    assert title.group(1) == full  # the whole name on hover, escaped
+    shown = title.group(2).replace("&lt;", "<").replace("&gt;", ">")
+    assert shown == long[:CASE_NAME_CHARS - 1].rstrip() + "…"  # cut at 70, no trailing blank
+    assert EVIL not in text
+    q1 = re.search(r'<tr data-status="[a-z]+" data-case="q1">.*?</tr>', text).group(0)
+    assert "title=" not in q1.split("</td>")[0]  # a short name is shown whole
 
 
 # --- what each figure is (the task's Figures) ---------------------------------------------------
@@ -582,6 +591,6 @@ def test_viewer_reads_the_same_declared_figures(answers_run, retrieval_run):
     figures, kinds = headline_figures(overall, 10, "retrieval")
     assert "k" not in figures and "recall_at_k" not in figures and "recall@10" in figures
     assert kinds["mean_retrieval_time_ms"] == "time"
-    page = run_figures(load_run(answers_run.log.paths.batch), resamples=100)
+    page = run_figures(RunResults.open(answers_run.log.paths.batch), resamples=100)
     assert page["settings"] == "match = numeric, missing_mode = wrong"
     assert not {"match", "missing_mode"} & {row["metric"] for row in page["overall_rows"]}

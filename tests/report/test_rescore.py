@@ -10,10 +10,10 @@ import pytest
 import typer
 
 from queryeval.errors import ConfigError
-from queryeval.report.compare import load_run
 from queryeval.report.rescore import rescore_run
 from queryeval.report.run_reports import write_run_reports
 from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import RunResults
 
 
 def _run(examples_dir: Path, out: Path, **options):
@@ -46,7 +46,7 @@ def test_rescore_matches_direct_run(examples_dir, tmp_path):
     assert result.metrics["overall_metrics"]["macro_precision"] == pytest.approx(19.5 / 23)
     # with the extra dimension counted, annual_gdp_canada scores precision 2/3 instead of 1
     assert source.metrics["overall_metrics"]["macro_precision"] == pytest.approx((19.5 - 1 / 3) / 23)
-    new_files = load_run(result.log.paths.batch)
+    new_files = RunResults.open(result.log.paths.batch)
     direct_records = {r["case_id"]: r for r in direct.records}
     for rec in new_files.records:
         assert rec["scores"] == direct_records[rec["case_id"]]["scores"]

@@ -476,7 +476,8 @@ def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
     import importlib.util
 
     import queryeval as qe
-    from queryeval.report.compare import case_metrics, load_run, pair_runs
+    from queryeval.report.compare import case_metrics, pair_runs
+    from queryeval.run.results import RunResults
 
     suite = Path(__file__).resolve().parents[2] / "examples" / "sdmx" / "suite"
     spec = importlib.util.spec_from_file_location("sdmx_system", suite.parent / "system.py")
@@ -489,11 +490,11 @@ def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
     first = qe.evaluate(suite, system=flaky, repeats=3, out=tmp_path / "a", concurrency=8)
     again = qe.evaluate(suite, system=flaky, repeats=3, out=tmp_path / "b", concurrency=8)
     plain = qe.evaluate(suite, system=module.select, out=tmp_path / "c")
-    pair = pair_runs(load_run(first.path), load_run(again.path))
+    pair = pair_runs(RunResults.open(first.path), RunResults.open(again.path))
     assert len(pair.paired) == 23  # cases, not 69 attempts
     assert not qe.compare(first, again).regressions
-    plain_pair = pair_runs(load_run(plain.path), load_run(first.path))
-    records = load_run(first.path).records
+    plain_pair = pair_runs(RunResults.open(plain.path), RunResults.open(first.path))
+    records = RunResults.open(first.path).records
     checked = 0
     for cid in pair.paired:
         mine = sorted((r for r in records if r["case_id"] == cid), key=lambda r: r["repeat"])

@@ -12,8 +12,8 @@ import queryeval as qe
 from helpers.freeform_task import FakeJudge
 from queryeval.engines.judge.checks import save_check
 from queryeval.engines.judge.prompt import PROMPT_VERSION
-from queryeval.report.compare import load_run
 from queryeval.report.html import render_report
+from queryeval.run.results import RunResults
 from queryeval.tasks import judging
 from queryeval.viewer.results import run_figures
 
@@ -82,7 +82,7 @@ def test_judged_run_reports_the_corrected_rate_beside_the_raw_one(tmp_path, monk
     assert list(overall).index(KEY) == list(overall).index("pass_rate") + 1
     html = render_report(run.path, resamples=300)
     assert f"{KEY}</td>" in html and f"{KEY}_ci_low" not in html
-    rows = {r["metric"]: r for r in run_figures(load_run(run.path), resamples=300)["overall_rows"]}
+    rows = {r["metric"]: r for r in run_figures(RunResults.open(run.path), resamples=300)["overall_rows"]}
     assert rows[KEY]["low"] == pytest.approx(overall[f"{KEY}_ci_low"])
     assert rows[KEY]["high"] == pytest.approx(overall[f"{KEY}_ci_high"])
     assert f"{KEY}_ci_low" not in rows

@@ -15,8 +15,9 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from queryeval.report.compare import compare_runs, load_run  # noqa: E402
+from queryeval.report.compare import compare_runs  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import CSP, bind_warning, create_app, is_loopback  # noqa: E402
 
 USA = "5eed0000-0000-0000-0000-000000017334"
@@ -32,7 +33,7 @@ def _run(examples_dir: Path, out: Path, responses: Path) -> Path:
 def folder(tmp_path_factory, examples_dir) -> dict:
     root = tmp_path_factory.mktemp("viewer") / "runs"
     a = _run(examples_dir, root / "a", examples_dir / "sdmx" / "responses.jsonl")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     hostile = root.parent / "b.jsonl"
     with open(hostile, "w", encoding="utf-8") as fh:
         for r in records:
@@ -82,7 +83,7 @@ def test_cases_paginated_sorted_filtered(client, folder):
     values = [r["metrics"]["macro_recall"] for r in ranked]
     assert values == sorted(values) and values[0] == 0.0
     cpi = client.get(base, params={"q": "CPI", "limit": 500}).json()
-    expected = [r["case_id"] for r in load_run(folder["a"]).records
+    expected = [r["case_id"] for r in RunResults.open(folder["a"]).records
                 if "cpi" in r["tags"] or "cpi" in r["name"].lower()]
     assert [r["case_id"] for r in cpi["rows"]] == expected and len(expected) == 6
     errors = client.get(base, params={"status": "error"}).json()

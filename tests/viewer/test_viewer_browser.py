@@ -22,8 +22,8 @@ from helpers.html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  
 from helpers.live_server import LiveServer  # noqa: E402
 from helpers.sdmx_variants import FRANCE, USA  # noqa: E402
 from helpers.sdmx_variants import variant_responses as _variant  # noqa: E402
-from queryeval.report.compare import load_run  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ def server(tmp_path_factory, examples_dir):
     tmp = tmp_path_factory.mktemp("view")
     root = tmp / "runs"
     a = _sdmx(examples_dir, root / "a", examples_dir / "sdmx" / "responses.jsonl")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = _sdmx(examples_dir, root / "b", _variant(records, tmp / "fixed.jsonl", fix={FRANCE},
                                                   empty={USA}))
     c = _sdmx(examples_dir, root / "c", _variant(records, tmp / "silent.jsonl",
@@ -119,7 +119,7 @@ def test_browse_filter_open_and_compare(server, driver, tmp_path):
     from queryeval.report.html import figure_kinds, no_interval, overall_rows, report_figures
 
     fig = report_figures(server["paths"][0], resamples=300)
-    loaded = load_run(server["paths"][0])
+    loaded = RunResults.open(server["paths"][0])
     kinds = figure_kinds(loaded.task)
     want = [[k, ("—" + (f" {why}" if (why := no_interval(k, v, fig.cis, kinds)) else ""))
              if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]"]

@@ -14,13 +14,11 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from helpers.html_browser import HOSTILE, _answers_files  # noqa: E402
 from queryeval.report.case_rows import case_rows  # noqa: E402
-from queryeval.report.compare import (
-    compare_many,  # noqa: E402
-    load_run,  # noqa: E402
-)
+from queryeval.report.compare import compare_many  # noqa: E402
 from queryeval.report.html_charts import nway_charts, run_charts  # noqa: E402
 from queryeval.report.html_svg import CHART_CSS  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.results import run_figures  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
@@ -47,7 +45,7 @@ def _elements(svg: str) -> tuple[set[str], str]:
 def test_run_document_carries_the_charts_drawn_from_its_figures(served):
     client, batches, ids = served
     doc = client.get(f"/api/runs/{ids[0]}").json()
-    loaded = load_run(batches[0])
+    loaded = RunResults.open(batches[0])
     want = run_charts(loaded.task, run_figures(loaded, resamples=200)["overall_rows"],
                       loaded.metrics["overall_metrics"], case_rows(loaded))
     assert doc["charts"] == want and [c["id"] for c in want] == ["overall", "distribution"]

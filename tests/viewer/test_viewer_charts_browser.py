@@ -25,15 +25,12 @@ from helpers.html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  
 from helpers.live_server import LiveServer  # noqa: E402
 from helpers.sdmx_variants import CANADA, FRANCE, GERMANY, USA  # noqa: E402
 from helpers.sdmx_variants import variant_responses as _variant  # noqa: E402
-from queryeval.report.compare import (  # noqa: E402
-    compare_many,  # noqa: E402
-    compare_runs,
-    load_run,
-)
+from queryeval.report.compare import compare_many, compare_runs  # noqa: E402
 from queryeval.report.compare_output import write as write_comparison  # noqa: E402
 from queryeval.report.html import write_html_report  # noqa: E402
 from queryeval.report.html_compare import render_nway  # noqa: E402
 from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -79,7 +76,7 @@ def lab(tmp_path_factory, examples_dir):
                                    reports=False)).log.paths.batch
 
     a = sdmx("a", examples_dir / "sdmx" / "responses.jsonl", "base")
-    records = load_run(a).records
+    records = RunResults.open(a).records
     b = sdmx("b", _variant(records, tmp / "b.jsonl", fix={FRANCE, GERMANY, CANADA},
                            empty={USA}), RUN_NAME)
     c = sdmx("c", _variant(records, tmp / "c.jsonl", empty={r["case_id"] for r in records}),

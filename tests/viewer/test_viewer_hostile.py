@@ -44,7 +44,7 @@ def _edit(batch: Path, **fields) -> None:
 
 
 def test_inner_batch_id_cannot_name_files_outside(run_dir, tmp_path):
-    """A batch whose inner batch_id differs from its file name would make load_run open
+    """A batch whose inner batch_id differs from its file name would make RunResults.open open
     results_<inner>.jsonl: symlinks to outside files under that name are never read."""
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -18,8 +18,9 @@ from starlette.testclient import TestClient  # noqa: E402
 
 import queryeval as qe  # noqa: E402
 from queryeval.cli.app import main  # noqa: E402
-from queryeval.report.compare import compare_runs, load_run  # noqa: E402
+from queryeval.report.compare import compare_runs  # noqa: E402
 from queryeval.report.html import render_report, report_figures  # noqa: E402
+from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 
 R = 400  # resamples: the viewer and the report computed with the same number
@@ -93,7 +94,7 @@ def test_repeated_run_overall_cis_are_the_reports_over_cases(rclient, repeated):
 
     from queryeval.metrics import stats
 
-    run = load_run(batch)
+    run = RunResults.open(batch)
     per: dict[str, list[Fraction]] = {}
     for r in run.records:
         per.setdefault(r["case_id"], []).append(Fraction(r["scores"]["macro_recall"]))

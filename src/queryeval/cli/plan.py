@@ -51,9 +51,10 @@ def command(
 def _pilot_discordance(run_a: Path, run_b: Path) -> float:
     """The share of the two runs' paired cases whose verdicts differ (pass or not)."""
     from queryeval.report import planning
-    from queryeval.report.compare import load_run, pair_runs
+    from queryeval.report.compare import pair_runs
+    from queryeval.run.results import RunResults
 
-    a, b = load_run(run_a), load_run(run_b)
+    a, b = RunResults.open(run_a), RunResults.open(run_b)
     pair = pair_runs(a, b)
     by_a = {c.case_id: c for c in a.cases}
     by_b = {c.case_id: c for c in b.cases}

@@ -53,9 +53,6 @@ def letter(i: int) -> str:
 
 
 # --- reading runs (run/results.py: one model of a run's per-case results) -------------------
-LoadedRun = RunResults
-"""The run model (kept under its former name)."""
-load_run = RunResults.open
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -329,7 +326,7 @@ def compare_pair_metrics(pair: PairedCases, chosen: Sequence[str], *, cases: set
     return results
 
 
-def compare_runs(run_a: str | Path | LoadedRun, run_b: str | Path | LoadedRun,
+def compare_runs(run_a: str | Path | RunResults, run_b: str | Path | RunResults,
                  metrics: Sequence[str] | None = None, *, alpha: float = 0.05,
                  confidence: float = 0.95, resamples: int = 10_000, seed: int | None = 0,
                  exact_max_n: int = 20, cases: set[str] | None = None) -> Comparison:
@@ -714,7 +711,7 @@ def _assemble(task_name: str | None, infos: list[dict], per: list[dict[str, dict
                           warnings, sequential, paired, count_results)
 
 
-def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] | None = None, *,
+def compare_many(runs: Sequence[str | Path | RunResults], metrics: Sequence[str] | None = None, *,
                  pairs: Literal["baseline", "all"] = "baseline", groups: bool = True,
                  alpha: float = 0.05, confidence: float = 0.95, resamples: int = 10_000,
                  seed: int | None = 0, exact_max_n: int = 20,
@@ -726,7 +723,7 @@ def compare_many(runs: Sequence[str | Path | LoadedRun], metrics: Sequence[str] 
     Raises ConfigError for fewer than two runs, runs of different tasks, an unknown metric
     (it must be a per-case metric of every run), or out-of-range settings."""
     index = _check(len(runs), pairs, alpha, resamples)
-    loaded = [load_run(r) for r in runs]
+    loaded = [RunResults.open(r) for r in runs]
     keep = cases
     paired = {(i, j): pair_runs(loaded[i], loaded[j], cases) for i, j in index}
     chosen_sets = [choose_metrics(p, metrics) for p in paired.values()]

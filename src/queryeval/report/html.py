@@ -21,7 +21,7 @@ from typing import Any
 
 from queryeval.metrics import stats
 from queryeval.report.case_rows import case_rows
-from queryeval.report.compare import LoadedRun, load_run, lower_is_better
+from queryeval.report.compare import lower_is_better
 from queryeval.report.html_charts import at_k, by_k_chart, case_charts, figure_html, overall_chart
 from queryeval.report.html_details import render_details
 from queryeval.report.html_figures import (
@@ -39,6 +39,7 @@ from queryeval.report.html_figures import (
 )
 from queryeval.report.html_page import esc, fmt, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, radar_chart
+from queryeval.run.results import RunResults
 from queryeval.tasks.content import Figures
 
 MAX_BARS = 60
@@ -56,7 +57,7 @@ SIZE_KEYS = ("cases", "questions", "sample_size", "count", "size")
 
 
 # --- sections ---------------------------------------------------------------------------------
-def _system_label(run: LoadedRun, cfg: dict) -> str:
+def _system_label(run: RunResults, cfg: dict) -> str:
     """The system under test: ``--system``, the recorded responses, or the task's built-in
     system (e.g. ``bm25``, ``dense: all-MiniLM-L6-v2``)."""
     if cfg.get("system"):
@@ -92,7 +93,7 @@ def error_banner(metrics: dict) -> str:
             f"message and its case:<ul>{''.join(lines)}</ul></div>")
 
 
-def _meta(run: LoadedRun) -> str:
+def _meta(run: RunResults) -> str:
     b = run.batch
     cfg = b.get("evaluation_config", {})
     suite = b.get("suite_info", {})
@@ -115,7 +116,7 @@ def _meta(run: LoadedRun) -> str:
     return f'<table class="meta"><tbody>{body}</tbody></table>'
 
 
-def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[dict[str, float]],
+def _intervals(run: RunResults, per_case: dict[str, list[float]], counted: list[dict[str, float]],
                *, resamples: int, seed: int, clusters: Sequence[str | None] = ()
                ) -> dict[str, stats.MeanCI]:
     """Bootstrap CIs of the per-case means, plus those a task maps to its overall figures:
@@ -143,7 +144,7 @@ def _intervals(run: LoadedRun, per_case: dict[str, list[float]], counted: list[d
     return cis
 
 
-def overall_rows(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]
+def overall_rows(run: RunResults, metrics: dict, cis: dict[str, stats.MeanCI]
                  ) -> list[tuple[str, Any, stats.MeanCI | None]]:
     """The Overall table: (figure, value, its case-bootstrap CI or None) for each overall
     metric (settings, timings and older names left out, as the task declares them); a CI is
@@ -195,7 +196,7 @@ def no_interval(key: str, value: Any, cis: dict[str, stats.MeanCI], kinds: Figur
     return "no per-case values: a figure of the whole run"
 
 
-def _overall(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI], *,
+def _overall(run: RunResults, metrics: dict, cis: dict[str, stats.MeanCI], *,
              resamples: int, seed: int) -> str:
     kinds = figure_kinds(run.task)
     timings = overall_timings(metrics.get("overall_metrics", {}), kinds)
@@ -305,16 +306,7 @@ def _count_columns(records: list[dict], cols: list[str]) -> set[str]:
     return out
 
 
-def _short_name(name: object) -> str:
-    """A case name cut to :data:`NAME_CHARS` with an ellipsis; the full text is the cell's
-    tooltip (``title``)."""
-    text = "" if name is None else str(name)
-    if len(text) <= NAME_CHARS:
-        return f"<td>{esc(text)}</td>"
-    return f'<td title="{esc(text)}">{esc(text[:NAME_CHARS - 1].rstrip())}…</td>'
-
-
-def _unit(run: LoadedRun, n: int) -> str:
+def _unit(run: RunResults, n: int) -> str:
     """``23 cases``, or with repeats ``69 attempts (23 cases × 3)``: a record is an attempt."""
     if run.repeats <= 1:
         return f"{n} cases"
@@ -349,7 +341,7 @@ def case_order(values: list[dict[str, float]], verdicts: list[str],
         SEVERITY.get(verdicts[i], 1), -distance(values[i], lower), i))
 
 
-def _lower(run: LoadedRun, values: list[dict[str, float]]) -> set[str]:
+def _lower(run: RunResults, values: list[dict[str, float]]) -> set[str]:
     """The per-case figures better lower (the task's direction)."""
     return {c for v in values for c in v if lower_is_better(run.task, c.rsplit(".", 1)[-1])}
 
@@ -369,7 +361,7 @@ def _case_columns(cols: list[str], kinds: Figures, k: Any) -> tuple[list[str], l
     return ordered[:CASE_COLUMNS], ordered[CASE_COLUMNS:]
 
 
-def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) -> str:
+def _cases(run: RunResults, values: list[dict[str, float]], verdicts: list[str]) -> str:
     cols: list[str] = []
     for v in values:
         cols += [k for k in v if k not in cols]
@@ -420,7 +412,7 @@ def _cases(run: LoadedRun, values: list[dict[str, float]], verdicts: list[str]) 
     )
 
 
-def _details(run: LoadedRun, verdicts: list[str]) -> str:
+def _details(run: RunResults, verdicts: list[str]) -> str:
     """One section per case that did not pass; above :data:`OPEN_DETAILS` of them the list
     and each case are folded (``<details>``, opened by the page script when a link to the
     case is followed), so a large run's page stays short."""
@@ -507,7 +499,7 @@ def sequential_section(seq: dict | None) -> str:
                      "calls saved"], rows, attrs=' id="sequential"'))
 
 
-def _case_charts(run: LoadedRun, metrics: dict, cis: dict[str, stats.MeanCI]) -> str:
+def _case_charts(run: RunResults, metrics: dict, cis: dict[str, stats.MeanCI]) -> str:
     """The charts of the cases, as the viewer's run page draws them
     (:func:`queryeval.report.html_charts.case_charts`): each [0, 1] score's per-case
     distribution, the per-case pass rate under ``--repeats``, the test-suite verdicts by
@@ -532,10 +524,10 @@ class ReportFigures:
     finished: bool
 
 
-def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
+def report_figures(run: str | Path | RunResults, *, resamples: int = 10_000,
                    seed: int = 0) -> ReportFigures:
     """The figures of :func:`render_report` (the viewer shows the same ones)."""
-    run = load_run(run)
+    run = RunResults.open(run)
     metrics = run.metrics
     if metrics is None:
         repeats = int(run.batch.get("evaluation_config", {}).get("repeats") or 1)
@@ -570,9 +562,9 @@ def report_figures(run: str | Path | LoadedRun, *, resamples: int = 10_000,
     return ReportFigures(metrics, values, verdicts, cis, run.metrics is not None)
 
 
-def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed: int = 0) -> str:
+def render_report(run: str | Path | RunResults, *, resamples: int = 10_000, seed: int = 0) -> str:
     """The HTML text of a run's report."""
-    run = load_run(run)
+    run = RunResults.open(run)
     fig = report_figures(run, resamples=resamples, seed=seed)
     metrics, values, verdicts, cis = fig.metrics, fig.values, fig.verdicts, fig.cis
     note = "" if fig.finished else (
@@ -594,12 +586,12 @@ def render_report(run: str | Path | LoadedRun, *, resamples: int = 10_000, seed:
     return page(title, body)
 
 
-def write_html_report(run: str | Path | LoadedRun, output: str | Path | None = None, *,
+def write_html_report(run: str | Path | RunResults, output: str | Path | None = None, *,
                       resamples: int = 10_000, seed: int = 0) -> Path:
     """Write ``report_<id>.html`` beside the run log (or to ``output``); returns the path."""
     from queryeval.io.atomic import write_text_atomic
 
-    run = load_run(run)
+    run = RunResults.open(run)
     path = Path(output) if output is not None else run.log.paths.folder / f"report_{run.batch_id}.html"
     write_text_atomic(path, render_report(run, resamples=resamples, seed=seed))
     return path

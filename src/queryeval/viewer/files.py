@@ -57,7 +57,7 @@ def read_batch(entry: Entry, root: Path) -> dict:
     """The batch document after checking the run's files: each one present resolves inside
     ``root`` and is a regular file (never a FIFO or device: nothing here can block), and the
     batch's own ``batch_id`` is the one in its file name (the id that names the files
-    :func:`queryeval.report.compare.load_run` opens). Raises :class:`Unreadable`."""
+    :meth:`queryeval.run.results.RunResults.open` opens). Raises :class:`Unreadable`."""
     from queryeval.errors import QueryevalError
     from queryeval.io.files import check_input
     from queryeval.run.log import read_batch_file
@@ -142,15 +142,15 @@ def safe_options(options: Any, root: Path) -> tuple[dict, list[str]]:
 
 
 def open_run(entry: Entry, root: Path) -> Any:
-    """The run as :func:`queryeval.report.compare.load_run` opens it, except that the task
+    """The run as :meth:`queryeval.run.results.RunResults.open` opens it, except that the task
     is built from :func:`safe_options` (a task may open files named in its options: the
     fields task reads ``tuning`` when built, retrieval reads ``corpus`` for a report) and a
     task that cannot be built leaves ``task`` None with its error's kind only (an error
     about a file may quote the file). ``.withheld`` says what was left out. Call
     :func:`read_batch` first (it checks the run's own files)."""
     from queryeval.errors import QueryevalError
-    from queryeval.report.compare import LoadedRun
     from queryeval.run.log import RunLog
+    from queryeval.run.results import RunResults
     from queryeval.tasks.base import get_task
 
     log = RunLog.open(entry.path)
@@ -167,6 +167,6 @@ def open_run(entry: Entry, root: Path) -> Any:
     except Exception as exc:  # noqa: BLE001 - any task error: shown by kind, never its text
         task = None
         withheld.task_error = type(exc).__name__
-    run = LoadedRun(log, metrics, task)
+    run = RunResults(log, metrics, task)
     run.withheld = withheld  # type: ignore[attr-defined]
     return run

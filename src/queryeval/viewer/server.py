@@ -149,7 +149,7 @@ class Viewer:
         return tuple(out)
 
     def load(self, entry: Entry) -> tuple[Any, list[dict]]:
-        """(LoadedRun, one row per case: :func:`queryeval.report.case_rows.case_rows`). Raises
+        """(RunResults, one row per case: :func:`queryeval.report.case_rows.case_rows`). Raises
         :class:`Unreadable` for a run whose files are not a readable run log."""
         from queryeval.errors import QueryevalError
         from queryeval.report.case_rows import case_rows
