@@ -191,3 +191,15 @@ def test_resume_of_a_run_with_typed_values_finishes(typed_run, tmp_path):
     assert sorted(r["case_id"] for r in lines(again)) == ["names", "typed"]
     typed = {r["case_id"]: r for r in lines(again)}["typed"]
     assert typed["status"] == "ok"
+
+
+@pytest.mark.parametrize("wall, fold", [
+    ((1999, 3, 28, 2, 0), 0), ((1999, 3, 28, 2, 30), 1),  # skipped when clocks go forward
+    ((1999, 10, 31, 2, 30), 0), ((1999, 10, 31, 2, 30), 1),  # repeated when they go back
+    ((2024, 7, 1, 12, 0), 0)])
+def test_a_zoned_wall_time_reads_back_as_written(wall, fold) -> None:
+    value = dt.datetime(*wall, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"), fold=fold)
+    back = through_file(value)
+    assert same(back, value) and back.fold == value.fold
+    assert (back.replace(tzinfo=None), back.utcoffset()) == (value.replace(tzinfo=None),
+                                                              value.utcoffset())

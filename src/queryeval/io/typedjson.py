@@ -124,6 +124,19 @@ def _zone(tz: Any) -> dict:
     return {"tz": key} if isinstance(key, str) else {}
 
 
+def _in_zone(parsed: dt.datetime, zone: Any) -> dt.datetime:
+    """The datetime written: its wall time in ``zone``, with the fold whose offset is the one
+    written -- a wall time the zone skips (02:00 on the night clocks go forward) or repeats
+    reads back as it was, not as another wall time of the same instant. An offset the zone
+    never gives there (its rules changed since): the same instant in ``zone``."""
+    offset, wall = parsed.utcoffset(), parsed.replace(tzinfo=None)
+    for fold in (0, 1):
+        candidate = wall.replace(tzinfo=zone, fold=fold)
+        if candidate.utcoffset() == offset:
+            return candidate
+    return parsed.astimezone(zone)
+
+
 def from_json(value: Any) -> Any:
     """The Python value a typed JSON value stands for (:func:`to_json` inverted)."""
     if isinstance(value, list):
@@ -149,7 +162,7 @@ def from_json(value: Any) -> Any:
             import zoneinfo
 
             zone = zoneinfo.ZoneInfo(value["tz"])
-            parsed = (parsed.astimezone(zone) if kind == "datetime"
+            parsed = (_in_zone(parsed, zone) if kind == "datetime"
                       else parsed.replace(tzinfo=zone))
         return parsed
     if kind == "date":
