@@ -337,7 +337,7 @@ def main() -> None:
     import pytrec_eval  # noqa: F401
 
     from queryeval.metrics.ranking import evaluate
-    from queryeval.suite.trec import native_reader, reader_threads
+    from queryeval.suite.trec_readers import native_reader, reader_threads
 
     # Warm every tool once on a small tied input (imports, Arrow kernels, ranx's JIT).
     small_q, small_r = make_data(SHAPES[3], 200)

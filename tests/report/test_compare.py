@@ -13,18 +13,17 @@ from openpyxl import load_workbook
 from scipy import stats as sp
 
 from queryeval.errors import ConfigError, GateFailure
-from queryeval.report.compare import (
+from queryeval.report.compare import check_regression, compare_runs
+from queryeval.report.compare_output import write_json, write_xlsx
+from queryeval.report.html_compare import render_comparison
+from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.results import (
+    RunResults,
     case_metrics,
-    check_regression,
-    compare_runs,
     default_case_metrics,
     lower_is_better,
     resolve_batch,
 )
-from queryeval.report.compare_output import write_json, write_xlsx
-from queryeval.report.html_compare import render_comparison
-from queryeval.run.evaluate import RunConfig, start_run
-from queryeval.run.results import RunResults
 
 FRANCE = "5eed0000-0000-0000-0000-00000001eef0"     # A: 0/0 -> B: fixed
 GERMANY = "5eed0000-0000-0000-0000-000000013556"    # A: 0/0 -> B: fixed

@@ -21,16 +21,10 @@ from helpers.sdmx_variants import CANADA, FRANCE, GERMANY, USA
 from helpers.sdmx_variants import variant_responses as _responses
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError, GateFailure
-from queryeval.report.compare import (
-    case_metrics,
-    check_regression,
-    compare_many,
-    compare_runs,
-    compare_trec,
-)
+from queryeval.report.compare import check_regression, compare_many, compare_runs, compare_trec
 from queryeval.report.compare_output import csv_rows, to_latex, to_markdown, write
 from queryeval.report.html_compare import render_nway
-from queryeval.run.results import RunResults
+from queryeval.run.results import RunResults, case_metrics
 
 R = 2000  # resamples (the 23-case tests are Monte Carlo; the groups are exact)
 

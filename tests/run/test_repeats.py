@@ -244,7 +244,7 @@ def test_reports_show_pass_figures_and_flaky_cases(tmp_path, system_module, caps
     metrics = json.loads(next(out.rglob("metrics_*.json")).read_text())
     rep = metrics["repeats"]
     assert "Repeats" in printed and "Flaky" in printed
-    from queryeval.api.run import render_text
+    from queryeval.api.text import render_text
     from queryeval.report.console import repeats_tables
 
     text = render_text(repeats_tables(rep))  # what the run printed, at a fixed width
@@ -476,8 +476,8 @@ def test_compare_pairs_repeated_runs_on_their_case_means(tmp_path):
     import importlib.util
 
     import queryeval as qe
-    from queryeval.report.compare import case_metrics, pair_runs
-    from queryeval.run.results import RunResults
+    from queryeval.report.compare import pair_runs
+    from queryeval.run.results import RunResults, case_metrics
 
     suite = Path(__file__).resolve().parents[2] / "examples" / "sdmx" / "suite"
     spec = importlib.util.spec_from_file_location("sdmx_system", suite.parent / "system.py")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from queryeval.errors import InputError
 from queryeval.metrics.ranking import evaluate
-from queryeval.suite import trec
+from queryeval.suite import trec, trec_readers
 from queryeval.suite.trec import evaluate_files, read_qrels, read_run
 
 QRELS = "q1 0 a 1\nq1 0 b 2\nq1 0 c 0\nq2 0 x 1\nq3 0 y 1\n"
@@ -138,7 +138,7 @@ def test_fast_path_whitespace_class_is_c_isspace() -> None:
     pa = pytest.importorskip("pyarrow")
     chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000]
     c_space = np.array([c in " \t\n\v\f\r" for c in chars])
-    matched = pc.match_substring_regex(pa.array(chars), trec._WHITESPACE).to_numpy(
+    matched = pc.match_substring_regex(pa.array(chars), trec_readers._WHITESPACE).to_numpy(
         zero_copy_only=False)
     assert c_space.sum() == 6 and (matched == c_space).all()
 
@@ -278,12 +278,12 @@ def test_cli_table_and_errors(tmp_path: Path, cli) -> None:
      ("+3.", 3.0, True), ("0x1p99999", float("inf"), True)],
 )
 def test_c_strtod(text: str, value: float, whole: bool) -> None:
-    assert trec.c_strtod(text) == (value, whole)
+    assert trec_readers.c_strtod(text) == (value, whole)
 
 
 @pytest.mark.parametrize("text", ["nan", "-NaN", "nan(0x7)", "nan(abc)x"])
 def test_c_strtod_nan_forms_are_nan_and_refused_in_files(tmp_path: Path, text: str) -> None:
-    value, _ = trec.c_strtod(text)
+    value, _ = trec_readers.c_strtod(text)
     assert value != value  # NaN
     with pytest.raises(InputError, match="score is NaN"):
         read_run(_write(tmp_path, "r", f"q1 Q0 a 1 {text} t\n"))
@@ -295,7 +295,7 @@ def test_c_strtod_nan_forms_are_nan_and_refused_in_files(tmp_path: Path, text: s
      ("+3", 3, True), ("99999999999999999999", 99999999999999999999, True)],
 )
 def test_c_atol(text: str, value: int, whole: bool) -> None:
-    assert trec.c_atol(text) == (value, whole)
+    assert trec_readers.c_atol(text) == (value, whole)
 
 
 @pytest.mark.parametrize("exact_only", [False, True])

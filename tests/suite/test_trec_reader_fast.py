@@ -22,7 +22,7 @@ import pytest
 
 from queryeval.errors import InputError
 from queryeval.metrics.ranking._columns import names_list
-from queryeval.suite import trec
+from queryeval.suite import trec, trec_readers
 from queryeval.suite.trec import evaluate_files
 
 NO_EXT = os.environ.get("QUERYEVAL_NO_EXT", "") not in ("", "0")
@@ -258,14 +258,14 @@ def _bits(x: float) -> int:
 
 
 def _same_score(text: str) -> None:
-    want, whole = trec.c_strtod(text)
+    want, whole = trec_readers.c_strtod(text)
     got = MOD.score(text.encode("utf-8"))
     if math.isnan(want):
         assert got is None, text
         return
     assert got is not None and _bits(got[0]) == _bits(want) and got[1] == whole, (text, got, want)
     if whole:  # --strict accepts exactly the whole decimal / inf forms
-        assert got[2] == bool(trec._STRICT_FLOAT.fullmatch(text)), text
+        assert got[2] == bool(trec_readers._STRICT_FLOAT.fullmatch(text)), text
 
 
 @needs_ext
@@ -322,7 +322,7 @@ def test_dotless_i_is_no_number_in_the_exact_reader(tmp_path, monkeypatch) -> No
     float() with a traceback."""
     monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
     monkeypatch.setattr(trec, "_parse_arrow", lambda path, kind: None)
-    assert trec.c_strtod("ınf") == (0.0, False) and trec.c_strtod("İNFINITY") == (0.0, False)
+    assert trec_readers.c_strtod("ınf") == (0.0, False) and trec_readers.c_strtod("İNFINITY") == (0.0, False)
     path = _write(tmp_path, "r", "q1 Q0 a 1 ınf t\n".encode())
     assert trec.read_run(path) == {"q1": {"a": 0.0}}
     with pytest.raises(InputError, match=r"r:1: column 5 \(score\).*would read 0.0"):
@@ -385,8 +385,8 @@ def test_relevance_of_thousands_of_digits_is_read_not_crashed(tmp_path, monkeypa
         pytest.skip("compiled reader not built")
     if not ext:
         monkeypatch.setenv("QUERYEVAL_NO_EXT", "1")
-    assert trec.c_atol("9" * 5000) == (2**64, True)
-    assert trec.c_atol("-" + "0" * 5000 + "12x") == (-12, False)
+    assert trec_readers.c_atol("9" * 5000) == (2**64, True)
+    assert trec_readers.c_atol("-" + "0" * 5000 + "12x") == (-12, False)
     zeros = _write(tmp_path, "q0", b"q1\t0 a " + b"0" * 5000 + b"3\nq1 0 b -" + b"0" * 6000 + b"\n")
     assert trec.read_qrels(zeros) == {"q1": {"a": 3, "b": 0}}
     for level in (b"9" * 5000, b"-" + b"1" * 4301, b"+" + b"0" * 4000 + b"1" * 20):
@@ -406,7 +406,7 @@ def test_score_exponent_beyond_the_parsers_cap_is_not_cancelled() -> None:
                       (b"e-1000000000", 0.0), (b"e00000000000100000000", 1.0)):
         got = MOD.score(frac + exp)
         assert got is not None and got[0] == want and got[1], (exp, got)
-        assert trec.c_strtod((frac + exp).decode()) == (want, True)
+        assert trec_readers.c_strtod((frac + exp).decode()) == (want, True)
 
 
 def test_a_path_swapped_for_a_fifo_after_the_check_is_refused(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The compiled reader's file read (``trec._read_whole``: into a numpy array sized from
+"""The compiled reader's file read (``trec_readers._read_whole``: into a numpy array sized from
 fstat): the bytes the file holds, also when it grew or shrank between the fstat and the
 read, and the same columns as the exact reader."""
 
@@ -9,7 +9,7 @@ import os
 import pytest
 
 from queryeval.metrics.ranking._columns import names_list
-from queryeval.suite import trec
+from queryeval.suite import trec, trec_readers
 
 TEXT = b"".join(b"q%d Q0 d%d %d %r t\n" % (i // 7, i % 11, i, 1 / (i + 1)) for i in range(300))
 
@@ -33,13 +33,13 @@ def test_read_whole_gives_the_files_bytes(tmp_path, monkeypatch, delta) -> None:
     path = tmp_path / "run.txt"
     path.write_bytes(TEXT)
     _fstat_off_by(monkeypatch, delta)
-    assert bytes(trec._read_whole(path)) == TEXT
+    assert bytes(trec_readers._read_whole(path)) == TEXT
 
 
 def test_read_whole_of_an_empty_file(tmp_path) -> None:
     path = tmp_path / "run.txt"
     path.write_bytes(b"")
-    assert bytes(trec._read_whole(path)) == b""
+    assert bytes(trec_readers._read_whole(path)) == b""
 
 
 @pytest.mark.skipif(trec.native_reader() is None, reason="compiled reader not built")

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.suite import trec
+from queryeval.suite import trec, trec_readers
 
 MOD = trec.native_reader()
 pytestmark = pytest.mark.skipif(MOD is None,
@@ -28,7 +28,7 @@ def _bits(x: float) -> int:
 
 def _same(text: str) -> None:
     got = MOD.score(text.encode())
-    want, whole = trec.c_strtod(text)
+    want, whole = trec_readers.c_strtod(text)
     assert got is not None, text
     assert _bits(got[0]) == _bits(want), (text, got[0], want)
     assert got[1] == whole, text

@@ -139,7 +139,7 @@ def _write_addressed(folder: Path, prefix: str, lines: list[str]) -> Path:
     path = folder / f"{prefix}-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
     if not path.is_file() or path.read_bytes() != data:
         from queryeval.io.atomic import write_text_atomic
-        from queryeval.run.log import writing
+        from queryeval.io.writing import writing
 
         folder.mkdir(parents=True, exist_ok=True)
         with writing(path):

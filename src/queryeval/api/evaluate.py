@@ -406,7 +406,8 @@ def _write_responses(lines: Any, folder: Path) -> Path:
     import hashlib
 
     from queryeval.io.atomic import write_text_atomic
-    from queryeval.run.log import dumps, writing
+    from queryeval.io.writing import writing
+    from queryeval.run.log import dumps
 
     if isinstance(lines, (str, bytes, Mapping)) or not hasattr(lines, "__iter__"):
         raise InputError(f"expected a path or a list of dicts, got {type(lines).__name__}",
@@ -498,6 +499,6 @@ def resume(run: PathLike | Run, *, system: Any = None, retry_errors: bool = Fals
 def load(run: PathLike) -> Run:
     """Open a finished (or interrupted) run for reading: its ``batch_<id>.json``, any file of
     the batch, or a folder holding one run. Never modifies the log."""
-    from queryeval.report.compare import resolve_batch
+    from queryeval.run.results import resolve_batch
 
     return Run(resolve_batch(run))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from queryeval.api.text import CONSOLE_WIDTH, render_text  # noqa: F401 - re-exported
+from queryeval.api.text import render_text
 from queryeval.errors import InputError
 
 
@@ -291,9 +291,10 @@ class Run:
 
         ``folder``: where to write them (default: beside the run log); ``html_path``: the HTML
         file itself (overrides ``folder`` for it)."""
+        from queryeval.io.writing import writing
         from queryeval.report.html import write_html_report
         from queryeval.report.task_reports import write_task_reports
-        from queryeval.run.log import RunPaths, writing
+        from queryeval.run.log import RunPaths
 
         loaded = self._load()
         paths = loaded.log.paths

@@ -25,7 +25,7 @@ def command(
     complete suites with it: put the line "# yaml-language-server: $schema=case.schema.json" at
     the top of a YAML suite. With --run-log: the schema of the files a run writes."""
     from queryeval.io.atomic import write_text_atomic
-    from queryeval.run.log import writing
+    from queryeval.io.writing import writing
 
     if run_log:
         from queryeval.run.logmodel import run_log_json_schema

@@ -102,6 +102,7 @@ def command(
 
     from queryeval.cli.console import err_console
     from queryeval.errors import ConfigError
+    from queryeval.io.writing import writing
     from queryeval.report.tuning import (
         print_result,
         write_csv,
@@ -109,7 +110,6 @@ def command(
         write_json,
         write_xlsx,
     )
-    from queryeval.run.log import writing
     from queryeval.suite.fields import load_data_table
     from queryeval.tune import InfeasibleBudget, tune
 

@@ -27,7 +27,8 @@ def command(
     try:
         import uvicorn
 
-        from queryeval.viewer.server import bind_warning, create_app, scan
+        from queryeval.viewer.files import scan
+        from queryeval.viewer.server import bind_warning, create_app
     except ImportError as exc:
         raise ConfigError(f"queryeval view needs the viewer extra (pip install "
                           f"'queryeval[viewer]'): {exc}") from None

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from queryeval.errors import NAME_CHARS, one_line  # noqa: F401 - re-exported: names on one line
+from queryeval.errors import one_line
 
 #: Characters an xlsx cell cannot store (XML 1.0): C0 but tab/LF/CR, surrogates, U+FFFE/U+FFFF;
 #: DEL and C1 can be stored but are invisible controls, so they are shown too.

@@ -34,12 +34,9 @@ from queryeval.metrics import stats
 from queryeval.report import compare_verdict as verdicts
 from queryeval.report.planning import minimum_detectable_effect
 from queryeval.run.repeats import exact_mean
-from queryeval.run.results import (  # noqa: F401 - re-exported
+from queryeval.run.results import (
     RunResults,
-    case_metrics,
-    default_case_metrics,
     lower_is_better,
-    resolve_batch,
 )
 
 #: Changes smaller than this are float noise, not flips.

@@ -21,7 +21,6 @@ from typing import Any
 
 from queryeval.metrics import stats
 from queryeval.report.case_rows import case_rows
-from queryeval.report.compare import lower_is_better
 from queryeval.report.html_charts import at_k, by_k_chart, case_charts, figure_html, overall_chart
 from queryeval.report.html_details import render_details
 from queryeval.report.html_figures import (
@@ -39,7 +38,7 @@ from queryeval.report.html_figures import (
 )
 from queryeval.report.html_page import esc, fmt, num_cell, page, table
 from queryeval.report.html_svg import bar_chart, radar_chart
-from queryeval.run.results import RunResults
+from queryeval.run.results import RunResults, lower_is_better
 from queryeval.tasks.content import Figures
 
 MAX_BARS = 60

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from queryeval.report.freeform_html import freeform_details
-from queryeval.report.html_page import esc, fmt, value_text
+from queryeval.report.html_page import esc, fmt
 from queryeval.report.judge_html import decision_html
+from queryeval.report.numbers import value_text
 
 
 def _pretty(value: Any) -> str:

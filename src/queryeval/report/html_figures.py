@@ -11,8 +11,8 @@ import math
 import re
 from typing import Any
 
-from queryeval.report.compare import lower_is_better
-from queryeval.tasks.content import Figures, bare_name  # noqa: F401 - bare_name re-exported
+from queryeval.run.results import lower_is_better
+from queryeval.tasks.content import Figures
 
 _AT_K = re.compile(r"^(?P<name>[A-Za-z_]+)@(?P<k>\d+)$")
 

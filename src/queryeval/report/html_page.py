@@ -13,7 +13,7 @@ from html import escape
 
 from queryeval.io.safetext import visible_controls
 from queryeval.report.html_svg import CHART_CSS
-from queryeval.report.numbers import figure, value_text  # noqa: F401 - value_text re-exported
+from queryeval.report.numbers import figure
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:18px 28px;color:#1d2330;background:#fff}

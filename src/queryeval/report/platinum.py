@@ -29,8 +29,7 @@ def platinum_shift(runs: Sequence[Any], keep: set[str], metric: str) -> dict[str
     mean equal, where it is undefined)."""
     from scipy.stats import rankdata, spearmanr
 
-    from queryeval.report.compare import lower_is_better
-    from queryeval.run.results import RunResults
+    from queryeval.run.results import RunResults, lower_is_better
 
     loaded = [RunResults.open(r) if not isinstance(r, RunResults) else r for r in runs]
     per = [{c.case_id: c.means for c in run.cases} for run in loaded]

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import ConfigError, InputError, one_line
-from queryeval.report.compare import resolve_batch
 from queryeval.run.log import RunLog, now_iso
 from queryeval.run.records import RecordStream, csv_order
+from queryeval.run.results import resolve_batch
 
 
 @dataclass

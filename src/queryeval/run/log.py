@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from queryeval.errors import ConfigError, InputError, OutputError
 from queryeval.io.atomic import atomic_open, write_text_atomic
 from queryeval.io.typedjson import TYPED, record_json, to_json
-from queryeval.io.writing import release_quietly, writing  # noqa: F401 - re-exported
+from queryeval.io.writing import writing
 from queryeval.run.logmodel import LOG_SCHEMA, Batch, LogFile, Metrics, Record, validate_records
 from queryeval.run.records import RecordStream, scan_records
 

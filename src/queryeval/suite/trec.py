@@ -42,18 +42,12 @@ from queryeval.metrics.ranking import (
     evaluate_arrays,
 )
 from queryeval.metrics.ranking._columns import first_duplicate, name_at, names_at, names_list
-from queryeval.suite.trec_readers import (  # noqa: F401 - the readers' names, as before
-    _STRICT_FLOAT,
-    _WHITESPACE,
+from queryeval.suite.trec_readers import (
     _parse_arrow,
     _parse_native,
     _parse_python,
-    _read_whole,
-    c_atol,
-    c_strtod,
     is_comment,
     native_reader,
-    reader_threads,
 )
 
 # --------------------------------------------------------------------------- which reader

@@ -87,8 +87,8 @@ def headline_figures(overall: dict, k: int | None,
     name: latencies, ``*_ms``, ``*time*``), else ``figure`` (a float: a rate or mean, 1.0
     included).
     Figures first, then counts, then scores, then times."""
-    from queryeval.report.compare import lower_is_better
     from queryeval.report.html import figure_kinds, overall_figures, overall_timings
+    from queryeval.run.results import lower_is_better
     from queryeval.tasks.content import Figures
 
     declared = figure_kinds(task) if isinstance(task, str) else Figures()  # settings, names

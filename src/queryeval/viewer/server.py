@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from queryeval.viewer.files import Entry, Unreadable, _files, _reason, open_run, read_batch, scan  # noqa: F401
+from queryeval.viewer.files import Entry, Unreadable, _files, _reason, open_run, read_batch, scan
 from queryeval.viewer.index import _finite, _grouped, summary
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -210,7 +210,7 @@ class DiagnosisTally:
 def summary_notes(metrics: dict) -> list[Any]:
     """The console's account of why cases differ: the count per kind, then the first
     cases' explanations (read from ``metrics["differences"]``, written by the aggregate)."""
-    from queryeval.io.safetext import one_line
+    from queryeval.errors import one_line
     from queryeval.tasks.content import Note
 
     found = metrics.get("differences")
