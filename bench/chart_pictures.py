@@ -43,7 +43,8 @@ def build() -> dict[str, Path]:
     """The runs the pictures show (batch files), under ``runs/`` of the working directory,
     each responses file named after its run."""
     import queryeval as qe
-    from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.config import RunConfig
+    from queryeval.run.evaluate import start_run
     from queryeval.run.results import RunResults
 
     def sdmx(name: str, responses: Path, label: str) -> Path:

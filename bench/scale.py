@@ -101,7 +101,7 @@ def timed_run(runner, cases, concurrency: int, **kw) -> tuple[float, float, list
 
 
 def bench_cases(args: argparse.Namespace) -> None:
-    from queryeval.run.evaluate import RunConfig
+    from queryeval.run.config import RunConfig
     from queryeval.run.ray_executor import ensure_ray, run_cases_ray
     from queryeval.run.runner import run_cases
     from queryeval.systems.http import HttpSystem

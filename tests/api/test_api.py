@@ -16,7 +16,7 @@ import pytest
 import queryeval as qe
 from queryeval.cli.app import main
 from queryeval.errors import ConfigError, InputError, SystemCallError
-from queryeval.run.evaluate import CallsFailed
+from queryeval.run.finish import CallsFailed
 from queryeval.suite.loader import load_suite
 
 REPO = Path(__file__).resolve().parents[2]

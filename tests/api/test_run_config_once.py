@@ -33,10 +33,11 @@ def _batch(folder: Path) -> dict:
 @pytest.fixture
 def one_config(monkeypatch):
     """The configs the command line made and the ones the run started with."""
+    import queryeval.run.config as run_config
     import queryeval.run.evaluate as run_evaluate
 
     made, started = [], []
-    make, start = run_evaluate.make_config, run_evaluate.start_run
+    make, start = run_config.make_config, run_evaluate.start_run
 
     def making(**values):
         made.append(make(**values))
@@ -46,7 +47,7 @@ def one_config(monkeypatch):
         started.append(config)
         return start(config, **kwargs)
 
-    monkeypatch.setattr(run_evaluate, "make_config", making)
+    monkeypatch.setattr(run_config, "make_config", making)
     monkeypatch.setattr(run_evaluate, "start_run", starting)
     return made, started
 

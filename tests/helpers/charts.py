@@ -14,7 +14,8 @@ HOSTILE = '<script>alert("x")</script> \'q\' & <b>'
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, examples_dir):
     from helpers.sdmx_variants import variant_responses as _responses
-    from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.config import RunConfig
+    from queryeval.run.evaluate import start_run
     from queryeval.run.results import RunResults
 
     tmp = tmp_path_factory.mktemp("charts")

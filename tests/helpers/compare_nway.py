@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 
 
 def _run(examples_dir: Path, out: Path, responses: Path) -> Path:

@@ -157,7 +157,8 @@ def test_cluster_robust_interval_is_the_one_drawn(tmp_path):
     """Cases in 4 clusters: the forest row is the compare's cluster-bootstrap interval and
     says so (the compare computed it: it is not recomputed for the chart)."""
     from queryeval.report.compare import compare_runs
-    from queryeval.run.evaluate import RunConfig, start_run
+    from queryeval.run.config import RunConfig
+    from queryeval.run.evaluate import start_run
 
     docs, a_lines, b_lines = [], [], []
     for i in range(16):

@@ -16,7 +16,8 @@ from queryeval.errors import ConfigError, GateFailure
 from queryeval.report.compare import check_regression, compare_runs
 from queryeval.report.compare_output import write_json, write_xlsx
 from queryeval.report.html_compare import render_comparison
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 from queryeval.run.results import (
     RunResults,
     case_metrics,

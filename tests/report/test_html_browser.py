@@ -26,7 +26,8 @@ from queryeval.report.compare import compare_runs
 from queryeval.report.compare_output import write as write_comparison
 from queryeval.report.html import write_html_report
 from queryeval.report.run_reports import write_run_reports
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 from queryeval.run.results import RunResults
 
 pytestmark = pytest.mark.slow

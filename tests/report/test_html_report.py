@@ -16,7 +16,8 @@ from queryeval.metrics import stats
 from queryeval.report.html import flatten, rate_keys, render_report, write_html_report
 from queryeval.report.html_details import generic_details, render_details, selection_details
 from queryeval.report.html_svg import bar_chart, radar_chart
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 from queryeval.run.results import RunResults, resolve_batch
 
 USA = "5eed0000-0000-0000-0000-000000017334"

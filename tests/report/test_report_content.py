@@ -20,7 +20,8 @@ from queryeval.metrics import stats
 from queryeval.report.console import render_summary
 from queryeval.report.html import error_banner, render_report
 from queryeval.report.run_reports import write_run_reports
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 from queryeval.run.results import RunResults
 from queryeval.suite.retrieval import read_corpus
 from queryeval.tasks.content import Figures

@@ -12,7 +12,8 @@ import typer
 from queryeval.errors import ConfigError
 from queryeval.report.rescore import rescore_run
 from queryeval.report.run_reports import write_run_reports
-from queryeval.run.evaluate import RunConfig, start_run
+from queryeval.run.config import RunConfig
+from queryeval.run.evaluate import start_run
 from queryeval.run.results import RunResults
 
 

@@ -314,7 +314,7 @@ def test_objects_without_an_unambiguous_name_need_system_name(tmp_path):
 def test_the_key_keeps_name_and_version_apart():
     from types import SimpleNamespace
 
-    from queryeval.run.evaluate import system_identity
+    from queryeval.run.config import system_identity
 
     req = {"case_id": "a", "turn": 0}
 

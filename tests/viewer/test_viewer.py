@@ -16,7 +16,8 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
 from queryeval.report.compare import compare_runs  # noqa: E402
-from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.config import RunConfig  # noqa: E402
+from queryeval.run.evaluate import start_run  # noqa: E402
 from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import CSP, bind_warning, create_app, is_loopback  # noqa: E402
 

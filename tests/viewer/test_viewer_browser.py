@@ -22,7 +22,8 @@ from helpers.html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  
 from helpers.live_server import LiveServer  # noqa: E402
 from helpers.sdmx_variants import FRANCE, USA  # noqa: E402
 from helpers.sdmx_variants import variant_responses as _variant  # noqa: E402
-from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.config import RunConfig  # noqa: E402
+from queryeval.run.evaluate import start_run  # noqa: E402
 from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 

@@ -17,7 +17,8 @@ from queryeval.report.case_rows import case_rows  # noqa: E402
 from queryeval.report.compare import compare_many  # noqa: E402
 from queryeval.report.html_charts import nway_charts, run_charts  # noqa: E402
 from queryeval.report.html_svg import CHART_CSS  # noqa: E402
-from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.config import RunConfig  # noqa: E402
+from queryeval.run.evaluate import start_run  # noqa: E402
 from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.results import run_figures  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402

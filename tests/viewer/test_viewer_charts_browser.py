@@ -29,7 +29,8 @@ from queryeval.report.compare import compare_many, compare_runs  # noqa: E402
 from queryeval.report.compare_output import write as write_comparison  # noqa: E402
 from queryeval.report.html import write_html_report  # noqa: E402
 from queryeval.report.html_compare import render_nway  # noqa: E402
-from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.config import RunConfig  # noqa: E402
+from queryeval.run.evaluate import start_run  # noqa: E402
 from queryeval.run.results import RunResults  # noqa: E402
 from queryeval.viewer.server import create_app  # noqa: E402
 

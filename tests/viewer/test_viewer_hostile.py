@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from queryeval.run.evaluate import RunConfig, start_run  # noqa: E402
+from queryeval.run.config import RunConfig  # noqa: E402
+from queryeval.run.evaluate import start_run  # noqa: E402
 from queryeval.viewer.server import MAX_COMPARE, create_app  # noqa: E402
 
 BASE = "http://127.0.0.1"

@@ -211,7 +211,7 @@ def evaluate(
         InputError: a bad suite or case (file/line or ``cases[i]`` and field).
         ConfigError: a bad option or combination.
     """
-    from queryeval.run.evaluate import RunConfig
+    from queryeval.run.config import RunConfig
     from queryeval.systems import callable as callable_systems
 
     if isinstance(suite, RunConfig):

@@ -128,11 +128,11 @@ class Run:
         return list(self.metrics.get("error_summary") or [])
 
     def check_calls(self, max_error_rate: float | None = None) -> None:
-        """Raise :class:`~queryeval.run.evaluate.CallsFailed` (``queryeval run``'s exit code 3)
+        """Raise :class:`~queryeval.run.finish.CallsFailed` (``queryeval run``'s exit code 3)
         when every call failed, or more than ``max_error_rate`` of them (default: the run's
         own ``max_error_rate``, 1.0 unless set); calls to the system and calls to the judge
         (``metrics["judge_calls"]``) are each held to it."""
-        from queryeval.run.evaluate import check_error_rate
+        from queryeval.run.finish import check_error_rate
 
         limit = self.config.get("max_error_rate", 1.0) if max_error_rate is None else max_error_rate
         check_error_rate(self.calls["total"], self.calls["failed"], float(limit))

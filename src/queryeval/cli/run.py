@@ -154,7 +154,9 @@ def command(
     import queryeval as qe
     from queryeval.errors import ConfigError
     from queryeval.report.gates import check_thresholds, parse_thresholds
-    from queryeval.run.evaluate import RunInterrupted, format_error_summary, make_config
+    from queryeval.run.config import make_config
+    from queryeval.run.evaluate import RunInterrupted
+    from queryeval.run.finish import format_error_summary
     from queryeval.run.log import RunPaths
     from queryeval.run.memory import use_mmap_for_large_blocks
 

@@ -41,7 +41,8 @@ def rescore_run(source: str | Path, options: dict | None = None, *, out: str | P
     and when the source has no records.
     """
     from queryeval.report.run_reports import write_run_reports
-    from queryeval.run.evaluate import finish, software_info
+    from queryeval.run.finish import finish
+    from queryeval.run.prepare import software_info
     from queryeval.tasks.base import get_task
 
     src_log = RunLog.open(resolve_batch(source))

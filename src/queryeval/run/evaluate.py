@@ -20,39 +20,21 @@ from pydantic import ValidationError
 from queryeval.errors import ConfigError, QueryevalError
 from queryeval.io.idindex import IdIndex
 from queryeval.run import inputs as run_inputs
-from queryeval.run.config import (  # noqa: F401 - re-exported
-    MAX_SECONDS,
-    OPTION_NAMES,
-    REPEAT_FIELDS,
+from queryeval.run.config import (
     SAFE_ON_RESUME,
     RunConfig,
     check_repeats,
     make_config,
     resolve_config,
-    system_identity,
 )
-from queryeval.run.finish import (  # noqa: F401 - re-exported
-    CallsFailed,
-    ErrorTally,
-    Reporter,
-    _one_line,
-    _repeat_section,
-    _repeats,
-    _write_tables,
-    _write_variants,
-    check_error_rate,
-    finish,
-    format_error_summary,
-)
+from queryeval.run.finish import Reporter, finish
 from queryeval.run.lock import BatchLock
 from queryeval.run.log import RunLog, now_iso
-from queryeval.run.prepare import (  # noqa: F401 - re-exported
+from queryeval.run.prepare import (
     Cases,
     _batch_fields,
     _input_paths,
     _prepare,
-    recorded_has_repeats,
-    software_info,
 )
 from queryeval.run.records import RecordStream
 from queryeval.run.runner import RetryPolicy, run_cases

@@ -53,7 +53,7 @@ from queryeval.systems.base import System
 from queryeval.tasks.base import Task, TurnOutcome
 
 if TYPE_CHECKING:
-    from queryeval.run.evaluate import RunConfig
+    from queryeval.run.config import RunConfig
 
 __all__ = ["INSTALL_HINT", "SystemSource", "ensure_ray", "import_ray", "run_cases_ray",
            "system_source"]
