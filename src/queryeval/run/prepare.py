@@ -16,7 +16,8 @@ from queryeval.run import inputs as run_inputs
 from queryeval.run.config import REPEAT_FIELDS, RunConfig, system_identity
 from queryeval.run.records import attempt_key
 from queryeval.run.runner import Attempt
-from queryeval.suite.loader import Suite, load_suite
+from queryeval.suite.common import Suite
+from queryeval.suite.loader import load_suite
 from queryeval.suite.models import Case
 from queryeval.systems.base import System
 from queryeval.systems.factory import make_system

@@ -16,12 +16,11 @@ from types import ModuleType
 from pydantic import ValidationError
 
 from queryeval.errors import InputError
-from queryeval.suite.common import (  # noqa: F401 - Suite, lazy_suite, hash_files re-exported
+from queryeval.suite.common import (
     Suite,
     _near,
     first_error,
     hash_files,
-    lazy_suite,
     missing_columns_error,
     resolve_sources,
 )

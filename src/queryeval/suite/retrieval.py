@@ -53,7 +53,7 @@ def read_questions_csv(path: str | Path) -> Suite:
     """Read a seed 002 questions CSV into single-turn cases with ``target.retrieval``.
 
     The suite is lazy: this pass checks every row (and that ids are unique) and keeps no
-    case; a run reads the rows again as it goes (:class:`~queryeval.suite.loader.Suite`).
+    case; a run reads the rows again as it goes (:class:`~queryeval.suite.common.Suite`).
     The rows of one question (one per relevant chunk) are adjacent: a pass holds one question
     at a time; the question again further down is a duplicate naming both lines. The
     checking pass reads the questions' ids without building their cases: a row the reader
