@@ -310,8 +310,10 @@ def test_a_scoring_past_its_deadline_is_an_error_on_its_case(tmp_path):
 
 
 def test_scoring_a_case_reads_each_cell_once(tmp_path, monkeypatch):
-    """The per-cell conversion (terms to text) runs once per cell of each table of a case:
-    the scores, the exact match and the explanation share one reading and one encoding."""
+    """The per-cell conversion to text runs once per cell of each table of a case (as the
+    SQL result's JSON is made, ``ResultJson``; else as the table is read, ``cells_to_str``):
+    the scores, the exact match, the explanation and the sample share one reading and one
+    encoding."""
     import queryeval.metrics.tables.model as model
 
     suite, preds = wide_suite(tmp_path, 300)
@@ -326,6 +328,15 @@ def test_scoring_a_case_reads_each_cell_once(tmp_path, monkeypatch):
         return real(values)
 
     monkeypatch.setattr(model, "cells_to_str", counting)
+
+    class Counted(model.ResultJson):
+        __slots__ = ()
+
+        def __init__(self, doc, cells):
+            seen.extend(len(c) for c in cells)
+            super().__init__(doc, cells)
+
+    monkeypatch.setattr(model, "ResultJson", Counted)
     encodings = []
     import queryeval.metrics.tables.encode as enc_mod
 
@@ -353,3 +364,30 @@ def test_common_values_are_those_numpy_finds(a, b):
     _, want_a, want_b = np.intersect1d(a, b, assume_unique=True, return_indices=True)
     got_a, got_b = _common(a, b)
     assert got_a.tolist() == want_a.tolist() and got_b.tolist() == want_b.tolist()
+
+
+@SETTINGS
+@given(sql_tables(), st.sampled_from(["clean", "buildingqa"]), st.integers(0, 3))
+def test_a_sql_result_read_from_its_held_cells_reads_as_from_its_bindings(table, rules, first):
+    """A SQL result's SPARQL JSON holds its cells as text (``ResultJson``): the Table, the
+    plain rows and the report's sample read from them equal what the bindings give (a
+    plain dict of the same document, and the reference implementation), and it writes,
+    pickles and copies as the plain document."""
+    import pickle
+
+    from queryeval.metrics.tables.model import ResultJson
+    from queryeval.tasks.query.task import _plain_rows
+
+    names, rows = table
+    held = QueryResult(list(names), list(rows), kind="sql").to_sparql_json()
+    assert type(held) is ResultJson
+    plain = old_to_sparql_json(names, rows)
+    assert json.dumps(held) == json.dumps(plain) and dict(held) == plain
+    assert as_table(held, rules=rules) == as_table(plain, rules=rules) == old_as_table(plain, rules=rules)
+    cols = list(plain["head"]["vars"])
+    for kwargs in ({}, {"first": first}, {"only": cols[:first]}):
+        assert _plain_rows(held, **kwargs) == _plain_rows(plain, **kwargs)
+    mapping = cols[::-1] or None
+    assert result_sample(held, held, mapping, limit=first) == result_sample(plain, plain, mapping, limit=first)
+    back = pickle.loads(pickle.dumps(held))
+    assert type(back) is ResultJson and back == held and back.cells == held.cells

@@ -84,7 +84,7 @@ def to_json(value: Any, where: str = "") -> Any:
         return _tagged("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
     if kind is list:
         return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if kind is dict:
+    if kind is dict or isinstance(value, dict):  # a subclass (a query's ResultJson) as json writes it
         if all(type(k) is str for k in value) and TAG not in value:
             return {k: to_json(v, _key(where, k)) for k, v in value.items()}
         return _tagged("map", [[to_json(k, f"{where}{{key}}"), to_json(v, _key(where, k))]

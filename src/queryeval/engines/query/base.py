@@ -149,7 +149,13 @@ class QueryResult:
                 append({n: c for n, c in zip(names, cells, strict=True) if c is not None})
             else:
                 append(dict(zip(names, cells, strict=True)))
-        return {"head": {"vars": names}, "results": {"bindings": bindings}}
+        doc = {"head": {"vars": names}, "results": {"bindings": bindings}}
+        if self.kind != "sql":
+            return doc
+        from queryeval.metrics.tables.model import ResultJson
+
+        # every SQL term's value is text (sql_terms): the cells a reader takes from them
+        return ResultJson(doc, [[None if t is None else t["value"] for t in col] for col in cols])
 
     def to_table_json(self) -> dict[str, Any]:
         """``{"columns": [...], "rows": [[...]]}`` with JSON-safe scalars.

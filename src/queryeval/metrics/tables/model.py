@@ -209,6 +209,25 @@ def buildingqa_entity(value: Cell) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+class ResultJson(dict):
+    """SPARQL 1.1 Query Results JSON -- a plain dict to every reader and writer -- that also
+    holds its cells as text, column by column (:attr:`cells`: each term's ``value``, None
+    where unbound, in ``head.vars`` order), so that what reads the result as text (a
+    :class:`Table` under clean rules, the report's result sample) does not walk every
+    binding again: the same cells, read once. Made by
+    ``engines.query.base.QueryResult.to_sparql_json`` for a SQL result, whose every term's
+    value is text; a copy (``dict(result)``) is a plain dict, read from its bindings."""
+
+    __slots__ = ("cells",)
+
+    def __init__(self, doc: dict[str, Any], cells: list[list[str | None]]) -> None:
+        super().__init__(doc)
+        self.cells = cells
+
+    def __reduce__(self) -> tuple:
+        return (ResultJson, (dict(self), self.cells))
+
+
 def _bindings_table(bindings: Sequence[Any], head_vars: Sequence[str] | None,
                     rules: str) -> Table:
     for i, row in enumerate(bindings):
@@ -325,6 +344,13 @@ def as_table(data: Any, *, rules: str = "clean") -> Table:
     if isinstance(data, Table):
         table = data
     elif isinstance(data, Mapping):
+        if type(data) is ResultJson and rules == "clean":  # its cells, checked once a column
+            cells = data.cells
+            for _ in cells:
+                check()  # the case's scoring deadline, as cells_to_str checks it
+            return Table([str(v) for v in data["head"]["vars"]],
+                         list(zip(*cells, strict=True)) if cells
+                         else [()] * len(data["results"]["bindings"]))
         if "results" in data or "head" in data:
             if "boolean" in data:
                 raise InputError("an ASK result (boolean) is not a table", field="boolean")

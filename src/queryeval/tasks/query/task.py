@@ -66,7 +66,12 @@ def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = 
         if first is not None:
             bindings = bindings[:first]
 
+        held = getattr(table, "cells", None)  # a ResultJson: its cells, read once
+        at = {c: i for i, c in enumerate(cols)}
+
         def column(c: str) -> list[str | None]:  # a cell's text; None when unbound
+            if held is not None:
+                return held[at[c]] if first is None else held[at[c]][:first]
             out: list[str | None] = []
             for term in [b.get(c) for b in bindings]:
                 value = (term or {}).get("value")
