@@ -24,8 +24,9 @@ ip         ``ipaddress`` addresses, networks and      ``[class name, str(x)]``
            interfaces (PostgreSQL inet/cidr)
 ========== ========================================== =================================
 
-Lists stay arrays and dicts with text keys stay objects (their items encoded), so a record
-whose values JSON already holds is written exactly as before. :func:`from_json` reads a
+Lists stay arrays and dicts with text keys stay objects (their items encoded; a subclass of
+dict as a dict, as :mod:`json` writes it), so a record whose values JSON already holds is
+written exactly as before. :func:`from_json` reads a
 value back equal to the original (``from_json(to_json(v)) == v``; NaN as NaN). A value of
 any other type has no JSON form: :func:`to_json` raises :class:`UnwritableValue` naming
 where it sits, and the run records that case as an error (:func:`record_json`).

@@ -70,7 +70,7 @@ def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = 
         at = {c: i for i, c in enumerate(cols)}
 
         def column(c: str) -> list[str | None]:  # a cell's text; None when unbound
-            if held is not None:
+            if held is not None and c in at:
                 return held[at[c]] if first is None else held[at[c]][:first]
             out: list[str | None] = []
             for term in [b.get(c) for b in bindings]:
