@@ -391,3 +391,37 @@ def test_a_sql_result_read_from_its_held_cells_reads_as_from_its_bindings(table,
     assert result_sample(held, held, mapping, limit=first) == result_sample(plain, plain, mapping, limit=first)
     back = pickle.loads(pickle.dumps(held))
     assert type(back) is ResultJson and back == held and back.cells == held.cells
+
+
+def _first_seen(ids: list[int]) -> list[int]:
+    """Each position's first position with the same id: the equality pattern of ``ids``."""
+    first: dict[int, int] = {}
+    return [first.setdefault(v, i) for i, v in enumerate(ids)]
+
+
+@SETTINGS
+@given(st.integers(1, 4), st.integers(0, 30), st.integers(0, 30), st.integers(1, 5),
+       st.randoms(use_true_random=False))
+def test_row_ids_are_equal_exactly_where_the_rows_are(n_cols, n_g, n_p, n_values, rnd):
+    """``_row_sequences`` (rows to ids a column at a time) gives equal ids exactly where
+    ``numpy.unique(axis=0)`` over the mapped rows does -- the oracle it replaced."""
+    import numpy as np
+
+    from queryeval.metrics.tables.scores import _row_sequences
+
+    gold = [[rnd.randrange(n_values) for _ in range(n_g)] for _ in range(n_cols)]
+    extra = rnd.randrange(3)
+    pred = [[rnd.randrange(n_values) for _ in range(n_p)] for _ in range(n_cols + extra)]
+    mapping = tuple(rnd.sample(range(n_cols + extra), n_cols))
+
+    class Enc:
+        gold_cols = [np.array(c, dtype=np.int64) for c in gold]
+        pred_cols = [np.array(c, dtype=np.int64) for c in pred]
+
+    g_ids, p_ids = _row_sequences(Enc, mapping)
+    g_mat = np.stack(Enc.gold_cols, axis=1)
+    p_mat = np.stack([Enc.pred_cols[c] for c in mapping], axis=1)
+    _, want = np.unique(np.concatenate([g_mat, p_mat]), axis=0, return_inverse=True)
+    want = want.ravel().tolist()
+    assert (len(g_ids), len(p_ids)) == (n_g, n_p)
+    assert _first_seen(g_ids + p_ids) == _first_seen(want)
