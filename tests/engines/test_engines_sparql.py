@@ -514,3 +514,21 @@ def test_bldg11_gold_queries_without_prefixes_run_on_injected_prefixes(bldg11) -
     for query_id, text in gold.items():  # every gold query parses and runs
         r = eng.execute(text, timeout_s=60)
         assert r.row_count > 0, query_id
+
+
+def test_a_remote_engine_dropped_unclosed_stops_its_checker_and_removes_its_folder() -> None:
+    import gc
+    import os
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"head": {"vars": ["s"]}, "results": {"bindings": []}},
+                              headers={"content-type": "application/sparql-results+json"})
+
+    eng = _mock_engine(handler)
+    assert eng.execute("SELECT ?s WHERE { ?s ?p ?o }").rows == []
+    worker = eng._checker
+    folder = worker._tmpdir
+    assert folder is not None and os.path.isdir(folder)
+    del eng
+    gc.collect()
+    assert not os.path.exists(folder) and not worker.alive()

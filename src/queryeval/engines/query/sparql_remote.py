@@ -23,6 +23,7 @@ import json
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -79,11 +80,13 @@ class RemoteSparqlEngine(Closing):
         self._client = client or httpx.Client(
             follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0))
         self._lock = threading.Lock()
-        # the one parse, in a killable, sandboxed process with a memory cap
+        # the one parse, in a killable, sandboxed process with a memory cap; stopped (and
+        # its temporary folder removed) by close, or when the engine is dropped unclosed
         self._checker = SparqlWorker(MEMORY_STORE, check_memory_limit(memory_limit_bytes))
+        self._finalizer = weakref.finalize(self, self._checker.close)
 
     def close(self) -> None:
-        self._checker.close()
+        self._finalizer()
         if self._own_client:
             self._client.close()
 
