@@ -425,3 +425,69 @@ def test_row_ids_are_equal_exactly_where_the_rows_are(n_cols, n_g, n_p, n_values
     want = want.ravel().tolist()
     assert (len(g_ids), len(p_ids)) == (n_g, n_p)
     assert _first_seen(g_ids + p_ids) == _first_seen(want)
+
+
+CELLS = st.one_of(st.none(), st.sampled_from(["1", "01", " 1", "1.0", "a", "A", "", " a ", "2",
+                                              "b@en", '"b"', "c^^x"]))
+
+
+@st.composite
+def table_pairs(draw):
+    def table(prefix):
+        width = draw(st.integers(1, 4))
+        rows = draw(st.lists(st.tuples(*[CELLS] * width), max_size=12))
+        return Table([f"{prefix}{i}" for i in range(width)], rows)
+    return table("g"), table("p")
+
+
+@settings(max_examples=300, deadline=None)
+@given(table_pairs(), st.sampled_from(["clean", "buildingqa"]), st.sampled_from([0.0, 0.5]))
+def test_the_pair_statistics_are_the_brute_force_counts(pair, rules, tol):
+    """``encode_tables``' per-(gold column, predicted column) figures, counted by brute force
+    from each column's values under the rules: the multiset overlap (unbound cells included),
+    the shared entities and each side's entity count (unbound cells left out under clean
+    rules; read as "" under BuildingQA's), and each gold column's count of distinct values.
+    With unbound cells and values that the rules make equal ("1", "01", " 1", "1.0")."""
+    from collections import Counter
+
+    from queryeval.metrics.tables.model import (
+        buildingqa_entity,
+        buildingqa_normalize,
+        clean_normalize,
+    )
+    from queryeval.metrics.tables.modes import tolerance_classes
+
+    gold, pred = pair
+    tol = tol if rules == "clean" else 0.0
+    enc = encode_tables(gold, pred, rules, abs_tol=tol)
+
+    def column(table, k):
+        return [row[k] for row in table.rows]
+
+    if rules == "clean":
+        every = [v for t in (gold, pred) for k in range(t.n_columns) for v in column(t, k)]
+        norm = [clean_normalize(v) for v in every]
+        classes = dict(zip(every, tolerance_classes(norm, tol, 0.0) if tol else norm, strict=True))
+
+        def row_value(v):
+            return None if v is None else ("v", classes[v])
+
+        def entities(values):
+            return {row_value(v) for v in values if v is not None}
+    else:
+        def row_value(v):
+            return buildingqa_normalize(v)
+
+        def entities(values):
+            return {buildingqa_entity(v) for v in values}
+
+    for j in range(gold.n_columns):
+        g_vals = [row_value(v) for v in column(gold, j)]
+        assert enc.gold_distinct[j] == len(set(g_vals))
+        assert enc.gold_set_sizes[j] == len(entities(column(gold, j)))
+        for c in range(pred.n_columns):
+            p_vals = [row_value(v) for v in column(pred, c)]
+            assert enc.overlap[j, c] == sum((Counter(g_vals) & Counter(p_vals)).values())
+            assert enc.ent_tp[j, c] == len(entities(column(gold, j)) & entities(column(pred, c)))
+    for c in range(pred.n_columns):
+        assert enc.pred_set_sizes[c] == len(entities(column(pred, c)))

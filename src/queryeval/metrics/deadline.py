@@ -10,10 +10,16 @@ Cooperative, not a kill: no step is unbounded (a step is one column or one searc
 cells are bounded by the engines' row and byte limits and the task's cell budget), and no
 thread or process is started for it. Without a deadline set (a library call of
 ``table_scores``) :func:`check` costs one attribute read.
+
+:func:`gc_paused` pauses the cyclic garbage collector around the steps that build many
+objects at once (a wide result's terms and bindings, its cells and row tuples, a ranking's
+arrays): none of them is cyclic, and with a million live cells the collections their
+allocations trigger cost as much as the step itself.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -67,3 +73,19 @@ def check() -> None:
     if until is not None and time.monotonic() > until:
         raise ScoringOverrun("deadline", f"scoring took longer than its deadline "
                                          f"({_STATE.deadline.seconds:g} s, score_timeout_s)")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while we allocate many objects, none of them
+    cyclic (a collection they trigger scans every live object: with millions of live cells
+    it costs more than the step itself). Left off when it was off. Where another thread's
+    pause ends first, it turns collection back on: this block is then slower, never
+    different."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -16,16 +16,16 @@ docids lazily.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
+
+from queryeval.metrics.deadline import gc_paused
 
 MISSING_QUERY_MODES = ("zero", "skip")
 _GET = attrgetter("get")
@@ -146,22 +146,6 @@ def _check_mappings(qids: list[str], values: list, what: str, value: str) -> Non
     for q, v in zip(qids, values, strict=False):
         if not isinstance(v, Mapping):
             raise ValueError(f"{what}[{q!r}] must be a mapping {{docid: {value}}}")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while we allocate many short-lived objects.
-
-    With millions of live dict entries, a full collection triggered by our temporary lists
-    and bound methods costs more than the conversion itself; nothing we allocate is cyclic.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,8 @@ class Encoded:
     (``Σ_v min(count_gold(v), count_pred(v))``). ``set_precision[j, c]`` /
     ``set_recall[j, c]``: the entity-set precision and recall of the pair, as the entity F1
     defines them (1.0 for an empty set). ``ent_tp``, ``gold_set_sizes``, ``pred_set_sizes``
-    keep the integers behind them.
+    keep the integers behind them. ``gold_distinct[j]``: how many distinct row-value ids
+    gold column ``j`` holds (unbound counted as one).
     """
 
     gold_cols: list[np.ndarray]
@@ -81,6 +82,7 @@ class Encoded:
     set_recall: np.ndarray
     gold_ent_cols: list[np.ndarray]
     pred_ent_cols: list[np.ndarray]
+    gold_distinct: list[int]
 
 
 def _matrix(table: Table) -> np.ndarray:
@@ -186,25 +188,41 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
 
     g_counts = [np.unique(col, return_counts=True) for col in gold_cols]
     p_counts = [np.unique(col, return_counts=True) for col in pred_cols]
-    g_sets = [_entity_set(col, ent_exclude) for col in gold_ent]
-    p_sets = [_entity_set(col, ent_exclude) for col in pred_ent]
+    if ent_ids is row_ids:  # the entity sets are the row values' distinct ids, found above
+        g_sets = [_without(u, ent_exclude) for u, _ in g_counts]
+        p_sets = [_without(u, ent_exclude) for u, _ in p_counts]
+    else:
+        g_sets = [_entity_set(col, ent_exclude) for col in gold_ent]
+        p_sets = [_entity_set(col, ent_exclude) for col in pred_ent]
 
     shape = (gold.n_columns, pred.n_columns)
     overlap = np.zeros(shape, dtype=np.int64)
     ent_tp = np.zeros(shape, dtype=np.int64)
+    # one gold column's count of each id (0 for the ids it lacks), read at a predicted
+    # column's distinct ids: the overlap, and which ids the two share, by one gather (the
+    # ids are dense, so this holds at most one int64 per cell, as the ids above do)
+    count_of = np.zeros(max(int(n_values), 1), dtype=np.int64)
     for j, (gu, gc) in enumerate(g_counts):
         check()
+        count_of[gu] = gc
+        gold_unbound = bool(count_of[0])
         for c, (pu, pc) in enumerate(p_counts):
-            gi, pi = _common(gu, pu)
-            overlap[j, c] = int(np.minimum(gc[gi], pc[pi]).sum())
-            ent_tp[j, c] = len(_common(g_sets[j], p_sets[c])[0])
+            got = count_of[pu]
+            overlap[j, c] = int(np.minimum(got, pc).sum())
+            if ent_ids is row_ids:  # shared ids less the unbound one (id 0: first if held)
+                ent_tp[j, c] = (int(np.count_nonzero(got))
+                                - int(gold_unbound and len(pu) > 0 and pu[0] == ent_exclude))
+            else:
+                ent_tp[j, c] = len(_common(g_sets[j], p_sets[c])[0])
+        count_of[gu] = 0
     g_sizes = np.array([len(s) for s in g_sets], dtype=np.int64)
     p_sizes = np.array([len(s) for s in p_sets], dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(p_sizes[None, :] > 0, ent_tp / p_sizes[None, :], 1.0)
         recall = np.where(g_sizes[:, None] > 0, ent_tp / g_sizes[:, None], 1.0)
     return Encoded(gold_cols, pred_cols, int(n_values), overlap, ent_tp, g_sizes, p_sizes,
-                   precision.reshape(shape), recall.reshape(shape), gold_ent, pred_ent)
+                   precision.reshape(shape), recall.reshape(shape), gold_ent, pred_ent,
+                   [len(u) for u, _ in g_counts])
 
 
 def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -221,5 +239,9 @@ def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _entity_set(col: np.ndarray, exclude: int) -> np.ndarray:
-    values = np.unique(col)
+    return _without(np.unique(col), exclude)
+
+
+def _without(values: np.ndarray, exclude: int) -> np.ndarray:
+    """The sorted distinct ``values`` less ``exclude``."""
     return values[values != exclude]

@@ -202,8 +202,7 @@ def explain_tables(gold: Any, pred: Any, *, rules: str = "clean", ordered: bool 
                 f"{moved}; exact match pairs columns by position, so it sees different rows",
                 mapping=pairs))
     check()  # the case's scoring deadline (metrics/deadline.py)
-    g_rows = [tuple(g_scored.rows[i]) for i in range(n_g)]
-    p_rows = [tuple(p_table.rows[i][c] for c in idx) for i in range(n_p)]
+    g_rows, p_rows = _Rows(g_scored.rows, None), _Rows(p_table.rows, idx)
     if ordered and lcs_length(g_seq, p_seq) < tp:
         first = next(i for i in range(min(n_g, n_p) + 1)
                      if i >= min(n_g, n_p) or g_seq[i] != p_seq[i])
@@ -228,7 +227,21 @@ def explain_tables(gold: Any, pred: Any, *, rules: str = "clean", ordered: bool 
     return items
 
 
-def _duplicates(g_seq: list[int], p_seq: list[int], g_rows: list, p_rows: list,
+class _Rows:
+    """A table's row ``i`` as a tuple of its cells (in ``idx``'s column order when given),
+    made when read: the explanation shows a handful of rows, never all of them."""
+
+    __slots__ = ("rows", "idx")
+
+    def __init__(self, rows: Sequence[Sequence[Any]], idx: Sequence[int] | None) -> None:
+        self.rows, self.idx = rows, idx
+
+    def __getitem__(self, i: int) -> tuple:
+        row = self.rows[i]
+        return tuple(row) if self.idx is None else tuple(row[c] for c in self.idx)
+
+
+def _duplicates(g_seq: list[int], p_seq: list[int], g_rows: _Rows, p_rows: _Rows,
                 g_count: Counter, p_count: Counter) -> dict:
     shown = []
     where_g = {v: i for i, v in reversed(list(enumerate(g_seq)))}
@@ -258,7 +271,7 @@ def _unmatched(seq: list[int], surplus: Counter) -> list[int]:
     return out
 
 
-def _values(g_seq: list[int], p_seq: list[int], g_rows: list, p_rows: list,
+def _values(g_seq: list[int], p_seq: list[int], g_rows: _Rows, p_rows: _Rows,
             g_count: Counter, p_count: Counter, names: list[str], g_ids: Any,
             p_ids: Any) -> list[dict]:
     missing = _unmatched(g_seq, g_count - p_count)

@@ -161,7 +161,7 @@ class _Search(RowGroups, Incumbents):
         """Fewest useful candidates first (small branching near the root), then the most
         distinct values (groups split fastest)."""
         cands = (self.ov > 0).sum(axis=1)
-        distinct = [len(np.unique(col)) for col in self.enc.gold_cols]
+        distinct = self.enc.gold_distinct
         return sorted(range(self.g), key=lambda j: (cands[j], -distinct[j], j))
 
     def _gold_twins(self) -> list[int]:

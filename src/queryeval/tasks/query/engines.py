@@ -124,7 +124,10 @@ class QueryEngines:
             return None, {**info, "status": "too_large",
                           "reason": f"the result has {cells:,} cells, more than the scoring "
                                     f"budget of {limit:,} (score_max_cells)"}
-        table = res.to_table_json() if res.kind in ("ask", "graph") else res.to_sparql_json()
+        from queryeval.metrics.deadline import gc_paused
+
+        with gc_paused():  # a wide result's terms and bindings: many objects, no cycle
+            table = res.to_table_json() if res.kind in ("ask", "graph") else res.to_sparql_json()
         return table, info
 
     def _gold_result(self, source: str, query: str) -> tuple[dict | None, dict]:

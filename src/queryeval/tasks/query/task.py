@@ -53,13 +53,13 @@ def _row_count(table: dict) -> int:
 
 
 def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = None
-                ) -> tuple[list[str], list[list[str | None]]]:
-    """Column names and rows (cell text, None when unbound) of a result table, in either
-    form the engines give (SPARQL JSON, or ``{"columns", "rows"}``); ``first``: only the
-    first rows; ``only``: as columns (one list per named column), not rows."""
+                ) -> tuple[list[str], list[tuple[str | None, ...]]]:
+    """Column names and rows (tuples of cell text, None when unbound) of a result table,
+    in either form the engines give (SPARQL JSON, or ``{"columns", "rows"}``); ``first``:
+    only the first rows; ``only``: as columns (one list per named column), not rows."""
     if "boolean" in table:
-        rows = [[str(bool(table["boolean"])).lower()]]
-        return ["boolean"], ([[r[0] for r in rows]] if only is not None else rows)
+        text = str(bool(table["boolean"])).lower()
+        return ["boolean"], ([[text]] if only is not None else [(text,)])
     cols = _plain_columns(table)
     if "head" in table:
         bindings = (table.get("results") or {}).get("bindings") or []
@@ -82,14 +82,14 @@ def _plain_rows(table: dict, first: int | None = None, only: list[str] | None = 
         by_column = [column(c) for c in (only if only is not None else cols)]
         if only is not None:
             return cols, by_column
-        return cols, [list(r) for r in zip(*by_column, strict=True)] if cols else [[] for _ in bindings]
+        return cols, list(zip(*by_column, strict=True)) if cols else [() for _ in bindings]
     rows = table.get("rows") or []
     if first is not None:
         rows = rows[:first]
     if only is not None:
         at = {c: i for i, c in enumerate(cols)}
         return cols, [[None if r[at[c]] is None else str(r[at[c]]) for r in rows] for c in only]
-    return cols, [[None if v is None else str(v) for v in row] for row in rows]
+    return cols, [tuple(None if v is None else str(v) for v in row) for row in rows]
 
 
 def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
@@ -110,14 +110,14 @@ def result_sample(gold: dict, pred: dict | None, mapping: list[str] | None,
     if usable and not g_cols:
         projected = [()] * _row_count(pred)
     p_rows = _plain_rows(pred, first=limit)[1] if pred is not None else []
-    g_set, p_set = {tuple(r) for r in g_rows}, set(projected)
+    g_set, p_set = set(g_rows), set(projected)
 
-    def cut(row: list[str | None]) -> list[str | None]:
+    def cut(row: tuple[str | None, ...]) -> list[str | None]:
         return [v if v is None or len(v) <= SAMPLE_CELL_CHARS else v[:SAMPLE_CELL_CHARS - 1] + "…"
                 for v in row]
 
     out["gold"]["rows"] = [cut(r) for r in g_rows[:limit]]
-    out["gold"]["matched"] = [usable and tuple(r) in p_set for r in g_rows[:limit]]
+    out["gold"]["matched"] = [usable and r in p_set for r in g_rows[:limit]]
     if pred is not None:
         out["predicted"] = {"columns": p_cols, "total": _row_count(pred),
                             "rows": [cut(r) for r in p_rows[:limit]],
@@ -344,7 +344,7 @@ class QueryTask(QueryEngines, Task):
             forget_encoding()  # the case's tables are not held past its scoring
 
     def _score_tables(self, record: dict, deadline: Any) -> dict:
-        from queryeval.metrics.deadline import ScoringOverrun
+        from queryeval.metrics.deadline import ScoringOverrun, gc_paused
         from queryeval.metrics.tables import Budget, as_table, best_of_golds
 
         golds, gold_info, failure = self._golds(record)
@@ -383,7 +383,7 @@ class QueryTask(QueryEngines, Task):
                 per_gold = [self._ordered(record, q) for _, q in golds]  # golds[0]: the gold
                 modes = self._modes(record, ordered=per_gold[0])
                 record["comparison"] = modes
-                with deadline.active():  # the case's scoring deadline
+                with deadline.active(), gc_paused():  # the case's scoring deadline; no cycles made
                     # each table read once (cells to text), for the scores and the explanation
                     p_table = as_table(pred, rules=self.options.rules)
                     g_tables = [as_table(g, rules=self.options.rules) for g, _ in golds]
@@ -417,7 +417,7 @@ class QueryTask(QueryEngines, Task):
                 record["row_f1_bound"] = ts.row_f1_bound
             if ts.order_score is not None:
                 record["order_score"] = ts.order_score
-            with deadline.active():
+            with deadline.active(), gc_paused():
                 record["result_sample"] = result_sample(gold, pred, record["mapping"])
         elif record["predicted_execution"].get("status") != "unscorable":
             record["result_sample"] = result_sample(gold, None, None)
@@ -437,7 +437,7 @@ class QueryTask(QueryEngines, Task):
         from queryeval.tasks.query import explain as qx  # why it differs, what it touched
 
         e_pred, e_gold = compared if compared is not None and pred is not None else (pred, gold)
-        with deadline.active():
+        with deadline.active(), gc_paused():
             record["explanation"] = qx.explanation(record, e_pred, e_gold,
                                                    record.get("comparison", {}),
                                                    record.get("mapping"), self.options.rules)
