@@ -217,3 +217,34 @@ def test_a_table_the_gold_reads_that_no_row_goes_into_gives_no_verdict(tmp_path,
     assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
     # a gold on the table that fills is judged as before
     assert len(sql_neighbours(db, "sqlite", HIGH, 5, cache_dir=tmp_path / "c").neighbours) == 5
+
+
+def test_the_schema_wire_form_is_asdicts_structure_and_reads_back():
+    """What the builder sends the worker with every candidate write: ``dataclasses.asdict``'s
+    structure exactly (every field, tuples kept), read back to an equal schema, with the
+    sampled values shared rather than deep-copied (the frame is pickled at once)."""
+    import datetime
+    import decimal
+    import pickle
+    from dataclasses import asdict
+
+    from queryeval.engines.query.neighbours.schema import Column, ForeignKey, Schema, Table
+
+    tags = [["x"], ["y", None]]
+    child = Table("b", [Column("id", "INTEGER", True), Column("tags", "VARCHAR[]")],
+                  "CREATE TABLE b (id INTEGER PRIMARY KEY, a_id INTEGER, tags VARCHAR[])",
+                  primary_key=("id",), unique=[("id", "tags")],
+                  foreign_keys=[ForeignKey(("a_id",), "a", ("id",))],
+                  values={"id": [1, 2], "tags": tags,
+                          "d": [decimal.Decimal("1.50"), datetime.date(2024, 1, 2)]},
+                  rows=7, virtual=True)
+    schema = Schema("duckdb", [Table("a", [Column("id", "INTEGER")], "CREATE TABLE a (id INTEGER)"),
+                               child],
+                    extra_ddl=["CREATE VIEW v AS SELECT 1"], first_ddl=["CREATE SEQUENCE s"])
+    wire = schema.to_wire()
+    assert wire == asdict(schema)
+    assert type(wire["tables"][1]["primary_key"]) is tuple
+    assert type(wire["tables"][1]["foreign_keys"][0]["refs"]) is tuple
+    assert Schema.from_wire(pickle.loads(pickle.dumps(wire))) == schema
+    assert wire["tables"][1]["values"]["tags"] is not tags  # the list copied,
+    assert wire["tables"][1]["values"]["tags"][0] is tags[0]  # its values shared
