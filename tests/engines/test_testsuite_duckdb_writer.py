@@ -69,7 +69,30 @@ def test_one_connection_writes_what_a_fresh_one_writes(tmp_path: Path) -> None:
         assert rows_alone["emp"]["rows"] == [[1, "alice", 90, 1], [4, "dave", 150, 2]]
         con = duckdb.connect(str(moved), read_only=True)
         assert con.execute("SELECT * FROM rich").fetchall() == [("dave",)]
+        # a candidate holds a few rows: DuckDB's smallest blocks (16 KiB, not 256)
+        assert con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0] == 16384
         con.close()
+
+
+def test_a_duckdb_without_block_size_writes_default_blocks(tmp_path: Path, monkeypatch) -> None:
+    """A DuckDB that refuses ``ATTACH ... (BLOCK_SIZE ...)`` (before 1.2) gets the same
+    candidate with its default blocks, and the writer stops asking."""
+    import queryeval.engines.query.neighbours.schema as sch
+
+    schema = _schema(tmp_path)
+    _, rows_alone = _fresh(schema, tmp_path)
+    monkeypatch.setattr(sch, "_BLOCK_SIZE", 3)  # not a power of two: DuckDB refuses it
+    writer = DuckDBWriter(tmp_path / "w")
+    path = writer.folder / "candidate.duckdb"
+    assert write_database(schema, path, ROWS, None, writer) == KEPT
+    assert writer.small_blocks is False
+    assert table_rows(path, "duckdb") == rows_alone
+    sizes = []
+    for made in (path, tmp_path / "alone" / "candidate.duckdb"):  # the writer's, a fresh one's
+        con = duckdb.connect(str(made), read_only=True)
+        sizes.append(con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0])
+        con.close()
+    assert sizes[0] == sizes[1] != 16384  # DuckDB's default
 
 
 def test_the_writer_reaches_no_file_outside_its_folder_and_no_setting(tmp_path: Path) -> None:

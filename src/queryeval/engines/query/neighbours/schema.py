@@ -184,6 +184,10 @@ _LEFTOVERS = ("SELECT (SELECT count(*) FROM duckdb_tables()) "
 """Objects left outside a detached candidate (0 on a clean writer connection)."""
 
 
+_BLOCK_SIZE = 16384
+"""The block size of a candidate DuckDB file (DuckDB's smallest; its default is 256 KiB)."""
+
+
 class DuckDBWriter:
     """One in-memory DuckDB connection that writes candidate files one after another in
     ``folder`` (``ATTACH`` the new file under its own stem -- the catalog name a direct
@@ -204,6 +208,7 @@ class DuckDBWriter:
         self.folder = Path(folder)
         self.conn: Any = None
         self.broken = False
+        self.small_blocks = True  # until this DuckDB refuses BLOCK_SIZE
         self._fits: dict[tuple, bool] = {}
 
     def _connect(self) -> Any:
@@ -242,10 +247,19 @@ class DuckDBWriter:
         return self._fits[ddl]
 
     def attach(self, path: Path) -> Any:
+        import duckdb
+
         self.conn = self.conn or self._connect()
+        attach = f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {_q(path.stem)}"
         try:
-            self.conn.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' "
-                              f"AS {_q(path.stem)}")
+            if self.small_blocks:  # a candidate holds a few rows: 16 KiB blocks, not 256
+                try:  # (1.8 MB -> 124 KB a 3-table file, 30% less time to write it)
+                    self.conn.execute(attach + f" (BLOCK_SIZE {_BLOCK_SIZE})")
+                except duckdb.Error:  # a DuckDB before 1.2: no BLOCK_SIZE
+                    self.small_blocks = False
+                    Path(path).unlink(missing_ok=True)
+            if not self.small_blocks:
+                self.conn.execute(attach)
             self.conn.execute(f"USE {_q(path.stem)}")
         except Exception:
             self.close()
