@@ -353,19 +353,6 @@ def test_scoring_a_case_reads_each_cell_once(tmp_path, monkeypatch):
     assert len(encodings) == 2  # one encoding per case
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-5, 40), max_size=30), st.lists(st.integers(-5, 40), max_size=30))
-def test_common_values_are_those_numpy_finds(a, b):
-    import numpy as np
-
-    from queryeval.metrics.tables.encode import _common
-
-    a, b = np.unique(np.array(a, dtype=np.int64)), np.unique(np.array(b, dtype=np.int64))
-    _, want_a, want_b = np.intersect1d(a, b, assume_unique=True, return_indices=True)
-    got_a, got_b = _common(a, b)
-    assert got_a.tolist() == want_a.tolist() and got_b.tolist() == want_b.tolist()
-
-
 @SETTINGS
 @given(sql_tables(), st.sampled_from(["clean", "buildingqa"]), st.integers(0, 3))
 def test_a_sql_result_read_from_its_held_cells_reads_as_from_its_bindings(table, rules, first):

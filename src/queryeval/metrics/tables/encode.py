@@ -165,7 +165,7 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
         row_ids, n_values = _map_uniques(raw_codes, uniques, buildingqa_normalize, None)
         empty_slot = len(uniques)  # where "" would be appended for absent cells
         extended = [*uniques, ""]
-        ent_ids, _ = _map_uniques(raw_codes, extended, buildingqa_entity, empty_slot)
+        ent_ids, n_entities = _map_uniques(raw_codes, extended, buildingqa_entity, empty_slot)
         ent_exclude = -1
     else:
         post = None
@@ -175,7 +175,7 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
             def post(values: list[Cell]) -> list[Cell]:
                 return tolerance_classes(values, abs_tol, rel_tol)
         row_ids, n_values = _map_uniques(raw_codes, uniques, clean_normalize, None, post)
-        ent_ids = row_ids
+        ent_ids, n_entities = row_ids, n_values
         ent_exclude = 0  # unbound cells are not entities
 
     n_gold = gold.n_rows * gold.n_columns
@@ -198,23 +198,18 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
     shape = (gold.n_columns, pred.n_columns)
     overlap = np.zeros(shape, dtype=np.int64)
     ent_tp = np.zeros(shape, dtype=np.int64)
-    # one gold column's count of each id (0 for the ids it lacks), read at a predicted
-    # column's distinct ids: the overlap, and which ids the two share, by one gather (the
-    # ids are dense, so this holds at most one int64 per cell, as the ids above do)
+    # one gold column's count of each value id and its entity set (0 / False elsewhere),
+    # read at a predicted column's distinct ids and entities: the overlap and the shared
+    # entities by one gather each (the ids are dense: at most one int64 and one bool a cell)
     count_of = np.zeros(max(int(n_values), 1), dtype=np.int64)
-    for j, (gu, gc) in enumerate(g_counts):
+    in_gold = np.zeros(max(int(n_entities), 1), dtype=bool)
+    for j, ((gu, gc), g_set) in enumerate(zip(g_counts, g_sets, strict=True)):
         check()
-        count_of[gu] = gc
-        gold_unbound = bool(count_of[0])
-        for c, (pu, pc) in enumerate(p_counts):
-            got = count_of[pu]
-            overlap[j, c] = int(np.minimum(got, pc).sum())
-            if ent_ids is row_ids:  # shared ids less the unbound one (id 0: first if held)
-                ent_tp[j, c] = (int(np.count_nonzero(got))
-                                - int(gold_unbound and len(pu) > 0 and pu[0] == ent_exclude))
-            else:
-                ent_tp[j, c] = len(_common(g_sets[j], p_sets[c])[0])
-        count_of[gu] = 0
+        count_of[gu], in_gold[g_set] = gc, True
+        for c, ((pu, pc), p_set) in enumerate(zip(p_counts, p_sets, strict=True)):
+            overlap[j, c] = int(np.minimum(count_of[pu], pc).sum())
+            ent_tp[j, c] = int(np.count_nonzero(in_gold[p_set]))
+        count_of[gu], in_gold[g_set] = 0, False
     g_sizes = np.array([len(s) for s in g_sets], dtype=np.int64)
     p_sizes = np.array([len(s) for s in p_sets], dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -223,19 +218,6 @@ def encode_tables(gold: Table, pred: Table, rules: str, abs_tol: float = 0.0,
     return Encoded(gold_cols, pred_cols, int(n_values), overlap, ent_tp, g_sizes, p_sizes,
                    precision.reshape(shape), recall.reshape(shape), gold_ent, pred_ent,
                    [len(u) for u, _ in g_counts])
-
-
-def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where the values two sorted arrays of distinct values share lie in each (as
-    ``numpy.intersect1d(..., assume_unique=True, return_indices=True)``, by binary search of
-    ``b`` in ``a`` instead of sorting both again)."""
-    if not len(a) or not len(b):
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
-    at = np.searchsorted(a, b)
-    hit = at < len(a)
-    hit[hit] = a[at[hit]] == b[hit]
-    return at[hit], np.flatnonzero(hit)
 
 
 def _entity_set(col: np.ndarray, exclude: int) -> np.ndarray:
