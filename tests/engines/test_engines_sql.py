@@ -307,3 +307,29 @@ def test_close_all_ends_every_worker_through_its_exit_frame(tmp_path: Path) -> N
     for engine in engines:
         with pytest.raises(QueryFailed, match="closed"):
             engine.execute("SELECT 1")
+
+
+def test_an_accepted_query_is_parsed_once_and_a_refused_one_every_time(monkeypatch):
+    """A gold and its mutants are checked on every candidate database: ``check_sql``
+    parses an accepted text once a process (its answer is a function of the text and the
+    dialect) and gives the same answer after; a refused text raises on every call, and a
+    text longer than the memo's bound is parsed every time."""
+    import uuid
+
+    from queryeval.engines.query import sql_safety
+
+    parsed = []
+    original = sql_safety.parse_one_select
+    monkeypatch.setattr(sql_safety, "parse_one_select",
+                        lambda sql, dialect: (parsed.append(sql), original(sql, dialect))[1])
+    tag = uuid.uuid4().hex  # texts no earlier test checked
+    accepted = f"SELECT count(*) AS n_{tag} FROM json_each('[1]')"
+    refused = f"SELECT 1 AS n_{tag}; DROP TABLE emp"
+    long = f"SELECT 1 AS n_{tag} WHERE 1 = 1" + " AND 1 = 1" * (sql_safety._MEMO_CHARS // 10)
+    for _ in range(3):
+        assert check_sql(accepted, "sqlite") == frozenset({"json_each"})
+        with pytest.raises(QueryRefused, match="exactly one statement"):
+            check_sql(refused, "sqlite")
+        assert check_sql(long, "sqlite") == frozenset()
+    assert check_sql(accepted, "duckdb") == frozenset()  # another dialect: its own answer
+    assert [parsed.count(q) for q in (accepted, refused, long)] == [2, 3, 3]

@@ -301,27 +301,6 @@ def test_the_worker_opens_only_the_files_its_parent_allowed(company, tmp_path):
         assert not [k for k, v in runner.sandbox.items() if v.startswith("unavailable")]
 
 
-def test_a_runner_checks_each_query_once_and_refuses_a_refused_one_every_time(company,
-                                                                            monkeypatch):
-    """A gold and its mutants run on every candidate: the runner checks each query's text
-    once (``check_sql`` is a function of the query and the dialect) and a refused query,
-    never remembered, is refused on every run."""
-    from queryeval.engines.query import QueryRefused, sql_safety
-
-    calls = []
-    original = sql_safety.check_sql
-    monkeypatch.setattr(sql_safety, "check_sql",
-                        lambda sql, dialect: (calls.append(sql), original(sql, dialect))[1])
-    with NeighbourRunner("sqlite", [company]) as runner:
-        for _ in range(3):
-            assert runner.run(company, "SELECT count(*) FROM emp", 10, 10)[1][0][0] > 0
-            with pytest.raises(QueryRefused):
-                runner.run(company, "SELECT * FROM emp; DROP TABLE emp", 10, 10)
-        assert runner.run(company, "SELECT count(*) FROM emp", 10, 10)[1][0][0] > 0
-    assert calls.count("SELECT count(*) FROM emp") == 1
-    assert calls.count("SELECT * FROM emp; DROP TABLE emp") == 3
-
-
 def test_the_verdict_reuses_a_pool_of_workers_across_cases(company, tmp_path, monkeypatch):
     """Every case's SQL neighbours run in the run's pool of WORKERS multi-file workers: the
     run starts one worker for the database, one per neighbour build and at most WORKERS for

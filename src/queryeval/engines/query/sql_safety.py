@@ -20,6 +20,7 @@ Text sqlglot cannot parse is refused (we cannot verify it), with the parser's me
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any, Literal
@@ -46,13 +47,29 @@ _PATHLIKE_RE = re.compile(r"[/\\:*?]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz
                           re.IGNORECASE)
 
 
+_MEMO_QUERIES, _MEMO_CHARS = 2048, 4096
+"""The answers :func:`check_sql` remembers: at most this many queries, each text of at most
+this many characters (a gold and its mutants are checked again on every candidate
+database of a test-suite build, and a run's verdicts run them on every neighbour)."""
+
+
 def check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
     """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query.
 
     Returns the (lower-case) names of the table-valued functions the query calls, all
     on the dialect's allow-list: sqlite's authorizer needs them (using an eponymous
     virtual table such as ``json_each`` first registers it in the connection's schema,
-    which sqlite authorizes as an UPDATE of ``sqlite_master``)."""
+    which sqlite authorizes as an UPDATE of ``sqlite_master``).
+
+    The answer is a function of the text and the dialect, so an accepted query is parsed
+    once a process (:data:`_MEMO_QUERIES` of at most :data:`_MEMO_CHARS` characters kept,
+    least recently used dropped first); a refused one raises and is never remembered."""
+    if type(sql) is str and len(sql) <= _MEMO_CHARS:
+        return _remembered_check(sql, dialect)
+    return _check_sql(sql, dialect)
+
+
+def _check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
     from sqlglot import exp
 
     root = parse_one_select(sql, dialect)
@@ -98,6 +115,9 @@ def check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
                 raise QueryRefused(f"table name {target.name!r} looks like a file or URL; "
                                    "DuckDB would read it")
     return frozenset(table_functions)
+
+
+_remembered_check = functools.lru_cache(maxsize=_MEMO_QUERIES)(_check_sql)
 
 
 def _func_name(node: object) -> str:

@@ -30,10 +30,6 @@ from queryeval.engines.query.worker_handle import WorkerBacked, WorkerHandle
 MULTI_FILE = "*"
 """The worker's PATH argument meaning "the file is named on each request"."""
 
-_CHECKED_QUERIES, _CHECKED_CHARS = 2048, 4096
-"""The queries a runner remembers as checked (``check_sql``'s answer, a pure function of the
-query and the dialect): at most this many, each at most this many characters."""
-
 
 class NeighbourRunner(WorkerHandle):
     """Run queries on several sqlite or DuckDB files in one sandboxed worker; use as a
@@ -52,7 +48,6 @@ class NeighbourRunner(WorkerHandle):
         memory = check_memory_limit(memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES)
         self.memory_limit_bytes = memory
         self.refused: dict[str, str] = {}
-        self._checked: dict[str, frozenset[str]] = {}  # query -> its table functions (check_sql)
         self._hold(sql_worker_process(dialect, MULTI_FILE, memory, threads))
         self._worker.name = f"{dialect} neighbour worker"
 
@@ -76,14 +71,7 @@ class NeighbourRunner(WorkerHandle):
         from queryeval.engines.query.sql_safety import check_sql
 
         check_sql_length(query)
-        table_functions: frozenset[str] = frozenset()
-        if base.QUERY_CHECKS:  # a gold and its mutants run on every candidate: checked once
-            known = self._checked.get(query)
-            if known is None:
-                known = check_sql(query, self.dialect)  # type: ignore[arg-type]
-                if len(query) <= _CHECKED_CHARS and len(self._checked) < _CHECKED_QUERIES:
-                    self._checked[query] = known  # a refused query raises: never kept
-            table_functions = known
+        table_functions = check_sql(query, self.dialect) if base.QUERY_CHECKS else frozenset()  # type: ignore[arg-type]
         self.start()
         request = {"query": query, "timeout_s": timeout_s, "max_rows": max_rows,
                    "table_functions": sorted(table_functions or ()), "path": str(path)}
