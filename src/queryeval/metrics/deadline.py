@@ -1,4 +1,4 @@
-"""A deadline of its own for scoring one case (issue 34, item 6; docs/execution.md).
+"""A deadline of its own for scoring one case (docs/execution.md).
 
 Scoring runs in the case's own thread; :func:`scoring_deadline` sets a deadline for that
 thread and the scorer's long loops call :func:`check` between steps -- per column when

@@ -1,4 +1,4 @@
-"""What a query touched (issue 28, item 4): the schema elements it reads, against the gold's.
+"""What a query touched: the schema elements it reads, against the gold's.
 
 * SQL, through sqlglot's scope analysis: the query is qualified (``qualify``, with the
   database's schema when known, so ``*`` expands and an unqualified column in a join finds

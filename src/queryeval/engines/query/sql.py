@@ -482,7 +482,7 @@ class DuckDBFiles(DuckDBSession):
     ``DETACH``es the one before, so a query sees what it sees on a direct open of the file
     (``current_database()`` its stem; ``duckdb_databases()`` that file, ``system`` and
     ``temp``). A switch costs 1 to 2 ms where a read-only open (a new DuckDB instance) cost
-    30 to 60 ms (issue 34; docs/test-suite.md, Cost). The configuration is the direct open's,
+    30 to 60 ms (docs/test-suite.md, Cost). The configuration is the direct open's,
     and the instance reaches only ``roots`` (``allowed_directories`` / ``allowed_paths``,
     then external access off and the configuration locked).
 

@@ -1,4 +1,4 @@
-"""Why a predicted result table differs from the gold one, in words (issue 28, item 3).
+"""Why a predicted result table differs from the gold one, in words.
 
 :func:`explain_tables` compares the two tables under exactly the rules, comparison modes
 and column mapping the scores use (:func:`~queryeval.metrics.tables.scores.table_scores`),

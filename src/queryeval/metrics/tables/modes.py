@@ -1,4 +1,4 @@
-"""Comparison modes of the table metrics (issue 18): row order, numeric tolerance.
+"""Comparison modes of the table metrics: row order, numeric tolerance.
 
 * :func:`query_is_ordered` — whether a gold query has a top-level ``ORDER BY``, read off one
   parse tree: sqlglot's for SQL, rdflib's SPARQL 1.1 grammar for SPARQL

@@ -1,4 +1,4 @@
-"""Two of the gold audit's checks (``queryeval audit``, issue 28 item 5), by execution.
+"""Two of the gold audit's checks (``queryeval audit``), by execution.
 
 * :func:`tie_at_limit` — a gold that sorts and cuts (``ORDER BY … LIMIT n [OFFSET m]``)
   whose rows at the cut tie on the sort key: row ``m+n`` and row ``m+n+1`` of the uncut

@@ -368,7 +368,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         rng = random.Random(f"{seed}:{k}:{gold}")
         size = 2 + (k * (fuzz.MAX_ROWS - 2)) // max(budget - 1, 1)  # small ones first
         judge(fuzz.generate(schema, consts, rng, size))
-    # Second pass (issue 39): a mutant still alive is often told apart only by the rows that
+    # Second pass: a mutant still alive is often told apart only by the rows that
     # answer the gold, repeated or nearly (DISTINCT on a text column, MIN/MAX within a
     # group): twins of the rows of candidates the gold returned rows on (fuzz.expand).
     for extra in range(EXPAND_CANDIDATES if n else 0):

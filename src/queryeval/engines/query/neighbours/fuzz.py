@@ -8,7 +8,7 @@ pattern's fill for text), so every filter has rows on both sides of its boundary
 column's own values in the original database; and fresh values of its type. The draw is
 from a :class:`random.Random` the caller seeds, so the same seed gives the same rows.
 
-Each candidate also draws a *profile* that makes the rows near-miss mutants need (issue 39):
+Each candidate also draws a *profile* that makes the rows near-miss mutants need:
 
 * **twins** -- a row copied from an earlier row of its table with one column of each key
   (primary key, UNIQUE set) drawn again, its foreign keys kept: the two agree on every

@@ -192,8 +192,8 @@ class DuckDBWriter:
     """One in-memory DuckDB connection that writes candidate files one after another in
     ``folder`` (``ATTACH`` the new file under its own stem -- the catalog name a direct
     open gives it -- ``USE`` it, write, ``DETACH``: a checkpoint into the one file), so a
-    build pays DuckDB's start and shutdown once rather than per candidate (issue 34:
-    about 20 ms of 30 a candidate). The same statements in the same order go into each
+    build pays DuckDB's start and shutdown once rather than per candidate (about
+    20 ms of 30 a candidate). The same statements in the same order go into each
     file, so each holds what a fresh connection would have written (the bytes may differ).
 
     The connection reaches no file outside ``folder`` (``allowed_directories``, then external
