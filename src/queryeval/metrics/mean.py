@@ -56,3 +56,18 @@ class ExactMean:
         if self._special is not None:
             return self._special
         return self._total / (self._count << _SHIFT)
+
+
+def mean_of(values: list[float]) -> float:
+    """``float(numpy.mean(values))``, bit for bit, of a list of floats (a case's turns, a
+    turn's dimensions, a table's gold columns). numpy adds fewer than 8 values one after
+    another from 0.0, as ``sum`` does, and divides by their count, so such a list is summed
+    here without numpy's call (4.5 µs against 0.1 µs); a longer list, one holding anything but
+    floats, or an empty one (NaN and numpy's warning) goes to numpy (tests/metrics/test_mean.py
+    holds the two equal for every length)."""
+    n = len(values)
+    if 0 < n < 8 and all(type(v) is float for v in values):
+        return sum(values) / n
+    import numpy as np
+
+    return float(np.mean(values))

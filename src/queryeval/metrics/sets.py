@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from queryeval.metrics.mean import mean_of
 from queryeval.metrics.protocol import ratio
 
 DimKey = tuple[str, str]  # (dataset_id, dimension_name)
@@ -145,8 +144,8 @@ def score_selection(
     precisions = [d.precision for d in dims if d.in_target or include_extra]
     return SelectionScore(
         dimensions=dims,
-        macro_precision=float(np.mean(precisions)) if precisions else 1.0,
-        macro_recall=float(np.mean(recalls)) if recalls else 1.0,
+        macro_precision=mean_of(precisions) if precisions else 1.0,
+        macro_recall=mean_of(recalls) if recalls else 1.0,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from queryeval.metrics.mean import mean_of
 from queryeval.metrics.tables.arity import arity_f1_from_counts, buildingqa_arity, sparql_arity
 from queryeval.metrics.tables.encode import Encoded, encode, factorize
 from queryeval.metrics.tables.model import Table, as_table, check_rules
@@ -71,15 +72,15 @@ def _row_f1(tp: int, n_pred: int, n_gold: int) -> float:
 
 def _entity_f1(enc: Encoded, mapping: tuple[int, ...]) -> float:
     """Entity F1 of a mapping: F1 of the mean per-column set precision and the mean
-    per-column set recall, averaged in gold column order with ``numpy.mean`` as the
-    reference does."""
+    per-column set recall, averaged in gold column order to ``numpy.mean``'s value as the
+    reference does (:func:`~queryeval.metrics.mean.mean_of`)."""
     precisions, recalls = [], []
     for j, c in enumerate(mapping):
         tp = int(enc.ent_tp[j, c])
         p_size, g_size = int(enc.pred_set_sizes[c]), int(enc.gold_set_sizes[j])
         precisions.append(tp / p_size if p_size else 1.0)
         recalls.append(tp / g_size if g_size else 1.0)
-    p, r = float(np.mean(precisions)), float(np.mean(recalls))
+    p, r = mean_of(precisions), mean_of(recalls)
     return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from queryeval.metrics.mean import mean_of
 from queryeval.metrics.sets import MicroCounts, score_selection
 from queryeval.suite.models import Case, DatasetSelection
 from queryeval.tasks.accum import Tally, Values
@@ -156,8 +156,8 @@ class SelectionTask(Task):
     @staticmethod
     def _case_scores(turns: list[dict]) -> dict:
         return {
-            "macro_precision": float(np.mean([t["scores"]["macro_precision"] for t in turns])),
-            "macro_recall": float(np.mean([t["scores"]["macro_recall"] for t in turns])),
+            "macro_precision": mean_of([t["scores"]["macro_precision"] for t in turns]),
+            "macro_recall": mean_of([t["scores"]["macro_recall"] for t in turns]),
         }
 
     def rescore_record(self, record: dict) -> dict:
