@@ -132,6 +132,35 @@ def _writer(folder: str, n: int) -> None:
         cache.put(call_key("s@1", {"i": i % 20}), {"value": "x" * 2000, "i": i % 20})
 
 
+def test_a_cache_another_run_made_meanwhile_is_kept_not_refused(tmp_path, monkeypatch):
+    """The race of three runs creating one cache, made certain: this run looks for the marker
+    (not there yet), another run writes it and its first entry, then this run sees a folder
+    that is not empty -- it is that run's cache, not a foreign folder."""
+    other = CallCache(tmp_path)
+    other.create()
+    other.put(call_key("s@1", {"i": 0}), {"value": "x"})
+    looks = []
+    real = CallCache.has_marker
+
+    def late(self):  # the first look comes before the other run's marker
+        looks.append(1)
+        return False if len(looks) == 1 else real(self)
+
+    monkeypatch.setattr(CallCache, "has_marker", late)
+    CallCache(tmp_path).create()  # no ConfigError
+    assert len(looks) == 2
+    monkeypatch.undo()
+    assert [p for p, _, _ in CallCache(tmp_path).entries()]  # the entry is still there
+
+
+def test_a_folder_with_files_and_no_marker_is_still_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not a queryeval call cache"):
+        CallCache(tmp_path).create()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert not CallCache(tmp_path).has_marker()
+
+
 @pytest.mark.slow
 def test_concurrent_writers_leave_whole_entries(tmp_path):
     ctx = multiprocessing.get_context("spawn")

@@ -151,6 +151,8 @@ class CallCache:
             return
         if self.folder.is_dir() and any(not (p.name.startswith(".") and p.name.endswith(".tmp"))
                                         for p in self.folder.iterdir()):
+            if self.has_marker():  # another run made the cache since the first look (a cache
+                return  # writes its marker before any entry: entries seen, its marker is there)
             raise ConfigError(f"--cache-dir {self.folder}: not a queryeval call cache (no "
                               f"{MARKER} marker) and not empty; give a new or empty folder")
         try:
