@@ -34,9 +34,9 @@ def _run_rows(comp: Comparison) -> str:
     rows = []
     for letter, info in (("A", comp.run_a), ("B", comp.run_b)):
         rows.append(f"<tr><th>{letter}</th><td>{esc(info.get('label'))}</td>"
-                    f"<td>{esc(info.get('batch_id'))}</td><td>{esc(_source(info))}</td>"
-                    f"<td>{esc(json.dumps(info.get('task_options', {}), ensure_ascii=False))}</td>"
-                    f"<td>{esc(info.get('path'))}</td></tr>")
+                    f"<td>{esc(info.get('batch_id'))}</td><td class=\"path\">{esc(_source(info))}</td>"
+                    f"<td class=\"path\">{esc(json.dumps(info.get('task_options', {}), ensure_ascii=False))}</td>"
+                    f"<td class=\"path\">{esc(info.get('path'))}</td></tr>")
     return ("<table><thead><tr><th>run</th><th>label</th><th>batch</th><th>system</th>"
             "<th>task options</th><th>batch file</th></tr></thead><tbody>"
             f"{''.join(rows)}</tbody></table>")

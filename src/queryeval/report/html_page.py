@@ -29,7 +29,7 @@ pre{background:#f6f7f9;border:1px solid #e1e4ea;padding:6px 8px;overflow:auto;ma
 .case{border:1px solid #dfe2ea;border-radius:6px;padding:4px 14px 10px;margin:12px 0}.case:target{outline:3px solid #f0b429}
 ul.terms{margin:2px 0;padding-left:18px}.tag{background:#eef1f7;border-radius:3px;padding:0 4px;margin-right:3px;font-size:12px}
 a.back{font-size:12px;margin-left:8px}.note{color:#5a6275;font-size:12.5px}
-td{overflow-wrap:break-word}.scroll{overflow-x:auto}.reason,.wrap{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
+td{overflow-wrap:break-word}table.meta td,td.path,h1{overflow-wrap:anywhere}.scroll{overflow-x:auto}.reason,.wrap{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
 .banner{border:1px solid #e0a9a4;background:#fdf1f0;color:#7a1b14;border-radius:6px;padding:8px 14px;margin:10px 0}.banner ul{margin:4px 0;padding-left:20px}
 details.case>summary,details.fold>summary{cursor:pointer;padding:4px 0}details.case>summary{font-weight:600}
 table.rows td.hit{background:#e6f4ea}table.rows td.miss{background:#fdf1e6}.rowsbox{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px 24px;align-items:start}.rowsbox>div{min-width:0}

@@ -122,7 +122,7 @@
           el('td', {}, r.parent ? el('span', {'class': 'note', title: 'derived from ' + r.parent}, '↳ ') : null,
             el('a', {href: '#/run/' + enc(r.id), 'class': 'runlink'}, String(r.id).slice(0, 8))),
           el('td', {'class': 'label', title: String(r.label || '')}, r.label),
-          el('td', {}, r.task), el('td', {}, r.suite), el('td', {}, r.system),
+          el('td', {}, r.task), el('td', {'class': 'path'}, r.suite), el('td', {'class': 'path'}, r.system),
           el('td', {}, String(r.date || '').replace('T', ' ').slice(0, 19)), el('td', {}, status),
           num(r.cases), el('td', {'class': 'headline'}, Object.keys(r.metrics || {}).filter(
             /* the server says which figures are counts (ints in the metrics JSON), never the
@@ -146,7 +146,7 @@
           });
           count.textContent = shown + ' of ' + rows.length + ' runs';
         }});
-      show([el('h1', {}, 'Runs'), el('p', {'class': 'note'}, data.root),
+      show([el('h1', {}, 'Runs'), el('p', {'class': 'note path'}, data.root),
             el('div', {'class': 'bar'}, filter, button, count), table], '');
       widths();
       count.textContent = rows.length + ' of ' + rows.length + ' runs';
