@@ -124,9 +124,22 @@ def shared_data() -> Path:
     return data
 
 
+DEEP = ("a_folder_with_the_long_name_users_have",) * 5
+"""Where :func:`examples_dir` puts its copy of the examples, below a temporary folder: about
+200 characters with no hyphen or space a line could break at, so that what a test sees of a
+path (a page's layout, a console line, an error) is long whatever the checkout's own path."""
+
+
 @pytest.fixture(scope="session")
-def examples_dir() -> Path:
-    return EXAMPLES
+def examples_dir(tmp_path_factory) -> Path:
+    """A copy of the shipped examples, deep below a temporary folder (:data:`DEEP`): a test
+    reads the examples as a user's long path would hold them, and whatever it writes next to
+    them (a built database) stays out of the checkout."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("examples").joinpath(*DEEP, "examples")
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns("*.sqlite", "*.duckdb", "__pycache__"))
+    return copy
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ named ``<script>alert(1)</script>`` stay text in every chart. Screenshots go to
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 import queryeval as qe  # noqa: E402
+from conftest import DEEP  # noqa: E402
 from helpers.html_browser import HOSTILE, PNG_MAGIC, WebDriver, _answers_files  # noqa: E402
 from helpers.live_server import LiveServer  # noqa: E402
 from helpers.sdmx_variants import CANADA, FRANCE, GERMANY, USA  # noqa: E402
@@ -67,20 +67,12 @@ return {ok: document.body.getAttribute('data-ok'), client: client, scroll: doc.s
 """
 
 
-DEEP = ["a_folder_with_the_long_name_users_have"] * 5
-"""The examples and runs lie this deep (about 200 characters past the temporary folder, with
-no hyphen or space where a line may break): the suite, system and batch paths the pages show
-are long whatever the checkout's path, and a page must wrap them, never scroll sideways."""
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, examples_dir):
+    # the examples lie deep (tests/conftest.py's DEEP), and the runs as deep: every path a
+    # page shows is long whatever the checkout's path, and a page must wrap it
     tmp = tmp_path_factory.mktemp("charts-view")
-    deep = tmp.joinpath(*DEEP)
-    for name in ("sdmx", "retrieval"):
-        shutil.copytree(examples_dir / name, deep / "examples" / name)
-    examples_dir = deep / "examples"
-    root = deep / "runs"
+    root = tmp.joinpath(*DEEP, "runs")
 
     def sdmx(name: str, responses: Path, label: str) -> Path:
         return start_run(RunConfig(suite=str(examples_dir / "sdmx" / "suite"), name=label,
