@@ -266,6 +266,40 @@ def test_query_names():
             query_names(q)
 
 
+def test_the_postgresql_checks_parse_a_text_once_and_give_the_same_answers(monkeypatch):
+    """A gold and its mutants run on every candidate and neighbour: the statement check,
+    the names and the qualifier rewrite are remembered per text (per visible tables for the
+    rewrite), with the answers of the first call; a refused text raises every time; the
+    lists a caller gets are its own."""
+    import uuid
+
+    from queryeval.engines.query import sql_safety
+    from queryeval.engines.query.neighbours.pg import unqualify
+    from queryeval.engines.query.postgres import check_postgres
+
+    parsed = []
+    original = sql_safety.parse_one_select
+    monkeypatch.setattr(sql_safety, "parse_one_select",
+                        lambda sql, dialect: (parsed.append(sql), original(sql, dialect))[1])
+    tag = uuid.uuid4().hex  # texts no earlier test checked
+    accepted = f"SELECT e.name AS n_{tag} FROM public.emp e WHERE upper(e.name) > 'A'"
+    refused = f"SELECT pg_read_file('/etc/passwd') AS n_{tag}"
+    visible = [["public", "emp"]]
+    for _ in range(3):
+        check_postgres(accepted)
+        with pytest.raises(QueryRefused, match="pg_read_file"):
+            check_postgres(refused)
+        plain = unqualify(accepted, visible)
+        assert plain == f"SELECT e.name AS n_{tag} FROM emp e WHERE upper(e.name) > 'A'"
+        assert unqualify(accepted, []) == accepted
+        with pytest.raises(QueryRefused, match="with its schema"):
+            query_names(accepted)
+        relations, functions = query_names(plain)
+        assert (relations, functions) == (["emp"], ["upper"])
+        relations.append("mine")  # the caller's own list
+    assert [parsed.count(q) for q in (accepted, refused)] == [1, 3]
+
+
 def test_a_role_without_temporary_gets_one_line_and_the_run_goes_on(pg_server, tmp_path):
     db = pg_server.database("tspg_notemp", "CREATE TABLE emp (name text, salary int); "
                             "INSERT INTO emp VALUES ('bob', 120), ('al', 90); "
@@ -322,6 +356,47 @@ def test_a_neighbour_runs_only_on_its_temporary_tables(emp, tmp_path):
                 (r[0], r[1]) for r in rows["emp"]["rows"])
             assert engine.execute("SELECT count(*) FROM dept", timeout_s=10,
                                   max_rows=1).rows[0][0] == len(rows["dept"]["rows"])
+        runner.release()
+    assert temp_tables(emp["admin"]) == []
+
+
+def test_a_candidate_keeps_exactly_the_rows_its_constraints_let_in_one_by_one(emp, tmp_path):
+    """Loading a candidate: each row is its own INSERT, in order, so a refused row is left
+    out and the rest go in -- a duplicate key, a department that does not exist, and a
+    manager who comes later in the table (a foreign key to the same table is checked row by
+    row: one INSERT of all the rows would have let that row in). A candidate nothing refuses
+    goes in whole and in order, and a query reads back exactly the rows kept."""
+    from queryeval.engines.query.neighbours.pg_names import table_refs
+    from queryeval.engines.query.neighbours.pg_schema import to_schema
+
+    with PgRunner(emp["reader"]) as runner:
+        schema = to_schema(runner.schema(table_refs("SELECT name FROM emp"), 30))
+        schema.visible = []
+        columns = {t.name: [c.name for c in t.columns] for t in schema.tables}
+        assert columns == {"dept": ["id", "name"],
+                           "emp": ["id", "name", "salary", "dept_id", "manager_id"]}
+        refused = {"dept": [(1, "sales"), (1, "again"), (2, "research")],
+                   "emp": [(1, "ann", 10, 1, 2),  # her manager (2) is not in yet
+                           (2, "ben", 20, 2, None),
+                           (3, "cy", 30, 9, None),  # no department 9
+                           (4, "di", 40, 1, 4),  # her own manager: the row is whole
+                           (5, "ed", 50, 2, 2)]}
+        assert runner.write(schema, tmp_path / "a.json", refused) == {
+            "dept": [(1, "sales"), (2, "research")],
+            "emp": [(2, "ben", 20, 2, None), (4, "di", 40, 1, 4), (5, "ed", 50, 2, 2)]}
+        engine = PgFileEngine(runner, tmp_path / "a.json")
+        assert engine.execute("SELECT id FROM emp", timeout_s=10, max_rows=10).rows == [
+            (2,), (4,), (5,)]
+        whole = {"dept": [(2, "b"), (1, "a")], "emp": [(3, "c", 1, 1, None), (1, "a", 2, 2, 3)]}
+        assert runner.write(schema, tmp_path / "b.json", whole) == whole
+        engine = PgFileEngine(runner, tmp_path / "b.json")
+        assert engine.execute("SELECT id, manager_id FROM emp", timeout_s=10,
+                              max_rows=10).rows == [(3, None), (1, 3)]
+        assert json.loads((tmp_path / "a.json").read_text())["tables"]["dept"]["rows"] == [
+            [1, "sales"], [2, "research"]]
+        later = {"dept": [(1, "a")], "emp": [(1, "a", 1, 1, 2), (2, "b", 2, 1, None)]}
+        assert runner.write(schema, tmp_path / "c.json", later) == {  # only the order refuses
+            "dept": [(1, "a")], "emp": [(2, "b", 2, 1, None)]}
         runner.release()
     assert temp_tables(emp["admin"]) == []
 

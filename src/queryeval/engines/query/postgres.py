@@ -52,6 +52,7 @@ from queryeval.engines.query.base import (
     fetch_bounded,
 )
 from queryeval.engines.query.sql import _SqlEngine
+from queryeval.engines.query.sql_safety import remembered
 from queryeval.errors import ConfigError
 
 _DENIED_FUNCTIONS = re.compile(
@@ -91,7 +92,12 @@ def _name(node: Any) -> str:
 
 
 def check_postgres(sql: str) -> None:
-    """Raise :class:`QueryRefused` unless ``sql`` is one read-only query (module docstring)."""
+    """Raise :class:`QueryRefused` unless ``sql`` is one read-only query (module docstring).
+    An accepted text is parsed once a process (:func:`.sql_safety.remembered`)."""
+    _remembered_check(sql)
+
+
+def _check_postgres(sql: str) -> None:
     from sqlglot import exp
 
     from queryeval.engines.query.sql_safety import parse_one_select
@@ -107,6 +113,9 @@ def check_postgres(sql: str) -> None:
                                "other servers, settings, sessions, side effects or SQL text)")
         if isinstance(node, exp.Select) and node.args.get("locks"):
             raise QueryRefused("SELECT ... FOR UPDATE/SHARE is not allowed")
+
+
+_remembered_check = remembered(_check_postgres)
 
 
 def _refuse_unicode_identifiers(sql: str) -> None:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from queryeval.engines.query.base import QueryRefused
 
@@ -47,8 +48,10 @@ _PATHLIKE_RE = re.compile(r"[/\\:*?]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz
                           re.IGNORECASE)
 
 
+T = TypeVar("T")
+
 _MEMO_QUERIES, _MEMO_CHARS = 2048, 4096
-"""The answers :func:`check_sql` remembers: at most this many queries, each text of at most
+"""The answers :func:`remembered` keeps: at most this many queries, each text of at most
 this many characters (a gold and its mutants are checked again on every candidate
 database of a test-suite build, and a run's verdicts run them on every neighbour)."""
 
@@ -62,11 +65,24 @@ def check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
     which sqlite authorizes as an UPDATE of ``sqlite_master``).
 
     The answer is a function of the text and the dialect, so an accepted query is parsed
-    once a process (:data:`_MEMO_QUERIES` of at most :data:`_MEMO_CHARS` characters kept,
-    least recently used dropped first); a refused one raises and is never remembered."""
-    if type(sql) is str and len(sql) <= _MEMO_CHARS:
-        return _remembered_check(sql, dialect)
-    return _check_sql(sql, dialect)
+    once a process (:func:`remembered`); a refused one raises and is never remembered."""
+    return _remembered_check(sql, dialect)
+
+
+def remembered(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn(text, *hashable)``, a pure function of its arguments, remembered: at most
+    :data:`_MEMO_QUERIES` answers, each for a text of at most :data:`_MEMO_CHARS` characters
+    (least recently used dropped first; a longer text is computed every time). An exception
+    is never remembered. The answer is shared: it must not be mutable."""
+    memo = functools.lru_cache(maxsize=_MEMO_QUERIES)(fn)
+
+    @functools.wraps(fn)
+    def answer(text: str, *rest: Any) -> T:
+        if type(text) is str and len(text) <= _MEMO_CHARS:
+            return memo(text, *rest)
+        return fn(text, *rest)
+
+    return answer
 
 
 def _check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
@@ -117,7 +133,7 @@ def _check_sql(sql: str, dialect: Dialect) -> frozenset[str]:
     return frozenset(table_functions)
 
 
-_remembered_check = functools.lru_cache(maxsize=_MEMO_QUERIES)(_check_sql)
+_remembered_check = remembered(_check_sql)
 
 
 def _func_name(node: object) -> str:

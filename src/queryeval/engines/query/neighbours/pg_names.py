@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from queryeval.engines.query.base import QueryRefused
+from queryeval.engines.query.sql_safety import remembered
 
 
 def query_names(query: str) -> tuple[list[str], list[str]]:
@@ -14,7 +15,13 @@ def query_names(query: str) -> tuple[list[str], list[str]]:
     names folded to lower case; CTE names left out). Raises QueryRefused when a relation is
     named with its schema: on a neighbour that name would reach the real table, not the
     temporary copy. Text sqlglot cannot parse gives no relations (the worker's plan check
-    still holds)."""
+    still holds). A text is parsed once a process (:func:`.sql_safety.remembered`: a gold
+    and its mutants run on every candidate and neighbour)."""
+    relations, functions = _remembered_names(query)
+    return list(relations), list(functions)
+
+
+def _query_names(query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     import sqlglot
     from sqlglot import exp
     from sqlglot.dialects.postgres import Postgres
@@ -34,7 +41,7 @@ def query_names(query: str) -> tuple[list[str], list[str]]:
     try:
         tree = sqlglot.parse_one(query, read="postgres")
     except sqlglot.errors.SqlglotError:
-        return [], functions
+        return (), tuple(functions)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     relations: list[str] = []
     for table in tree.find_all(exp.Table):
@@ -49,7 +56,10 @@ def query_names(query: str) -> tuple[list[str], list[str]]:
         name = ident.this if ident.quoted else ident.this.lower()
         if name.lower() not in ctes and name not in relations:
             relations.append(name)
-    return relations, functions
+    return tuple(relations), tuple(functions)
+
+
+_remembered_names = remembered(_query_names)
 
 
 def table_refs(query: str) -> list[list[str | None]]:
@@ -93,7 +103,12 @@ def unqualify(query: str, visible: list[list[str]]) -> str:
     ``pg_table_is_visible``): the same query on the real database, and on a neighbour one
     that reaches its temporary copy. Only when provably so: the text changes only in those
     qualifiers, checked by parsing both (the rewritten tree must be the original's with
-    exactly those schema parts removed); otherwise ``query`` unchanged (and refused later)."""
+    exactly those schema parts removed); otherwise ``query`` unchanged (and refused later).
+    A text is rewritten once a process for each ``visible`` (:func:`.sql_safety.remembered`)."""
+    return _remembered_unqualify(query, tuple((s, n) for s, n in visible))
+
+
+def _unqualify(query: str, visible: tuple[tuple[str, str], ...]) -> str:
     import sqlglot
     from sqlglot import exp
     from sqlglot.dialects.postgres import Postgres
@@ -138,3 +153,6 @@ def unqualify(query: str, visible: list[list[str]]) -> str:
     except sqlglot.errors.SqlglotError:
         same = False
     return rewritten if same else query
+
+
+_remembered_unqualify = remembered(_unqualify)

@@ -8,9 +8,12 @@ A neighbour lives in this connection's **temporary tables** (``pg_temp``: sessio
 invisible to every other session, dropped with the session): ``load`` drops the previous
 ones, creates the tables (the parent's DDL, one prepared statement each, so one statement)
 in a read-write transaction, then inserts the rows in a **READ ONLY** transaction (the
-server lets a read-only transaction write temporary tables only), each row under a
-savepoint so that a row a constraint refuses is left out. Nothing of the user's tables is
-written. Requests:
+server lets a read-only transaction write temporary tables only), each row its own
+``INSERT`` (a foreign key to the same table is checked row by row). A table's rows are sent
+together under one savepoint; when a constraint refuses one, that savepoint is rolled back
+and each row goes in under a savepoint of its own, so that only the refused rows are left
+out (the temporary tables have no sequence or default a rolled-back row could have used).
+Nothing of the user's tables is written. Requests:
 
 * ``{"op": "schema", "relations", "timeout_s"}``: :func:`.pg_schema.read_catalog`;
 * ``{"op": "load", "key", "ddl", "tables", "timeout_s"}``: ``{"kept": {table: [row index]}}``;
@@ -158,9 +161,17 @@ class NeighbourSession(PostgresSession):
                 sql.Identifier("pg_temp", t["name"]),
                 sql.SQL(", ").join(sql.Identifier(c) for c in t["columns"]),
                 sql.SQL(", ").join(sql.Placeholder() for _ in t["columns"]))
+            rows = [[Jsonb(v) if isinstance(v, dict) else v for v in row] for row in t["rows"]]
+            try:  # each row its own INSERT, as below, sent together under one savepoint
+                with conn.transaction():
+                    conn.cursor().executemany(insert, rows)
+                kept[t["name"]] = list(range(len(rows)))
+                continue
+            except psycopg.Error:  # a row was refused: all rolled back, then one by one
+                if conn.broken:
+                    raise
             kept[t["name"]] = []
-            for i, row in enumerate(t["rows"]):
-                values = [Jsonb(v) if isinstance(v, dict) else v for v in row]
+            for i, values in enumerate(rows):
                 try:
                     with conn.transaction():  # a savepoint: a refused row is left out
                         conn.execute(insert, values)
