@@ -7,7 +7,9 @@
 Starts a throw-away PostgreSQL cluster from Debian's binaries (tests/helpers/pg_server.py), loads
 examples/testsuite/emp.sql into it, and measures as bench/testsuite.py does (plain, cold,
 warm; verdict and generation executions per case) for the suite pointed at the server and
-at the sqlite file built from the same SQL.
+at the sqlite file built from the same SQL; then the cost of one candidate's load into the
+worker's temporary tables, kept from the candidate before (emptied by ``TRUNCATE``) against
+created afresh, measured interleaved in one worker.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
                               folder / "predictions.jsonl", args.n, work / "runs"),
                 bench.measure("testsuite postgres", folder / "suite_pg.yaml",
                               folder / "predictions.jsonl", args.n, work / "runs")]
+        loads = load_costs(db["reader"], work / "loads")
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -74,6 +77,40 @@ def main(argv: list[str] | None = None) -> None:
     pg_row, lite = rows[1], rows[0]
     print(f"postgres / sqlite: warm {pg_row['warm_s'] / lite['warm_s']:.1f}x, "
           f"cold {pg_row['cold_s'] / lite['cold_s']:.1f}x (same run, same machine)")
+    print(f"a candidate's load (2 + 20 rows), median of {LOADS} each, interleaved: tables kept "
+          f"(TRUNCATE) {loads['kept']:.2f} ms, created (drop + create) {loads['created']:.2f} "
+          f"ms: {loads['kept'] / loads['created']:.2f}x")
+
+
+LOADS = 60
+
+
+def load_costs(url: str, folder: Path) -> dict[str, float]:
+    """Median milliseconds of loading one candidate of the example's schema when the worker
+    holds the same tables (kept and emptied) and when it holds none (dropped first: created),
+    the two interleaved in one worker."""
+    import time
+
+    from queryeval.engines.query.neighbours.pg import PgRunner
+    from queryeval.engines.query.neighbours.pg_names import table_refs
+    from queryeval.engines.query.neighbours.pg_schema import to_schema
+
+    folder.mkdir(parents=True)
+    rows = {"dept": [(1, "sales"), (2, "research")],
+            "emp": [(i, f"e{i}", 10 * i, 1 + i % 2, None if i == 1 else 1) for i in range(1, 21)]}
+    times: dict[str, list[float]] = {"kept": [], "created": []}
+    with PgRunner(url) as runner:
+        schema = to_schema(runner.schema(table_refs("SELECT name FROM emp"), 30))
+        schema.visible = []
+        runner.write(schema, folder / "first.json", rows)
+        for i in range(LOADS):
+            for kind in ("kept", "created"):
+                t0 = time.perf_counter()
+                if kind == "created":
+                    runner.release()  # drops the tables (timed: a load did so before)
+                runner.write(schema, folder / f"{kind}{i}.json", rows)
+                times[kind].append(1000 * (time.perf_counter() - t0))
+    return {k: sorted(v)[len(v) // 2] for k, v in times.items()}
 
 
 if __name__ == "__main__":

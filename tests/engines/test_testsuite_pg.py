@@ -401,6 +401,49 @@ def test_a_candidate_keeps_exactly_the_rows_its_constraints_let_in_one_by_one(em
     assert temp_tables(emp["admin"]) == []
 
 
+def test_a_neighbour_with_the_loaded_ddl_reuses_the_tables_with_fresh_storage(emp, tmp_path):
+    """The next candidate of the same schema keeps the temporary tables (same oid: no
+    DROP/CREATE) but gets fresh storage (TRUNCATE: a new relfilenode), so its rows lie in
+    the order they went in, as in a table just created -- a scan without ORDER BY reads
+    them so -- and nothing of the candidate before is left; a schema with other DDL
+    creates its tables afresh."""
+    from queryeval.engines.query.neighbours.pg_names import table_refs
+    from queryeval.engines.query.neighbours.pg_schema import to_schema
+
+    def storage() -> dict[str, tuple[int, int]]:
+        with psycopg.connect(emp["admin"], autocommit=True) as con:
+            return {r[0]: (r[1], r[2]) for r in con.execute(
+                "SELECT relname, oid, relfilenode FROM pg_class WHERE relpersistence = 't' "
+                "AND relkind = 'r' AND relname IN ('emp', 'dept')").fetchall()}
+
+    with PgRunner(emp["reader"]) as runner:
+        both = to_schema(runner.schema(table_refs("SELECT name FROM emp"), 30))
+        both.visible = []
+        first = {"dept": [(1, "a"), (2, "b")],
+                 "emp": [(i, f"e{i}", i, 1 + i % 2, None) for i in range(1, 41)]}
+        runner.write(both, tmp_path / "a.json", first)
+        before = storage()
+        second = {"dept": [(3, "c")], "emp": [(7, "x", 1, 3, None), (2, "y", 2, 3, 7),
+                                              (5, "z", 3, 3, 2)]}
+        assert runner.write(both, tmp_path / "b.json", second) == second
+        after = storage()
+        assert sorted(after) == sorted(before) == ["dept", "emp"]
+        for name in ("dept", "emp"):
+            assert after[name][0] == before[name][0]  # the same table
+            assert after[name][1] != before[name][1]  # its storage new
+        engine = PgFileEngine(runner, tmp_path / "b.json")
+        assert engine.execute("SELECT id, manager_id FROM emp", timeout_s=10,
+                              max_rows=100).rows == [(7, None), (2, 7), (5, 2)]
+        assert engine.execute("SELECT id FROM dept", timeout_s=10, max_rows=10).rows == [(3,)]
+        only_dept = to_schema(runner.schema(table_refs("SELECT name FROM dept"), 30))
+        only_dept.visible = []
+        runner.write(only_dept, tmp_path / "c.json", {"dept": [(4, "d")]})
+        fresh = storage()
+        assert list(fresh) == ["dept"] and fresh["dept"][0] != after["dept"][0]
+        runner.release()
+    assert temp_tables(emp["admin"]) == []
+
+
 def test_a_search_path_that_puts_the_real_tables_first_is_refused(pg_server, tmp_path):
     """A role whose search_path names pg_temp after public: unqualified names reach the real
     tables even with the temporary copies in place. The gold's probe on an empty neighbour

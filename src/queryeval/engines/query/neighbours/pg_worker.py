@@ -6,8 +6,11 @@ queryeval.engines.query.neighbours.pg_worker MEMORY_BYTES``; the settings frame 
 
 A neighbour lives in this connection's **temporary tables** (``pg_temp``: session-local,
 invisible to every other session, dropped with the session): ``load`` drops the previous
-ones, creates the tables (the parent's DDL, one prepared statement each, so one statement)
-in a read-write transaction, then inserts the rows in a **READ ONLY** transaction (the
+ones and creates the tables (the parent's DDL, one prepared statement each, so one
+statement) in a read-write transaction -- or, when the DDL is the one loaded (the next
+candidate of the same gold), keeps them and empties them all with one ``TRUNCATE`` (fresh
+storage: the rows lie in insertion order and the planner sees a new table, as after a
+create, without the catalog work of dropping and creating) --, then inserts the rows in a **READ ONLY** transaction (the
 server lets a read-only transaction write temporary tables only), each row its own
 ``INSERT`` (a foreign key to the same table is checked row by row). A table's rows are sent
 together under one savepoint; when a constraint refuses one, that savepoint is rolled back
@@ -51,6 +54,8 @@ class NeighbourSession(PostgresSession):
         """The temporary tables of the loaded neighbour (its own and empty copies)."""
         self.temp_schema: str | None = None
         self._query, self._functions = "", ()
+        self._ddl: list[str] | None = None
+        """The DDL of the temporary tables now created (None: none are)."""
 
     # --- requests ------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> tuple[str, Any]:
@@ -123,9 +128,7 @@ class NeighbourSession(PostgresSession):
 
         conn = self._conn
         try:
-            names = [r[0] for r in self._rw(30.0).execute(
-                "SELECT c.relname FROM pg_class c WHERE c.relnamespace = pg_my_temp_schema() "
-                "AND c.relkind IN ('r', 'p') ORDER BY c.oid").fetchall()]
+            names = _temp_tables(self._rw(30.0))
             if names:
                 conn.execute(sql.SQL("DROP TABLE {} CASCADE").format(sql.SQL(", ").join(
                     sql.Identifier("pg_temp", n) for n in names)))
@@ -134,6 +137,7 @@ class NeighbourSession(PostgresSession):
             self._read_only()
             self.key = None
             self.tables = set()
+            self._ddl = None
 
     def load(self, key: str, ddl: list[str], tables: list[dict], timeout_s: float) -> dict:
         """Create the neighbour's temporary tables and insert its rows (module docstring);
@@ -142,17 +146,11 @@ class NeighbourSession(PostgresSession):
         from psycopg import sql
         from psycopg.types.json import Jsonb
 
-        self.drop()
-        conn = self._rw(timeout_s)
-        try:
-            for statement in ddl:
-                if not statement.startswith(("CREATE TEMPORARY TABLE pg_temp.",
-                                             "ALTER TABLE pg_temp.")):
-                    raise QueryRefused("a neighbour's DDL creates only temporary tables")
-                conn.execute(statement, prepare=True)  # prepared: exactly one statement
-            self._commit_temp_tables(conn)
-        finally:
-            self._read_only()
+        if ddl == self._ddl:
+            self._empty(timeout_s)
+        else:
+            self._create(ddl, timeout_s)
+        conn = self._conn
         kept: dict[str, list[int]] = {}
         conn.execute("SELECT set_config('statement_timeout', %s, true)",  # BEGIN READ ONLY
                      (f"{max(1, int(timeout_s * 1000))}ms",))
@@ -182,8 +180,43 @@ class NeighbourSession(PostgresSession):
                 kept[t["name"]].append(i)
         conn.commit()
         self.key = key
-        self.tables = {t["name"] for t in tables}
+        self.tables |= {t["name"] for t in tables}
         return kept
+
+    def _create(self, ddl: list[str], timeout_s: float) -> None:
+        """Drop every temporary table, then create the neighbour's from its DDL."""
+        self.drop()
+        conn = self._rw(timeout_s)
+        try:
+            for statement in ddl:
+                if not statement.startswith(("CREATE TEMPORARY TABLE pg_temp.",
+                                             "ALTER TABLE pg_temp.")):
+                    raise QueryRefused("a neighbour's DDL creates only temporary tables")
+                conn.execute(statement, prepare=True)  # prepared: exactly one statement
+            self._commit_temp_tables(conn)
+        finally:
+            self._read_only()
+        self._ddl = list(ddl)
+
+    def _empty(self, timeout_s: float) -> None:
+        """Empty every temporary table of this session (committed) and keep the tables, for
+        a neighbour with the DDL of the one loaded. ``TRUNCATE`` gives each table fresh
+        storage and statistics, so its rows lie in the order they are inserted and the
+        planner sees what it would in a table just created (``DELETE`` would leave them
+        after the dead rows or in their space, in more pages)."""
+        from psycopg import sql
+
+        self.key = None
+        conn = self._rw(timeout_s)
+        try:
+            names = _temp_tables(conn)
+            if names:
+                conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
+                    sql.Identifier("pg_temp", n) for n in names)))
+            conn.commit()
+        finally:
+            self._read_only()
+        self.tables = set(names)
 
     def shadow(self, names: list[str]) -> None:
         """An empty temporary copy (``LIKE``: its columns and NOT NULL) of each ordinary
@@ -274,6 +307,13 @@ class NeighbourSession(PostgresSession):
             except psycopg.Error:
                 pass
         super().close()
+
+
+def _temp_tables(conn: Any) -> list[str]:
+    """The names of this session's temporary tables, oldest first."""
+    return [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relnamespace = pg_my_temp_schema() "
+        "AND c.relkind IN ('r', 'p') ORDER BY c.oid").fetchall()]
 
 
 def _query_error(exc: Exception) -> Exception:
