@@ -21,14 +21,33 @@ Both are deterministic from a seed and cached per gold under the queryeval cache
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from queryeval.engines.query.neighbours.distill import NeighbourSet, sql_neighbours
-from queryeval.engines.query.neighbours.graphs import sparql_neighbours
-from queryeval.engines.query.neighbours.pg import pg_neighbours
+if TYPE_CHECKING:
+    from queryeval.engines.query.neighbours.distill import NeighbourSet, sql_neighbours
+    from queryeval.engines.query.neighbours.graphs import sparql_neighbours
+    from queryeval.engines.query.neighbours.pg import pg_neighbours
+
+# Imported when first asked for: a sandboxed worker that imports one module of this package
+# (pg_worker, the neighbour runner's) does not pay for the builders it never runs.
+_LAZY = {
+    "NeighbourSet": "queryeval.engines.query.neighbours.distill",
+    "sql_neighbours": "queryeval.engines.query.neighbours.distill",
+    "sparql_neighbours": "queryeval.engines.query.neighbours.graphs",
+    "pg_neighbours": "queryeval.engines.query.neighbours.pg",
+}
 
 __all__ = ["NeighbourSet", "cache_root", "database_rows", "pg_neighbours", "sparql_neighbours",
            "sql_neighbours", "under_constrained"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def cache_root() -> Path:
@@ -92,9 +111,11 @@ def under_constrained(gold: str, source: str | Path, n: int = 20, seed: int = 0,
     ``postgresql://`` URL builds them on the server (:func:`.pg.pg_neighbours`); a gold
     the neighbours cannot run there (a schema-qualified name, a view, no TEMPORARY
     privilege) has none to report."""
+    from queryeval.engines.query.neighbours.distill import sql_neighbours
+
     if str(source).startswith(("postgresql://", "postgres://")):
         from queryeval.engines.query.base import QueryRefused
-        from queryeval.engines.query.neighbours.pg import NoTempPrivilege
+        from queryeval.engines.query.neighbours.pg import NoTempPrivilege, pg_neighbours
 
         try:
             built = pg_neighbours(str(source), gold, n, seed=seed, cache_dir=cache_dir)
