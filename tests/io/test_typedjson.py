@@ -112,9 +112,17 @@ def test_a_value_with_no_json_form_is_an_error_on_its_case():
 @pytest.fixture(scope="module")
 def typed_run(tmp_path_factory):
     """A --test-suite run over a DuckDB table of every awkward type: one prediction right by
-    accident on the shipped rows (refuted on a neighbour), one over the typed columns."""
+    accident on the shipped rows (refuted on a neighbour), one over the typed columns. Its
+    neighbours go to a cache of its own, so that the test that reads them back sees no
+    other test's files (the session's cache is shared by the xdist workers)."""
     duckdb = pytest.importorskip("duckdb")
     folder = tmp_path_factory.mktemp("typed")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QUERYEVAL_CACHE_DIR", str(folder / "cache"))
+        yield _typed_run(duckdb, folder)
+
+
+def _typed_run(duckdb, folder: Path):
     db = folder / "t.duckdb"
     conn = duckdb.connect(str(db))
     conn.execute("CREATE TABLE emp(name VARCHAR, salary INTEGER, uid UUID, dur INTERVAL, "
