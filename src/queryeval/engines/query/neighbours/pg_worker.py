@@ -124,15 +124,8 @@ class NeighbourSession(PostgresSession):
 
     def drop(self) -> None:
         """Drop every temporary table of this session (committed: the session goes on)."""
-        from psycopg import sql
-
-        conn = self._conn
         try:
-            names = _temp_tables(self._rw(30.0))
-            if names:
-                conn.execute(sql.SQL("DROP TABLE {} CASCADE").format(sql.SQL(", ").join(
-                    sql.Identifier("pg_temp", n) for n in names)))
-            conn.commit()
+            _every_temp_table(self._rw(30.0), "DROP TABLE {} CASCADE")
         finally:
             self._read_only()
             self.key = None
@@ -204,16 +197,9 @@ class NeighbourSession(PostgresSession):
         storage and statistics, so its rows lie in the order they are inserted and the
         planner sees what it would in a table just created (``DELETE`` would leave them
         after the dead rows or in their space, in more pages)."""
-        from psycopg import sql
-
         self.key = None
-        conn = self._rw(timeout_s)
         try:
-            names = _temp_tables(conn)
-            if names:
-                conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
-                    sql.Identifier("pg_temp", n) for n in names)))
-            conn.commit()
+            names = _every_temp_table(self._rw(timeout_s), "TRUNCATE {}")
         finally:
             self._read_only()
         self.tables = set(names)
@@ -309,11 +295,19 @@ class NeighbourSession(PostgresSession):
         super().close()
 
 
-def _temp_tables(conn: Any) -> list[str]:
-    """The names of this session's temporary tables, oldest first."""
-    return [r[0] for r in conn.execute(
+def _every_temp_table(conn: Any, statement: str) -> list[str]:
+    """``statement`` (``DROP TABLE {}``, ``TRUNCATE {}``) on all of this session's temporary
+    tables at once, committed; their names, oldest first."""
+    from psycopg import sql
+
+    names = [r[0] for r in conn.execute(
         "SELECT c.relname FROM pg_class c WHERE c.relnamespace = pg_my_temp_schema() "
         "AND c.relkind IN ('r', 'p') ORDER BY c.oid").fetchall()]
+    if names:
+        conn.execute(sql.SQL(statement).format(sql.SQL(", ").join(
+            sql.Identifier("pg_temp", n) for n in names)))
+    conn.commit()
+    return names
 
 
 def _query_error(exc: Exception) -> Exception:
