@@ -444,6 +444,59 @@ def test_a_neighbour_with_the_loaded_ddl_reuses_the_tables_with_fresh_storage(em
     assert temp_tables(emp["admin"]) == []
 
 
+def test_a_verdict_check_leaves_its_tables_for_the_next_neighbour(emp, tmp_path, monkeypatch):
+    """The verdict's check of a neighbour (``_open``: a worker of the run's pool lent for it)
+    leaves the temporary tables loaded: the next neighbour of the same set in that worker
+    keeps them (same oid) and gets fresh storage (TRUNCATE) instead of a drop and a create;
+    a query on the real tables drops them first, and none outlives the run's workers."""
+    from types import SimpleNamespace
+
+    from queryeval.engines.query.neighbours.pg import ORIGINAL
+    from queryeval.engines.query.neighbours.pg_names import table_refs
+    from queryeval.engines.query.neighbours.pg_schema import to_schema
+    from queryeval.engines.query.worker_handle import close_all
+    from queryeval.tasks.query import testsuite
+
+    def storage() -> dict[str, tuple[int, int]]:
+        with psycopg.connect(emp["admin"], autocommit=True) as con:
+            return {r[0]: (r[1], r[2]) for r in con.execute(
+                "SELECT relname, oid, relfilenode FROM pg_class WHERE relpersistence = 't' "
+                "AND relkind = 'r' AND relname IN ('emp', 'dept')").fetchall()}
+
+    with PgRunner(emp["reader"]) as builder:
+        both = to_schema(builder.schema(table_refs("SELECT name FROM emp"), 30))
+        both.visible = []
+        builder.write(both, tmp_path / "a.json", {"dept": [(1, "a")],
+                                                  "emp": [(1, "p", 5, 1, None)]})
+        builder.write(both, tmp_path / "b.json", {"dept": [(2, "b")],
+                                                  "emp": [(2, "q", 6, 2, None)]})
+        builder.release()
+    monkeypatch.setattr(testsuite, "WORKERS", 1)  # one worker: every check lands in it
+    suite = testsuite.TestSuite(0, 0)
+    task = SimpleNamespace(test_suite=suite)
+    original = SimpleNamespace(dialect="postgres", url=emp["reader"], memory_limit_bytes=None)
+    try:
+        with testsuite._open(task, tmp_path / "a.json", "sql", original) as engine:
+            assert engine.execute("SELECT name FROM emp", timeout_s=10,
+                                  max_rows=10).rows == [("p",)]
+        first = storage()
+        assert sorted(first) == ["dept", "emp"]  # still loaded after the check
+        with testsuite._open(task, tmp_path / "b.json", "sql", original) as engine:
+            assert engine.execute("SELECT name FROM emp", timeout_s=10,
+                                  max_rows=10).rows == [("q",)]
+        second = storage()
+        for name in ("dept", "emp"):
+            assert second[name][0] == first[name][0]  # the same table
+            assert second[name][1] != first[name][1]  # its storage new
+        with suite.runner("postgres", None, emp["reader"]) as runner:
+            _, rows, _ = runner.run(ORIGINAL, "SELECT count(*) FROM emp", 10, 10)
+            assert rows[0][0] > 1  # the real table, not a neighbour's one row
+        assert storage() == {}
+    finally:
+        close_all(suite.release())
+    assert temp_tables(emp["admin"]) == []
+
+
 def test_a_search_path_that_puts_the_real_tables_first_is_refused(pg_server, tmp_path):
     """A role whose search_path names pg_temp after public: unqualified names reach the real
     tables even with the temporary copies in place. The gold's probe on an empty neighbour

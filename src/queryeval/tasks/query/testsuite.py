@@ -249,14 +249,11 @@ def _open(task: Any, path: Path, language: str, original: Any) -> Iterator[Any]:
     if getattr(original, "dialect", "") == "postgres":
         from queryeval.engines.query.neighbours.pg import PgFileEngine
 
+        # the neighbour's temporary tables stay loaded after its check: the next neighbour
+        # of the same tables empties them with one TRUNCATE instead of a drop and a create,
+        # a query on the real tables drops them first, and they end with the run's workers
         with task.test_suite.runner("postgres", memory, original.url) as runner:
-            try:
-                yield PgFileEngine(runner, path)
-            finally:
-                try:  # no temporary table outlives the check of its neighbour
-                    runner.release()
-                except Exception:  # noqa: BLE001 - a worker that died took its tables with it
-                    pass
+            yield PgFileEngine(runner, path)
         return
     dialect = "duckdb" if path.suffix == ".duckdb" else "sqlite"
     with task.test_suite.runner(dialect, memory) as runner:
