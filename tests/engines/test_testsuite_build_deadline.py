@@ -1,4 +1,4 @@
-"""One deadline for the whole neighbour build of a gold (docs/test-suite.md, "Cost"): each
+"""One deadline for the whole neighbour build of a gold (docs/test-suite.md, "Safety"): each
 step (schema, a mutant, a candidate's write and queries) has its own timeout, but a schema
 that makes every step slow used to cost steps x timeout_s. Now the build stops at the
 task's ``score_timeout_s``: the cases of that gold are unknown with the reason, nothing is

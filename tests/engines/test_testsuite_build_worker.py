@@ -1,5 +1,5 @@
 """A run's SQL neighbour builds share one sandboxed build worker (docs/test-suite.md,
-"Cost"): one worker start per run and dialect, not one per gold; the sets it builds are the
+"Safety"): one worker start per run and dialect, not one per gold; the sets it builds are the
 ones a build on its own worker makes, file for file."""
 
 from __future__ import annotations
