@@ -41,6 +41,7 @@ CREATE TABLE other.emp (id int PRIMARY KEY, name text);
 INSERT INTO other.emp VALUES (1, 'zed');
 GRANT USAGE ON SCHEMA other TO reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA other TO reader;
+CREATE TABLE audit (id int PRIMARY KEY, note text);
 """
 # The example's verdicts (docs/test-suite.md; the same on sqlite, tests/matrix/test_matrix_testsuite.py)
 EXPECTED = {"high-earners": 0.0, "not-at-most-100": 1.0, "staff-and-departments": 1.0,
@@ -144,6 +145,24 @@ def test_equivalent_rewrites_stay_equal_and_near_misses_fall(emp, tmp_path):
         rec = one_case(emp["reader"], gold, pred, tmp_path / str(abs(hash(pred))))
         assert rec["scores"]["exact_match_f1"] == 1.0, (pred, rec["scores"])
         assert rec["scores"]["test_suite_match"] == expected, (pred, rec["test_suite"])
+
+
+def test_a_prediction_reading_a_table_the_neighbours_do_not_hold_gives_no_verdict(emp, tmp_path):
+    """The neighbours hold the gold's tables (emp and its foreign-key parent dept); a table
+    only the prediction reads (audit, empty on the server) is an empty copy on every one of
+    them, so a prediction that returns nothing once audit has a row agreed everywhere: that
+    was 1.0, now unknown, naming the table."""
+    gold = "SELECT name FROM emp WHERE salary > 100"
+    rec = one_case(emp["reader"], gold, gold + " AND NOT EXISTS (SELECT 1 FROM audit)",
+                   tmp_path / "audit")
+    assert rec["scores"]["exact_match_f1"] == 1.0, rec["scores"]
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    assert rec["test_suite"]["unseen_tables"] == ["audit"]
+    joined = one_case(emp["reader"], gold, "SELECT e.name FROM emp e LEFT JOIN dept d ON "
+                      "d.id = e.dept_id WHERE e.salary > 100",
+                      tmp_path / "dept")  # dept: the gold's foreign-key parent, filled
+    assert joined["scores"]["test_suite_match"] == 1.0, joined["test_suite"]
+    assert "unseen_tables" not in joined["test_suite"]
 
 
 @pytest.mark.parametrize(("gold", "pred", "expected"), [

@@ -219,6 +219,92 @@ def test_a_table_the_gold_reads_that_no_row_goes_into_gives_no_verdict(tmp_path,
     assert len(sql_neighbours(db, "sqlite", HIGH, 5, cache_dir=tmp_path / "c").neighbours) == 5
 
 
+UNFILLABLE = """
+    CREATE TABLE emp (id INTEGER PRIMARY KEY, name TEXT NOT NULL, salary INTEGER);
+    CREATE TABLE t (x INTEGER NOT NULL CHECK (x > 1000000));
+    CREATE VIEW vt AS SELECT x FROM t;
+    CREATE VIEW vvt AS SELECT x FROM vt;
+    CREATE VIEW rich AS SELECT name, salary FROM emp WHERE salary > 100;
+    """ + EMP_ROWS + ";"
+
+
+@pytest.mark.parametrize("view", ["vt", "vvt"])
+def test_a_gold_reading_an_empty_table_through_a_view_gives_no_verdict(tmp_path, monkeypatch,
+                                                                       view):
+    """The table the gold reads through a view (or a view of a view) never gets a row:
+    every neighbour has it empty, as when the gold names it. A prediction that is wrong
+    wherever the table holds a row above 2,000,000 was "equal on the original and all 5
+    neighbours", 1.0."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _sqlite(tmp_path / "v.sqlite", UNFILLABLE)
+    gold = f"SELECT count(*) FROM {view}"
+    built = sql_neighbours(db, "sqlite", gold, 5, cache_dir=tmp_path / "c")
+    assert built.neighbours == [] and "into t " in built.reason
+    rec = _run(tmp_path, db, gold, f"SELECT count(*) FROM {view} WHERE x < 2000000")
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    assert "no row could be written into t " in rec["test_suite"]["reason"]
+
+
+def test_a_gold_over_a_view_of_a_table_that_fills_is_judged(tmp_path, monkeypatch):
+    """A view of a table that does fill is followed to it and judged as the table itself:
+    the prediction right by accident on the original is refuted, the equivalent one is
+    equal on every neighbour."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _sqlite(tmp_path / "v.sqlite", UNFILLABLE)
+    gold = "SELECT name FROM rich"
+    built = sql_neighbours(db, "sqlite", gold, 5, cache_dir=tmp_path / "c")
+    assert len(built.neighbours) == 5 and built.filled == ["emp"]
+    assert built.views["vvt"] == ["vt"] and built.views["rich"] == ["emp"]
+    wrong = _run(tmp_path, db, gold, "SELECT name FROM emp WHERE name IN ('bob', 'carol')")
+    assert wrong["scores"]["test_suite_match"] == 0.0, wrong["test_suite"]
+    same = _run(tmp_path, db, gold, "SELECT name FROM emp WHERE salary > 100")
+    assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
+
+
+@pytest.mark.parametrize("reads", ["t", "vt"])
+def test_a_prediction_reading_a_table_no_neighbour_fills_gives_no_verdict(tmp_path,
+                                                                          monkeypatch, reads):
+    """The gold reads only emp, which fills; the prediction also reads t (or t through a
+    view), which no neighbour holds a row of: both agree on every neighbour, but only
+    because t is empty on each -- the prediction counts nothing once t has a row. That was
+    1.0; now unknown, naming the table."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _sqlite(tmp_path / "v.sqlite", UNFILLABLE)
+    gold = "SELECT count(*) FROM emp"
+    rec = _run(tmp_path, db, gold,
+               f"SELECT count(*) FROM emp WHERE NOT EXISTS (SELECT 1 FROM {reads})")
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    assert rec["test_suite"]["unseen_tables"] == ["t"]
+    assert "the prediction reads t, which no neighbour holds a row of" in \
+        rec["test_suite"]["reason"]
+    # a prediction on the tables that fill is judged as before
+    plain = _run(tmp_path, db, gold, "SELECT count(id) FROM emp")
+    assert plain["scores"]["test_suite_match"] == 1.0, plain["test_suite"]
+
+
+def test_a_cached_set_that_did_not_record_its_tables_is_built_again(tmp_path):
+    """A manifest written before the sets recorded which tables hold rows cannot say which
+    a prediction finds empty: it is built again (the same neighbours), not reused."""
+    import json
+
+    from queryeval.engines.query.neighbours.distill import cached_set
+
+    db = _sqlite(tmp_path / "v.sqlite", UNFILLABLE)
+    built = sql_neighbours(db, "sqlite", HIGH, 5, cache_dir=tmp_path / "c")
+    assert cached_set(built.folder, "sqlite") is not None
+    manifest = built.folder / "manifest.json"
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    for key in ("tables", "filled", "views"):
+        doc.pop(key)
+    for nb in doc["neighbours"]:
+        nb.pop("tables")
+    manifest.write_text(json.dumps(doc), encoding="utf-8")
+    assert cached_set(built.folder, "sqlite") is None
+    again = sql_neighbours(db, "sqlite", HIGH, 5, cache_dir=tmp_path / "c")
+    assert not again.cached and [nb.rows for nb in again.neighbours] == \
+        [nb.rows for nb in built.neighbours] and again.filled == ["emp"]
+
+
 def test_the_schema_wire_form_is_asdicts_structure_and_reads_back():
     """What the builder sends the worker with every candidate write: ``dataclasses.asdict``'s
     structure exactly (every field, tuples kept), read back to an equal schema, with the

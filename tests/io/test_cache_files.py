@@ -109,16 +109,24 @@ def test_a_neighbour_set_written_before_hits_and_a_corrupt_one_is_a_miss(tmp_pat
     folder.mkdir()
     (folder / "neighbour_000.sqlite").write_bytes(b"")
     manifest = folder / "manifest.json"
-    manifest.write_text(json.dumps({  # as the builder before wrote it (indent=1)
+    doc = {  # as the builder writes it (indent=1)
         "folder": "/elsewhere", "dialect": "sqlite", "mutants": [["op", "SELECT 2"]],
-        "neighbours": [{"file": "neighbour_000.sqlite", "rows": 3, "kills": ["SELECT 2"]}],
+        "neighbours": [{"file": "neighbour_000.sqlite", "rows": 3, "kills": ["SELECT 2"],
+                        "tables": ["t"]}],
         "refuted_on_original": [], "survivors": [], "candidates": 5, "executions": 11,
-        "seconds": 0.5, "empty_candidates": 1, "reason": ""}, indent=1), encoding="utf-8")
+        "seconds": 0.5, "empty_candidates": 1, "reason": "", "tables": ["t", "u"],
+        "filled": ["t"], "views": {"v": ["u"]}}
+    manifest.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     got = cached_set(folder, "sqlite")
     assert got is not None and got.cached and got.folder == folder
-    assert [(nb.file, nb.rows, nb.kills) for nb in got.neighbours] == \
-        [("neighbour_000.sqlite", 3, ["SELECT 2"])]
+    assert [(nb.file, nb.rows, nb.kills, nb.tables) for nb in got.neighbours] == \
+        [("neighbour_000.sqlite", 3, ["SELECT 2"], ["t"])]
     assert (got.candidates, got.executions, got.empty_candidates) == (5, 11, 1)
+    assert (got.tables, got.filled, got.views) == (["t", "u"], ["t"], {"v": ["u"]})
+    for key in ("tables", "filled", "views"):  # as a builder before wrote it: which
+        doc.pop(key)  # tables hold rows unknown, so it is built again
+    manifest.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    assert cached_set(folder, "sqlite") is None
     manifest.write_text('{"neighbours": [', encoding="utf-8")  # truncated
     assert cached_set(folder, "sqlite") is None
     manifest.write_text('{"neighbours": [{"nope": 1}]}', encoding="utf-8")  # other layout

@@ -441,6 +441,14 @@ def verdict(task: Any, record: dict, golds: list[tuple[dict, str | None]], pred:
         return done(None, f"equal on the original and all {len(built.neighbours)} neighbours, "
                           f"but it is a near-miss of the gold ({loose}) that no neighbour "
                           "tells apart from it and that is not provably equivalent: unproven")
+    from queryeval.engines.query.neighbours.distill import unseen_tables
+
+    unseen = unseen_tables(record["predicted_query"], built)
+    if unseen:  # empty on every neighbour: its rows were never put to the prediction
+        out["unseen_tables"] = unseen
+        return done(None, f"equal on the original and all {len(built.neighbours)} neighbours, "
+                          f"but the prediction reads {', '.join(unseen)}, which no neighbour "
+                          "holds a row of: they cannot tell how it depends on those rows")
     return done(1.0, f"equal on the original and all {len(built.neighbours)} neighbours")
 
 

@@ -28,6 +28,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,8 @@ class Neighbour:
     """Rows in all its tables."""
     kills: list[str] = field(default_factory=list)
     """The mutants (SQL) it was kept for: the first database to tell each apart."""
+    tables: list[str] = field(default_factory=list)
+    """The tables (lower case) it holds a row in (SQL)."""
 
 
 @dataclass
@@ -136,6 +139,13 @@ class NeighbourSet:
     """Candidates dropped because no row could be written into any of their tables."""
     reason: str = ""
     """Why the set has no neighbour (the engine's words on a refused row), when it has none."""
+    tables: list[str] | None = None
+    """Every table (lower case) the neighbours hold (SQL); None in a manifest written before
+    it was recorded, which :func:`cached_set` then builds again."""
+    filled: list[str] = field(default_factory=list)
+    """The tables with a row in at least one neighbour (:func:`unseen_tables`)."""
+    views: dict[str, list[str]] = field(default_factory=dict)
+    """Each view of the schema (lower case) -> the names its query reads."""
 
     def paths(self) -> list[Path]:
         return [self.folder / n.file for n in self.neighbours]
@@ -162,6 +172,8 @@ def cached_set(folder: Path, dialect: str) -> NeighbourSet | None:
     except (KeyError, TypeError):  # a manifest of another layout: build it again
         return None
     if not out.neighbours or not all(p.is_file() for p in out.paths()):
+        return None
+    if dialect != "sparql" and out.tables is None:  # which tables hold rows: not recorded
         return None
     if not any(nb.rows for nb in out.neighbours):  # all empty (a builder before the fix of
         return None  # generated columns wrote none): no neighbour set, build it again
@@ -216,14 +228,69 @@ def run_key(runner: Any, path: Path, query: str, ordered: bool, timeout_s: float
 def _tables_read(gold: str, dialect: str) -> set[str]:
     """The (lower-case) table names ``gold`` names; none when it does not parse."""
     import sqlglot
-    from sqlglot import exp
 
     try:
         tree = sqlglot.parse_one(gold, read="postgres" if dialect == "postgres" else dialect)
     except sqlglot.errors.SqlglotError:
         return set()
+    return _names_in(tree)
+
+
+def _names_in(tree: Any) -> set[str]:
+    """The (lower-case) names of the tables and views a parsed query reads, its CTEs aside."""
+    from sqlglot import exp
+
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     return {t.name.lower() for t in tree.find_all(exp.Table) if t.name} - ctes
+
+
+def view_reads(ddl: Iterable[str], dialect: str) -> dict[str, list[str]]:
+    """Each view a schema's ``CREATE VIEW`` statements make (lower case) -> the names its
+    query reads; a statement that does not parse is left out (a view read through it is
+    then not followed)."""
+    import sqlglot
+    from sqlglot import exp
+
+    out: dict[str, list[str]] = {}
+    for statement in ddl:
+        try:
+            tree = sqlglot.parse_one(statement, read="postgres" if dialect == "postgres"
+                                     else dialect)
+        except sqlglot.errors.SqlglotError:
+            continue
+        if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "VIEW":
+            continue
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        if getattr(target, "name", "") and tree.expression is not None:
+            out[target.name.lower()] = sorted(_names_in(tree.expression))
+    return out
+
+
+def reached(names: Iterable[str], views: dict[str, list[str]]) -> set[str]:
+    """``names`` and, through every view among them, the names it reads, transitively."""
+    out: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(views.get(name, ()))
+    return out
+
+
+def unseen_tables(query: str | None, built: NeighbourSet) -> list[str]:
+    """The tables ``query`` reads (through views too) that have no row in any neighbour of
+    ``built``: on every neighbour they are empty, so the neighbours cannot tell how ``query``
+    depends on their rows. On PostgreSQL a table the neighbours do not hold is one too (the
+    worker gives it an empty copy); on sqlite and DuckDB a name that is neither a table
+    nor a view of the schema (a shadow or catalog table) is not counted. None are found in
+    a query that does not parse, or in a set that did not record its tables."""
+    if not query or built.tables is None or built.dialect == "sparql":
+        return []
+    names = reached(_tables_read(query, built.dialect), built.views) - set(built.views)
+    if built.dialect != "postgres":
+        names &= set(built.tables)
+    return sorted(names - set(built.filled))
 
 
 def _digest(path: Path) -> str:
@@ -350,7 +417,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
             executions += 1
             if other is not None and other != key:
                 killed.append(sql)
-        nb = Neighbour(name, sum(len(r) for r in written.values()), killed)
+        nb = Neighbour(name, sum(len(r) for r in written.values()), killed,
+                       sorted({t.lower() for t, r in written.items() if r}))
         if any(c is not None for row in key[1] for c in row):  # an answer, not only NULLs
             seeds.append(written)  # (an aggregate over no row gives one row of NULL)
         if killed:
@@ -378,8 +446,9 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
                           random.Random(f"{seed}:expand:{extra}:{gold}")))
     chosen = (kept + spares + empties)[:n]
     reason = ""
-    unfilled = sorted(_tables_read(gold, dialect) & {t.name.lower() for t in schema.tables}
-                      - filled)
+    views = view_reads(getattr(schema, "extra_ddl", None) or (), dialect)
+    tables = {t.name.lower() for t in schema.tables}
+    unfilled = sorted(reached(_tables_read(gold, dialect), views) & tables - filled)
     if unfilled:  # every neighbour of the gold has these empty: none of them judges it
         chosen = []
     if not chosen:
@@ -400,7 +469,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         nb.file = new
     out = NeighbourSet(folder, dialect, chosen, [list(m) for m in muts], refuted, alive,
                        k, executions, time.perf_counter() - started, empty_candidates=blank,
-                       reason=reason)
+                       reason=reason, tables=sorted(tables),
+                       filled=sorted({t for nb in chosen for t in nb.tables}), views=views)
     store_set(final, folder, out)
     out.folder = folder
     return out
