@@ -532,6 +532,36 @@ def test_a_search_path_that_puts_the_real_tables_first_is_refused(pg_server, tmp
         "public.emp of the real database")
 
 
+def test_a_column_collation_is_kept_in_the_neighbours(pg_server, tmp_path):
+    """A column declared with a collation other than its type's (an ICU one here, on a
+    server whose default is C): the neighbours' copies declare it too, so comparisons and
+    sort order on them are the real table's. Copied without it, a prediction forcing
+    COLLATE "C" agreed with the gold on every neighbour (1.0, though 'Zed' < 'c' under C and
+    not under the column's collation); now a neighbour refutes it."""
+    setup = ('CREATE TABLE emp (id int PRIMARY KEY, name text COLLATE "und-x-icu" NOT NULL, '
+             "salary int); INSERT INTO emp VALUES (1, 'alice', 90), (2, 'bob', 120), "
+             "(3, 'carol', 150), (4, 'dave', 80);" + GRANTS)
+    with psycopg.connect(pg_server.url(), autocommit=True) as con:
+        if not con.execute("SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu'").fetchone():
+            pytest.skip("this PostgreSQL has no ICU collations")
+    db = pg_server.database("tspg_collation", setup)
+    gold = "SELECT name FROM emp WHERE name < 'c'"
+    from queryeval.engines.query.neighbours.pg_names import table_refs
+
+    with PgRunner(db["reader"]) as runner:
+        doc = runner.schema(table_refs(gold), 30)
+    name = next(c for c in doc["tables"][0]["columns"] if c["name"] == "name")
+    assert name["collation"] == 'pg_catalog."und-x-icu"'
+    assert all("collation" not in c for c in doc["tables"][0]["columns"] if c is not name)
+    rec = one_case(db["reader"], gold, "SELECT name FROM emp WHERE name COLLATE \"C\" < 'c'",
+                   tmp_path, n=8)
+    assert rec["scores"]["exact_match_f1"] == 1.0  # the same on the real rows
+    assert rec["scores"]["test_suite_match"] == 0.0, rec["test_suite"]
+    same = one_case(db["reader"], gold, "SELECT e.name FROM emp AS e WHERE e.name < 'c'",
+                    tmp_path / "same", n=8)
+    assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
+
+
 def test_a_gold_calling_a_user_function_gets_no_neighbours(emp, tmp_path):
     rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > headcount() * 20",
                    "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)

@@ -108,18 +108,26 @@ def _table(cur: Any, oid: int) -> dict:
                 "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE c.oid = %s", (oid,))
     schema, name, estimate, visible = cur.fetchone()
+    # a column's collation where it is not its type's own (COLLATE "C", an ICU one): it
+    # decides comparisons and sort order, so the neighbour's copy declares it too
     cur.execute("SELECT a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, "
-                "a.attnotnull, a.attgenerated, pg_get_expr(d.adbin, d.adrelid) "
+                "a.attnotnull, a.attgenerated, pg_get_expr(d.adbin, d.adrelid), "
+                "CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation THEN "
+                "quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END "
                 "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
                 "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+                "LEFT JOIN pg_collation co ON co.oid = a.attcollation "
+                "LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace "
                 "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped "
                 "ORDER BY a.attnum", (oid,))
     cols, by_num = [], {}
-    for num, col, typ, typname, not_null, generated, expr in cur.fetchall():
+    for num, col, typ, typname, not_null, generated, expr, collation in cur.fetchall():
         by_num[num] = col
         cols.append({"name": col, "type": typ, "fuzz": _FUZZ_TYPES.get(typname, "OTHER"),
                      "not_null": bool(not_null),
                      "generated": expr if generated == "s" else None})
+        if collation:  # only then: the schema document (and so each set's key) as before
+            cols[-1]["collation"] = collation
     cur.execute("SELECT contype, conkey, confrelid, confkey, pg_get_constraintdef(oid) "
                 "FROM pg_constraint WHERE conrelid = %s AND contype IN ('p', 'u', 'f', 'c') "
                 "ORDER BY contype, conname", (oid,))
@@ -218,6 +226,8 @@ def _ddl(t: dict, foreign_keys: list[dict]) -> str:
     parts = []
     for c in t["columns"]:
         part = f"{quote(c['name'])} {c['type']}"
+        if c.get("collation"):  # quoted by the server (quote_ident), schema-qualified
+            part += f" COLLATE {c['collation']}"
         if c["not_null"]:
             part += " NOT NULL"
         if c["generated"]:
