@@ -562,6 +562,26 @@ def test_a_column_collation_is_kept_in_the_neighbours(pg_server, tmp_path):
     assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
 
 
+def test_identity_and_serial_columns_get_neighbours(pg_server, tmp_path):
+    """A key GENERATED ALWAYS AS IDENTITY and a serial column: the copies are plain columns
+    (no identity, no sequence default) and the neighbours' rows carry their own values, so
+    the example's right-by-accident prediction is refuted and the equivalent one is not."""
+    db = pg_server.database("tspg_identity", (
+        "CREATE TABLE emp (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k serial, "
+        "name text NOT NULL, salary int); INSERT INTO emp (name, salary) VALUES "
+        "('alice', 90), ('bob', 120), ('carol', 150), ('dave', 80);" + GRANTS))
+    gold = "SELECT name FROM emp WHERE salary > 100"
+    wrong = one_case(db["reader"], gold, "SELECT name FROM emp WHERE name IN ('bob', 'carol')",
+                     tmp_path / "wrong")
+    assert wrong["scores"]["test_suite_match"] == 0.0, wrong["test_suite"]
+    bad = wrong["test_suite"]["refuted_by"]["database"]["emp"]
+    assert bad["columns"] == ["id", "k", "name", "salary"]
+    assert all(row[0] is not None and row[1] is not None for row in bad["rows"])
+    same = one_case(db["reader"], gold, "SELECT name FROM emp WHERE NOT salary <= 100",
+                    tmp_path / "same")
+    assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
+
+
 def test_a_gold_calling_a_user_function_gets_no_neighbours(emp, tmp_path):
     rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > headcount() * 20",
                    "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)

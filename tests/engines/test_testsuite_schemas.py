@@ -282,6 +282,26 @@ def test_a_prediction_reading_a_table_no_neighbour_fills_gives_no_verdict(tmp_pa
     assert plain["scores"]["test_suite_match"] == 1.0, plain["test_suite"]
 
 
+def test_a_gold_over_a_view_the_neighbours_cannot_recreate_says_why(tmp_path, monkeypatch):
+    """A DuckDB view calling a macro (macros are not recreated): the view is missing from
+    every candidate, so the gold fails on each and the case is unknown -- the reason now
+    names the statement and the engine's first line, not only "the gold failed"."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _duckdb(tmp_path / "db" / "m.duckdb",
+                 "CREATE TABLE emp (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                 "salary INTEGER)", EMP_ROWS, "CREATE MACRO twice(x) AS x * 2",
+                 "CREATE VIEW doubled AS SELECT name, twice(salary) AS s FROM emp")
+    rec = _run(tmp_path, db, "SELECT name FROM doubled WHERE s > 200",
+               "SELECT name FROM doubled WHERE name IN ('bob', 'carol')")
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    reason = rec["test_suite"]["reason"]
+    assert reason.startswith("no neighbour database can judge it: the gold failed on every "
+                             "candidate database, in which this could not be recreated: "
+                             "CREATE VIEW doubled AS "), reason
+    assert "twice" in reason and "\n" not in reason
+
+
 def test_a_cached_set_that_did_not_record_its_tables_is_built_again(tmp_path):
     """A manifest written before the sets recorded which tables hold rows cannot say which
     a prediction finds empty: it is built again (the same neighbours), not reused."""

@@ -452,15 +452,23 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     if unfilled:  # every neighbour of the gold has these empty: none of them judges it
         chosen = []
     if not chosen:
+        from queryeval.engines.query.neighbours.schema import NOT_RECREATED
+
         refused = getattr(runner, "refused", None) or {}
         why = "; ".join(f"{t}: {refused[t]}" for t in sorted(refused)
-                        if not unfilled or t.lower() in unfilled)
+                        if not t.startswith(NOT_RECREATED)
+                        and (not unfilled or t.lower() in unfilled))
+        missing = "; ".join(f"{t.removeprefix(NOT_RECREATED)} ({refused[t]})"
+                            for t in sorted(refused) if t.startswith(NOT_RECREATED))
         if unfilled:
             reason = (f"no row could be written into {', '.join(unfilled)} in any candidate "
                       "database" + (f" ({why})" if why else ""))
         elif blank:
             reason = (f"no row could be written into any of {blank} candidate database(s)"
                       + (f" ({why})" if why else ""))
+        elif missing:  # the gold failed on each: say what the candidates lack
+            reason = ("the gold failed on every candidate database, in which this could not "
+                      f"be recreated: {missing}")
     clock.check()  # past the build's deadline now: no set
     final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
     for i, nb in enumerate(chosen):

@@ -36,6 +36,11 @@ SAMPLE_VALUES = 50
 """Distinct values of a column read from the original database (the fuzzer's seeds)."""
 
 
+NOT_RECREATED = "not recreated: "
+"""The key prefix, in a write's ``refused``, of a view or index statement the neighbour could
+not run (the rest of the key: the statement), beside the tables whose rows were refused."""
+
+
 @dataclass
 class Column:
     name: str
@@ -471,14 +476,23 @@ def write_database(schema: Schema, path: Path, rows: dict[str, Iterable[tuple]],
                     conn.execute(sql, list(row))
                 except error as exc:  # a constraint refused it (a CHECK, a key, a type)
                     if refused is not None:
-                        refused.setdefault(t.name, f"{type(exc).__name__}: {exc}"[:300])
+                        refused.setdefault(t.name, _words(exc))
                     continue
                 kept[t.name].append(tuple(row))
         for ddl in schema.extra_ddl:
             try:
                 conn.execute(ddl)
-            except error:
-                pass  # an index or view this engine cannot recreate as written
+            except error as exc:  # an index or view this engine cannot recreate as written
+                if refused is not None:  # (a view calling a macro, one over a file)
+                    refused.setdefault(NOT_RECREATED + " ".join(ddl.split())[:120],
+                                       _words(exc))
     finally:
         (done or conn.close)()
     return kept
+
+
+def _words(exc: Exception) -> str:
+    """The engine's words on ``exc`` for a reason: its class and first line (DuckDB adds a
+    hint and the statement with a caret below), at most 300 characters."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
