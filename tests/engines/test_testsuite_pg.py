@@ -582,6 +582,24 @@ def test_identity_and_serial_columns_get_neighbours(pg_server, tmp_path):
     assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
 
 
+@pytest.mark.parametrize(("check", "expected"), [(" CHECK (salary >= 0)", None), ("", 0.0)])
+def test_a_check_constraint_holds_on_the_neighbours(pg_server, tmp_path, check, expected):
+    """The copies keep the table's CHECK: with salary >= 0 enforced, dropping the gold's
+    WHERE salary >= 0 changes nothing on any neighbour (the mutant survives, so the
+    prediction that is that mutant stays unknown, never refuted by a row the schema
+    forbids); without the CHECK a neighbour with a negative salary refutes it."""
+    name = "tspg_check" if check else "tspg_nocheck"
+    db = pg_server.database(name, (
+        f"CREATE TABLE emp (id int PRIMARY KEY, salary int NOT NULL{check}); "
+        "INSERT INTO emp VALUES (1, 90), (2, 120), (3, 150);" + GRANTS))
+    rec = one_case(db["reader"], "SELECT id FROM emp WHERE salary >= 0", "SELECT id FROM emp",
+                   tmp_path, n=8)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == expected, rec["test_suite"]
+    if check:
+        assert "near_miss" in rec["test_suite"], rec["test_suite"]
+
+
 def test_a_gold_calling_a_user_function_gets_no_neighbours(emp, tmp_path):
     rec = one_case(emp["reader"], "SELECT name FROM emp WHERE salary > headcount() * 20",
                    "SELECT name FROM emp WHERE name IN ('bob', 'carol')", tmp_path)

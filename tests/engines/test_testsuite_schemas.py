@@ -142,6 +142,22 @@ def test_without_rowid_check_and_collation_are_kept(tmp_path):
         con.close()
 
 
+@pytest.mark.parametrize(("collate", "expected"), [(" COLLATE NOCASE", 1.0), ("", 0.0)])
+def test_a_duckdb_collation_decides_on_the_neighbours_as_on_the_original(
+        tmp_path, monkeypatch, collate, expected):
+    """DuckDB's own DDL keeps a column's collation, so the neighbours compare as the
+    original does: under NOCASE ``name = 'bob'`` and ``lower(name) = 'bob'`` agree on every
+    neighbour (1.0); without it a neighbour holding another case of bob tells them apart."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _duckdb(tmp_path / "db" / "c.duckdb",
+                 f"CREATE TABLE emp (id INTEGER PRIMARY KEY, name VARCHAR{collate} NOT NULL, "
+                 "salary INTEGER)", EMP_ROWS)
+    rec = _run(tmp_path, db, "SELECT id FROM emp WHERE name = 'bob'",
+               "SELECT id FROM emp WHERE lower(name) = 'bob'", n=8)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] == expected, rec["test_suite"]
+
+
 def test_duckdb_types_get_values_of_their_own_type(tmp_path):
     """ENUM / STRUCT / LIST / MAP / UUID / INTERVAL / DECIMAL / BLOB / TIMESTAMPTZ columns:
     the neighbours hold rows, each value of its column's type (a value of another type made
