@@ -158,6 +158,9 @@ def test_a_prediction_reading_a_table_the_neighbours_do_not_hold_gives_no_verdic
     assert rec["scores"]["exact_match_f1"] == 1.0, rec["scores"]
     assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
     assert rec["test_suite"]["unseen_tables"] == ["audit"]
+    today = one_case(emp["reader"], gold, "SELECT name FROM emp, current_date AS d WHERE "
+                     "salary > 100", tmp_path / "today")  # a function, not a table
+    assert today["scores"]["test_suite_match"] == 1.0, today["test_suite"]
     joined = one_case(emp["reader"], gold, "SELECT e.name FROM emp e LEFT JOIN dept d ON "
                       "d.id = e.dept_id WHERE e.salary > 100",
                       tmp_path / "dept")  # dept: the gold's foreign-key parent, filled
@@ -588,7 +591,7 @@ def test_a_check_constraint_holds_on_the_neighbours(pg_server, tmp_path, check, 
     WHERE salary >= 0 changes nothing on any neighbour (the mutant survives, so the
     prediction that is that mutant stays unknown, never refuted by a row the schema
     forbids); without the CHECK a neighbour with a negative salary refutes it."""
-    name = "tspg_check" if check else "tspg_nocheck"
+    name = "tspg_salary_check" if check else "tspg_salary_nocheck"
     db = pg_server.database(name, (
         f"CREATE TABLE emp (id int PRIMARY KEY, salary int NOT NULL{check}); "
         "INSERT INTO emp VALUES (1, 90), (2, 120), (3, 150);" + GRANTS))
@@ -598,6 +601,21 @@ def test_a_check_constraint_holds_on_the_neighbours(pg_server, tmp_path, check, 
     assert rec["scores"]["test_suite_match"] == expected, rec["test_suite"]
     if check:
         assert "near_miss" in rec["test_suite"], rec["test_suite"]
+
+
+def test_table_names_that_differ_only_in_case_are_two_tables(pg_server, tmp_path):
+    """PostgreSQL keeps a quoted name's case: "T" (the gold's, filled on the neighbours) and
+    t (only the prediction's, an empty copy on each) are two tables. Read as one, the
+    filled "T" made t look filled and the prediction agreeing only because t is empty got
+    1.0; now it is unknown, naming t."""
+    db = pg_server.database("tspg_case", (
+        'CREATE TABLE "T" (x int NOT NULL); INSERT INTO "T" VALUES (1), (2); '
+        "CREATE TABLE t (x int);" + GRANTS))
+    gold = 'SELECT count(*) FROM "T"'
+    rec = one_case(db["reader"], gold, gold + " WHERE NOT EXISTS (SELECT 1 FROM t)", tmp_path)
+    assert rec["scores"]["exact_match_f1"] == 1.0
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    assert rec["test_suite"]["unseen_tables"] == ["t"]
 
 
 def test_a_gold_calling_a_user_function_gets_no_neighbours(emp, tmp_path):

@@ -241,10 +241,11 @@ UNFILLABLE = """
     CREATE VIEW vt AS SELECT x FROM t;
     CREATE VIEW vvt AS SELECT x FROM vt;
     CREATE VIEW rich AS SELECT name, salary FROM emp WHERE salary > 100;
-    """ + EMP_ROWS + ";"
+    CREATE VIEW vu AS SELECT t.x FROM t, t t2 USING (x);
+    """ + EMP_ROWS + ";"  # vu: sqlglot keeps it as unparsed text (read: may read anything)
 
 
-@pytest.mark.parametrize("view", ["vt", "vvt"])
+@pytest.mark.parametrize("view", ["vt", "vvt", "vu"])
 def test_a_gold_reading_an_empty_table_through_a_view_gives_no_verdict(tmp_path, monkeypatch,
                                                                        view):
     """The table the gold reads through a view (or a view of a view) never gets a row:
@@ -261,6 +262,22 @@ def test_a_gold_reading_an_empty_table_through_a_view_gives_no_verdict(tmp_path,
     assert "no row could be written into t " in rec["test_suite"]["reason"]
 
 
+def test_a_duckdb_view_over_a_table_function_is_taken_to_read_every_table(tmp_path,
+                                                                          monkeypatch):
+    """``query_table('t')`` names its table in a string: the view is taken to read every
+    table, so the unfillable t leaves the gold without neighbours (it was 1.0)."""
+    monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    db = _duckdb(tmp_path / "db" / "q.duckdb",
+                 "CREATE TABLE emp (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                 "salary INTEGER)", EMP_ROWS,
+                 "CREATE TABLE t (x INTEGER NOT NULL CHECK (x > 1000000))",
+                 "CREATE VIEW vq AS SELECT * FROM query_table('t')")
+    rec = _run(tmp_path, db, "SELECT count(*) FROM vq",
+               "SELECT count(*) FROM vq WHERE x < 2000000")
+    assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
+    assert "no row could be written into t " in rec["test_suite"]["reason"]
+
+
 def test_a_gold_over_a_view_of_a_table_that_fills_is_judged(tmp_path, monkeypatch):
     """A view of a table that does fill is followed to it and judged as the table itself:
     the prediction right by accident on the original is refuted, the equivalent one is
@@ -271,31 +288,47 @@ def test_a_gold_over_a_view_of_a_table_that_fills_is_judged(tmp_path, monkeypatc
     built = sql_neighbours(db, "sqlite", gold, 5, cache_dir=tmp_path / "c")
     assert len(built.neighbours) == 5 and built.filled == ["emp"]
     assert built.views["vvt"] == ["vt"] and built.views["rich"] == ["emp"]
+    assert built.views["vu"] == ["*"]  # not followed: taken to read every table
     wrong = _run(tmp_path, db, gold, "SELECT name FROM emp WHERE name IN ('bob', 'carol')")
     assert wrong["scores"]["test_suite_match"] == 0.0, wrong["test_suite"]
     same = _run(tmp_path, db, gold, "SELECT name FROM emp WHERE salary > 100")
     assert same["scores"]["test_suite_match"] == 1.0, same["test_suite"]
 
 
-@pytest.mark.parametrize("reads", ["t", "vt"])
+EMPTY_T = "NOT EXISTS (SELECT 1 FROM t)"
+
+
+@pytest.mark.parametrize("test", [
+    EMPTY_T,
+    "NOT EXISTS (SELECT 1 FROM vt)",  # through a view
+    "NOT EXISTS (SELECT 1 FROM vu)",  # through a view sqlglot keeps as unparsed text
+    "NOT EXISTS (SELECT 1 FROM main.t)",  # qualified: never the CTE named t (below)
+    "id IN (WITH t AS (SELECT 1) SELECT * FROM t) OR " + EMPTY_T,  # a CTE t in another scope
+    "salary + 1000000 NOT IN t",  # sqlite: IN a bare table
+])
 def test_a_prediction_reading_a_table_no_neighbour_fills_gives_no_verdict(tmp_path,
-                                                                          monkeypatch, reads):
-    """The gold reads only emp, which fills; the prediction also reads t (or t through a
-    view), which no neighbour holds a row of: both agree on every neighbour, but only
-    because t is empty on each -- the prediction counts nothing once t has a row. That was
-    1.0; now unknown, naming the table."""
+                                                                          monkeypatch, test):
+    """The gold reads only emp, which fills; the prediction also reads t (by name, through
+    a view, past a CTE of that name), which no neighbour holds a row of: both agree on every
+    neighbour, but only because t is empty on each -- the prediction counts nothing once t
+    has a row. That was 1.0; now unknown, naming the table."""
     monkeypatch.setenv("QUERYEVAL_CACHE_DIR", str(tmp_path / "cache"))
     db = _sqlite(tmp_path / "v.sqlite", UNFILLABLE)
     gold = "SELECT count(*) FROM emp"
-    rec = _run(tmp_path, db, gold,
-               f"SELECT count(*) FROM emp WHERE NOT EXISTS (SELECT 1 FROM {reads})")
+    pred = f"SELECT count(*) FROM emp WHERE {test}"
+    if "main.t" in test:
+        pred = "WITH t AS (SELECT 1 AS x) " + pred
+    rec = _run(tmp_path, db, gold, pred)
+    assert rec["scores"]["exact_match_f1"] == 1.0, rec["scores"]
     assert rec["scores"]["test_suite_match"] is None, rec["test_suite"]
     assert rec["test_suite"]["unseen_tables"] == ["t"]
     assert "the prediction reads t, which no neighbour holds a row of" in \
         rec["test_suite"]["reason"]
-    # a prediction on the tables that fill is judged as before
-    plain = _run(tmp_path, db, gold, "SELECT count(id) FROM emp")
-    assert plain["scores"]["test_suite_match"] == 1.0, plain["test_suite"]
+    # a prediction on the tables that fill is judged as before, a CTE named t included
+    for same in ("SELECT count(id) FROM emp",
+                 "WITH t AS (SELECT id FROM emp) SELECT count(*) FROM t"):
+        plain = _run(tmp_path, db, gold, same)
+        assert plain["scores"]["test_suite_match"] == 1.0, plain["test_suite"]
 
 
 def test_a_gold_over_a_view_the_neighbours_cannot_recreate_says_why(tmp_path, monkeypatch):

@@ -225,29 +225,96 @@ def run_key(runner: Any, path: Path, query: str, ordered: bool, timeout_s: float
     return result_key(cols, rows, ordered)
 
 
+ANY_TABLE = "*"
+"""In what a query or view reads: it may read any table (a view sqlglot cannot follow: text
+it kept unparsed, a table function in its FROM)."""
+
+
 def _tables_read(gold: str, dialect: str) -> set[str]:
-    """The (lower-case) table names ``gold`` names; none when it does not parse."""
+    """The names of the tables and views ``gold`` reads (:func:`_names_in`); none when it
+    does not parse."""
     import sqlglot
 
     try:
         tree = sqlglot.parse_one(gold, read="postgres" if dialect == "postgres" else dialect)
     except sqlglot.errors.SqlglotError:
         return set()
-    return _names_in(tree)
+    return _names_in(tree, dialect)
 
 
-def _names_in(tree: Any) -> set[str]:
-    """The (lower-case) names of the tables and views a parsed query reads, its CTEs aside."""
+def table_key(name: str, dialect: str, quoted: bool = True) -> str:
+    """A table's name as the engine matches it: PostgreSQL folds an unquoted name to lower
+    case and keeps a quoted one as written; sqlite and DuckDB ignore case."""
+    if dialect == "postgres":
+        return name if quoted else name.lower()
+    return name.lower()
+
+
+def _ident_key(node: Any, dialect: str) -> str:
     from sqlglot import exp
 
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name} - ctes
+    if isinstance(node, exp.Identifier):
+        return table_key(node.name, dialect, bool(node.quoted))
+    return table_key(getattr(node, "name", "") or "", dialect, False)
+
+
+def _names_in(tree: Any, dialect: str) -> set[str]:
+    """The names (:func:`table_key`) of the tables and views a parsed query reads. A name is
+    a CTE's only where a CTE of that name is in scope (a CTE's own body sees only the CTEs
+    before it, unless WITH RECURSIVE), and a schema-qualified name never is. On sqlite,
+    ``x IN t`` reads the table ``t`` too. Text sqlglot kept unparsed (a Command) may read
+    anything: :data:`ANY_TABLE`."""
+    from sqlglot import exp
+
+    if any(True for _ in tree.find_all(exp.Command)):
+        return {ANY_TABLE}
+    out: set[str] = set()
+    for t in tree.find_all(exp.Table):
+        if not t.name:
+            continue
+        key = _ident_key(t.this, dialect)
+        if (t.args.get("db") or t.args.get("catalog")) or not _is_cte(t, key, dialect):
+            out.add(key)
+    if dialect == "sqlite":  # x IN t: sqlglot reads t as a column
+        for node in tree.find_all(exp.In):
+            items = [node.args["field"]] if node.args.get("field") is not None else \
+                node.expressions
+            if len(items) == 1 and isinstance(items[0], exp.Column) and not items[0].table:
+                out.add(_ident_key(items[0].this, dialect))
+    return out
+
+
+def _is_cte(table: Any, key: str, dialect: str) -> bool:
+    """Whether the unqualified ``table`` (keyed ``key``) names a CTE in scope where it is."""
+    from sqlglot import exp
+
+    child, node = table, table.parent
+    while node is not None:
+        if isinstance(node, exp.With):
+            ctes = list(node.expressions)
+            at = next((i for i, c in enumerate(ctes) if c is child), None)
+            if at is not None and not node.args.get("recursive"):
+                ctes = ctes[:at]  # a CTE's body sees the CTEs before it only
+            if any(c.args.get("alias") is not None
+                   and _ident_key(c.args["alias"].this, dialect) == key for c in ctes):
+                return True
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")  # (sqlglot's key moved)
+            if isinstance(with_, exp.With) and child is not with_ and any(
+                    c.args.get("alias") is not None
+                    and _ident_key(c.args["alias"].this, dialect) == key
+                    for c in with_.expressions):
+                return True
+        child, node = node, node.parent
+    return False
 
 
 def view_reads(ddl: Iterable[str], dialect: str) -> dict[str, list[str]]:
-    """Each view a schema's ``CREATE VIEW`` statements make (lower case) -> the names its
-    query reads; a statement that does not parse is left out (a view read through it is
-    then not followed)."""
+    """Each view a schema's ``CREATE VIEW`` statements make (:func:`table_key`) -> the names
+    its query reads (:func:`_names_in`); :data:`ANY_TABLE` for a view sqlglot cannot follow
+    (text it kept unparsed, a table function such as DuckDB's ``query_table`` in its FROM).
+    A statement that does not parse at all is left out: the view it makes is then not
+    recreated in the neighbours, and a query reading it fails there."""
     import sqlglot
     from sqlglot import exp
 
@@ -258,12 +325,35 @@ def view_reads(ddl: Iterable[str], dialect: str) -> dict[str, list[str]]:
                                      else dialect)
         except sqlglot.errors.SqlglotError:
             continue
+        if isinstance(tree, exp.Command):  # CREATE VIEW ... that sqlglot kept as text
+            name = _view_name(statement)
+            if name:
+                out[table_key(name, dialect)] = [ANY_TABLE]
+            continue
         if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "VIEW":
             continue
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        if getattr(target, "name", "") and tree.expression is not None:
-            out[target.name.lower()] = sorted(_names_in(tree.expression))
+        if not getattr(target, "name", "") or tree.expression is None:
+            continue
+        names = _names_in(tree.expression, dialect)
+        if any(not t.name for t in tree.expression.find_all(exp.Table)):
+            names = {ANY_TABLE}  # a table function: what it reads is not in the text
+        out[_ident_key(target.this, dialect)] = sorted(names)
     return out
+
+
+def _view_name(statement: str) -> str:
+    """The name a ``CREATE [OR REPLACE] [TEMP] VIEW [IF NOT EXISTS] name`` statement makes
+    (its last dotted part, unquoted), or ''."""
+    import re
+
+    m = re.match(r'\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?VIEW\s+'
+                 r'(?:IF\s+NOT\s+EXISTS\s+)?((?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[\w$]+)'
+                 r'(?:\s*\.\s*(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[\w$]+))*)', statement, re.I)
+    if not m:
+        return ""
+    last = re.split(r'\s*\.\s*(?=(?:"|`|\[|[\w$]))', m.group(1))[-1]
+    return last.strip('"`[]')
 
 
 def reached(names: Iterable[str], views: dict[str, list[str]]) -> set[str]:
@@ -283,14 +373,25 @@ def unseen_tables(query: str | None, built: NeighbourSet) -> list[str]:
     ``built``: on every neighbour they are empty, so the neighbours cannot tell how ``query``
     depends on their rows. On PostgreSQL a table the neighbours do not hold is one too (the
     worker gives it an empty copy); on sqlite and DuckDB a name that is neither a table
-    nor a view of the schema (a shadow or catalog table) is not counted. None are found in
-    a query that does not parse, or in a set that did not record its tables."""
+    nor a view of the schema (a shadow or catalog table) is not counted. A view that may
+    read anything (:data:`ANY_TABLE`) counts every table. None are found in a query that
+    does not parse, or in a set that did not record its tables."""
     if not query or built.tables is None or built.dialect == "sparql":
         return []
     names = reached(_tables_read(query, built.dialect), built.views) - set(built.views)
+    if ANY_TABLE in names:
+        names = (names - {ANY_TABLE}) | set(built.tables)
     if built.dialect != "postgres":
         names &= set(built.tables)
+    else:  # FROM current_date: a function sqlglot reads as a table
+        names -= _PG_VALUE_FUNCTIONS
     return sorted(names - set(built.filled))
+
+
+_PG_VALUE_FUNCTIONS = frozenset({
+    "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp",
+    "current_user", "current_role", "session_user", "user", "current_catalog",
+    "current_schema"})
 
 
 def _digest(path: Path) -> str:
@@ -403,7 +504,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         name = f"candidate_{k:03d}{suffix}"
         written = write(schema, work / name, rows)
         k += 1
-        filled.update(t.lower() for t, r in written.items() if r)
+        filled.update(table_key(t, dialect) for t, r in written.items() if r)
         if not any(written.values()):
             blank += 1
             return  # no row went in: this database judges nothing
@@ -418,7 +519,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
             if other is not None and other != key:
                 killed.append(sql)
         nb = Neighbour(name, sum(len(r) for r in written.values()), killed,
-                       sorted({t.lower() for t, r in written.items() if r}))
+                       sorted({table_key(t, dialect) for t, r in written.items() if r}))
         if any(c is not None for row in key[1] for c in row):  # an answer, not only NULLs
             seeds.append(written)  # (an aggregate over no row gives one row of NULL)
         if killed:
@@ -447,8 +548,9 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     chosen = (kept + spares + empties)[:n]
     reason = ""
     views = view_reads(getattr(schema, "extra_ddl", None) or (), dialect)
-    tables = {t.name.lower() for t in schema.tables}
-    unfilled = sorted(reached(_tables_read(gold, dialect), views) & tables - filled)
+    tables = {table_key(t.name, dialect) for t in schema.tables}
+    read = reached(_tables_read(gold, dialect), views)
+    unfilled = sorted((tables if ANY_TABLE in read else read & tables) - filled)
     if unfilled:  # every neighbour of the gold has these empty: none of them judges it
         chosen = []
     if not chosen:
@@ -457,7 +559,7 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
         refused = getattr(runner, "refused", None) or {}
         why = "; ".join(f"{t}: {refused[t]}" for t in sorted(refused)
                         if not t.startswith(NOT_RECREATED)
-                        and (not unfilled or t.lower() in unfilled))
+                        and (not unfilled or table_key(t, dialect) in unfilled))
         missing = "; ".join(f"{t.removeprefix(NOT_RECREATED)} ({refused[t]})"
                             for t in sorted(refused) if t.startswith(NOT_RECREATED))
         if unfilled:
