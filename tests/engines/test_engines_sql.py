@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.sql_parses import record_parses  # noqa: E402
 from queryeval.engines.query import (
     DuckDBEngine,
     QueryFailed,
@@ -314,15 +315,10 @@ def test_an_accepted_query_is_parsed_once_and_a_refused_one_every_time(monkeypat
     parses an accepted text once a process (its answer is a function of the text and the
     dialect) and gives the same answer after; a refused text raises on every call, and a
     text longer than the memo's bound is parsed every time."""
-    import uuid
 
     from queryeval.engines.query import sql_safety
 
-    parsed = []
-    original = sql_safety.parse_one_select
-    monkeypatch.setattr(sql_safety, "parse_one_select",
-                        lambda sql, dialect: (parsed.append(sql), original(sql, dialect))[1])
-    tag = uuid.uuid4().hex  # texts no earlier test checked
+    parsed, tag = record_parses(monkeypatch)  # tag: in texts no earlier test checked
     accepted = f"SELECT count(*) AS n_{tag} FROM json_each('[1]')"
     refused = f"SELECT 1 AS n_{tag}; DROP TABLE emp"
     long = f"SELECT 1 AS n_{tag} WHERE 1 = 1" + " AND 1 = 1" * (sql_safety._MEMO_CHARS // 10)

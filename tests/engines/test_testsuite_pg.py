@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import queryeval as qe  # noqa: E402
+from helpers.sql_parses import record_parses  # noqa: E402
 from helpers.testsuite_pg import (  # noqa: E402,F401
     EXAMPLE,
     GRANTS,
@@ -27,6 +28,7 @@ from helpers.testsuite_pg import (  # noqa: E402,F401
     psycopg,
     records,
     suite_for,
+    temp_storage,
     temp_tables,
 )
 from queryeval.engines.query import QueryRefused  # noqa: E402
@@ -293,17 +295,11 @@ def test_the_postgresql_checks_parse_a_text_once_and_give_the_same_answers(monke
     the names and the qualifier rewrite are remembered per text (per visible tables for the
     rewrite), with the answers of the first call; a refused text raises every time; the
     lists a caller gets are its own."""
-    import uuid
 
-    from queryeval.engines.query import sql_safety
     from queryeval.engines.query.neighbours.pg import unqualify
     from queryeval.engines.query.postgres import check_postgres
 
-    parsed = []
-    original = sql_safety.parse_one_select
-    monkeypatch.setattr(sql_safety, "parse_one_select",
-                        lambda sql, dialect: (parsed.append(sql), original(sql, dialect))[1])
-    tag = uuid.uuid4().hex  # texts no earlier test checked
+    parsed, tag = record_parses(monkeypatch)  # tag: in texts no earlier test checked
     accepted = f"SELECT e.name AS n_{tag} FROM public.emp e WHERE upper(e.name) > 'A'"
     refused = f"SELECT pg_read_file('/etc/passwd') AS n_{tag}"
     visible = [["public", "emp"]]
@@ -432,23 +428,17 @@ def test_a_neighbour_with_the_loaded_ddl_reuses_the_tables_with_fresh_storage(em
     from queryeval.engines.query.neighbours.pg_names import table_refs
     from queryeval.engines.query.neighbours.pg_schema import to_schema
 
-    def storage() -> dict[str, tuple[int, int]]:
-        with psycopg.connect(emp["admin"], autocommit=True) as con:
-            return {r[0]: (r[1], r[2]) for r in con.execute(
-                "SELECT relname, oid, relfilenode FROM pg_class WHERE relpersistence = 't' "
-                "AND relkind = 'r' AND relname IN ('emp', 'dept')").fetchall()}
-
     with PgRunner(emp["reader"]) as runner:
         both = to_schema(runner.schema(table_refs("SELECT name FROM emp"), 30))
         both.visible = []
         first = {"dept": [(1, "a"), (2, "b")],
                  "emp": [(i, f"e{i}", i, 1 + i % 2, None) for i in range(1, 41)]}
         runner.write(both, tmp_path / "a.json", first)
-        before = storage()
+        before = temp_storage(emp["admin"])
         second = {"dept": [(3, "c")], "emp": [(7, "x", 1, 3, None), (2, "y", 2, 3, 7),
                                               (5, "z", 3, 3, 2)]}
         assert runner.write(both, tmp_path / "b.json", second) == second
-        after = storage()
+        after = temp_storage(emp["admin"])
         assert sorted(after) == sorted(before) == ["dept", "emp"]
         for name in ("dept", "emp"):
             assert after[name][0] == before[name][0]  # the same table
@@ -460,7 +450,7 @@ def test_a_neighbour_with_the_loaded_ddl_reuses_the_tables_with_fresh_storage(em
         only_dept = to_schema(runner.schema(table_refs("SELECT name FROM dept"), 30))
         only_dept.visible = []
         runner.write(only_dept, tmp_path / "c.json", {"dept": [(4, "d")]})
-        fresh = storage()
+        fresh = temp_storage(emp["admin"])
         assert list(fresh) == ["dept"] and fresh["dept"][0] != after["dept"][0]
         runner.release()
     assert temp_tables(emp["admin"]) == []
@@ -479,12 +469,6 @@ def test_a_verdict_check_leaves_its_tables_for_the_next_neighbour(emp, tmp_path,
     from queryeval.engines.query.worker_handle import close_all
     from queryeval.tasks.query import testsuite
 
-    def storage() -> dict[str, tuple[int, int]]:
-        with psycopg.connect(emp["admin"], autocommit=True) as con:
-            return {r[0]: (r[1], r[2]) for r in con.execute(
-                "SELECT relname, oid, relfilenode FROM pg_class WHERE relpersistence = 't' "
-                "AND relkind = 'r' AND relname IN ('emp', 'dept')").fetchall()}
-
     with PgRunner(emp["reader"]) as builder:
         both = to_schema(builder.schema(table_refs("SELECT name FROM emp"), 30))
         both.visible = []
@@ -501,19 +485,19 @@ def test_a_verdict_check_leaves_its_tables_for_the_next_neighbour(emp, tmp_path,
         with testsuite._open(task, tmp_path / "a.json", "sql", original) as engine:
             assert engine.execute("SELECT name FROM emp", timeout_s=10,
                                   max_rows=10).rows == [("p",)]
-        first = storage()
+        first = temp_storage(emp["admin"])
         assert sorted(first) == ["dept", "emp"]  # still loaded after the check
         with testsuite._open(task, tmp_path / "b.json", "sql", original) as engine:
             assert engine.execute("SELECT name FROM emp", timeout_s=10,
                                   max_rows=10).rows == [("q",)]
-        second = storage()
+        second = temp_storage(emp["admin"])
         for name in ("dept", "emp"):
             assert second[name][0] == first[name][0]  # the same table
             assert second[name][1] != first[name][1]  # its storage new
         with suite.runner("postgres", None, emp["reader"]) as runner:
             _, rows, _ = runner.run(ORIGINAL, "SELECT count(*) FROM emp", 10, 10)
             assert rows[0][0] > 1  # the real table, not a neighbour's one row
-        assert storage() == {}
+        assert temp_storage(emp["admin"]) == {}
     finally:
         close_all(suite.release())
     assert temp_tables(emp["admin"]) == []

@@ -54,3 +54,12 @@ def temp_tables(admin_url: str, wait_s: float = 30.0) -> list[str]:
                 return []
             time.sleep(0.1)
         return found
+
+
+def temp_storage(admin_url: str, names: tuple[str, ...] = ("emp", "dept")) -> dict[str, tuple[int, int]]:
+    """Each temporary table of ``names`` on the server: (its oid, its storage's relfilenode)
+    -- the same oid is the same table, a new relfilenode fresh storage (a TRUNCATE)."""
+    with psycopg.connect(admin_url, autocommit=True) as con:
+        return {r[0]: (r[1], r[2]) for r in con.execute(
+            "SELECT relname, oid, relfilenode FROM pg_class WHERE relpersistence = 't' "
+            "AND relkind = 'r' AND relname = ANY(%s)", (list(names),)).fetchall()}
