@@ -110,3 +110,68 @@ def test_test_suite_report_has_verdicts_by_reason(suite_run):
     assert "pass: equal on the original and all N neighbours (3)" in text
     assert "refuted: refuted by neighbour N (2)" in text
     assert "0.6000" in text and "0.4000" in text
+
+
+FLAKY = '''import importlib.util
+
+_spec = importlib.util.spec_from_file_location("sdmx_example_system_for_charts", {path!r})
+_example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_example)
+
+
+def select(request):
+    if request.get("repeat", 0) == 1 and sum(map(ord, request["case_id"])) % 2 == 1:
+        raise ValueError("a failed second attempt")
+    return _example.select(request)
+'''
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory, examples_dir) -> Path:
+    """The SDMX example twice over with a second attempt that fails for about half the
+    cases, under --on-error skip: those cases are left out of every figure."""
+    import queryeval as qe
+
+    tmp = tmp_path_factory.mktemp("skipcharts")
+    suite = examples_dir / "sdmx" / "suite"
+    system = tmp / "flaky.py"
+    system.write_text(FLAKY.format(path=str(suite.parent / "system.py")), encoding="utf-8")
+    qe.evaluate(str(suite), system=f"python:{system}:select", repeats=2, on_error="skip",
+                retries=0, out=tmp / "run", reports=False)
+    return next((tmp / "run").rglob("batch_*.json"))
+
+
+def _counts(svg: str) -> dict[str, int]:
+    """Cases drawn per strip: {strip: sum of its bins' counts}."""
+    out: dict[str, int] = {}
+    for title in _bins(svg):
+        name, rest = title.split(":", 1)
+        out[name] = out.get(name, 0) + int(re.match(r"\s*(\d+) case", rest).group(1))
+    return out
+
+
+def test_charts_draw_the_cases_the_figures_count(skipped):
+    """The per-case charts drew every case, the ones --on-error skip leaves out of the
+    figures included: the pass-rate chart's caption gave the counted cases' mean while its
+    bars held all 23 (one chart, two numbers). Now both charts draw the counted cases only
+    and say how many were left out; the viewer draws the same."""
+    run = RunResults.open(skipped)
+    counted = len(run.counted())
+    left = len(run.cases) - counted
+    assert len(run.cases) == 23 and 0 < left < 23
+    html = render_report(skipped, resamples=200)
+    figures, viewer = _figures(html), _viewer(skipped)
+    note = f"({left} case(s) left out by --on-error skip, as from the headline figures)"
+    for cid in ("distribution", "pass-rate"):
+        svg, caption = figures[cid]
+        assert svg == viewer[cid]["svg"] and caption == viewer[cid]["title"]
+        assert caption.endswith(note), caption
+        assert set(_counts(svg).values()) == {counted}, _counts(svg)
+    rep = run.metrics["repeats"]["overall"]["pass_rate"]
+    drawn = [(float(re.search(r"in \[(-?[\d.]+), (-?[\d.]+)", t).group(1)) + 0.25,
+              int(re.search(r": (\d+) case", t).group(1)))
+             for t in _bins(figures["pass-rate"][0])]  # bins of width 0.5 from -0.25
+    assert sum(n for _, n in drawn) == counted
+    assert sum(x * n for x, n in drawn) / counted == pytest.approx(rep["mean"])
+    macro = run.metrics["overall_metrics"]["macro_recall"]
+    assert macro == pytest.approx(sum(c.means["macro_recall"] for c in run.counted()) / counted)

@@ -23,11 +23,14 @@ def case_rows(loaded: Any) -> list[dict]:
     the first attempt that did not pass (else the first); ``reason``: why, in words — for a
     pass or fail the deciding rule's reason, else for a case that did not pass the JUnit
     report's line (:func:`queryeval.report.junit.case_outcome`: expected vs got, the failed
-    call, a flaky case's pass rate)."""
+    call, a flaky case's pass rate). ``counted``: whether the run's figures count the case
+    (False for a case ``--on-error skip`` leaves out: :meth:`RunResults.counted`)."""
     from queryeval.report.junit import case_outcome, deciding
 
     records = loaded.records
     repeated = any("repeat" in r for r in records)
+    count = getattr(loaded, "counted", None)  # the cases the figures count
+    counted = {c.case_id for c in count()} if callable(count) else None
     rows = []
     for case in loaded.cases:
         tries = [_attempt(a.index, records[a.index], a.verdict) for a in case.attempts]
@@ -36,7 +39,8 @@ def case_rows(loaded: Any) -> list[dict]:
         decided = deciding(records[shown.index])
         message = case_outcome(records, case)[1]
         why = (decided or {}).get("reason") if case.verdict in ("pass", "fail") else None
-        row.update(decided=decided, reason=why or message or None)
+        row.update(decided=decided, reason=why or message or None,
+                   counted=counted is None or case.case_id in counted)
         if repeated:
             row.update(status="error" if case.errored else row["status"],
                        outcomes=case.outcomes, pass_rate=case.pass_rate)

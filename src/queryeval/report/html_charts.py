@@ -127,9 +127,15 @@ def case_charts(task: Any, order: Sequence[str], rows: Sequence[dict],
     rate under ``--repeats`` (its caption with the repeats section's mean pass rate and
     interval), the test-suite verdicts by reason. ``rows``:
     :func:`queryeval.report.case_rows.case_rows` (each case's means, pass rate, deciding
-    rule); ``repeats``: the metrics file's ``repeats`` section."""
+    rule), of which only the cases the figures count are drawn (a row ``counted`` False, a
+    case ``--on-error skip`` leaves out, is not; the captions say how many were left out);
+    ``repeats``: the metrics file's ``repeats`` section."""
     out = []
     order = list(order)
+    left_out = sum(1 for r in rows if r.get("counted") is False)
+    rows = [r for r in rows if r.get("counted") is not False]  # the cases the figures count
+    note = (f" ({left_out} case(s) left out by --on-error skip, as from the headline figures)"
+            if left_out else "")
     per_case: list[str] = []
     for row in rows:
         per_case += [k for k in row["metrics"] if k not in per_case]
@@ -142,7 +148,7 @@ def case_charts(task: Any, order: Sequence[str], rows: Sequence[dict],
                   for k in picked[:MAX_STRIPS]]
         out.append(_chart("distribution", "Per-case scores: how many cases at each value"
                           + (f" (first {MAX_STRIPS} of {len(picked)} scores)"
-                             if len(picked) > MAX_STRIPS else ""),
+                             if len(picked) > MAX_STRIPS else "") + note,
                           strip_chart(strips, title="Per-case scores", low=0.0, high=1.0,
                                       bins=20, ticks=[0.0, 0.25, 0.5, 0.75, 1.0],
                                       x_label="per-case value (mean over attempts)")))
@@ -151,7 +157,7 @@ def case_charts(task: Any, order: Sequence[str], rows: Sequence[dict],
     if rates and tries > 1:  # one bin per possible pass rate: 0, 1/R, …, 1
         half = 0.5 / tries
         out.append(_chart("pass-rate", f"Per-case pass rate over {tries} attempts"
-                          + _pass_rate_ci(repeats),
+                          + _pass_rate_ci(repeats) + note,
                           strip_chart([("pass rate", rates)], title="Per-case pass rate",
                                       low=-half, high=1 + half, bins=tries + 1,
                                       ticks=[i / tries for i in range(tries + 1)]
