@@ -118,6 +118,22 @@ def test_cluster_stats_hand_computed():
     assert stats.cluster_variance([1, 1, 0, 0], index) == pytest.approx(0.25)
     deff, eff = stats.design_effect([1, 1, 0, 0], index)
     assert deff == pytest.approx(0.25 / ((1 / 3) / 4)) and eff == pytest.approx(4 / 3)
+    # cases of one cluster less alike than of different ones: sums (1, 1, 2), mean 2/3,
+    # residuals (-1/3, -1/3, 2/3): CR1 = 3/2 · (6/9) / 36; s²/N = (12/9)/5/6; the design
+    # effect 0.625 is given as measured, the effective n stays 6 (it was 9.6, above N)
+    neg = stats.cluster_index(["a", "a", "b", "b", "c", "c"])
+    deff, eff = stats.design_effect([1, 0, 1, 0, 1, 1], neg)
+    assert deff == pytest.approx((1.5 * (6 / 9) / 36) / ((12 / 9) / 5 / 6))
+    assert deff == pytest.approx(0.625) and eff == 6
+    from queryeval.report.compare_verdict import notes
+
+    diffs = [0.1, -0.1, 0.1, -0.1, 0.05, 0.0] * 5
+    plain = notes("m", n=30, diffs=diffs, ci=(None, None), confidence=0.95, p_raw=0.5,
+                  p_adjusted=0.5, family=1, alpha=0.05)
+    clustered = notes("m", n=30, diffs=diffs, ci=(None, None), confidence=0.95, p_raw=0.5,
+                      p_adjusted=0.5, family=1, alpha=0.05, units=[0.3] * 6,
+                      design_effect=0.625, clusters=6)
+    assert plain and plain == clustered  # the cases needed not cut by a design effect < 1
     values = [0.2, 0.9, 0.4, 0.4, 1.0, 0.0]
     assert stats.cluster_bootstrap_ci(values, None, resamples=300) == \
         stats.bootstrap_ci(values, resamples=300)

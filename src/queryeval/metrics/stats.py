@@ -207,8 +207,11 @@ def cluster_variance(values: Sequence[float] | np.ndarray, index: np.ndarray | N
 def design_effect(values: Sequence[float] | np.ndarray, index: np.ndarray | None
                   ) -> tuple[float | None, float | None]:
     """(design effect, effective n): the cluster-robust variance of the mean over the
-    independent-cases one ``s²/N``, and ``N / design effect``. (1, N) with one case per
-    cluster; (None, None) when the values do not vary or there are fewer than 2 clusters."""
+    independent-cases one ``s²/N``, and ``N / max(design effect, 1)``. (1, N) with one case
+    per cluster; (None, None) when the values do not vary or there are fewer than 2
+    clusters. A design effect below 1 is given as measured, but the effective n is never
+    above N: as the intervals (:func:`cluster_ratio_ci`), it claims no more precision than
+    independent cases give."""
     arr = _as_1d(values)
     n = arr.size
     robust = cluster_variance(arr, index)
@@ -218,7 +221,7 @@ def design_effect(values: Sequence[float] | np.ndarray, index: np.ndarray | None
     if iid == 0:
         return None, None
     deff = robust / iid
-    return deff, (n / deff if deff > 0 else None)
+    return deff, n / max(deff, 1.0)
 
 
 def cluster_bootstrap_ci(values: Sequence[float] | np.ndarray, index: np.ndarray | None, *,

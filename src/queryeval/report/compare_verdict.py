@@ -104,7 +104,8 @@ def notes(metric: str, *, n: int, diffs: Sequence[float], ci: tuple[float | None
           design_effect: float | None = None, clusters: int | None = None) -> list[str]:
     """Why a metric reads as it does: a CI that excludes 0 beside a Holm p at or above alpha,
     and an n too small to detect the observed difference. With clusters, ``units`` are the
-    clusters' sums the test flips and the cases needed are scaled by the design effect."""
+    clusters' sums the test flips and the cases needed are scaled by the design effect
+    (at least 1: clusters never make fewer cases enough)."""
     out: list[str] = []
     if p_adjusted is None or p_adjusted < alpha:
         return out
@@ -123,7 +124,7 @@ def notes(metric: str, *, n: int, diffs: Sequence[float], ci: tuple[float | None
     else:
         need = cases_needed(diffs, alpha / max(1, family))
         if need is not None and design_effect is not None and clusters is not None:
-            need = math.ceil(need * max(design_effect, 0.0))
+            need = math.ceil(need * max(design_effect, 1.0))  # never fewer than unclustered
         if need is not None and need > n:
             out.append(f"{metric}: n = {n} is too small to detect the observed difference "
                        f"({math.fsum(diffs) / len(diffs):+.4f}): about {need} paired cases "
