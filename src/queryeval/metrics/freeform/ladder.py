@@ -3,9 +3,12 @@ rule by rule; the first rule that decides gives the verdict and its name (``deci
 
 1. ``missing``: no response, or only blanks -> fail.
 2. ``exact``: SQuAD-normalised text equal to the answer's (case, whitespace, punctuation,
-   articles) *and* the same numbers in the same order (the normalisation drops the decimal
-   point and the sign, so ``3.5`` and ``35`` would otherwise be equal) with the same units
-   after them (it folds case: ``5 Mm`` is not ``5 mm``) -> pass.
+   articles) *and* the same signs inside it (``C#`` is not ``C``, ``B-`` not ``B+``,
+   ``(5)`` not ``5``; the sentence punctuation and quotes at its ends aside) *and* the same
+   numbers in the same order (the normalisation drops the decimal point and the sign, so
+   ``3.5`` and ``35`` would otherwise be equal) with the same units after them (it folds
+   case: ``5 Mm`` is not ``5 mm``) -> pass. An answer the normalisation empties (``A``,
+   ``The``) is compared as written, case folded.
 3. ``alias``: the same test against each alias -> pass.
 4. ``date`` (the answer is one date): every date in the response equal to it -> pass;
    every date different -> fail; some equal and some not, an ambiguous numeric date whose
@@ -130,8 +133,29 @@ def _units_key(text: str) -> list[Any]:
     return [unit_after(text, n.end)[0] for n in extract_numbers(text)]
 
 
+_EDGE = ".,;:!?\"'`*_~\u2018\u2019\u201c\u201d\u00ab\u00bb "
+"""Sentence punctuation, quotes and markdown emphasis that may end or wrap an answer
+without changing it."""
+
+
+def _marks(text: str) -> list[str]:
+    """The signs ``text`` writes besides letters, digits and spaces, less the sentence
+    punctuation and quotes at its ends: ``#`` in ``C#``, ``+`` in ``B+``, the parentheses of
+    ``(5)`` (an accounting negative). The SQuAD normalisation drops them all."""
+    plain = _masked(text)  # the numbers' own signs (1,234.5) are compared as numbers
+    return [c for c in plain.strip(_EDGE) if not (c.isalnum() or c.isspace())]
+
+
 def _same_text(response: str, reference: str) -> bool:
-    return (normalize_answer(response) == normalize_answer(reference)
+    """The same answer by the normalised text *and* the same signs inside it, numbers and
+    units after them: ``C#`` is not ``C``, nor ``B-`` ``B+``. A reference the normalisation
+    empties (an article, punctuation: ``A``, ``The``) is compared case-folded as written."""
+    ref = normalize_answer(reference)
+    if not ref:
+        return " ".join(response.strip(_EDGE).casefold().split()) == \
+            " ".join(reference.strip(_EDGE).casefold().split())
+    return (normalize_answer(response) == ref
+            and _marks(response) == _marks(reference)
             and _numbers_key(response) == _numbers_key(reference)
             and _units_key(response) == _units_key(reference))
 
@@ -174,6 +198,24 @@ def _masked(text: str) -> str:
     return masked(text, spans + date_spans(text))
 
 
+_FOLLOW = re.compile(r"[ \t]*([^\W\d_]{1,3}(?![\w'\u2019])|[^\s\w.,;:!?)\]}\"\u201d*_~])")
+"""What follows a number that reads no unit and may still be one: a word of at most three
+letters (``pm``, ``ly``), or a sign other than punctuation and emphasis (``″``, ``'``,
+``℉``, ``°``). A longer word is taken for text (``3.5 away``, ``20 degrees``)."""
+_CONNECTIVES = frozenset({
+    "and", "or", "but", "is", "was", "are", "were", "be", "been", "in", "on", "at", "of",
+    "to", "for", "the", "a", "an", "by", "with", "from", "as", "it", "its", "that", "which",
+    "this", "these", "those", "so", "then", "when", "where", "while", "into", "onto"})
+"""Words after a bare number that name no unit (``20 and rising``): against a reference with
+a unit, any other word or sign after a number that reads none may be a unit no rule reads
+(``20 Réaumur``, ``5″``, ``5 pm``), so that number decides nothing."""
+_CONTINUES = re.compile(
+    r"[ \t]*(?:/|\^|\*\*\s*[-+]?\d|[\u00b2\u00b3\u00b9\u2070-\u207f]|(?:per|an?|each|every)\b"
+    r"|(?:hourly|daily|weekly|monthly|yearly|annually|squared|cubed)\b)", re.IGNORECASE)
+"""After a unit read, more of a unit (``5 km / h``, ``5 km an hour``, ``5 km⁻¹``): the unit
+read is not the whole unit."""
+
+
 def _listed(items: list[str]) -> str:
     return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
@@ -209,6 +251,15 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             continue
         if ref.unit is not None:
             unit, end = unit_after(response, n.end)
+            if unit is None:  # no unit read: a word or sign that may be one (20 Réaumur, 5″)
+                follow = _FOLLOW.match(response, n.end)
+                if follow and follow.group(1).casefold() not in _CONNECTIVES:
+                    other_units.append(response[n.start:follow.end()].strip())
+                    continue
+            elif _CONTINUES.match(response, end):  # 5 km / h, 5 km an hour: more unit
+                other_units.append(response[n.start:_CONTINUES.match(response, end).end()]
+                                   .strip())
+                continue
             if unit is not None:
                 consumed = end
                 shown = response[n.start:end].strip()

@@ -117,6 +117,8 @@ def unit_after(text: str, pos: int) -> tuple[Any | None, int]:
     if per and parse_unit(per["word"]) is not None:
         token, end = f"({token})/({per['word']})", per.end()
     unit = parse_unit(token)
+    if unit is None and len(token) > 3 and token[:1].isupper() and token[1:].islower():
+        unit = parse_unit(token.lower())  # a unit's name capitalised: Fahrenheit, Kelvin
     if unit is None and not power and not per and found[0] not in NOT_UNITS:  # US, not us
         two = _two_words(text, found[0], found[1], pos)
         if two[0] is None and unit_like(found[0]):

@@ -1,0 +1,60 @@
+"""Wrong answers a red team found the ladder passing (docs/freeform.md, "What a rule can
+prove"): each is now inconclusive -- no rule proves it -- and the plain right answers beside
+them still pass. Every case below passed on the code before."""
+
+from __future__ import annotations
+
+import pytest
+
+from queryeval.metrics.freeform.ladder import decide
+
+UNPROVEN = [
+    # a function, power or root of the figure
+    ("5", "√5"), ("5", "sqrt 5"), ("5", "log 5"), ("5", "ln 5"), ("5", "e^5"),
+    ("5", "5 squared"), ("5", "5 cubed"), ("5", "5 factorial"),
+    # a fraction named by its denominator, a scale word or abbreviation
+    ("5", "5 tenths"), ("5", "5 hundredths"), ("5", "5 sixths"), ("5", "5 millionths"),
+    ("5", "5 quadrillion"), ("5", "5 milliard"), ("5", "5 lakh"), ("5", "5 Mn"),
+    ("5", "5 MN"), ("5", "5 Mln"), ("5", "5 bln"), ("5", "5 Bn"), ("5", "5 BN"),
+    ("5", "5 bil"), ("5", "5 mil"), ("5", "5 thou"), ("5", "5 lac"), ("5", "5 T"),
+    ("5", "5 Tn"), ("5", "5 trn"), ("5", "5 G"),
+    # a range, a negation or a hedge the lists missed
+    ("5", "5..6"), ("5", "5...6"), ("5", "5 is a lie"), ("5", "bogus 5"), ("5", "fake 5"),
+    ("5", "nay 5"), ("5", "5 hypothetically"), ("5", "in theory 5"), ("5", "guessing 5"),
+    ("5", "5 tops"), ("5", "5 downwards"),
+    # a sign outside parentheses, an accounting negative
+    ("-5", "-(-5)"), ("5", "(5)"),
+    # the exact rule: signs inside the text, an answer the normalisation empties
+    ("C", "C#"), ("C", "C++"), ("B+", "B-"), ("A-", "A+"), ("A", "The"), ("A", "."),
+    # a unit that is not read, or read only in part
+    ("20 degC", "20 \u2109"), ("20 degC", "20 \u00b0R\u00e9"), ("5 km", "5\u2033"),
+    ("5 km", "5 '"), ("5 km", "5 pm"), ("5 km", "5 km / h"), ("5 km", "5 km an hour"),
+    ("5 km", "5 km hourly"), ("5 km", "5 km\u207b\u00b9"),
+]
+
+
+@pytest.mark.parametrize(("answer", "response"), UNPROVEN)
+def test_a_wrong_answer_the_rules_cannot_prove_is_not_passed(answer, response):
+    d = decide(answer, response)
+    assert d.verdict != "pass", (answer, response, d)
+
+
+def test_a_capitalised_unit_name_is_read():
+    """``20 Fahrenheit`` was read as a bare 20 and passed against 20 °C; now it is read as
+    20 °F and fails, as ``20 fahrenheit`` did."""
+    assert decide("20 degC", "20 Fahrenheit").verdict == "fail"
+    assert decide("20 degC", "20 Celsius").verdict == "pass"
+
+
+@pytest.mark.parametrize(("answer", "response", "rule"), [
+    ("5", "It is 5", "number"), ("5", "5 people", "number"), ("12", "12 months", "number"),
+    ("5", "The answer is 5.", "number"), ("42", "42!", "exact"), ("Paris", "Paris.", "exact"),
+    ("Paris", "**Paris**", "exact"), ("Paris", '"Paris"', "exact"),
+    ("the Eiffel Tower", "Eiffel Tower", "exact"), ("1234567", "1,234,567", "exact"),
+    ("B+", "b+", "exact"), ("C#", "C#", "exact"), ("20 degC", "20 \u00b0C", "number"),
+    ("20 degC", "20 degrees", "number"), ("5 km", "It is 5 km from here", "number"),
+    ("5 km", "5000 m", "unit"), ("3.5 km", "It is 3.5 away.", "number"),
+])
+def test_the_plain_right_answers_still_pass(answer, response, rule):
+    d = decide(answer, response)
+    assert (d.verdict, d.rule) == ("pass", rule), d
