@@ -22,6 +22,11 @@ UNPROVEN = [
     ("5", "5..6"), ("5", "5...6"), ("5", "5 is a lie"), ("5", "bogus 5"), ("5", "fake 5"),
     ("5", "nay 5"), ("5", "5 hypothetically"), ("5", "in theory 5"), ("5", "guessing 5"),
     ("5", "5 tops"), ("5", "5 downwards"),
+    # a date qualified: another era, an offset, another day, an event that did not happen
+    ("2020-03-04", "4 March 2020 BC"), ("2020-03-04", "4 March 2020 + 1 day"),
+    ("2020-03-04", "4 March 2020, or the next day"), ("2020-03-04", "4 March 2020 (postponed)"),
+    ("2020-03-04", "4 March 2020 (cancelled)"), ("2020-03-04", "the week of 4 March 2020"),
+    ("5%", "5 basis"),
     # a sign outside parentheses, an accounting negative
     ("-5", "-(-5)"), ("5", "(5)"),
     # the exact rule: signs inside the text, an answer the normalisation empties
@@ -54,6 +59,7 @@ def test_a_capitalised_unit_name_is_read():
     ("B+", "b+", "exact"), ("C#", "C#", "exact"), ("20 degC", "20 \u00b0C", "number"),
     ("20 degC", "20 degrees", "number"), ("5 km", "It is 5 km from here", "number"),
     ("5 km", "5000 m", "unit"), ("3.5 km", "It is 3.5 away.", "number"),
+    ("2020-03-04", "It was on 4 March 2020.", "date"), ("3", "3 days", "number"),
 ])
 def test_the_plain_right_answers_still_pass(answer, response, rule):
     d = decide(answer, response)

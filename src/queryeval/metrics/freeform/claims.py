@@ -65,6 +65,8 @@ _PATTERNS: list[tuple[str, str]] = [
         "misconception", "myth", r"claim(?:s|ed)?", r"rumou?red", "previously", "formerly",
         "lie", "lies", "lying", "bogus", "fake", "fakes", "faked", "fictional", "fiction",
         "hoax", "nay", "nope", "debunked", "disproved", "disproven", "invalid",
+        # an event said not to have happened on the date
+        "postponed", "cancelled", "canceled", "rescheduled", "delayed", "called off",
         "used to", "originally", "initially", "no longer", "anymore",
         # the negations of other languages written in Latin letters
         "pas", "nicht", "nein", r"kein(?:e|en|er)?", "non", "niet", "geen", "n\u00e3o", "nao",
@@ -78,9 +80,12 @@ _PATTERNS: list[tuple[str, str]] = [
         "ranging", "maximum", "minimum", "max", "upwards?", "plus", "later", "earlier",
         "prior", "onwards?", "latest", "earliest", "afterwards", "up to", "down to",
         "excess", r"(?:north|south|shy|short) of", r"(?:and|or) up", r"(?:up|down) from",
+        r"(?:next|following|previous|preceding) (?:day|week|month|year)",
+        r"(?:day|week|month|year)s? (?:after|before|later|earlier)", r"(?:week|month) of",
         "and counting", "nearest",
         r"as (?:many|much|few|little|high|low|long|far|large|small|big|early|late) as",
         r"(?:or|and) (?:before|after|above|below|over|under|beyond|so)"),
+    ("compares or bounds it", r"[+\u2212" + _DASHES + r"]\s*\d+\s*(?:days?|weeks?|months?|years?)\b"),
     ("compares or bounds it", r"[<>\u2264\u2265\u2a7d\u2a7e\u2266\u2267\u2272\u2273\u226a\u226b"
                            r"\uff1c\uff1e]|(?<=\d)\+(?!\d)"),
     # a preposition that bounds the figure that follows it (two words at most between)
@@ -111,6 +116,7 @@ _PATTERNS: list[tuple[str, str]] = [
         "times", "fold", "twice", "thrice", r"doubled?", r"tripled?", r"quadrupled?",
         "half", "halved", "halves", "quarters?", "hundreds", "thousands", "millions",
         "billions", "trillions", "dozens", "percentage points?", r"per (?=\d)", "out of",
+        "bc", "bce", "basis",
         r"per (?:hundred|thousand|million|billion|capita|head)",
         # powers, roots, logarithms and other functions of the figure
         "squared", "cubed", "factorial", "root", "roots", "log", "logs", "logarithm",
