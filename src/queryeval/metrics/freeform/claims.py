@@ -64,7 +64,7 @@ _PATTERNS: list[tuple[str, str]] = [
         r"(?:anything|all|everything) but", "negative", "kidding", "joking", "opposite",
         "misconception", "myth", r"claim(?:s|ed)?", r"rumou?red", "previously", "formerly",
         "lie", "lies", "lying", "bogus", "fake", "fakes", "faked", "fictional", "fiction",
-        "hoax", "nay", "nope", "debunked", "disproved", "disproven", "invalid",
+        "hoax", "nay", "debunked", "disproved", "disproven", "invalid",
         # an event said not to have happened on the date
         "postponed", "cancelled", "canceled", "rescheduled", "delayed", "called off",
         "used to", "originally", "initially", "no longer", "anymore",
@@ -106,7 +106,7 @@ _PATTERNS: list[tuple[str, str]] = [
         "scheduled", "due", "for example", "for instance", "such as",
         "hypothetically", "hypothetical", "theoretically", "theoretical", "in theory",
         "guessing", "guessed", "guesses", "imagine", "imagined", "pretend",
-        "tops", "downwards?", "plus or minus",
+        "tops", "downwards?",
         "environ", "etwa", "ungef\u00e4hr", "aproximadamente", "cerca", "ongeveer"),
     ("hedges it", r"\be\.\s?g\."),
     ("hedges it", r"\bca?\.(?=\s*\W?\d)"),

@@ -256,9 +256,8 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
                 if follow and follow.group(1).casefold() not in _CONNECTIVES:
                     other_units.append(response[n.start:follow.end()].strip())
                     continue
-            elif _CONTINUES.match(response, end):  # 5 km / h, 5 km an hour: more unit
-                other_units.append(response[n.start:_CONTINUES.match(response, end).end()]
-                                   .strip())
+            elif more := _CONTINUES.match(response, end):  # 5 km / h, 5 km an hour
+                other_units.append(response[n.start:more.end()].strip())
                 continue
             if unit is not None:
                 consumed = end

@@ -266,13 +266,16 @@ def _names_in(tree: Any, dialect: str) -> set[str]:
     anything: :data:`ANY_TABLE`."""
     from sqlglot import exp
 
-    if any(True for _ in tree.find_all(exp.Command)):
+    if tree.find(exp.Command) is not None:
         return {ANY_TABLE}
     out: set[str] = set()
     for t in tree.find_all(exp.Table):
         if not t.name:
             continue
         key = _ident_key(t.this, dialect)
+        if (dialect == "postgres" and key in _PG_VALUE_FUNCTIONS
+                and not getattr(t.this, "quoted", False)):
+            continue  # FROM current_date: a function sqlglot reads as a table
         if (t.args.get("db") or t.args.get("catalog")) or not _is_cte(t, key, dialect):
             out.add(key)
     if dialect == "sqlite":  # x IN t: sqlglot reads t as a column
@@ -288,6 +291,10 @@ def _is_cte(table: Any, key: str, dialect: str) -> bool:
     """Whether the unqualified ``table`` (keyed ``key``) names a CTE in scope where it is."""
     from sqlglot import exp
 
+    def named(ctes: Iterable[Any]) -> bool:
+        return any(c.args.get("alias") is not None
+                   and _ident_key(c.args["alias"].this, dialect) == key for c in ctes)
+
     child, node = table, table.parent
     while node is not None:
         if isinstance(node, exp.With):
@@ -295,15 +302,11 @@ def _is_cte(table: Any, key: str, dialect: str) -> bool:
             at = next((i for i, c in enumerate(ctes) if c is child), None)
             if at is not None and not node.args.get("recursive"):
                 ctes = ctes[:at]  # a CTE's body sees the CTEs before it only
-            if any(c.args.get("alias") is not None
-                   and _ident_key(c.args["alias"].this, dialect) == key for c in ctes):
+            if named(ctes):
                 return True
         else:
             with_ = node.args.get("with_") or node.args.get("with")  # (sqlglot's key moved)
-            if isinstance(with_, exp.With) and child is not with_ and any(
-                    c.args.get("alias") is not None
-                    and _ident_key(c.args["alias"].this, dialect) == key
-                    for c in with_.expressions):
+            if isinstance(with_, exp.With) and child is not with_ and named(with_.expressions):
                 return True
         child, node = node, node.parent
     return False
@@ -356,15 +359,25 @@ def _view_name(statement: str) -> str:
     return last.strip('"`[]')
 
 
-def reached(names: Iterable[str], views: dict[str, list[str]]) -> set[str]:
-    """``names`` and, through every view among them, the names it reads, transitively."""
+def tables_reached(names: Iterable[str], views: dict[str, list[str]],
+                   tables: Iterable[str]) -> set[str]:
+    """What ``names`` read, views followed: each name that is no view, and through every
+    view among them the names it reads, transitively (the views themselves left out); a
+    view that may read anything (:data:`ANY_TABLE`) reads every one of ``tables``."""
     out: set[str] = set()
+    seen: set[str] = set()
     todo = list(names)
     while todo:
         name = todo.pop()
-        if name not in out:
+        if name in seen:
+            continue
+        seen.add(name)
+        if name == ANY_TABLE:
+            out.update(tables)
+        elif name in views:
+            todo.extend(views[name])
+        else:
             out.add(name)
-            todo.extend(views.get(name, ()))
     return out
 
 
@@ -378,13 +391,9 @@ def unseen_tables(query: str | None, built: NeighbourSet) -> list[str]:
     does not parse, or in a set that did not record its tables."""
     if not query or built.tables is None or built.dialect == "sparql":
         return []
-    names = reached(_tables_read(query, built.dialect), built.views) - set(built.views)
-    if ANY_TABLE in names:
-        names = (names - {ANY_TABLE}) | set(built.tables)
+    names = tables_reached(_tables_read(query, built.dialect), built.views, built.tables)
     if built.dialect != "postgres":
         names &= set(built.tables)
-    else:  # FROM current_date: a function sqlglot reads as a table
-        names -= _PG_VALUE_FUNCTIONS
     return sorted(names - set(built.filled))
 
 
@@ -392,6 +401,8 @@ _PG_VALUE_FUNCTIONS = frozenset({
     "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp",
     "current_user", "current_role", "session_user", "user", "current_catalog",
     "current_schema"})
+"""PostgreSQL's functions called without parentheses, which sqlglot reads in a FROM as a
+table (unquoted; a quoted ``"user"`` is a table)."""
 
 
 def _digest(path: Path) -> str:
@@ -549,8 +560,8 @@ def _build(runner: Any, source: Path, work: Path, folder: Path, dialect: str, go
     reason = ""
     views = view_reads(getattr(schema, "extra_ddl", None) or (), dialect)
     tables = {table_key(t.name, dialect) for t in schema.tables}
-    read = reached(_tables_read(gold, dialect), views)
-    unfilled = sorted((tables if ANY_TABLE in read else read & tables) - filled)
+    unfilled = sorted(tables_reached(_tables_read(gold, dialect), views, tables) & tables
+                      - filled)
     if unfilled:  # every neighbour of the gold has these empty: none of them judges it
         chosen = []
     if not chosen:
