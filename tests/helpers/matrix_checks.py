@@ -174,6 +174,12 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         m = re.search(rf'<td>{re.escape(overall)}</td><td class="num" data-v="([^"]+)">',
                       page.read_text())
         assert m and float(m[1]) == pytest.approx(mean), f"no {overall} row in the HTML"
+        # the mean of the per-case values has their interval beside it (a task maps an
+        # overall name to its per-case metric in ci_sources)
+        ci = re.search(rf'<td>{re.escape(overall)}</td><td class="num" data-v="[^"]+">[^<]*</td>'
+                       r'<td class="num ci">([^<]*)</td>', page.read_text())
+        if len(set(counted)) >= 2:
+            assert ci and ci[1].startswith("["), f"no interval beside {overall} in the HTML"
     # the typed run log: batch, metrics and every record by its task kind's model
     check_typed_log(run, metric, overall, mean)
     # gates
@@ -190,6 +196,9 @@ def check_consumers(run: qe.Run, metric: str, per_case: dict[str, float | None],
         client = TestClient(create_app(viewer_root, resamples=200), base_url="http://127.0.0.1")
         doc = client.get(f"/api/runs/{run.batch_id}").json()
         assert doc["metrics"][overall] == pytest.approx(mean)
+        if len(set(counted)) >= 2:  # the same interval as the HTML's
+            rows = {r["metric"]: r for r in doc["overall_rows"]}
+            assert rows[overall]["low"] is not None, f"no interval beside {overall} in the viewer"
         cases = client.get(f"/api/runs/{run.batch_id}/cases?limit=1000").json()["rows"]
         got = {r["case_id"]: r["metrics"].get(metric) for r in cases if r["case_id"] in per_case}
         assert got == pytest.approx(per_case)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -202,6 +202,9 @@ class QueryTask(QueryEngines, Task):
         "test_suite_refuted", "test_suite_unknown", "execution_unknown", *judging.COUNTS),
         unbounded=judging.UNBOUNDED)
     Options = QueryOptions
+    #: The report's bootstrap CI of test_suite_accuracy: the mean of the known per-case
+    #: test_suite_match verdicts (an unknown verdict has no value and is not counted).
+    ci_sources: ClassVar[dict[str, Any]] = {"test_suite_accuracy": "test_suite_match"}
 
     def __init__(self, options: dict | TaskOptions | None = None) -> None:
         super().__init__(options)
