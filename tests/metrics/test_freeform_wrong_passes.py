@@ -64,3 +64,26 @@ def test_a_capitalised_unit_name_is_read():
 def test_the_plain_right_answers_still_pass(answer, response, rule):
     d = decide(answer, response)
     assert (d.verdict, d.rule) == ("pass", rule), d
+
+
+@pytest.mark.parametrize(("answer", "response"), [
+    ("0.05", "0.05%"), ("0.98", "0.98%"), ("1", "1%"), ("-0.3", "-0.3%"), ("0.5%", "0.5"),
+    ("0.05%", "0.05"), ("0.98", "0.98 percent")])
+def test_a_percentage_against_a_plain_fraction_by_its_figure_alone_is_not_proven(answer, response):
+    """A plain number of at most 1 may be a fraction (0.98 = 98%): read as a percentage
+    with its sign left out it matches ``0.98%``, read as a fraction it does not, and no rule
+    can tell which the reference meant (both ``98%`` and ``0.98%`` passed against 0.98)."""
+    d = decide(answer, response)
+    assert d.verdict is None and d.rule == "inconclusive", d
+    assert "fraction" in d.detail and "percent" in d.detail, d.detail
+
+
+@pytest.mark.parametrize(("answer", "response", "verdict"), [
+    ("0.98", "98%", "pass"), ("0.05", "5%", "pass"), ("12%", "0.12", "pass"),
+    ("12%", "12", "pass"), ("45", "45%", "pass"), ("3.5", "3.5%", "pass"), ("0", "0%", "pass"),
+    ("-12", "-12%", "pass"), ("0.05", "7%", "fail"), ("0.05", "0.07%", "fail"),
+    ("0.5%", "0.6", "fail")])
+def test_a_percentage_beside_a_plain_number_the_readings_agree_on(answer, response, verdict):
+    """The fraction (``p% = p/100``) always reads; the figure with its sign left out reads
+    when the plain number is not a fraction (beyond -1..1) or when both readings agree."""
+    assert decide(answer, response).verdict == verdict

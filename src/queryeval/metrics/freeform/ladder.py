@@ -160,19 +160,29 @@ def _same_text(response: str, reference: str) -> bool:
             and _units_key(response) == _units_key(reference))
 
 
-def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool:
+def _number_matches(n: Number, value: Fraction, ref: ReferenceNumber, **tol: Any) -> bool | None:
     """Whether ``value`` (the response's number ``n``, in the reference's unit) is the
-    reference's: a percentage on one side only matches its figure or its fraction; two
-    per-notations of different bases (``50‰`` and ``5%``) are compared in the reference's.
-    (A per mille or basis points on one side only is never compared: :func:`_unscaled`.)"""
+    reference's: a percentage on one side only matches its fraction (``p% = p/100``), or its
+    figure with the sign left out when the plain number is not a fraction (beyond -1..1:
+    ``45%`` and ``45``); a figure match within -1..1 alone (``0.98%`` against ``0.98``,
+    which ``98%`` matches as a fraction) is None: which the reference meant, no rule can
+    tell. Two per-notations of different bases (``50‰`` and ``5%``) are compared in the
+    reference's. (A per mille or basis points on one side only is never compared:
+    :func:`_unscaled`.)"""
     slack = tol.pop("slack", Fraction(0))
     if n.percent and ref.percent:
         return within(value * ref.per / n.per, ref.value, slack=slack, **tol)
     if not n.percent and not ref.percent:
         return within(value, ref.value, slack=slack, **tol)
-    if ref.percent:   # reference p%: the response says p, or the fraction p/100
-        return within(value, ref.value, **tol) or within(value * 100, ref.value, **tol)
-    return within(value, ref.value, **tol) or within(value / 100, ref.value, **tol)
+    if ref.percent:   # reference p%: the response says p/100, or p
+        fraction, plain = within(value * 100, ref.value, **tol), value
+    else:
+        fraction, plain = within(value / 100, ref.value, **tol), ref.value
+    if fraction:
+        return True
+    if within(value, ref.value, **tol):
+        return True if abs(plain) > 1 else None
+    return False
 
 
 def _unscaled(n: Number, ref: ReferenceNumber) -> bool:
@@ -236,6 +246,7 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
     other_units: list[str] = []
     dotted: list[tuple[str, bool]] = []  # one reading of the dot agrees, the other not
     unscaled: list[str] = []  # 1‰ against 1: per mille on one side only
+    undecided: list[str] = []  # 0.98% against 0.98: a fraction, or a percentage's figure?
     numbers = extract_numbers(response, limit=MAX_FOUND + 1)
     if len(numbers) > MAX_FOUND:
         return None, "inconclusive", f"more than {MAX_FOUND} numbers in the response"
@@ -272,12 +283,14 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             continue
         slack = CONVERSION_SLACK if converted else Fraction(0)
         agrees = _number_matches(n, value, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack)
-        if n.grouped is not None and not ref.dotted:  # 1.000: 1, or 1000 (a thousands dot)
+        if agrees is not None and n.grouped is not None and not ref.dotted:  # 1.000: 1 or 1000
             other = n.grouped if not converted else convert(n.grouped, unit, ref.unit)
             if other is None or agrees != _number_matches(
                     n, other, ref, abs_tol=abs_tol, rel_tol=rel_tol, slack=slack):
                 dotted.append((shown, agrees))
-        if agrees:
+        if agrees is None:
+            undecided.append(shown)
+        elif agrees:
             matched.append(shown)
             converted_any |= converted
         else:
@@ -288,6 +301,11 @@ def _decide_number(response: str, ref: ReferenceNumber, answer: str, abs_tol: fl
             f"{shown} is ambiguous: read with a decimal point it "
             f"{'matches' if agrees else 'differs from'} {answer}, with a thousands dot it "
             f"{'differs' if agrees else 'matches'}")
+    if undecided:
+        return None, "inconclusive", (
+            f"{undecided[0]} against {answer}: it matches only if the plain figure is a "
+            "percentage with its sign left out; as a fraction (p% = p/100) it differs: "
+            "which is meant?")
     if unscaled:
         return None, "inconclusive", (f"{unscaled[0]} has a per-notation the reference "
                                       f"{answer} does not have: which scale is it in?")
